@@ -1,0 +1,51 @@
+# Paimon Pipelines — every set-up step lives here (a fresh clone needs only python3.11 + Java 17).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+SHARED ?= $(abspath ../shared)
+ORACLE := $(SHARED)/oracle/oracle
+SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))' 2>/dev/null)
+export PAIMON_ORACLE_SPARK_JARS = $(SPARK_JARS)
+export TZ := UTC
+PYTEST_ARGS ?=
+
+.PHONY: install oracle lint typecheck unit test demo bench clean
+
+$(VENV)/.installed: requirements.lock requirements-build.txt pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q -r requirements-build.txt
+	$(PIP) install -q -r requirements.lock
+	$(PIP) install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+install: $(VENV)/.installed
+
+# The reference implementations (Paimon Java 0.9 + pypaimon 2.1), installed by the shared
+# oracle's own setup; the runtime jars come from our pyspark install (no big download).
+oracle: install
+	@test -x $(ORACLE) || { echo "oracle not found at $(ORACLE) (shared/ must sit beside the repo)"; exit 1; }
+	$(ORACLE) setup -q
+
+lint: install
+	$(VENV)/bin/ruff check paimon_core tests bench scripts
+
+typecheck: install
+	$(VENV)/bin/mypy paimon_core
+
+unit: install
+	$(VENV)/bin/pytest -q -m "not oracle" $(PYTEST_ARGS)
+
+test: install oracle lint typecheck
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+demo: install oracle
+	$(PY) scripts/demo.py
+
+bench: install oracle
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info

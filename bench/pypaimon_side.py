@@ -1,0 +1,185 @@
+"""The pypaimon 2.1 side of the benchmark (runs in the oracle venv, NOT in ours).
+
+pypaimon 2.1 pins pyarrow < 20, so ``bench/run.py`` runs this script with the oracle venv's
+python (``$PAIMON_ORACLE_HOME/venv/bin/python``) in a subprocess. Two commands:
+
+``prepare --warehouse WH --gen GEN``
+    Writes the benchmark tables with pypaimon's catalog/table API and prints one JSON line
+    with the write times (seconds):
+    ``db.w1`` append table partitioned by ``dt``, 2,000,000 rows in one commit;
+    ``db.w2`` primary-key table (``id``+``dt``, partitioned by ``dt``, ``bucket=4``) written
+    by the 7 commits of ``gen.w2_batches()``.
+
+``read --warehouse WH --gen GEN --step STEP [--check]``
+    One timed read in this fresh process (STEP: ``w1_all``, ``w1_day``, ``w2_merged``); prints
+    one JSON line: seconds, rows, peak RSS (MB) of this process and its RSS before the read.
+    ``--check`` verifies the result against gen.py after the timing (not timed).
+
+``gen.py`` is imported by path (``--gen``), never copied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import resource
+import sys
+import time
+from typing import Any
+
+
+def load_gen(path: str) -> Any:
+    spec = importlib.util.spec_from_file_location("bench_gen", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _status_mb(key: str) -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def rss_mb() -> float:
+    """Current resident set size (VmRSS) of this process in MB."""
+    return _status_mb("VmRSS")
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process in MB: VmHWM, the high-water mark of this
+    process's own address space. (``ru_maxrss`` is not used: across ``exec`` Linux carries
+    over the parent's high-water mark, so a child spawned by a big parent would report the
+    parent's peak.)"""
+    hwm = _status_mb("VmHWM")
+    if hwm == hwm:  # not NaN
+        return hwm
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _commit(table: Any, data: Any) -> None:
+    wb = table.new_batch_write_builder()
+    tw = wb.new_write()
+    tc = wb.new_commit()
+    try:
+        tw.write_arrow(data)
+        tc.commit(tw.prepare_commit())
+    finally:
+        tc.close()
+        tw.close()
+
+
+def prepare(warehouse: str, gen: Any) -> dict[str, Any]:
+    from pypaimon import CatalogFactory, Schema
+
+    catalog = CatalogFactory.create({"warehouse": warehouse})
+    catalog.create_database("db", True)
+    out: dict[str, Any] = {"pypaimon": _version("pypaimon"), "pyarrow": _version("pyarrow")}
+
+    # W1: append table, partitioned by dt, one commit.
+    catalog.create_table(
+        "db.w1", Schema.from_pyarrow_schema(gen.SCHEMA, partition_keys=["dt"]), False
+    )
+    data = gen.w1()
+    t0 = time.perf_counter()
+    _commit(catalog.get_table("db.w1"), data)
+    out["w1_write"] = time.perf_counter() - t0
+    del data
+
+    # W2: primary-key table, 7 commits.
+    catalog.create_table(
+        "db.w2",
+        Schema.from_pyarrow_schema(
+            gen.SCHEMA, partition_keys=["dt"], primary_keys=["id", "dt"],
+            options={"bucket": "4"},
+        ),
+        False,
+    )
+    w2: dict[str, float] = {}
+    for name, batch in gen.w2_batches():
+        table = catalog.get_table("db.w2")  # fresh handle: sees the latest snapshot
+        t0 = time.perf_counter()
+        _commit(table, batch)
+        w2[name] = time.perf_counter() - t0
+    out["w2_write"] = w2
+    out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import version
+
+    return version(dist)
+
+
+def read(warehouse: str, gen: Any, step: str, check: bool) -> dict[str, Any]:
+    import pyarrow as pa
+    from pypaimon import CatalogFactory
+
+    base = rss_mb()
+    t0 = time.perf_counter()
+    catalog = CatalogFactory.create({"warehouse": warehouse})
+    table = catalog.get_table("db.w2" if step == "w2_merged" else "db.w1")
+    rb = table.new_read_builder()
+    if step == "w1_day":
+        pb = rb.new_predicate_builder()
+        rb = rb.with_filter(pb.equal("dt", gen.FILTER_DAY))
+    splits = rb.new_scan().plan().splits()
+    result = rb.new_read().to_arrow(splits)
+    seconds = time.perf_counter() - t0
+    out: dict[str, Any] = {
+        "seconds": seconds, "rows": result.num_rows,
+        "peak_rss_mb": peak_rss_mb(), "base_rss_mb": base,
+    }
+    if check:
+        out["check"] = check_result(gen, step, result, pa)
+    return out
+
+
+def check_result(gen: Any, step: str, result: Any, pa: Any) -> list[Any]:
+    """(ok, message) for a read result of ``step`` against gen.py's data."""
+    if step == "w2_merged":
+        ok, msg = gen.check_w2(result)
+        return [bool(ok), msg]
+    exp = gen.w1()
+    if step == "w1_day":
+        import pyarrow.compute as pc
+
+        exp = exp.filter(pc.equal(exp.column("dt"), gen.FILTER_DAY))
+    exp = gen.normalize(exp)
+    got = gen.normalize(result)
+    if got.num_rows != exp.num_rows:
+        return [False, f"row count {got.num_rows} != expected {exp.num_rows}"]
+    bad = [n for n in gen.SCHEMA.names if not got.column(n).equals(exp.column(n))]
+    if bad:
+        return [False, f"columns differ: {bad}"]
+    return [True, f"{got.num_rows} rows, all 8 columns equal gen.py's"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("command", choices=["prepare", "read"])
+    ap.add_argument("--warehouse", required=True)
+    ap.add_argument("--gen", required=True, help="path of shared/bench/gen.py")
+    ap.add_argument("--step", choices=["w1_all", "w1_day", "w2_merged"])
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args(argv)
+    gen = load_gen(args.gen)
+    if args.command == "prepare":
+        res = prepare(args.warehouse, gen)
+    else:
+        if not args.step:
+            ap.error("read needs --step")
+        res = read(args.warehouse, gen, args.step, args.check)
+    sys.stdout.write(json.dumps(res) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown (pyarrow pools): not part of any measurement
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,434 @@
+"""``make bench``: paimon_core vs pypaimon 2.1 vs plain pyarrow Parquet (see bench/README.md).
+
+Steps measured (all on tables written by pypaimon 2.1 from ``shared/bench/gen.py``):
+  w1_all     read the 2,000,000-row append table
+  w1_day     read ``dt = '2024-01-02'`` of it (500,000 rows)
+  w2_merged  merged read of the primary-key table (1,100,000 rows, latest version wins)
+
+Every measurement runs in a fresh subprocess (ours and plain Parquet: this venv; pypaimon:
+the oracle venv, through ``bench/pypaimon_side.py``), so each one has its own peak RSS
+(VmHWM). Rounds are interleaved (the library order rotates each round); we report the
+median and the minimum. The first round also checks every result against gen.py (not
+timed); a failed check makes the run exit 1. Missing a performance target never does.
+
+Usage:
+  .venv/bin/python bench/run.py [--fresh] [--rounds N] [--steps ...] [--libs ...]
+  .venv/bin/python bench/run.py --profile        # cProfile of our W2 merged read only
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pypaimon_side import check_result, load_gen, peak_rss_mb, rss_mb
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+RESULTS = BENCH / "results"
+DEFAULT_GEN = REPO.parent / "shared" / "bench" / "gen.py"
+
+STEPS = ("w1_all", "w1_day", "w2_merged")
+LIBS = ("ours", "pypaimon", "parquet_1file", "parquet_4files")
+# Which libraries run which step (W1's plain Parquet copy is one zstd file per day).
+STEP_LIBS = {
+    "w1_all": ("ours", "pypaimon", "parquet_4files"),
+    "w1_day": ("ours", "pypaimon", "parquet_4files"),
+    "w2_merged": ("ours", "pypaimon", "parquet_1file", "parquet_4files"),
+}
+STEP_ROWS = {"w1_all": 2_000_000, "w1_day": 500_000, "w2_merged": 1_100_000}
+STEP_TITLES = {
+    "w1_all": "W1 read all (2M rows)",
+    "w1_day": "W1 read one day (500k rows)",
+    "w2_merged": "W2 merged read (1.1M rows)",
+}
+PARQUET_ZSTD_LEVEL = 1  # = Paimon's default file.compression.zstd-level
+CHILD_TIMEOUT_S = 600
+
+
+# --------------------------------------------------------------------------- children
+def child_main(args: argparse.Namespace) -> int:
+    """One timed read in this fresh process; prints one JSON line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    gen = load_gen(args.gen)
+    cache = Path(args.cache)
+    step, lib = args.step, args.child
+    if lib == "ours":
+        from paimon_core.catalog import FileSystemCatalog
+
+        wh = str(cache / "wh")
+        name = "db.w2" if step == "w2_merged" else "db.w1"
+        flt = f"dt = '{gen.FILTER_DAY}'" if step == "w1_day" else None
+
+        def run() -> Any:
+            return FileSystemCatalog(wh).get_table(name).to_arrow(filter=flt)
+    else:
+        pdir = cache / "parquet"
+        if step == "w2_merged":
+            src = str(pdir / "w2_1file" / "w2.parquet") if lib == "parquet_1file" else str(
+                pdir / "w2_4files")
+        else:
+            src = str(pdir / "w1_4files")
+        filters = [("dt", "=", gen.FILTER_DAY)] if step == "w1_day" else None
+
+        def run() -> Any:
+            return pq.read_table(src, filters=filters)
+
+    if args.profile:
+        import cProfile
+        import io
+        import pstats
+        import threading
+
+        # cProfile sees only its own thread: profile every thread the read starts too
+        # (ThreadPoolExecutor workers), then merge. Worker idle time shows as queue waits.
+        thread_profs: list[cProfile.Profile] = []
+        orig_run = threading.Thread.run
+
+        def profiled_run(self: threading.Thread) -> None:
+            p = cProfile.Profile()
+            thread_profs.append(p)
+            p.runcall(orig_run, self)
+
+        threading.Thread.run = profiled_run  # type: ignore[method-assign]
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        result = prof.runcall(run)
+        seconds = time.perf_counter() - t0
+        buf = io.StringIO()
+        st = pstats.Stats(prof, stream=buf)
+        for p in thread_profs:
+            st.add(p)
+        buf.write(f"cProfile of {lib} {step}: {seconds:.3f} s wall under the profiler; "
+                  f"main thread + {len(thread_profs)} worker threads merged (times add up "
+                  "across threads)\n")
+        st.sort_stats("tottime").print_stats(30)
+        st.sort_stats("cumulative").print_stats(40)
+        Path(args.profile).write_text(buf.getvalue())
+        print(json.dumps({"seconds": seconds, "rows": result.num_rows}))
+        sys.stdout.flush()
+        os._exit(0)
+
+    base = rss_mb()
+    t0 = time.perf_counter()
+    result = run()
+    seconds = time.perf_counter() - t0
+    out: dict[str, Any] = {
+        "seconds": seconds, "rows": result.num_rows,
+        "peak_rss_mb": peak_rss_mb(), "base_rss_mb": base,
+    }
+    if args.check:
+        out["check"] = check_result(gen, step, result, pa)
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown: not part of the measurement
+
+
+# --------------------------------------------------------------------------- helpers
+def oracle_python(gen_path: Path) -> str:
+    """The oracle venv's python (pypaimon 2.1 + pyarrow 19)."""
+    home = os.environ.get("PAIMON_ORACLE_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "paimon-oracle")
+    py = os.path.join(home, "venv", "bin", "python")
+    if os.access(py, os.X_OK):
+        return py
+    oracle = gen_path.resolve().parent.parent / "oracle" / "oracle"
+    info = subprocess.run([str(oracle), "info"], capture_output=True, text=True, check=True)
+    return str(json.loads(info.stdout)["python"])
+
+
+def run_json(cmd: list[str], what: str) -> dict[str, Any]:
+    """Run a child, return its last stdout line as JSON (raise with its stderr on failure)."""
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
+    if p.returncode != 0 or not lines:
+        raise RuntimeError(f"{what} failed (exit {p.returncode}):\n{p.stderr[-4000:]}")
+    return dict(json.loads(lines[-1]))
+
+
+def du_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+# --------------------------------------------------------------------------- preparation
+def prepare(cache: Path, gen_path: Path, py_oracle: str, fresh: bool) -> dict[str, Any]:
+    """Tables written once per gen.py version; ``prep.json`` is the completion stamp."""
+    stamp = cache / "prep.json"
+    if stamp.exists() and not fresh:
+        prep = dict(json.loads(stamp.read_text()))
+        prep["cached"] = True
+        return prep
+    if cache.exists():
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True)
+    print(f"preparing tables in {cache} (pypaimon 2.1 writes W1 and the 7 W2 commits; "
+          "about a minute) ...", flush=True)
+    t0 = time.perf_counter()
+    prep: dict[str, Any] = {"pypaimon": run_json(
+        [py_oracle, str(BENCH / "pypaimon_side.py"), "prepare",
+         "--warehouse", str(cache / "wh"), "--gen", str(gen_path)], "pypaimon prepare")}
+    prep["pypaimon"]["wall_s"] = time.perf_counter() - t0
+    prep["parquet"] = write_parquet(cache / "parquet", load_gen(str(gen_path)))
+    prep["bytes_mb"] = {
+        "paimon_w1": du_mb(cache / "wh" / "db.db" / "w1"),
+        "paimon_w2": du_mb(cache / "wh" / "db.db" / "w2"),
+        **{f"parquet_{d.name}": du_mb(d) for d in sorted((cache / "parquet").iterdir())},
+    }
+    prep["load_avg"] = loadavg()
+    prep["created"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    stamp.write_text(json.dumps(prep, indent=1))
+    prep["cached"] = False
+    return prep
+
+
+def write_parquet(pdir: Path, gen: Any) -> dict[str, float]:
+    """The plain-Parquet floor: same rows, zstd (level 1, as Paimon's default)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    def write(table: Any, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, str(path), compression="zstd",
+                       compression_level=PARQUET_ZSTD_LEVEL)
+
+    def per_day(table: Any, d: Path) -> float:
+        parts = [table.filter(pc.equal(table.column("dt"), day)) for day in gen.DAYS]
+        t0 = time.perf_counter()
+        for day, part in zip(gen.DAYS, parts):
+            write(part, d / f"{day}.parquet")
+        return time.perf_counter() - t0
+
+    times: dict[str, float] = {}
+    w1 = gen.w1()
+    times["w1_4files_write"] = per_day(w1, pdir / "w1_4files")
+    del w1
+    w2 = gen.w2_expected()
+    t0 = time.perf_counter()
+    write(w2, pdir / "w2_1file" / "w2.parquet")
+    times["w2_1file_write"] = time.perf_counter() - t0
+    times["w2_4files_write"] = per_day(w2, pdir / "w2_4files")
+    return times
+
+
+# --------------------------------------------------------------------------- measuring
+def child_cmd(lib: str, step: str, cache: Path, gen_path: Path, py_oracle: str,
+              check: bool) -> list[str]:
+    if lib == "pypaimon":
+        cmd = [py_oracle, str(BENCH / "pypaimon_side.py"), "read",
+               "--warehouse", str(cache / "wh"), "--gen", str(gen_path), "--step", step]
+    else:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", lib, "--step", step,
+               "--cache", str(cache), "--gen", str(gen_path)]
+    return [*cmd, "--check"] if check else cmd
+
+
+def measure(args: argparse.Namespace, cache: Path, gen_path: Path,
+            py_oracle: str) -> tuple[dict[str, Any], list[str]]:
+    """Interleaved rounds; returns (per-step results, failures)."""
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    checks: dict[str, dict[str, Any]] = {}
+    failures: list[str] = []
+    plan = [(s, lib) for s in args.steps for lib in STEP_LIBS[s] if lib in args.libs]
+    for rnd in range(args.rounds):
+        for step in args.steps:
+            libs = [lib for s, lib in plan if s == step]
+            k = rnd % max(len(libs), 1)
+            for lib in libs[k:] + libs[:k]:  # rotate the order every round
+                check = rnd == 0
+                try:
+                    res = run_json(child_cmd(lib, step, cache, gen_path, py_oracle, check),
+                                   f"{lib} {step}")
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    last = [ln for ln in str(e).splitlines() if ln.strip()][-1:]
+                    failures.append(f"round {rnd + 1} {lib} {step}: run failed: "
+                                    + (last[0] if last else repr(e)))
+                    print(f"!!! {lib} {step} FAILED: {e}", flush=True)
+                    continue
+                if res["rows"] != STEP_ROWS[step]:
+                    failures.append(f"{lib} {step}: {res['rows']} rows, expected "
+                                    f"{STEP_ROWS[step]}")
+                if check:
+                    ok, msg = res.pop("check")
+                    checks[f"{lib}/{step}"] = {"ok": ok, "message": msg}
+                    if not ok:
+                        failures.append(f"{lib} {step}: correctness check FAILED: {msg}")
+                        print(f"!!! CORRECTNESS CHECK FAILED: {lib} {step}: {msg}", flush=True)
+                runs.setdefault((step, lib), []).append(res)
+                print(f"  round {rnd + 1}/{args.rounds}  {step:<10} {lib:<15} "
+                      f"{res['seconds']:8.3f} s  peak {res['peak_rss_mb']:7.0f} MB"
+                      + ("  check: " + ("ok" if checks[f'{lib}/{step}']['ok'] else "FAILED")
+                         if check else ""), flush=True)
+
+    steps: dict[str, Any] = {}
+    for step in args.steps:
+        libs_out: dict[str, Any] = {}
+        for lib in STEP_LIBS[step]:
+            rs = runs.get((step, lib))
+            if not rs:
+                continue
+            secs = [r["seconds"] for r in rs]
+            libs_out[lib] = {
+                "median_s": statistics.median(secs), "min_s": min(secs),
+                "peak_rss_mb": max(r["peak_rss_mb"] for r in rs),
+                "base_rss_mb": statistics.median(r["base_rss_mb"] for r in rs),
+                "runs_s": secs, "rows": rs[0]["rows"],
+                "check": checks.get(f"{lib}/{step}"),
+            }
+        steps[step] = {"title": STEP_TITLES[step], "libs": libs_out,
+                       "ratios": ratios(step, libs_out)}
+    return steps, failures
+
+
+def ratios(step: str, libs: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    ours = libs.get("ours")
+    if not ours:
+        return out
+    o = ours["median_s"]
+    if "pypaimon" in libs:
+        out["speedup_vs_pypaimon"] = libs["pypaimon"]["median_s"] / o
+    for lib in ("parquet_1file", "parquet_4files"):
+        if lib in libs:
+            out[f"ours_over_{lib}"] = o / libs[lib]["median_s"]
+    return out
+
+
+def targets(steps: dict[str, Any]) -> list[dict[str, Any]]:
+    """This issue's targets, on the W2 merged read."""
+    r = steps.get("w2_merged", {}).get("ratios", {})
+    out = []
+    for lib in ("parquet_1file", "parquet_4files"):
+        key = f"ours_over_{lib}"
+        if key in r:
+            out.append({"target": f"W2 merged read <= 2x plain Parquet ({lib})",
+                        "value": r[key], "limit": 2.0, "pass": r[key] <= 2.0})
+    if "speedup_vs_pypaimon" in r:
+        v = r["speedup_vs_pypaimon"]
+        out.append({"target": "W2 merged read >= 10x faster than pypaimon 2.1",
+                    "value": v, "limit": 10.0, "pass": v >= 10.0})
+    return out
+
+
+# --------------------------------------------------------------------------- report
+def report(res: dict[str, Any]) -> str:
+    lines = []
+    prep = res["prep"]
+    pw = prep["pypaimon"]
+    lines.append(f"pypaimon {pw.get('pypaimon')} writes (s){' [cached]' if prep['cached'] else ''}"
+                 f": W1 2M {pw['w1_write']:.2f}; W2 "
+                 + ", ".join(f"{k} {v:.2f}" for k, v in pw["w2_write"].items()))
+    lines.append("plain Parquet writes (s): "
+                 + ", ".join(f"{k} {v:.2f}" for k, v in prep["parquet"].items()))
+    lines.append("on disk (MB): " + ", ".join(f"{k} {v:.1f}" for k, v in prep["bytes_mb"].items()))
+    lines.append("")
+    hdr = f"{'step':<28} {'library':<15} {'median s':>9} {'min s':>8} {'peak RSS MB':>12} " \
+          f"{'(base)':>7}"
+    lines.append(hdr)
+    lines.append("-" * len(hdr))
+    for s in res["steps"].values():
+        for lib, v in s["libs"].items():
+            lines.append(f"{s['title']:<28} {lib:<15} {v['median_s']:9.3f} {v['min_s']:8.3f} "
+                         f"{v['peak_rss_mb']:12.0f} {v['base_rss_mb']:7.0f}")
+        rs = s["ratios"]
+        if rs:
+            lines.append(f"{'':<28} " + "; ".join(
+                (f"speed-up vs pypaimon {v:.1f}x" if k == "speedup_vs_pypaimon"
+                 else f"ours/{k[len('ours_over_'):]} {v:.2f}") for k, v in rs.items()))
+        lines.append("")
+    for t in res["targets"]:
+        lines.append(f"{'PASS' if t['pass'] else 'MISS'}  {t['target']}: {t['value']:.2f} "
+                     f"(limit {t['limit']:g})")
+    lines.append(f"load average: start {res['load_avg_start']}, end {res['load_avg_end']} "
+                 f"({res['machine']['cpus']} CPUs); {res['rounds']} rounds, medians")
+    if res["failures"]:
+        lines.append("")
+        lines.append("CORRECTNESS / RUN FAILURES:")
+        lines.extend("  " + f for f in res["failures"])
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="paimon_core read benchmark (make bench)")
+    ap.add_argument("--fresh", action="store_true", help="rebuild the cached tables")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS))
+    ap.add_argument("--libs", nargs="+", choices=LIBS, default=list(LIBS))
+    ap.add_argument("--gen", default=str(DEFAULT_GEN), help="path of shared/bench/gen.py")
+    ap.add_argument("--json", default=str(RESULTS / "latest.json"))
+    ap.add_argument("--profile", nargs="?", const=str(RESULTS / "profile_w2_merged.txt"),
+                    help="only cProfile our W2 merged read, write the stats to this file")
+    # internal: one measurement in a fresh process
+    ap.add_argument("--child", choices=["ours", "parquet_1file", "parquet_4files"],
+                    help=argparse.SUPPRESS)
+    ap.add_argument("--step", choices=STEPS, help=argparse.SUPPRESS)
+    ap.add_argument("--cache", help=argparse.SUPPRESS)
+    ap.add_argument("--check", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        return child_main(args)
+
+    gen_path = Path(args.gen).resolve()
+    if not gen_path.exists():
+        print(f"gen.py not found at {gen_path} (shared/ must sit beside the repo)",
+              file=sys.stderr)
+        return 2
+    sha = hashlib.sha256(gen_path.read_bytes()).hexdigest()
+    cache = RESULTS / "cache" / sha[:16]
+    py_oracle = oracle_python(gen_path)
+    load_start = loadavg()
+    print(f"load average {load_start} on {os.cpu_count()} CPUs", flush=True)
+    prep = prepare(cache, gen_path, py_oracle, args.fresh)
+
+    if args.profile:
+        out = Path(args.profile)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [*child_cmd("ours", "w2_merged", cache, gen_path, py_oracle, False),
+               "--profile", str(out)]
+        r = run_json(cmd, "profile")
+        print(out.read_text())
+        print(f"profile written to {out} ({r['seconds']:.3f} s under cProfile)")
+        return 0
+
+    steps, failures = measure(args, cache, gen_path, py_oracle)
+    import pyarrow as pa
+
+    res: dict[str, Any] = {
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "gen_sha256": sha, "cache": str(cache), "rounds": args.rounds,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform(), "pyarrow_ours": pa.__version__},
+        "load_avg_start": load_start, "load_avg_end": loadavg(),
+        "prep": prep, "steps": steps, "targets": targets(steps), "failures": failures,
+    }
+    text = report(res)
+    print()
+    print(text)
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=1) + "\n")
+    print(f"\nresults: {out}")
+    if failures:
+        print("\n!!! BENCHMARK CORRECTNESS FAILURE (see above): exit 1", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

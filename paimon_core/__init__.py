@@ -1,0 +1,1 @@
+"""Apache Paimon, in pure Python."""

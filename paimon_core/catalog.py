@@ -1,0 +1,109 @@
+"""The filesystem catalog: ``<warehouse>/<db>.db/<table>/``.
+
+Example:
+    >>> from paimon_core.catalog import FileSystemCatalog
+    >>> catalog = FileSystemCatalog("/tmp/warehouse")          # doctest: +SKIP
+    >>> table = catalog.get_table("db.orders")                  # doctest: +SKIP
+    >>> table.to_arrow(filter="amount > 10")                    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from paimon_core.errors import (
+    DatabaseAlreadyExistError,
+    DatabaseNotEmptyError,
+    DatabaseNotExistError,
+    TableNotExistError,
+)
+from paimon_core.identifier import Identifier, validate_name
+from paimon_core.io.file_io import FileIO, join
+from paimon_core.table import FileStoreTable
+
+DB_SUFFIX = ".db"
+
+
+class FileSystemCatalog:
+    """Catalog over a warehouse directory (local path, ``memory://`` or ``s3://``).
+
+    Args:
+        warehouse: the warehouse root.
+        options: storage options passed to :class:`FileIO` (e.g. ``s3.endpoint``).
+    """
+
+    def __init__(self, warehouse: str, options: Mapping[str, str] | None = None) -> None:
+        self.warehouse = warehouse.rstrip("/") if warehouse not in ("/",) else warehouse
+        self.file_io = FileIO(self.warehouse, options)
+
+    # ---- paths
+    def database_path(self, database: str) -> str:
+        validate_name(database, "database")
+        return join(self.warehouse, database + DB_SUFFIX)
+
+    def table_path(self, identifier: Identifier) -> str:
+        return join(self.database_path(identifier.database), identifier.table)
+
+    # ---- databases
+    def list_databases(self) -> list[str]:
+        out = []
+        for st in self.file_io.list_status(self.warehouse):
+            name = st.path.rsplit("/", 1)[-1]
+            if st.is_dir and name.endswith(DB_SUFFIX) and len(name) > len(DB_SUFFIX):
+                out.append(name[: -len(DB_SUFFIX)])
+        return sorted(out)
+
+    def database_exists(self, database: str) -> bool:
+        return self.file_io.is_dir(self.database_path(database)) or (
+            not self.file_io.is_local and database in self.list_databases()
+        )
+
+    def create_database(self, database: str, ignore_if_exists: bool = False) -> None:
+        path = self.database_path(database)
+        if self.database_exists(database):
+            if ignore_if_exists:
+                return
+            raise DatabaseAlreadyExistError(database)
+        self.file_io.mkdirs(path)
+
+    def drop_database(
+        self, database: str, ignore_if_not_exists: bool = False, cascade: bool = False
+    ) -> None:
+        if not self.database_exists(database):
+            if ignore_if_not_exists:
+                return
+            raise DatabaseNotExistError(database)
+        if not cascade and self.list_tables(database):
+            raise DatabaseNotEmptyError(database)
+        self.file_io.delete_dir(self.database_path(database))
+
+    # ---- tables
+    def list_tables(self, database: str) -> list[str]:
+        if not self.database_exists(database):
+            raise DatabaseNotExistError(database)
+        out = []
+        for st in self.file_io.list_status(self.database_path(database)):
+            name = st.path.rsplit("/", 1)[-1]
+            if st.is_dir and self.file_io.exists(join(st.path, "schema")):
+                out.append(name)
+        return sorted(out)
+
+    def table_exists(self, identifier: str | Identifier) -> bool:
+        ident = Identifier.parse(identifier)
+        return bool(self.file_io.list_names(join(self.table_path(ident), "schema")))
+
+    def get_table(self, identifier: str | Identifier) -> FileStoreTable:
+        ident = Identifier.parse(identifier)
+        path = self.table_path(ident)
+        table = FileStoreTable.load(self.file_io, path, ident)
+        if table is None:
+            raise TableNotExistError(str(ident))
+        return table
+
+    def drop_table(self, identifier: str | Identifier, ignore_if_not_exists: bool = False) -> None:
+        ident = Identifier.parse(identifier)
+        if not self.table_exists(ident):
+            if ignore_if_not_exists:
+                return
+            raise TableNotExistError(str(ident))
+        self.file_io.delete_dir(self.table_path(ident))

@@ -1,0 +1,106 @@
+"""The one exception hierarchy of paimon_core.
+
+Every failure raised by this package is a :class:`PaimonError`. Errors coming from fsspec,
+pyarrow or fastavro are translated at the edges (``io/`` and the codecs) with ``raise ... from``.
+"""
+
+from __future__ import annotations
+
+
+class PaimonError(Exception):
+    """Root of every error raised by paimon_core."""
+
+
+class InvalidIdentifierError(PaimonError, ValueError):
+    """A database, table, tag or partition name that is not allowed (checked before any IO)."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"invalid identifier {name!r}: {reason}")
+        self.name = name
+        self.reason = reason
+
+
+class NotFoundError(PaimonError):
+    """Base of the *-does-not-exist errors."""
+
+
+class DatabaseNotExistError(NotFoundError):
+    def __init__(self, database: str) -> None:
+        super().__init__(f"database {database!r} does not exist")
+        self.database = database
+
+
+class DatabaseAlreadyExistError(PaimonError):
+    def __init__(self, database: str) -> None:
+        super().__init__(f"database {database!r} already exists")
+        self.database = database
+
+
+class DatabaseNotEmptyError(PaimonError):
+    def __init__(self, database: str) -> None:
+        super().__init__(f"database {database!r} is not empty (use cascade=True)")
+        self.database = database
+
+
+class TableNotExistError(NotFoundError):
+    def __init__(self, identifier: str) -> None:
+        super().__init__(f"table {identifier!r} does not exist")
+        self.identifier = identifier
+
+
+class TableAlreadyExistError(PaimonError):
+    def __init__(self, identifier: str) -> None:
+        super().__init__(f"table {identifier!r} already exists")
+        self.identifier = identifier
+
+
+class SnapshotNotExistError(NotFoundError):
+    """A snapshot, tag or time-travel target that is not (or no longer) there."""
+
+
+class SnapshotExpiredError(SnapshotNotExistError):
+    """A snapshot that existed but has been expired."""
+
+
+class TagNotExistError(NotFoundError):
+    def __init__(self, tag: str) -> None:
+        super().__init__(f"tag {tag!r} does not exist")
+        self.tag = tag
+
+
+class FileNotFoundInTableError(NotFoundError):
+    """A file referenced by metadata is missing from storage."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"file not found: {path}")
+        self.path = path
+
+
+class CorruptMetadataError(PaimonError):
+    """A schema, snapshot, manifest, manifest list, hint or data file that cannot be decoded."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"corrupt metadata in {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class SchemaError(PaimonError, ValueError):
+    """A schema, data type, option or value that does not fit the table's schema."""
+
+
+class UnsupportedError(PaimonError, NotImplementedError):
+    """A feature of the format that this implementation does not handle (yet)."""
+
+
+class FilterError(PaimonError, ValueError):
+    """A filter expression that cannot be parsed or applied."""
+
+
+class StorageError(PaimonError, OSError):
+    """A storage operation failed (permission, network, disk full...)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"storage error on {path}: {reason}")
+        self.path = path
+        self.reason = reason

@@ -1,0 +1,328 @@
+"""Storage access: local disk, ``memory://`` and ``s3://`` through fsspec.
+
+``FileIO`` is deliberately small and storage-only (read, write, list, delete, atomic
+create-if-absent). It pickles cleanly (the fsspec filesystem is rebuilt lazily after
+unpickling), so Spark executors and Dagster steps can use it. Listings are never served from a
+cache: s3fs caches directory listings per instance, so every listing invalidates first.
+
+Errors from the OS, fsspec or botocore are translated to :mod:`paimon_core.errors` here.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO, Any
+
+import fsspec
+import pyarrow.fs as pafs
+
+from paimon_core.errors import FileNotFoundInTableError, StorageError
+
+
+@dataclass(frozen=True, slots=True)
+class FileStatus:
+    path: str
+    size: int
+    is_dir: bool
+    mtime_millis: int | None = None
+
+
+def _split_scheme(path: str) -> tuple[str, str]:
+    if "://" in path:
+        scheme, rest = path.split("://", 1)
+        return scheme.lower(), rest
+    return "file", path
+
+
+def join(*parts: str) -> str:
+    """Join path segments with ``/`` (works for local paths and URLs)."""
+    out = parts[0].rstrip("/") if parts[0] != "/" else "/"
+    for p in parts[1:]:
+        p = p.strip("/")
+        if not p:
+            continue
+        out = out + p if out.endswith("/") else out + "/" + p
+    return out
+
+
+class FileIO:
+    """Storage for one warehouse root (any path under any scheme is accepted).
+
+    Args:
+        root: a local path, ``memory://...`` or ``s3://bucket/prefix``.
+        options: storage options; for S3: ``s3.endpoint``, ``s3.access-key``,
+            ``s3.secret-key``, ``s3.region``, ``s3.session-token`` (or the usual AWS
+            environment variables).
+    """
+
+    def __init__(self, root: str, options: Mapping[str, str] | None = None) -> None:
+        self.root = root
+        self.options = dict(options or {})
+        self.scheme, _ = _split_scheme(root)
+        if self.scheme not in ("file", "memory", "s3", "s3a"):
+            raise StorageError(root, f"unsupported storage scheme {self.scheme!r}")
+        self._fs: Any = None
+
+    # ---- pickling: drop the live filesystem
+    def __getstate__(self) -> dict[str, Any]:
+        return {"root": self.root, "options": self.options, "scheme": self.scheme}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.root = state["root"]
+        self.options = state["options"]
+        self.scheme = state["scheme"]
+        self._fs = None
+
+    @property
+    def is_local(self) -> bool:
+        return self.scheme == "file"
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem (created on first use)."""
+        if self._fs is None:
+            if self.scheme in ("s3", "s3a"):
+                kw: dict[str, Any] = {"use_listings_cache": False, "skip_instance_cache": True}
+                client: dict[str, Any] = {}
+                if "s3.endpoint" in self.options:
+                    client["endpoint_url"] = self.options["s3.endpoint"]
+                if "s3.region" in self.options:
+                    client["region_name"] = self.options["s3.region"]
+                if client:
+                    kw["client_kwargs"] = client
+                if "s3.access-key" in self.options:
+                    kw["key"] = self.options["s3.access-key"]
+                    kw["secret"] = self.options.get("s3.secret-key")
+                if "s3.session-token" in self.options:
+                    kw["token"] = self.options["s3.session-token"]
+                self._fs = fsspec.filesystem("s3", **kw)
+            elif self.scheme == "memory":
+                self._fs = fsspec.filesystem("memory")
+            else:
+                self._fs = fsspec.filesystem("file")
+        return self._fs
+
+    def _fs_path(self, path: str) -> str:
+        scheme, rest = _split_scheme(path)
+        if scheme == "memory":
+            return "/" + rest.lstrip("/")
+        if scheme in ("s3", "s3a"):
+            return rest
+        return rest
+
+    def arrow_filesystem(self, path: str) -> tuple[pafs.FileSystem, str]:
+        """A pyarrow filesystem and the path inside it, for the format readers."""
+        if self.is_local:
+            return pafs.LocalFileSystem(), self._fs_path(path)
+        return pafs.PyFileSystem(pafs.FSSpecHandler(self.fs)), self._fs_path(path)
+
+    def invalidate(self, path: str | None = None) -> None:
+        if not self.is_local:
+            self.fs.invalidate_cache(self._fs_path(path) if path else None)
+
+    # ---- reading
+    @contextmanager
+    def _translate(self, path: str) -> Iterator[None]:
+        try:
+            yield
+        except FileNotFoundError as e:
+            raise FileNotFoundInTableError(path) from e
+        except IsADirectoryError as e:
+            raise StorageError(path, "is a directory") from e
+        except PermissionError as e:
+            raise StorageError(path, f"permission denied: {e}") from e
+        except OSError as e:
+            if e.errno == errno.ENOENT:
+                raise FileNotFoundInTableError(path) from e
+            raise StorageError(path, str(e) or type(e).__name__) from e
+
+    def read_bytes(self, path: str) -> bytes:
+        with self._translate(path):
+            if self.is_local:
+                with open(self._fs_path(path), "rb") as f:
+                    return f.read()
+            data: bytes = self.fs.cat_file(self._fs_path(path))
+            return data
+
+    def read_text(self, path: str) -> str:
+        data = self.read_bytes(path)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise StorageError(path, "not UTF-8 text") from e
+
+    @contextmanager
+    def open_input(self, path: str) -> Iterator[IO[bytes]]:
+        with self._translate(path):
+            f = open(self._fs_path(path), "rb") if self.is_local else self.fs.open(
+                self._fs_path(path), "rb"
+            )
+        try:
+            yield f
+        finally:
+            f.close()
+
+    def exists(self, path: str) -> bool:
+        with self._translate(path):
+            if self.is_local:
+                return os.path.exists(self._fs_path(path))
+            self.invalidate(path)
+            return bool(self.fs.exists(self._fs_path(path)))
+
+    def size(self, path: str) -> int:
+        with self._translate(path):
+            if self.is_local:
+                return os.stat(self._fs_path(path)).st_size
+            return int(self.fs.size(self._fs_path(path)))
+
+    def list_status(self, directory: str) -> list[FileStatus]:
+        """Entries directly under ``directory`` (fresh listing; missing directory = [])."""
+        with self._translate(directory):
+            if self.is_local:
+                d = self._fs_path(directory)
+                try:
+                    entries = list(os.scandir(d))
+                except FileNotFoundError:
+                    return []
+                out = []
+                for e in entries:
+                    try:
+                        st = e.stat()
+                    except FileNotFoundError:
+                        continue
+                    out.append(
+                        FileStatus(
+                            join(directory, e.name), st.st_size, e.is_dir(),
+                            int(st.st_mtime * 1000),
+                        )
+                    )
+                return out
+            self.invalidate(directory)
+            try:
+                infos = self.fs.ls(self._fs_path(directory), detail=True, refresh=True)
+            except FileNotFoundError:
+                return []
+            res = []
+            for info in infos:
+                name = info["name"].rstrip("/").rsplit("/", 1)[-1]
+                mtime = info.get("LastModified") or info.get("mtime") or info.get("created")
+                millis = None
+                if mtime is not None:
+                    try:
+                        millis = int(mtime.timestamp() * 1000)
+                    except AttributeError:
+                        millis = int(float(mtime) * 1000)
+                res.append(
+                    FileStatus(join(directory, name), int(info.get("size") or 0),
+                               info.get("type") == "directory", millis)
+                )
+            return res
+
+    def list_names(self, directory: str) -> list[str]:
+        return [s.path.rsplit("/", 1)[-1] for s in self.list_status(directory)]
+
+    def is_dir(self, path: str) -> bool:
+        with self._translate(path):
+            if self.is_local:
+                return os.path.isdir(self._fs_path(path))
+            self.invalidate(path)
+            return bool(self.fs.isdir(self._fs_path(path)))
+
+    # ---- writing
+    def mkdirs(self, path: str) -> None:
+        with self._translate(path):
+            if self.is_local:
+                os.makedirs(self._fs_path(path), exist_ok=True)
+            elif self.scheme == "memory":
+                self.fs.makedirs(self._fs_path(path), exist_ok=True)
+            # object stores have no directories
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write (or overwrite) a whole file. Not atomic; use :meth:`try_create` for commits."""
+        with self._translate(path):
+            if self.is_local:
+                p = self._fs_path(path)
+                os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
+                with open(p, "wb") as f:
+                    f.write(data)
+                return
+            parent = self._fs_path(path).rsplit("/", 1)[0]
+            if self.scheme == "memory":
+                self.fs.makedirs(parent, exist_ok=True)
+            self.fs.pipe_file(self._fs_path(path), data)
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        """Atomically create ``path`` with ``data`` only if it does not exist.
+
+        Returns False if the file already exists. Local disk: temp file + fsync + ``os.link``
+        (fails with EEXIST). S3: ``PutObject`` with ``If-None-Match: *``. A False return does
+        not prove someone else wrote it (a retried request may have created it): callers must
+        read the file back to decide.
+        """
+        with self._translate(path):
+            if self.is_local:
+                p = self._fs_path(path)
+                d = os.path.dirname(p) or "."
+                os.makedirs(d, exist_ok=True)
+                tmp = os.path.join(d, f".{os.path.basename(p)}.{uuid.uuid4()}.tmp")
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(data)
+                        f.flush()
+                        os.fsync(f.fileno())
+                    try:
+                        os.link(tmp, p)
+                    except FileExistsError:
+                        return False
+                    return True
+                finally:
+                    try:
+                        os.unlink(tmp)
+                    except FileNotFoundError:
+                        pass
+            if self.scheme == "memory":
+                fp = self._fs_path(path)
+                if self.fs.exists(fp):
+                    return False
+                self.fs.makedirs(fp.rsplit("/", 1)[0], exist_ok=True)
+                self.fs.pipe_file(fp, data)
+                return True
+            try:
+                self.fs.pipe_file(self._fs_path(path), data, mode="create")
+            except FileExistsError:
+                return False
+            return True
+
+    def delete(self, path: str) -> bool:
+        """Delete a file; False if it did not exist."""
+        try:
+            with self._translate(path):
+                if self.is_local:
+                    os.unlink(self._fs_path(path))
+                else:
+                    # object stores answer DELETE of a missing key with 204: ask first
+                    self.invalidate(path)
+                    if not self.fs.exists(self._fs_path(path)):
+                        return False
+                    self.fs.rm_file(self._fs_path(path))
+            return True
+        except FileNotFoundInTableError:
+            return False
+
+    def delete_dir(self, path: str) -> None:
+        with self._translate(path):
+            if self.is_local:
+                import shutil
+
+                shutil.rmtree(self._fs_path(path), ignore_errors=True)
+            else:
+                try:
+                    self.fs.rm(self._fs_path(path), recursive=True)
+                except FileNotFoundError:
+                    pass

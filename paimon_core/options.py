@@ -1,0 +1,106 @@
+"""Typed access to table options (``org.apache.paimon.CoreOptions``), validated on read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from paimon_core.errors import SchemaError
+
+DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
+
+
+def _parse_bool(key: str, raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in ("true", "false"):
+        return v == "true"
+    raise SchemaError(f"option {key}={raw!r} is not a boolean")
+
+
+def parse_memory_size(key: str, raw: str) -> int:
+    """``256 mb``, ``8MiB``, ``1024`` (bytes) -> bytes."""
+    text = raw.strip().lower().replace(" ", "")
+    units = {"b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
+             "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4,
+             "tb": 1024**4, "tib": 1024**4, "bytes": 1}
+    num = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(num):] or "b"
+    if not num or unit not in units:
+        raise SchemaError(f"option {key}={raw!r} is not a memory size")
+    try:
+        return int(float(num) * units[unit])
+    except ValueError as e:
+        raise SchemaError(f"option {key}={raw!r} is not a memory size") from e
+
+
+def parse_duration_millis(key: str, raw: str) -> int:
+    """``1 h``, ``30min``, ``10 s``, ``500ms``, ``2 d``, plain number = millis."""
+    text = raw.strip().lower().replace(" ", "")
+    units = {"ms": 1, "millis": 1, "milliseconds": 1, "s": 1000, "sec": 1000, "secs": 1000,
+             "second": 1000, "seconds": 1000, "min": 60000, "m": 60000, "mins": 60000,
+             "minute": 60000, "minutes": 60000, "h": 3600000, "hour": 3600000,
+             "hours": 3600000, "d": 86400000, "day": 86400000, "days": 86400000}
+    num = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(num):] or "ms"
+    if not num or unit not in units:
+        raise SchemaError(f"option {key}={raw!r} is not a duration")
+    try:
+        return int(float(num) * units[unit])
+    except ValueError as e:
+        raise SchemaError(f"option {key}={raw!r} is not a duration") from e
+
+
+@dataclass(frozen=True)
+class CoreOptions:
+    raw: Mapping[str, str]
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.raw.get(key, default)
+
+    def get_int(self, key: str, default: int, *, minimum: int | None = None) -> int:
+        raw = self.raw.get(key)
+        if raw is None:
+            return default
+        try:
+            value = int(raw.strip())
+        except ValueError as e:
+            raise SchemaError(f"option {key}={raw!r} is not an integer") from e
+        if minimum is not None and value < minimum:
+            raise SchemaError(f"option {key}={raw!r} must be >= {minimum}")
+        if not -(2**31) <= value < 2**31:
+            raise SchemaError(f"option {key}={raw!r} is out of the int range")
+        return value
+
+    def get_bool(self, key: str, default: bool, *fallback_keys: str) -> bool:
+        for k in (key, *fallback_keys):
+            raw = self.raw.get(k)
+            if raw is not None:
+                return _parse_bool(k, raw)
+        return default
+
+    @property
+    def partition_default_name(self) -> str:
+        return self.raw.get("partition.default-name", DEFAULT_PARTITION_NAME)
+
+    @property
+    def merge_engine(self) -> str:
+        return self.raw.get("merge-engine", "deduplicate").strip().lower()
+
+    @property
+    def deletion_vectors_enabled(self) -> bool:
+        return self.get_bool("deletion-vectors.enabled", False)
+
+    @property
+    def sequence_fields(self) -> tuple[str, ...]:
+        raw = self.raw.get("sequence.field")
+        return tuple(s.strip() for s in raw.split(",") if s.strip()) if raw else ()
+
+    def ignore_delete(self) -> bool:
+        return self.get_bool(
+            "ignore-delete", False, "first-row.ignore-delete", "deduplicate.ignore-delete",
+            "partial-update.ignore-delete",
+        )
+
+    @property
+    def changelog_producer(self) -> str:
+        return self.raw.get("changelog-producer", "none").strip().lower()

@@ -1,0 +1,208 @@
+"""Reading one data file into Arrow, mapped to the current schema by field id.
+
+A file records the schema id it was written with (``_SCHEMA_ID``). Columns are located in the
+file by that schema's names and re-labelled with the current schema's names (renames), cast to
+the current types (widening), and filled with nulls when the column did not exist yet (added
+columns); dropped columns are simply not read. Mirrors Java's ``SchemaEvolutionUtil`` /
+``BulkFormatMapping``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.orc as paorc
+import pyarrow.parquet as pq
+
+from paimon_core.errors import CorruptMetadataError, PaimonError, UnsupportedError
+from paimon_core.io.file_io import FileIO, join
+from paimon_core.schema_manager import SchemaManager
+from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.spec.schema import TableSchema
+from paimon_core.types import DataField, DataType, bigint_type, tinyint_type, to_arrow_type
+
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+KEY_PREFIX = "_KEY_"
+_BIGINT: DataType = bigint_type(False)
+_TINYINT: DataType = tinyint_type(False)
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """How to produce each requested output column from one file."""
+
+    output: tuple[tuple[str, str | None, DataType], ...]  # (output name, file name, type)
+
+
+def file_path(bucket_path: str, f: DataFileMeta) -> str:
+    return f.external_path if f.external_path else join(bucket_path, f.file_name)
+
+
+def file_format(name: str) -> str:
+    return name.rsplit(".", 1)[-1].lower() if "." in name else "parquet"
+
+
+class DataFileReader:
+    """Reads data files of one table for a given current schema."""
+
+    def __init__(self, file_io: FileIO, schema: TableSchema, schemas: SchemaManager) -> None:
+        self.file_io = file_io
+        self.schema = schema
+        self.schemas = schemas
+        self._mappings: dict[tuple[int, tuple[str, ...], bool], ColumnMapping] = {}
+
+    def _file_schema(self, schema_id: int) -> TableSchema:
+        return self.schema if schema_id == self.schema.id else self.schemas.schema(schema_id)
+
+    def mapping(self, schema_id: int, columns: Sequence[str], system: bool) -> ColumnMapping:
+        key = (schema_id, tuple(columns), system)
+        m = self._mappings.get(key)
+        if m is not None:
+            return m
+        old = self._file_schema(schema_id)
+        old_by_id = {f.id: f for f in old.fields}
+        out: list[tuple[str, str | None, DataType]] = []
+        if system:
+            for k in self.schema.trimmed_primary_keys:
+                cur = self.schema.field(k)
+                of = old_by_id.get(cur.id)
+                out.append((KEY_PREFIX + k, KEY_PREFIX + of.name if of else None,
+                            cur.type.with_nullable(False)))
+            out.append((SEQUENCE_NUMBER, SEQUENCE_NUMBER, _BIGINT))
+            out.append((VALUE_KIND, VALUE_KIND, _TINYINT))
+        for name in columns:
+            cur = self.schema.field(name)
+            of = old_by_id.get(cur.id)
+            out.append((name, of.name if of is not None else None, cur.type))
+        m = ColumnMapping(tuple(out))
+        self._mappings[key] = m
+        return m
+
+    def read(
+        self,
+        bucket_path: str,
+        f: DataFileMeta,
+        columns: Sequence[str],
+        *,
+        system: bool = False,
+        deleted_rows: np.ndarray | None = None,
+    ) -> pa.Table:
+        """Read ``columns`` (current names) of one file; with ``system`` also the key,
+        sequence and kind columns of a primary-key file. ``deleted_rows`` are positions
+        removed by a deletion vector."""
+        path = file_path(bucket_path, f)
+        mapping = self.mapping(f.schema_id, columns, system)
+        wanted = [src for _, src, _ in mapping.output if src is not None]
+        table = self._read_physical(path, wanted)
+        if table.num_rows != f.row_count:
+            raise CorruptMetadataError(
+                path, f"data file has {table.num_rows} rows but its manifest entry says "
+                f"{f.row_count}"
+            )
+        table = _conform(table, mapping, path)
+        if deleted_rows is not None and len(deleted_rows):
+            keep = np.ones(table.num_rows, dtype=bool)
+            keep[deleted_rows[deleted_rows < table.num_rows]] = False
+            table = table.filter(pa.array(keep))
+        return table
+
+    def iter_batches(
+        self, bucket_path: str, f: DataFileMeta, columns: Sequence[str], batch_size: int
+    ) -> Iterator[pa.Table]:
+        """Stream an append file in bounded chunks (parquet row groups / batches)."""
+        path = file_path(bucket_path, f)
+        if file_format(f.file_name) != "parquet":
+            yield self.read(bucket_path, f, columns)
+            return
+        mapping = self.mapping(f.schema_id, columns, False)
+        wanted = [src for _, src, _ in mapping.output if src is not None]
+        fs, inner = self.file_io.arrow_filesystem(path)
+        try:
+            with fs.open_input_file(inner) as fh:
+                pf = pq.ParquetFile(fh)
+                for batch in pf.iter_batches(batch_size=batch_size, columns=wanted or None,
+                                             use_threads=True):
+                    t = pa.Table.from_batches([batch])
+                    if not wanted:
+                        t = pa.table({}).append_column("__n", pa.nulls(batch.num_rows)).drop(["__n"])
+                    yield _conform(t, mapping, path)
+        except FileNotFoundError as e:
+            raise CorruptMetadataError(path, "data file referenced by a snapshot is missing") from e
+        except (pa.ArrowInvalid, pa.ArrowException, OSError) as e:
+            raise CorruptMetadataError(path, f"unreadable data file: {e}") from e
+
+    def _read_physical(self, path: str, columns: list[str]) -> pa.Table:
+        fmt = file_format(path)
+        fs, inner = self.file_io.arrow_filesystem(path)
+        try:
+            if fmt == "parquet":
+                with fs.open_input_file(inner) as fh:
+                    pf = pq.ParquetFile(fh)
+                    present = set(pf.schema_arrow.names)
+                    missing = [c for c in columns if c not in present]
+                    if missing:
+                        raise CorruptMetadataError(path, f"data file lacks columns {missing}")
+                    if not columns:
+                        n = pf.metadata.num_rows
+                        return pa.table({"__n": pa.nulls(n)}).drop(["__n"]) if n else pa.table({})
+                    return pf.read(columns=columns, use_threads=True)
+            if fmt == "orc":
+                with fs.open_input_file(inner) as fh:
+                    of = paorc.ORCFile(fh)
+                    if not columns:
+                        return pa.table({"__n": pa.nulls(of.nrows)}).drop(["__n"])
+                    return of.read(columns=columns)
+        except PaimonError:
+            raise
+        except FileNotFoundError as e:
+            raise CorruptMetadataError(path, "data file referenced by a snapshot is missing") from e
+        except (pa.ArrowInvalid, pa.ArrowException, OSError) as e:
+            raise CorruptMetadataError(path, f"unreadable data file: {e}") from e
+        raise UnsupportedError(f"data file format {fmt!r} is not supported ({path})")
+
+
+def _conform(table: pa.Table, mapping: ColumnMapping, path: str) -> pa.Table:
+    n = table.num_rows
+    arrays = []
+    names = []
+    for out_name, src, dtype in mapping.output:
+        target = to_arrow_type(dtype)
+        if src is None:
+            arrays.append(pa.nulls(n, type=target))
+        else:
+            col = table.column(src)
+            if col.type != target:
+                try:
+                    col = _cast(col, target)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise CorruptMetadataError(
+                        path, f"column {src!r} of type {col.type} cannot be read as {dtype}: {e}"
+                    ) from e
+            arrays.append(col)
+        names.append(out_name)
+    if not arrays:
+        return pa.table({"__n": pa.nulls(n)}).drop(["__n"]) if n else pa.table({})
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    src = col.type
+    if pa.types.is_timestamp(src) and pa.types.is_timestamp(target):
+        # INT96/ns or another unit -> the unit of the Paimon precision; LTZ <-> naive keeps
+        # the stored instant (both are epoch based).
+        if src.tz != target.tz:
+            col = pc.cast(col, pa.timestamp(src.unit, tz=target.tz)) if src.tz is None else \
+                col.cast(pa.timestamp(src.unit)) if target.tz is None else col
+        return col.cast(target, safe=False)
+    return col.cast(target)
+
+
+def fields_of(schema: TableSchema, names: Sequence[str]) -> list[DataField]:
+    return [schema.field(n) for n in names]
+
+

@@ -1,0 +1,221 @@
+"""Reading planned splits into Arrow (``org.apache.paimon.table.source.TableRead``).
+
+Append splits are read file by file. Primary-key splits are cut into sections of files whose
+key ranges cannot overlap; a one-file section is read as is (retract rows dropped), a section
+of several files is merged with the vectorised deduplicate. Filters are applied row-exactly
+*after* merging, so an old version of a key can never resurface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+
+from paimon_core.errors import FileNotFoundInTableError, UnsupportedError
+from paimon_core.io.file_io import FileIO
+from paimon_core.options import CoreOptions
+from paimon_core.read.data_file import (
+    KEY_PREFIX,
+    SEQUENCE_NUMBER,
+    VALUE_KIND,
+    DataFileReader,
+)
+from paimon_core.read.merge import SortKey, deduplicate, drop_retracts, sections
+from paimon_core.scan.predicate import Predicate, filter_table, referenced_fields
+from paimon_core.scan.split import DataSplit
+from paimon_core.schema_manager import SchemaManager
+from paimon_core.spec.binary_row import deserialize_binary_row
+from paimon_core.spec.deletion_vector import decode_deletion_vectors
+from paimon_core.spec.index_manifest import DeletionVectorMeta
+from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.spec.schema import TableSchema
+from paimon_core.types import to_arrow_schema
+
+ROW_KIND_NAMES = {0: "+I", 1: "-U", 2: "+U", 3: "-D"}
+
+
+class TableRead:
+    """Reads splits of one table.
+
+    Args:
+        file_io: storage.
+        schema: the schema to read with (usually the latest).
+        schemas: to look up the schemas old files were written with.
+        columns: output columns (None = all, in schema order).
+        predicate: row filter, applied exactly.
+    """
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        schema: TableSchema,
+        schemas: SchemaManager,
+        columns: Sequence[str] | None = None,
+        predicate: Predicate | None = None,
+        *,
+        max_workers: int = 4,
+    ) -> None:
+        self.file_io = file_io
+        self.schema = schema
+        self.options = CoreOptions(schema.options)
+        self.columns = list(columns) if columns is not None else schema.field_names
+        for c in self.columns:
+            schema.field(c)  # typed error for unknown columns
+        self.predicate = predicate
+        self.max_workers = max_workers
+        self.reader = DataFileReader(file_io, schema, schemas)
+        self.schemas = schemas
+        needed = list(self.columns)
+        if predicate is not None:
+            needed += [c for c in schema.field_names if c in referenced_fields(predicate)
+                       and c not in needed]
+        self.is_pk = bool(schema.primary_keys)
+        if self.is_pk:
+            engine = self.options.merge_engine
+            if engine not in ("deduplicate", "first-row") and not self.options.deletion_vectors_enabled:
+                raise UnsupportedError(
+                    f"merge-engine {engine!r} is not supported by this reader yet"
+                )
+            for c in self.options.sequence_fields:
+                if c not in needed:
+                    needed.append(c)
+        self.read_columns = needed
+        self.output_schema = to_arrow_schema([schema.field(c) for c in self.columns])
+
+    # ---- public
+    def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
+        tables: list[pa.Table]
+        if len(splits) > 1 and self.max_workers > 1:
+            with ThreadPoolExecutor(min(self.max_workers, len(splits))) as pool:
+                tables = list(pool.map(self.read_split, splits))
+        else:
+            tables = [self.read_split(s) for s in splits]
+        tables = [t for t in tables if t.num_rows]
+        if not tables:
+            return self.output_schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def to_batches(
+        self, splits: Sequence[DataSplit], *, batch_size: int = 65536
+    ) -> Iterator[pa.RecordBatch]:
+        """Stream the rows split by split. Memory is bounded by one batch for append splits,
+        and by one merge section for primary-key splits."""
+        for split in splits:
+            if self.is_pk:
+                parts: Iterator[pa.Table] = iter([self.read_split(split)])
+            else:
+                parts = self._iter_append(split, batch_size)
+            for t in parts:
+                yield from t.to_batches(max_chunksize=batch_size)
+
+    def read_split(self, split: DataSplit) -> pa.Table:
+        if self.is_pk:
+            return self._read_pk(split)
+        parts = [self._finish(self.reader.read(split.bucket_path, f, self.read_columns,
+                                               deleted_rows=self._deleted(split, f)))
+                 for f in split.files]
+        parts = [p for p in parts if p.num_rows]
+        return pa.concat_tables(parts) if parts else self.output_schema.empty_table()
+
+    # ---- internals
+    def _iter_append(self, split: DataSplit, batch_size: int) -> Iterator[pa.Table]:
+        for f in split.files:
+            if split.deletion_file(f.file_name) is not None:
+                yield self._finish(self.reader.read(split.bucket_path, f, self.read_columns,
+                                                    deleted_rows=self._deleted(split, f)))
+                continue
+            for chunk in self.reader.iter_batches(split.bucket_path, f, self.read_columns,
+                                                  batch_size):
+                out = self._finish(chunk)
+                if out.num_rows:
+                    yield out
+
+    def _finish(self, table: pa.Table) -> pa.Table:
+        if self.predicate is not None and table.num_rows:
+            table = filter_table(table, self.predicate, [self.schema.field(c)
+                                                         for c in self.read_columns])
+        return table.select(self.columns)
+
+    def _deleted(self, split: DataSplit, f: DataFileMeta) -> np.ndarray | None:
+        df = split.deletion_file(f.file_name)
+        if df is None:
+            return None
+        try:
+            data = self.file_io.read_bytes(df.path)
+        except FileNotFoundInTableError:
+            raise
+        dvs = decode_deletion_vectors(
+            data, [DeletionVectorMeta(f.file_name, df.offset, df.length, None)], df.path
+        )
+        return dvs.get(f.file_name)
+
+    def _read_pk(self, split: DataSplit) -> pa.Table:
+        keys = [KEY_PREFIX + k for k in self.schema.trimmed_primary_keys]
+        seq = [c for c in self.options.sequence_fields] + [SEQUENCE_NUMBER]
+        if split.raw_convertible:
+            groups = [[f] for f in split.files]
+        else:
+            types = [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
+
+            def decode(b: bytes) -> SortKey:
+                return tuple(deserialize_binary_row(b, types))
+
+            groups = sections(split.files, decode)
+        ignore_delete = self.options.ignore_delete()
+        outs = []
+        for group in groups:
+            if len(group) == 1 and (group[0].delete_row_count or 0) == 0:
+                # no retract rows and nothing to merge: read the value columns only
+                f = group[0]
+                outs.append(self._finish(self.reader.read(
+                    split.bucket_path, f, self.read_columns, deleted_rows=self._deleted(split, f)
+                )))
+                continue
+            parts = [
+                self.reader.read(split.bucket_path, f, self.read_columns, system=True,
+                                 deleted_rows=self._deleted(split, f))
+                for f in group
+            ]
+            t = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+            if ignore_delete:
+                t = drop_retracts(t, VALUE_KIND)
+            if len(group) > 1:
+                if self.options.merge_engine == "first-row":
+                    raise UnsupportedError("first-row merge of overlapping files")
+                t = deduplicate(t, keys, seq)
+            t = drop_retracts(t, VALUE_KIND)
+            outs.append(self._finish(t))
+        outs = [o for o in outs if o.num_rows]
+        return pa.concat_tables(outs) if outs else self.output_schema.empty_table()
+
+    # ---- incremental (unmerged) reading
+    def read_changes(self, splits: Sequence[DataSplit], kind_column: str = "_kind") -> pa.Table:
+        """Rows of the given (delta / changelog) splits as written, each with its row kind
+        (``+I``, ``-U``, ``+U``, ``-D``) in ``kind_column``, first."""
+        parts = []
+        for split in splits:
+            for f in split.files:
+                if self.is_pk:
+                    t = self.reader.read(split.bucket_path, f, self.read_columns, system=True)
+                    kinds = t.column(VALUE_KIND)
+                else:
+                    t = self.reader.read(split.bucket_path, f, self.read_columns)
+                    kinds = pa.array(np.zeros(t.num_rows, dtype=np.int8))
+                t = self._with_kind(t, kinds, kind_column)
+                if self.predicate is not None and t.num_rows:
+                    t = filter_table(t, self.predicate,
+                                     [self.schema.field(c) for c in self.read_columns])
+                parts.append(t.select([kind_column, *self.columns]))
+        if not parts:
+            schema = pa.schema([pa.field(kind_column, pa.string()), *self.output_schema])
+            return schema.empty_table()
+        return pa.concat_tables(parts)
+
+    @staticmethod
+    def _with_kind(t: pa.Table, kinds: pa.Array | pa.ChunkedArray, name: str) -> pa.Table:
+        lookup = np.array(["+I", "-U", "+U", "-D"], dtype=object)
+        codes = np.asarray(kinds.to_numpy() if hasattr(kinds, "to_numpy") else kinds, dtype=np.int64)
+        return t.append_column(name, pa.array(lookup[codes], type=pa.string()))

@@ -1,0 +1,323 @@
+"""Scan planning from manifests only: which files of a snapshot a read needs.
+
+Mirrors ``org.apache.paimon.operation.AbstractFileStoreScan`` / ``KeyValueFileStoreScan`` /
+``AppendOnlyFileStoreScan``: read the snapshot's manifest lists, skip manifests whose partition
+range cannot match, read manifests (in parallel), drop entries by partition, bucket and stats,
+fold ADD/DELETE into the live set, and group the live files into one :class:`DataSplit` per
+(partition, bucket). No data file is opened here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from paimon_core.bucket import bucket_of, hash_binary_row
+from paimon_core.io.file_io import join
+from paimon_core.manifest_io import ManifestIO
+from paimon_core.options import CoreOptions
+from paimon_core.scan.file_entries import live_files
+from paimon_core.scan.predicate import (
+    ColumnStats,
+    Predicate,
+    bucket_key_equalities,
+    evaluate_row,
+    might_match,
+    partition_predicate,
+    referenced_fields,
+)
+from paimon_core.scan.split import DataSplit, DeletionFile, Plan
+from paimon_core.schema_manager import SchemaManager
+from paimon_core.spec.binary_row import deserialize_binary_row, encode_binary_row
+from paimon_core.spec.manifest import DataFileMeta, ManifestEntry
+from paimon_core.spec.manifest_list import ManifestFileMeta
+from paimon_core.spec.partition import partition_path
+from paimon_core.spec.schema import TableSchema
+from paimon_core.spec.snapshot import Snapshot
+from paimon_core.spec.stats import SimpleStats
+from paimon_core.types import DataType
+
+DELETION_VECTORS_INDEX = "DELETION_VECTORS"
+
+
+def stats_to_columns(
+    stats: SimpleStats, names: Sequence[str], types: Sequence[DataType]
+) -> dict[str, ColumnStats]:
+    """Decode a SimpleStats record over ``names`` into per-column stats (unknown -> empty)."""
+    if not names:
+        return {}
+    nullable = [t.with_nullable(True) for t in types]
+    try:
+        mins = deserialize_binary_row(stats.min_values, nullable)
+        maxs = deserialize_binary_row(stats.max_values, nullable)
+    except Exception:  # stats of another arity (dense mode, old writer): treat as unknown
+        return {}
+    counts = stats.null_counts
+    out = {}
+    for i, name in enumerate(names):
+        nc = counts[i] if counts is not None and i < len(counts) else None
+        out[name] = ColumnStats(mins[i], maxs[i], nc)
+    return out
+
+
+@dataclass
+class _Pruner:
+    """Per-plan caches for partition decoding and pruning decisions."""
+
+    schema: TableSchema
+    schemas: SchemaManager
+    predicate: Predicate | None
+    part_types: list[DataType] = field(default_factory=list)
+    part_pred: Predicate | None = None
+    bucket_rows: list[bytes] | None = None
+    _partition_cache: dict[bytes, tuple[Any, ...]] = field(default_factory=dict)
+    _partition_ok: dict[bytes, bool] = field(default_factory=dict)
+    _bucket_ok: dict[int, set[int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        s = self.schema
+        self.part_types = [s.field(k).type for k in s.partition_keys]
+        if self.predicate is not None:
+            self.part_pred = partition_predicate(self.predicate, list(s.partition_keys))
+            bkeys = list(s.bucket_keys)
+            if bkeys:
+                combos = bucket_key_equalities(self.predicate, bkeys)
+                if combos is not None:
+                    types = [s.field(k).type for k in bkeys]
+                    self.bucket_rows = [encode_binary_row(list(c), types) for c in combos]
+
+    def partition_values(self, partition: bytes) -> tuple[Any, ...]:
+        vals = self._partition_cache.get(partition)
+        if vals is None:
+            vals = tuple(deserialize_binary_row(partition, self.part_types))
+            self._partition_cache[partition] = vals
+        return vals
+
+    def manifest_may_match(self, meta: ManifestFileMeta) -> bool:
+        if self.part_pred is None or not self.part_types:
+            return True
+        stats = stats_to_columns(meta.partition_stats, self.schema.partition_keys, self.part_types)
+        return might_match(self.part_pred, stats, meta.num_added_files + meta.num_deleted_files)
+
+    def partition_ok(self, partition: bytes) -> bool:
+        if self.part_pred is None:
+            return True
+        ok = self._partition_ok.get(partition)
+        if ok is None:
+            values = dict(zip(self.schema.partition_keys, self.partition_values(partition)))
+            ok = evaluate_row(self.part_pred, values)
+            self._partition_ok[partition] = ok
+        return ok
+
+    def bucket_ok(self, bucket: int, total_buckets: int) -> bool:
+        if self.bucket_rows is None or total_buckets <= 0:
+            return True
+        allowed = self._bucket_ok.get(total_buckets)
+        if allowed is None:
+            allowed = {bucket_of(hash_binary_row(r), total_buckets) for r in self.bucket_rows}
+            self._bucket_ok[total_buckets] = allowed
+        return bucket in allowed
+
+    # ---- file stats, mapped to the current schema's column names by field id
+    def value_stats(self, f: DataFileMeta) -> dict[str, ColumnStats]:
+        file_schema = self.schemas.schema(f.schema_id) if f.schema_id != self.schema.id else self.schema
+        fields = list(file_schema.fields)
+        if f.value_stats_cols is not None:
+            wanted = set(f.value_stats_cols)
+            fields = [x for x in fields if x.name in wanted]
+        raw = stats_to_columns(f.value_stats, [x.name for x in fields], [x.type for x in fields])
+        return self._rename(raw, file_schema)
+
+    def key_stats(self, f: DataFileMeta) -> dict[str, ColumnStats]:
+        file_schema = self.schemas.schema(f.schema_id) if f.schema_id != self.schema.id else self.schema
+        names = list(file_schema.trimmed_primary_keys)
+        types = [file_schema.field(n).type for n in names]
+        return self._rename(stats_to_columns(f.key_stats, names, types), file_schema)
+
+    def _rename(self, raw: dict[str, ColumnStats], file_schema: TableSchema) -> dict[str, ColumnStats]:
+        if file_schema.id == self.schema.id:
+            return raw
+        by_id = {x.id: x.name for x in file_schema.fields}
+        out = {}
+        for cur in self.schema.fields:
+            old = by_id.get(cur.id)
+            if old is not None and old in raw and cur.type.root == file_schema.field(old).type.root:
+                out[cur.name] = raw[old]
+        return out
+
+
+class ScanPlanner:
+    """Plans the live files of one snapshot under an optional predicate."""
+
+    def __init__(
+        self,
+        *,
+        schema: TableSchema,
+        schemas: SchemaManager,
+        manifests: ManifestIO,
+        table_path: str,
+        predicate: Predicate | None = None,
+        max_workers: int = 8,
+    ) -> None:
+        self.schema = schema
+        self.schemas = schemas
+        self.manifests = manifests
+        self.table_path = table_path
+        self.predicate = predicate
+        self.options = CoreOptions(schema.options)
+        self.max_workers = max_workers
+        self.is_pk = bool(schema.primary_keys)
+        # tables whose readers only see levels >= 1, where keys are unique (Java reads raw)
+        self._read_raw_levels = self.is_pk and (
+            self.options.deletion_vectors_enabled or self.options.merge_engine == "first-row"
+        )
+
+    # ---- manifest reading
+    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        return self.manifests.manifest_list(snapshot.base_manifest_list) + self.manifests.manifest_list(
+            snapshot.delta_manifest_list
+        )
+
+    def read_entries(
+        self, metas: Sequence[ManifestFileMeta], pruner: _Pruner | None = None
+    ) -> list[ManifestEntry]:
+        """Entries of the given manifests, in list order, pruned by partition and bucket."""
+        pr = pruner or self._pruner()
+        metas = [m for m in metas if pr.manifest_may_match(m)]
+
+        def load(meta: ManifestFileMeta) -> list[ManifestEntry]:
+            return [
+                e for e in self.manifests.manifest(meta.file_name)
+                if pr.partition_ok(e.partition) and pr.bucket_ok(e.bucket, e.total_buckets)
+            ]
+
+        if len(metas) <= 1:
+            chunks = [load(m) for m in metas]
+        else:
+            with ThreadPoolExecutor(min(self.max_workers, len(metas))) as pool:
+                chunks = list(pool.map(load, metas))
+        return [e for chunk in chunks for e in chunk]
+
+    def _pruner(self) -> _Pruner:
+        return _Pruner(self.schema, self.schemas, self.predicate)
+
+    # ---- planning
+    def plan(self, snapshot: Snapshot | None) -> Plan:
+        """All live files of ``snapshot`` that may hold rows matching the predicate."""
+        if snapshot is None:
+            return Plan(None, ())
+        pruner = self._pruner()
+        entries = live_files(
+            self.read_entries(self.data_manifests(snapshot), pruner),
+            source=self.manifests.path(snapshot.base_manifest_list),
+        )
+        if self._read_raw_levels:
+            entries = [e for e in entries if e.file.level > 0]
+        entries = self._filter_by_stats(entries, pruner)
+        dvs = self._deletion_files(snapshot)
+        return Plan(snapshot.id, self._group(snapshot.id, entries, pruner, dvs, merge=self.is_pk))
+
+    def plan_delta(self, snapshot: Snapshot, *, changelog: bool = False) -> Plan:
+        """The files a snapshot ADDed in its delta (or changelog) list, unmerged."""
+        pruner = self._pruner()
+        name = snapshot.changelog_manifest_list if changelog else snapshot.delta_manifest_list
+        if not name:
+            return Plan(snapshot.id, ())
+        entries = [
+            e for e in self.read_entries(self.manifests.manifest_list(name), pruner)
+            if e.kind.name == "ADD"
+        ]
+        return Plan(snapshot.id, self._group(snapshot.id, entries, pruner, {}, merge=False))
+
+    def _filter_by_stats(self, entries: list[ManifestEntry], pr: _Pruner) -> list[ManifestEntry]:
+        pred = self.predicate
+        if pred is None:
+            return entries
+        cols = referenced_fields(pred)
+        if not self.is_pk:
+            return [e for e in entries if might_match(pred, pr.value_stats(e.file), e.file.row_count)]
+        # primary-key tables: per file only on key columns (every version of a key shares the
+        # key); value columns only per whole bucket, and only for deduplicate (the newest
+        # version of each key lives in some file of the bucket).
+        keys = set(self.schema.trimmed_primary_keys)
+        if cols & keys:
+            entries = [
+                e for e in entries
+                if might_match(pred, pr.key_stats(e.file), e.file.row_count)
+            ]
+        if self.options.merge_engine != "deduplicate":
+            return entries
+        by_bucket: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
+        for e in entries:
+            by_bucket[(e.partition, e.bucket)].append(e)
+        keep: list[ManifestEntry] = []
+        for group in by_bucket.values():
+            if any(might_match(pred, pr.value_stats(e.file), e.file.row_count) for e in group):
+                keep.extend(group)
+        return keep
+
+    def _deletion_files(self, snapshot: Snapshot) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+        out: dict[tuple[bytes, int], dict[str, DeletionFile]] = defaultdict(dict)
+        if not snapshot.index_manifest:
+            return out
+        for ie in self.manifests.index_manifest(snapshot.index_manifest):
+            if ie.index_type != DELETION_VECTORS_INDEX or ie.kind.name != "ADD" or not ie.dv_ranges:
+                continue
+            path = join(self.table_path, "index", ie.file_name)
+            for r in ie.dv_ranges:
+                out[(ie.partition, ie.bucket)][r.data_file_name] = DeletionFile(path, r.offset, r.length)
+        return out
+
+    def _group(
+        self,
+        snapshot_id: int,
+        entries: list[ManifestEntry],
+        pr: _Pruner,
+        dvs: dict[tuple[bytes, int], dict[str, DeletionFile]],
+        *,
+        merge: bool,
+    ) -> tuple[DataSplit, ...]:
+        groups: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
+        for e in entries:
+            groups[(e.partition, e.bucket)].append(e)
+        splits = []
+        default_name = self.options.partition_default_name
+        for (part, bucket), group in groups.items():
+            values = pr.partition_values(part)
+            ppath = partition_path(list(values), list(self.schema.partition_keys), pr.part_types,
+                                   default_name)
+            bucket_dir = join(self.table_path, ppath, f"bucket-{bucket}") if ppath else join(
+                self.table_path, f"bucket-{bucket}")
+            files = sorted((e.file for e in group), key=_file_order)
+            dv = dvs.get((part, bucket), {})
+            split_dvs = tuple((f.file_name, dv[f.file_name]) for f in files if f.file_name in dv)
+            raw = (not merge) or _raw_convertible(files, self._read_raw_levels)
+            splits.append(DataSplit(
+                snapshot_id=snapshot_id, partition=part, partition_values=values, bucket=bucket,
+                total_buckets=group[0].total_buckets, bucket_path=bucket_dir, files=tuple(files),
+                deletion_files=split_dvs, raw_convertible=raw,
+            ))
+        splits.sort(key=lambda s: (s.partition, s.bucket))
+        return tuple(splits)
+
+
+def _file_order(f: DataFileMeta) -> tuple[int, int, str]:
+    return (f.min_sequence_number, f.max_sequence_number, f.file_name)
+
+
+def _raw_convertible(files: Sequence[DataFileMeta], unique_keys: bool) -> bool:
+    """True when a PK split needs no merge (``MergeTreeSplitGenerator`` rules)."""
+    if unique_keys:
+        return True
+    if len(files) == 1:
+        return (files[0].delete_row_count or 0) == 0
+    levels = {f.level for f in files}
+    return len(levels) == 1 and 0 not in levels and all(
+        (f.delete_row_count or 0) == 0 for f in files
+    )
+
+
+StatsFn = Callable[[DataFileMeta], dict[str, ColumnStats]]

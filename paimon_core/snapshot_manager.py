@@ -1,0 +1,139 @@
+"""Finding snapshots: latest / earliest (hints verified), by id, by time, by tag.
+
+Mirrors ``org.apache.paimon.utils.SnapshotManager``. ``LATEST``/``EARLIEST`` are only hints
+(invariant I5): a hint that is garbage, stale or points at a missing file falls back to a fresh
+listing of ``snapshot/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from paimon_core.errors import (
+    CorruptMetadataError,
+    FileNotFoundInTableError,
+    SnapshotExpiredError,
+    SnapshotNotExistError,
+    StorageError,
+    TagNotExistError,
+)
+from paimon_core.io.file_io import FileIO, join
+from paimon_core.spec.snapshot import Snapshot, decode_snapshot
+
+SNAPSHOT_PREFIX = "snapshot-"
+TAG_PREFIX = "tag-"
+
+
+class SnapshotManager:
+    def __init__(self, file_io: FileIO, table_path: str) -> None:
+        self.file_io = file_io
+        self.table_path = table_path
+        self.snapshot_dir = join(table_path, "snapshot")
+        self.tag_dir = join(table_path, "tag")
+
+    def snapshot_path(self, snapshot_id: int) -> str:
+        return join(self.snapshot_dir, f"{SNAPSHOT_PREFIX}{snapshot_id}")
+
+    def tag_path(self, name: str) -> str:
+        return join(self.tag_dir, f"{TAG_PREFIX}{name}")
+
+    # ---- ids
+    def list_snapshot_ids(self) -> list[int]:
+        ids = []
+        for name in self.file_io.list_names(self.snapshot_dir):
+            if name.startswith(SNAPSHOT_PREFIX):
+                rest = name[len(SNAPSHOT_PREFIX):]
+                if rest.isdigit():
+                    ids.append(int(rest))
+        return sorted(ids)
+
+    def _read_hint(self, name: str) -> int | None:
+        try:
+            text = self.file_io.read_text(join(self.snapshot_dir, name)).strip()
+        except (FileNotFoundInTableError, StorageError):
+            return None
+        if not text.isdigit():
+            return None
+        value = int(text)
+        return value if 0 < value < 2**63 else None
+
+    def snapshot_exists(self, snapshot_id: int) -> bool:
+        return self.file_io.exists(self.snapshot_path(snapshot_id))
+
+    def latest_snapshot_id(self) -> int | None:
+        hint = self._read_hint("LATEST")
+        if (
+            hint is not None
+            and self.snapshot_exists(hint)
+            and not self.snapshot_exists(hint + 1)
+        ):
+            return hint
+        ids = self.list_snapshot_ids()
+        return ids[-1] if ids else None
+
+    def earliest_snapshot_id(self) -> int | None:
+        hint = self._read_hint("EARLIEST")
+        if hint is not None and self.snapshot_exists(hint) and not self.snapshot_exists(hint - 1):
+            return hint
+        ids = self.list_snapshot_ids()
+        return ids[0] if ids else None
+
+    # ---- snapshots
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        path = self.snapshot_path(snapshot_id)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundInTableError as e:
+            earliest = self.earliest_snapshot_id()
+            if earliest is not None and snapshot_id < earliest:
+                raise SnapshotExpiredError(
+                    f"snapshot {snapshot_id} has expired (earliest is {earliest}); keep more "
+                    "snapshots with 'snapshot.num-retained.min' / 'snapshot.time-retained', or "
+                    "register a consumer ('consumer-id') so expiry keeps what it has not read"
+                ) from e
+            latest = self.latest_snapshot_id()
+            raise SnapshotNotExistError(
+                f"snapshot {snapshot_id} does not exist (latest is {latest})"
+            ) from e
+        return decode_snapshot(data, path, expected_id=snapshot_id)
+
+    def latest_snapshot(self) -> Snapshot | None:
+        sid = self.latest_snapshot_id()
+        return None if sid is None else self.snapshot(sid)
+
+    def earliest_snapshot(self) -> Snapshot | None:
+        sid = self.earliest_snapshot_id()
+        return None if sid is None else self.snapshot(sid)
+
+    def snapshots(self) -> Iterator[Snapshot]:
+        for sid in self.list_snapshot_ids():
+            try:
+                yield self.snapshot(sid)
+            except SnapshotNotExistError:
+                continue  # expired while iterating
+
+    def earlier_or_equal_time_millis(self, timestamp_millis: int) -> Snapshot | None:
+        """The latest snapshot with ``timeMillis <= timestamp_millis`` (ties: highest id)."""
+        best: Snapshot | None = None
+        for snap in self.snapshots():
+            if snap.time_millis <= timestamp_millis and (best is None or snap.id > best.id):
+                best = snap
+        return best
+
+    # ---- tags
+    def list_tags(self) -> list[str]:
+        return sorted(
+            n[len(TAG_PREFIX):] for n in self.file_io.list_names(self.tag_dir)
+            if n.startswith(TAG_PREFIX)
+        )
+
+    def tag(self, name: str) -> Snapshot:
+        path = self.tag_path(name)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundInTableError as e:
+            raise TagNotExistError(name) from e
+        snap = decode_snapshot(data, path)
+        if snap is None:  # pragma: no cover
+            raise CorruptMetadataError(path, "empty tag")
+        return snap

@@ -1,0 +1,655 @@
+"""Avro object container files for Paimon's metadata (manifest lists, manifests, index manifests).
+
+Paimon (Java and pypaimon) writes its metadata as Avro Object Container Files with codec
+``zstandard`` by default (Java: ``org.apache.paimon.format.avro.AvroFileFormat``; Avro codec name
+``zstandard``). fastavro only supports that codec with the optional ``backports.zstd`` package, so
+this module parses the container itself and lets fastavro decode the record bytes only:
+
+* reading: the header and every block are parsed and checked here, each block is decompressed
+  with the codec named in the header (``null``, ``deflate``, ``zstandard``, ``snappy``, ``bzip2``,
+  ``xz``; zstd/snappy through pyarrow), and the blocks are handed to :func:`fastavro.reader` as an
+  uncompressed (``null`` codec) container. Logical types are stripped from the writer schema
+  first, so ``timestamp-millis`` values come back as the stored ``long``.
+* writing: fastavro encodes the records into an uncompressed container, whose blocks are then
+  compressed and wrapped in a header carrying the schema JSON exactly as given.
+
+Container layout (Avro 1.x spec): ``Obj\\x01``, metadata map ``{avro.schema, avro.codec}``,
+16-byte sync marker, then blocks of ``long count, long size, bytes[size], sync``.
+
+Every failure to decode raises :class:`CorruptMetadataError` naming the path; decompression is
+bounded (:data:`_MAX_RATIO`, :data:`_MAX_BLOCK_BYTES`) so corrupt input cannot exhaust memory.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import dataclasses
+import gc
+import io
+import json
+import lzma
+import os
+import struct
+import threading
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import fastavro
+import pyarrow as pa
+
+from paimon_core.errors import CorruptMetadataError, SchemaError
+from paimon_core.spec import _avro_columns as columns
+
+__all__ = [
+    "CODECS",
+    "AvroContainer",
+    "decode_columns",
+    "decode_records",
+    "encode_container",
+    "frozen_factory",
+    "gc_paused",
+    "parse_container",
+]
+
+_T = TypeVar("_T")
+
+MAGIC = b"Obj\x01"
+SYNC_SIZE = 16
+#: Codecs accepted on read and write.
+CODECS = ("null", "deflate", "zstandard", "snappy", "bzip2", "xz")
+#: A block may decompress to at most this many times its compressed size (+ 64 KiB). Paimon's
+#: metadata rows all carry random UUID file names, so real ratios stay far below this.
+_MAX_RATIO = 1024
+#: Hard cap on one decompressed block (Java and fastavro flush blocks at 16-64 KB).
+_MAX_BLOCK_BYTES = 256 * 1024 * 1024
+#: decode_columns uses fastavro instead of the lock-step decoder for files with more records
+#: than this whose largest block holds more than 1/_LOCKSTEP_MIN_BLOCKS of them.
+_LOCKSTEP_MIN_RECORDS = 256
+_LOCKSTEP_MIN_BLOCKS = 8
+#: Java's DataFileConstants.DEFAULT_SYNC_INTERVAL: flush a block once it holds this many bytes.
+_SYNC_INTERVAL = 64000
+
+
+@dataclass(frozen=True, slots=True)
+class AvroContainer:
+    """A parsed (still compressed) Avro object container file."""
+
+    schema: Any
+    codec: str
+    sync: bytes
+    blocks: tuple[tuple[int, bytes], ...]
+    """(record count, block bytes as stored) per block."""
+
+
+class _Corrupt(Exception):
+    """Internal: a decoding problem, turned into CorruptMetadataError by the public functions."""
+
+
+def _read_long(data: bytes, pos: int) -> tuple[int, int]:
+    """Decode one zig-zag varint ``long`` at ``pos``; returns (value, next position)."""
+    result = 0
+    shift = 0
+    n = len(data)
+    while True:
+        if pos >= n:
+            raise _Corrupt("unexpected end of file inside a varint")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise _Corrupt("varint longer than 10 bytes")
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def _write_long(value: int) -> bytes:
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _read_sized(data: bytes, pos: int, what: str) -> tuple[bytes, int]:
+    size, pos = _read_long(data, pos)
+    if size < 0 or pos + size > len(data):
+        raise _Corrupt(f"{what} of {size} bytes does not fit in the file")
+    return data[pos : pos + size], pos + size
+
+
+def _parse(data: bytes) -> AvroContainer:
+    if len(data) == 0:
+        raise _Corrupt("empty file")
+    if data[:4] != MAGIC:
+        raise _Corrupt("not an Avro object container file (bad magic)")
+    pos = 4
+    meta: dict[str, bytes] = {}
+    while True:
+        count, pos = _read_long(data, pos)
+        if count == 0:
+            break
+        if count < 0:
+            count = -count
+            _, pos = _read_long(data, pos)  # byte size of the map block, not needed
+        if count > len(data) - pos:
+            raise _Corrupt("metadata map entry count larger than the file")
+        for _ in range(count):
+            key, pos = _read_sized(data, pos, "metadata key")
+            value, pos = _read_sized(data, pos, "metadata value")
+            meta[key.decode("utf-8", "replace")] = value
+    if pos + SYNC_SIZE > len(data):
+        raise _Corrupt("truncated header (sync marker)")
+    sync = data[pos : pos + SYNC_SIZE]
+    pos += SYNC_SIZE
+    if "avro.schema" not in meta:
+        raise _Corrupt("header has no avro.schema")
+    try:
+        schema = json.loads(meta["avro.schema"])
+    except (ValueError, RecursionError) as e:
+        raise _Corrupt(f"writer schema is not valid JSON: {e}") from e
+    codec = meta.get("avro.codec", b"null").decode("utf-8", "replace")
+    if codec not in CODECS:
+        raise _Corrupt(f"unsupported Avro codec {codec!r}")
+    blocks: list[tuple[int, bytes]] = []
+    n = len(data)
+    while pos < n:
+        count, pos = _read_long(data, pos)
+        if count < 0:
+            raise _Corrupt(f"negative record count {count} in block {len(blocks)}")
+        block, pos = _read_sized(data, pos, f"block {len(blocks)}")
+        if data[pos : pos + SYNC_SIZE] != sync:
+            raise _Corrupt(f"sync marker mismatch after block {len(blocks)} (truncated?)")
+        pos += SYNC_SIZE
+        blocks.append((count, block))
+    return AvroContainer(schema, codec, sync, tuple(blocks))
+
+
+def parse_container(data: bytes, path: str) -> AvroContainer:
+    """Parse and check the container structure of an Avro file (blocks stay compressed).
+
+    Raises:
+        CorruptMetadataError: empty, truncated or otherwise malformed container.
+    """
+    try:
+        return _parse(data)
+    except _Corrupt as e:
+        raise CorruptMetadataError(path, str(e)) from e
+
+
+def _block_limit(compressed_size: int) -> int:
+    return min(_MAX_BLOCK_BYTES, _MAX_RATIO * compressed_size + 65536)
+
+
+def _decompress(codec: str, block: bytes) -> bytes:
+    limit = _block_limit(len(block))
+    out: bytes
+    try:
+        if codec == "null":
+            return block
+        if codec == "deflate":
+            d = zlib.decompressobj(-15)
+            out = d.decompress(block, limit + 1)
+            if d.unconsumed_tail:
+                raise _Corrupt("deflate block expands beyond the size limit")
+        elif codec == "zstandard":
+            stream = pa.input_stream(pa.py_buffer(block), compression="zstd")
+            out = stream.read(limit + 1)
+        elif codec == "snappy":
+            if len(block) < 4:
+                raise _Corrupt("snappy block shorter than its CRC")
+            payload, crc = block[:-4], struct.unpack(">I", block[-4:])[0]
+            size, shift, i = 0, 0, 0
+            while True:  # snappy preamble: uncompressed length as an unsigned LEB128
+                if i >= len(payload) or shift > 28:
+                    raise _Corrupt("bad snappy length preamble")
+                b = payload[i]
+                size |= (b & 0x7F) << shift
+                i += 1
+                shift += 7
+                if not b & 0x80:
+                    break
+            if size > limit:
+                raise _Corrupt("snappy block expands beyond the size limit")
+            out = pa.Codec("snappy").decompress(payload, decompressed_size=size, asbytes=True)
+            if zlib.crc32(out) != crc:
+                raise _Corrupt("snappy block CRC mismatch")
+        elif codec == "bzip2":
+            out = bz2.BZ2Decompressor().decompress(block, limit + 1)
+        else:  # xz
+            out = lzma.LZMADecompressor().decompress(block, limit + 1)
+    except _Corrupt:
+        raise
+    except (pa.ArrowException, OSError, ValueError, EOFError, zlib.error, lzma.LZMAError) as e:
+        raise _Corrupt(f"cannot decompress {codec} block: {e}") from e
+    if len(out) > limit:
+        raise _Corrupt(f"{codec} block expands beyond {limit} bytes")
+    return out
+
+
+def _strip_logical_types(schema: Any) -> Any:
+    """Copy of ``schema`` without ``logicalType`` attributes (values are read as stored)."""
+    if isinstance(schema, dict):
+        return {k: _strip_logical_types(v) for k, v in schema.items() if k != "logicalType"}
+    if isinstance(schema, list):
+        return [_strip_logical_types(s) for s in schema]
+    return schema
+
+
+def _min_size(schema: Any, named: dict[str, Any], visiting: frozenset[str]) -> int:
+    """Lower bound of the encoded size of one value of ``schema`` (0 for ``null``)."""
+    if isinstance(schema, str):
+        if schema == "null":
+            return 0
+        if schema in ("boolean", "int", "long", "string", "bytes"):
+            return 1
+        if schema in ("float",):
+            return 4
+        if schema in ("double",):
+            return 8
+        if schema in visiting:
+            return 1
+        target = named.get(schema)
+        if target is None:
+            return 1  # unknown names make fastavro fail anyway
+        return _min_size(target, named, visiting | {schema})
+    if isinstance(schema, list):
+        return 1  # the branch index
+    if isinstance(schema, dict):
+        t = schema.get("type")
+        if t == "record" or t == "error":
+            name = str(schema.get("name", ""))
+            named[name] = schema
+            fields = schema.get("fields") or []
+            return sum(
+                _min_size(f.get("type"), named, visiting | {name})
+                for f in fields
+                if isinstance(f, dict)
+            )
+        if t in ("array", "map", "enum"):
+            return 1
+        if t == "fixed":
+            size = schema.get("size")
+            return size if isinstance(size, int) else 1
+        return _min_size(t, named, visiting)
+    return 1
+
+
+def _check_no_zero_size_items(schema: Any, named: dict[str, Any]) -> None:
+    """Reject arrays/maps whose items encode to zero bytes (a huge count would never hit EOF)."""
+    stack = [schema]
+    seen: set[int] = set()
+    while stack:
+        s = stack.pop()
+        if id(s) in seen:
+            continue
+        seen.add(id(s))
+        if isinstance(s, list):
+            stack.extend(s)
+        elif isinstance(s, dict):
+            t = s.get("type")
+            if t in ("array", "map"):
+                item = s.get("items") if t == "array" else s.get("values")
+                # map entries carry a key string, so only arrays can have zero-size entries
+                if t == "array" and _min_size(item, named, frozenset()) == 0:
+                    raise _Corrupt("writer schema has an array of zero-size items")
+                stack.append(item)
+            elif t in ("record", "error"):
+                _min_size(s, named, frozenset())
+                for f in s.get("fields") or []:
+                    if isinstance(f, dict):
+                        stack.append(f.get("type"))
+            else:
+                stack.append(t)
+
+
+def _map_entries(meta: dict[str, bytes]) -> bytes:
+    if not meta:
+        return b"\x00"
+    out = bytearray(_write_long(len(meta)))
+    for k, v in meta.items():
+        kb = k.encode("utf-8")
+        out += _write_long(len(kb)) + kb + _write_long(len(v)) + v
+    out += b"\x00"
+    return bytes(out)
+
+
+def _assemble(
+    schema_json: str, codec: str, sync: bytes, blocks: Iterable[tuple[int, bytes]]
+) -> bytes:
+    out = io.BytesIO()
+    out.write(MAGIC)
+    meta = {"avro.schema": schema_json.encode("utf-8"), "avro.codec": codec.encode()}
+    out.write(_map_entries(meta))
+    out.write(sync)
+    for count, block in blocks:
+        out.write(_write_long(count))
+        out.write(_write_long(len(block)))
+        out.write(block)
+        out.write(sync)
+    return out.getvalue()
+
+
+def _plain_blocks(container: AvroContainer) -> list[tuple[int, bytes]]:
+    blocks = []
+    for i, (count, raw) in enumerate(container.blocks):
+        block = _decompress(container.codec, raw)
+        if count > len(block):
+            raise _Corrupt(f"block {i} claims {count} records in {len(block)} bytes")
+        blocks.append((count, block))
+    return blocks
+
+
+def _fastavro_records(stripped: Any, sync: bytes, blocks: list[tuple[int, bytes]]) -> list[Any]:
+    plain = _assemble(json.dumps(stripped), "null", sync, blocks)
+    records: list[Any] = list(fastavro.reader(io.BytesIO(plain)))
+    for r in records:
+        if not isinstance(r, dict):
+            raise _Corrupt("top-level Avro value is not a record")
+    return records
+
+
+def decode_records(data: bytes, path: str) -> tuple[Any, list[Any]]:
+    """Decode an Avro container file with fastavro into (writer schema, list of record dicts).
+
+    Logical types are not applied (``timestamp-millis`` = int). This is the reference decoder
+    (and the fallback of :func:`decode_columns`).
+
+    Raises:
+        CorruptMetadataError: any structural or decoding problem.
+    """
+    try:
+        container = _parse(data)
+        stripped = _strip_logical_types(container.schema)
+        _check_no_zero_size_items(stripped, {})
+        blocks = _plain_blocks(container)
+        return container.schema, _fastavro_records(stripped, container.sync, blocks)
+    except _Corrupt as e:
+        raise CorruptMetadataError(path, str(e)) from e
+    except (MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # fastavro raises many kinds (EOFError, ValueError, IndexError, ...)
+        reason = f"cannot decode Avro records: {type(e).__name__}: {e}"
+        raise CorruptMetadataError(path, reason) from e
+
+
+def decode_columns(data: bytes, path: str) -> tuple[Any, int, Any]:
+    """Decode an Avro container file into columns (see ``paimon_core.spec._avro_columns``).
+
+    Returns:
+        (writer schema as stored, number of records, columns of the root record: a dict of
+        field name -> column; non-nullable nested records are dicts of columns again, every
+        other column is a list with one plain Python value per record).
+
+    Raises:
+        CorruptMetadataError: any structural or decoding problem, or an unsupported (recursive)
+            writer schema.
+    """
+    try:
+        container = _parse(data)
+        stripped = _strip_logical_types(container.schema)
+        _check_no_zero_size_items(stripped, {})
+        try:
+            node = columns.compile_schema(stripped)
+        except columns.Unsupported as e:
+            raise _Corrupt(f"unsupported writer schema: {e}") from e
+        if node[0] != "record":
+            raise _Corrupt("top-level Avro type is not a record")
+        blocks = _plain_blocks(container)
+        total = sum(c for c, _ in blocks)
+        most = max((c for c, _ in blocks), default=0)
+        if total > _LOCKSTEP_MIN_RECORDS and most * _LOCKSTEP_MIN_BLOCKS > total:
+            # few large blocks: walking blocks in lock-step would be mostly numpy overhead
+            rows = _fastavro_records(stripped, container.sync, blocks)
+            return container.schema, len(rows), columns.rows_to_columns(node, rows)
+        n, cols = columns.decode_columns(node, blocks)
+        return container.schema, n, cols
+    except (_Corrupt, columns.Malformed) as e:
+        raise CorruptMetadataError(path, str(e)) from e
+    except (MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # fastavro raises many kinds (EOFError, ValueError, IndexError, ...)
+        reason = f"cannot decode Avro records: {type(e).__name__}: {e}"
+        raise CorruptMetadataError(path, reason) from e
+
+
+def _compress(codec: str, block: bytes, level: int | None) -> bytes:
+    if codec == "null":
+        return block
+    if codec == "deflate":
+        c = zlib.compressobj(level if level is not None else 6, zlib.DEFLATED, -15)
+        return c.compress(block) + c.flush()
+    if codec == "zstandard":
+        zstd = pa.Codec("zstd", compression_level=level if level is not None else 1)
+        return bytes(zstd.compress(block, asbytes=True))
+    if codec == "snappy":
+        snappy = bytes(pa.Codec("snappy").compress(block, asbytes=True))
+        return snappy + struct.pack(">I", zlib.crc32(block))
+    if codec == "bzip2":
+        return bz2.compress(block)
+    return lzma.compress(block)
+
+
+def encode_container(
+    schema: dict[str, Any],
+    records: Iterable[dict[str, Any]],
+    *,
+    codec: str = "zstandard",
+    level: int | None = None,
+    sync: bytes | None = None,
+    sync_interval: int = _SYNC_INTERVAL,
+) -> bytes:
+    """Encode ``records`` as an Avro container file whose header carries ``schema`` verbatim.
+
+    Args:
+        schema: the writer schema (JSON-able dict); stored compactly, in the given key order.
+        records: dicts keyed by field name; ``timestamp-millis`` fields take ints.
+        codec: one of :data:`CODECS` (Paimon default: ``zstandard``).
+        level: compression level (zstd default 1, as Java's ``file.compression.zstd-level``).
+        sync: 16-byte sync marker (random if omitted).
+        sync_interval: end a block once it holds this many bytes (Java: 64000).
+
+    Raises:
+        SchemaError: a record does not fit the schema, or an unknown codec.
+    """
+    if codec not in CODECS:
+        raise SchemaError(f"unsupported Avro codec {codec!r}; expected one of {CODECS}")
+    if sync is None:
+        sync = os.urandom(SYNC_SIZE)
+    buf = io.BytesIO()
+    try:
+        parsed = fastavro.parse_schema(_strip_logical_types(schema))
+        fastavro.writer(
+            buf, parsed, records, codec="null", sync_interval=sync_interval, sync_marker=sync
+        )
+    except (MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        raise SchemaError(f"cannot encode Avro records: {type(e).__name__}: {e}") from e
+    container = _parse(buf.getvalue())
+    blocks = [(count, _compress(codec, block, level)) for count, block in container.blocks]
+    schema_json = json.dumps(schema, separators=(",", ":"))
+    return _assemble(schema_json, codec, sync, blocks)
+
+
+# --------------------------------------------------------------------------------------------
+# Writer-schema checks.
+#
+# Readers match fields by name (as Java's FieldReaderFactory.RowReader does). Before converting
+# records, the writer schema is checked against what the reader expects, so that a file with
+# the wrong shape fails with one clear CorruptMetadataError instead of odd values later.
+# A type descriptor is "int" (int or long accepted), "long" (same), "string", "bytes",
+# ("array", item descriptor, items nullable) or ("record", {field name: (descriptor, required)});
+# optional (not required) fields may be absent from the writer schema and may be null.
+# --------------------------------------------------------------------------------------------
+
+TypeDesc = Any
+_INTEGER = ("int", "long")
+
+
+def _base_type(t: Any, named: dict[str, Any]) -> tuple[Any, bool]:
+    """Unwrap a ``["null", T]`` union and named references; returns (T, nullable)."""
+    nullable = False
+    if isinstance(t, list):
+        branches = [b for b in t if b != "null"]
+        nullable = len(branches) != len(t)
+        if len(branches) != 1:
+            raise _Corrupt(f"unsupported union {json.dumps(t)[:200]}")
+        t = branches[0]
+    if isinstance(t, str) and t in named:
+        t = named[t]
+    if isinstance(t, dict):
+        if t.get("type") in ("record", "error"):
+            name = t.get("name")
+            if isinstance(name, str):
+                named[name] = t
+                ns = t.get("namespace")
+                if isinstance(ns, str) and ns:
+                    named[f"{ns}.{name}"] = t
+        elif isinstance(t.get("type"), str) and t["type"] not in ("array", "map", "fixed", "enum"):
+            t = t["type"]  # {"type": "long", "logicalType": ...}
+    return t, nullable
+
+
+def _check(
+    t: Any, desc: TypeDesc, where: tuple[str, ...], named: dict[str, Any]
+) -> set[tuple[str, ...]]:
+    """Check writer type ``t`` against ``desc``.
+
+    Returns the paths of required values that the writer declares nullable (``"[]"`` stands
+    for the items of an array).
+    """
+    base, _ = _base_type(t, named)
+    shown = ".".join(where)
+    if isinstance(desc, str):
+        ok = base in _INTEGER if desc in _INTEGER else base == desc
+        if not ok:
+            raise _Corrupt(f"field {shown} has type {json.dumps(base)[:200]}, expected {desc}")
+        return set()
+    if desc[0] == "array":
+        if not (isinstance(base, dict) and base.get("type") == "array"):
+            raise _Corrupt(f"field {shown} is not an array")
+        _, item_nullable = _base_type(base.get("items"), named)
+        loose = _check(base.get("items"), desc[1], (*where, "[]"), named)
+        if item_nullable and not desc[2]:
+            loose.add((*where, "[]"))
+        return loose
+    if not (isinstance(base, dict) and base.get("type") in ("record", "error")):
+        raise _Corrupt(f"field {shown} is not a record")
+    fields = {f.get("name"): f for f in base.get("fields") or [] if isinstance(f, dict)}
+    loose = set()
+    for name, (sub, required) in desc[1].items():
+        f = fields.get(name)
+        sub_where = (*where, name)
+        if f is None:
+            if required:
+                raise _Corrupt(f"writer schema lacks required field {'.'.join(sub_where)}")
+            continue
+        _, nullable = _base_type(f.get("type"), named)
+        loose |= _check(f.get("type"), sub, sub_where, named)
+        if required and nullable:
+            loose.add(sub_where)
+    return loose
+
+
+def check_schema(schema: Any, desc: TypeDesc, path: str) -> set[tuple[str, ...]]:
+    """Check a writer schema against a record descriptor.
+
+    Returns:
+        Paths of required values that the writer declares nullable; pass them with the decoded
+        columns to :func:`check_required`.
+
+    Raises:
+        CorruptMetadataError: a required field is missing or a field has an incompatible type.
+    """
+    try:
+        return _check(schema, desc, (), {})
+    except _Corrupt as e:
+        raise CorruptMetadataError(path, str(e)) from e
+
+
+def _null_in_values(values: list[Any], rest: tuple[str, ...]) -> bool:
+    """Whether a value at path ``rest`` below any of ``values`` (plain Python values) is null."""
+    if not rest:
+        return any(v is None for v in values)
+    head, tail = rest[0], rest[1:]
+    if head == "[]":
+        return _null_in_values([x for v in values if v is not None for x in v], tail)
+    return _null_in_values([v.get(head) for v in values if v is not None], tail)
+
+
+def check_required(cols: Any, loose: set[tuple[str, ...]], path: str) -> None:
+    """Raise CorruptMetadataError if a required value on a ``loose`` path is null."""
+    for where in sorted(loose):
+        col = cols
+        i = 0
+        while isinstance(col, dict) and i < len(where):
+            col = col.get(where[i])
+            i += 1
+        if col is None or isinstance(col, dict):
+            continue
+        rest = where[i:]
+        if _null_in_values(col, rest):
+            raise CorruptMetadataError(path, f"required value {'.'.join(where)} is null")
+
+
+def frozen_factory(cls: type[_T]) -> Callable[..., list[_T]]:
+    """A fast column-wise constructor for the frozen slotted dataclass ``cls``.
+
+    The returned function takes one iterable per field (in field order) and returns the list
+    of instances, like ``list(map(cls, *columns))``. A frozen dataclass sets every field
+    through ``object.__setattr__`` (about 2 µs for 20 fields) and decoding 100k manifest
+    entries builds 400k objects, so instances are built through an unfrozen twin with the same
+    slots (plain attribute stores) whose instances are then switched to ``cls``; CPython allows
+    that because both classes have identical slot layouts. No ``__post_init__`` runs (the spec
+    types have none).
+    """
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    twin = dataclasses.make_dataclass(f"_{cls.__name__}Builder", names, slots=True)
+    probe = twin(*([None] * len(names)))
+    probe.__class__ = cls  # raises TypeError here, at import, if the layouts ever differ
+
+    def build(*columns: Iterable[Any]) -> list[_T]:
+        objs: list[Any] = list(map(twin, *columns))
+        for obj in objs:
+            obj.__class__ = cls
+        return objs
+
+    build.__doc__ = f"Build {cls.__name__} instances from per-field columns (no checks)."
+    return build
+
+
+_gc_lock = threading.Lock()
+_gc_depth = 0
+_gc_reenable = False
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while bulk-building acyclic objects.
+
+    Decoding a large manifest allocates millions of objects; every 700 allocations CPython's
+    collector runs, and the older generations are rescanned again and again (decoding 100k
+    entries took about twice as long with the collector on). Nested/concurrent uses are
+    counted; the collector is re-enabled by the last one out, and only if it was enabled
+    when the first one came in.
+    """
+    global _gc_depth, _gc_reenable
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_reenable = gc.isenabled()
+            gc.disable()
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0 and _gc_reenable:
+                gc.enable()

@@ -1,0 +1,361 @@
+"""Manifest files: ``manifest/manifest-<uuid>-<n>`` (Avro), one ManifestEntry per row.
+
+Mirrors ``org.apache.paimon.manifest.ManifestEntry`` / ``ManifestEntrySerializer`` and
+``org.apache.paimon.io.DataFileMeta`` / ``DataFileMetaSerializer`` (spec §4.4, §4.5).
+
+Reading matches fields by name, so both layouts decode:
+
+* Java 0.9: ``_FILE`` has fields 0-15 (up to ``_FILE_SOURCE``);
+* Java 1.x/2.x and pypaimon 2.1: fields 16-20 appended (``_VALUE_STATS_COLS``,
+  ``_EXTERNAL_PATH``, ``_FIRST_ROW_ID``, ``_WRITE_COLS``, ``_WRITE_COLS_SEQUENCES``; the last one
+  is read over and dropped).
+
+Writing follows the "write for both" profile (§14.3): codec ``zstandard``, ``_VERSION`` 2,
+DataFileMeta fields 0-19 with null-first unions and null defaults, Java's record names.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from paimon_core.errors import CorruptMetadataError
+from paimon_core.spec._avro import (
+    check_required,
+    check_schema,
+    decode_columns,
+    encode_container,
+    frozen_factory,
+    gc_paused,
+)
+from paimon_core.spec.stats import SimpleStats, simple_stats_avro_schema, stats_from_columns
+
+__all__ = [
+    "MANIFEST_ENTRY_AVRO_SCHEMA",
+    "MANIFEST_VERSION",
+    "DataFileMeta",
+    "FileKind",
+    "FileSource",
+    "ManifestEntry",
+    "decode_manifest",
+    "encode_manifest",
+]
+
+#: ``_VERSION`` of every ManifestEntry row (a permanent format identifier, 0.9 and HEAD).
+MANIFEST_VERSION = 2
+
+
+class FileKind(enum.IntEnum):
+    """``org.apache.paimon.manifest.FileKind`` (``_KIND``)."""
+
+    ADD = 0
+    DELETE = 1
+
+
+class FileSource(enum.IntEnum):
+    """``org.apache.paimon.manifest.FileSource`` (``_FILE_SOURCE``)."""
+
+    APPEND = 0
+    COMPACT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class DataFileMeta:
+    """Metadata of one data file (``org.apache.paimon.io.DataFileMeta``, Avro record ``_FILE``).
+
+    ``min_key``/``max_key`` are serialized BinaryRows with their 4-byte arity prefix;
+    ``creation_time`` is the stored ``timestamp-millis`` long (writer-local wall clock encoded as
+    UTC millis); the fields from ``delete_row_count`` on are None when absent from the file.
+    """
+
+    file_name: str
+    file_size: int
+    row_count: int
+    min_key: bytes
+    max_key: bytes
+    key_stats: SimpleStats
+    value_stats: SimpleStats
+    min_sequence_number: int
+    max_sequence_number: int
+    schema_id: int
+    level: int
+    extra_files: tuple[str, ...]
+    creation_time: int | None
+    delete_row_count: int | None
+    embedded_index: bytes | None
+    file_source: FileSource | None
+    value_stats_cols: tuple[str, ...] | None
+    external_path: str | None
+    first_row_id: int | None
+    write_cols: tuple[str, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One row of a manifest file (``org.apache.paimon.manifest.ManifestEntry``)."""
+
+    kind: FileKind
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    file: DataFileMeta
+
+    def identifier(
+        self,
+    ) -> tuple[bytes, int, int, str, tuple[str, ...], bytes | None, str | None]:
+        """Identity of the file for ADD/DELETE folding (``FileEntry.Identifier``, HEAD form).
+
+        Returns:
+            ``(partition, bucket, level, file_name, extra_files, embedded_index, external_path)``.
+        """
+        f = self.file
+        return (
+            self.partition,
+            self.bucket,
+            f.level,
+            f.file_name,
+            f.extra_files,
+            f.embedded_index,
+            f.external_path,
+        )
+
+
+# ------------------------------------------------------------------------------------------
+# Avro schema written (Java naming: AvroSchemaConverter names nested records <parent>_<field>).
+# ------------------------------------------------------------------------------------------
+
+_NS = "org.apache.paimon.avro.generated"
+
+
+def _opt(name: str, avro_type: Any) -> dict[str, Any]:
+    return {"name": name, "type": ["null", avro_type], "default": None}
+
+
+_STRING_ARRAY = {"type": "array", "items": "string"}
+
+_DATA_FILE_META_FIELDS: list[dict[str, Any]] = [
+    {"name": "_FILE_NAME", "type": "string"},
+    {"name": "_FILE_SIZE", "type": "long"},
+    {"name": "_ROW_COUNT", "type": "long"},
+    {"name": "_MIN_KEY", "type": "bytes"},
+    {"name": "_MAX_KEY", "type": "bytes"},
+    {"name": "_KEY_STATS", "type": simple_stats_avro_schema("record__FILE__KEY_STATS")},
+    {"name": "_VALUE_STATS", "type": simple_stats_avro_schema("record__FILE__VALUE_STATS")},
+    {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
+    {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
+    {"name": "_SCHEMA_ID", "type": "long"},
+    {"name": "_LEVEL", "type": "int"},
+    {"name": "_EXTRA_FILES", "type": dict(_STRING_ARRAY)},
+    _opt("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
+    _opt("_DELETE_ROW_COUNT", "long"),
+    _opt("_EMBEDDED_FILE_INDEX", "bytes"),
+    _opt("_FILE_SOURCE", "int"),
+    _opt("_VALUE_STATS_COLS", dict(_STRING_ARRAY)),
+    _opt("_EXTERNAL_PATH", "string"),
+    _opt("_FIRST_ROW_ID", "long"),
+    _opt("_WRITE_COLS", dict(_STRING_ARRAY)),
+]
+
+#: The writer schema of :func:`encode_manifest` (readable by Java 0.9, Java 1.x+, pypaimon).
+MANIFEST_ENTRY_AVRO_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "record",
+    "namespace": _NS,
+    "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
+        {"name": "_TOTAL_BUCKETS", "type": "int"},
+        {
+            "name": "_FILE",
+            "type": {"type": "record", "name": "record__FILE", "fields": _DATA_FILE_META_FIELDS},
+        },
+    ],
+}
+
+# Reader-side expectations (see paimon_core.spec._avro.check_schema).
+_STATS_DESC = (
+    "record",
+    {
+        "_MIN_VALUES": ("bytes", True),
+        "_MAX_VALUES": ("bytes", True),
+        "_NULL_COUNTS": (("array", "long", True), False),
+    },
+)
+_STRINGS = ("array", "string", False)
+_FILE_DESC = (
+    "record",
+    {
+        "_FILE_NAME": ("string", True),
+        "_FILE_SIZE": ("long", True),
+        "_ROW_COUNT": ("long", True),
+        "_MIN_KEY": ("bytes", True),
+        "_MAX_KEY": ("bytes", True),
+        "_KEY_STATS": (_STATS_DESC, True),
+        "_VALUE_STATS": (_STATS_DESC, True),
+        "_MIN_SEQUENCE_NUMBER": ("long", True),
+        "_MAX_SEQUENCE_NUMBER": ("long", True),
+        "_SCHEMA_ID": ("long", True),
+        "_LEVEL": ("int", True),
+        "_EXTRA_FILES": (_STRINGS, True),
+        "_CREATION_TIME": ("long", False),
+        "_DELETE_ROW_COUNT": ("long", False),
+        "_EMBEDDED_FILE_INDEX": ("bytes", False),
+        "_FILE_SOURCE": ("int", False),
+        "_VALUE_STATS_COLS": (_STRINGS, False),
+        "_EXTERNAL_PATH": ("string", False),
+        "_FIRST_ROW_ID": ("long", False),
+        "_WRITE_COLS": (_STRINGS, False),
+    },
+)
+_ENTRY_DESC = (
+    "record",
+    {
+        "_VERSION": ("int", True),
+        "_KIND": ("int", True),
+        "_PARTITION": ("bytes", True),
+        "_BUCKET": ("int", True),
+        "_TOTAL_BUCKETS": ("int", True),
+        "_FILE": (_FILE_DESC, True),
+    },
+)
+
+_KINDS: dict[int, FileKind] = {k.value: k for k in FileKind}
+_SOURCES: dict[int | None, FileSource | None] = {s.value: s for s in FileSource}
+_SOURCES[None] = None
+
+_build_files = frozen_factory(DataFileMeta)
+_build_entries = frozen_factory(ManifestEntry)
+
+
+def _optional(cols: dict[str, Any], name: str, n: int) -> list[Any]:
+    col = cols.get(name)
+    return [None] * n if col is None else col
+
+
+def _tuples(values: list[list[str] | None]) -> list[tuple[str, ...] | None]:
+    return [None if v is None else tuple(v) for v in values]
+
+
+def data_files_from_columns(f: dict[str, Any], n: int) -> list[DataFileMeta]:
+    """Build DataFileMetas from the decoded columns of ``_FILE`` records (no schema checks)."""
+    return _build_files(
+        f["_FILE_NAME"],
+        f["_FILE_SIZE"],
+        f["_ROW_COUNT"],
+        f["_MIN_KEY"],
+        f["_MAX_KEY"],
+        stats_from_columns(f["_KEY_STATS"], n),
+        stats_from_columns(f["_VALUE_STATS"], n),
+        f["_MIN_SEQUENCE_NUMBER"],
+        f["_MAX_SEQUENCE_NUMBER"],
+        f["_SCHEMA_ID"],
+        f["_LEVEL"],
+        [tuple(v) for v in f["_EXTRA_FILES"]],
+        _optional(f, "_CREATION_TIME", n),
+        _optional(f, "_DELETE_ROW_COUNT", n),
+        _optional(f, "_EMBEDDED_FILE_INDEX", n),
+        [_SOURCES[v] for v in _optional(f, "_FILE_SOURCE", n)],
+        _tuples(_optional(f, "_VALUE_STATS_COLS", n)),
+        _optional(f, "_EXTERNAL_PATH", n),
+        _optional(f, "_FIRST_ROW_ID", n),
+        _tuples(_optional(f, "_WRITE_COLS", n)),
+    )
+
+
+def data_file_to_avro(f: DataFileMeta) -> dict[str, Any]:
+    """The ``_FILE`` Avro record of a :class:`DataFileMeta` (fields 0-19)."""
+    return {
+        "_FILE_NAME": f.file_name,
+        "_FILE_SIZE": f.file_size,
+        "_ROW_COUNT": f.row_count,
+        "_MIN_KEY": f.min_key,
+        "_MAX_KEY": f.max_key,
+        "_KEY_STATS": f.key_stats.to_avro(),
+        "_VALUE_STATS": f.value_stats.to_avro(),
+        "_MIN_SEQUENCE_NUMBER": f.min_sequence_number,
+        "_MAX_SEQUENCE_NUMBER": f.max_sequence_number,
+        "_SCHEMA_ID": f.schema_id,
+        "_LEVEL": f.level,
+        "_EXTRA_FILES": list(f.extra_files),
+        "_CREATION_TIME": f.creation_time,
+        "_DELETE_ROW_COUNT": f.delete_row_count,
+        "_EMBEDDED_FILE_INDEX": f.embedded_index,
+        "_FILE_SOURCE": None if f.file_source is None else int(f.file_source),
+        "_VALUE_STATS_COLS": None if f.value_stats_cols is None else list(f.value_stats_cols),
+        "_EXTERNAL_PATH": f.external_path,
+        "_FIRST_ROW_ID": f.first_row_id,
+        "_WRITE_COLS": None if f.write_cols is None else list(f.write_cols),
+    }
+
+
+def _decode_manifest(data: bytes, path: str) -> list[ManifestEntry]:
+    """Decoding part of :func:`decode_manifest` (run with the collector paused)."""
+    schema, n, cols = decode_columns(data, path)
+    loose = check_schema(schema, _ENTRY_DESC, path)
+    if loose:
+        check_required(cols, loose, path)
+    versions = set(cols["_VERSION"])
+    if versions - {MANIFEST_VERSION}:
+        bad = sorted(versions - {MANIFEST_VERSION})
+        raise CorruptMetadataError(
+            path, f"unsupported _VERSION {bad[0]} (expected {MANIFEST_VERSION})"
+        )
+    try:
+        kinds = [_KINDS[k] for k in cols["_KIND"]]
+        files = data_files_from_columns(cols["_FILE"], n)
+    except (KeyError, TypeError, ValueError) as e:
+        reason = f"invalid value ({type(e).__name__}: {e})"
+        raise CorruptMetadataError(path, reason) from e
+    return _build_entries(kinds, cols["_PARTITION"], cols["_BUCKET"], cols["_TOTAL_BUCKETS"], files)
+
+
+def decode_manifest(data: bytes, path: str) -> list[ManifestEntry]:
+    """Decode a manifest file (``ManifestFile.read`` / ``ManifestEntrySerializer.fromRow``).
+
+    Args:
+        data: the whole file.
+        path: its path, for error messages.
+
+    Returns:
+        The entries in file order.
+
+    Raises:
+        CorruptMetadataError: empty, truncated or malformed file, a missing required field,
+            an unknown ``_KIND``/``_FILE_SOURCE``, or ``_VERSION`` other than 2.
+    """
+    with gc_paused():
+        return _decode_manifest(data, path)
+
+
+def encode_manifest(
+    entries: Sequence[ManifestEntry], *, codec: str = "zstandard", level: int | None = None
+) -> bytes:
+    """Encode a manifest file readable by Java 0.9, Java 1.x+ and pypaimon 2.1 (§14.3).
+
+    Args:
+        entries: the rows, written in order.
+        codec: Avro codec (``manifest.compression``: zstd -> ``zstandard``).
+        level: compression level (default: 1 for zstd, as ``file.compression.zstd-level``).
+
+    Returns:
+        The Avro container bytes.
+
+    Raises:
+        SchemaError: a value does not fit its Avro type.
+    """
+    records = [
+        {
+            "_VERSION": MANIFEST_VERSION,
+            "_KIND": int(e.kind),
+            "_PARTITION": e.partition,
+            "_BUCKET": e.bucket,
+            "_TOTAL_BUCKETS": e.total_buckets,
+            "_FILE": data_file_to_avro(e.file),
+        }
+        for e in entries
+    ]
+    return encode_container(MANIFEST_ENTRY_AVRO_SCHEMA, records, codec=codec, level=level)
