@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from paimon_core.errors import InvalidIdentifierError
 
-_FORBIDDEN = set('/\\') | {chr(c) for c in range(0x20)} | {"\x7f"}
+_FORBIDDEN = set("/\\") | {chr(c) for c in range(0x20)} | {"\x7f"}
 
 
 def validate_name(name: str, what: str) -> str:

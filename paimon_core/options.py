@@ -20,11 +20,24 @@ def _parse_bool(key: str, raw: str) -> bool:
 def parse_memory_size(key: str, raw: str) -> int:
     """``256 mb``, ``8MiB``, ``1024`` (bytes) -> bytes."""
     text = raw.strip().lower().replace(" ", "")
-    units = {"b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
-             "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4,
-             "tb": 1024**4, "tib": 1024**4, "bytes": 1}
+    units = {
+        "b": 1,
+        "k": 1024,
+        "kb": 1024,
+        "kib": 1024,
+        "m": 1024**2,
+        "mb": 1024**2,
+        "mib": 1024**2,
+        "g": 1024**3,
+        "gb": 1024**3,
+        "gib": 1024**3,
+        "t": 1024**4,
+        "tb": 1024**4,
+        "tib": 1024**4,
+        "bytes": 1,
+    }
     num = text.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = text[len(num):] or "b"
+    unit = text[len(num) :] or "b"
     if not num or unit not in units:
         raise SchemaError(f"option {key}={raw!r} is not a memory size")
     try:
@@ -36,12 +49,29 @@ def parse_memory_size(key: str, raw: str) -> int:
 def parse_duration_millis(key: str, raw: str) -> int:
     """``1 h``, ``30min``, ``10 s``, ``500ms``, ``2 d``, plain number = millis."""
     text = raw.strip().lower().replace(" ", "")
-    units = {"ms": 1, "millis": 1, "milliseconds": 1, "s": 1000, "sec": 1000, "secs": 1000,
-             "second": 1000, "seconds": 1000, "min": 60000, "m": 60000, "mins": 60000,
-             "minute": 60000, "minutes": 60000, "h": 3600000, "hour": 3600000,
-             "hours": 3600000, "d": 86400000, "day": 86400000, "days": 86400000}
+    units = {
+        "ms": 1,
+        "millis": 1,
+        "milliseconds": 1,
+        "s": 1000,
+        "sec": 1000,
+        "secs": 1000,
+        "second": 1000,
+        "seconds": 1000,
+        "min": 60000,
+        "m": 60000,
+        "mins": 60000,
+        "minute": 60000,
+        "minutes": 60000,
+        "h": 3600000,
+        "hour": 3600000,
+        "hours": 3600000,
+        "d": 86400000,
+        "day": 86400000,
+        "days": 86400000,
+    }
     num = text.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = text[len(num):] or "ms"
+    unit = text[len(num) :] or "ms"
     if not num or unit not in units:
         raise SchemaError(f"option {key}={raw!r} is not a duration")
     try:
@@ -97,7 +127,10 @@ class CoreOptions:
 
     def ignore_delete(self) -> bool:
         return self.get_bool(
-            "ignore-delete", False, "first-row.ignore-delete", "deduplicate.ignore-delete",
+            "ignore-delete",
+            False,
+            "first-row.ignore-delete",
+            "deduplicate.ignore-delete",
             "partial-update.ignore-delete",
         )
 

@@ -22,7 +22,7 @@ class SchemaManager:
     def list_schema_ids(self) -> list[int]:
         ids = []
         for name in self.file_io.list_names(self.schema_dir):
-            rest = name[len(SCHEMA_PREFIX):] if name.startswith(SCHEMA_PREFIX) else ""
+            rest = name[len(SCHEMA_PREFIX) :] if name.startswith(SCHEMA_PREFIX) else ""
             if rest.isdigit():
                 ids.append(int(rest))
         return sorted(ids)

@@ -42,7 +42,7 @@ class SnapshotManager:
         ids = []
         for name in self.file_io.list_names(self.snapshot_dir):
             if name.startswith(SNAPSHOT_PREFIX):
-                rest = name[len(SNAPSHOT_PREFIX):]
+                rest = name[len(SNAPSHOT_PREFIX) :]
                 if rest.isdigit():
                     ids.append(int(rest))
         return sorted(ids)
@@ -62,11 +62,7 @@ class SnapshotManager:
 
     def latest_snapshot_id(self) -> int | None:
         hint = self._read_hint("LATEST")
-        if (
-            hint is not None
-            and self.snapshot_exists(hint)
-            and not self.snapshot_exists(hint + 1)
-        ):
+        if hint is not None and self.snapshot_exists(hint) and not self.snapshot_exists(hint + 1):
             return hint
         ids = self.list_snapshot_ids()
         return ids[-1] if ids else None
@@ -123,7 +119,8 @@ class SnapshotManager:
     # ---- tags
     def list_tags(self) -> list[str]:
         return sorted(
-            n[len(TAG_PREFIX):] for n in self.file_io.list_names(self.tag_dir)
+            n[len(TAG_PREFIX) :]
+            for n in self.file_io.list_names(self.tag_dir)
             if n.startswith(TAG_PREFIX)
         )
 

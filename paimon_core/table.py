@@ -23,7 +23,7 @@ from paimon_core.manifest_io import ManifestIO
 from paimon_core.options import CoreOptions
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.planner import ScanPlanner
-from paimon_core.scan.predicate import Predicate, parse_filters
+from paimon_core.scan.predicate import Predicate, bind, parse_filters
 from paimon_core.scan.split import Plan
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
@@ -113,7 +113,9 @@ class FileStoreTable:
     ) -> pa.Table:
         """Read the table (or a past version of it) into one Arrow table."""
         rb = self.new_read_builder().with_projection(columns).with_filter(filter)
-        rb = rb.with_time_travel(snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis)
+        rb = rb.with_time_travel(
+            snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis
+        )
         return rb.new_read().to_arrow(rb.new_scan().plan().splits)
 
     def changes(
@@ -151,8 +153,11 @@ class FileStoreTable:
 
     def _planner(self, schema: TableSchema, predicate: Predicate | None) -> ScanPlanner:
         return ScanPlanner(
-            schema=schema, schemas=self.schema_manager, manifests=self.manifest_io,
-            table_path=self.path, predicate=predicate,
+            schema=schema,
+            schemas=self.schema_manager,
+            manifests=self.manifest_io,
+            table_path=self.path,
+            predicate=predicate,
         )
 
 
@@ -163,7 +168,7 @@ def _to_predicate(filter: FilterArg, schema: TableSchema) -> Predicate | None:
         return parse_filters([filter], list(schema.fields))
     if isinstance(filter, Sequence):
         return parse_filters(list(filter), list(schema.fields))
-    return filter
+    return bind(filter, list(schema.fields))
 
 
 @dataclass(frozen=True)
@@ -179,18 +184,21 @@ class ReadBuilder:
     _resolved: list[Snapshot | None] = field(default_factory=list, compare=False)
 
     def with_projection(self, columns: Sequence[str] | None) -> ReadBuilder:
-        return replace(self, columns=tuple(columns) if columns is not None else None,
-                       _resolved=[])
+        return replace(self, columns=tuple(columns) if columns is not None else None, _resolved=[])
 
     def with_filter(self, filter: FilterArg) -> ReadBuilder:
         return replace(self, filter=filter, _resolved=[])
 
     def with_time_travel(
-        self, *, snapshot_id: int | None = None, tag: str | None = None,
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
         timestamp_millis: int | None = None,
     ) -> ReadBuilder:
-        return replace(self, snapshot_id=snapshot_id, tag=tag,
-                       timestamp_millis=timestamp_millis, _resolved=[])
+        return replace(
+            self, snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis, _resolved=[]
+        )
 
     @property
     def time_travel(self) -> bool:
@@ -198,9 +206,13 @@ class ReadBuilder:
 
     def snapshot(self) -> Snapshot | None:
         if not self._resolved:
-            self._resolved.append(self.table.resolve_snapshot(
-                snapshot_id=self.snapshot_id, tag=self.tag, timestamp_millis=self.timestamp_millis
-            ))
+            self._resolved.append(
+                self.table.resolve_snapshot(
+                    snapshot_id=self.snapshot_id,
+                    tag=self.tag,
+                    timestamp_millis=self.timestamp_millis,
+                )
+            )
         return self._resolved[0]
 
     def read_schema(self) -> TableSchema:
@@ -214,8 +226,9 @@ class ReadBuilder:
 
     def new_read(self) -> TableRead:
         t = self.table
-        return TableRead(t.file_io, self.read_schema(), t.schema_manager, self.columns,
-                         self.predicate())
+        return TableRead(
+            t.file_io, self.read_schema(), t.schema_manager, self.columns, self.predicate()
+        )
 
 
 @dataclass(frozen=True)

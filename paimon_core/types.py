@@ -193,7 +193,7 @@ class RowType:
         raise SchemaError(f"no field {name!r} in {self.names}")
 
 
-DataType = Union[AtomicType, ArrayType, MultisetType, MapType, RowType]
+DataType = Union[AtomicType, ArrayType, MultisetType, MapType, RowType]  # noqa: UP007
 
 
 def _kind(name: str, nullable: bool) -> str:
@@ -524,11 +524,14 @@ def to_arrow_type(t: DataType) -> pa.DataType:
     if isinstance(t, ArrayType):
         return pa.list_(to_arrow_field("element", t.element))
     if isinstance(t, MultisetType):
-        return pa.map_(to_arrow_field("key", t.element.with_nullable(False)),
-                       pa.field("value", pa.int32(), nullable=False))
+        return pa.map_(
+            to_arrow_field("key", t.element.with_nullable(False)),
+            pa.field("value", pa.int32(), nullable=False),
+        )
     if isinstance(t, MapType):
-        return pa.map_(to_arrow_field("key", t.key.with_nullable(False)),
-                       to_arrow_field("value", t.value))
+        return pa.map_(
+            to_arrow_field("key", t.key.with_nullable(False)), to_arrow_field("value", t.value)
+        )
     if isinstance(t, RowType):
         return pa.struct([to_arrow_field(f.name, f.type) for f in t.fields])
     r = t.root
@@ -581,6 +584,6 @@ def is_widening(old: DataType, new: DataType) -> bool:
     order = [TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT]
     if old.root in order and new.root in order:
         return order.index(old.root) <= order.index(new.root)
-    if old.root in order + [TypeRoot.FLOAT] and new.root is TypeRoot.DOUBLE:
+    if old.root in [*order, TypeRoot.FLOAT] and new.root is TypeRoot.DOUBLE:
         return True
     return old.root in STRING_ROOTS and new.root in STRING_ROOTS

@@ -20,8 +20,11 @@ def s3_server() -> Iterator[dict[str, str]]:
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    creds = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-             "AWS_DEFAULT_REGION": "us-east-1"}
+    creds = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     old = {k: os.environ.get(k) for k in creds}
     os.environ.update(creds)
     import boto3
@@ -44,5 +47,9 @@ def s3_server() -> Iterator[dict[str, str]]:
 def s3_root(s3_server: dict[str, str]) -> tuple[str, dict[str, str]]:
     """A fresh prefix in the moto bucket and the storage options to reach it."""
     root = f"s3://{s3_server['bucket']}/{uuid.uuid4().hex}"
-    return root, {"s3.endpoint": s3_server["endpoint"], "s3.access-key": "testing",
-                  "s3.secret-key": "testing", "s3.region": "us-east-1"}
+    return root, {
+        "s3.endpoint": s3_server["endpoint"],
+        "s3.access-key": "testing",
+        "s3.secret-key": "testing",
+        "s3.region": "us-east-1",
+    }

@@ -7,7 +7,9 @@ from paimon_core.errors import InvalidIdentifierError, TableNotExistError
 from paimon_core.identifier import Identifier
 
 
-@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\\b", "../x", "x\x00", "x\n", " x", ".hidden"])
+@pytest.mark.parametrize(
+    "name", ["", ".", "..", "a/b", "a\\b", "../x", "x\x00", "x\n", " x", ".hidden"]
+)
 def test_bad_names_rejected(name: str) -> None:
     with pytest.raises(InvalidIdentifierError):
         Identifier("db", name)
@@ -29,11 +31,14 @@ def test_hostile_names_never_touch_storage(tmp_path: object) -> None:
     root = os.path.join(str(tmp_path), "wh")
     os.makedirs(root)
     cat = FileSystemCatalog(root)
-    for bad in ["../x.t", "db./", "a/b.c", "./..", "db.."]:
+    for bad in ["../x.t", "db./", "a/b.c", "./..", "db..", "db.", ".t"]:
         with pytest.raises(InvalidIdentifierError):
             cat.get_table(bad)
+    for bad_db in ["..", ".", "", "a/b", "../../etc", "x\\y"]:
         with pytest.raises(InvalidIdentifierError):
-            cat.create_database(bad.split(".")[0] or "..")
+            cat.create_database(bad_db)
+        with pytest.raises(InvalidIdentifierError):
+            cat.list_tables(bad_db)
     assert os.listdir(str(tmp_path)) == ["wh"]
     assert os.listdir(root) == []
 

@@ -43,8 +43,9 @@ def _table(args: argparse.Namespace) -> FileStoreTable:
 def cmd_read(args: argparse.Namespace, out: TextIO) -> int:
     table = _table(args)
     rb = table.new_read_builder().with_filter(args.filter or None)
-    rb = rb.with_time_travel(snapshot_id=args.snapshot, tag=args.tag,
-                             timestamp_millis=args.timestamp_ms)
+    rb = rb.with_time_travel(
+        snapshot_id=args.snapshot, tag=args.tag, timestamp_millis=args.timestamp_ms
+    )
     if args.columns:
         rb = rb.with_projection([c.strip() for c in args.columns.split(",")])
     data = rb.new_read().to_arrow(rb.new_scan().plan().splits)
@@ -68,22 +69,31 @@ def snapshot_records(table: FileStoreTable, verbose: bool) -> list[dict[str, Any
     out = []
     for s in table.snapshot_manager.snapshots():
         d: dict[str, Any] = {
-            "id": s.id, "schema_id": s.schema_id, "commit_kind": s.commit_kind.value,
+            "id": s.id,
+            "schema_id": s.schema_id,
+            "commit_kind": s.commit_kind.value,
             "total_record_count": s.total_record_count,
             "delta_record_count": s.delta_record_count,
             "changelog_record_count": s.changelog_record_count,
             "has_changelog_manifest": s.changelog_manifest_list is not None,
         }
         if verbose:
-            d.update({"time_millis": s.time_millis, "commit_user": s.commit_user,
-                      "commit_identifier": s.commit_identifier, "watermark": s.watermark})
+            d.update(
+                {
+                    "time_millis": s.time_millis,
+                    "commit_user": s.commit_user,
+                    "commit_identifier": s.commit_identifier,
+                    "watermark": s.watermark,
+                }
+            )
         out.append(d)
     return out
 
 
 def cmd_snapshots(args: argparse.Namespace, out: TextIO) -> int:
-    _emit([json.dumps(d, sort_keys=True) for d in snapshot_records(_table(args), args.verbose)],
-          out)
+    _emit(
+        [json.dumps(d, sort_keys=True) for d in snapshot_records(_table(args), args.verbose)], out
+    )
     return 0
 
 
@@ -123,8 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--warehouse", required=True, help="warehouse path or URL (s3://...)")
     common.add_argument("--table", required=True, help="db.name")
-    common.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
-                        help="storage option, e.g. s3.endpoint=http://127.0.0.1:9000")
+    common.add_argument(
+        "--storage-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="storage option, e.g. s3.endpoint=http://127.0.0.1:9000",
+    )
     p = argparse.ArgumentParser(prog="paimon", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -132,13 +146,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--snapshot", type=int, help="time travel to a snapshot id")
     s.add_argument("--tag", help="time travel to a tag")
     s.add_argument("--timestamp-ms", type=int, help="time travel to a point in time")
-    s.add_argument("--filter", action="append", default=[],
-                   help="'col OP literal' (repeatable, ANDed)")
+    s.add_argument(
+        "--filter", action="append", default=[], help="'col OP literal' (repeatable, ANDed)"
+    )
     s.add_argument("--columns", help="comma-separated projection")
     s.set_defaults(func=cmd_read)
 
-    s = sub.add_parser("incremental", parents=[common],
-                       help="changes in snapshots (FROM, TO], each line with its row kind")
+    s = sub.add_parser(
+        "incremental",
+        parents=[common],
+        help="changes in snapshots (FROM, TO], each line with its row kind",
+    )
     s.add_argument("--from", dest="from_", type=int, required=True)
     s.add_argument("--to", type=int, required=True)
     s.add_argument("--mode", choices=["stream", "between"], default=None)

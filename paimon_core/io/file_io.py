@@ -10,6 +10,7 @@ Errors from the OS, fsspec or botocore are translated to :mod:`paimon_core.error
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import uuid
@@ -159,8 +160,10 @@ class FileIO:
     @contextmanager
     def open_input(self, path: str) -> Iterator[IO[bytes]]:
         with self._translate(path):
-            f = open(self._fs_path(path), "rb") if self.is_local else self.fs.open(
-                self._fs_path(path), "rb"
+            f = (
+                open(self._fs_path(path), "rb")  # noqa: SIM115 - closed below
+                if self.is_local
+                else self.fs.open(self._fs_path(path), "rb")
             )
         try:
             yield f
@@ -197,7 +200,9 @@ class FileIO:
                         continue
                     out.append(
                         FileStatus(
-                            join(directory, e.name), st.st_size, e.is_dir(),
+                            join(directory, e.name),
+                            st.st_size,
+                            e.is_dir(),
                             int(st.st_mtime * 1000),
                         )
                     )
@@ -218,8 +223,12 @@ class FileIO:
                     except AttributeError:
                         millis = int(float(mtime) * 1000)
                 res.append(
-                    FileStatus(join(directory, name), int(info.get("size") or 0),
-                               info.get("type") == "directory", millis)
+                    FileStatus(
+                        join(directory, name),
+                        int(info.get("size") or 0),
+                        info.get("type") == "directory",
+                        millis,
+                    )
                 )
             return res
 
@@ -282,10 +291,8 @@ class FileIO:
                         return False
                     return True
                 finally:
-                    try:
+                    with contextlib.suppress(FileNotFoundError):
                         os.unlink(tmp)
-                    except FileNotFoundError:
-                        pass
             if self.scheme == "memory":
                 fp = self._fs_path(path)
                 if self.fs.exists(fp):
@@ -322,7 +329,5 @@ class FileIO:
 
                 shutil.rmtree(self._fs_path(path), ignore_errors=True)
             else:
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     self.fs.rm(self._fs_path(path), recursive=True)
-                except FileNotFoundError:
-                    pass

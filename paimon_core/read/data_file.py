@@ -71,8 +71,13 @@ class DataFileReader:
             for k in self.schema.trimmed_primary_keys:
                 cur = self.schema.field(k)
                 of = old_by_id.get(cur.id)
-                out.append((KEY_PREFIX + k, KEY_PREFIX + of.name if of else None,
-                            cur.type.with_nullable(False)))
+                out.append(
+                    (
+                        KEY_PREFIX + k,
+                        KEY_PREFIX + of.name if of else None,
+                        cur.type.with_nullable(False),
+                    )
+                )
             out.append((SEQUENCE_NUMBER, SEQUENCE_NUMBER, _BIGINT))
             out.append((VALUE_KIND, VALUE_KIND, _TINYINT))
         for name in columns:
@@ -101,8 +106,8 @@ class DataFileReader:
         table = self._read_physical(path, wanted)
         if table.num_rows != f.row_count:
             raise CorruptMetadataError(
-                path, f"data file has {table.num_rows} rows but its manifest entry says "
-                f"{f.row_count}"
+                path,
+                f"data file has {table.num_rows} rows but its manifest entry says {f.row_count}",
             )
         table = _conform(table, mapping, path)
         if deleted_rows is not None and len(deleted_rows):
@@ -125,11 +130,16 @@ class DataFileReader:
         try:
             with fs.open_input_file(inner) as fh:
                 pf = pq.ParquetFile(fh)
-                for batch in pf.iter_batches(batch_size=batch_size, columns=wanted or None,
-                                             use_threads=True):
+                for batch in pf.iter_batches(
+                    batch_size=batch_size, columns=wanted or None, use_threads=True
+                ):
                     t = pa.Table.from_batches([batch])
                     if not wanted:
-                        t = pa.table({}).append_column("__n", pa.nulls(batch.num_rows)).drop(["__n"])
+                        t = (
+                            pa.table({})
+                            .append_column("__n", pa.nulls(batch.num_rows))
+                            .drop(["__n"])
+                        )
                     yield _conform(t, mapping, path)
         except FileNotFoundError as e:
             raise CorruptMetadataError(path, "data file referenced by a snapshot is missing") from e
@@ -196,13 +206,16 @@ def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
         # INT96/ns or another unit -> the unit of the Paimon precision; LTZ <-> naive keeps
         # the stored instant (both are epoch based).
         if src.tz != target.tz:
-            col = pc.cast(col, pa.timestamp(src.unit, tz=target.tz)) if src.tz is None else \
-                col.cast(pa.timestamp(src.unit)) if target.tz is None else col
+            col = (
+                pc.cast(col, pa.timestamp(src.unit, tz=target.tz))
+                if src.tz is None
+                else col.cast(pa.timestamp(src.unit))
+                if target.tz is None
+                else col
+            )
         return col.cast(target, safe=False)
     return col.cast(target)
 
 
 def fields_of(schema: TableSchema, names: Sequence[str]) -> list[DataField]:
     return [schema.field(n) for n in names]
-
-

@@ -124,7 +124,9 @@ def drop_retracts(table: pa.Table, kind_column: str) -> pa.Table:
 
 
 def reference_deduplicate(
-    rows: Sequence[dict[str, Any]], key_columns: Sequence[str], sequence_columns: Sequence[str],
+    rows: Sequence[dict[str, Any]],
+    key_columns: Sequence[str],
+    sequence_columns: Sequence[str],
     kind_column: str,
 ) -> list[dict[str, Any]]:
     """Row-by-row model of Java's sort-merge + ``DeduplicateMergeFunction``: returns the

@@ -70,12 +70,18 @@ class TableRead:
         self.schemas = schemas
         needed = list(self.columns)
         if predicate is not None:
-            needed += [c for c in schema.field_names if c in referenced_fields(predicate)
-                       and c not in needed]
+            needed += [
+                c
+                for c in schema.field_names
+                if c in referenced_fields(predicate) and c not in needed
+            ]
         self.is_pk = bool(schema.primary_keys)
         if self.is_pk:
             engine = self.options.merge_engine
-            if engine not in ("deduplicate", "first-row") and not self.options.deletion_vectors_enabled:
+            if (
+                engine not in ("deduplicate", "first-row")
+                and not self.options.deletion_vectors_enabled
+            ):
                 raise UnsupportedError(
                     f"merge-engine {engine!r} is not supported by this reader yet"
                 )
@@ -114,9 +120,14 @@ class TableRead:
     def read_split(self, split: DataSplit) -> pa.Table:
         if self.is_pk:
             return self._read_pk(split)
-        parts = [self._finish(self.reader.read(split.bucket_path, f, self.read_columns,
-                                               deleted_rows=self._deleted(split, f)))
-                 for f in split.files]
+        parts = [
+            self._finish(
+                self.reader.read(
+                    split.bucket_path, f, self.read_columns, deleted_rows=self._deleted(split, f)
+                )
+            )
+            for f in split.files
+        ]
         parts = [p for p in parts if p.num_rows]
         return pa.concat_tables(parts) if parts else self.output_schema.empty_table()
 
@@ -124,19 +135,27 @@ class TableRead:
     def _iter_append(self, split: DataSplit, batch_size: int) -> Iterator[pa.Table]:
         for f in split.files:
             if split.deletion_file(f.file_name) is not None:
-                yield self._finish(self.reader.read(split.bucket_path, f, self.read_columns,
-                                                    deleted_rows=self._deleted(split, f)))
+                yield self._finish(
+                    self.reader.read(
+                        split.bucket_path,
+                        f,
+                        self.read_columns,
+                        deleted_rows=self._deleted(split, f),
+                    )
+                )
                 continue
-            for chunk in self.reader.iter_batches(split.bucket_path, f, self.read_columns,
-                                                  batch_size):
+            for chunk in self.reader.iter_batches(
+                split.bucket_path, f, self.read_columns, batch_size
+            ):
                 out = self._finish(chunk)
                 if out.num_rows:
                     yield out
 
     def _finish(self, table: pa.Table) -> pa.Table:
         if self.predicate is not None and table.num_rows:
-            table = filter_table(table, self.predicate, [self.schema.field(c)
-                                                         for c in self.read_columns])
+            table = filter_table(
+                table, self.predicate, [self.schema.field(c) for c in self.read_columns]
+            )
         return table.select(self.columns)
 
     def _deleted(self, split: DataSplit, f: DataFileMeta) -> np.ndarray | None:
@@ -170,13 +189,25 @@ class TableRead:
             if len(group) == 1 and (group[0].delete_row_count or 0) == 0:
                 # no retract rows and nothing to merge: read the value columns only
                 f = group[0]
-                outs.append(self._finish(self.reader.read(
-                    split.bucket_path, f, self.read_columns, deleted_rows=self._deleted(split, f)
-                )))
+                outs.append(
+                    self._finish(
+                        self.reader.read(
+                            split.bucket_path,
+                            f,
+                            self.read_columns,
+                            deleted_rows=self._deleted(split, f),
+                        )
+                    )
+                )
                 continue
             parts = [
-                self.reader.read(split.bucket_path, f, self.read_columns, system=True,
-                                 deleted_rows=self._deleted(split, f))
+                self.reader.read(
+                    split.bucket_path,
+                    f,
+                    self.read_columns,
+                    system=True,
+                    deleted_rows=self._deleted(split, f),
+                )
                 for f in group
             ]
             t = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
@@ -206,8 +237,9 @@ class TableRead:
                     kinds = pa.array(np.zeros(t.num_rows, dtype=np.int8))
                 t = self._with_kind(t, kinds, kind_column)
                 if self.predicate is not None and t.num_rows:
-                    t = filter_table(t, self.predicate,
-                                     [self.schema.field(c) for c in self.read_columns])
+                    t = filter_table(
+                        t, self.predicate, [self.schema.field(c) for c in self.read_columns]
+                    )
                 parts.append(t.select([kind_column, *self.columns]))
         if not parts:
             schema = pa.schema([pa.field(kind_column, pa.string()), *self.output_schema])
@@ -217,5 +249,7 @@ class TableRead:
     @staticmethod
     def _with_kind(t: pa.Table, kinds: pa.Array | pa.ChunkedArray, name: str) -> pa.Table:
         lookup = np.array(["+I", "-U", "+U", "-D"], dtype=object)
-        codes = np.asarray(kinds.to_numpy() if hasattr(kinds, "to_numpy") else kinds, dtype=np.int64)
+        codes = np.asarray(
+            kinds.to_numpy() if hasattr(kinds, "to_numpy") else kinds, dtype=np.int64
+        )
         return t.append_column(name, pa.array(lookup[codes], type=pa.string()))

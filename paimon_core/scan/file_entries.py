@@ -23,8 +23,9 @@ def merge_entries(
         if entry.kind is FileKind.ADD:
             if ident in live:
                 raise CorruptMetadataError(
-                    source, f"file {entry.file.file_name} (bucket {entry.bucket}, level "
-                    f"{entry.file.level}) is added twice"
+                    source,
+                    f"file {entry.file.file_name} (bucket {entry.bucket}, level "
+                    f"{entry.file.level}) is added twice",
                 )
             live[ident] = entry
         else:
@@ -35,6 +36,8 @@ def merge_entries(
     return live
 
 
-def live_files(entries: Iterable[ManifestEntry], *, source: str = "<manifests>") -> list[ManifestEntry]:
+def live_files(
+    entries: Iterable[ManifestEntry], *, source: str = "<manifests>"
+) -> list[ManifestEntry]:
     """The ADD entries that survive folding, in first-seen order."""
     return [e for e in merge_entries(entries, source=source).values() if e.kind is FileKind.ADD]

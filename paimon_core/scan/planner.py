@@ -38,7 +38,7 @@ from paimon_core.spec.partition import partition_path
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
 from paimon_core.spec.stats import SimpleStats
-from paimon_core.types import DataType
+from paimon_core.types import AtomicType, DataType, TypeRoot
 
 DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 
@@ -90,9 +90,18 @@ class _Pruner:
                     self.bucket_rows = [encode_binary_row(list(c), types) for c in combos]
 
     def partition_values(self, partition: bytes) -> tuple[Any, ...]:
+        """Partition values in the project's value convention (TIMESTAMP/LTZ of precision
+        7..9 as exact ``int`` epoch nanoseconds, like predicate literals)."""
         vals = self._partition_cache.get(partition)
         if vals is None:
-            vals = tuple(deserialize_binary_row(partition, self.part_types))
+            plain = deserialize_binary_row(partition, self.part_types)
+            if any(_is_nano_timestamp(t) for t in self.part_types):
+                exact = deserialize_binary_row(partition, self.part_types, exact_timestamps=True)
+                plain = [
+                    e if _is_nano_timestamp(t) else p
+                    for p, e, t in zip(plain, exact, self.part_types)
+                ]
+            vals = tuple(plain)
             self._partition_cache[partition] = vals
         return vals
 
@@ -123,7 +132,9 @@ class _Pruner:
 
     # ---- file stats, mapped to the current schema's column names by field id
     def value_stats(self, f: DataFileMeta) -> dict[str, ColumnStats]:
-        file_schema = self.schemas.schema(f.schema_id) if f.schema_id != self.schema.id else self.schema
+        file_schema = (
+            self.schemas.schema(f.schema_id) if f.schema_id != self.schema.id else self.schema
+        )
         fields = list(file_schema.fields)
         if f.value_stats_cols is not None:
             wanted = set(f.value_stats_cols)
@@ -132,12 +143,16 @@ class _Pruner:
         return self._rename(raw, file_schema)
 
     def key_stats(self, f: DataFileMeta) -> dict[str, ColumnStats]:
-        file_schema = self.schemas.schema(f.schema_id) if f.schema_id != self.schema.id else self.schema
+        file_schema = (
+            self.schemas.schema(f.schema_id) if f.schema_id != self.schema.id else self.schema
+        )
         names = list(file_schema.trimmed_primary_keys)
         types = [file_schema.field(n).type for n in names]
         return self._rename(stats_to_columns(f.key_stats, names, types), file_schema)
 
-    def _rename(self, raw: dict[str, ColumnStats], file_schema: TableSchema) -> dict[str, ColumnStats]:
+    def _rename(
+        self, raw: dict[str, ColumnStats], file_schema: TableSchema
+    ) -> dict[str, ColumnStats]:
         if file_schema.id == self.schema.id:
             return raw
         by_id = {x.id: x.name for x in file_schema.fields}
@@ -177,9 +192,9 @@ class ScanPlanner:
 
     # ---- manifest reading
     def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
-        return self.manifests.manifest_list(snapshot.base_manifest_list) + self.manifests.manifest_list(
-            snapshot.delta_manifest_list
-        )
+        return self.manifests.manifest_list(
+            snapshot.base_manifest_list
+        ) + self.manifests.manifest_list(snapshot.delta_manifest_list)
 
     def read_entries(
         self, metas: Sequence[ManifestFileMeta], pruner: _Pruner | None = None
@@ -190,7 +205,8 @@ class ScanPlanner:
 
         def load(meta: ManifestFileMeta) -> list[ManifestEntry]:
             return [
-                e for e in self.manifests.manifest(meta.file_name)
+                e
+                for e in self.manifests.manifest(meta.file_name)
                 if pr.partition_ok(e.partition) and pr.bucket_ok(e.bucket, e.total_buckets)
             ]
 
@@ -227,7 +243,8 @@ class ScanPlanner:
         if not name:
             return Plan(snapshot.id, ())
         entries = [
-            e for e in self.read_entries(self.manifests.manifest_list(name), pruner)
+            e
+            for e in self.read_entries(self.manifests.manifest_list(name), pruner)
             if e.kind.name == "ADD"
         ]
         return Plan(snapshot.id, self._group(snapshot.id, entries, pruner, {}, merge=False))
@@ -238,15 +255,16 @@ class ScanPlanner:
             return entries
         cols = referenced_fields(pred)
         if not self.is_pk:
-            return [e for e in entries if might_match(pred, pr.value_stats(e.file), e.file.row_count)]
+            return [
+                e for e in entries if might_match(pred, pr.value_stats(e.file), e.file.row_count)
+            ]
         # primary-key tables: per file only on key columns (every version of a key shares the
         # key); value columns only per whole bucket, and only for deduplicate (the newest
         # version of each key lives in some file of the bucket).
         keys = set(self.schema.trimmed_primary_keys)
         if cols & keys:
             entries = [
-                e for e in entries
-                if might_match(pred, pr.key_stats(e.file), e.file.row_count)
+                e for e in entries if might_match(pred, pr.key_stats(e.file), e.file.row_count)
             ]
         if self.options.merge_engine != "deduplicate":
             return entries
@@ -259,7 +277,9 @@ class ScanPlanner:
                 keep.extend(group)
         return keep
 
-    def _deletion_files(self, snapshot: Snapshot) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+    def _deletion_files(
+        self, snapshot: Snapshot
+    ) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
         out: dict[tuple[bytes, int], dict[str, DeletionFile]] = defaultdict(dict)
         if not snapshot.index_manifest:
             return out
@@ -268,7 +288,9 @@ class ScanPlanner:
                 continue
             path = join(self.table_path, "index", ie.file_name)
             for r in ie.dv_ranges:
-                out[(ie.partition, ie.bucket)][r.data_file_name] = DeletionFile(path, r.offset, r.length)
+                out[(ie.partition, ie.bucket)][r.data_file_name] = DeletionFile(
+                    path, r.offset, r.length
+                )
         return out
 
     def _group(
@@ -287,21 +309,41 @@ class ScanPlanner:
         default_name = self.options.partition_default_name
         for (part, bucket), group in groups.items():
             values = pr.partition_values(part)
-            ppath = partition_path(list(values), list(self.schema.partition_keys), pr.part_types,
-                                   default_name)
-            bucket_dir = join(self.table_path, ppath, f"bucket-{bucket}") if ppath else join(
-                self.table_path, f"bucket-{bucket}")
+            ppath = partition_path(
+                list(values), list(self.schema.partition_keys), pr.part_types, default_name
+            )
+            bucket_dir = (
+                join(self.table_path, ppath, f"bucket-{bucket}")
+                if ppath
+                else join(self.table_path, f"bucket-{bucket}")
+            )
             files = sorted((e.file for e in group), key=_file_order)
             dv = dvs.get((part, bucket), {})
             split_dvs = tuple((f.file_name, dv[f.file_name]) for f in files if f.file_name in dv)
             raw = (not merge) or _raw_convertible(files, self._read_raw_levels)
-            splits.append(DataSplit(
-                snapshot_id=snapshot_id, partition=part, partition_values=values, bucket=bucket,
-                total_buckets=group[0].total_buckets, bucket_path=bucket_dir, files=tuple(files),
-                deletion_files=split_dvs, raw_convertible=raw,
-            ))
+            splits.append(
+                DataSplit(
+                    snapshot_id=snapshot_id,
+                    partition=part,
+                    partition_values=values,
+                    bucket=bucket,
+                    total_buckets=group[0].total_buckets,
+                    bucket_path=bucket_dir,
+                    files=tuple(files),
+                    deletion_files=split_dvs,
+                    raw_convertible=raw,
+                )
+            )
         splits.sort(key=lambda s: (s.partition, s.bucket))
         return tuple(splits)
+
+
+def _is_nano_timestamp(t: DataType) -> bool:
+    return (
+        t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ)
+        and isinstance(t, AtomicType)
+        and (t.precision or 0) > 6
+    )
 
 
 def _file_order(f: DataFileMeta) -> tuple[int, int, str]:
@@ -315,8 +357,8 @@ def _raw_convertible(files: Sequence[DataFileMeta], unique_keys: bool) -> bool:
     if len(files) == 1:
         return (files[0].delete_row_count or 0) == 0
     levels = {f.level for f in files}
-    return len(levels) == 1 and 0 not in levels and all(
-        (f.delete_row_count or 0) == 0 for f in files
+    return (
+        len(levels) == 1 and 0 not in levels and all((f.delete_row_count or 0) == 0 for f in files)
     )
 
 

@@ -55,6 +55,8 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+#: Reader-side type descriptor, see :func:`check_schema`.
+TypeDesc = Any
 
 MAGIC = b"Obj\x01"
 SYNC_SIZE = 16
@@ -379,8 +381,17 @@ def decode_records(data: bytes, path: str) -> tuple[Any, list[Any]]:
         raise CorruptMetadataError(path, reason) from e
 
 
-def decode_columns(data: bytes, path: str) -> tuple[Any, int, Any]:
+def decode_columns(
+    data: bytes, path: str, expected: TypeDesc | None = None
+) -> tuple[Any, int, Any]:
     """Decode an Avro container file into columns (see ``paimon_core.spec._avro_columns``).
+
+    Args:
+        data: the whole file.
+        path: its path, for error messages.
+        expected: a record descriptor (see :func:`check_schema`): the writer schema is checked
+            against it before any block is decoded, and required values that the writer
+            declared nullable are checked after.
 
     Returns:
         (writer schema as stored, number of records, columns of the root record: a dict of
@@ -388,13 +399,16 @@ def decode_columns(data: bytes, path: str) -> tuple[Any, int, Any]:
         other column is a list with one plain Python value per record).
 
     Raises:
-        CorruptMetadataError: any structural or decoding problem, or an unsupported (recursive)
-            writer schema.
+        CorruptMetadataError: any structural or decoding problem, a writer schema that does not
+            match ``expected``, or an unsupported (recursive) writer schema.
     """
     try:
         container = _parse(data)
+        loose = _check(container.schema, expected, (), {}) if expected is not None else set()
         stripped = _strip_logical_types(container.schema)
         _check_no_zero_size_items(stripped, {})
+        if _min_size(stripped, {}, frozenset()) == 0:
+            raise _Corrupt("writer schema has records of zero bytes")
         try:
             node = columns.compile_schema(stripped)
         except columns.Unsupported as e:
@@ -407,9 +421,9 @@ def decode_columns(data: bytes, path: str) -> tuple[Any, int, Any]:
         if total > _LOCKSTEP_MIN_RECORDS and most * _LOCKSTEP_MIN_BLOCKS > total:
             # few large blocks: walking blocks in lock-step would be mostly numpy overhead
             rows = _fastavro_records(stripped, container.sync, blocks)
-            return container.schema, len(rows), columns.rows_to_columns(node, rows)
-        n, cols = columns.decode_columns(node, blocks)
-        return container.schema, n, cols
+            n, cols = len(rows), columns.rows_to_columns(node, rows)
+        else:
+            n, cols = columns.decode_columns(node, blocks)
     except (_Corrupt, columns.Malformed) as e:
         raise CorruptMetadataError(path, str(e)) from e
     except (MemoryError, KeyboardInterrupt):
@@ -417,6 +431,9 @@ def decode_columns(data: bytes, path: str) -> tuple[Any, int, Any]:
     except Exception as e:  # fastavro raises many kinds (EOFError, ValueError, IndexError, ...)
         reason = f"cannot decode Avro records: {type(e).__name__}: {e}"
         raise CorruptMetadataError(path, reason) from e
+    if loose:
+        check_required(cols, loose, path)
+    return container.schema, n, cols
 
 
 def _compress(codec: str, block: bytes, level: int | None) -> bytes:
@@ -489,7 +506,6 @@ def encode_container(
 # optional (not required) fields may be absent from the writer schema and may be null.
 # --------------------------------------------------------------------------------------------
 
-TypeDesc = Any
 _INTEGER = ("int", "long")
 
 

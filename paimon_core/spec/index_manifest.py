@@ -17,8 +17,6 @@ from typing import Any
 
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.spec._avro import (
-    check_required,
-    check_schema,
     decode_columns,
     encode_container,
     gc_paused,
@@ -148,10 +146,7 @@ def _ranges(value: list[dict[str, Any]] | None) -> tuple[DeletionVectorMeta, ...
 
 def _decode_index_manifest(data: bytes, path: str) -> list[IndexManifestEntry]:
     """Decoding part of :func:`decode_index_manifest` (run with the collector paused)."""
-    schema, n, cols = decode_columns(data, path)
-    loose = check_schema(schema, _ENTRY_DESC, path)
-    if loose:
-        check_required(cols, loose, path)
+    _, n, cols = decode_columns(data, path, _ENTRY_DESC)
     bad = set(cols["_VERSION"]) - {INDEX_MANIFEST_VERSION}
     if bad:
         raise CorruptMetadataError(

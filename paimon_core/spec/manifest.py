@@ -23,8 +23,6 @@ from typing import Any
 
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.spec._avro import (
-    check_required,
-    check_schema,
     decode_columns,
     encode_container,
     frozen_factory,
@@ -294,10 +292,7 @@ def data_file_to_avro(f: DataFileMeta) -> dict[str, Any]:
 
 def _decode_manifest(data: bytes, path: str) -> list[ManifestEntry]:
     """Decoding part of :func:`decode_manifest` (run with the collector paused)."""
-    schema, n, cols = decode_columns(data, path)
-    loose = check_schema(schema, _ENTRY_DESC, path)
-    if loose:
-        check_required(cols, loose, path)
+    _, n, cols = decode_columns(data, path, _ENTRY_DESC)
     versions = set(cols["_VERSION"])
     if versions - {MANIFEST_VERSION}:
         bad = sorted(versions - {MANIFEST_VERSION})

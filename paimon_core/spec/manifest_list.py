@@ -15,8 +15,6 @@ from typing import Any
 
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.spec._avro import (
-    check_required,
-    check_schema,
     decode_columns,
     encode_container,
     frozen_factory,
@@ -117,10 +115,7 @@ _build_metas = frozen_factory(ManifestFileMeta)
 
 def _decode_manifest_list(data: bytes, path: str) -> list[ManifestFileMeta]:
     """Decoding part of :func:`decode_manifest_list` (run with the collector paused)."""
-    schema, n, cols = decode_columns(data, path)
-    loose = check_schema(schema, _META_DESC, path)
-    if loose:
-        check_required(cols, loose, path)
+    _, n, cols = decode_columns(data, path, _META_DESC)
     bad = set(cols["_VERSION"]) - {MANIFEST_LIST_VERSION}
     if bad:
         raise CorruptMetadataError(

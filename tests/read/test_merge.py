@@ -15,23 +15,27 @@ from paimon_core.read.merge import (
     sections,
 )
 
-row = st.fixed_dictionaries({
-    "k1": st.integers(0, 20),
-    "k2": st.sampled_from(["a", "b", "hello world!", ""]),
-    "seq": st.integers(0, 50),
-    "kind": st.sampled_from([0, 1, 2, 3]),
-    "v": st.one_of(st.none(), st.integers(-5, 5)),
-})
+row = st.fixed_dictionaries(
+    {
+        "k1": st.integers(0, 20),
+        "k2": st.sampled_from(["a", "b", "hello world!", ""]),
+        "seq": st.integers(0, 50),
+        "kind": st.sampled_from([0, 1, 2, 3]),
+        "v": st.one_of(st.none(), st.integers(-5, 5)),
+    }
+)
 
 
 def _table(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.table({
-        "k1": pa.array([r["k1"] for r in rows], pa.int64()),
-        "k2": pa.array([r["k2"] for r in rows], pa.string()),
-        "seq": pa.array([r["seq"] for r in rows], pa.int64()),
-        "kind": pa.array([r["kind"] for r in rows], pa.int8()),
-        "v": pa.array([r["v"] for r in rows], pa.int64()),
-    })
+    return pa.table(
+        {
+            "k1": pa.array([r["k1"] for r in rows], pa.int64()),
+            "k2": pa.array([r["k2"] for r in rows], pa.string()),
+            "seq": pa.array([r["seq"] for r in rows], pa.int64()),
+            "kind": pa.array([r["kind"] for r in rows], pa.int8()),
+            "v": pa.array([r["v"] for r in rows], pa.int64()),
+        }
+    )
 
 
 def _unique_seq(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -68,12 +72,14 @@ def test_user_sequence_field_orders_before_system_sequence(rows: list[dict[str, 
 
 
 def test_latest_sequence_wins_and_delete_removes() -> None:
-    t = pa.table({
-        "k": pa.array([1, 1, 2, 2, 3], pa.int32()),
-        "seq": pa.array([5, 9, 1, 2, 0], pa.int64()),
-        "kind": pa.array([0, 2, 0, 3, 0], pa.int8()),
-        "v": ["old", "new", "x", "gone", "y"],
-    })
+    t = pa.table(
+        {
+            "k": pa.array([1, 1, 2, 2, 3], pa.int32()),
+            "seq": pa.array([5, 9, 1, 2, 0], pa.int64()),
+            "kind": pa.array([0, 2, 0, 3, 0], pa.int8()),
+            "v": ["old", "new", "x", "gone", "y"],
+        }
+    )
     out = drop_retracts(deduplicate(t, ["k"], ["seq"]), "kind")
     assert sorted(zip(out["k"].to_pylist(), out["v"].to_pylist())) == [(1, "new"), (3, "y")]
 

@@ -147,7 +147,7 @@ def _stats_variants(tname: str, arr: pa.Array, data: list[Any]) -> list[ColumnSt
     return out
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_arrow_equals_rows_and_stats_never_prune_a_match(case: tuple[str, list[Any], Any]) -> None:
     tname, data, pred = case
@@ -166,7 +166,7 @@ def test_arrow_equals_rows_and_stats_never_prune_a_match(case: tuple[str, list[A
             assert might_match(p, {"c": stats}, len(data), **kw), (str(bound), stats, data, kw)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.sampled_from(SPECIAL_F) | st.floats(), max_size=8), st.sampled_from(SPECIAL_F))
 def test_float_rows_match_double_compare_to(data: list[float], x: float) -> None:
     """Cross-check against an independent definition of Double.compareTo (bit patterns)."""

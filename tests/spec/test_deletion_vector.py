@@ -74,7 +74,8 @@ def test_pyroaring_serializations(name: str) -> None:
 
 def test_run_cookie_layout_by_hand() -> None:
     # cookie 12347 | (1-1)<<16, run flags 0b1, header (key 0, card-1 = 9), one run 10..19
-    raw = struct.pack("<I", 12347) + b"\x01" + struct.pack("<HH", 0, 9) + struct.pack("<HHH", 1, 10, 9)
+    raw = struct.pack("<I", 12347) + b"\x01" + struct.pack("<HH", 0, 9)
+    raw += struct.pack("<HHH", 1, 10, 9)
     got, end = deserialize_roaring32(raw)
     assert got.tolist() == list(range(10, 20))
     assert end == len(raw)

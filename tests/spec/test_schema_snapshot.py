@@ -8,13 +8,22 @@ from paimon_core.errors import CorruptMetadataError
 from paimon_core.spec.schema import decode_schema, encode_schema
 from paimon_core.spec.snapshot import CommitKind, decode_snapshot
 
-PYPAIMON_SCHEMA = {"version": 3, "id": 0,
-                   "fields": [{"id": 0, "name": "dt", "type": "STRING NOT NULL"},
-                              {"id": 1, "name": "id", "type": "INT NOT NULL"},
-                              {"id": 2, "name": "name", "type": "STRING"},
-                              {"id": 3, "name": "ts", "type": "TIMESTAMP(6)"}],
-                   "highestFieldId": 3, "partitionKeys": ["dt"], "primaryKeys": ["dt", "id"],
-                   "options": {"bucket": "2"}, "timeMillis": 1795300329442, "comment": None}
+PYPAIMON_SCHEMA = {
+    "version": 3,
+    "id": 0,
+    "fields": [
+        {"id": 0, "name": "dt", "type": "STRING NOT NULL"},
+        {"id": 1, "name": "id", "type": "INT NOT NULL"},
+        {"id": 2, "name": "name", "type": "STRING"},
+        {"id": 3, "name": "ts", "type": "TIMESTAMP(6)"},
+    ],
+    "highestFieldId": 3,
+    "partitionKeys": ["dt"],
+    "primaryKeys": ["dt", "id"],
+    "options": {"bucket": "2"},
+    "timeMillis": 1795300329442,
+    "comment": None,
+}
 
 
 def test_schema_round_trip_and_derived_views() -> None:
@@ -44,26 +53,54 @@ def test_unknown_schema_keys_tolerated() -> None:
     assert decode_schema(json.dumps(d).encode(), "p").id == 0
 
 
-@pytest.mark.parametrize("data", [b"", b"{", b"[]", b"\xff\xfe", b'{"id": 0}',
-                                  b'{"id": "x", "fields": []}',
-                                  b'{"id": 0, "fields": [{"id": 0, "name": "a", "type": "NOPE"}]}'])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"{",
+        b"[]",
+        b"\xff\xfe",
+        b'{"id": 0}',
+        b'{"id": "x", "fields": []}',
+        b'{"id": 0, "fields": [{"id": 0, "name": "a", "type": "NOPE"}]}',
+    ],
+)
 def test_corrupt_schema(data: bytes) -> None:
     with pytest.raises(CorruptMetadataError) as ei:
         decode_schema(data, "/t/schema/schema-0")
     assert ei.value.path == "/t/schema/schema-0"
 
 
-SNAP = {"version": 3, "id": 4, "schemaId": 0, "baseManifestList": "manifest-list-a-0",
-        "deltaManifestList": "manifest-list-a-1", "changelogManifestList": None,
-        "commitUser": "u", "commitIdentifier": 9223372036854775807, "commitKind": "APPEND",
-        "timeMillis": 1, "logOffsets": {}, "totalRecordCount": 5, "deltaRecordCount": 5,
-        "changelogRecordCount": 0}
+SNAP = {
+    "version": 3,
+    "id": 4,
+    "schemaId": 0,
+    "baseManifestList": "manifest-list-a-0",
+    "deltaManifestList": "manifest-list-a-1",
+    "changelogManifestList": None,
+    "commitUser": "u",
+    "commitIdentifier": 9223372036854775807,
+    "commitKind": "APPEND",
+    "timeMillis": 1,
+    "logOffsets": {},
+    "totalRecordCount": 5,
+    "deltaRecordCount": 5,
+    "changelogRecordCount": 0,
+}
 
 
 def test_snapshot_every_version_fields() -> None:
-    d = dict(SNAP, watermark=-9223372036854775808, baseManifestListSize=10,
-             properties={"run": "x"}, nextRowId=3, uuid="u-u", operation="WRITE",
-             writerVersion="python-2.1.0", future={"a": [1]})
+    d = dict(
+        SNAP,
+        watermark=-9223372036854775808,
+        baseManifestListSize=10,
+        properties={"run": "x"},
+        nextRowId=3,
+        uuid="u-u",
+        operation="WRITE",
+        writerVersion="python-2.1.0",
+        future={"a": [1]},
+    )
     s = decode_snapshot(json.dumps(d).encode(), "snapshot-4", expected_id=4)
     assert s.commit_kind is CommitKind.APPEND and s.properties == {"run": "x"}
     again = decode_snapshot(s.to_json_bytes(), "x", 4)
@@ -76,9 +113,17 @@ def test_snapshot_id_must_match_file_name() -> None:
         decode_snapshot(json.dumps(SNAP).encode(), "snapshot-5", expected_id=5)
 
 
-@pytest.mark.parametrize("data", [b"", b"null", b"{}", b"garbage", json.dumps(
-    dict(SNAP, commitKind="MERGE")).encode(), json.dumps({k: v for k, v in SNAP.items()
-                                                          if k != "commitUser"}).encode()])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"null",
+        b"{}",
+        b"garbage",
+        json.dumps(dict(SNAP, commitKind="MERGE")).encode(),
+        json.dumps({k: v for k, v in SNAP.items() if k != "commitUser"}).encode(),
+    ],
+)
 def test_corrupt_snapshot(data: bytes) -> None:
     with pytest.raises(CorruptMetadataError) as ei:
         decode_snapshot(data, "/t/snapshot/snapshot-4", 4)

@@ -18,8 +18,9 @@ from paimon_core.spec.stats import (
 
 def test_empty_row_is_java_arity0_row() -> None:
     # §4.2: 00000000 0000000000000000 (12 bytes)
-    assert EMPTY_ROW == bytes.fromhex("00000000" "0000000000000000")
-    assert EMPTY_STATS == SimpleStats(EMPTY_ROW, EMPTY_ROW, ())
+    expected = bytes.fromhex("00000000" "0000000000000000")
+    assert expected == EMPTY_ROW
+    assert SimpleStats(EMPTY_ROW, EMPTY_ROW, ()) == EMPTY_STATS
 
 
 def test_all_null_row_arity3() -> None:
