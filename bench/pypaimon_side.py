@@ -10,10 +10,11 @@ python (``$PAIMON_ORACLE_HOME/venv/bin/python``) in a subprocess. Two commands:
     ``db.w2`` primary-key table (``id``+``dt``, partitioned by ``dt``, ``bucket=4``) written
     by the 7 commits of ``gen.w2_batches()``.
 
-``read --warehouse WH --gen GEN --step STEP [--check]``
-    One timed read in this fresh process (STEP: ``w1_all``, ``w1_day``, ``w2_merged``); prints
-    one JSON line: seconds, rows, peak RSS (MB) of this process and its RSS before the read.
-    ``--check`` verifies the result against gen.py after the timing (not timed).
+``read --warehouse WH --gen GEN --step STEP [--reps N] [--check]``
+    Timed reads in this fresh process (STEP: ``w1_all``, ``w1_day``, ``w2_merged``): the
+    first (cold) and, with ``--reps 2``, a second (warm) one; prints one JSON line: seconds
+    (warm), cold seconds, CPU seconds, rows, peak RSS (MB) after the first read and the RSS
+    before it. ``--check`` verifies the result against gen.py afterwards (not timed).
 
 ``gen.py`` is imported by path (``--gen``), never copied.
 """
@@ -27,6 +28,7 @@ import os
 import resource
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -117,25 +119,50 @@ def _version(dist: str) -> str:
     return version(dist)
 
 
-def read(warehouse: str, gen: Any, step: str, check: bool) -> dict[str, Any]:
+def cpu_s() -> float:
+    """User + system CPU seconds of this process so far (all threads)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def timed_reads(run: Callable[[], Any], reps: int) -> tuple[dict[str, Any], Any]:
+    """Call ``run`` ``reps`` times in this process; the first call is the *cold* read (first
+    read of a fresh process: thread pools, allocator, lazy init), the last the *warm* one.
+    Peak RSS is taken right after the first read (one read's footprint)."""
+    base = rss_mb()
+    out: dict[str, Any] = {"base_rss_mb": base, "seconds_all": [], "cpu_all": []}
+    result = None
+    for i in range(reps):
+        result = None  # free the previous result before the next read
+        c0 = cpu_s()
+        t0 = time.perf_counter()
+        result = run()
+        out["seconds_all"].append(time.perf_counter() - t0)
+        out["cpu_all"].append(cpu_s() - c0)
+        if i == 0:
+            out["peak_rss_mb"] = peak_rss_mb()
+    out["cold_s"] = out["seconds_all"][0]
+    out["seconds"] = out["seconds_all"][-1]
+    out["cpu_s"] = out["cpu_all"][-1]
+    out["rows"] = result.num_rows
+    return out, result
+
+
+def read(warehouse: str, gen: Any, step: str, check: bool, reps: int) -> dict[str, Any]:
     import pyarrow as pa
     from pypaimon import CatalogFactory
 
-    base = rss_mb()
-    t0 = time.perf_counter()
-    catalog = CatalogFactory.create({"warehouse": warehouse})
-    table = catalog.get_table("db.w2" if step == "w2_merged" else "db.w1")
-    rb = table.new_read_builder()
-    if step == "w1_day":
-        pb = rb.new_predicate_builder()
-        rb = rb.with_filter(pb.equal("dt", gen.FILTER_DAY))
-    splits = rb.new_scan().plan().splits()
-    result = rb.new_read().to_arrow(splits)
-    seconds = time.perf_counter() - t0
-    out: dict[str, Any] = {
-        "seconds": seconds, "rows": result.num_rows,
-        "peak_rss_mb": peak_rss_mb(), "base_rss_mb": base,
-    }
+    def run() -> Any:
+        catalog = CatalogFactory.create({"warehouse": warehouse})
+        table = catalog.get_table("db.w2" if step == "w2_merged" else "db.w1")
+        rb = table.new_read_builder()
+        if step == "w1_day":
+            pb = rb.new_predicate_builder()
+            rb = rb.with_filter(pb.equal("dt", gen.FILTER_DAY))
+        splits = rb.new_scan().plan().splits()
+        return rb.new_read().to_arrow(splits)
+
+    out, result = timed_reads(run, reps)
     if check:
         out["check"] = check_result(gen, step, result, pa)
     return out
@@ -168,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gen", required=True, help="path of shared/bench/gen.py")
     ap.add_argument("--step", choices=["w1_all", "w1_day", "w2_merged"])
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--reps", type=int, default=2, help="reads in this process (1 = cold only)")
     args = ap.parse_args(argv)
     gen = load_gen(args.gen)
     if args.command == "prepare":
@@ -175,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if not args.step:
             ap.error("read needs --step")
-        res = read(args.warehouse, gen, args.step, args.check)
+        res = read(args.warehouse, gen, args.step, args.check, args.reps)
     sys.stdout.write(json.dumps(res) + "\n")
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown (pyarrow pools): not part of any measurement

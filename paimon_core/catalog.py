@@ -15,10 +15,14 @@ from paimon_core.errors import (
     DatabaseAlreadyExistError,
     DatabaseNotEmptyError,
     DatabaseNotExistError,
+    TableAlreadyExistError,
     TableNotExistError,
 )
 from paimon_core.identifier import Identifier, validate_name
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.schema_builder import Schema
+from paimon_core.schema_manager import SchemaManager
+from paimon_core.spec.schema import encode_schema
 from paimon_core.table import FileStoreTable
 
 DB_SUFFIX = ".db"
@@ -99,6 +103,26 @@ class FileSystemCatalog:
         if table is None:
             raise TableNotExistError(str(ident))
         return table
+
+    def create_table(
+        self, identifier: str | Identifier, schema: Schema, ignore_if_exists: bool = False
+    ) -> FileStoreTable:
+        """Create a table (its ``schema/schema-0``, written atomically). The database is
+        created when missing."""
+        ident = Identifier.parse(identifier)
+        table_schema = schema.to_table_schema(0)
+        path = self.table_path(ident)
+        if self.table_exists(ident):
+            if ignore_if_exists:
+                return self.get_table(ident)
+            raise TableAlreadyExistError(str(ident))
+        self.create_database(ident.database, ignore_if_exists=True)
+        manager = SchemaManager(self.file_io, path)
+        if not self.file_io.try_create(manager.schema_path(0), encode_schema(table_schema)):
+            if ignore_if_exists:
+                return self.get_table(ident)
+            raise TableAlreadyExistError(str(ident))
+        return self.get_table(ident)
 
     def drop_table(self, identifier: str | Identifier, ignore_if_not_exists: bool = False) -> None:
         ident = Identifier.parse(identifier)

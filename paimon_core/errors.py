@@ -104,3 +104,15 @@ class StorageError(PaimonError, OSError):
         super().__init__(f"storage error on {path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class CommitConflictError(PaimonError):
+    """A commit that cannot be applied on top of the latest snapshot (a file it deletes is no
+    longer live, overlapping LSM levels, a bucket count that changed...), or whose retry budget
+    ran out. Nothing of it is visible; it may be re-planned from fresh state."""
+
+
+class CommitStateUnknownError(PaimonError):
+    """The commit's outcome cannot be determined (the snapshot write failed in a way that may
+    or may not have landed). Nothing was cleaned up: resolve with ``filter_committed`` before
+    retrying."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
+from paimon_core.commit.table_commit import TableCommit
 from paimon_core.errors import SnapshotNotExistError
 from paimon_core.identifier import Identifier
 from paimon_core.io.file_io import FileIO
@@ -97,6 +98,15 @@ class FileStoreTable:
         if time_travel and snapshot is not None and snapshot.schema_id != self.schema.id:
             return self.schema_manager.schema(snapshot.schema_id)
         return self.schema
+
+    # ---- writing
+    def new_commit(self, commit_user: str, *, max_retries: int | None = None) -> TableCommit:
+        """The committer (phase two) for ``commit_user``; see :class:`TableCommit`."""
+        return TableCommit(
+            self.file_io, self.path, commit_user=commit_user, schema_manager=self.schema_manager,
+            snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io,
+            max_retries=max_retries,
+        )
 
     # ---- reading
     def new_read_builder(self) -> ReadBuilder:

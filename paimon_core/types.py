@@ -587,3 +587,42 @@ def is_widening(old: DataType, new: DataType) -> bool:
     if old.root in [*order, TypeRoot.FLOAT] and new.root is TypeRoot.DOUBLE:
         return True
     return old.root in STRING_ROOTS and new.root in STRING_ROOTS
+
+
+def from_arrow_type(t: pa.DataType, nullable: bool = True) -> DataType:
+    """The Paimon type for an Arrow type (for tables created from Arrow schemas)."""
+    if pa.types.is_boolean(t):
+        return AtomicType(TypeRoot.BOOLEAN, nullable)
+    ints = {8: TypeRoot.TINYINT, 16: TypeRoot.SMALLINT, 32: TypeRoot.INT, 64: TypeRoot.BIGINT}
+    if pa.types.is_signed_integer(t):
+        return AtomicType(ints[t.bit_width], nullable)
+    if pa.types.is_float32(t):
+        return AtomicType(TypeRoot.FLOAT, nullable)
+    if pa.types.is_float64(t):
+        return AtomicType(TypeRoot.DOUBLE, nullable)
+    if pa.types.is_decimal(t):
+        return AtomicType(TypeRoot.DECIMAL, nullable, precision=t.precision, scale=t.scale)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return AtomicType(TypeRoot.VARCHAR, nullable, length=MAX_LENGTH)
+    if pa.types.is_fixed_size_binary(t):
+        return AtomicType(TypeRoot.BINARY, nullable, length=t.byte_width)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return AtomicType(TypeRoot.VARBINARY, nullable, length=MAX_LENGTH)
+    if pa.types.is_date32(t) or pa.types.is_date64(t):
+        return AtomicType(TypeRoot.DATE, nullable)
+    if pa.types.is_time(t):
+        return AtomicType(TypeRoot.TIME, nullable, precision=3 if t.unit != "s" else 0)
+    if pa.types.is_timestamp(t):
+        p = {"s": 0, "ms": 3, "us": 6, "ns": 9}[t.unit]
+        root = TypeRoot.TIMESTAMP if t.tz is None else TypeRoot.TIMESTAMP_LTZ
+        return AtomicType(root, nullable, precision=p)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        vf = t.value_field
+        return ArrayType(from_arrow_type(vf.type, vf.nullable), nullable)
+    if pa.types.is_map(t):
+        return MapType(from_arrow_type(t.key_type, False),
+                       from_arrow_type(t.item_type, t.item_field.nullable), nullable)
+    if pa.types.is_struct(t):
+        return RowType(tuple(DataField(-1, f.name, from_arrow_type(f.type, f.nullable))
+                             for f in t), nullable)
+    raise SchemaError(f"no Paimon type for Arrow type {t}")

@@ -90,18 +90,9 @@ class _Pruner:
                     self.bucket_rows = [encode_binary_row(list(c), types) for c in combos]
 
     def partition_values(self, partition: bytes) -> tuple[Any, ...]:
-        """Partition values in the project's value convention (TIMESTAMP/LTZ of precision
-        7..9 as exact ``int`` epoch nanoseconds, like predicate literals)."""
         vals = self._partition_cache.get(partition)
         if vals is None:
-            plain = deserialize_binary_row(partition, self.part_types)
-            if any(_is_nano_timestamp(t) for t in self.part_types):
-                exact = deserialize_binary_row(partition, self.part_types, exact_timestamps=True)
-                plain = [
-                    e if _is_nano_timestamp(t) else p
-                    for p, e, t in zip(plain, exact, self.part_types)
-                ]
-            vals = tuple(plain)
+            vals = decode_partition(partition, self.part_types)
             self._partition_cache[partition] = vals
         return vals
 
@@ -336,6 +327,16 @@ class ScanPlanner:
             )
         splits.sort(key=lambda s: (s.partition, s.bucket))
         return tuple(splits)
+
+
+def decode_partition(partition: bytes, types: Sequence[DataType]) -> tuple[Any, ...]:
+    """Partition values in the project's value convention (TIMESTAMP/LTZ of precision 7..9 as
+    exact ``int`` epoch nanoseconds, like predicate literals)."""
+    plain = deserialize_binary_row(partition, types)
+    if any(_is_nano_timestamp(t) for t in types):
+        exact = deserialize_binary_row(partition, types, exact_timestamps=True)
+        plain = [e if _is_nano_timestamp(t) else p for p, e, t in zip(plain, exact, types)]
+    return tuple(plain)
 
 
 def _is_nano_timestamp(t: DataType) -> bool:

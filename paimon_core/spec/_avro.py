@@ -1,62 +1,68 @@
 """Avro object container files for Paimon's metadata (manifest lists, manifests, index manifests).
 
 Paimon (Java and pypaimon) writes its metadata as Avro Object Container Files with codec
-``zstandard`` by default (Java: ``org.apache.paimon.format.avro.AvroFileFormat``; Avro codec name
-``zstandard``). fastavro only supports that codec with the optional ``backports.zstd`` package, so
-this module parses the container itself and lets fastavro decode the record bytes only:
+``zstandard`` by default (Java: ``org.apache.paimon.format.avro.AvroFileFormat``). fastavro only
+supports that codec with the optional ``backports.zstd`` package, and decodes ~1 µs per value,
+so this module parses the container itself:
 
-* reading: the header and every block are parsed and checked here, each block is decompressed
-  with the codec named in the header (``null``, ``deflate``, ``zstandard``, ``snappy``, ``bzip2``,
-  ``xz``; zstd/snappy through pyarrow), and the blocks are handed to :func:`fastavro.reader` as an
-  uncompressed (``null`` codec) container. Logical types are stripped from the writer schema
-  first, so ``timestamp-millis`` values come back as the stored ``long``.
-* writing: fastavro encodes the records into an uncompressed container, whose blocks are then
-  compressed and wrapped in a header carrying the schema JSON exactly as given.
+* reading (:func:`decode_columns`): the header and every block are parsed and checked here,
+  each block is decompressed with the codec named in the header (``null``, ``deflate``,
+  ``zstandard``, ``snappy``, ``bzip2``, ``xz``; zstd and snappy through pyarrow), and the records
+  are decoded column-wise by :mod:`paimon_core.spec._avro_columns` (numpy, many records in
+  lock-step). Files with few large blocks go through :func:`fastavro.reader` instead, fed an
+  uncompressed copy of the container. Logical types are stripped from the writer schema first,
+  so ``timestamp-millis`` values come back as the stored ``long``.
+* writing (:func:`encode_container`): fastavro encodes the records into an uncompressed
+  container, whose blocks are then compressed and wrapped in a header carrying the schema JSON
+  exactly as given.
 
 Container layout (Avro 1.x spec): ``Obj\\x01``, metadata map ``{avro.schema, avro.codec}``,
 16-byte sync marker, then blocks of ``long count, long size, bytes[size], sync``.
 
 Every failure to decode raises :class:`CorruptMetadataError` naming the path; decompression is
 bounded (:data:`_MAX_RATIO`, :data:`_MAX_BLOCK_BYTES`) so corrupt input cannot exhaust memory.
+A file cut exactly after a block's sync marker is still a valid (shorter) container: Avro has no
+record count, so callers that know the expected size must compare it (as Java does with
+``_FILE_SIZE``).
 """
 
 from __future__ import annotations
 
 import bz2
-import contextlib
-import dataclasses
-import gc
 import io
 import json
 import lzma
 import os
 import struct
-import threading
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import fastavro
 import pyarrow as pa
 
 from paimon_core.errors import CorruptMetadataError, SchemaError
 from paimon_core.spec import _avro_columns as columns
+from paimon_core.spec._avro_schema import (
+    SchemaProblem,
+    TypeDesc,
+    check_required,
+    check_writer_schema,
+    match_schema,
+    strip_logical_types,
+)
 
 __all__ = [
     "CODECS",
     "AvroContainer",
+    "check_int32",
     "decode_columns",
     "decode_records",
     "encode_container",
-    "frozen_factory",
-    "gc_paused",
     "parse_container",
 ]
 
-_T = TypeVar("_T")
-#: Reader-side type descriptor, see :func:`check_schema`.
-TypeDesc = Any
 
 MAGIC = b"Obj\x01"
 SYNC_SIZE = 16
@@ -235,82 +241,6 @@ def _decompress(codec: str, block: bytes) -> bytes:
     return out
 
 
-def _strip_logical_types(schema: Any) -> Any:
-    """Copy of ``schema`` without ``logicalType`` attributes (values are read as stored)."""
-    if isinstance(schema, dict):
-        return {k: _strip_logical_types(v) for k, v in schema.items() if k != "logicalType"}
-    if isinstance(schema, list):
-        return [_strip_logical_types(s) for s in schema]
-    return schema
-
-
-def _min_size(schema: Any, named: dict[str, Any], visiting: frozenset[str]) -> int:
-    """Lower bound of the encoded size of one value of ``schema`` (0 for ``null``)."""
-    if isinstance(schema, str):
-        if schema == "null":
-            return 0
-        if schema in ("boolean", "int", "long", "string", "bytes"):
-            return 1
-        if schema in ("float",):
-            return 4
-        if schema in ("double",):
-            return 8
-        if schema in visiting:
-            return 1
-        target = named.get(schema)
-        if target is None:
-            return 1  # unknown names make fastavro fail anyway
-        return _min_size(target, named, visiting | {schema})
-    if isinstance(schema, list):
-        return 1  # the branch index
-    if isinstance(schema, dict):
-        t = schema.get("type")
-        if t == "record" or t == "error":
-            name = str(schema.get("name", ""))
-            named[name] = schema
-            fields = schema.get("fields") or []
-            return sum(
-                _min_size(f.get("type"), named, visiting | {name})
-                for f in fields
-                if isinstance(f, dict)
-            )
-        if t in ("array", "map", "enum"):
-            return 1
-        if t == "fixed":
-            size = schema.get("size")
-            return size if isinstance(size, int) else 1
-        return _min_size(t, named, visiting)
-    return 1
-
-
-def _check_no_zero_size_items(schema: Any, named: dict[str, Any]) -> None:
-    """Reject arrays/maps whose items encode to zero bytes (a huge count would never hit EOF)."""
-    stack = [schema]
-    seen: set[int] = set()
-    while stack:
-        s = stack.pop()
-        if id(s) in seen:
-            continue
-        seen.add(id(s))
-        if isinstance(s, list):
-            stack.extend(s)
-        elif isinstance(s, dict):
-            t = s.get("type")
-            if t in ("array", "map"):
-                item = s.get("items") if t == "array" else s.get("values")
-                # map entries carry a key string, so only arrays can have zero-size entries
-                if t == "array" and _min_size(item, named, frozenset()) == 0:
-                    raise _Corrupt("writer schema has an array of zero-size items")
-                stack.append(item)
-            elif t in ("record", "error"):
-                _min_size(s, named, frozenset())
-                for f in s.get("fields") or []:
-                    if isinstance(f, dict):
-                        stack.append(f.get("type"))
-            else:
-                stack.append(t)
-
-
 def _map_entries(meta: dict[str, bytes]) -> bytes:
     if not meta:
         return b"\x00"
@@ -368,11 +298,11 @@ def decode_records(data: bytes, path: str) -> tuple[Any, list[Any]]:
     """
     try:
         container = _parse(data)
-        stripped = _strip_logical_types(container.schema)
-        _check_no_zero_size_items(stripped, {})
+        stripped = strip_logical_types(container.schema)
+        check_writer_schema(stripped)
         blocks = _plain_blocks(container)
         return container.schema, _fastavro_records(stripped, container.sync, blocks)
-    except _Corrupt as e:
+    except (_Corrupt, SchemaProblem) as e:
         raise CorruptMetadataError(path, str(e)) from e
     except (MemoryError, KeyboardInterrupt):
         raise
@@ -404,11 +334,9 @@ def decode_columns(
     """
     try:
         container = _parse(data)
-        loose = _check(container.schema, expected, (), {}) if expected is not None else set()
-        stripped = _strip_logical_types(container.schema)
-        _check_no_zero_size_items(stripped, {})
-        if _min_size(stripped, {}, frozenset()) == 0:
-            raise _Corrupt("writer schema has records of zero bytes")
+        loose = match_schema(container.schema, expected, (), {}) if expected is not None else set()
+        stripped = strip_logical_types(container.schema)
+        check_writer_schema(stripped)
         try:
             node = columns.compile_schema(stripped)
         except columns.Unsupported as e:
@@ -424,7 +352,7 @@ def decode_columns(
             n, cols = len(rows), columns.rows_to_columns(node, rows)
         else:
             n, cols = columns.decode_columns(node, blocks)
-    except (_Corrupt, columns.Malformed) as e:
+    except (_Corrupt, SchemaProblem, columns.Malformed) as e:
         raise CorruptMetadataError(path, str(e)) from e
     except (MemoryError, KeyboardInterrupt):
         raise
@@ -481,9 +409,14 @@ def encode_container(
         sync = os.urandom(SYNC_SIZE)
     buf = io.BytesIO()
     try:
-        parsed = fastavro.parse_schema(_strip_logical_types(schema))
+        parsed = fastavro.parse_schema(strip_logical_types(schema))
         fastavro.writer(
-            buf, parsed, records, codec="null", sync_interval=sync_interval, sync_marker=sync
+            buf,
+            parsed,
+            records,
+            codec="null",
+            sync_interval=sync_interval,
+            sync_marker=sync,
         )
     except (MemoryError, KeyboardInterrupt):
         raise
@@ -495,177 +428,15 @@ def encode_container(
     return _assemble(schema_json, codec, sync, blocks)
 
 
-# --------------------------------------------------------------------------------------------
-# Writer-schema checks.
-#
-# Readers match fields by name (as Java's FieldReaderFactory.RowReader does). Before converting
-# records, the writer schema is checked against what the reader expects, so that a file with
-# the wrong shape fails with one clear CorruptMetadataError instead of odd values later.
-# A type descriptor is "int" (int or long accepted), "long" (same), "string", "bytes",
-# ("array", item descriptor, items nullable) or ("record", {field name: (descriptor, required)});
-# optional (not required) fields may be absent from the writer schema and may be null.
-# --------------------------------------------------------------------------------------------
-
-_INTEGER = ("int", "long")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-def _base_type(t: Any, named: dict[str, Any]) -> tuple[Any, bool]:
-    """Unwrap a ``["null", T]`` union and named references; returns (T, nullable)."""
-    nullable = False
-    if isinstance(t, list):
-        branches = [b for b in t if b != "null"]
-        nullable = len(branches) != len(t)
-        if len(branches) != 1:
-            raise _Corrupt(f"unsupported union {json.dumps(t)[:200]}")
-        t = branches[0]
-    if isinstance(t, str) and t in named:
-        t = named[t]
-    if isinstance(t, dict):
-        if t.get("type") in ("record", "error"):
-            name = t.get("name")
-            if isinstance(name, str):
-                named[name] = t
-                ns = t.get("namespace")
-                if isinstance(ns, str) and ns:
-                    named[f"{ns}.{name}"] = t
-        elif isinstance(t.get("type"), str) and t["type"] not in ("array", "map", "fixed", "enum"):
-            t = t["type"]  # {"type": "long", "logicalType": ...}
-    return t, nullable
-
-
-def _check(
-    t: Any, desc: TypeDesc, where: tuple[str, ...], named: dict[str, Any]
-) -> set[tuple[str, ...]]:
-    """Check writer type ``t`` against ``desc``.
-
-    Returns the paths of required values that the writer declares nullable (``"[]"`` stands
-    for the items of an array).
+def check_int32(values: Iterable[Any], what: str, *, nullable: bool = False) -> None:
+    """Raise SchemaError unless every value is an int in the Avro ``int`` range (or None if
+    ``nullable``). fastavro would silently write out-of-range or non-int values there.
     """
-    base, _ = _base_type(t, named)
-    shown = ".".join(where)
-    if isinstance(desc, str):
-        ok = base in _INTEGER if desc in _INTEGER else base == desc
-        if not ok:
-            raise _Corrupt(f"field {shown} has type {json.dumps(base)[:200]}, expected {desc}")
-        return set()
-    if desc[0] == "array":
-        if not (isinstance(base, dict) and base.get("type") == "array"):
-            raise _Corrupt(f"field {shown} is not an array")
-        _, item_nullable = _base_type(base.get("items"), named)
-        loose = _check(base.get("items"), desc[1], (*where, "[]"), named)
-        if item_nullable and not desc[2]:
-            loose.add((*where, "[]"))
-        return loose
-    if not (isinstance(base, dict) and base.get("type") in ("record", "error")):
-        raise _Corrupt(f"field {shown} is not a record")
-    fields = {f.get("name"): f for f in base.get("fields") or [] if isinstance(f, dict)}
-    loose = set()
-    for name, (sub, required) in desc[1].items():
-        f = fields.get(name)
-        sub_where = (*where, name)
-        if f is None:
-            if required:
-                raise _Corrupt(f"writer schema lacks required field {'.'.join(sub_where)}")
+    for v in values:
+        if v is None and nullable:
             continue
-        _, nullable = _base_type(f.get("type"), named)
-        loose |= _check(f.get("type"), sub, sub_where, named)
-        if required and nullable:
-            loose.add(sub_where)
-    return loose
-
-
-def check_schema(schema: Any, desc: TypeDesc, path: str) -> set[tuple[str, ...]]:
-    """Check a writer schema against a record descriptor.
-
-    Returns:
-        Paths of required values that the writer declares nullable; pass them with the decoded
-        columns to :func:`check_required`.
-
-    Raises:
-        CorruptMetadataError: a required field is missing or a field has an incompatible type.
-    """
-    try:
-        return _check(schema, desc, (), {})
-    except _Corrupt as e:
-        raise CorruptMetadataError(path, str(e)) from e
-
-
-def _null_in_values(values: list[Any], rest: tuple[str, ...]) -> bool:
-    """Whether a value at path ``rest`` below any of ``values`` (plain Python values) is null."""
-    if not rest:
-        return any(v is None for v in values)
-    head, tail = rest[0], rest[1:]
-    if head == "[]":
-        return _null_in_values([x for v in values if v is not None for x in v], tail)
-    return _null_in_values([v.get(head) for v in values if v is not None], tail)
-
-
-def check_required(cols: Any, loose: set[tuple[str, ...]], path: str) -> None:
-    """Raise CorruptMetadataError if a required value on a ``loose`` path is null."""
-    for where in sorted(loose):
-        col = cols
-        i = 0
-        while isinstance(col, dict) and i < len(where):
-            col = col.get(where[i])
-            i += 1
-        if col is None or isinstance(col, dict):
-            continue
-        rest = where[i:]
-        if _null_in_values(col, rest):
-            raise CorruptMetadataError(path, f"required value {'.'.join(where)} is null")
-
-
-def frozen_factory(cls: type[_T]) -> Callable[..., list[_T]]:
-    """A fast column-wise constructor for the frozen slotted dataclass ``cls``.
-
-    The returned function takes one iterable per field (in field order) and returns the list
-    of instances, like ``list(map(cls, *columns))``. A frozen dataclass sets every field
-    through ``object.__setattr__`` (about 2 µs for 20 fields) and decoding 100k manifest
-    entries builds 400k objects, so instances are built through an unfrozen twin with the same
-    slots (plain attribute stores) whose instances are then switched to ``cls``; CPython allows
-    that because both classes have identical slot layouts. No ``__post_init__`` runs (the spec
-    types have none).
-    """
-    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    twin = dataclasses.make_dataclass(f"_{cls.__name__}Builder", names, slots=True)
-    probe = twin(*([None] * len(names)))
-    probe.__class__ = cls  # raises TypeError here, at import, if the layouts ever differ
-
-    def build(*columns: Iterable[Any]) -> list[_T]:
-        objs: list[Any] = list(map(twin, *columns))
-        for obj in objs:
-            obj.__class__ = cls
-        return objs
-
-    build.__doc__ = f"Build {cls.__name__} instances from per-field columns (no checks)."
-    return build
-
-
-_gc_lock = threading.Lock()
-_gc_depth = 0
-_gc_reenable = False
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while bulk-building acyclic objects.
-
-    Decoding a large manifest allocates millions of objects; every 700 allocations CPython's
-    collector runs, and the older generations are rescanned again and again (decoding 100k
-    entries took about twice as long with the collector on). Nested/concurrent uses are
-    counted; the collector is re-enabled by the last one out, and only if it was enabled
-    when the first one came in.
-    """
-    global _gc_depth, _gc_reenable
-    with _gc_lock:
-        if _gc_depth == 0:
-            _gc_reenable = gc.isenabled()
-            gc.disable()
-        _gc_depth += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_depth -= 1
-            if _gc_depth == 0 and _gc_reenable:
-                gc.enable()
+        if type(v) is not int or not _INT32_MIN <= v <= _INT32_MAX:
+            raise SchemaError(f"{what} must be a 32-bit int, got {v!r}")

@@ -16,10 +16,10 @@ record fields only, become ``dict[field name, column]``; every other value becom
 list with one element per record holding exactly what fastavro would return for it (ints,
 floats, bools, str, bytes, None, lists, dicts; logical types are not applied).
 
-Only a schema made of null/boolean/int/long/float/double/bytes/string/record/enum/array/map/
-fixed/union is supported (that is all of Avro except recursive named references);
-:func:`decode_columns` raises :class:`Unsupported` otherwise so callers can fall back to
-fastavro. Malformed data raises :class:`Malformed`.
+Every Avro type is supported except recursive named references (:func:`compile_schema` raises
+:class:`Unsupported`; Paimon never writes them). Malformed data raises :class:`Malformed`.
+With few, large blocks the lock-step pass 1 degenerates to one record at a time;
+``paimon_core.spec._avro.decode_columns`` then uses fastavro and :func:`rows_to_columns`.
 """
 
 from __future__ import annotations

@@ -16,11 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.spec._avro import (
-    decode_columns,
-    encode_container,
-    gc_paused,
-)
+from paimon_core.spec._avro import check_int32, decode_columns, encode_container
+from paimon_core.spec._bulk import gc_paused
 from paimon_core.spec.manifest import FileKind
 
 __all__ = [
@@ -193,29 +190,34 @@ def encode_index_manifest(
     Raises:
         SchemaError: a value does not fit its Avro type (e.g. a DV offset beyond int32).
     """
-    records = [
-        {
-            "_VERSION": INDEX_MANIFEST_VERSION,
-            "_KIND": int(e.kind),
-            "_PARTITION": e.partition,
-            "_BUCKET": e.bucket,
-            "_INDEX_TYPE": e.index_type,
-            "_FILE_NAME": e.file_name,
-            "_FILE_SIZE": e.file_size,
-            "_ROW_COUNT": e.row_count,
-            "_DELETIONS_VECTORS_RANGES": None
-            if e.dv_ranges is None
-            else [
-                {
-                    "f0": d.data_file_name,
-                    "f1": d.offset,
-                    "f2": d.length,
-                    "_CARDINALITY": d.cardinality,
-                }
-                for d in e.dv_ranges
-            ],
-            "_EXTERNAL_PATH": e.external_path,
-        }
-        for e in entries
-    ]
-    return encode_container(INDEX_MANIFEST_AVRO_SCHEMA, records, codec=codec, level=level)
+    check_int32((e.bucket for e in entries), "bucket")
+    ranges = [d for e in entries for d in e.dv_ranges or ()]
+    check_int32((d.offset for d in ranges), "deletion vector offset")
+    check_int32((d.length for d in ranges), "deletion vector length")
+    with gc_paused():
+        records = [
+            {
+                "_VERSION": INDEX_MANIFEST_VERSION,
+                "_KIND": int(e.kind),
+                "_PARTITION": e.partition,
+                "_BUCKET": e.bucket,
+                "_INDEX_TYPE": e.index_type,
+                "_FILE_NAME": e.file_name,
+                "_FILE_SIZE": e.file_size,
+                "_ROW_COUNT": e.row_count,
+                "_DELETIONS_VECTORS_RANGES": None
+                if e.dv_ranges is None
+                else [
+                    {
+                        "f0": d.data_file_name,
+                        "f1": d.offset,
+                        "f2": d.length,
+                        "_CARDINALITY": d.cardinality,
+                    }
+                    for d in e.dv_ranges
+                ],
+                "_EXTERNAL_PATH": e.external_path,
+            }
+            for e in entries
+        ]
+        return encode_container(INDEX_MANIFEST_AVRO_SCHEMA, records, codec=codec, level=level)

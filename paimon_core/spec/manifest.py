@@ -22,12 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.spec._avro import (
-    decode_columns,
-    encode_container,
-    frozen_factory,
-    gc_paused,
-)
+from paimon_core.spec._avro import check_int32, decode_columns, encode_container
+from paimon_core.spec._bulk import frozen_factory, gc_paused
 from paimon_core.spec.stats import SimpleStats, simple_stats_avro_schema, stats_from_columns
 
 __all__ = [
@@ -342,15 +338,19 @@ def encode_manifest(
     Raises:
         SchemaError: a value does not fit its Avro type.
     """
-    records = [
-        {
-            "_VERSION": MANIFEST_VERSION,
-            "_KIND": int(e.kind),
-            "_PARTITION": e.partition,
-            "_BUCKET": e.bucket,
-            "_TOTAL_BUCKETS": e.total_buckets,
-            "_FILE": data_file_to_avro(e.file),
-        }
-        for e in entries
-    ]
-    return encode_container(MANIFEST_ENTRY_AVRO_SCHEMA, records, codec=codec, level=level)
+    check_int32((e.bucket for e in entries), "bucket")
+    check_int32((e.total_buckets for e in entries), "total_buckets")
+    check_int32((e.file.level for e in entries), "level")
+    with gc_paused():
+        records = [
+            {
+                "_VERSION": MANIFEST_VERSION,
+                "_KIND": int(e.kind),
+                "_PARTITION": e.partition,
+                "_BUCKET": e.bucket,
+                "_TOTAL_BUCKETS": e.total_buckets,
+                "_FILE": data_file_to_avro(e.file),
+            }
+            for e in entries
+        ]
+        return encode_container(MANIFEST_ENTRY_AVRO_SCHEMA, records, codec=codec, level=level)

@@ -14,12 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.spec._avro import (
-    decode_columns,
-    encode_container,
-    frozen_factory,
-    gc_paused,
-)
+from paimon_core.spec._avro import check_int32, decode_columns, encode_container
+from paimon_core.spec._bulk import frozen_factory, gc_paused
 from paimon_core.spec.stats import SimpleStats, simple_stats_avro_schema, stats_from_columns
 
 __all__ = [
@@ -167,22 +163,25 @@ def encode_manifest_list(
     Raises:
         SchemaError: a value does not fit its Avro type.
     """
-    records = [
-        {
-            "_VERSION": MANIFEST_LIST_VERSION,
-            "_FILE_NAME": m.file_name,
-            "_FILE_SIZE": m.file_size,
-            "_NUM_ADDED_FILES": m.num_added_files,
-            "_NUM_DELETED_FILES": m.num_deleted_files,
-            "_PARTITION_STATS": m.partition_stats.to_avro(),
-            "_SCHEMA_ID": m.schema_id,
-            "_MIN_BUCKET": m.min_bucket,
-            "_MAX_BUCKET": m.max_bucket,
-            "_MIN_LEVEL": m.min_level,
-            "_MAX_LEVEL": m.max_level,
-            "_MIN_ROW_ID": m.min_row_id,
-            "_MAX_ROW_ID": m.max_row_id,
-        }
-        for m in metas
-    ]
-    return encode_container(MANIFEST_FILE_META_AVRO_SCHEMA, records, codec=codec, level=level)
+    for name in ("min_bucket", "max_bucket", "min_level", "max_level"):
+        check_int32((getattr(m, name) for m in metas), name, nullable=True)
+    with gc_paused():
+        records = [
+            {
+                "_VERSION": MANIFEST_LIST_VERSION,
+                "_FILE_NAME": m.file_name,
+                "_FILE_SIZE": m.file_size,
+                "_NUM_ADDED_FILES": m.num_added_files,
+                "_NUM_DELETED_FILES": m.num_deleted_files,
+                "_PARTITION_STATS": m.partition_stats.to_avro(),
+                "_SCHEMA_ID": m.schema_id,
+                "_MIN_BUCKET": m.min_bucket,
+                "_MAX_BUCKET": m.max_bucket,
+                "_MIN_LEVEL": m.min_level,
+                "_MAX_LEVEL": m.max_level,
+                "_MIN_ROW_ID": m.min_row_id,
+                "_MAX_ROW_ID": m.max_row_id,
+            }
+            for m in metas
+        ]
+        return encode_container(MANIFEST_FILE_META_AVRO_SCHEMA, records, codec=codec, level=level)

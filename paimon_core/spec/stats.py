@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from paimon_core.spec._avro import frozen_factory
+from paimon_core.spec._bulk import frozen_factory
 
 __all__ = [
     "EMPTY_ROW",

@@ -178,13 +178,26 @@ STRINGS = [
 # partition values: path-hostile, unicode, blank (stored under __DEFAULT_PARTITION__) and NULL
 PARTS_NULLABLE = [None, "", "a/b", "x=y", "%", '"', " ", "ü中", "a b", "#?&", "plain"]
 PARTS = [p for p in PARTS_NULLABLE if p is not None]
+# Java 0.9 lookup compaction (deletion vectors, lookup changelog) builds local file names from
+# the partition value: a '/' in it fails with "IOException: No such file or directory"
+PARTS_NO_SLASH = [p for p in PARTS if "/" not in p]
 
 
 class Gen:
-    """Seeded generator of values in the oracle's JSON input form."""
+    """Seeded generator of values in the oracle's JSON input form.
 
-    def __init__(self, seed: int) -> None:
+    ``java_safe`` avoids values that Java 0.9 *reads* wrongly or not at all, so that Java's own
+    read is an unambiguous expected output (both found while building this suite):
+
+    * a ROW whose fields are all null reads back as a null ROW (pypaimon reads the same file as
+      a ROW of nulls), so such values are not generated;
+    * a null ROW that contains a nested ROW makes the read hang / exhaust memory;
+    * TIMESTAMP(7..9) before 1970 fail with ``IllegalArgumentException`` (INT96 decoding).
+    """
+
+    def __init__(self, seed: int, java_safe: bool = False) -> None:
         self.r = random.Random(seed)
+        self.java_safe = java_safe
 
     def maybe(self, v: Any, p: float = 0.1) -> Any:
         return None if self.r.random() < p else v
@@ -248,6 +261,8 @@ class Gen:
             base = r.choice([dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59)])
         else:
             lo, hi = (1700, 2200) if p > 6 else (1900, 2100)
+            if p > 6 and self.java_safe:
+                lo = 1971
             secs = r.randint(int((dt.datetime(lo, 1, 1) - dt.datetime(1970, 1, 1)).total_seconds()),
                              int((dt.datetime(hi, 1, 1) - dt.datetime(1970, 1, 1)).total_seconds()))
             base = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=secs)
@@ -264,9 +279,10 @@ class Gen:
         return base64.b64encode(self.r.randbytes(k)).decode("ascii")
 
 
-def _rows(seed: int, n: int, make: Callable[[Gen, int], Row]) -> Callable[[], Rows]:
+def _rows(seed: int, n: int, make: Callable[[Gen, int], Row],
+          java_safe: bool = False) -> Callable[[], Rows]:
     def gen() -> Rows:
-        g = Gen(seed)
+        g = Gen(seed, java_safe)
         return [make(g, i) for i in range(n)]
 
     return gen
@@ -349,13 +365,15 @@ def _value(g: Gen, name: str, t: Any) -> Any:  # noqa: C901 - a type switch
         keys = sorted({g.int(-20, 20) for _ in range(g.int(0, 3))})
         return g.maybe([[k, g.maybe([g.string() for _ in range(g.int(0, 2))])] for k in keys])
     if u.startswith("ROW<X"):
+        p = 0.0 if g.java_safe else 0.1
         return g.maybe({
-            "x": g.maybe(g.int(-9, 9)), "y": g.maybe(g.string()),
+            "x": g.maybe(g.int(-9, 9), p), "y": g.maybe(g.string()),
             "z": g.maybe([g.maybe(g.decimal(10, 2)) for _ in range(g.int(0, 2))]),
-            "w": g.maybe({"q": g.maybe(g.binary()), "t": g.maybe(g.date())}),
-        })
+            "w": g.maybe({"q": g.maybe(g.binary()), "t": g.maybe(g.date(), p)}, p),
+        }, p)
     if u.startswith("ARRAY<ROW"):
-        return g.maybe([g.maybe({"k": g.maybe(g.string()), "v": g.maybe(g.int(-5, 5))})
+        p = 0.0 if g.java_safe else 0.1
+        return g.maybe([g.maybe({"k": g.maybe(g.string(), p), "v": g.maybe(g.int(-5, 5))}, p)
                         for _ in range(g.int(0, 3))])
     raise ValueError(f"no generator for {name} {t}")
 
@@ -437,9 +455,10 @@ PK_COLS: list[tuple[str, Any]] = [
 ]
 
 
-def _pk_row(seed_tag: str, key_space: int, kinds: bool) -> Callable[[Gen, int], Row]:
+def _pk_row(seed_tag: str, key_space: int, kinds: bool,
+            parts: list[str] = PARTS) -> Callable[[Gen, int], Row]:
     def make(g: Gen, i: int) -> Row:
-        row = {"pt": g.choice(PARTS), "id": g.int(0, key_space), "v": g.maybe(f"{seed_tag}-{i}"),
+        row = {"pt": g.choice(parts), "id": g.int(0, key_space), "v": g.maybe(f"{seed_tag}-{i}"),
                "n": g.maybe(g.int(-1000, 1000)), "d": g.maybe(g.double(False)),
                "f": g.maybe(g.float32()), "dec": g.maybe(g.decimal(20, 4)),
                "flag": g.maybe(g.r.random() < 0.5)}
@@ -477,7 +496,6 @@ TYPE_FILTERS: tuple[tuple[str, ...], ...] = (
     ("dec38 <= 0", "vc IS NOT NULL"),
     ("i >= -50", "i <= 50"),
     ("by IS NULL",),
-    ("tm3 > '12:00:00'",),
 )
 
 
@@ -488,7 +506,7 @@ def shapes() -> list[Shape]:
     # ---- Java 0.9 writes ------------------------------------------------------------------
     out.append(_append_shape(
         "j_append_pt", "java", {"bucket": "2", "bucket-key": "id"},
-        [Expire(retain_max=4)]))
+        [Compact(), Expire(retain_max=4)]))
     out.append(Shape(
         name="j_append_unaware",
         writer="java",
@@ -496,9 +514,10 @@ def shapes() -> list[Shape]:
                                    ("dec", "DECIMAL(38, 10)")])},
         steps=tuple(Write(_rows(200 + k, 300, lambda g, i, k=k: {
             "id": k * 1000 + i, "s": g.maybe(g.string()), "d": g.maybe(g.double()),
-            "dec": g.maybe(g.decimal(38, 10))})) for k in range(6)) + (Compact(),),
+            "dec": g.maybe(g.decimal(38, 10))})) for k in range(6)),
         filters=(("id >= 2500",), ("s IS NULL",), ("dec > 0",)),
-        note="bucket -1 (unaware) append table; compaction through the coordinator",
+        # (the oracle's unaware-bucket compaction coordinator never found anything to do)
+        note="bucket -1 (unaware) append table",
     ))
     out.append(Shape(
         name="j_pk_pt",
@@ -519,13 +538,13 @@ def shapes() -> list[Shape]:
         writer="java",
         schema=_pk_schema({"bucket": "2", "deletion-vectors.enabled": "true"}),
         steps=(
-            Write(_rows(401, 1200, _pk_row("u1", 1500, False)), snapshots=2),
-            Write(_rows(402, 800, _pk_row("u2", 1500, True)), kind=True, snapshots=2),
-            Write(_rows(403, 800, _pk_row("u3", 1500, True)), kind=True, snapshots=2),
-            Write(_rows(404, 600, _pk_row("u4", 1500, True)), kind=True, snapshots=2),
+            Write(_rows(401, 1200, _pk_row("u1", 1500, False, PARTS_NO_SLASH)), snapshots=2),
+            Write(_rows(402, 800, _pk_row("u2", 1500, True, PARTS_NO_SLASH)), kind=True, snapshots=2),
+            Write(_rows(403, 800, _pk_row("u3", 1500, True, PARTS_NO_SLASH)), kind=True, snapshots=2),
+            Write(_rows(404, 600, _pk_row("u4", 1500, True, PARTS_NO_SLASH)), kind=True, snapshots=2),
             Compact(),
         ),
-        filters=PK_FILTERS[:4],
+        filters=(("pt = 'x=y'",), ("pt IN ('%', '')",), *PK_FILTERS[2:4]),
         # level-0 files are invisible to batch reads of a DV table: the first APPEND snapshot
         # reads empty; every Java write commits APPEND + COMPACT (which writes the DVs)
         empty_snapshots=frozenset({1}),
@@ -539,7 +558,7 @@ def shapes() -> list[Shape]:
         steps=tuple(
             Write(_rows(500 + k, 400, lambda g, i, k=k: _kinds(g, {
                 "id": g.int(0, 300), "v": g.maybe(f"c{k}-{i}"), "n": g.maybe(g.int(0, 9))})),
-                kind=k > 0)
+                kind=True)
             for k in range(3)),
         filters=(("n = 3",), ("id <= 10",)),
         note="changelog-producer=input: incremental reads come from changelog files",
@@ -550,9 +569,11 @@ def shapes() -> list[Shape]:
         writer="java",
         schema={"fields": _fields(java_types), "primary_keys": ["id"], "options": {"bucket": "1"}},
         steps=(
-            Write(_rows(601, 600, lambda g, i: {**_typed_row(java_types)(g, i), "id": i})),
+            Write(_rows(601, 600, lambda g, i: {**_typed_row(java_types)(g, i), "id": i},
+                        java_safe=True)),
             Write(_rows(602, 300, lambda g, i: _kinds(
-                g, {**_typed_row(java_types)(g, i), "id": g.int(0, 800)})), kind=True),
+                g, {**_typed_row(java_types)(g, i), "id": g.int(0, 800)}), java_safe=True),
+                  kind=True),
         ),
         filters=TYPE_FILTERS,
     ))
@@ -562,8 +583,10 @@ def shapes() -> list[Shape]:
         writer="java",
         schema={"fields": _fields(nano_cols)},
         steps=(
-            Write(_rows(701, 150, lambda g, i: {**_typed_row(nano_cols)(g, i), "id": i})),
-            Write(_rows(702, 100, lambda g, i: {**_typed_row(nano_cols)(g, i), "id": 1000 + i})),
+            Write(_rows(701, 150, lambda g, i: {**_typed_row(nano_cols)(g, i), "id": i},
+                        java_safe=True)),
+            Write(_rows(702, 100, lambda g, i: {**_typed_row(nano_cols)(g, i), "id": 1000 + i},
+                        java_safe=True)),
         ),
         filters=(("ts9 > '2000-01-01 00:00:00.000000001'",), ("ltz9 IS NULL",)),
         note="TIMESTAMP(7..9): the oracle writes these row by row (paimon-arrow 0.9 bug)",
@@ -612,7 +635,8 @@ def shapes() -> list[Shape]:
             Write(_rows(1101, 700, lambda g, i: {**_typed_row(py_types)(g, i), "id": i})),
             Write(_rows(1102, 400, lambda g, i: {**_typed_row(py_types)(g, i), "id": 1000 + i})),
         ),
-        filters=(*TYPE_FILTERS, ("ts9 < '1970-01-01 00:00:00'",)),
+        # (Java 0.9 cannot build TIME filter literals: "unsupported" in the oracle)
+        filters=(*TYPE_FILTERS, ("ts9 < '1970-01-01 00:00:00'",), ("tm3 > '12:00:00'",)),
     ))
     out.append(Shape(
         name="p_types_pk",

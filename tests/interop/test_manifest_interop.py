@@ -50,6 +50,7 @@ APPEND = {
     "fields": [
         {"name": "id", "type": "INT"},
         {"name": "v", "type": "STRING"},
+        {"name": "n", "type": "BIGINT"},
         {"name": "pt", "type": "STRING"},
     ],
     "partition_keys": ["pt"],
@@ -65,13 +66,12 @@ def _rows(ids: range, version: int) -> list[dict[str, Any]]:
 
 
 # table -> (engine, schema, list of steps: rows to write or "compact")
+_JPK_STEPS = [
+    _rows(range(0, 40), 1), "compact", _rows(range(0, 40, 3), 2), "compact",
+    _rows(range(30, 60), 3), "compact", _rows(range(5, 15), 4),
+]  # fmt: skip
 TABLES: dict[str, tuple[str, dict[str, Any], list[Any]]] = {
-    "jpk": (
-        "java",
-        PK_DV,
-        [_rows(range(0, 40), 1), "compact", _rows(range(0, 40, 3), 2), "compact",
-         _rows(range(30, 60), 3), "compact", _rows(range(5, 15), 4)],
-    ),  # fmt: skip
+    "jpk": ("java", PK_DV, _JPK_STEPS),
     "japp": ("java", APPEND, [_rows(range(0, 10), 1), _rows(range(10, 25), 2)]),
     "ppk": ("pypaimon", PK_PLAIN, [_rows(range(0, 30), 1), _rows(range(10, 50), 2)]),
     "papp": ("pypaimon", APPEND, [_rows(range(0, 10), 1), _rows(range(5, 20), 2)]),
@@ -128,10 +128,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             cmds.append({"cmd": "write", **common, "input": str(rows_file)})
         cmds.append({"cmd": "snapshots", **common, "verbose": True,
                      "output": str(work / f"{name}.snapshots.jsonl")})  # fmt: skip
-    run_batches(batches, work)
+    for result in run_batches(batches, work).values():
+        assert not result.failures(), result.failures()
     tables = {}
     for name, (engine, _, _) in TABLES.items():
-        snaps = [json.loads(line) for line in (work / f"{name}.snapshots.jsonl").read_text().split("\n") if line]  # noqa: E501
+        lines = (work / f"{name}.snapshots.jsonl").read_text().splitlines()
+        snaps = [json.loads(line) for line in lines]
         assert snaps, name
         tables[name] = Table(name, engine, warehouse / "db.db" / name, snaps)
     # every snapshot of every table read by both engines, before any rewrite

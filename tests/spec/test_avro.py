@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paimon_core.errors import CorruptMetadataError, SchemaError
-from paimon_core.spec import _avro, _avro_columns
+from paimon_core.spec import _avro, _avro_columns, _avro_schema, _bulk
 
 # One schema with every Avro type the column decoder handles.
 SCHEMA: dict[str, Any] = {
@@ -101,7 +101,7 @@ RECORD = st.fixed_dictionaries(
 
 def _reference(data: bytes) -> Any:
     schema, rows = _avro.decode_records(data, "ref")
-    node = _avro_columns.compile_schema(_avro._strip_logical_types(schema))
+    node = _avro_columns.compile_schema(_avro_schema.strip_logical_types(schema))
     return len(rows), _avro_columns.rows_to_columns(node, rows)
 
 
@@ -348,6 +348,30 @@ def test_garbage_blocks_never_escape(count: int, block: bytes) -> None:
         _avro.decode_columns(data, "p")
 
 
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(
+        ["record", "array", "map", "union", "null", "long", "string", "bytes", "r", "fields"]
+    ),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(["type", "name", "fields", "items", "values", "size"]),
+                      inner, max_size=4),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json, st.binary(max_size=30))
+def test_garbage_schemas_never_escape(schema: Any, block: bytes) -> None:
+    from paimon_core.spec.manifest import _ENTRY_DESC
+
+    data = _avro._assemble(json.dumps(schema), "null", b"s" * 16, [(2, block)])
+    for expected in (None, _ENTRY_DESC):
+        with contextlib.suppress(CorruptMetadataError):
+            _avro.decode_columns(data, "p", expected)
+    with contextlib.suppress(CorruptMetadataError):
+        _avro_schema.check_schema(schema, _ENTRY_DESC, "p")
+
+
 def test_encode_errors_are_schema_errors() -> None:
     schema = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "long"}]}
     with pytest.raises(SchemaError):
@@ -366,7 +390,7 @@ class _Point:
 
 
 def test_frozen_factory() -> None:
-    build = _avro.frozen_factory(_Point)
+    build = _bulk.frozen_factory(_Point)
     points = build([1, 2], ["a", None])
     assert points == [_Point(1, "a"), _Point(2, None)]
     assert type(points[0]) is _Point
@@ -377,15 +401,15 @@ def test_frozen_factory() -> None:
 
 def test_gc_paused_restores_state() -> None:
     assert gc.isenabled()
-    with _avro.gc_paused():
+    with _bulk.gc_paused():
         assert not gc.isenabled()
-        with _avro.gc_paused():
+        with _bulk.gc_paused():
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
     gc.disable()
     try:
-        with _avro.gc_paused():
+        with _bulk.gc_paused():
             pass
         assert not gc.isenabled()
     finally:

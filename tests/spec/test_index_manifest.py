@@ -168,3 +168,14 @@ def test_corrupt() -> None:
         assert info.value.path == path
     with pytest.raises(CorruptMetadataError, match="empty"):
         decode_index_manifest(b"", path)
+
+
+def test_encode_rejects_out_of_range_ints() -> None:
+    from paimon_core.errors import SchemaError
+
+    big = IndexManifestEntry(
+        FileKind.ADD, PT_X, 0, DELETION_VECTORS_INDEX, "i", 1, 1,
+        (DeletionVectorMeta("d", 2**31, 1),),
+    )  # fmt: skip
+    with pytest.raises(SchemaError, match="offset"):
+        encode_index_manifest([big])

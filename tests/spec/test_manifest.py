@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -405,3 +406,14 @@ def test_required_field_written_nullable() -> None:
     schema = copy.deepcopy(JAVA09_SCHEMA)
     schema["fields"][5]["type"]["fields"][11]["type"]["items"] = ["null", "string"]
     _corrupt(_write(schema, [_record(_EXTRA_FILES=[None])]), r"_EXTRA_FILES\.\[\] is null")
+
+
+def test_encode_rejects_values_avro_int_cannot_hold() -> None:
+    """fastavro would write these silently; Java would then read garbage."""
+    for bad in (2**31, -(2**31) - 1, True, 1.0):
+        with pytest.raises(SchemaError, match="32-bit"):
+            encode_manifest([dataclasses.replace(_entry(0), bucket=bad)])
+    with pytest.raises(SchemaError, match="level"):
+        encode_manifest([_entry(0, level=2**40)])
+    with pytest.raises(SchemaError):
+        encode_manifest([_entry(0, file_size=2**64)])

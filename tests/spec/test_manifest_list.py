@@ -141,3 +141,10 @@ def test_corrupt() -> None:
         row = _row()
         del row["_FILE_SIZE"]
         decode_manifest_list(_write(schema, [row]), path)
+
+
+def test_encode_rejects_out_of_range_ints() -> None:
+    from paimon_core.errors import SchemaError
+
+    with pytest.raises(SchemaError, match="min_bucket"):
+        encode_manifest_list([ManifestFileMeta("m", 1, 1, 0, unknown_stats(0), 0, 2**31)])

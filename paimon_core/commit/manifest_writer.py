@@ -1,0 +1,149 @@
+"""Writing manifest files and manifest lists (``ManifestFile`` / ``ManifestList`` writers).
+
+Manifests roll at ``manifest.target-file-size``; each one's :class:`ManifestFileMeta` carries
+exact partition stats (min / max / null counts over the ``_PARTITION`` rows, in Java's order),
+bucket and level ranges, so that Java and we can skip whole manifests by partition.
+Every file gets a fresh name (``manifest-<uuid>-<n>``): names are never reused, so a failed
+commit's files are orphans that nothing references.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from paimon_core.io.file_io import FileIO, join
+from paimon_core.scan.predicate_literal import java_compare
+from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
+from paimon_core.spec.manifest import FileKind, ManifestEntry, encode_manifest
+from paimon_core.spec.manifest_list import ManifestFileMeta, encode_manifest_list
+from paimon_core.spec.stats import SimpleStats
+from paimon_core.types import DataType
+
+# Java checks the rolling size every 1000 records; an encoded entry is ~200-400 bytes.
+_ROLL_CHECK = 1000
+
+
+def _codec(options: dict[str, str]) -> str:
+    c = options.get("manifest.compression", "zstd").lower()
+    return {"zstd": "zstandard", "zstandard": "zstandard", "none": "null", "null": "null",
+            "deflate": "deflate", "snappy": "snappy"}.get(c, "zstandard")
+
+
+def partition_stats(
+    partitions: Sequence[bytes], types: Sequence[DataType], cache: dict[bytes, list[Any]]
+) -> SimpleStats:
+    """Min / max / null count per partition column over the given partition rows."""
+    nullable = [t.with_nullable(True) for t in types]
+    n = len(types)
+    mins: list[Any] = [None] * n
+    maxs: list[Any] = [None] * n
+    nulls = [0] * n
+    for part in set(partitions):
+        values = cache.get(part)
+        if values is None:
+            values = deserialize_binary_row(part, nullable, exact_timestamps=True)
+            cache[part] = values
+        for i, v in enumerate(values):
+            if v is None:
+                nulls[i] += 1
+                continue
+            if mins[i] is None or (java_compare(v, mins[i]) or 0) < 0:
+                mins[i] = v
+            if maxs[i] is None or (java_compare(v, maxs[i]) or 0) > 0:
+                maxs[i] = v
+    # null counts are per entry, not per distinct partition
+    counts = [0] * n
+    for part in partitions:
+        for i, v in enumerate(cache[part]):
+            if v is None:
+                counts[i] += 1
+    return SimpleStats(serialize_binary_row(mins, nullable), serialize_binary_row(maxs, nullable),
+                       tuple(counts))
+
+
+class ManifestWriter:
+    """Writes manifests and manifest lists into ``<table>/manifest/`` for one commit attempt."""
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        table_path: str,
+        partition_types: Sequence[DataType],
+        options: dict[str, str],
+        schema_id: int,
+        *,
+        target_file_size: int = 8 * 1024 * 1024,
+    ) -> None:
+        self.file_io = file_io
+        self.dir = join(table_path, "manifest")
+        self.partition_types = list(partition_types)
+        self.codec = _codec(options)
+        self.schema_id = schema_id
+        self.target_file_size = target_file_size
+        self.prefix = str(uuid.uuid4())
+        self.counter = 0
+        self.written: list[str] = []  # every file this writer created (for cleanup)
+        self._partition_cache: dict[bytes, list[Any]] = {}
+
+    def _next_name(self, kind: str) -> str:
+        name = f"{kind}-{self.prefix}-{self.counter}"
+        self.counter += 1
+        return name
+
+    def _write(self, name: str, data: bytes) -> None:
+        self.file_io.write_bytes(join(self.dir, name), data)
+        self.written.append(name)
+
+    def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
+        """Write entries into one or more rolling manifests (none for no entries)."""
+        metas: list[ManifestFileMeta] = []
+        if not entries:
+            return metas
+        # estimate the encoded size per entry from a first chunk, then cut evenly
+        chunk = max(_ROLL_CHECK, 1)
+        start = 0
+        while start < len(entries):
+            part = entries[start:start + chunk]
+            data = encode_manifest(part, codec=self.codec)
+            if len(data) > self.target_file_size and len(part) > _ROLL_CHECK:
+                chunk = max(_ROLL_CHECK, int(len(part) * self.target_file_size / len(data)))
+                continue
+            metas.append(self._meta(self._write_manifest(data), len(data), part))
+            start += len(part)
+            if len(data) < self.target_file_size // 2:
+                chunk *= 2
+        return metas
+
+    def _write_manifest(self, data: bytes) -> str:
+        name = self._next_name("manifest")
+        self._write(name, data)
+        return name
+
+    def _meta(self, name: str, size: int, entries: Sequence[ManifestEntry]) -> ManifestFileMeta:
+        added = sum(1 for e in entries if e.kind is FileKind.ADD)
+        stats = partition_stats([e.partition for e in entries], self.partition_types,
+                                self._partition_cache)
+        return ManifestFileMeta(
+            file_name=name, file_size=size, num_added_files=added,
+            num_deleted_files=len(entries) - added, partition_stats=stats,
+            schema_id=max((e.file.schema_id for e in entries), default=self.schema_id),
+            min_bucket=min(e.bucket for e in entries), max_bucket=max(e.bucket for e in entries),
+            min_level=min(e.file.level for e in entries),
+            max_level=max(e.file.level for e in entries),
+        )
+
+    def write_manifest_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
+        data = encode_manifest_list(metas, codec=self.codec)
+        name = self._next_name("manifest-list")
+        self._write(name, data)
+        return name, len(data)
+
+    def cleanup(self, keep: set[str] | frozenset[str] = frozenset()) -> None:
+        """Delete what this writer created (after a lost race), except ``keep``."""
+        for name in self.written:
+            if name not in keep:
+                self.file_io.delete(join(self.dir, name))
+        self.written = [n for n in self.written if n in keep]
+

@@ -1,0 +1,196 @@
+"""Declaring a new table: :class:`Schema` and its validation (``SchemaValidation``).
+
+Example:
+    >>> s = Schema.of(
+    ...     [("dt", "STRING"), ("id", "BIGINT"), ("amount", "DECIMAL(10, 2)")],
+    ...     partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "4"})
+    >>> ts = s.to_table_schema(0)
+    >>> [f.type.sql() for f in ts.fields]
+    ['STRING NOT NULL', 'BIGINT NOT NULL', 'DECIMAL(10, 2)']
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from paimon_core.errors import SchemaError
+from paimon_core.spec.schema import CURRENT_VERSION, TableSchema
+from paimon_core.types import (
+    AtomicType,
+    DataField,
+    DataType,
+    TypeRoot,
+    assign_field_ids,
+    parse_sql_type,
+    parse_type_json,
+)
+
+_MAX_BUCKETS = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A table definition before ids are assigned (``org.apache.paimon.schema.Schema``)."""
+
+    fields: tuple[DataField, ...]
+    partition_keys: tuple[str, ...] = ()
+    primary_keys: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict)
+    comment: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        columns: Sequence[tuple[str, DataType | str]],
+        *,
+        partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+        comment: str | None = None,
+    ) -> Schema:
+        fields = tuple(
+            DataField(-1, name, parse_sql_type(t) if isinstance(t, str) else t)
+            for name, t in columns
+        )
+        return cls(fields, tuple(partition_keys), tuple(primary_keys),
+                   {str(k): str(v) for k, v in (options or {}).items()}, comment)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Schema:
+        """The oracle's ``schema.json`` form: ``fields`` [{name, type}], ``partition_keys`` /
+        ``partitionKeys``, ``primary_keys`` / ``primaryKeys``, ``options``, ``comment``."""
+        try:
+            fields = []
+            for f in obj["fields"]:
+                t = f["type"]
+                fields.append(DataField(-1, f["name"], parse_sql_type(t) if isinstance(t, str)
+                                        else parse_type_json(t), f.get("description")))
+        except (KeyError, TypeError) as e:
+            raise SchemaError(f"schema JSON needs fields with name and type: {e!r}") from e
+        opts = obj.get("options") or {}
+        return cls(
+            tuple(fields),
+            tuple(obj.get("partition_keys", obj.get("partitionKeys", ())) or ()),
+            tuple(obj.get("primary_keys", obj.get("primaryKeys", ())) or ()),
+            {str(k): str(v) for k, v in opts.items()},
+            obj.get("comment"),
+        )
+
+    @classmethod
+    def from_arrow(
+        cls,
+        schema: pa.Schema,
+        *,
+        partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+        comment: str | None = None,
+    ) -> Schema:
+        from paimon_core.types import from_arrow_type
+
+        cols = [(f.name, from_arrow_type(f.type, f.nullable)) for f in schema]
+        return cls.of(cols, partition_keys=partition_keys, primary_keys=primary_keys,
+                      options=options, comment=comment)
+
+    def to_table_schema(self, schema_id: int = 0) -> TableSchema:
+        options = dict(self.options)
+        pks = list(self.primary_keys)
+        parts = list(self.partition_keys)
+        # options 'primary-key' / 'partition' move into the arrays (as Java does)
+        if "primary-key" in options:
+            if pks:
+                raise SchemaError("give primary keys either as primary_keys or as an option")
+            pks = [k.strip() for k in options.pop("primary-key").split(",") if k.strip()]
+        if "partition" in options:
+            if parts:
+                raise SchemaError("give partition keys either as partition_keys or as an option")
+            parts = [k.strip() for k in options.pop("partition").split(",") if k.strip()]
+        fields = list(self.fields)
+        names = [f.name for f in fields]
+        if len(set(names)) != len(names):
+            raise SchemaError(f"duplicate column names in {names}")
+        for n in names:
+            if not n or n.startswith("_KEY_") or n in ("_SEQUENCE_NUMBER", "_VALUE_KIND"):
+                raise SchemaError(f"column name {n!r} is reserved or empty")
+        # primary-key columns are NOT NULL
+        fields = [
+            DataField(f.id, f.name, f.type.with_nullable(False) if f.name in pks else f.type,
+                      f.description)
+            for f in fields
+        ]
+        numbered, highest = assign_field_ids(fields)
+        ts = TableSchema(
+            id=schema_id, fields=tuple(numbered), partition_keys=tuple(parts),
+            primary_keys=tuple(pks), options=options, comment=self.comment,
+            time_millis=int(time.time() * 1000), version=CURRENT_VERSION,
+            highest_field_id=highest,
+        )
+        validate_table_schema(ts)
+        return ts
+
+
+def validate_table_schema(s: TableSchema) -> None:
+    """Reject what Paimon's ``SchemaValidation`` rejects (plus what we cannot write)."""
+    names = set(s.field_names)
+    for what, declared in (("partition", s.partition_keys), ("primary", s.primary_keys)):
+        missing = [k for k in declared if k not in names]
+        if missing:
+            raise SchemaError(f"{what} keys {missing} are not columns of {sorted(names)}")
+        if len(set(declared)) != len(declared):
+            raise SchemaError(f"duplicate {what} keys {list(declared)}")
+    if s.primary_keys:
+        if set(s.partition_keys) and not set(s.partition_keys) <= set(s.primary_keys):
+            # Java allows it only for dynamic-bucket cross-partition tables
+            raise SchemaError(
+                f"primary key {list(s.primary_keys)} must contain the partition keys "
+                f"{list(s.partition_keys)}"
+            )
+        s.trimmed_primary_keys  # noqa: B018 - raises when the PK is only partition keys
+    if len(s.partition_keys) == len(s.fields) and s.fields:
+        raise SchemaError("a table needs at least one column that is not a partition key")
+    raw_bucket = s.options.get("bucket")
+    if raw_bucket is not None:
+        try:
+            bucket = int(raw_bucket)
+        except ValueError as e:
+            raise SchemaError(f"option bucket={raw_bucket!r} is not an integer") from e
+        if bucket == 0 or bucket < -2 or bucket > _MAX_BUCKETS:
+            raise SchemaError(
+                f"option bucket={raw_bucket!r}: must be -1 (dynamic/unaware) or in "
+                f"1..{_MAX_BUCKETS}"
+            )
+        if bucket == -2:
+            raise SchemaError("option bucket=-2 (postpone) is not supported by Paimon 0.9")
+    bucket = s.num_buckets
+    bucket_key = s.options.get("bucket-key")
+    if bucket_key is not None:
+        keys = [k.strip() for k in bucket_key.split(",") if k.strip()]
+        if not keys:
+            raise SchemaError("option bucket-key is empty")
+        missing = [k for k in keys if k not in names]
+        if missing:
+            raise SchemaError(f"bucket-key {missing} are not columns")
+        if set(keys) & set(s.partition_keys):
+            raise SchemaError(f"bucket-key {keys} must not contain partition keys")
+        if s.primary_keys and not set(keys) <= set(s.primary_keys):
+            raise SchemaError(f"bucket-key {keys} must be a subset of the primary key")
+    if not s.primary_keys and bucket > 0 and bucket_key is None:
+        raise SchemaError(
+            f"append table with bucket={bucket} needs the option 'bucket-key' "
+            "(as Paimon requires)"
+        )
+    for key in s.partition_keys:
+        t = s.field(key).type
+        if not isinstance(t, AtomicType) or t.root in (TypeRoot.BINARY, TypeRoot.VARBINARY):
+            raise SchemaError(f"partition key {key!r} of type {t.sql()} is not supported")
+    for key in s.primary_keys:
+        if not isinstance(s.field(key).type, AtomicType):
+            raise SchemaError(f"primary key column {key!r} must have an atomic type")
+    fmt = s.options.get("file.format", "parquet").lower()
+    if fmt not in ("parquet", "orc", "avro"):
+        raise SchemaError(f"option file.format={fmt!r} is not a Paimon file format")
