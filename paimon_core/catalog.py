@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from paimon_core.errors import (
     DatabaseAlreadyExistError,
@@ -21,8 +21,9 @@ from paimon_core.errors import (
 from paimon_core.identifier import Identifier, validate_name
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.schema_builder import Schema
+from paimon_core.schema_change import SchemaChange, commit_changes
 from paimon_core.schema_manager import SchemaManager
-from paimon_core.spec.schema import encode_schema
+from paimon_core.spec.schema import TableSchema, encode_schema
 from paimon_core.table import FileStoreTable
 
 DB_SUFFIX = ".db"
@@ -123,6 +124,21 @@ class FileSystemCatalog:
                 return self.get_table(ident)
             raise TableAlreadyExistError(str(ident))
         return self.get_table(ident)
+
+    def alter_table(
+        self,
+        identifier: str | Identifier,
+        changes: Sequence[SchemaChange],
+        ignore_if_not_exists: bool = False,
+    ) -> TableSchema | None:
+        """ALTER TABLE (``Catalog.alterTable``): returns the new schema (None when the table
+        does not exist and ``ignore_if_not_exists``)."""
+        ident = Identifier.parse(identifier)
+        if not self.table_exists(ident):
+            if ignore_if_not_exists:
+                return None
+            raise TableNotExistError(str(ident))
+        return commit_changes(self.file_io, self.table_path(ident), changes)
 
     def drop_table(self, identifier: str | Identifier, ignore_if_not_exists: bool = False) -> None:
         ident = Identifier.parse(identifier)

@@ -11,6 +11,8 @@ Example:
 
 from __future__ import annotations
 
+import datetime
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -26,10 +28,13 @@ from paimon_core.read.table_read import TableRead
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.scan.predicate import Predicate, bind, parse_filters
 from paimon_core.scan.split import Plan
+from paimon_core.schema_change import SchemaChange, commit_changes
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind, Snapshot
+from paimon_core.tags import TagManager
+from paimon_core.write.table_write import TableWrite
 
 FilterArg = str | Sequence[str] | Predicate | None
 
@@ -100,6 +105,15 @@ class FileStoreTable:
         return self.schema
 
     # ---- writing
+    def new_write(self, commit_user: str | None = None) -> TableWrite:
+        """The writer (phase one) of this table; see :class:`TableWrite`. Without
+        ``commit_user`` a random one is made (read it back from ``.commit_user``)."""
+        return TableWrite(
+            self.file_io, self.path, self.schema,
+            commit_user=commit_user or str(uuid.uuid4()),
+            snapshot_manager=self.snapshot_manager, planner=self._planner(self.schema, None),
+        )
+
     def new_commit(self, commit_user: str, *, max_retries: int | None = None) -> TableCommit:
         """The committer (phase two) for ``commit_user``; see :class:`TableCommit`."""
         return TableCommit(
@@ -107,6 +121,33 @@ class FileStoreTable:
             snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io,
             max_retries=max_retries,
         )
+
+    # ---- schema evolution and tags
+    def alter(self, changes: Sequence[SchemaChange]) -> TableSchema:
+        """ALTER TABLE: apply ``changes`` and publish the next schema atomically (see
+        :mod:`paimon_core.schema_change`). This table object then uses the new schema."""
+        self.schema = commit_changes(self.file_io, self.path, changes)
+        return self.schema
+
+    def tag_manager(self) -> TagManager:
+        return TagManager(self.file_io, self.path)
+
+    def create_tag(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        *,
+        time_retained: datetime.timedelta | None = None,
+    ) -> Snapshot:
+        """Tag a snapshot (default: the latest); see :class:`TagManager`."""
+        return self.tag_manager().create(name, snapshot_id, time_retained=time_retained)
+
+    def delete_tag(self, name: str) -> None:
+        self.tag_manager().delete(name)
+
+    def list_tags(self) -> list[tuple[str, int]]:
+        """``(name, snapshot id)`` of every tag."""
+        return self.tag_manager().list()
 
     # ---- reading
     def new_read_builder(self) -> ReadBuilder:

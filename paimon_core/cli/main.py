@@ -9,7 +9,11 @@ pypaimon::
     paimon incremental --warehouse /tmp/wh --table db.orders --from 1 --to 3
     paimon describe --warehouse /tmp/wh --table db.orders
 
-Exit codes: 0 ok, 1 a Paimon error (message on stderr), 2 usage error.
+and change it (:mod:`paimon_core.cli.write_cmds`): ``create``, ``write``, ``alter``, ``tag``,
+``fsck``.
+
+Exit codes: 0 ok, 1 a Paimon error (message on stderr) or an fsck that found errors,
+2 usage error.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any, TextIO
 
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
+from paimon_core.cli.write_cmds import UsageError, add_parsers
 from paimon_core.errors import PaimonError
 from paimon_core.table import FileStoreTable
 
@@ -169,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("describe", parents=[common], help="schema, options and file counts")
     s.set_defaults(func=cmd_describe)
+    add_parsers(sub, common)
     return p
 
 
@@ -181,6 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rc: int = args.func(args, sys.stdout)
         return rc
+    except UsageError as e:
+        print(f"paimon: usage: {e}", file=sys.stderr)
+        return 2
     except PaimonError as e:
         print(f"paimon: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

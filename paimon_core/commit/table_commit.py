@@ -331,19 +331,12 @@ class TableCommit:
 
         return match
 
-    def _data_manifests(self, snap: Snapshot | None) -> list[ManifestFileMeta]:
-        if snap is None:
-            return []
-        return self.manifests.manifest_list(snap.base_manifest_list) + self.manifests.manifest_list(
-            snap.delta_manifest_list
-        )
-
     def _live(
         self, metas: Sequence[ManifestFileMeta], touched: set[bytes] | None
     ) -> list[ManifestEntry]:
         entries: list[ManifestEntry] = []
         for m in metas:
-            for e in self.manifests.manifest(m.file_name):
+            for e in self.manifests.manifest(m.file_name, m.file_size):
                 if touched is None or e.partition in touched:
                     entries.append(e)
         return live_files(entries, source=self.table_path)
@@ -422,7 +415,7 @@ class TableCommit:
             options = CoreOptions(schema.options)
             if max_retries is None:
                 max_retries = options.get_int("commit.max-retries", DEFAULT_MAX_RETRIES, minimum=0)
-            prev = self._data_manifests(latest)
+            prev = self.manifests.data_manifests(latest)
             live = self._live(prev, touched)
             changes = build(latest, live)
             if not changes.data and not changes.changelog and (kind is not CommitKind.OVERWRITE

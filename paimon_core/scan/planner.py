@@ -32,7 +32,7 @@ from paimon_core.scan.predicate import (
 from paimon_core.scan.split import DataSplit, DeletionFile, Plan
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.binary_row import deserialize_binary_row, encode_binary_row
-from paimon_core.spec.manifest import DataFileMeta, ManifestEntry
+from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_core.spec.manifest_list import ManifestFileMeta
 from paimon_core.spec.partition import partition_path
 from paimon_core.spec.schema import TableSchema
@@ -183,9 +183,7 @@ class ScanPlanner:
 
     # ---- manifest reading
     def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
-        return self.manifests.manifest_list(
-            snapshot.base_manifest_list
-        ) + self.manifests.manifest_list(snapshot.delta_manifest_list)
+        return self.manifests.data_manifests(snapshot)
 
     def read_entries(
         self, metas: Sequence[ManifestFileMeta], pruner: _Pruner | None = None
@@ -197,7 +195,7 @@ class ScanPlanner:
         def load(meta: ManifestFileMeta) -> list[ManifestEntry]:
             return [
                 e
-                for e in self.manifests.manifest(meta.file_name)
+                for e in self.manifests.manifest(meta.file_name, meta.file_size)
                 if pr.partition_ok(e.partition) and pr.bucket_ok(e.bucket, e.total_buckets)
             ]
 
@@ -233,10 +231,14 @@ class ScanPlanner:
         name = snapshot.changelog_manifest_list if changelog else snapshot.delta_manifest_list
         if not name:
             return Plan(snapshot.id, ())
+        size = (
+            snapshot.changelog_manifest_list_size if changelog
+            else snapshot.delta_manifest_list_size
+        )
         entries = [
             e
-            for e in self.read_entries(self.manifests.manifest_list(name), pruner)
-            if e.kind.name == "ADD"
+            for e in self.read_entries(self.manifests.manifest_list(name, size), pruner)
+            if e.kind is FileKind.ADD
         ]
         return Plan(snapshot.id, self._group(snapshot.id, entries, pruner, {}, merge=False))
 

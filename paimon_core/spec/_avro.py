@@ -311,6 +311,18 @@ def decode_records(data: bytes, path: str) -> tuple[Any, list[Any]]:
         raise CorruptMetadataError(path, reason) from e
 
 
+def _top_record(node: columns.Node) -> columns.Node:
+    """The record node of a top-level record or ``["null", record]`` union (pypaimon notes
+    that paimon-rust may write the latter)."""
+    if node[0] == "record":
+        return node
+    if node[0] == "union":
+        records = [b for b in node[1] if b[0] == "record"]
+        if len(records) == 1 and all(b[0] in ("record", "null") for b in node[1]):
+            return records[0]  # type: ignore[no-any-return]
+    raise _Corrupt("top-level Avro type is not a record")
+
+
 def decode_columns(
     data: bytes, path: str, expected: TypeDesc | None = None
 ) -> tuple[Any, int, Any]:
@@ -341,17 +353,20 @@ def decode_columns(
             node = columns.compile_schema(stripped)
         except columns.Unsupported as e:
             raise _Corrupt(f"unsupported writer schema: {e}") from e
-        if node[0] != "record":
-            raise _Corrupt("top-level Avro type is not a record")
+        record = _top_record(node)
         blocks = _plain_blocks(container)
         total = sum(c for c, _ in blocks)
         most = max((c for c, _ in blocks), default=0)
         if total > _LOCKSTEP_MIN_RECORDS and most * _LOCKSTEP_MIN_BLOCKS > total:
             # few large blocks: walking blocks in lock-step would be mostly numpy overhead
             rows = _fastavro_records(stripped, container.sync, blocks)
-            n, cols = len(rows), columns.rows_to_columns(node, rows)
+            n, cols = len(rows), columns.rows_to_columns(record, rows)
         else:
             n, cols = columns.decode_columns(node, blocks)
+            if node is not record:  # top-level ["null", record]: values came out as dicts
+                if any(r is None for r in cols):
+                    raise _Corrupt("null top-level record")
+                cols = columns.rows_to_columns(record, cols)
     except (_Corrupt, SchemaProblem, columns.Malformed) as e:
         raise CorruptMetadataError(path, str(e)) from e
     except (MemoryError, KeyboardInterrupt):

@@ -332,13 +332,12 @@ def decode_columns(node: Node, blocks: list[tuple[int, bytes]]) -> tuple[int, An
     """Decode decompressed container blocks with the compiled writer schema ``node``.
 
     Returns:
-        (number of records, columns as described in the module docstring).
+        (number of records, columns as described in the module docstring; for a top-level
+        type other than a record: the list of plain values).
 
     Raises:
         Malformed: the data does not decode (truncated values, bad lengths, leftover bytes).
     """
-    if node[0] != "record":
-        raise Unsupported("top-level schema is not a record")
     dec = _Decoder(b"".join(b for _, b in blocks))
     counts = np.array([c for c, _ in blocks], dtype=np.int64)
     sizes = np.array([len(b) for _, b in blocks], dtype=np.int64)

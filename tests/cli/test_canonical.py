@@ -74,7 +74,7 @@ def test_golden_scalars() -> None:
     cols = [("b", "BOOLEAN"), ("i", "INT"), ("f", "FLOAT"), ("d", "DOUBLE"),
             ("dec", "DECIMAL(10, 3)"), ("s", "STRING"), ("bin", "BYTES"), ("dt", "DATE"),
             ("tm", "TIME(3)"), ("ts", "TIMESTAMP(3)"), ("ltz", "TIMESTAMP(6) WITH LOCAL TIME ZONE")]
-    data = {
+    data: dict[str, list[Any]] = {
         "b": [True, None], "i": [-7, None], "f": [1.1, float("nan")], "d": [-0.0, float("-inf")],
         "dec": [decimal.Decimal("12.3"), None], "s": ['é"\\\n', None], "bin": [b"\x00\xff", None],
         "dt": [dt.date(1, 1, 1), None], "tm": [dt.time(1, 2, 3, 45000), None],
@@ -156,7 +156,7 @@ def test_oracle_numbers(oracle: ModuleType) -> None:
 def test_oracle_ints_and_bools(oracle: ModuleType) -> None:
     cols = [("t", "TINYINT"), ("s", "SMALLINT"), ("i", "INT NOT NULL"), ("b", "BIGINT"),
             ("z", "BOOLEAN")]
-    data = {"t": [-128, 127, 0, None], "s": [-32768, 32767, None, 1],
+    data: dict[str, list[Any]] = {"t": [-128, 127, 0, None], "s": [-32768, 32767, None, 1],
             "i": [-(2**31), 2**31 - 1, 0, 5], "b": [-(2**63), 2**63 - 1, None, 0],
             "z": [True, False, None, True]}
     _compare(oracle, _table(cols, data), cols)
@@ -166,7 +166,7 @@ def test_oracle_decimals(oracle: ModuleType) -> None:
     cols = [("a", "DECIMAL(5, 2)"), ("b", "DECIMAL(18, 4)"), ("c", "DECIMAL(38, 10)"),
             ("d", "DECIMAL(10, 0)"), ("e", "DECIMAL(38, 38)")]
     D = decimal.Decimal
-    data = {
+    data: dict[str, list[Any]] = {
         "a": [D("0"), D("-0.01"), D("999.99"), D("-999.99"), None, D("1.5")],
         "b": [D("0.0001"), D("-99999999999999.9999"), D("1"), None, D("12.3400"), D("0")],
         "c": [D("0.0000000001"), D("-0.0000000001"), D("9" * 28 + "." + "9" * 10),
@@ -181,7 +181,7 @@ def test_oracle_decimals(oracle: ModuleType) -> None:
 def test_oracle_strings_and_binary(oracle: ModuleType) -> None:
     cols = [("c", "CHAR(3)"), ("v", "VARCHAR(20)"), ("s", "STRING"), ("bn", "BINARY(4)"),
             ("vb", "BYTES")]
-    data = {
+    data: dict[str, list[Any]] = {
         "c": ["a", "abc", None, "ü", "", " x ", "\x00", "a/b"],
         "v": ['"quoted"', "back\\slash", "tab\tnl\n", "\u2028\u2029", "\x7f\x1f", "😀 emoji",
              None, "x=y%"],

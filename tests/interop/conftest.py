@@ -93,7 +93,7 @@ def _commands(shape: Shape, root: Path) -> list[dict[str, Any]]:
     compat = shape.mixed
 
     def on(engine: str) -> dict[str, Any]:
-        d = {**base, "engine": engine}
+        d: dict[str, Any] = {**base, "engine": engine}
         if engine == "pypaimon" and compat:
             d["pypaimon_compat"] = True
         return d

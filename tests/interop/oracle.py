@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -107,16 +107,24 @@ class Batch:
         self.out = open(workdir / f"batch-{name}.stdout", "w+", encoding="utf-8")  # noqa: SIM115
         self.err = open(workdir / f"batch-{name}.stderr", "w+", encoding="utf-8")  # noqa: SIM115
         self.t0 = time.monotonic()
+        self.t1: float | None = None
         self.proc = subprocess.Popen([str(ORACLE), "--batch", str(self.file)], cwd=workdir,
                                      env=oracle_env(), stdout=self.out, stderr=self.err)
 
+    def poll(self) -> bool:
+        """Whether the process has ended (records its wall time when it has)."""
+        if self.t1 is None and self.proc.poll() is not None:
+            self.t1 = time.monotonic()
+        return self.t1 is not None
+
     def wait(self) -> BatchResult:
         try:
-            rc = self.proc.wait(timeout=BATCH_TIMEOUT_S)
+            rc = self.proc.wait(timeout=max(1.0, BATCH_TIMEOUT_S - (time.monotonic() - self.t0)))
         except subprocess.TimeoutExpired:
             self.proc.kill()
             rc = self.proc.wait()
-        seconds = time.monotonic() - self.t0
+        self.poll()
+        seconds = (self.t1 or time.monotonic()) - self.t0
         self.out.seek(0)
         self.err.seek(0)
         stdout, stderr = self.out.read(), self.err.read()
@@ -129,9 +137,14 @@ class Batch:
         return BatchResult(self.name, rc, records, stdout, stderr, seconds)
 
 
-def run_batches(batches: dict[str, Sequence[dict[str, Any]]], workdir: Path) -> dict[str, BatchResult]:
+def run_batches(
+    batches: Mapping[str, Sequence[dict[str, Any]]], workdir: Path
+) -> dict[str, BatchResult]:
     """Runs several batch files concurrently (each one process / one JVM) and waits for all."""
     started = [Batch(name, cmds, workdir) for name, cmds in batches.items()]
+    deadline = time.monotonic() + BATCH_TIMEOUT_S
+    while not all([b.poll() for b in started]) and time.monotonic() < deadline:
+        time.sleep(0.2)
     results = {b.name: b.wait() for b in started}
     problems = []
     for b in started:

@@ -25,6 +25,7 @@ import pytest
 from paimon_core.spec.deletion_vector import decode_deletion_vectors, encode_deletion_vectors
 from paimon_core.spec.index_manifest import (
     DELETION_VECTORS_INDEX,
+    HASH_INDEX,
     IndexManifestEntry,
     decode_index_manifest,
     encode_index_manifest,
@@ -57,6 +58,7 @@ APPEND = {
     "options": {"bucket": "-1"},
 }
 PK_PLAIN = {**PK_DV, "options": {"bucket": "2", "metadata.stats-mode": "full"}}
+PK_DYNAMIC = {**PK_DV, "options": {"bucket": "-1"}}  # dynamic bucket: HASH index files
 
 
 def _rows(ids: range, version: int) -> list[dict[str, Any]]:
@@ -73,6 +75,7 @@ _JPK_STEPS = [
 TABLES: dict[str, tuple[str, dict[str, Any], list[Any]]] = {
     "jpk": ("java", PK_DV, _JPK_STEPS),
     "japp": ("java", APPEND, [_rows(range(0, 10), 1), _rows(range(10, 25), 2)]),
+    "pdyn": ("pypaimon", PK_DYNAMIC, [_rows(range(0, 30), 1), _rows(range(20, 45), 2)]),
     "ppk": ("pypaimon", PK_PLAIN, [_rows(range(0, 30), 1), _rows(range(10, 50), 2)]),
     "papp": ("pypaimon", APPEND, [_rows(range(0, 10), 1), _rows(range(5, 20), 2)]),
 }
@@ -211,6 +214,8 @@ def test_decode_engine_metadata(world: World, name: str) -> None:
             deleted_rows_seen += _check_index(t, js["indexManifest"], live, snap["id"])
     if name == "jpk":
         assert deleted_rows_seen > 0  # the DV table did produce deletion vectors
+    if name == "pdyn":  # the dynamic-bucket table did produce HASH index files
+        assert _snapshot_json(t, t.snapshots[-1]["id"]).get("indexManifest")
 
 
 def _data_path(t: Table, e: ManifestEntry) -> Path:
@@ -226,12 +231,18 @@ def _check_index(t: Table, name: str, live: dict[Any, ManifestEntry], sid: int) 
     entries = decode_index_manifest(path.read_bytes(), str(path))
     files = {(e.partition, e.bucket, e.file.file_name): e for e in live.values()}
     deleted_total = 0
+    hashed = 0
     for ie in entries:
         assert ie.kind is FileKind.ADD
-        assert ie.index_type == DELETION_VECTORS_INDEX
         dv_path = t.path / "index" / ie.file_name
         data = dv_path.read_bytes()
         assert len(data) == ie.file_size
+        if ie.index_type == HASH_INDEX:  # big-endian int32 key hashes, one per key (§4.8)
+            assert ie.file_size == 4 * ie.row_count
+            assert ie.dv_ranges is None
+            hashed += ie.row_count
+            continue
+        assert ie.index_type == DELETION_VECTORS_INDEX
         ranges = ie.dv_ranges or ()
         assert ie.row_count == len(ranges)
         vectors = decode_deletion_vectors(data, ranges, str(dv_path))
@@ -240,6 +251,9 @@ def _check_index(t: Table, name: str, live: dict[Any, ManifestEntry], sid: int) 
             assert positions.size > 0
             assert int(positions[-1]) < owner.file.row_count
             deleted_total += int(positions.size)
+    if hashed:  # dynamic bucket: every key of the table is hashed exactly once
+        assert hashed == len(t.reads[("java", sid)]), f"snapshot {sid}"
+        return deleted_total
     # with deletion vectors, readers skip level-0 files and drop deleted positions
     visible = sum(e.file.row_count for e in live.values() if e.file.level > 0) - deleted_total
     assert visible == len(t.reads[("java", sid)]), f"snapshot {sid}"

@@ -112,6 +112,8 @@ def _damage(path: Path, how: str) -> None:
         path.write_bytes(b"\x00\xffnot paimon metadata" * 7)
     elif how == "missing":
         path.unlink()
+    elif how == "appended":  # still a valid Avro prefix: only the recorded size tells
+        path.write_bytes(data + b"\x00" * 16)
 
 
 def _one(directory: Path, prefix: str) -> Path:
@@ -121,7 +123,7 @@ def _one(directory: Path, prefix: str) -> Path:
     raise AssertionError(f"no {prefix}* in {directory}")
 
 
-@pytest.mark.parametrize("how", ["empty", "truncated", "garbage"])
+@pytest.mark.parametrize("how", ["empty", "truncated", "garbage", "appended"])
 @pytest.mark.parametrize("kind", ["snapshot", "schema", "manifest-list", "manifest"])
 def test_damaged_metadata_is_a_typed_error_naming_the_file(copy: Path, kind: str, how: str) -> None:
     tdir = _table_dir(copy)
@@ -135,6 +137,8 @@ def test_damaged_metadata_is_a_typed_error_naming_the_file(copy: Path, kind: str
         victim = tdir / "manifest" / snap.delta_manifest_list
     else:
         victim = tdir / "manifest" / t.manifest_io.manifest_list(snap.delta_manifest_list)[0].file_name
+    if how == "appended" and kind == "manifest-list" and snap.delta_manifest_list_size is None:
+        pytest.skip("Java 0.9 records no manifest list sizes in the snapshot")
     _damage(victim, how)
     with pytest.raises(CorruptMetadataError) as ei:
         _lines(copy)

@@ -417,3 +417,13 @@ def test_encode_rejects_values_avro_int_cannot_hold() -> None:
         encode_manifest([_entry(0, level=2**40)])
     with pytest.raises(SchemaError):
         encode_manifest([_entry(0, file_size=2**64)])
+
+
+@pytest.mark.parametrize("n", [3, 600])  # lock-step path and fastavro path
+def test_top_level_nullable_record(n: int) -> None:
+    """A writer may wrap the row schema in ["null", record] (pypaimon handles that for Rust)."""
+    schema = ["null", JAVA09_SCHEMA]
+    records = [_record(_FILE_NAME=f"f{i}") for i in range(n)]
+    entries = decode_manifest(_write(schema, records), "m")  # type: ignore[arg-type]
+    assert [e.file.file_name for e in entries] == [f"f{i}" for i in range(n)]
+    _corrupt(_write(schema, [_record(), None]), "not a record|null top-level")  # type: ignore[arg-type, list-item]

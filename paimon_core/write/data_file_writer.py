@@ -1,0 +1,445 @@
+"""Writing one data (or changelog) file and its :class:`DataFileMeta`.
+
+Mirrors ``org.apache.paimon.io.RowDataFileWriter`` (append tables),
+``org.apache.paimon.io.KeyValueDataFileWriter`` (primary-key tables),
+``org.apache.paimon.io.DataFilePathFactory`` (names) and Paimon's Parquet layout
+(``ParquetSchemaConverter``), restricted to what Java 0.9 reads (spec §7.1, §8, §14.3):
+
+* columns in schema order; primary-key files start with ``_KEY_<k>`` (trimmed primary key),
+  ``_SEQUENCE_NUMBER`` (INT64) and ``_VALUE_KIND`` (INT32 annotated INT(8));
+* TIMESTAMP/LTZ p <= 3 as INT64 millis, 4..6 as INT64 micros (Java reads the unit implied by
+  the *Paimon precision*), p >= 7 as INT96 (pyarrow's INT96 switch covers the whole file, so a
+  table mixing p >= 7 with p <= 6 timestamps cannot be written: :class:`UnsupportedError`);
+* DECIMAL p <= 9 as INT32, p <= 18 as INT64 (Java 0.9 cannot read dictionary-encoded
+  FIXED_LEN_BYTE_ARRAY decimals of precision <= 18), larger as FIXED_LEN_BYTE_ARRAY;
+* TIME as INT32 millis, DATE INT32, TINYINT/SMALLINT INT32 with INT(8)/INT(16) annotations;
+* compression ``file.compression`` (zstd) at ``file.compression.zstd-level`` (1).
+
+File names are ``data-<uuid>-<n>.parquet`` / ``changelog-<uuid>-<n>.parquet`` with one uuid per
+:class:`DataFilePathFactory` and a counter that never repeats, so a retried write never
+reuses a name. Local files are created exclusively (``O_EXCL``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import os
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from paimon_core.errors import SchemaError, StorageError, UnsupportedError
+from paimon_core.io.file_io import FileIO, join
+from paimon_core.options import CoreOptions
+from paimon_core.read.data_file import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
+from paimon_core.spec.binary_row import serialize_binary_row
+from paimon_core.spec.manifest import DataFileMeta, FileSource
+from paimon_core.spec.schema import TableSchema
+from paimon_core.spec.stats import EMPTY_ROW, EMPTY_STATS, SimpleStats
+from paimon_core.types import (
+    ArrayType,
+    AtomicType,
+    DataField,
+    DataType,
+    MapType,
+    MultisetType,
+    RowType,
+    TypeRoot,
+    to_arrow_type,
+)
+from paimon_core.write.stats import StatsMode, collect_stats, stats_modes
+
+__all__ = [
+    "DataFilePathFactory",
+    "DataFileWriter",
+    "ParquetOptions",
+    "epoch_nanos_value",
+    "local_now_millis",
+    "split_by_size",
+]
+
+RETRACT_KINDS = (1, 3)
+_CODECS = {
+    "zstd": "zstd",
+    "snappy": "snappy",
+    "gzip": "gzip",
+    "lz4": "lz4",
+    "brotli": "brotli",
+    "none": "none",
+    "uncompressed": "none",
+}
+
+
+class DataFilePathFactory:
+    """Unique file names for one writer (``DataFilePathFactory``): one random uuid, one
+    thread-safe counter shared by data and changelog files."""
+
+    def __init__(self, file_format: str = "parquet") -> None:
+        self.uuid = str(uuid.uuid4())
+        self.file_format = file_format
+        self._counter = itertools.count()
+        self._lock = threading.Lock()
+
+    def _next(self) -> int:
+        with self._lock:
+            return next(self._counter)
+
+    def new_data_file_name(self) -> str:
+        return f"data-{self.uuid}-{self._next()}.{self.file_format}"
+
+    def new_changelog_file_name(self) -> str:
+        return f"changelog-{self.uuid}-{self._next()}.{self.file_format}"
+
+
+@dataclass(frozen=True, slots=True)
+class ParquetOptions:
+    """Parquet writer settings derived from table options."""
+
+    compression: str = "zstd"
+    compression_level: int | None = 1
+    int96_timestamps: bool = False
+
+    @classmethod
+    def from_schema(cls, schema: TableSchema) -> ParquetOptions:
+        """Validate the table's format options and timestamp precisions.
+
+        Raises:
+            UnsupportedError: a format other than parquet, an unknown codec, or a table that
+                mixes TIMESTAMP precision >= 7 with precision <= 6 columns.
+        """
+        if schema.file_format != "parquet":
+            raise UnsupportedError(
+                f"file.format={schema.file_format!r}: this writer only writes parquet"
+            )
+        opts = CoreOptions(schema.options)
+        raw = (opts.get("file.compression") or "zstd").strip().lower()
+        codec = _CODECS.get(raw)
+        if codec is None:
+            raise UnsupportedError(f"file.compression={raw!r} is not supported for parquet")
+        level: int | None = None
+        if codec == "zstd":
+            level = opts.get_int("file.compression.zstd-level", 1)
+        precisions: dict[str, list[int]] = {}
+        for f in schema.fields:
+            for p in _timestamp_precisions(f.type):
+                precisions.setdefault(f.name, []).append(p)
+        nanos = sorted(n for n, ps in precisions.items() if any(p >= 7 for p in ps))
+        others = sorted(n for n, ps in precisions.items() if any(p <= 6 for p in ps))
+        if nanos and others:
+            raise UnsupportedError(
+                f"timestamp columns {nanos} (precision >= 7, stored as INT96) and {others} "
+                "(precision <= 6, stored as INT64) cannot share a Java-readable parquet file: "
+                "pyarrow's INT96 switch applies to the whole file"
+            )
+        return cls(codec, level, bool(nanos))
+
+
+def _timestamp_precisions(t: DataType) -> list[int]:
+    if isinstance(t, AtomicType):
+        if t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+            return [t.precision if t.precision is not None else 6]
+        return []
+    if isinstance(t, (ArrayType, MultisetType)):
+        return _timestamp_precisions(t.element)
+    if isinstance(t, MapType):
+        return _timestamp_precisions(t.key) + _timestamp_precisions(t.value)
+    return [p for f in t.fields for p in _timestamp_precisions(f.type)]
+
+
+def physical_arrow_type(t: DataType) -> pa.DataType:
+    """The Arrow type handed to the Parquet writer: :func:`to_arrow_type` except that
+    TIMESTAMP(0) is written in milliseconds (Parquet has no seconds)."""
+    if isinstance(t, AtomicType):
+        if t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ) and (t.precision or 0) == 0:
+            return pa.timestamp("ms", tz="UTC" if t.root is TypeRoot.TIMESTAMP_LTZ else None)
+        return to_arrow_type(t)
+    if isinstance(t, ArrayType):
+        return pa.list_(pa.field("element", physical_arrow_type(t.element), t.element.nullable))
+    if isinstance(t, MapType):
+        return pa.map_(
+            pa.field("key", physical_arrow_type(t.key), False),
+            pa.field("value", physical_arrow_type(t.value), t.value.nullable),
+        )
+    if isinstance(t, MultisetType):
+        return pa.map_(
+            pa.field("key", physical_arrow_type(t.element), False),
+            pa.field("value", pa.int32(), False),
+        )
+    assert isinstance(t, RowType)
+    return pa.struct([pa.field(f.name, physical_arrow_type(f.type), f.type.nullable)
+                      for f in t.fields])
+
+
+def local_now_millis() -> int:
+    """Writer-local wall clock as if it were UTC, in millis (Java
+    ``Timestamp.fromLocalDateTime(LocalDateTime.now())``)."""
+    now = dt.datetime.now()
+    return (now - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
+
+
+def epoch_nanos_value(s: pa.Scalar, t: DataType) -> object:
+    """A key/partition value in the BinaryRow encoder's convention: timestamps as exact
+    ``int`` epoch nanoseconds, DATE as days, TIME as millis; others ``as_py()``."""
+    if not s.is_valid:
+        return None
+    if isinstance(t, AtomicType):
+        if t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+            unit = s.type.unit
+            return int(s.value) * {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[unit]
+        if t.root in (TypeRoot.DATE, TypeRoot.TIME):
+            return int(s.cast(pa.int32()).as_py())
+    return s.as_py()
+
+
+def split_by_size(
+    table: pa.Table, target_bytes: int, size: int | None = None
+) -> list[pa.Table]:
+    """Zero-copy slices of about ``target_bytes`` (Arrow size, or the given estimate of the
+    table's ``size``) each (``RollingFileWriter``)."""
+    n = table.num_rows
+    if n == 0:
+        return []
+    if size is None:
+        size = table.nbytes
+    if size <= target_bytes:
+        return [table]
+    rows = max(1, int(n * target_bytes // max(size, 1)))
+    return [table.slice(i, rows) for i in range(0, n, rows)]
+
+
+class DataFileWriter:
+    """Writes Parquet data/changelog files of one table and describes them.
+
+    Args:
+        file_io: storage.
+        schema: the table schema the files are written with.
+        path_factory: names of new files.
+        parquet: writer settings (default: from the schema's options).
+
+    ``written_paths`` lists every file this writer created (what an abort deletes).
+    """
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        schema: TableSchema,
+        path_factory: DataFilePathFactory,
+        *,
+        parquet: ParquetOptions | None = None,
+    ) -> None:
+        self.file_io = file_io
+        self.schema = schema
+        self.path_factory = path_factory
+        self.parquet = parquet or ParquetOptions.from_schema(schema)
+        self.fields = list(schema.fields)
+        self.is_pk = bool(schema.primary_keys)
+        self.key_names = list(schema.trimmed_primary_keys)
+        self.key_fields: list[DataField] = [schema.field(k) for k in self.key_names]
+        key_cols = [KEY_PREFIX + k for k in self.key_names]
+        opts = schema.options
+        self.value_modes: list[StatsMode] = stats_modes(
+            opts, schema.field_names, self.key_names if self.is_pk else ()
+        )
+        self.key_modes: list[StatsMode] = stats_modes(opts, key_cols, key_cols)
+        self.value_types = [f.type for f in self.fields]
+        self.key_types = [f.type.with_nullable(False) for f in self.key_fields]
+        self._file_schema = self._arrow_file_schema()
+        self._lock = threading.Lock()
+        self.written_paths: list[str] = []
+        self._dirs: set[str] = set()
+        self._dictionary: Sequence[str] | None = None
+
+    # ---- layout
+    def _arrow_file_schema(self) -> pa.Schema:
+        out = []
+        if self.is_pk:
+            for f in self.key_fields:
+                out.append(pa.field(KEY_PREFIX + f.name, physical_arrow_type(f.type), False))
+            out.append(pa.field(SEQUENCE_NUMBER, pa.int64(), False))
+            out.append(pa.field(VALUE_KIND, pa.int8(), False))
+        for f in self.fields:
+            out.append(pa.field(f.name, physical_arrow_type(f.type), f.type.nullable))
+        return pa.schema(out)
+
+    # ---- public
+    def write_append_file(
+        self, bucket_dir: str, table: pa.Table, min_sequence_number: int
+    ) -> DataFileMeta:
+        """Write the rows of an append table (columns = table columns) as one file whose rows
+        take sequence numbers ``min_sequence_number ..`` in order."""
+        n = table.num_rows
+        value_stats = collect_stats(
+            [table.column(i) for i in range(len(self.fields))], self.value_types,
+            self.value_modes
+        )
+        name = self.path_factory.new_data_file_name()
+        size = self._write(bucket_dir, name, table)
+        return self._meta(
+            name, size, n, EMPTY_ROW, EMPTY_ROW, EMPTY_STATS, value_stats,
+            min_sequence_number, min_sequence_number + n - 1, 0,
+        )
+
+    def write_kv_file(
+        self, bucket_dir: str, table: pa.Table, *, changelog: bool = False
+    ) -> DataFileMeta:
+        """Write rows of a primary-key table: ``table`` holds the table columns followed by
+        ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` and is sorted by key (then sequence)."""
+        n = table.num_rows
+        if n == 0:
+            raise SchemaError("cannot write an empty data file")
+        seq = table.column(SEQUENCE_NUMBER)
+        kind = table.column(VALUE_KIND)
+        keys = [table.column(k) for k in self.key_names]
+        values = [table.column(f.name) for f in self.fields]
+        file_table = pa.Table.from_arrays([*keys, seq, kind, *values], schema=None,
+                                          names=self._file_schema.names)
+        key_stats = collect_stats(keys, self.key_types, self.key_modes)
+        value_stats = collect_stats(values, self.value_types, self.value_modes)
+        seq_np = seq.to_numpy()
+        kinds = np.asarray(kind.to_numpy(), dtype=np.int8)
+        delete_rows = int(np.count_nonzero((kinds == 1) | (kinds == 3)))
+        min_key = serialize_binary_row(
+            [epoch_nanos_value(k[0], t) for k, t in zip(keys, self.key_types)], self.key_types
+        )
+        max_key = serialize_binary_row(
+            [epoch_nanos_value(k[n - 1], t) for k, t in zip(keys, self.key_types)],
+            self.key_types,
+        )
+        name = (
+            self.path_factory.new_changelog_file_name()
+            if changelog
+            else self.path_factory.new_data_file_name()
+        )
+        size = self._write(bucket_dir, name, file_table)
+        return self._meta(
+            name, size, n, min_key, max_key, key_stats, value_stats,
+            int(seq_np.min()), int(seq_np.max()), delete_rows,
+        )
+
+    # ---- internals
+    def _meta(
+        self,
+        name: str,
+        size: int,
+        rows: int,
+        min_key: bytes,
+        max_key: bytes,
+        key_stats: SimpleStats,
+        value_stats: SimpleStats,
+        min_seq: int,
+        max_seq: int,
+        delete_rows: int,
+    ) -> DataFileMeta:
+        return DataFileMeta(
+            file_name=name,
+            file_size=size,
+            row_count=rows,
+            min_key=min_key,
+            max_key=max_key,
+            key_stats=key_stats,
+            value_stats=value_stats,
+            min_sequence_number=min_seq,
+            max_sequence_number=max_seq,
+            schema_id=self.schema.id,
+            level=0,
+            extra_files=(),
+            creation_time=local_now_millis(),
+            delete_row_count=delete_rows,
+            embedded_index=None,
+            file_source=FileSource.APPEND,
+            value_stats_cols=None,
+            external_path=None,
+            first_row_id=None,
+            write_cols=None,
+        )
+
+    def _to_physical(self, table: pa.Table) -> pa.Table:
+        target = self._file_schema
+        if table.schema.equals(target, check_metadata=False):
+            return table
+        arrays = []
+        for i, f in enumerate(target):
+            col = table.column(i)
+            if col.type != f.type:
+                col = col.cast(f.type)  # only TIMESTAMP(0): seconds -> millis, exact
+            arrays.append(col)
+        return pa.Table.from_arrays(arrays, schema=target)
+
+    def _write(self, bucket_dir: str, name: str, table: pa.Table) -> int:
+        path = join(bucket_dir, name)
+        table = self._to_physical(table)
+        kwargs = self._writer_kwargs(table)
+        with self._lock:
+            if bucket_dir not in self._dirs:
+                self.file_io.mkdirs(bucket_dir)
+                self._dirs.add(bucket_dir)
+            self.written_paths.append(path)
+        try:
+            if self.file_io.is_local:
+                _, local = self.file_io.arrow_filesystem(path)
+                # reserve the name exclusively, then let Arrow write natively
+                fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                os.close(fd)
+                pq.write_table(table, local, **kwargs)
+                return os.path.getsize(local)
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink, **kwargs)
+            buf = sink.getvalue()
+            self.file_io.write_bytes(path, buf.to_pybytes())
+            return int(buf.size)
+        except FileExistsError as e:
+            raise StorageError(path, "data file already exists (name collision)") from e
+        except (pa.ArrowException, OSError) as e:
+            raise StorageError(path, f"writing the data file failed: {e}") from e
+
+    def _dictionary_choice(self, table: pa.Table) -> Sequence[str] | bool:
+        """Dictionary-encoded columns, decided on the first file big enough to judge and
+        kept for the writer's life (a wrong guess only costs compression)."""
+        if self._dictionary is not None:
+            return self._dictionary
+        choice = _dictionary_columns(table)
+        if isinstance(choice, bool):
+            return choice
+        self._dictionary = choice
+        return choice
+
+    def _writer_kwargs(self, table: pa.Table) -> Mapping[str, object]:
+        p = self.parquet
+        kwargs: dict[str, object] = {
+            "compression": p.compression,
+            "store_decimal_as_integer": True,
+            "use_deprecated_int96_timestamps": p.int96_timestamps,
+            "use_dictionary": self._dictionary_choice(table),
+            "write_statistics": True,
+        }
+        if p.compression_level is not None:
+            kwargs["compression_level"] = p.compression_level
+        return kwargs
+
+
+def _dictionary_columns(table: pa.Table) -> Sequence[str] | bool:
+    """Columns worth dictionary-encoding: those with few distinct values in the first rows
+    (trying a dictionary on unique values costs much CPU, and Parquet throws it away anyway
+    once the dictionary page overflows)."""
+    n = table.num_rows
+    if n <= _DICT_SAMPLE:
+        return True
+    out = []
+    for name, col in zip(table.column_names, table.columns):
+        t = col.type
+        if pa.types.is_nested(t):
+            out.append(name)
+        elif not pa.types.is_boolean(t):
+            sample = col.slice(0, _DICT_SAMPLE)
+            if len(sample.unique()) <= _DICT_SAMPLE // 4:
+                out.append(name)
+    return out
+
+
+_DICT_SAMPLE = 2048

@@ -1,0 +1,235 @@
+"""Column statistics of a data file, vectorised: min / max / null count per column.
+
+Mirrors ``org.apache.paimon.statistics.SimpleColStatsCollector`` and its modes
+(``metadata.stats-mode``, per column ``fields.<col>.stats-mode``):
+
+* ``none``: nothing (min, max and null count unknown);
+* ``counts``: null counts only;
+* ``truncate(N)`` (the default, ``truncate(16)``): strings' minimum cut to N code points,
+  maximum cut to N code points with the last one incremented (``TruncateSimpleColStatsCollector
+  .truncateMax``; when no code point can be incremented both min and max become unknown);
+  other types as ``full``;
+* ``full``: exact min and max.
+
+Order is Java's: strings and binary compare as unsigned bytes, numbers numerically, floats with
+``Double.compare`` (-0.0 < 0.0, NaN above +Infinity, so a column holding NaN has max NaN).
+Nested columns (ARRAY/MAP/MULTISET/ROW) get unknown min/max and a real null count.
+
+Stats are stored as :class:`~paimon_core.spec.stats.SimpleStats`: full arity (one slot per
+column, as Paimon 0.9 requires), the min and max rows encoded as BinaryRows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_core.errors import SchemaError
+from paimon_core.spec.binary_row import serialize_binary_row
+from paimon_core.spec.stats import SimpleStats
+from paimon_core.types import (
+    STRING_ROOTS,
+    AtomicType,
+    DataType,
+    TypeRoot,
+)
+
+__all__ = [
+    "DEFAULT_STATS_MODE",
+    "KEY_STATS_MODE",
+    "ColumnStats",
+    "StatsMode",
+    "collect_stats",
+    "column_stats",
+    "parse_stats_mode",
+    "stats_modes",
+    "truncate_max",
+    "truncate_min",
+]
+
+ModeKind = Literal["none", "counts", "truncate", "full"]
+_TRUNCATE = re.compile(r"TRUNCATE\((\d+)\)")
+_MAX_CODE_POINT = 0x10FFFF
+
+
+@dataclass(frozen=True, slots=True)
+class StatsMode:
+    """One column's stats mode (``SimpleColStatsCollector.Factory``)."""
+
+    kind: ModeKind
+    length: int = 0
+
+    def __str__(self) -> str:
+        return f"truncate({self.length})" if self.kind == "truncate" else self.kind
+
+
+DEFAULT_STATS_MODE = StatsMode("truncate", 16)
+#: What Java (1.x+) uses for primary-key columns unless a per-field option says otherwise.
+KEY_STATS_MODE = StatsMode("truncate", 128)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnStats:
+    """Stats of one column as Python values (see :mod:`paimon_core.spec.binary_row`)."""
+
+    min: Any
+    max: Any
+    null_count: int | None
+
+
+def parse_stats_mode(raw: str, key: str = "metadata.stats-mode") -> StatsMode:
+    """``none`` / ``counts`` / ``full`` / ``truncate(N)``, case-insensitive.
+
+    Raises:
+        SchemaError: any other value, or ``truncate(0)``.
+    """
+    upper = raw.strip().upper()
+    if upper in ("NONE", "COUNTS", "FULL"):
+        return StatsMode(upper.lower())  # type: ignore[arg-type]
+    m = _TRUNCATE.fullmatch(upper)
+    if m is not None:
+        n = int(m.group(1))
+        if n <= 0:
+            raise SchemaError(f"option {key}={raw!r}: truncate length must be positive")
+        return StatsMode("truncate", n)
+    raise SchemaError(
+        f"option {key}={raw!r} is not a stats mode (none, counts, truncate(N), full)"
+    )
+
+
+def stats_modes(
+    options: Mapping[str, str], names: Sequence[str], key_names: Sequence[str] = ()
+) -> list[StatsMode]:
+    """The mode of each column (``StatsCollectorFactories.createStatsFactories``).
+
+    ``fields.<name>.stats-mode`` wins; else columns in ``key_names`` (primary-key columns and
+    their ``_KEY_`` copies) use ``truncate(128)`` as Java 1.x does; else ``metadata.stats-mode``.
+    """
+    default_raw = options.get("metadata.stats-mode")
+    default = (
+        parse_stats_mode(default_raw) if default_raw is not None else DEFAULT_STATS_MODE
+    )
+    keys = set(key_names)
+    out = []
+    for n in names:
+        opt = f"fields.{n}.stats-mode"
+        raw = options.get(opt)
+        if raw is not None:
+            out.append(parse_stats_mode(raw, opt))
+        elif n in keys:
+            out.append(KEY_STATS_MODE)
+        else:
+            out.append(default)
+    return out
+
+
+def collect_stats(
+    columns: Sequence[pa.Array | pa.ChunkedArray],
+    types: Sequence[DataType],
+    modes: Sequence[StatsMode],
+) -> SimpleStats:
+    """The SimpleStats record of ``columns`` (one slot per column, in order).
+
+    Raises:
+        SchemaError: the three sequences differ in length.
+    """
+    if not len(columns) == len(types) == len(modes):
+        raise SchemaError(f"{len(columns)} columns, {len(types)} types, {len(modes)} modes")
+    stats = [column_stats(c, t, m) for c, t, m in zip(columns, types, modes)]
+    nullable = [t.with_nullable(True) for t in types]
+    mins = serialize_binary_row([s.min for s in stats], nullable)
+    maxs = serialize_binary_row([s.max for s in stats], nullable)
+    return SimpleStats(mins, maxs, tuple(s.null_count for s in stats))
+
+
+def column_stats(col: pa.Array | pa.ChunkedArray, t: DataType, mode: StatsMode) -> ColumnStats:
+    """Min, max (Python values, None = unknown) and null count of one column under ``mode``."""
+    if mode.kind == "none":
+        return ColumnStats(None, None, None)
+    nulls = col.null_count
+    if mode.kind == "counts" or not isinstance(t, AtomicType) or nulls == len(col):
+        return ColumnStats(None, None, nulls)
+    lo, hi = _min_max(col, t)
+    if mode.kind == "truncate" and t.root in STRING_ROOTS:
+        assert isinstance(lo, str) and isinstance(hi, str)
+        tmax = truncate_max(hi, mode.length)
+        if tmax is None:
+            return ColumnStats(None, None, nulls)
+        return ColumnStats(truncate_min(lo, mode.length), tmax, nulls)
+    return ColumnStats(lo, hi, nulls)
+
+
+def truncate_min(s: str, length: int) -> str:
+    """The first ``length`` code points (a lower bound of ``s``)."""
+    return s[:length]
+
+
+def truncate_max(s: str, length: int) -> str | None:
+    """An upper bound of ``s`` of at most ``length`` code points, or None when none exists
+    (``TruncateSimpleColStatsCollector.truncateMax``)."""
+    if len(s) <= length:
+        return s
+    for i in range(length - 1, -1, -1):
+        nxt = ord(s[i]) + 1
+        if nxt <= _MAX_CODE_POINT:
+            return s[:i] + chr(nxt)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# vectorised min / max
+
+
+def _min_max(col: pa.Array | pa.ChunkedArray, t: AtomicType) -> tuple[Any, Any]:
+    r = t.root
+    if r in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
+        return _float_min_max(col)
+    mm = pc.min_max(col)
+    lo, hi = mm["min"], mm["max"]
+    if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        return _epoch_nanos(lo), _epoch_nanos(hi)
+    if r is TypeRoot.DATE or r is TypeRoot.TIME:
+        return lo.cast(pa.int32()).as_py(), hi.cast(pa.int32()).as_py()
+    return lo.as_py(), hi.as_py()
+
+
+_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def _epoch_nanos(s: pa.Scalar) -> int:
+    unit = s.type.unit
+    return int(s.value) * _NANOS[unit]
+
+
+def _float_min_max(col: pa.Array | pa.ChunkedArray) -> tuple[float, float]:
+    """Java ``Double.compare`` order: -0.0 < 0.0 < ... < +Inf < NaN (all NaNs equal; the
+    first NaN met is kept, as a streaming collector would)."""
+    if col.null_count:
+        col = pc.drop_null(col)
+    if isinstance(col, pa.ChunkedArray):
+        v = np.concatenate([c.to_numpy(zero_copy_only=False) for c in col.chunks]) if (
+            col.num_chunks != 1
+        ) else col.chunk(0).to_numpy(zero_copy_only=False)
+    else:
+        v = col.to_numpy(zero_copy_only=False)
+    nan = np.isnan(v)
+    has_nan = bool(nan.any())
+    if has_nan and bool(nan.all()):
+        x = v[0].item()
+        return x, x
+    finite = v[~nan] if has_nan else v
+    lo = finite.min()
+    hi = v[int(np.argmax(nan))] if has_nan else finite.max()
+    if lo == 0 and not np.signbit(lo) and bool(np.signbit(finite[finite == 0]).any()):
+        lo = np.copysign(0.0, -1.0)
+    if not has_nan and hi == 0 and np.signbit(hi):
+        zeros = finite[finite == 0]
+        if not bool(np.signbit(zeros).all()):
+            hi = np.float64(0.0)
+    return float(lo), float(hi)

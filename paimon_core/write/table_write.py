@@ -1,0 +1,633 @@
+"""Phase one of the two-phase commit: writing data files and producing commit messages.
+
+Mirrors ``org.apache.paimon.table.sink.TableWriteImpl`` over ``KeyValueFileStoreWrite`` /
+``MergeTreeWriter`` (primary-key tables) and ``AppendOnlyFileStoreWrite`` /
+``AppendOnlyWriter`` (append tables):
+
+* every input batch is conformed to the schema (:func:`conform_input`), then routed, fully
+  vectorised, to its (partition, bucket): partition values by dictionary codes, fixed buckets
+  by Paimon's bucket-key hash, unaware-bucket append tables to bucket 0;
+* primary-key tables buffer records per bucket (bounded by ``write-buffer-size``); each record
+  takes the bucket's next sequence number in arrival order, continuing from the largest
+  ``_MAX_SEQUENCE_NUMBER`` of the bucket's live files in the latest snapshot (spec §7.3). A
+  flush sorts by key then sequence, keeps the newest record per key (``deduplicate``), and
+  writes sorted, key-unique level-0 files; ``changelog-producer=input`` also writes every raw
+  record to changelog files;
+* append tables buffer rows per bucket and write files of about ``target-file-size``;
+* :meth:`TableWrite.prepare_commit` flushes everything (buckets in parallel: pyarrow releases
+  the GIL) and returns one :class:`CommitMessage` per (partition, bucket) that got files.
+
+A TableWrite is not thread-safe; use one per task. It never compacts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_core.bucket import bucket_ids
+from paimon_core.errors import (
+    PaimonError,
+    SchemaError,
+    SnapshotNotExistError,
+    UnsupportedError,
+)
+from paimon_core.io.file_io import FileIO, join
+from paimon_core.options import CoreOptions, parse_memory_size
+from paimon_core.read.data_file import SEQUENCE_NUMBER, VALUE_KIND
+from paimon_core.read.merge import deduplicate
+from paimon_core.scan.file_entries import live_files
+from paimon_core.scan.planner import ScanPlanner
+from paimon_core.snapshot_manager import SnapshotManager
+from paimon_core.spec.binary_row import serialize_binary_row
+from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
+from paimon_core.spec.partition import partition_path
+from paimon_core.spec.schema import TableSchema
+from paimon_core.types import DataType
+from paimon_core.write.commit_message import CommitMessage
+from paimon_core.write.data_file_writer import (
+    DataFilePathFactory,
+    DataFileWriter,
+    ParquetOptions,
+    epoch_nanos_value,
+    split_by_size,
+)
+from paimon_core.write.input import conform_input, parse_row_kinds
+
+__all__ = ["TableWrite"]
+
+_MIB = 1024 * 1024
+_INT_LIKE = (pa.types.is_integer, pa.types.is_date, pa.types.is_timestamp, pa.types.is_time)
+
+
+@dataclass(eq=False)
+class _Piece:
+    """Rows routed to one bucket by one write call, gathered lazily (at flush time, in a
+    worker thread): ``rows`` are ascending indices into ``table`` (None = all rows)."""
+
+    table: pa.Table
+    rows: np.ndarray | None
+    kinds: np.ndarray | None  # row kinds of the selected rows; None = all +I
+    first_seq: int
+    nbytes: int
+
+    @property
+    def num_rows(self) -> int:
+        return self.table.num_rows if self.rows is None else len(self.rows)
+
+    def materialize(self) -> pa.Table:
+        return self.table if self.rows is None else self.table.take(pa.array(self.rows))
+
+
+@dataclass(eq=False)
+class _Bucket:
+    """State of one (partition, bucket) writer."""
+
+    partition: bytes
+    bucket: int
+    bucket_dir: str
+    next_seq: int = 0
+    buffer: list[_Piece] = field(default_factory=list)
+    buffered_bytes: int = 0
+    new_files: list[DataFileMeta] = field(default_factory=list)
+    changelog_files: list[DataFileMeta] = field(default_factory=list)
+
+    def add(self, piece: _Piece) -> None:
+        self.buffer.append(piece)
+        self.buffered_bytes += piece.nbytes
+
+    def take_buffer(self) -> pa.Table | None:
+        if not self.buffer:
+            return None
+        parts = [p.materialize() for p in self.buffer]
+        self.buffer = []
+        self.buffered_bytes = 0
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+class TableWrite:
+    """Writes rows of one table into data files (phase one of the commit).
+
+    Args:
+        file_io: storage.
+        table_path: the table directory.
+        schema: the schema to write with (files record its id).
+        commit_user: the committing pipeline's identity (kept for the committer).
+        snapshot_manager: to find the latest snapshot (sequence number restore).
+        planner: a planner of ``schema`` without predicate (lists live files).
+        max_workers: threads writing buckets in parallel (default: CPU count, at least 2).
+
+    Raises:
+        UnsupportedError: a table this writer cannot produce correct files for (dynamic or
+            postpone bucket primary-key tables, merge engines other than ``deduplicate``,
+            deletion vectors or ``first-row`` on primary-key tables, non-parquet formats,
+            non-legacy partition names, mixed timestamp precisions).
+        SchemaError: invalid write options.
+    """
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        table_path: str,
+        schema: TableSchema,
+        *,
+        commit_user: str,
+        snapshot_manager: SnapshotManager,
+        planner: ScanPlanner,
+        max_workers: int | None = None,
+    ) -> None:
+        self.file_io = file_io
+        self.table_path = table_path
+        self.schema = schema
+        self.commit_user = commit_user
+        self.snapshot_manager = snapshot_manager
+        self.planner = planner
+        self.options = CoreOptions(schema.options)
+        self.is_pk = bool(schema.primary_keys)
+        self.num_buckets = schema.num_buckets
+        self._check_supported()
+        self.max_workers = max_workers or max(2, os.cpu_count() or 2)
+        self.part_keys = list(schema.partition_keys)
+        self.part_types: list[DataType] = [schema.field(k).type for k in self.part_keys]
+        self.key_names = list(schema.trimmed_primary_keys)
+        self.bucket_keys = list(schema.bucket_keys) if self.num_buckets > 0 else []
+        self.bucket_types: list[DataType] = [schema.field(k).type for k in self.bucket_keys]
+        self.sequence_fields = list(self.options.sequence_fields)
+        for c in self.sequence_fields:
+            schema.field(c)  # typed error for an unknown column
+        self.ignore_delete = self.options.ignore_delete()
+        self.changelog_input = self.is_pk and self.options.changelog_producer == "input"
+        self.rowkind_field = self.options.get("rowkind.field")
+        if self.rowkind_field is not None:
+            schema.field(self.rowkind_field)
+        self.default_partition = self.options.partition_default_name
+        default_target = 128 * _MIB if self.is_pk else 256 * _MIB
+        raw_target = self.options.get("target-file-size")
+        self.target_file_size = (
+            parse_memory_size("target-file-size", raw_target) if raw_target else default_target
+        )
+        raw_buffer = self.options.get("write-buffer-size")
+        self.write_buffer_size = (
+            parse_memory_size("write-buffer-size", raw_buffer) if raw_buffer else 256 * _MIB
+        )
+        if self.target_file_size <= 0 or self.write_buffer_size <= 0:
+            raise SchemaError("target-file-size and write-buffer-size must be positive")
+        self.path_factory = DataFilePathFactory(schema.file_format)
+        self.writer = DataFileWriter(
+            file_io, schema, self.path_factory, parquet=ParquetOptions.from_schema(schema)
+        )
+        self._buckets: dict[tuple[bytes, int], _Bucket] = {}
+        self._touched: set[tuple[bytes, int]] = set()
+        self._restored: dict[tuple[bytes, int], int] | None = None
+        self._restored_snapshot: int | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._closed = False
+        # per write call: partition dictionary codes and bucket of every input row
+        self._part_dicts: list[tuple[np.ndarray, pa.Array]] = []
+        self._bucket_col: np.ndarray | None = None
+
+    def _check_supported(self) -> None:
+        o = self.options
+        n = self.num_buckets
+        if self.is_pk:
+            if n == -1:
+                raise UnsupportedError(
+                    "primary-key tables with bucket=-1 (dynamic bucket) need a hash index this "
+                    "writer does not maintain; create the table with a fixed bucket count"
+                )
+            engine = o.merge_engine
+            if engine != "deduplicate":
+                raise UnsupportedError(f"merge-engine {engine!r} is not supported by this writer")
+            if o.deletion_vectors_enabled:
+                raise UnsupportedError(
+                    "deletion-vectors.enabled=true: readers skip level-0 files, and this writer "
+                    "does not compact"
+                )
+        if n == -2 or n == 0 or n < -2:
+            raise UnsupportedError(f"bucket={n} is not supported by this writer")
+        if o.get_bool("partition.legacy-name", True) is False:
+            raise UnsupportedError("partition.legacy-name=false is not supported (Paimon 0.9)")
+        bf = (o.get("bucket-function.type") or "default").strip().lower()
+        if bf != "default":
+            raise UnsupportedError(f"bucket-function.type={bf!r} is not supported")
+
+    # ------------------------------------------------------------------ public API
+    def write_arrow(
+        self, data: pa.Table | pa.RecordBatch, *, row_kind_column: str | None = None
+    ) -> None:
+        """Write rows (all ``+I`` unless ``row_kind_column`` or the table option
+        ``rowkind.field`` gives each row's kind).
+
+        Raises:
+            SchemaError: input that does not fit the schema (nothing is written then).
+            UnsupportedError: retract rows (-U/-D) into an append table.
+        """
+        self._check_open()
+        table, kinds = conform_input(data, self.schema, row_kind_column=row_kind_column)
+        if kinds is None and self.rowkind_field is not None:
+            kinds = parse_row_kinds(table.column(self.rowkind_field), self.rowkind_field)
+        self._write(table, kinds)
+
+    def delete_arrow(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Delete the keys of ``data`` (every row becomes ``-D``). Columns other than the
+        primary key may be omitted when nullable.
+
+        Raises:
+            UnsupportedError: an append table.
+            SchemaError: input that does not fit the schema.
+        """
+        self._check_open()
+        if not self.is_pk:
+            raise UnsupportedError("delete_arrow needs a primary-key table (append tables are "
+                                   "insert-only)")
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        have = set(data.column_names)
+        for f in self.schema.fields:
+            if f.name not in have and f.type.nullable:
+                data = data.append_column(f.name, pa.nulls(data.num_rows))
+        table, _ = conform_input(data, self.schema)
+        self._write(table, np.full(table.num_rows, 3, dtype=np.int8))
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Flush everything and hand over the files written since the last call: one
+        message per (partition, bucket) with new files. The writer is then ready for the
+        next commit (sequence numbers keep increasing)."""
+        self._check_open()
+        self._run([b for b in self._buckets.values() if b.buffer], self._flush_final)
+        out = []
+        for b in self._buckets.values():
+            if b.new_files or b.changelog_files:
+                out.append(
+                    CommitMessage(
+                        partition=b.partition,
+                        bucket=b.bucket,
+                        total_buckets=self.num_buckets,
+                        new_files=tuple(b.new_files),
+                        changelog_files=tuple(b.changelog_files),
+                        table_path=self.table_path,
+                        schema_id=self.schema.id,
+                    )
+                )
+            b.new_files = []
+            b.changelog_files = []
+        out.sort(key=lambda m: (m.partition, m.bucket))
+        self.writer.written_paths.clear()
+        self._touched.clear()
+        return out
+
+    def abort(self) -> None:
+        """Drop buffered rows and delete every file written since the last
+        :meth:`prepare_commit`. Files already handed out in commit messages are the caller's
+        to abort (``TableCommit.abort(messages)``)."""
+        for b in self._buckets.values():
+            b.buffer = []
+            b.buffered_bytes = 0
+            b.new_files = []
+            b.changelog_files = []
+        paths = list(self.writer.written_paths)
+        self.writer.written_paths.clear()
+        errors = []
+        for p in paths:
+            try:
+                self.file_io.delete(p)
+            except PaimonError as e:  # keep deleting the others
+                errors.append(e)
+        self._touched.clear()
+        if errors:
+            raise errors[0]
+
+    def close(self) -> None:
+        """Abort what was not prepared, then release the thread pool."""
+        if self._closed:
+            return
+        try:
+            self.abort()
+        finally:
+            self._closed = True
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+
+    def __enter__(self) -> TableWrite:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ routing
+    def _check_open(self) -> None:
+        if self._closed:
+            raise PaimonError("this TableWrite is closed")
+
+    def _write(self, table: pa.Table, kinds: np.ndarray | None) -> None:
+        if kinds is not None:
+            if not self.is_pk:
+                if bool((kinds != 0).any()):
+                    i = int(np.argmax(kinds != 0))
+                    raise UnsupportedError(
+                        f"append tables accept only +I rows; row {i} has kind "
+                        f"{['+I', '-U', '+U', '-D'][int(kinds[i])]}"
+                    )
+                kinds = None
+            elif self.ignore_delete:
+                keep = (kinds != 1) & (kinds != 3)
+                if not bool(keep.all()):
+                    table = table.filter(pa.array(keep))
+                    kinds = kinds[keep]
+        n = table.num_rows
+        if n == 0:
+            return
+        groups = self._group(table)
+        bytes_per_row = table.nbytes / n
+        full = []
+        for rows, first in groups:
+            st = self._bucket_state(first)
+            count = n if rows is None else len(rows)
+            piece_kinds = kinds if rows is None or kinds is None else kinds[rows]
+            st.add(_Piece(table, rows, piece_kinds, st.next_seq, int(bytes_per_row * count)))
+            if self.is_pk:
+                st.next_seq += count
+            elif st.buffered_bytes >= self.target_file_size:
+                full.append(st)
+        self._run(full, self._flush_full_files)
+        self._relieve_memory()
+
+    def _group(self, table: pa.Table) -> list[tuple[np.ndarray | None, int]]:
+        """Rows of each (partition, bucket): ascending row indices (None = every row) and the
+        first row of the group (to resolve its partition values and bucket)."""
+        n = table.num_rows
+        codes = np.zeros(n, dtype=np.int64)
+        radix = 1
+        self._part_dicts = []
+        for k in self.part_keys:
+            col = table.column(k)
+            arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            enc = pc.dictionary_encode(arr, null_encoding="encode")
+            idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+            self._part_dicts.append((idx, enc.dictionary))
+            codes, radix = _combine(codes, radix, idx, len(enc.dictionary))
+        if self.num_buckets > 0:
+            b = bucket_ids(
+                [table.column(k) for k in self.bucket_keys], self.bucket_types, self.num_buckets
+            ).astype(np.int64)
+            self._bucket_col = b
+            codes, radix = _combine(codes, radix, b, self.num_buckets)
+        else:
+            self._bucket_col = None
+        if radix == 1 or n == 1:
+            return [(None, 0)]
+        if radix > 4 * n + 1024:
+            _, codes = np.unique(codes, return_inverse=True)
+        counts = np.bincount(codes)
+        present = np.flatnonzero(counts)
+        if len(present) == 1:
+            return [(None, 0)]
+        if len(present) <= 16:
+            groups = [np.flatnonzero(codes == g) for g in present]
+        else:
+            order = np.argsort(codes, kind="stable")
+            groups = np.split(order, np.cumsum(counts[present])[:-1])
+        return [(g, int(g[0])) for g in groups]
+
+    def _bucket_state(self, row: int) -> _Bucket:
+        """The writer of the (partition, bucket) of original row ``row``."""
+        values = [
+            epoch_nanos_value(dic[int(idx[row])], t)
+            for (idx, dic), t in zip(self._part_dicts, self.part_types)
+        ]
+        bucket = int(self._bucket_col[row]) if self._bucket_col is not None else 0
+        partition = serialize_binary_row(values, self.part_types)
+        key = (partition, bucket)
+        state = self._buckets.get(key)
+        if state is None:
+            ppath = partition_path(values, self.part_keys, self.part_types, self.default_partition)
+            bucket_dir = (
+                join(self.table_path, ppath, f"bucket-{bucket}")
+                if ppath
+                else join(self.table_path, f"bucket-{bucket}")
+            )
+            state = _Bucket(partition, bucket, bucket_dir)
+            self._buckets[key] = state
+        if key not in self._touched:
+            restored = self._restored_max(key)
+            if restored is not None:
+                state.next_seq = max(state.next_seq, restored + 1)
+            self._touched.add(key)
+        return state
+
+    def _restored_max(self, key: tuple[bytes, int]) -> int | None:
+        """Largest ``_MAX_SEQUENCE_NUMBER`` of the bucket's live files in the latest snapshot.
+
+        Refreshed at the first bucket touched in each round (between two
+        :meth:`prepare_commit`): a full read of the live files the first time, afterwards only
+        the delta manifests of snapshots committed by *other* commit users (snapshots of our
+        own commit user hold files of this writer, whose counters are already higher; as in
+        Java, one writer per bucket and commit user is assumed)."""
+        if not self._touched or self._restored is None:
+            self._refresh_restored()
+        assert self._restored is not None
+        return self._restored.get(key)
+
+    def _refresh_restored(self) -> None:
+        sm = self.snapshot_manager
+        latest_id = sm.latest_snapshot_id()
+        cached = self._restored_snapshot
+        if self._restored is not None and latest_id == cached:
+            return
+        if self._restored is not None and cached is not None and latest_id is not None and (
+            latest_id > cached
+        ):
+            try:
+                snaps = [sm.snapshot(i) for i in range(cached + 1, latest_id + 1)]
+            except SnapshotNotExistError:
+                snaps = None  # expired meanwhile: read everything again
+            if snaps is not None:
+                for snap in snaps:
+                    if snap.commit_user == self.commit_user:
+                        continue
+                    metas = self.planner.manifests.manifest_list(snap.delta_manifest_list)
+                    self._note_max(e for e in self.planner.read_entries(metas)
+                                   if e.kind is FileKind.ADD)
+                self._restored_snapshot = latest_id
+                return
+        self._restored = {}
+        self._restored_snapshot = latest_id
+        if latest_id is None:
+            return
+        latest = sm.snapshot(latest_id)
+        planner = self.planner
+        self._note_max(live_files(
+            planner.read_entries(planner.data_manifests(latest)),
+            source=planner.manifests.path(latest.base_manifest_list),
+        ))
+
+    def _note_max(self, entries: Iterable[ManifestEntry]) -> None:
+        assert self._restored is not None
+        for e in entries:
+            k = (e.partition, e.bucket)
+            self._restored[k] = max(self._restored.get(k, -1), e.file.max_sequence_number)
+
+    # ------------------------------------------------------------------ buffering
+    def _relieve_memory(self) -> None:
+        total = sum(b.buffered_bytes for b in self._buckets.values())
+        if total <= self.write_buffer_size:
+            return
+        victims = []
+        for b in sorted(self._buckets.values(), key=lambda b: -b.buffered_bytes):
+            if total <= self.write_buffer_size // 2 or not b.buffered_bytes:
+                break
+            victims.append(b)
+            total -= b.buffered_bytes
+        self._run(victims, self._flush_final)
+
+    # ------------------------------------------------------------------ flushing
+    def _run(self, states: Sequence[_Bucket], fn: Callable[[_Bucket], None]) -> None:
+        if not states:
+            return
+        if len(states) == 1 or self.max_workers <= 1:
+            for s in states:
+                fn(s)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix="paimon-write")
+        futures = [self._pool.submit(fn, s) for s in states]
+        first: BaseException | None = None
+        for f in futures:
+            exc = f.exception()
+            if exc is not None and first is None:
+                first = exc
+        if first is not None:
+            raise first
+
+    def _flush_final(self, st: _Bucket) -> None:
+        if self.is_pk:
+            self._flush_pk(st)
+        else:
+            self._flush_append(st, final=True)
+
+    def _flush_full_files(self, st: _Bucket) -> None:
+        self._flush_append(st, final=False)
+
+    def _flush_append(self, st: _Bucket, *, final: bool) -> None:
+        size = st.buffered_bytes
+        t = st.take_buffer()
+        if t is None:
+            return
+        parts = split_by_size(t, self.target_file_size, size)
+        if not final and parts and parts[-1].nbytes < self.target_file_size:
+            rest = parts.pop()
+            st.add(_Piece(rest, None, None, 0, rest.nbytes))
+        for p in parts:
+            meta = self.writer.write_append_file(st.bucket_dir, p, st.next_seq)
+            st.next_seq += p.num_rows
+            st.new_files.append(meta)
+
+    def _flush_pk(self, st: _Bucket) -> None:
+        """Sort the bucket's records by (key, sequence), keep the newest per key and write
+        level-0 files (plus every raw record as changelog with ``changelog-producer=input``).
+
+        Ordering is computed on a thin table (keys, sequence columns, position); the wide rows
+        are gathered once, in their final order."""
+        if not st.buffer:
+            return
+        bytes_per_row = st.buffered_bytes / max(1, sum(p.num_rows for p in st.buffer)) + 9
+        source, rows, seq, kinds = _gather(st.buffer)
+        st.buffer = []
+        st.buffered_bytes = 0
+        thin_cols = [*self.key_names, *(c for c in self.sequence_fields
+                                        if c not in self.key_names)]
+        thin = {c: _take(source.column(c), rows) for c in thin_cols}
+        thin[SEQUENCE_NUMBER] = pa.array(seq, pa.int64())
+        n = len(seq)
+
+        def wide(positions: np.ndarray | None) -> pa.Table:
+            sel = rows if positions is None else (positions if rows is None else rows[positions])
+            t = source if sel is None else source.take(pa.array(sel))
+            s_ = seq if positions is None else seq[positions]
+            k_ = kinds if positions is None else kinds[positions]
+            return t.append_column(SEQUENCE_NUMBER, pa.array(s_, pa.int64())).append_column(
+                VALUE_KIND, pa.array(k_, pa.int8())
+            )
+
+        ascending = self._strictly_ascending(thin)
+        if self.changelog_input:
+            order = None if ascending else np.asarray(
+                pc.sort_indices(
+                    pa.table(thin),
+                    sort_keys=[(k, "ascending") for k in (*self.key_names, SEQUENCE_NUMBER)],
+                ).to_numpy()
+            )
+            changes = wide(order)
+            for p in split_by_size(changes, self.target_file_size,
+                                   int(changes.num_rows * bytes_per_row)):
+                st.changelog_files.append(
+                    self.writer.write_kv_file(st.bucket_dir, p, changelog=True)
+                )
+        if ascending:
+            merged = wide(None)
+        else:
+            thin["__pos"] = pa.array(np.arange(n, dtype=np.int64))
+            winners = deduplicate(
+                pa.table(thin), self.key_names, [*self.sequence_fields, SEQUENCE_NUMBER]
+            )
+            merged = wide(np.asarray(winners.column("__pos").to_numpy(), dtype=np.int64))
+        for p in split_by_size(merged, self.target_file_size,
+                               int(merged.num_rows * bytes_per_row)):
+            st.new_files.append(self.writer.write_kv_file(st.bucket_dir, p))
+
+    def _strictly_ascending(self, thin: dict[str, pa.Array]) -> bool:
+        """True when a single integer-like key is strictly ascending in arrival order: the
+        records are then already sorted and unique (no merge needed)."""
+        if len(self.key_names) != 1 or self.sequence_fields:
+            return False
+        col = thin[self.key_names[0]]
+        if not any(f(col.type) for f in _INT_LIKE) or col.null_count:
+            return False
+        k = _int_values(col)
+        return k.size <= 1 or bool((k[1:] > k[:-1]).all())
+
+
+def _gather(
+    pieces: Sequence[_Piece],
+) -> tuple[pa.Table, np.ndarray | None, np.ndarray, np.ndarray]:
+    """``(source, rows, seq, kinds)``: the buffered records are ``source`` rows ``rows``
+    (None = all) in arrival order, with their sequence numbers and kinds."""
+    seqs = [np.arange(p.first_seq, p.first_seq + p.num_rows, dtype=np.int64) for p in pieces]
+    kinds = [
+        p.kinds if p.kinds is not None else np.zeros(p.num_rows, dtype=np.int8) for p in pieces
+    ]
+    if len(pieces) == 1:
+        return pieces[0].table, pieces[0].rows, seqs[0], kinds[0]
+    source = pa.concat_tables([p.materialize() for p in pieces])
+    return source, None, np.concatenate(seqs), np.concatenate(kinds)
+
+
+def _take(col: pa.ChunkedArray, rows: np.ndarray | None) -> pa.Array:
+    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return arr if rows is None else arr.take(pa.array(rows))
+
+
+def _combine(
+    codes: np.ndarray, radix: int, idx: np.ndarray, cardinality: int
+) -> tuple[np.ndarray, int]:
+    """Mixed-radix code of one more grouping column (re-densified before int64 overflow)."""
+    if radix * max(cardinality, 1) >= 2**62:
+        uniq, codes = np.unique(codes, return_inverse=True)
+        radix = len(uniq)
+        codes = codes.astype(np.int64)
+    return codes + idx * radix, radix * max(cardinality, 1)
+
+
+def _int_values(arr: pa.Array) -> np.ndarray:
+    t = arr.type
+    if not pa.types.is_integer(t):
+        arr = arr.view(pa.int64() if t.bit_width == 64 else pa.int32())
+    return np.asarray(arr.to_numpy(zero_copy_only=False))
+

@@ -1,0 +1,352 @@
+"""TableWrite: routing, sequence numbers, in-buffer merge, rolling, flushing, abort."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from paimon_core.bucket import bucket_ids
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.errors import PaimonError, SchemaError, UnsupportedError
+from paimon_core.schema_builder import Schema
+from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
+from paimon_core.table import FileStoreTable
+from paimon_core.types import parse_sql_type
+from paimon_core.write.commit_message import CommitMessage
+
+PK_COLS = [("dt", "STRING"), ("id", "BIGINT"), ("v", "STRING")]
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> FileSystemCatalog:
+    return FileSystemCatalog(str(tmp_path / "wh"))
+
+
+def pk_table(catalog: FileSystemCatalog, name: str = "db.pk", **options: str) -> FileStoreTable:
+    opts = {"bucket": "2", **options}
+    return catalog.create_table(
+        name, Schema.of(PK_COLS, partition_keys=["dt"], primary_keys=["dt", "id"],
+                        options=opts))
+
+
+def rows(dt: list[str], ids: list[int], v: list[str | None]) -> pa.Table:
+    return pa.table({"dt": dt, "id": pa.array(ids, pa.int64()), "v": pa.array(v, pa.string())})
+
+
+def commit(table: FileStoreTable, msgs: list[CommitMessage], ident: int) -> None:
+    table.new_commit("test-user").commit(msgs, ident)
+
+
+def read_sorted(table: FileStoreTable) -> list[dict[str, Any]]:
+    return sorted(table.to_arrow().to_pylist(), key=lambda r: (r["dt"], r["id"]))
+
+
+def files_of(msgs: list[CommitMessage]) -> Iterator[tuple[CommitMessage, Any]]:
+    for m in msgs:
+        for f in m.new_files:
+            yield m, f
+
+
+def bucket_dir(table: FileStoreTable, m: CommitMessage) -> str:
+    pt = deserialize_binary_row(m.partition, [table.schema.field("dt").type])[0]
+    return os.path.join(table.path, f"dt={pt}", f"bucket-{m.bucket}")
+
+
+def read_file(table: FileStoreTable, m: CommitMessage, f: Any) -> pa.Table:
+    return pq.read_table(os.path.join(bucket_dir(table, m), f.file_name))
+
+
+# --------------------------------------------------------------------------------- PK tables
+
+
+def test_in_buffer_dedup_and_sequence_numbers(catalog: FileSystemCatalog) -> None:
+    t = pk_table(catalog, bucket="1")
+    w = t.new_write("u")
+    w.write_arrow(rows(["a"] * 4, [3, 1, 3, 2], ["x", "y", "z", None]))
+    w.write_arrow(rows(["a"], [1], ["y2"]))
+    msgs = w.prepare_commit()
+    assert len(msgs) == 1 and len(msgs[0].new_files) == 1
+    m, f = next(files_of(msgs))
+    data = read_file(t, m, f)
+    assert data.column("_KEY_id").to_pylist() == [1, 2, 3]
+    assert data.column("v").to_pylist() == ["y2", None, "z"]
+    assert data.column("_SEQUENCE_NUMBER").to_pylist() == [4, 3, 2]
+    assert (f.row_count, f.min_sequence_number, f.max_sequence_number) == (3, 2, 4)
+    key = [parse_sql_type("BIGINT NOT NULL")]
+    assert f.min_key == serialize_binary_row([1], key)
+    assert f.max_key == serialize_binary_row([3], key)
+    assert m.total_buckets == 1 and m.table_path == t.path and m.schema_id == 0
+    commit(t, msgs, 1)
+    assert read_sorted(t) == [{"dt": "a", "id": 1, "v": "y2"}, {"dt": "a", "id": 2, "v": None},
+                              {"dt": "a", "id": 3, "v": "z"}]
+
+
+def test_sequence_numbers_continue_across_commits_and_writers(
+    catalog: FileSystemCatalog,
+) -> None:
+    t = pk_table(catalog, bucket="1")
+    w = t.new_write("u")
+    w.write_arrow(rows(["a", "a"], [1, 2], ["x", "y"]))
+    m1 = w.prepare_commit()
+    assert [(f.min_sequence_number, f.max_sequence_number) for _, f in files_of(m1)] == [(0, 1)]
+    commit(t, m1, 1)
+    w.write_arrow(rows(["a"], [1], ["x2"]))
+    m2 = w.prepare_commit()
+    assert [f.min_sequence_number for _, f in files_of(m2)] == [2]
+    commit(t, m2, 2)
+    # a brand-new writer restores from the latest snapshot; another partition starts at 0
+    w2 = catalog.get_table("db.pk").new_write("u2")
+    w2.write_arrow(rows(["a", "b"], [2, 9], ["y2", "q"]))
+    got = {(m.partition, f.min_sequence_number) for m, f in files_of(w2.prepare_commit())}
+    pa_ = serialize_binary_row(["a"], [parse_sql_type("STRING NOT NULL")])
+    pb = serialize_binary_row(["b"], [parse_sql_type("STRING NOT NULL")])
+    assert got == {(pa_, 3), (pb, 0)}
+    # the old writer sees the other writer's commit before its next round
+    w3 = t.new_write("u3")
+    w3.write_arrow(rows(["a"], [5], ["v"]))
+    commit(t, w3.prepare_commit(), 3)  # seq 3
+    w.write_arrow(rows(["a"], [1], ["x3"]))
+    assert [f.min_sequence_number for _, f in files_of(w.prepare_commit())] == [4]
+
+
+def test_deletes_and_retractions(catalog: FileSystemCatalog) -> None:
+    t = pk_table(catalog)
+    w = t.new_write("u")
+    w.write_arrow(rows(["a", "a", "b"], [1, 2, 3], ["x", "y", "z"]))
+    commit(t, w.prepare_commit(), 1)
+    w.delete_arrow(pa.table({"dt": ["a"], "id": pa.array([2], pa.int64())}))  # keys only
+    kinds = pa.array(["-U", "+U", "-D"])
+    w.write_arrow(rows(["b", "b", "a"], [3, 3, 1], ["z", "z2", "x"]).append_column("k", kinds),
+                  row_kind_column="k")
+    msgs = w.prepare_commit()
+    deletes = {f.file_name: f.delete_row_count for _, f in files_of(msgs)}
+    assert sorted(deletes.values()) == [0, 2] or sorted(deletes.values()) == [0, 1, 1]
+    for m, f in files_of(msgs):
+        data = read_file(t, m, f)
+        kinds_in_file = data.column("_VALUE_KIND").to_pylist()
+        assert f.delete_row_count == sum(k in (1, 3) for k in kinds_in_file)
+    commit(t, msgs, 2)
+    assert read_sorted(t) == [{"dt": "b", "id": 3, "v": "z2"}]
+
+
+def test_ignore_delete_and_sequence_field(catalog: FileSystemCatalog) -> None:
+    t = pk_table(catalog, "db.ign", **{"ignore-delete": "true"})
+    w = t.new_write("u")
+    w.write_arrow(rows(["a"], [1], ["x"]))
+    w.delete_arrow(rows(["a"], [1], ["x"]))
+    msgs = w.prepare_commit()
+    assert sum(f.row_count for _, f in files_of(msgs)) == 1
+    commit(t, msgs, 1)
+    assert read_sorted(t) == [{"dt": "a", "id": 1, "v": "x"}]
+    s = catalog.create_table("db.seq", Schema.of(
+        [("id", "INT"), ("ver", "INT"), ("v", "STRING")], primary_keys=["id"],
+        options={"bucket": "1", "sequence.field": "ver"}))
+    w = s.new_write("u")
+    w.write_arrow(pa.table({"id": [1, 1, 1], "ver": [5, 9, 7], "v": ["a", "b", "c"]}))
+    msgs = w.prepare_commit()
+    commit(s, msgs, 1)
+    assert s.to_arrow().to_pylist() == [{"id": 1, "ver": 9, "v": "b"}]
+
+
+def test_changelog_producer_input(catalog: FileSystemCatalog) -> None:
+    t = pk_table(catalog, "db.cl", **{"changelog-producer": "input", "bucket": "1"})
+    w = t.new_write("u")
+    w.write_arrow(rows(["a", "a", "a"], [2, 1, 2], ["x", "y", "x2"]).append_column(
+        "k", pa.array(["+I", "+I", "+U"])), row_kind_column="k")
+    msgs = w.prepare_commit()
+    (m,) = msgs
+    assert len(m.changelog_files) == 1 and len(m.new_files) == 1
+    cl = m.changelog_files[0]
+    assert cl.file_name.startswith("changelog-") and cl.row_count == 3
+    data = pq.read_table(os.path.join(bucket_dir(t, m), cl.file_name))
+    assert data.column("_KEY_id").to_pylist() == [1, 2, 2]
+    assert data.column("_SEQUENCE_NUMBER").to_pylist() == [1, 0, 2]
+    assert data.column("_VALUE_KIND").to_pylist() == [0, 0, 2]
+    commit(t, msgs, 1)
+    ch = t.changes(0, 1)
+    assert sorted(zip(ch.column("_kind").to_pylist(), ch.column("v").to_pylist())) == [
+        ("+I", "x"), ("+I", "y"), ("+U", "x2")]
+
+
+def test_rolling_at_small_target_file_size(catalog: FileSystemCatalog) -> None:
+    t = pk_table(catalog, "db.roll", **{"target-file-size": "4 kb", "bucket": "1"})
+    w = t.new_write("u")
+    n = 3000
+    ids = np.random.default_rng(1).permutation(n)
+    w.write_arrow(rows(["a"] * n, ids.tolist(), [f"v{i}" for i in ids]))
+    msgs = w.prepare_commit()
+    files = [f for _, f in files_of(msgs)]
+    assert len(files) > 5
+    assert sum(f.row_count for f in files) == n
+    key = [parse_sql_type("BIGINT NOT NULL")]
+    ranges = sorted((deserialize_binary_row(f.min_key, key)[0],
+                     deserialize_binary_row(f.max_key, key)[0]) for f in files)
+    for (_, hi), (lo, _) in zip(ranges, ranges[1:]):
+        assert hi < lo  # sorted, non-overlapping files
+    commit(t, msgs, 1)
+    assert len(t.to_arrow()) == n
+    a = catalog.create_table("db.aroll", Schema.of(
+        [("x", "BIGINT")], options={"target-file-size": "8 kb"}))
+    aw = a.new_write("u")
+    for _ in range(4):
+        aw.write_arrow(pa.table({"x": pa.array(np.arange(1000), pa.int64())}))
+    amsgs = aw.prepare_commit()
+    afiles = [f for _, f in files_of(amsgs)]
+    # files roll at 8 KiB of Arrow data (1024 int64 rows); the rest is flushed at the end
+    counts = sorted((f.min_sequence_number, f.row_count) for f in afiles)
+    assert [c for _, c in counts] == [1024, 1024, 1024, 928]
+    assert [s for s, _ in counts] == [0, 1024, 2048, 3072]
+    assert all(f.max_sequence_number == f.min_sequence_number + f.row_count - 1 for f in afiles)
+
+
+def test_buffer_flush_at_small_write_buffer_size(catalog: FileSystemCatalog) -> None:
+    t = pk_table(catalog, "db.buf", **{"write-buffer-size": "2 kb", "bucket": "1"})
+    w = t.new_write("u")
+    for i in range(3):
+        w.write_arrow(rows(["a"] * 200, list(range(200)), [f"{i}"] * 200))
+    # files were written before prepare_commit, one per flush, with increasing sequences
+    written = [p for p in Path(t.path).rglob("data-*.parquet")]
+    assert len(written) == 3
+    msgs = w.prepare_commit()
+    files = sorted((f for _, f in files_of(msgs)), key=lambda f: f.min_sequence_number)
+    assert [(f.min_sequence_number, f.max_sequence_number) for f in files] == [
+        (0, 199), (200, 399), (400, 599)]
+    commit(t, msgs, 1)
+    assert {r["v"] for r in t.to_arrow().to_pylist()} == {"2"}  # the newest flush wins
+
+
+def test_abort_deletes_unprepared_files_only(catalog: FileSystemCatalog) -> None:
+    t = pk_table(catalog, "db.ab", **{"write-buffer-size": "1 kb", "bucket": "1"})
+    w = t.new_write("u")
+    w.write_arrow(rows(["a"] * 100, list(range(100)), ["x"] * 100))
+    handed_out = w.prepare_commit()
+    kept = {f.file_name for _, f in files_of(handed_out)}
+    w.write_arrow(rows(["a"] * 100, list(range(100)), ["y"] * 100))  # flushed (tiny buffer)
+    before = {p.name for p in Path(t.path).rglob("*.parquet")}
+    assert len(before) > len(kept)
+    w.abort()
+    after = {p.name for p in Path(t.path).rglob("*.parquet")}
+    assert after == kept
+    assert w.prepare_commit() == []
+    # the writer stays usable, names are never reused, sequence numbers keep increasing
+    w.write_arrow(rows(["a"], [1], ["z"]))
+    again = w.prepare_commit()
+    new_names = {f.file_name for _, f in files_of(again)}
+    assert not new_names & before
+    assert min(f.min_sequence_number for _, f in files_of(again)) >= 200
+    commit(t, handed_out + again, 1)
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()}[1] == "z"
+
+
+def test_close_aborts_and_refuses_more_writes(catalog: FileSystemCatalog) -> None:
+    t = pk_table(catalog, "db.cl2", **{"write-buffer-size": "1 kb"})
+    with t.new_write("u") as w:
+        w.write_arrow(rows(["a"] * 100, list(range(100)), ["x"] * 100))
+    assert list(Path(t.path).rglob("*.parquet")) == []
+    with pytest.raises(PaimonError, match="closed"):
+        w.write_arrow(rows(["a"], [1], ["x"]))
+
+
+def test_partitions_null_empty_special(catalog: FileSystemCatalog) -> None:
+    t = catalog.create_table("db.parts", Schema.of(
+        [("p", "STRING"), ("q", "INT"), ("x", "INT")], partition_keys=["p", "q"]))
+    w = t.new_write("u")
+    w.write_arrow(pa.table({"p": ["a/b=c", None, "", " ", "a/b=c"], "q": [1, 2, None, 4, 1],
+                            "x": [1, 2, 3, 4, 5]}))
+    msgs = w.prepare_commit()
+    assert all(m.bucket == 0 and m.total_buckets == -1 for m in msgs)
+    dirs = {str(p.parent.relative_to(t.path)) for p in Path(t.path).rglob("*.parquet")}
+    assert dirs == {"p=a%2Fb%3Dc/q=1/bucket-0", "p=__DEFAULT_PARTITION__/q=2/bucket-0",
+                    "p=__DEFAULT_PARTITION__/q=__DEFAULT_PARTITION__/bucket-0",
+                    "p=__DEFAULT_PARTITION__/q=4/bucket-0"}
+    assert len(msgs) == 4  # '' and NULL are different partitions that share a directory
+    commit(t, msgs, 1)
+    got = sorted(t.to_arrow().to_pylist(), key=lambda r: r["x"])
+    assert [r["p"] for r in got] == ["a/b=c", None, "", " ", "a/b=c"]
+
+
+def test_bucketed_append_and_routing(catalog: FileSystemCatalog) -> None:
+    t = catalog.create_table("db.bk", Schema.of(
+        [("k", "STRING"), ("x", "INT")], options={"bucket": "4", "bucket-key": "k"}))
+    keys = [f"key{i}" for i in range(200)]
+    w = t.new_write("u")
+    w.write_arrow(pa.table({"k": keys, "x": list(range(200))}))
+    msgs = w.prepare_commit()
+    expected = bucket_ids([pa.array(keys)], [parse_sql_type("STRING")], 4)
+    for m in msgs:
+        assert m.total_buckets == 4
+        for f in m.new_files:
+            got = pq.read_table(os.path.join(t.path, f"bucket-{m.bucket}", f.file_name))
+            assert all(expected[x] == m.bucket for x in got.column("x").to_pylist())
+    assert sum(f.row_count for _, f in files_of(msgs)) == 200
+    w.write_arrow(pa.table({"k": ["a"], "x": [1]}).append_column("kind", pa.array(["+I"])),
+                  row_kind_column="kind")
+    with pytest.raises(UnsupportedError, match="only \\+I"):
+        w.write_arrow(pa.table({"k": ["a"], "x": [1], "kind": ["-D"]}), row_kind_column="kind")
+    with pytest.raises(UnsupportedError):
+        w.delete_arrow(pa.table({"k": ["a"], "x": [1]}))
+
+
+def test_rowkind_field_option(catalog: FileSystemCatalog) -> None:
+    t = catalog.create_table("db.rk", Schema.of(
+        [("id", "INT"), ("op", "STRING"), ("v", "INT")], primary_keys=["id"],
+        options={"bucket": "1", "rowkind.field": "op"}))
+    w = t.new_write("u")
+    w.write_arrow(pa.table({"id": [1, 2, 1], "op": ["+I", "+I", "-D"], "v": [1, 2, 1]}))
+    commit(t, w.prepare_commit(), 1)
+    assert t.to_arrow().to_pylist() == [{"id": 2, "op": "+I", "v": 2}]
+
+
+@pytest.mark.parametrize("schema, match", [
+    (Schema.of([("id", "INT")], primary_keys=["id"]), "dynamic bucket"),
+    (Schema.of([("id", "INT"), ("v", "INT")], primary_keys=["id"],
+               options={"bucket": "1", "merge-engine": "partial-update"}), "partial-update"),
+    (Schema.of([("id", "INT")], primary_keys=["id"],
+               options={"bucket": "1", "merge-engine": "first-row"}), "first-row"),
+    (Schema.of([("id", "INT")], primary_keys=["id"],
+               options={"bucket": "1", "deletion-vectors.enabled": "true"}), "deletion"),
+    (Schema.of([("a", "INT")], options={"file.format": "orc"}), "orc"),
+    (Schema.of([("a", "TIMESTAMP(9)"), ("b", "TIMESTAMP(3)")]), "INT96"),
+    (Schema.of([("a", "INT")], options={"partition.legacy-name": "false"}), "legacy"),
+])
+def test_unsupported_tables(catalog: FileSystemCatalog, schema: Schema, match: str) -> None:
+    t = catalog.create_table("db.u", schema)
+    with pytest.raises(UnsupportedError, match=match):
+        t.new_write("u")
+
+
+def test_bad_options(catalog: FileSystemCatalog) -> None:
+    t = catalog.create_table("db.o", Schema.of(
+        [("id", "INT")], primary_keys=["id"],
+        options={"bucket": "1", "write-buffer-size": "lots"}))
+    with pytest.raises(SchemaError):
+        t.new_write("u")
+
+
+def test_many_partitions_one_call(catalog: FileSystemCatalog) -> None:
+    t = catalog.create_table("db.mp", Schema.of(
+        [("p", "INT"), ("q", "STRING"), ("id", "BIGINT"), ("v", "DOUBLE")],
+        partition_keys=["p", "q"], primary_keys=["p", "q", "id"], options={"bucket": "3"}))
+    rng = np.random.default_rng(5)
+    n = 5000
+    data = pa.table({"p": rng.integers(0, 20, n).astype(np.int32),
+                     "q": pa.array(rng.choice(["x", "y", "z"], n)),
+                     "id": rng.integers(0, 400, n), "v": rng.random(n)})
+    w = t.new_write("u")
+    w.write_arrow(data)
+    msgs = w.prepare_commit()
+    assert len({(m.partition, m.bucket) for m in msgs}) == len(msgs)
+    commit(t, msgs, 1)
+    # model: last occurrence of every key wins
+    model: dict[tuple[int, str, int], float] = {}
+    for r in data.to_pylist():
+        model[(r["p"], r["q"], r["id"])] = r["v"]
+    got = {(r["p"], r["q"], r["id"]): r["v"] for r in t.to_arrow().to_pylist()}
+    assert got == model
