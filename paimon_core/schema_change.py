@@ -22,6 +22,9 @@ Rules (Java 0.9 unless marked *stricter*):
   CHAR and BINARY targets are refused because Java pads old values to the new length on read.
 * Nullability: a primary-key column cannot become nullable (Java); *stricter:* a nullable column
   cannot become NOT NULL (old files may hold nulls; Java >= 1.0 refuses it by default too).
+* *Stricter:* once the table has snapshots, the nullability or comment of a field nested in a
+  ROW cannot change: it changes the column's type, and Java 0.9 then fails to read every older
+  file ("Only support column type evolution in atomic data type"; it accepts the ALTER).
 * Options, when the table has snapshots: the immutable options of 0.9 (``bucket-key``,
   ``merge-engine``, ``sequence.field``, ...) cannot change; ``bucket`` cannot be reset, changed
   from or to -1 (a fixed N -> M change is allowed, as in 0.9: existing partitions must then be
@@ -312,6 +315,19 @@ def _move(fields: list[DataField], move: Move) -> list[DataField]:
     return out
 
 
+def _check_nested_path(path: tuple[str, ...], has_snapshots: bool, what: str) -> None:
+    """Paimon 0.9 reads a file column as is only when its type equals the table's ignoring
+    the *outer* nullability (``SchemaEvolutionUtil``); any other difference in a ROW/ARRAY/MAP
+    column fails with "Only support column type evolution in atomic data type". A nested
+    field's nullability or comment is part of the type, so changing it would make every
+    existing file unreadable by Java 0.9 (checked with the oracle)."""
+    if len(path) > 1 and has_snapshots:
+        raise SchemaError(
+            f"cannot change the {what} of nested field {'.'.join(path)!r} of a table with "
+            "snapshots: Paimon 0.9 could no longer read its existing files"
+        )
+
+
 def _with_nullable(nullable: bool) -> Callable[[DataField], DataField]:
     return lambda f: replace(f, type=f.type.with_nullable(nullable))
 
@@ -439,6 +455,7 @@ def apply_changes(
         elif isinstance(change, UpdateColumnNullability):
             path = change.field_names
             assert isinstance(path, tuple)
+            _check_nested_path(path, has_snapshots, "nullability")
             if len(path) == 1 and change.nullable and path[0] in old.primary_keys:
                 raise SchemaError(f"cannot make primary key column {path[0]!r} nullable")
             target_field = _field_at(fields, path)
@@ -451,6 +468,7 @@ def apply_changes(
         elif isinstance(change, UpdateColumnComment):
             path = change.field_names
             assert isinstance(path, tuple)
+            _check_nested_path(path, has_snapshots, "comment")
             fields = _update_nested(fields, path, _with_description(change.description))
         elif isinstance(change, UpdateColumnPosition):
             fields = _move(fields, change.move)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import random
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -51,6 +53,54 @@ def join(*parts: str) -> str:
     return out
 
 
+#: S3 answers that mean "the request was not applied, try again" (AWS documents 409
+#: ConditionalRequestConflict for concurrent conditional writes to one key).
+_S3_RETRY_CODES = frozenset({"ConditionalRequestConflict", "OperationAborted", "SlowDown",
+                             "RequestTimeout", "InternalError", "ServiceUnavailable"})
+_S3_RETRY_STATUS = frozenset({409, 500, 502, 503, 504})
+_S3_ATTEMPTS = 6
+#: Modules whose exceptions are storage failures (translated to StorageError, rule I6).
+_REMOTE_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "urllib3")
+
+
+def _s3_error(e: BaseException) -> tuple[str | None, int | None]:
+    """(S3 error code, HTTP status) of an exception or of the botocore error it wraps."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        response = getattr(cur, "response", None)
+        if isinstance(response, dict):
+            err = response.get("Error") or {}
+            meta = response.get("ResponseMetadata") or {}
+            status = meta.get("HTTPStatusCode")
+            code = err.get("Code")
+            return (str(code) if code is not None else None,
+                    int(status) if status is not None else None)
+        cur = cur.__cause__ or cur.__context__
+    return None, None
+
+
+def _is_precondition_failed(e: BaseException) -> bool:
+    code, status = _s3_error(e)
+    return code == "PreconditionFailed" or status == 412
+
+
+def _is_retryable_s3(e: BaseException) -> bool:
+    code, status = _s3_error(e)
+    return code in _S3_RETRY_CODES or status in _S3_RETRY_STATUS
+
+
+def _is_remote_error(e: BaseException) -> bool:
+    mod = type(e).__module__ or ""
+    return mod.split(".", 1)[0] in _REMOTE_MODULES or isinstance(e, TimeoutError)
+
+
+def _backoff(attempt: int) -> None:
+    """Exponential back-off with full jitter (50 ms, 100 ms, ... capped at 2 s)."""
+    time.sleep(random.uniform(0, min(2.0, 0.05 * 2**attempt)))
+
+
 class FileIO:
     """Storage for one warehouse root (any path under any scheme is accepted).
 
@@ -82,6 +132,10 @@ class FileIO:
     @property
     def is_local(self) -> bool:
         return self.scheme == "file"
+
+    @property
+    def is_s3(self) -> bool:
+        return self.scheme in ("s3", "s3a")
 
     @property
     def fs(self) -> Any:
@@ -141,13 +195,23 @@ class FileIO:
             if e.errno == errno.ENOENT:
                 raise FileNotFoundInTableError(path) from e
             raise StorageError(path, str(e) or type(e).__name__) from e
+        except Exception as e:
+            # botocore / aiohttp errors that s3fs passes through untranslated (endpoint
+            # unreachable, read timeouts, ...): never let a library error escape (I6)
+            if self.is_local or not _is_remote_error(e):
+                raise
+            raise StorageError(path, f"{type(e).__name__}: {e}") from e
 
     def read_bytes(self, path: str) -> bytes:
         with self._translate(path):
             if self.is_local:
                 with open(self._fs_path(path), "rb") as f:
                     return f.read()
-            data: bytes = self.fs.cat_file(self._fs_path(path))
+            if self.is_s3:
+                # one GET (s3fs would HEAD first to decide on a concurrent download)
+                data: bytes = self.fs.cat_file(self._fs_path(path), max_concurrency=1)
+            else:
+                data = self.fs.cat_file(self._fs_path(path))
             return data
 
     def read_text(self, path: str) -> str:
@@ -175,7 +239,25 @@ class FileIO:
             if self.is_local:
                 return os.path.exists(self._fs_path(path))
             self.invalidate(path)
-            return bool(self.fs.exists(self._fs_path(path)))
+            if not self.is_s3:
+                return bool(self.fs.exists(self._fs_path(path)))
+            try:
+                return bool(self.fs.exists(self._fs_path(path)))
+            except PermissionError:
+                # S3 answers HEAD of a *missing* key with 403 when the principal may not
+                # list the bucket; a 403 proves nothing: ask a listing, which either answers
+                # exactly or fails with a typed StorageError
+                return self._s3_exists_by_listing(path)
+
+    def _s3_exists_by_listing(self, path: str) -> bool:
+        bucket, _, key = self._fs_path(path).partition("/")
+        key = key.rstrip("/")
+        # the exact key sorts first among the keys it prefixes
+        out = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=key, MaxKeys=1)
+        if any(obj.get("Key") == key for obj in out.get("Contents", [])):
+            return True
+        out = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=key + "/", MaxKeys=1)
+        return bool(out.get("Contents") or out.get("CommonPrefixes"))
 
     def size(self, path: str) -> int:
         with self._translate(path):
@@ -263,7 +345,17 @@ class FileIO:
             parent = self._fs_path(path).rsplit("/", 1)[0]
             if self.scheme == "memory":
                 self.fs.makedirs(parent, exist_ok=True)
-            self.fs.pipe_file(self._fs_path(path), data)
+                self.fs.pipe_file(self._fs_path(path), data)
+                return
+            for attempt in range(_S3_ATTEMPTS):
+                try:
+                    self.fs.pipe_file(self._fs_path(path), data)
+                    return
+                except OSError as e:
+                    # an unconditional PUT is idempotent: retry what S3 says to retry
+                    if attempt + 1 >= _S3_ATTEMPTS or not _is_retryable_s3(e):
+                        raise
+                _backoff(attempt)
 
     def try_create(self, path: str, data: bytes) -> bool:
         """Atomically create ``path`` with ``data`` only if it does not exist.
@@ -300,11 +392,32 @@ class FileIO:
                 self.fs.makedirs(fp.rsplit("/", 1)[0], exist_ok=True)
                 self.fs.pipe_file(fp, data)
                 return True
+            return self._s3_try_create(path, data)
+
+    def _s3_try_create(self, path: str, data: bytes) -> bool:
+        """``PutObject`` with ``If-None-Match: *``.
+
+        * 412 PreconditionFailed means "exists", with or without the ``<Condition>`` element
+          s3fs looks for (some S3-compatible stores omit it).
+        * 409 ConditionalRequestConflict (a concurrent conditional write to the same key),
+          and throttling / 5xx answers s3fs gave up on, were not applied: retried with
+          jittered back-off, a bounded number of times.
+        * A lost response is retried by botocore and then answered 412 for our own object:
+          False here; the caller reads the object back to decide (rule 2).
+        """
+        for attempt in range(_S3_ATTEMPTS):
             try:
                 self.fs.pipe_file(self._fs_path(path), data, mode="create")
+                return True
             except FileExistsError:
                 return False
-            return True
+            except OSError as e:
+                if _is_precondition_failed(e):
+                    return False
+                if attempt + 1 >= _S3_ATTEMPTS or not _is_retryable_s3(e):
+                    raise
+            _backoff(attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def delete(self, path: str) -> bool:
         """Delete a file; False if it did not exist."""

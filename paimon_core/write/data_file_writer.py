@@ -269,14 +269,20 @@ class DataFileWriter:
 
     # ---- public
     def write_append_file(
-        self, bucket_dir: str, table: pa.Table, min_sequence_number: int
+        self,
+        bucket_dir: str,
+        table: pa.Table,
+        min_sequence_number: int,
+        *,
+        constant: Sequence[int] = (),
     ) -> DataFileMeta:
         """Write the rows of an append table (columns = table columns) as one file whose rows
-        take sequence numbers ``min_sequence_number ..`` in order."""
+        take sequence numbers ``min_sequence_number ..`` in order. ``constant`` lists columns
+        holding one value in these rows (partition columns)."""
         n = table.num_rows
         value_stats = collect_stats(
             [table.column(i) for i in range(len(self.fields))], self.value_types,
-            self.value_modes
+            self.value_modes, constant=constant,
         )
         name = self.path_factory.new_data_file_name()
         size = self._write(bucket_dir, name, table)
@@ -286,10 +292,16 @@ class DataFileWriter:
         )
 
     def write_kv_file(
-        self, bucket_dir: str, table: pa.Table, *, changelog: bool = False
+        self,
+        bucket_dir: str,
+        table: pa.Table,
+        *,
+        changelog: bool = False,
+        constant: Sequence[int] = (),
     ) -> DataFileMeta:
         """Write rows of a primary-key table: ``table`` holds the table columns followed by
-        ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` and is sorted by key (then sequence)."""
+        ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` and is sorted by key (then sequence).
+        ``constant`` lists table columns holding one value in these rows."""
         n = table.num_rows
         if n == 0:
             raise SchemaError("cannot write an empty data file")
@@ -300,7 +312,8 @@ class DataFileWriter:
         file_table = pa.Table.from_arrays([*keys, seq, kind, *values], schema=None,
                                           names=self._file_schema.names)
         key_stats = collect_stats(keys, self.key_types, self.key_modes)
-        value_stats = collect_stats(values, self.value_types, self.value_modes)
+        value_stats = collect_stats(values, self.value_types, self.value_modes,
+                                    constant=constant)
         seq_np = seq.to_numpy()
         kinds = np.asarray(kind.to_numpy(), dtype=np.int8)
         delete_rows = int(np.count_nonzero((kinds == 1) | (kinds == 3)))

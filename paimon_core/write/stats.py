@@ -22,7 +22,7 @@ column, as Paimon 0.9 requires), the min and max rows encoded as BinaryRows.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -133,15 +133,27 @@ def collect_stats(
     columns: Sequence[pa.Array | pa.ChunkedArray],
     types: Sequence[DataType],
     modes: Sequence[StatsMode],
+    *,
+    constant: Collection[int] = (),
 ) -> SimpleStats:
     """The SimpleStats record of ``columns`` (one slot per column, in order).
+
+    Args:
+        columns: the columns.
+        types: their Paimon types.
+        modes: their stats modes.
+        constant: indices of columns known to hold a single value (partition columns of a
+            bucket): their stats come from the first row.
 
     Raises:
         SchemaError: the three sequences differ in length.
     """
     if not len(columns) == len(types) == len(modes):
         raise SchemaError(f"{len(columns)} columns, {len(types)} types, {len(modes)} modes")
-    stats = [column_stats(c, t, m) for c, t, m in zip(columns, types, modes)]
+    stats = [
+        _constant_stats(c, t, m) if i in constant and len(c) else column_stats(c, t, m)
+        for i, (c, t, m) in enumerate(zip(columns, types, modes))
+    ]
     nullable = [t.with_nullable(True) for t in types]
     mins = serialize_binary_row([s.min for s in stats], nullable)
     maxs = serialize_binary_row([s.max for s in stats], nullable)
@@ -163,6 +175,13 @@ def column_stats(col: pa.Array | pa.ChunkedArray, t: DataType, mode: StatsMode) 
             return ColumnStats(None, None, nulls)
         return ColumnStats(truncate_min(lo, mode.length), tmax, nulls)
     return ColumnStats(lo, hi, nulls)
+
+
+def _constant_stats(col: pa.Array | pa.ChunkedArray, t: DataType, mode: StatsMode) -> ColumnStats:
+    one = column_stats(col.slice(0, 1), t, mode)
+    if one.null_count is None:
+        return one
+    return ColumnStats(one.min, one.max, len(col) if one.null_count else 0)
 
 
 def truncate_min(s: str, length: int) -> str:

@@ -81,8 +81,25 @@ class _Piece:
     def num_rows(self) -> int:
         return self.table.num_rows if self.rows is None else len(self.rows)
 
-    def materialize(self) -> pa.Table:
-        return self.table if self.rows is None else self.table.take(pa.array(self.rows))
+    def materialize(self, constant: Sequence[int] = ()) -> pa.Table:
+        return take_rows(self.table, self.rows, constant)
+
+
+def take_rows(table: pa.Table, rows: np.ndarray | None, constant: Sequence[int] = ()) -> pa.Table:
+    """``table.take(rows)``; columns listed in ``constant`` hold one value in these rows (the
+    partition columns of a bucket) and are rebuilt by repetition instead of gathered."""
+    if rows is None:
+        return table
+    if not constant or len(rows) == 0:
+        return table.take(pa.array(rows))
+    idx = pa.array(rows)
+    first = int(rows[0])
+    cols = [
+        pa.repeat(table.column(i)[first], len(rows)) if i in constant
+        else table.column(i).take(idx)
+        for i in range(table.num_columns)
+    ]
+    return pa.Table.from_arrays(cols, schema=table.schema)
 
 
 @dataclass(eq=False)
@@ -102,10 +119,10 @@ class _Bucket:
         self.buffer.append(piece)
         self.buffered_bytes += piece.nbytes
 
-    def take_buffer(self) -> pa.Table | None:
+    def take_buffer(self, constant: Sequence[int] = ()) -> pa.Table | None:
         if not self.buffer:
             return None
-        parts = [p.materialize() for p in self.buffer]
+        parts = [p.materialize(constant) for p in self.buffer]
         self.buffer = []
         self.buffered_bytes = 0
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
@@ -155,6 +172,7 @@ class TableWrite:
         self.max_workers = max_workers or max(2, os.cpu_count() or 2)
         self.part_keys = list(schema.partition_keys)
         self.part_types: list[DataType] = [schema.field(k).type for k in self.part_keys]
+        self.part_index = [schema.field_names.index(k) for k in self.part_keys]
         self.key_names = list(schema.trimmed_primary_keys)
         self.bucket_keys = list(schema.bucket_keys) if self.num_buckets > 0 else []
         self.bucket_types: list[DataType] = [schema.field(k).type for k in self.bucket_keys]
@@ -517,7 +535,7 @@ class TableWrite:
 
     def _flush_append(self, st: _Bucket, *, final: bool) -> None:
         size = st.buffered_bytes
-        t = st.take_buffer()
+        t = st.take_buffer(self.part_index)
         if t is None:
             return
         parts = split_by_size(t, self.target_file_size, size)
@@ -525,7 +543,9 @@ class TableWrite:
             rest = parts.pop()
             st.add(_Piece(rest, None, None, 0, rest.nbytes))
         for p in parts:
-            meta = self.writer.write_append_file(st.bucket_dir, p, st.next_seq)
+            meta = self.writer.write_append_file(
+                st.bucket_dir, p, st.next_seq, constant=self.part_index
+            )
             st.next_seq += p.num_rows
             st.new_files.append(meta)
 
@@ -538,7 +558,7 @@ class TableWrite:
         if not st.buffer:
             return
         bytes_per_row = st.buffered_bytes / max(1, sum(p.num_rows for p in st.buffer)) + 9
-        source, rows, seq, kinds = _gather(st.buffer)
+        source, rows, seq, kinds = _gather(st.buffer, self.part_index)
         st.buffer = []
         st.buffered_bytes = 0
         thin_cols = [*self.key_names, *(c for c in self.sequence_fields
@@ -549,7 +569,7 @@ class TableWrite:
 
         def wide(positions: np.ndarray | None) -> pa.Table:
             sel = rows if positions is None else (positions if rows is None else rows[positions])
-            t = source if sel is None else source.take(pa.array(sel))
+            t = take_rows(source, sel, self.part_index)
             s_ = seq if positions is None else seq[positions]
             k_ = kinds if positions is None else kinds[positions]
             return t.append_column(SEQUENCE_NUMBER, pa.array(s_, pa.int64())).append_column(
@@ -568,7 +588,9 @@ class TableWrite:
             for p in split_by_size(changes, self.target_file_size,
                                    int(changes.num_rows * bytes_per_row)):
                 st.changelog_files.append(
-                    self.writer.write_kv_file(st.bucket_dir, p, changelog=True)
+                    self.writer.write_kv_file(
+                        st.bucket_dir, p, changelog=True, constant=self.part_index
+                    )
                 )
         if ascending:
             merged = wide(None)
@@ -580,7 +602,9 @@ class TableWrite:
             merged = wide(np.asarray(winners.column("__pos").to_numpy(), dtype=np.int64))
         for p in split_by_size(merged, self.target_file_size,
                                int(merged.num_rows * bytes_per_row)):
-            st.new_files.append(self.writer.write_kv_file(st.bucket_dir, p))
+            st.new_files.append(
+                self.writer.write_kv_file(st.bucket_dir, p, constant=self.part_index)
+            )
 
     def _strictly_ascending(self, thin: dict[str, pa.Array]) -> bool:
         """True when a single integer-like key is strictly ascending in arrival order: the
@@ -595,7 +619,7 @@ class TableWrite:
 
 
 def _gather(
-    pieces: Sequence[_Piece],
+    pieces: Sequence[_Piece], constant: Sequence[int]
 ) -> tuple[pa.Table, np.ndarray | None, np.ndarray, np.ndarray]:
     """``(source, rows, seq, kinds)``: the buffered records are ``source`` rows ``rows``
     (None = all) in arrival order, with their sequence numbers and kinds."""
@@ -605,7 +629,7 @@ def _gather(
     ]
     if len(pieces) == 1:
         return pieces[0].table, pieces[0].rows, seqs[0], kinds[0]
-    source = pa.concat_tables([p.materialize() for p in pieces])
+    source = pa.concat_tables([p.materialize(constant) for p in pieces])
     return source, None, np.concatenate(seqs), np.concatenate(kinds)
 
 

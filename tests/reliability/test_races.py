@@ -34,7 +34,7 @@ def _race_appends(warehouse: str, options: dict[str, str] | None, label: str) ->
     create_table(warehouse, options, "append")
     t0 = time.monotonic()
     res = run_processes(append_writer, [(warehouse, options, N_COMMITS, ROWS)] * N_PROCS,
-                        timeout=200)
+                        timeout=600)
     elapsed = time.monotonic() - t0
     errors = [r.error for r in res if r.error or r.exitcode != 0]
     assert not errors, errors[:2]
@@ -66,6 +66,6 @@ def test_16_processes_x_20_appends_local(tmp_path: Path) -> None:
 
 
 @pytest.mark.s3
-def test_16_processes_x_20_appends_s3(s3_root: tuple[str, dict[str, str]]) -> None:
-    root, opts = s3_root
+def test_16_processes_x_20_appends_s3(s3_bucket: tuple[str, dict[str, str]]) -> None:
+    root, opts = s3_bucket
     _race_appends(root, opts, "s3")

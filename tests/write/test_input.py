@@ -182,7 +182,7 @@ def test_map_and_multiset() -> None:
     out, _ = conform_input(pa.table({"m": m, "ms": ms}), s)
     assert out.column("m").type == pa.map_(pa.string(), pa.int64())
     assert out.column("m").to_pylist() == [[("a", 1)], None]
-    with pytest.raises(SchemaError, match="'m.key'"):
+    with pytest.raises(SchemaError, match=r"'m\.key'"):
         bad = pa.array([[("abc", 1)]], pa.map_(pa.string(), pa.int32()))
         conform_input(pa.table({"m": bad, "ms": ms.slice(0, 1)}), s)
 

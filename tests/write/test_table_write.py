@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from paimon_core.bucket import bucket_ids
 from paimon_core.catalog import FileSystemCatalog
@@ -92,28 +95,33 @@ def test_sequence_numbers_continue_across_commits_and_writers(
     catalog: FileSystemCatalog,
 ) -> None:
     t = pk_table(catalog, bucket="1")
-    w = t.new_write("u")
+    w = t.new_write("A")
+    ca = t.new_commit("A")
     w.write_arrow(rows(["a", "a"], [1, 2], ["x", "y"]))
     m1 = w.prepare_commit()
     assert [(f.min_sequence_number, f.max_sequence_number) for _, f in files_of(m1)] == [(0, 1)]
-    commit(t, m1, 1)
+    ca.commit(m1, 1)
     w.write_arrow(rows(["a"], [1], ["x2"]))
     m2 = w.prepare_commit()
     assert [f.min_sequence_number for _, f in files_of(m2)] == [2]
-    commit(t, m2, 2)
+    ca.commit(m2, 2)
     # a brand-new writer restores from the latest snapshot; another partition starts at 0
-    w2 = catalog.get_table("db.pk").new_write("u2")
+    w2 = catalog.get_table("db.pk").new_write("B")
     w2.write_arrow(rows(["a", "b"], [2, 9], ["y2", "q"]))
-    got = {(m.partition, f.min_sequence_number) for m, f in files_of(w2.prepare_commit())}
+    m3 = w2.prepare_commit()
+    got = {(m.partition, f.min_sequence_number) for m, f in files_of(m3)}
     pa_ = serialize_binary_row(["a"], [parse_sql_type("STRING NOT NULL")])
     pb = serialize_binary_row(["b"], [parse_sql_type("STRING NOT NULL")])
     assert got == {(pa_, 3), (pb, 0)}
-    # the old writer sees the other writer's commit before its next round
-    w3 = t.new_write("u3")
-    w3.write_arrow(rows(["a"], [5], ["v"]))
-    commit(t, w3.prepare_commit(), 3)  # seq 3
-    w.write_arrow(rows(["a"], [1], ["x3"]))
-    assert [f.min_sequence_number for _, f in files_of(w.prepare_commit())] == [4]
+    t.new_commit("B").commit(m3, 1)  # another commit user: seq 3 in dt=a, 0 in dt=b
+    # writer A reads B's snapshot before its next round (its own snapshots are skipped)
+    w.write_arrow(rows(["a", "b"], [1, 9], ["x3", "q2"]))
+    m4 = w.prepare_commit()
+    assert {(m.partition, f.min_sequence_number) for m, f in files_of(m4)} == {
+        (pa_, 4), (pb, 1)}
+    ca.commit(m4, 3)
+    assert read_sorted(t) == [{"dt": "a", "id": 1, "v": "x3"}, {"dt": "a", "id": 2, "v": "y2"},
+                              {"dt": "b", "id": 9, "v": "q2"}]
 
 
 def test_deletes_and_retractions(catalog: FileSystemCatalog) -> None:
@@ -188,7 +196,7 @@ def test_rolling_at_small_target_file_size(catalog: FileSystemCatalog) -> None:
     key = [parse_sql_type("BIGINT NOT NULL")]
     ranges = sorted((deserialize_binary_row(f.min_key, key)[0],
                      deserialize_binary_row(f.max_key, key)[0]) for f in files)
-    for (_, hi), (lo, _) in zip(ranges, ranges[1:]):
+    for (_, hi), (lo, _) in itertools.pairwise(ranges):
         assert hi < lo  # sorted, non-overlapping files
     commit(t, msgs, 1)
     assert len(t.to_arrow()) == n
@@ -350,3 +358,84 @@ def test_many_partitions_one_call(catalog: FileSystemCatalog) -> None:
         model[(r["p"], r["q"], r["id"])] = r["v"]
     got = {(r["p"], r["q"], r["id"]): r["v"] for r in t.to_arrow().to_pylist()}
     assert got == model
+
+
+# --------------------------------------------------------------------------------- properties
+
+KEY_TYPES = [("k1", "STRING"), ("k2", "DECIMAL(20, 2)"), ("k3", "TIMESTAMP(3)")]
+
+
+def test_composite_keys_sorted_unique_with_exact_bounds(catalog: FileSystemCatalog) -> None:
+    import datetime as dt
+    import decimal
+
+    t = catalog.create_table("db.ck", Schema.of(
+        [*KEY_TYPES, ("v", "INT")], primary_keys=["k1", "k2", "k3"], options={"bucket": "1"}))
+    rnd = np.random.default_rng(11)
+    n = 2000
+    k1 = rnd.choice(["", "a", "ab", "\xff", "é", "Z", "a\x00"], n)
+    k2 = [decimal.Decimal(int(x)) / 100 for x in rnd.integers(-300, 300, n)]
+    k3 = [dt.datetime(2024, 1, 1) + dt.timedelta(milliseconds=int(x))
+          for x in rnd.integers(-5, 5, n)]
+    data = pa.table({"k1": pa.array(k1.tolist()), "k2": pa.array(k2, pa.decimal128(20, 2)),
+                     "k3": pa.array(k3, pa.timestamp("ms")),
+                     "v": pa.array(range(n), pa.int32())})
+    w = t.new_write("u")
+    w.write_arrow(data)
+    (m,) = w.prepare_commit()
+    (f,) = m.new_files
+    got = pq.read_table(os.path.join(t.path, "bucket-0", f.file_name))
+    keys = list(zip(*(got.column(f"_KEY_{k}").to_pylist() for k, _ in KEY_TYPES)))
+    java_keys = [(a.encode(), b, c) for a, b, c in keys]
+    assert java_keys == sorted(java_keys) and len(set(keys)) == len(keys)
+    model: dict[Any, int] = {}
+    for r in data.to_pylist():
+        model[(r["k1"], r["k2"], r["k3"])] = r["v"]
+    assert dict(zip(keys, got.column("v").to_pylist())) == model
+    types = [t.schema.field(k).type for k, _ in KEY_TYPES]
+    assert f.min_key == serialize_binary_row(list(keys[0]), types)
+    assert f.max_key == serialize_binary_row(list(keys[-1]), types)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    batches=st.lists(
+        st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["+I", "-U", "+U", "-D"]),
+                           st.integers(0, 9)), min_size=1, max_size=40),
+        min_size=1, max_size=5),
+    commit_every=st.integers(1, 3),
+    tiny=st.booleans(),
+)
+def test_random_upserts_match_model(
+    batches: list[list[tuple[int, str, int]]], commit_every: int, tiny: bool
+) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        opts = {"bucket": "2"}
+        if tiny:
+            opts.update({"write-buffer-size": "300 b", "target-file-size": "500 b"})
+        t = FileSystemCatalog(d).create_table("db.h", Schema.of(
+            [("id", "INT"), ("v", "INT")], primary_keys=["id"], options=opts))
+        w = t.new_write("u")
+        c = t.new_commit("u")
+        model: dict[int, int] = {}
+        ident = 0
+        for i, batch in enumerate(batches):
+            ids, kinds, vals = zip(*batch)
+            w.write_arrow(pa.table({"id": pa.array(ids, pa.int32()),
+                                    "v": pa.array(vals, pa.int32()), "k": kinds}),
+                          row_kind_column="k")
+            for k, kind, v in batch:
+                if kind in ("-U", "-D"):
+                    model.pop(k, None)
+                else:
+                    model[k] = v
+            if (i + 1) % commit_every == 0 or i == len(batches) - 1:
+                msgs = w.prepare_commit()
+                for _, f in files_of(msgs):
+                    assert f.min_sequence_number <= f.max_sequence_number
+                ident += 1
+                c.commit(msgs, ident)
+        got = {r["id"]: r["v"] for r in t.to_arrow().to_pylist()}
+        assert got == model

@@ -6,7 +6,7 @@
 //       add|name|typeJson|desc|first|after   rename|old|new   drop|name   type|name|typeJson
 //       null|a.b|true/false   ccomment|a.b|text   set|k|v   remove|k   comment|text
 //     -> OK <latest schema JSON on one line>
-//   TAG <wh> <db.table> <name> <snapshotId>          -> OK
+//   TAG <wh> <db.table> <name> <snapshotId> [retainedMillis] -> OK
 //   TAGS <wh> <db.table>                             -> OK name=id,name=id (sorted by name)
 //   READ <wh> <db.table> <key> <value>               -> rows read with dynamic option key=value
 // Rows are printed as "R " + values joined by TAB (String.valueOf of the internal value), sorted.
@@ -90,7 +90,12 @@ public class SchemaTagOracle {
             }
             case "TAG": {
                 Table t = cat.getTable(id);
-                t.createTag(f[3], Long.parseLong(f[4]));
+                if (f.length > 5) {
+                    t.createTag(f[3], Long.parseLong(f[4]),
+                            java.time.Duration.ofMillis(Long.parseLong(f[5])));
+                } else {
+                    t.createTag(f[3], Long.parseLong(f[4]));
+                }
                 return "";
             }
             case "TAGS": {
