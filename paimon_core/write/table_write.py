@@ -459,11 +459,11 @@ class TableWrite:
         cached = self._restored_snapshot
         if self._restored is not None and latest_id == cached:
             return
-        if self._restored is not None and cached is not None and latest_id is not None and (
-            latest_id > cached
-        ):
+        # cached None = the table had no snapshot yet: every snapshot since is new
+        first_new = 1 if cached is None else cached + 1
+        if self._restored is not None and latest_id is not None and latest_id >= first_new:
             try:
-                snaps = [sm.snapshot(i) for i in range(cached + 1, latest_id + 1)]
+                snaps = [sm.snapshot(i) for i in range(first_new, latest_id + 1)]
             except SnapshotNotExistError:
                 snaps = None  # expired meanwhile: read everything again
             if snaps is not None:

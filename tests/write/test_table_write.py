@@ -275,6 +275,20 @@ def test_partitions_null_empty_special(catalog: FileSystemCatalog) -> None:
                     "p=__DEFAULT_PARTITION__/q=__DEFAULT_PARTITION__/bucket-0",
                     "p=__DEFAULT_PARTITION__/q=4/bucket-0"}
     assert len(msgs) == 4  # '' and NULL are different partitions that share a directory
+    types = [f.type for f in t.schema.fields]
+    stats = {}
+    for m in msgs:
+        (f,) = m.new_files
+        lo = deserialize_binary_row(f.value_stats.min_values, types)
+        hi = deserialize_binary_row(f.value_stats.max_values, types)
+        stats[tuple(deserialize_binary_row(m.partition, types[:2]))] = (
+            lo[:2], hi[:2], f.value_stats.null_counts[:2], f.row_count)
+    assert stats == {
+        ("a/b=c", 1): (["a/b=c", 1], ["a/b=c", 1], (0, 0), 2),
+        (None, 2): ([None, 2], [None, 2], (1, 0), 1),
+        ("", None): (["", None], ["", None], (0, 1), 1),
+        (" ", 4): ([" ", 4], [" ", 4], (0, 0), 1),
+    }
     commit(t, msgs, 1)
     got = sorted(t.to_arrow().to_pylist(), key=lambda r: r["x"])
     assert [r["p"] for r in got] == ["a/b=c", None, "", " ", "a/b=c"]
