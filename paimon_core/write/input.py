@@ -235,7 +235,7 @@ def _row(arr: pa.Array, t: RowType, name: str, base: int) -> pa.Array:
             if pc.any(nulls).as_py():
                 i = _first_true(nulls)
                 raise SchemaError(f"column {name!r}: field {f.name!r} is NOT NULL but is null "
-                                  f"at row {base + i}")
+                                  f"at {_where(name, base, i)}")
         children.append(child)
     fields = [to_arrow_field(f.name, f.type) for f in t.fields]
     return pa.StructArray.from_arrays(children, fields=fields, mask=_mask(arr))
@@ -338,7 +338,7 @@ def _check_precision(arr: pa.Array, t: AtomicType, unit: str, name: str, base: i
     if bad.any():
         i = int(np.argmax(bad))
         raise SchemaError(
-            f"column {name!r} is {t.sql()} but row {base + i} holds {_value(arr, i)!r}, "
+            f"column {name!r} is {t.sql()} but {_where(name, base, i)} holds {_value(arr, i)!r}, "
             f"which is finer than precision {p} (it would lose data)"
         )
 
@@ -356,7 +356,7 @@ def _decimal(arr: pa.Array, t: AtomicType, name: str, base: int) -> pa.Array:
         special = pc.fill_null(pc.invert(pc.is_finite(f64)), False)
         if pc.any(special).as_py():
             i = _first_true(special)
-            raise SchemaError(f"column {name!r} is {t.sql()} but row {base + i} holds "
+            raise SchemaError(f"column {name!r} is {t.sql()} but {_where(name, base, i)} holds "
                               f"{_value(arr, i)!r}")
         try:
             out = f64.cast(target, safe=False)
@@ -369,7 +369,7 @@ def _decimal(arr: pa.Array, t: AtomicType, name: str, base: int) -> pa.Array:
         if pc.any(differs).as_py():
             i = _first_true(differs)
             raise SchemaError(
-                f"column {name!r} is {t.sql()} but row {base + i} holds the float "
+                f"column {name!r} is {t.sql()} but {_where(name, base, i)} holds the float "
                 f"{_value(arr, i)!r}, which is not exactly {decimal.Decimal(str(out[i].as_py()))} "
                 "(no silent rounding: pass decimal.Decimal or strings)"
             )
@@ -387,7 +387,7 @@ def _check_length(
         v = _value(arr, i)
         shown = v if len(repr(v)) < 80 else repr(v)[:77] + "..."
         raise SchemaError(
-            f"column {name!r} is {t.sql()} but row {base + i} holds {shown!r} of "
+            f"column {name!r} is {t.sql()} but {_where(name, base, i)} holds {shown!r} of "
             f"{lengths[i].as_py()} {unit}"
         )
 
@@ -445,9 +445,17 @@ def _raise_first_failure(
     i = lo
     value = _value(shown if shown is not None else arr, i)
     raise SchemaError(
-        f"column {name!r} is {t.sql()} but row {base + i} holds {value!r}, which does not fit "
-        f"({error})"
+        f"column {name!r} is {t.sql()} but {_where(name, base, i)} holds {value!r}, which does "
+        f"not fit ({error})"
     ) from error
+
+
+def _where(name: str, base: int, i: int) -> str:
+    """``row N`` for top-level (and ROW field) values; inside arrays and maps the index
+    counts elements of the column's flattened values."""
+    if "[]" in name or ".key" in name or ".value" in name:
+        return f"element {i}"
+    return f"row {base + i}"
 
 
 def _require(ok: bool, arr: pa.Array, t: AtomicType, name: str) -> None:

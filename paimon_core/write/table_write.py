@@ -17,7 +17,16 @@ Mirrors ``org.apache.paimon.table.sink.TableWriteImpl`` over ``KeyValueFileStore
 * :meth:`TableWrite.prepare_commit` flushes everything (buckets in parallel: pyarrow releases
   the GIL) and returns one :class:`CommitMessage` per (partition, bucket) that got files.
 
-A TableWrite is not thread-safe; use one per task. It never compacts.
+A TableWrite is not thread-safe; use one per task. It never compacts. Like Java, it assumes
+one writer per (bucket, commit user): between commits it re-reads sequence numbers only from
+snapshots of *other* commit users. Input that does not fit the schema is rejected before anything
+is buffered; after any other error (storage), call :meth:`TableWrite.abort`.
+
+Example:
+    >>> w = table.new_write("pipeline-1")                      # doctest: +SKIP
+    >>> w.write_arrow(batch)                                     # doctest: +SKIP
+    >>> w.delete_arrow(keys)                                     # doctest: +SKIP
+    >>> table.new_commit("pipeline-1").commit(w.prepare_commit(), 1)   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -25,7 +34,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -46,10 +54,20 @@ from paimon_core.scan.file_entries import live_files
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import serialize_binary_row
-from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
+from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.partition import partition_path
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import DataType
+from paimon_core.write.buffer import (
+    BucketState,
+    Piece,
+    combine_codes,
+    gather,
+    split_groups,
+    strictly_ascending,
+    take_column,
+    take_rows,
+)
 from paimon_core.write.commit_message import CommitMessage
 from paimon_core.write.data_file_writer import (
     DataFilePathFactory,
@@ -63,69 +81,6 @@ from paimon_core.write.input import conform_input, parse_row_kinds
 __all__ = ["TableWrite"]
 
 _MIB = 1024 * 1024
-_INT_LIKE = (pa.types.is_integer, pa.types.is_date, pa.types.is_timestamp, pa.types.is_time)
-
-
-@dataclass(eq=False)
-class _Piece:
-    """Rows routed to one bucket by one write call, gathered lazily (at flush time, in a
-    worker thread): ``rows`` are ascending indices into ``table`` (None = all rows)."""
-
-    table: pa.Table
-    rows: np.ndarray | None
-    kinds: np.ndarray | None  # row kinds of the selected rows; None = all +I
-    first_seq: int
-    nbytes: int
-
-    @property
-    def num_rows(self) -> int:
-        return self.table.num_rows if self.rows is None else len(self.rows)
-
-    def materialize(self, constant: Sequence[int] = ()) -> pa.Table:
-        return take_rows(self.table, self.rows, constant)
-
-
-def take_rows(table: pa.Table, rows: np.ndarray | None, constant: Sequence[int] = ()) -> pa.Table:
-    """``table.take(rows)``; columns listed in ``constant`` hold one value in these rows (the
-    partition columns of a bucket) and are rebuilt by repetition instead of gathered."""
-    if rows is None:
-        return table
-    if not constant or len(rows) == 0:
-        return table.take(pa.array(rows))
-    idx = pa.array(rows)
-    first = int(rows[0])
-    cols = [
-        pa.repeat(table.column(i)[first], len(rows)) if i in constant
-        else table.column(i).take(idx)
-        for i in range(table.num_columns)
-    ]
-    return pa.Table.from_arrays(cols, schema=table.schema)
-
-
-@dataclass(eq=False)
-class _Bucket:
-    """State of one (partition, bucket) writer."""
-
-    partition: bytes
-    bucket: int
-    bucket_dir: str
-    next_seq: int = 0
-    buffer: list[_Piece] = field(default_factory=list)
-    buffered_bytes: int = 0
-    new_files: list[DataFileMeta] = field(default_factory=list)
-    changelog_files: list[DataFileMeta] = field(default_factory=list)
-
-    def add(self, piece: _Piece) -> None:
-        self.buffer.append(piece)
-        self.buffered_bytes += piece.nbytes
-
-    def take_buffer(self, constant: Sequence[int] = ()) -> pa.Table | None:
-        if not self.buffer:
-            return None
-        parts = [p.materialize(constant) for p in self.buffer]
-        self.buffer = []
-        self.buffered_bytes = 0
-        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
 
 class TableWrite:
@@ -200,7 +155,7 @@ class TableWrite:
         self.writer = DataFileWriter(
             file_io, schema, self.path_factory, parquet=ParquetOptions.from_schema(schema)
         )
-        self._buckets: dict[tuple[bytes, int], _Bucket] = {}
+        self._buckets: dict[tuple[bytes, int], BucketState] = {}
         self._touched: set[tuple[bytes, int]] = set()
         self._restored: dict[tuple[bytes, int], int] | None = None
         self._restored_snapshot: int | None = None
@@ -369,7 +324,7 @@ class TableWrite:
             st = self._bucket_state(first)
             count = n if rows is None else len(rows)
             piece_kinds = kinds if rows is None or kinds is None else kinds[rows]
-            st.add(_Piece(table, rows, piece_kinds, st.next_seq, int(bytes_per_row * count)))
+            st.add(Piece(table, rows, piece_kinds, st.next_seq, int(bytes_per_row * count)))
             if self.is_pk:
                 st.next_seq += count
             elif st.buffered_bytes >= self.target_file_size:
@@ -390,31 +345,18 @@ class TableWrite:
             enc = pc.dictionary_encode(arr, null_encoding="encode")
             idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
             self._part_dicts.append((idx, enc.dictionary))
-            codes, radix = _combine(codes, radix, idx, len(enc.dictionary))
+            codes, radix = combine_codes(codes, radix, idx, len(enc.dictionary))
         if self.num_buckets > 0:
             b = bucket_ids(
                 [table.column(k) for k in self.bucket_keys], self.bucket_types, self.num_buckets
             ).astype(np.int64)
             self._bucket_col = b
-            codes, radix = _combine(codes, radix, b, self.num_buckets)
+            codes, radix = combine_codes(codes, radix, b, self.num_buckets)
         else:
             self._bucket_col = None
-        if radix == 1 or n == 1:
-            return [(None, 0)]
-        if radix > 4 * n + 1024:
-            _, codes = np.unique(codes, return_inverse=True)
-        counts = np.bincount(codes)
-        present = np.flatnonzero(counts)
-        if len(present) == 1:
-            return [(None, 0)]
-        if len(present) <= 16:
-            groups = [np.flatnonzero(codes == g) for g in present]
-        else:
-            order = np.argsort(codes, kind="stable")
-            groups = np.split(order, np.cumsum(counts[present])[:-1])
-        return [(g, int(g[0])) for g in groups]
+        return split_groups(codes, radix)
 
-    def _bucket_state(self, row: int) -> _Bucket:
+    def _bucket_state(self, row: int) -> BucketState:
         """The writer of the (partition, bucket) of original row ``row``."""
         values = [
             epoch_nanos_value(dic[int(idx[row])], t)
@@ -431,7 +373,7 @@ class TableWrite:
                 if ppath
                 else join(self.table_path, f"bucket-{bucket}")
             )
-            state = _Bucket(partition, bucket, bucket_dir)
+            state = BucketState(partition, bucket, bucket_dir)
             self._buckets[key] = state
         if key not in self._touched:
             restored = self._restored_max(key)
@@ -506,7 +448,7 @@ class TableWrite:
         self._run(victims, self._flush_final)
 
     # ------------------------------------------------------------------ flushing
-    def _run(self, states: Sequence[_Bucket], fn: Callable[[_Bucket], None]) -> None:
+    def _run(self, states: Sequence[BucketState], fn: Callable[[BucketState], None]) -> None:
         if not states:
             return
         if len(states) == 1 or self.max_workers <= 1:
@@ -524,16 +466,16 @@ class TableWrite:
         if first is not None:
             raise first
 
-    def _flush_final(self, st: _Bucket) -> None:
+    def _flush_final(self, st: BucketState) -> None:
         if self.is_pk:
             self._flush_pk(st)
         else:
             self._flush_append(st, final=True)
 
-    def _flush_full_files(self, st: _Bucket) -> None:
+    def _flush_full_files(self, st: BucketState) -> None:
         self._flush_append(st, final=False)
 
-    def _flush_append(self, st: _Bucket, *, final: bool) -> None:
+    def _flush_append(self, st: BucketState, *, final: bool) -> None:
         size = st.buffered_bytes
         t = st.take_buffer(self.part_index)
         if t is None:
@@ -541,7 +483,7 @@ class TableWrite:
         parts = split_by_size(t, self.target_file_size, size)
         if not final and parts and parts[-1].nbytes < self.target_file_size:
             rest = parts.pop()
-            st.add(_Piece(rest, None, None, 0, rest.nbytes))
+            st.add(Piece(rest, None, None, 0, rest.nbytes))
         for p in parts:
             meta = self.writer.write_append_file(
                 st.bucket_dir, p, st.next_seq, constant=self.part_index
@@ -549,7 +491,7 @@ class TableWrite:
             st.next_seq += p.num_rows
             st.new_files.append(meta)
 
-    def _flush_pk(self, st: _Bucket) -> None:
+    def _flush_pk(self, st: BucketState) -> None:
         """Sort the bucket's records by (key, sequence), keep the newest per key and write
         level-0 files (plus every raw record as changelog with ``changelog-producer=input``).
 
@@ -558,12 +500,12 @@ class TableWrite:
         if not st.buffer:
             return
         bytes_per_row = st.buffered_bytes / max(1, sum(p.num_rows for p in st.buffer)) + 9
-        source, rows, seq, kinds = _gather(st.buffer, self.part_index)
+        source, rows, seq, kinds = gather(st.buffer, self.part_index)
         st.buffer = []
         st.buffered_bytes = 0
         thin_cols = [*self.key_names, *(c for c in self.sequence_fields
                                         if c not in self.key_names)]
-        thin = {c: _take(source.column(c), rows) for c in thin_cols}
+        thin = {c: take_column(source.column(c), rows) for c in thin_cols}
         thin[SEQUENCE_NUMBER] = pa.array(seq, pa.int64())
         n = len(seq)
 
@@ -611,47 +553,4 @@ class TableWrite:
         records are then already sorted and unique (no merge needed)."""
         if len(self.key_names) != 1 or self.sequence_fields:
             return False
-        col = thin[self.key_names[0]]
-        if not any(f(col.type) for f in _INT_LIKE) or col.null_count:
-            return False
-        k = _int_values(col)
-        return k.size <= 1 or bool((k[1:] > k[:-1]).all())
-
-
-def _gather(
-    pieces: Sequence[_Piece], constant: Sequence[int]
-) -> tuple[pa.Table, np.ndarray | None, np.ndarray, np.ndarray]:
-    """``(source, rows, seq, kinds)``: the buffered records are ``source`` rows ``rows``
-    (None = all) in arrival order, with their sequence numbers and kinds."""
-    seqs = [np.arange(p.first_seq, p.first_seq + p.num_rows, dtype=np.int64) for p in pieces]
-    kinds = [
-        p.kinds if p.kinds is not None else np.zeros(p.num_rows, dtype=np.int8) for p in pieces
-    ]
-    if len(pieces) == 1:
-        return pieces[0].table, pieces[0].rows, seqs[0], kinds[0]
-    source = pa.concat_tables([p.materialize(constant) for p in pieces])
-    return source, None, np.concatenate(seqs), np.concatenate(kinds)
-
-
-def _take(col: pa.ChunkedArray, rows: np.ndarray | None) -> pa.Array:
-    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    return arr if rows is None else arr.take(pa.array(rows))
-
-
-def _combine(
-    codes: np.ndarray, radix: int, idx: np.ndarray, cardinality: int
-) -> tuple[np.ndarray, int]:
-    """Mixed-radix code of one more grouping column (re-densified before int64 overflow)."""
-    if radix * max(cardinality, 1) >= 2**62:
-        uniq, codes = np.unique(codes, return_inverse=True)
-        radix = len(uniq)
-        codes = codes.astype(np.int64)
-    return codes + idx * radix, radix * max(cardinality, 1)
-
-
-def _int_values(arr: pa.Array) -> np.ndarray:
-    t = arr.type
-    if not pa.types.is_integer(t):
-        arr = arr.view(pa.int64() if t.bit_width == 64 else pa.int32())
-    return np.asarray(arr.to_numpy(zero_copy_only=False))
-
+        return strictly_ascending(thin[self.key_names[0]])

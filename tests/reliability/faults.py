@@ -136,5 +136,11 @@ class FaultFileIO(FileIO):
             self._fire(kind, "after", path)
         return created
 
+    def reached(self, point: str, path: str = "<reached>") -> None:
+        """Declare that ``point`` was reached by a write this FileIO does not see (the data
+        file writer writes local files natively through Arrow)."""
+        kind, moment = CRASH_POINTS[point]
+        self._fire(kind, moment, path)
+
     def fired(self) -> list[str]:
         return [f.point for f in self.faults if f.fired]

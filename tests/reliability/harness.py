@@ -10,6 +10,7 @@ multiprocessing race runner. See /work/shared/reliability.md (invariants I1-I8).
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing as mp
 import os
 import queue
@@ -26,8 +27,8 @@ from paimon_core.errors import PaimonError
 from paimon_core.identifier import Identifier
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.options import CoreOptions
-from paimon_core.schema_builder import Schema
 from paimon_core.scan.file_entries import live_files, merge_entries
+from paimon_core.schema_builder import Schema
 from paimon_core.spec.binary_row import deserialize_binary_row
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.partition import partition_path
@@ -293,7 +294,7 @@ def _check_buckets_and_levels(table: FileStoreTable, sid: int, entries: Iterable
         for (_, b, lv), es in levels.items():
             rng = sorted((tuple(deserialize_binary_row(e.file.min_key, types)),
                           tuple(deserialize_binary_row(e.file.max_key, types))) for e in es)
-            for (_, hi), (lo, _) in zip(rng, rng[1:]):
+            for (_, hi), (lo, _) in itertools.pairwise(rng):
                 if lo <= hi:
                     findings.append(f"I3: snapshot {sid}: bucket {b} level {lv} overlaps")
 

@@ -82,7 +82,7 @@ class FaultProxy:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:
                 pass
 
             def _body(self) -> bytes:
@@ -162,7 +162,7 @@ class FaultProxy:
                 except OSError:
                     pass
 
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle  # noqa: N815
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

@@ -16,7 +16,7 @@ from paimon_core.commit.table_commit import TableCommit
 from paimon_core.errors import CommitConflictError, CommitStateUnknownError
 from paimon_core.io.file_io import join
 from paimon_core.table import FileStoreTable
-from tests.reliability.faults import Fault
+from tests.reliability.faults import Fault, FaultFileIO
 from tests.reliability.harness import append_rows, open_table
 from tests.reliability.minwrite import writer_for
 
@@ -116,5 +116,51 @@ def crash_writer(index: int, barrier: Any, warehouse: str, options: Mapping[str,
     table = open_table(warehouse, options, faults=[Fault(point, "exit")])
     w = writer_for(table, user)
     w.write_arrow(append_rows("p", 0, seq))
-    table.new_commit(user).commit(w.prepare_commit(), identifier)
+    msgs = w.prepare_commit()
+    fio = table.file_io
+    assert isinstance(fio, FaultFileIO)
+    if point == "after_data_write":
+        fio.reached(point)  # local data files are written natively, past FileIO
+    table.new_commit(user).commit(msgs, identifier)
     return "completed without reaching the crash point"
+
+
+def overwrite_writer(index: int, barrier: Any, warehouse: str,
+                     options: Mapping[str, str] | None, rounds: int) -> dict[str, Any]:
+    """Dynamic INSERT OVERWRITE of partition ``p0`` with this round's rows, ``rounds`` times."""
+    table = open_table(warehouse, options)
+    user = "overwriter"
+    cc = CountingCommit(table, user)
+    stats = {"budget_exhausted": 0, "state_unknown": 0}
+    if barrier is not None:
+        barrier.wait()
+    for r in range(rounds):
+        w = writer_for(table, user)
+        w.write_arrow(append_rows("p0", 100 + index, r, 2))
+        msgs = w.prepare_commit()
+        while True:
+            try:
+                cc.commit.overwrite(msgs, commit_identifier=r)
+                break
+            except CommitConflictError as e:
+                if "gave up after" not in str(e):
+                    raise
+                stats["budget_exhausted"] += 1
+    return {"lost_races": cc.lost_races, **stats}
+
+
+def mixed_appender(index: int, barrier: Any, warehouse: str,
+                   options: Mapping[str, str] | None, rounds: int) -> dict[str, Any]:
+    """Appends to p0 (overwritten concurrently) and p1 in one commit per round."""
+    table = open_table(warehouse, options)
+    user = f"appender-{index}"
+    cc = CountingCommit(table, user)
+    stats = {"budget_exhausted": 0, "state_unknown": 0}
+    if barrier is not None:
+        barrier.wait()
+    for r in range(rounds):
+        w = writer_for(table, user)
+        w.write_arrow(pa.concat_tables([append_rows("p0", index, r, 2),
+                                        append_rows("p1", index, r, 2)]))
+        commit_until_done(cc, w.prepare_commit(), r, stats)
+    return {"lost_races": cc.lost_races, **stats}

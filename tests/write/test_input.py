@@ -162,7 +162,7 @@ def test_nested_field_names_must_match() -> None:
     err(good(row=pa.array([{"x": 1, "z": "a"}, None])), "'row'", "['x', 'y']")
     err(good(arr=pa.array([1, 2])), "'arr'", "cannot take")
     big = pa.array([[1, 2**40], None], pa.list_(pa.int64()))
-    err(good(arr=big), "'arr[]'", "1099511627776")
+    err(good(arr=big), "'arr[]'", "element 1", "1099511627776")
 
 
 def test_sliced_nested_input() -> None:

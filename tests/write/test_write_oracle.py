@@ -365,7 +365,31 @@ def build_all_null_row(cat: FileSystemCatalog) -> Case:
     return Case("nullrow", t, _expect(t, data), last_snapshot=1)
 
 
-CASE_NAMES = ["types", "ts9", "pk1", "pk_b2", "pk_b4_changelog", "abk", "rolled"]
+def build_partition_types(cat: FileSystemCatalog) -> Case:
+    """Partition directories of non-string keys (Java derives each file's directory from the
+    partition row, so a wrongly rendered path makes Java miss the file)."""
+    cols = [("d", "DATE"), ("ts", "TIMESTAMP(3)"), ("dec", "DECIMAL(10, 2)"), ("b", "BOOLEAN"),
+            ("f", "DOUBLE"), ("x", "INT")]
+    t = cat.create_table("db.parttypes", Schema.of(
+        cols, partition_keys=["d", "ts", "dec", "b", "f"]))
+    data = pa.table({
+        "d": pa.array([dt.date(2024, 1, 1), dt.date(1960, 5, 6), None], pa.date32()),
+        "ts": pa.array([dt.datetime(2024, 1, 1, 1, 2, 3, 456000), dt.datetime(1969, 12, 31),
+                        None], pa.timestamp("ms")),
+        "dec": pa.array([D("12.30"), D("-0.05"), None], pa.decimal128(10, 2)),
+        "b": pa.array([True, False, None]),
+        "f": pa.array([1.0e10, -0.0, None]),
+        "x": pa.array([1, 2, 3], pa.int32()),
+    })
+    w = t.new_write("writer")
+    w.write_arrow(data)
+    t.new_commit("writer").commit(w.prepare_commit(), 1)
+    return Case("parttypes", t, _expect(t, data),
+                [(["d = '1960-05-06'"], _expect(t, data.slice(1, 1)))], last_snapshot=1)
+
+
+CASE_NAMES = ["types", "ts9", "pk1", "pk_b2", "pk_b4_changelog", "abk", "rolled",
+              "parttypes"]
 
 
 @pytest.fixture(scope="module")
@@ -378,7 +402,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Case], Pa
         build_pk_partitioned(cat, 2, "pk_b2"),
         build_pk_partitioned(cat, 4, "pk_b4_changelog", {"changelog-producer": "input"}),
         build_bucketed_append(cat), build_rolled(cat), build_row_decimal(cat),
-        build_all_null_row(cat),
+        build_all_null_row(cat), build_partition_types(cat),
     ]
     cmds: dict[str, list[dict[str, Any]]] = {"java": [], "pypaimon": []}
     for case in cases:
@@ -420,6 +444,18 @@ def test_java_row_decimal(built: tuple[dict[str, Case], Path]) -> None:
     assert err.is_file() and "ParquetDecimalVector" in err.read_text("utf-8")
 
 
+def test_partition_directories(built: tuple[dict[str, Case], Path]) -> None:
+    case = built[0]["parttypes"]
+    dirs = sorted(str(p.parent.relative_to(case.table.path))
+                  for p in Path(case.table.path).rglob("*.parquet"))
+    assert dirs == [
+        "d=-3527/ts=1969-12-31T00%3A00/dec=-0.05/b=false/f=-0.0/bucket-0",
+        "d=19723/ts=2024-01-01T01%3A02%3A03.456/dec=12.30/b=true/f=1.0E10/bucket-0",
+        "d=__DEFAULT_PARTITION__/ts=__DEFAULT_PARTITION__/dec=__DEFAULT_PARTITION__/"
+        "b=__DEFAULT_PARTITION__/f=__DEFAULT_PARTITION__/bucket-0",
+    ]
+
+
 def test_java_all_null_row(built: tuple[dict[str, Case], Path]) -> None:
     """A ROW whose fields are all NULL: pypaimon and our reader keep it; Java 0.9 reads it as
     NULL (it does the same with files it wrote itself: a Java 0.9 reader limitation)."""
@@ -455,7 +491,8 @@ def test_our_reader_reads_our_tables(built: tuple[dict[str, Case], Path], name: 
 
 @pytest.mark.parametrize("engine", ["java", "pypaimon"])
 @pytest.mark.parametrize("name", [n for n in CASE_NAMES if n in ("types", "pk1", "pk_b2",
-                                                                  "pk_b4_changelog", "abk")])
+                                                                  "pk_b4_changelog", "abk",
+                                                                  "parttypes")])
 def test_engine_value_filters(built: tuple[dict[str, Case], Path], name: str,
                               engine: str) -> None:
     cases, root = built

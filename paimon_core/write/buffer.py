@@ -1,0 +1,161 @@
+"""Per-bucket write buffers: rows routed to a (partition, bucket), gathered lazily.
+
+Helpers of :mod:`paimon_core.write.table_write` (``MergeTreeWriter``'s write buffer and
+``AppendOnlyWriter``'s pending rows): a write call routes rows by *index* into its input table;
+the rows are gathered (one ``take`` per column, partition columns rebuilt by repetition) only
+when the bucket is flushed, inside a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from paimon_core.spec.manifest import DataFileMeta
+
+__all__ = [
+    "BucketState",
+    "Piece",
+    "combine_codes",
+    "gather",
+    "split_groups",
+    "strictly_ascending",
+    "take_column",
+    "take_rows",
+]
+
+_INT_LIKE = (pa.types.is_integer, pa.types.is_date, pa.types.is_timestamp, pa.types.is_time)
+
+
+@dataclass(eq=False)
+class Piece:
+    """Rows routed to one bucket by one write call, gathered lazily (at flush time, in a
+    worker thread): ``rows`` are ascending indices into ``table`` (None = all rows)."""
+
+    table: pa.Table
+    rows: np.ndarray | None
+    kinds: np.ndarray | None  # row kinds of the selected rows; None = all +I
+    first_seq: int
+    nbytes: int
+
+    @property
+    def num_rows(self) -> int:
+        return self.table.num_rows if self.rows is None else len(self.rows)
+
+    def materialize(self, constant: Sequence[int] = ()) -> pa.Table:
+        return take_rows(self.table, self.rows, constant)
+
+
+def take_rows(table: pa.Table, rows: np.ndarray | None, constant: Sequence[int] = ()) -> pa.Table:
+    """``table.take(rows)``; columns listed in ``constant`` hold one value in these rows (the
+    partition columns of a bucket) and are rebuilt by repetition instead of gathered."""
+    if rows is None:
+        return table
+    if not constant or len(rows) == 0:
+        return table.take(pa.array(rows))
+    idx = pa.array(rows)
+    first = int(rows[0])
+    cols = [
+        pa.repeat(table.column(i)[first], len(rows)) if i in constant
+        else table.column(i).take(idx)
+        for i in range(table.num_columns)
+    ]
+    return pa.Table.from_arrays(cols, schema=table.schema)
+
+
+@dataclass(eq=False)
+class BucketState:
+    """State of one (partition, bucket) writer: its sequence counter, buffered pieces, and the
+    files written since the last ``prepare_commit``."""
+
+    partition: bytes
+    bucket: int
+    bucket_dir: str
+    next_seq: int = 0
+    buffer: list[Piece] = field(default_factory=list)
+    buffered_bytes: int = 0
+    new_files: list[DataFileMeta] = field(default_factory=list)
+    changelog_files: list[DataFileMeta] = field(default_factory=list)
+
+    def add(self, piece: Piece) -> None:
+        self.buffer.append(piece)
+        self.buffered_bytes += piece.nbytes
+
+    def take_buffer(self, constant: Sequence[int] = ()) -> pa.Table | None:
+        if not self.buffer:
+            return None
+        parts = [p.materialize(constant) for p in self.buffer]
+        self.buffer = []
+        self.buffered_bytes = 0
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+def gather(
+    pieces: Sequence[Piece], constant: Sequence[int]
+) -> tuple[pa.Table, np.ndarray | None, np.ndarray, np.ndarray]:
+    """``(source, rows, seq, kinds)``: the buffered records are ``source`` rows ``rows``
+    (None = all) in arrival order, with their sequence numbers and kinds."""
+    seqs = [np.arange(p.first_seq, p.first_seq + p.num_rows, dtype=np.int64) for p in pieces]
+    kinds = [
+        p.kinds if p.kinds is not None else np.zeros(p.num_rows, dtype=np.int8) for p in pieces
+    ]
+    if len(pieces) == 1:
+        return pieces[0].table, pieces[0].rows, seqs[0], kinds[0]
+    source = pa.concat_tables([p.materialize(constant) for p in pieces])
+    return source, None, np.concatenate(seqs), np.concatenate(kinds)
+
+
+def take_column(col: pa.ChunkedArray, rows: np.ndarray | None) -> pa.Array:
+    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return arr if rows is None else arr.take(pa.array(rows))
+
+
+def combine_codes(
+    codes: np.ndarray, radix: int, idx: np.ndarray, cardinality: int
+) -> tuple[np.ndarray, int]:
+    """Mixed-radix code of one more grouping column (re-densified before int64 overflow)."""
+    if radix * max(cardinality, 1) >= 2**62:
+        uniq, codes = np.unique(codes, return_inverse=True)
+        radix = len(uniq)
+        codes = codes.astype(np.int64)
+    return codes + idx * radix, radix * max(cardinality, 1)
+
+
+def _int_values(arr: pa.Array) -> np.ndarray:
+    t = arr.type
+    if not pa.types.is_integer(t):
+        arr = arr.view(pa.int64() if t.bit_width == 64 else pa.int32())
+    return np.asarray(arr.to_numpy(zero_copy_only=False))
+
+
+
+def strictly_ascending(col: pa.Array) -> bool:
+    """True when an integer-like column without nulls is strictly ascending."""
+    if not any(f(col.type) for f in _INT_LIKE) or col.null_count:
+        return False
+    k = _int_values(col)
+    return k.size <= 1 or bool((k[1:] > k[:-1]).all())
+
+
+def split_groups(codes: np.ndarray, radix: int) -> list[tuple[np.ndarray | None, int]]:
+    """Rows of each distinct group code: ascending row indices (None = every row) and the
+    group's first row. Few groups are picked with one comparison pass each, many with one
+    stable argsort."""
+    n = len(codes)
+    if radix == 1 or n <= 1:
+        return [(None, 0)]
+    if radix > 4 * n + 1024:
+        _, codes = np.unique(codes, return_inverse=True)
+    counts = np.bincount(codes)
+    present = np.flatnonzero(counts)
+    if len(present) == 1:
+        return [(None, 0)]
+    if len(present) <= 16:
+        groups = [np.flatnonzero(codes == g) for g in present]
+    else:
+        order = np.argsort(codes, kind="stable")
+        groups = np.split(order, np.cumsum(counts[present])[:-1])
+    return [(g, int(g[0])) for g in groups]
