@@ -250,19 +250,20 @@ class _Checker:
                            ("EARLIEST", ids[0] if ids else None)):
             path = join(sm.snapshot_dir, name)
             try:
-                text = self.file_io.read_text(path)
-            except (FileNotFoundInTableError, PaimonError):
+                text = self.file_io.read_bytes(path).decode("utf-8", errors="replace")
+            except FileNotFoundInTableError:
                 continue
             s = text.strip()
             if not s.isdigit() or not 0 < int(s) < 2**63:
                 self.add(FindingKind.HINT_INVALID, f"{name} hint is not a snapshot id: {text!r}",
                          path=path, severity=Severity.WARNING)
             elif int(s) != true:
+                actual = (f"the {name.lower()} snapshot file is {true}" if true
+                          else "there is no snapshot")
                 what = "lags behind" if true is not None and int(s) < true else "points past"
                 self.add(FindingKind.HINT_LAG,
-                         f"{name} hint says {s}, the {name.lower()} snapshot file is {true} "
-                         f"({what} it; readers fall back to listing)",
-                         path=path, severity=Severity.WARNING)
+                         f"{name} hint says {s}, {actual} ({what} it; readers fall back to "
+                         "listing)", path=path, severity=Severity.WARNING)
 
     def _check_duplicate_commits(self, snapshots: Iterable[Snapshot]) -> None:
         seen: dict[tuple[str, int, str], int] = {}

@@ -60,6 +60,7 @@ from paimon_core.types import (
     TypeRoot,
     highest_field_id,
     parse_sql_type,
+    reassign_field_ids,
 )
 
 __all__ = [
@@ -336,28 +337,6 @@ def _with_description(description: str | None) -> Callable[[DataField], DataFiel
     return lambda f: replace(f, description=description)
 
 
-def _reassign_ids(t: DataType, counter: list[int]) -> DataType:
-    """Number the nested ROW fields of an added column exactly like Java's
-    ``ReassignFieldId``: ``RowType.Builder.field(name, type.accept(this))`` evaluates the
-    field's type first, so fields nested inside a nested field get their ids *before* it
-    (``ROW<a INT, b ROW<c INT>>`` after column id 6: a=7, c=8, b=9; checked with Java 0.9)."""
-    if isinstance(t, RowType):
-        out = []
-        for f in t.fields:
-            inner = _reassign_ids(f.type, counter)
-            counter[0] += 1
-            out.append(DataField(counter[0], f.name, inner, f.description))
-        return RowType(tuple(out), t.nullable)
-    if isinstance(t, ArrayType):
-        return ArrayType(_reassign_ids(t.element, counter), t.nullable)
-    if isinstance(t, MultisetType):
-        return MultisetType(_reassign_ids(t.element, counter), t.nullable)
-    if isinstance(t, MapType):
-        key = _reassign_ids(t.key, counter)
-        return MapType(key, _reassign_ids(t.value, counter), t.nullable)
-    return t
-
-
 def _check_key_column(schema: TableSchema, name: str, what: str) -> None:
     if name in schema.partition_keys:
         raise SchemaError(f"cannot {what} partition key column {name!r}")
@@ -418,7 +397,7 @@ def apply_changes(
             if not t.nullable:
                 raise SchemaError(f"added column {change.name!r} cannot be NOT NULL")
             counter = [highest + 1]
-            new_field = DataField(counter[0], change.name, _reassign_ids(t, counter),
+            new_field = DataField(counter[0], change.name, reassign_field_ids(t, counter),
                                   change.description)
             highest = counter[0]
             if change.first:

@@ -453,34 +453,39 @@ def parse_field_json(obj: Any) -> DataField:
     return DataField(fid, name, parse_type_json(tj), desc if isinstance(desc, str) else None)
 
 
+def reassign_field_ids(t: DataType, counter: list[int]) -> DataType:
+    """Number the nested ROW fields inside ``t`` exactly like Java's ``ReassignFieldId``:
+    ``RowType.Builder.field(name, type.accept(this))`` evaluates a field's type first, so the
+    fields nested inside a nested field get their ids *before* it (``ROW<a INT, b ROW<c INT>>``
+    after id 6: a=7, c=8, b=9). ``counter[0]`` is the last id used and is advanced."""
+    if isinstance(t, RowType):
+        out = []
+        for f in t.fields:
+            inner = reassign_field_ids(f.type, counter)
+            counter[0] += 1
+            out.append(DataField(counter[0], f.name, inner, f.description))
+        return RowType(tuple(out), t.nullable)
+    if isinstance(t, ArrayType):
+        return ArrayType(reassign_field_ids(t.element, counter), t.nullable)
+    if isinstance(t, MultisetType):
+        return MultisetType(reassign_field_ids(t.element, counter), t.nullable)
+    if isinstance(t, MapType):
+        key = reassign_field_ids(t.key, counter)
+        return MapType(key, reassign_field_ids(t.value, counter), t.nullable)
+    return t
+
+
 def assign_field_ids(fields: list[DataField], start: int = 0) -> tuple[list[DataField], int]:
-    """Number fields like Java's ``Schema.Builder`` + ``ReassignFieldId``: each top-level
-    column takes the next id, then its nested ROW fields depth-first. Returns the fields and the
-    highest id used (``start - 1`` when empty)."""
+    """Number fields like Java's ``Schema.Builder``: each top-level column takes the next id,
+    then its nested ROW fields are numbered by :func:`reassign_field_ids`
+    (``r ROW<x, y ROW<z>>`` -> r, x, z, y). Returns the fields and the highest id used
+    (``start - 1`` when empty)."""
     counter = [start - 1]
-
-    def nxt() -> int:
-        counter[0] += 1
-        return counter[0]
-
-    def renumber(t: DataType) -> DataType:
-        if isinstance(t, RowType):
-            return RowType(
-                tuple(DataField(nxt(), f.name, renumber(f.type), f.description) for f in t.fields),
-                t.nullable,
-            )
-        if isinstance(t, ArrayType):
-            return ArrayType(renumber(t.element), t.nullable)
-        if isinstance(t, MultisetType):
-            return MultisetType(renumber(t.element), t.nullable)
-        if isinstance(t, MapType):
-            return MapType(renumber(t.key), renumber(t.value), t.nullable)
-        return t
-
     out = []
     for f in fields:
-        fid = nxt()
-        out.append(DataField(fid, f.name, renumber(f.type), f.description))
+        counter[0] += 1
+        fid = counter[0]
+        out.append(DataField(fid, f.name, reassign_field_ids(f.type, counter), f.description))
     return out, counter[0]
 
 

@@ -253,8 +253,7 @@ def test_overlapping_level_1_files(pk: FileStoreTable) -> None:
     _publish_raw(pk, entries, kind=CommitKind.COMPACT)
     r = fsck(pk)
     assert [f.kind for f in r.errors] == [FindingKind.LEVEL_OVERLAP]
-    # upgrading a single file is fine
-    assert fsck(pk).of_kind(FindingKind.LEVEL_OVERLAP)[0].snapshot_id == 4
+    assert r.errors[0].snapshot_id == 4
 
 
 def test_single_upgraded_file_is_no_overlap(pk: FileStoreTable) -> None:
@@ -294,13 +293,12 @@ def test_append_rows_read_must_equal_total(append: FileStoreTable) -> None:
 def test_duplicate_commit(append: FileStoreTable) -> None:
     _write(append, [1], "x", user="pipe", identifier=7)
     _write(append, [2], "y", user="pipe", identifier=8)
+    # snapshots 1 and 2 are both (u, Long.MAX, APPEND): batch commits are never a finding
     assert fsck(append).ok
     _edit_snapshot(append, 4, commitIdentifier=7)
     r = fsck(append)
     found = r.of_kind(FindingKind.DUPLICATE_COMMIT)
     assert len(found) == 1 and "snapshots 3 and 4" in found[0].message
-    # batch commits all share Long.MAX: never a finding
-    assert not fsck(append).of_kind(FindingKind.DUPLICATE_COMMIT)[1:]
 
 
 def test_missing_schema(pk: FileStoreTable) -> None:
@@ -368,14 +366,16 @@ def test_unverifiable_merge_engine_is_a_warning(pk: FileStoreTable) -> None:
 
 def test_tag_of_an_expired_snapshot_is_checked(pk: FileStoreTable) -> None:
     pk.create_tag("keep", 1)
-    (Path(pk.path) / "snapshot" / "snapshot-1").unlink()
+    _write(pk, range(0, 20), "o", overwrite=True)  # replaces every file snapshot 1 had
+    for sid in (1, 2, 3):  # expired: only the tag still references snapshot 1's files
+        (Path(pk.path) / "snapshot" / f"snapshot-{sid}").unlink()
+    (Path(pk.path) / "snapshot" / "EARLIEST").write_text("4")
     assert fsck(pk).ok
-    victim = _live(pk, 3)[0]  # noqa: F841 - the tag's files are still needed
     tag_only = {e.file.file_name for e in _live_of_tag(pk, "keep")}
-    later = {e.file.file_name for e in _live(pk)}
-    name = sorted(tag_only - later or tag_only)[0]
-    next(Path(pk.path).rglob(name)).unlink()
-    assert FindingKind.MISSING_DATA_FILE in kinds(fsck(pk))
+    assert tag_only and not tag_only & {e.file.file_name for e in _live(pk)}
+    next(Path(pk.path).rglob(sorted(tag_only)[0])).unlink()
+    r = fsck(pk)
+    assert [(f.kind, f.snapshot_id) for f in r.errors] == [(FindingKind.MISSING_DATA_FILE, 1)]
 
 
 def _live_of_tag(t: FileStoreTable, name: str) -> list[ManifestEntry]:
@@ -446,3 +446,44 @@ def test_orphan_files(pk: FileStoreTable) -> None:
     (Path(pk.path) / "manifest" / snap.delta_manifest_list).unlink()
     with pytest.raises(CorruptMetadataError, match="missing"):
         orphan_files(pk, now)
+
+
+# ---------------------------------------------------------------------------------------------
+# the same on S3 (moto_server on loopback)
+
+
+@pytest.mark.s3
+def test_alter_tags_fsck_and_orphans_on_s3(s3_root: tuple[str, dict[str, str]]) -> None:
+    root, opts = s3_root
+    cat = FileSystemCatalog(root, opts)
+    t = cat.create_table("db.s3", Schema.of(
+        [("pt", "STRING"), ("id", "INT"), ("v", "STRING")], partition_keys=["pt"],
+        primary_keys=["pt", "id"], options={"bucket": "2"}))
+    _write(t, range(6), "a")
+    t.alter([AddColumn("n", "BIGINT")])
+    _write(t, range(3, 9), "b", "b")
+    t.create_tag("first", 1)
+    assert t.list_tags() == [("first", 1)]
+    assert t.to_arrow(tag="first").num_rows == 6
+    r = fsck(cat.get_table("db.s3"), deep=True)
+    assert r.ok and r.findings == () and r.snapshot_ids == (1, 2)
+    assert orphan_files(t, int(time.time() * 1000) + 60_000) == []
+    victim = _live(t)[0]
+    bucket_files = [f for f in t.file_io.fs.find(t.path.split("://", 1)[1])
+                    if f.endswith(victim.file.file_name)]
+    assert len(bucket_files) == 1
+    t.file_io.fs.rm_file(bucket_files[0])
+    r = fsck(cat.get_table("db.s3"))
+    assert [f.kind for f in r.errors][:1] == [FindingKind.MISSING_DATA_FILE]
+
+
+def test_hints_of_an_empty_table_and_binary_garbage(catalog: FileSystemCatalog) -> None:
+    t = catalog.create_table("db.h", Schema.of([("id", "INT")]))
+    snap_dir = Path(t.path) / "snapshot"
+    snap_dir.mkdir()
+    (snap_dir / "LATEST").write_text("3")
+    (snap_dir / "EARLIEST").write_bytes(b"\xff\xfe")
+    r = fsck(t)
+    assert r.ok
+    assert {f.kind for f in r.warnings} == {FindingKind.HINT_LAG, FindingKind.HINT_INVALID}
+    assert "there is no snapshot" in r.of_kind(FindingKind.HINT_LAG)[0].message

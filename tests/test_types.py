@@ -97,13 +97,14 @@ def test_sql_nested_and_field_ids_like_java() -> None:
             DataField(-1, "y", AtomicType(TypeRoot.INT)),
         ]
     )
-    # Java: the column takes its id, then nested fields depth-first, then the next column
+    # Java: the column takes its id; nested fields get theirs after their own types
+    # (ReassignFieldId visits a field's type, then numbers the field)
     assert [f.id for f in fields] == [0, 1, 6]
     r = fields[1].type
     assert isinstance(r, RowType)
-    assert [f.id for f in r.fields] == [2, 3]
+    assert [f.id for f in r.fields] == [2, 5]
     inner = r.fields[1].type
-    assert isinstance(inner, RowType) and [f.id for f in inner.fields] == [4, 5]
+    assert isinstance(inner, RowType) and [f.id for f in inner.fields] == [3, 4]
     assert highest == 6 == highest_field_id(fields)
 
 

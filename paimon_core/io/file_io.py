@@ -108,7 +108,15 @@ class FileIO:
         root: a local path, ``memory://...`` or ``s3://bucket/prefix``.
         options: storage options; for S3: ``s3.endpoint``, ``s3.access-key``,
             ``s3.secret-key``, ``s3.region``, ``s3.session-token`` (or the usual AWS
-            environment variables).
+            environment variables); ``s3.max-attempts`` (botocore attempts per request,
+            default botocore's) to bound how long an unreachable endpoint is retried.
+
+    S3 semantics (reliability.md): conditional creates answer 412 -> "exists" whether or not
+    the body names the condition; 409 ConditionalRequestConflict and 5xx/throttling answers
+    that outlive s3fs's own retries are retried a bounded number of times with jitter;
+    ``exists`` treats a 403 on HEAD (S3's answer for a missing key without s3:ListBucket) as
+    unknown and asks a listing; reads are a single GET; every botocore / aiohttp failure is a
+    :class:`StorageError`.
     """
 
     def __init__(self, root: str, options: Mapping[str, str] | None = None) -> None:
@@ -155,6 +163,15 @@ class FileIO:
                     kw["secret"] = self.options.get("s3.secret-key")
                 if "s3.session-token" in self.options:
                     kw["token"] = self.options["s3.session-token"]
+                if "s3.max-attempts" in self.options:
+                    try:
+                        attempts = int(self.options["s3.max-attempts"])
+                    except ValueError as e:
+                        raise StorageError(self.root, "s3.max-attempts must be an integer"
+                                           ) from e
+                    if attempts < 1:
+                        raise StorageError(self.root, "s3.max-attempts must be >= 1")
+                    kw["config_kwargs"] = {"retries": {"max_attempts": attempts}}
                 self._fs = fsspec.filesystem("s3", **kw)
             elif self.scheme == "memory":
                 self._fs = fsspec.filesystem("memory")

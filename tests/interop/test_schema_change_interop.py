@@ -22,6 +22,7 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.main import main as paimon_main
 from paimon_core.errors import SchemaError
 from paimon_core.fsck import fsck
+from paimon_core.schema_builder import Schema
 from paimon_core.schema_change import (
     AddColumn,
     DropColumn,
@@ -266,3 +267,9 @@ def test_we_read_a_java_altered_table(
     reads = _engine_reads(wj, tmp_path, "java-altered", [])
     assert _ours(wj, capsys) == reads["java"] and len(reads["java"]) == 12
     assert fsck(FileSystemCatalog(str(wj)).get_table(TABLE), deep=True).ok
+
+
+def test_create_assigns_nested_ids_like_java(base: Path, tmp_path: Path) -> None:
+    ours = FileSystemCatalog(str(tmp_path / "wh")).create_table(TABLE, Schema.from_json(SCHEMA))
+    java_schema = json.loads((base / "db.db" / "t" / "schema" / "schema-0").read_text())
+    assert [f.to_json() for f in ours.schema.fields] == java_schema["fields"]

@@ -46,3 +46,10 @@ def proxied_bucket(s3_bucket: tuple[str, dict[str, str]], fault_proxy: FaultProx
     """``s3_bucket`` reached through the fault proxy."""
     root, opts = s3_bucket
     return root, {**opts, "s3.endpoint": fault_proxy.endpoint}, fault_proxy
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _quiet_moto() -> None:
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)

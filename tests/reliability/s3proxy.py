@@ -10,6 +10,7 @@ bounded by a count:
 * ``status``: answer with a given status and S3 error body without forwarding (503 SlowDown
   bursts, 409 ConditionalRequestConflict, 403 on HEAD).
 * ``strip_condition``: forward, and remove the ``<Condition>`` element of a 412 body.
+* ``deny_missing``: forward, and turn a 404 into 403 (S3 without ``s3:ListBucket``).
 
 Every exchange is logged as ``(method, path, status, action)`` for assertions.
 """
@@ -45,7 +46,7 @@ class Rule:
 
     method: str
     path: str
-    action: str  # drop_response | status | strip_condition
+    action: str  # drop_response | status | strip_condition | deny_missing
     count: int = 1
     skip: int = 0
     status: int = 503
@@ -123,26 +124,35 @@ class FaultProxy:
                     proxy._record(method, path, status, action)
                     self._reset()
                     return
+                if action == "deny_missing" and status == 404:
+                    # S3 without s3:ListBucket: a missing key is 403, not 404
+                    proxy._record(method, path, 403, action)
+                    self._answer_error(403, method, path, record=False)
+                    return
                 if action == "strip_condition" and status == 412:
                     data = re.sub(rb"<Condition>[^<]*</Condition>", b"", data)
                 proxy._record(method, path, status, action)
                 self.send_response(status)
                 for k, v in rheaders:
-                    if k.lower() in _HOP or k.lower() == "content-length":
+                    if k.lower() in _HOP or (k.lower() == "content-length"
+                                             and method != "HEAD"):
                         continue
                     self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                if method != "HEAD":  # a HEAD answer carries the object's length, no body
+                    self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 if method != "HEAD":
                     self.wfile.write(data)
 
-            def _answer_error(self, status: int, method: str, path: str) -> None:
+            def _answer_error(self, status: int, method: str, path: str,
+                              record: bool = True) -> None:
                 code, message = _ERROR_BODIES.get(status, ("Error", "injected"))
                 body = (
                     f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
                     f"<Message>{message}</Message><RequestId>proxy</RequestId></Error>"
                 ).encode()
-                proxy._record(method, path, status, "status")
+                if record:
+                    proxy._record(method, path, status, "status")
                 self.send_response(status)
                 self.send_header("Content-Type", "application/xml")
                 self.send_header("x-amz-request-id", "proxy")

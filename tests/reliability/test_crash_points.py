@@ -101,9 +101,14 @@ def test_kill_at_commit_step_then_restart_applies_exactly_once(
     # orphans: what the crash (and the blind re-commit) left behind, never a live file
     orphans = orphan_files(table, refs)
     assert not (orphans & refs.all())
-    if point != "after_publish" and not landed:
-        # the crashed attempt's data file at least
-        assert any("/bucket-" in o or o.startswith("bucket-") or "bucket-" in o for o in orphans)
+    kinds = {"manifest" if o.startswith("manifest/") else "data" for o in orphans}
+    if not landed:
+        # the crashed attempt's data file, and its manifests once they were written
+        expect = {"data"} if point in ("after_data_write",) else {"data", "manifest"}
+        assert kinds == expect, (point, sorted(orphans))
+    else:
+        # the blind re-commit's data file (its commit was recognised as done: no manifests)
+        assert kinds == {"data"}, (point, sorted(orphans))
     live_before = {p for p in list_tree(table.file_io, table.path) if p in refs.all()}
     remove_orphans(table)
     after = list_tree(table.file_io, table.path)
