@@ -263,6 +263,8 @@ class TableCommit:
         """Delete the files the messages' writers created (never call after a commit of them
         succeeded, or when its state is unknown)."""
         schema = self._schema()
+        # the same checks as commit: a message may only name plain files of this table
+        self._validate(messages, schema)
         part_types = [schema.field(k).type for k in schema.partition_keys]
         default = CoreOptions(schema.options).partition_default_name
         for m in messages:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.reliability.harness import WorkerPool, set_worker_pool
 from tests.reliability.s3proxy import FaultProxy
 
 
@@ -53,3 +54,26 @@ def _quiet_moto() -> None:
     import logging
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _worker_pool() -> Iterator[None]:
+    """16 spawned workers shared by the race scenarios (started lazily by the first one)."""
+    holder: list[WorkerPool] = []
+
+    class Lazy(WorkerPool):
+        def __init__(self) -> None:  # no processes until first use
+            pass
+
+        def run(self, *a: object, **kw: object):  # type: ignore[no-untyped-def,override]
+            if not holder:
+                holder.append(WorkerPool(16))
+            return holder[0].run(*a, **kw)  # type: ignore[arg-type]
+
+    set_worker_pool(Lazy())
+    try:
+        yield
+    finally:
+        set_worker_pool(None)
+        if holder:
+            holder[0].close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,6 @@ from paimon_core.errors import CommitConflictError
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.schema_change import SetOption
 from paimon_core.spec.snapshot import CommitKind
-from tests.commit.helpers import data_file, message
 from tests.reliability.harness import (
     AppendModel,
     PkModel,
@@ -23,6 +23,7 @@ from tests.reliability.harness import (
     assert_fsck_clean,
     create_table,
     open_table,
+    orphan_files,
     rows_of,
     run_processes,
 )
@@ -36,7 +37,9 @@ from tests.reliability.workers import (
 
 N_PROCS, ROWS = 16, 3
 N_COMMITS_LOCAL = 20
-N_COMMITS_S3 = int(os.environ.get("PAIMON_REL_S3_COMMITS", "20"))
+# 16 x 20 on moto costs ~7 CPU-minutes here (every S3 request is ~8 ms of Python CPU in
+# botocore + moto): the default suite runs 16 x 3; PAIMON_REL_S3_COMMITS=20 runs the full one.
+N_COMMITS_S3 = int(os.environ.get("PAIMON_REL_S3_COMMITS", "3"))
 RACE_REPORT: dict[str, Any] = {}
 
 
@@ -79,8 +82,7 @@ def test_16_processes_x_20_appends_local(tmp_path: Path) -> None:
 
 
 @pytest.mark.s3
-@pytest.mark.slow
-def test_16_processes_x_20_appends_s3(s3_bucket: tuple[str, dict[str, str]]) -> None:
+def test_16_processes_x_n_appends_s3(s3_bucket: tuple[str, dict[str, str]]) -> None:
     root, opts = s3_bucket
     _race_appends(root, opts, "s3", N_COMMITS_S3)
 
@@ -153,37 +155,44 @@ def _race_entry(index: int, barrier: Any, wh: str, rounds: int) -> Any:
 
 
 def test_partition_rewriter_and_appender_raise_no_false_conflict(tmp_path: Path) -> None:
-    """Thread A rewrites partition a (deletes its file, adds a new one) while thread B
+    """Thread A rewrites partition a (deletes its live file, adds a new one) while thread B
     appends to partition b: A's deletions are checked on every retry and must never conflict
     with B's additions."""
-    table = create_table(str(tmp_path / "wh"), None, "append")
-    first = data_file(1)
-    table.new_commit("a").commit([message(table.path, "a", first)], 0)
+    wh = str(tmp_path / "wh")
+    table = create_table(wh, None, "append")
+
+    def write(t: Any, user: str, pt: str, seq: int) -> list[Any]:
+        w = writer_for(t, user)
+        w.write_arrow(append_rows(pt, 0, seq, 1))
+        return list(w.prepare_commit())
+
+    first = write(table, "a", "a", 0)
+    table.new_commit("a").commit(first, 0)
     errors: list[BaseException] = []
     barrier = threading.Barrier(2)
     final: list[str] = []
 
     def rewriter() -> None:
-        t = open_table(str(tmp_path / "wh"))
+        t = open_table(wh)
         c = t.new_commit("a")
-        live = first
+        live = first[0].new_files[0]
         barrier.wait()
         try:
             for i in range(1, 16):
-                new = data_file(1)
-                c.commit([message(t.path, "a", new, deleted_files=(live,))], i)
-                live = new
+                (m,) = write(t, "a", "a", i)
+                c.commit([replace(m, deleted_files=(live,))], i)
+                live = m.new_files[0]
             final.append(live.file_name)
         except BaseException as e:
             errors.append(e)
 
     def appender() -> None:
-        t = open_table(str(tmp_path / "wh"))
+        t = open_table(wh)
         c = t.new_commit("b")
         barrier.wait()
         try:
             for i in range(15):
-                c.commit([message(t.path, "b", data_file(1))], i)
+                c.commit(write(t, "b", "b", i), i)
         except BaseException as e:
             errors.append(e)
 
@@ -193,10 +202,13 @@ def test_partition_rewriter_and_appender_raise_no_false_conflict(tmp_path: Path)
     for th in threads:
         th.join()
     assert not errors, errors
-    ids = table.snapshot_manager.list_snapshot_ids()
-    assert ids == list(range(1, 32))
-    snap = table.latest_snapshot()
-    assert snap is not None and snap.total_record_count == 1 + 15
+    table = open_table(wh)
+    assert_fsck_clean(table, expect_snapshots=31)
+    assert sorted(rows_of(table.to_arrow(), ["pt", "seq"])) == [("a", 15)] + [
+        ("b", i) for i in range(15)]
+    # the 15 rewritten files are orphans now? no: they were deleted by snapshots, and are
+    # still referenced by older snapshots (no expiry): nothing to reclaim
+    assert not orphan_files(table)
 
 
 def test_stale_bucket_count_writer_is_rejected(tmp_path: Path) -> None:
@@ -291,6 +303,9 @@ def test_32_threads_sharing_one_file_io_commit(storage: str, tmp_path: Path,
     table = create_table(wh, opts, "append")
     n_threads = 32
     per_thread = 2 if storage == "local" else 1
+    # on S3 at most 6 threads are inside commit() at once (a 32-way commit race costs ~75 s
+    # of CPU on moto; the 32-way create-if-absent race is the test above)
+    gate = threading.Semaphore(32 if storage == "local" else 6)
     barrier = threading.Barrier(n_threads)
     errors: list[BaseException] = []
     model = AppendModel()
@@ -309,7 +324,8 @@ def test_32_threads_sharing_one_file_io_commit(storage: str, tmp_path: Path,
             for k, msgs, data in writes:
                 while True:
                     try:
-                        c.commit(msgs, k)
+                        with gate:
+                            c.commit(msgs, k)
                         break
                     except CommitConflictError as e:
                         if "gave up after" not in str(e):
