@@ -23,7 +23,8 @@ suite). Java 0.9 *reads* some of those values wrongly or not at all (see ``Gen``
 an all-null ROW reads as a null ROW; a null ROW containing a ROW hangs the read), so the
 ``p_types*_nonano`` adapters make them safe exactly as ``Gen(java_safe=True)`` would have
 (:func:`java_safe_row`), in the rows we write AND in the reference lines. Engine bug, not ours:
-the same files read correctly with pypaimon and with our reader.
+Java 0.9 reads its own files the same way, and reads our all-null ROW as NULL while pypaimon
+and our reader keep it (``tests/write/test_write_oracle.py::test_java_all_null_row``).
 """
 
 from __future__ import annotations

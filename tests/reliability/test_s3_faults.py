@@ -100,6 +100,33 @@ def test_rival_takes_the_id_then_our_response_is_lost(proxied_bucket: Proxied) -
     assert_fsck_clean(fresh, expect_snapshots=3)
 
 
+def test_lost_response_and_unreadable_snapshot_is_state_unknown(proxied_bucket: Proxied
+                                                                 ) -> None:
+    """The snapshot PUT lands but its response is lost, and reading snapshot-2 back fails
+    (403): the committer cannot decide -> CommitStateUnknownError, nothing cleaned up. The
+    pipeline's retry resolves the state first (filter_committed) and does not re-apply."""
+    from paimon_core.errors import CommitStateUnknownError
+
+    root, opts, proxy, model = _setup(proxied_bucket)
+    proxy.add(Rule("PUT", SNAPSHOT_PUT, "drop_response"))
+    proxy.add(Rule("GET", r"/snapshot/snapshot-2$", "status", status=403, count=1000))
+    table = open_table(root, opts)
+    w = writer_for(table, "u")
+    data = append_rows("x", 1, 1)
+    w.write_arrow(data)
+    msgs = w.prepare_commit()
+    with pytest.raises(CommitStateUnknownError):
+        table.new_commit("u").commit(msgs, 1)
+    assert proxy.requests("DELETE", ".") == []  # never clean up on unknown
+    proxy.clear()
+    fresh = open_table(root, opts)
+    assert fresh.new_commit("u").filter_committed([1]) == []
+    assert fresh.new_commit("u").commit(msgs, 1) == [2]  # recognised, not applied again
+    model.add(data)
+    model.check(fresh)
+    assert_fsck_clean(fresh, expect_snapshots=2)
+
+
 def test_503_slowdown_bursts_are_retried(proxied_bucket: Proxied) -> None:
     """Throttling bursts on the manifest and snapshot PUTs (and on reads) are retried."""
     root, opts, proxy, model = _setup(proxied_bucket)
