@@ -132,8 +132,8 @@ def timed_reads(run: Callable[[], Any], reps: int) -> tuple[dict[str, Any], Any]
     the first read (one read's footprint)."""
     base = rss_mb()
     out: dict[str, Any] = {"base_rss_mb": base, "seconds_all": [], "cpu_all": []}
-    result = None
-    for i in range(reps):
+    result: Any = None
+    for i in range(max(reps, 1)):
         result = None  # free the previous result before the next read
         c0 = cpu_s()
         t0 = time.perf_counter()
@@ -144,7 +144,8 @@ def timed_reads(run: Callable[[], Any], reps: int) -> tuple[dict[str, Any], Any]
             out["peak_rss_mb"] = peak_rss_mb()
     out["cold_s"] = out["seconds_all"][0]
     # warm = the fastest of the reads after the first (least disturbed by other load)
-    warm = min(range(1, reps), key=lambda i: out["seconds_all"][i]) if reps > 1 else 0
+    n = len(out["seconds_all"])
+    warm = min(range(1, n), key=lambda i: out["seconds_all"][i]) if n > 1 else 0
     out["seconds"] = out["seconds_all"][warm]
     out["cpu_s"] = out["cpu_all"][warm]
     out["rows"] = result.num_rows

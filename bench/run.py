@@ -176,9 +176,9 @@ def prepare(cache: Path, gen_path: Path, py_oracle: str, fresh: bool) -> dict[st
     """Tables written once per gen.py version; ``prep.json`` is the completion stamp."""
     stamp = cache / "prep.json"
     if stamp.exists() and not fresh:
-        prep = dict(json.loads(stamp.read_text()))
-        prep["cached"] = True
-        return prep
+        cached = dict(json.loads(stamp.read_text()))
+        cached["cached"] = True
+        return cached
     if cache.exists():
         shutil.rmtree(cache)
     cache.mkdir(parents=True)

@@ -93,8 +93,10 @@ class ManifestWriter:
         return name
 
     def _write(self, name: str, data: bytes) -> None:
-        self.file_io.write_bytes(join(self.dir, name), data)
+        # recorded first: a write that fails half way (disk full) leaves a partial file that
+        # cleanup must still remove
         self.written.append(name)
+        self.file_io.write_bytes(join(self.dir, name), data)
 
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write entries into one or more rolling manifests (none for no entries)."""

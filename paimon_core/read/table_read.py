@@ -156,7 +156,8 @@ class TableRead:
             table = filter_table(
                 table, self.predicate, [self.schema.field(c) for c in self.read_columns]
             )
-        return table.select(self.columns)
+        # the table's nullability (files may declare NOT NULL columns optional)
+        return table.select(self.columns).cast(self.output_schema)
 
     def _deleted(self, split: DataSplit, f: DataFileMeta) -> np.ndarray | None:
         df = split.deletion_file(f.file_name)

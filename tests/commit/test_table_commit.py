@@ -18,15 +18,20 @@ from tests.commit.helpers import data_file, message, part
 
 def _append_table(tmp_path: Path, **opts: str) -> FileStoreTable:
     return FileSystemCatalog(str(tmp_path)).create_table(
-        "db.t", Schema.of([("pt", "STRING"), ("v", "BIGINT")], partition_keys=["pt"],
-                          options=opts))
+        "db.t", Schema.of([("pt", "STRING"), ("v", "BIGINT")], partition_keys=["pt"], options=opts)
+    )
 
 
 def _pk_table(tmp_path: Path) -> FileStoreTable:
     return FileSystemCatalog(str(tmp_path)).create_table(
-        "db.pk", Schema.of([("pt", "STRING"), ("k", "INT"), ("v", "STRING")],
-                           partition_keys=["pt"], primary_keys=["pt", "k"],
-                           options={"bucket": "2"}))
+        "db.pk",
+        Schema.of(
+            [("pt", "STRING"), ("k", "INT"), ("v", "STRING")],
+            partition_keys=["pt"],
+            primary_keys=["pt", "k"],
+            options={"bucket": "2"},
+        ),
+    )
 
 
 def _live_names(t: FileStoreTable, snapshot_id: int | None = None) -> set[str]:
@@ -41,7 +46,11 @@ def test_commit_counts_and_exactly_once(tmp_path: Path) -> None:
     a, b = data_file(3), data_file(4)
     assert c.commit([message(t.path, "x", a), message(t.path, None, b)], 1) == [1]
     s1 = t.snapshot_manager.snapshot(1)
-    assert (s1.total_record_count, s1.delta_record_count, s1.commit_kind) == (7, 7, CommitKind.APPEND)
+    assert (s1.total_record_count, s1.delta_record_count, s1.commit_kind) == (
+        7,
+        7,
+        CommitKind.APPEND,
+    )
     assert _live_names(t) == {a.file_name, b.file_name}
     # the same identifier again is not applied twice (I2)
     assert c.commit([message(t.path, "x", data_file(5))], 1) == [1]
@@ -102,11 +111,13 @@ def test_lsm_overlap_at_level_1_is_a_conflict(tmp_path: Path) -> None:
     # two compactions of the same bucket: each rewrites the level-0 file to level 1
     out1 = data_file(key_range=(0, 10), level=1)
     out2 = data_file(key_range=(5, 20), level=1)
-    m1 = CommitMessage(part("a"), 0, 2, compact_before=(base,), compact_after=(out1,),
-                       table_path=t.path)
+    m1 = CommitMessage(
+        part("a"), 0, 2, compact_before=(base,), compact_after=(out1,), table_path=t.path
+    )
     assert t.new_commit("c1").commit([m1]) == [2]
-    m2 = CommitMessage(part("a"), 0, 2, compact_before=(base,), compact_after=(out2,),
-                       table_path=t.path)
+    m2 = CommitMessage(
+        part("a"), 0, 2, compact_before=(base,), compact_after=(out2,), table_path=t.path
+    )
     with pytest.raises(CommitConflictError, match="no longer live"):
         t.new_commit("c2").commit([m2])
     # an overlapping level-1 file added next to out1 is caught by the level check
@@ -118,23 +129,33 @@ def test_lsm_overlap_at_level_1_is_a_conflict(tmp_path: Path) -> None:
 def test_stale_bucket_count_is_rejected(tmp_path: Path) -> None:
     t = _pk_table(tmp_path)
     with pytest.raises(CommitConflictError, match="stale bucket count"):
-        t.new_commit("w").commit([message(t.path, "a", data_file(key_range=(1, 2)),
-                                          total_buckets=4)])
+        t.new_commit("w").commit(
+            [message(t.path, "a", data_file(key_range=(1, 2)), total_buckets=4)]
+        )
 
 
-@pytest.mark.parametrize("bad", [
-    {"new_files": "rename"},
-    {"partition": b"\x00\x00\x00\x02" + b"\x00" * 24},
-    {"bucket": 7, "total_buckets": 2},
-    {"table_path": "/elsewhere"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"new_files": "rename"},
+        {"partition": b"\x00\x00\x00\x02" + b"\x00" * 24},
+        {"bucket": 7, "total_buckets": 2},
+        {"table_path": "/elsewhere"},
+    ],
+)
 def test_hostile_messages_are_rejected(tmp_path: Path, bad: dict[str, Any]) -> None:
     t = _pk_table(tmp_path)
     f = data_file(key_range=(1, 2))
-    kw: dict[str, Any] = {"partition": part("a"), "bucket": 0, "total_buckets": 2,
-                          "new_files": (f,), "table_path": t.path}
+    kw: dict[str, Any] = {
+        "partition": part("a"),
+        "bucket": 0,
+        "total_buckets": 2,
+        "new_files": (f,),
+        "table_path": t.path,
+    }
     if bad.get("new_files") == "rename":
         import dataclasses
+
         kw["new_files"] = (dataclasses.replace(f, file_name="../../../etc/passwd"),)
     else:
         kw.update(bad)
@@ -158,7 +179,7 @@ class _RetriedRequest(FileIO):
 
     def try_create(self, path: str, data: bytes) -> bool:
         super().try_create(path, data)
-        return False if "snapshot-" in path else True
+        return "snapshot-" not in path
 
 
 class _NeverLands(FileIO):

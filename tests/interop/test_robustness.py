@@ -29,9 +29,14 @@ from tests.interop.oracle import ensure_ready, run_batches
 pytestmark = pytest.mark.oracle
 
 SCHEMA = {
-    "fields": [{"name": "pt", "type": "STRING"}, {"name": "id", "type": "INT"},
-               {"name": "v", "type": "STRING"}],
-    "partition_keys": ["pt"], "primary_keys": ["pt", "id"], "options": {"bucket": "2"},
+    "fields": [
+        {"name": "pt", "type": "STRING"},
+        {"name": "id", "type": "INT"},
+        {"name": "v", "type": "STRING"},
+    ],
+    "partition_keys": ["pt"],
+    "primary_keys": ["pt", "id"],
+    "options": {"bucket": "2"},
 }
 
 
@@ -47,14 +52,32 @@ def java_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str
         rows = [{"pt": f"p{i % 3}", "id": i, "v": f"v{k}-{i}"} for i in range(k * 20, k * 20 + 40)]
         (work / f"c{k}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     cmds: list[dict[str, Any]] = [
-        {"cmd": "create", "warehouse": str(wh), "table": "db.t", "schema": str(work / "schema.json")}
+        {
+            "cmd": "create",
+            "warehouse": str(wh),
+            "table": "db.t",
+            "schema": str(work / "schema.json"),
+        }
     ]
-    cmds += [{"cmd": "write", "warehouse": str(wh), "table": "db.t",
-              "input": str(work / f"c{k}.jsonl")} for k in range(3)]
-    cmds += [{"cmd": "read", "warehouse": str(wh), "table": "db.t",
-              "output": str(work / "latest.jsonl")},
-             {"cmd": "read", "warehouse": str(wh), "table": "db.t", "snapshot": 1,
-              "output": str(work / "s1.jsonl")}]
+    cmds += [
+        {"cmd": "write", "warehouse": str(wh), "table": "db.t", "input": str(work / f"c{k}.jsonl")}
+        for k in range(3)
+    ]
+    cmds += [
+        {
+            "cmd": "read",
+            "warehouse": str(wh),
+            "table": "db.t",
+            "output": str(work / "latest.jsonl"),
+        },
+        {
+            "cmd": "read",
+            "warehouse": str(wh),
+            "table": "db.t",
+            "snapshot": 1,
+            "output": str(work / "s1.jsonl"),
+        },
+    ]
     run_batches({"robust": cmds}, work)
     latest = (work / "latest.jsonl").read_text().splitlines()
     s1 = (work / "s1.jsonl").read_text().splitlines()
@@ -136,7 +159,9 @@ def test_damaged_metadata_is_a_typed_error_naming_the_file(copy: Path, kind: str
     elif kind == "manifest-list":
         victim = tdir / "manifest" / snap.delta_manifest_list
     else:
-        victim = tdir / "manifest" / t.manifest_io.manifest_list(snap.delta_manifest_list)[0].file_name
+        victim = (
+            tdir / "manifest" / t.manifest_io.manifest_list(snap.delta_manifest_list)[0].file_name
+        )
     if how == "appended" and kind == "manifest-list" and snap.delta_manifest_list_size is None:
         pytest.skip("Java 0.9 records no manifest list sizes in the snapshot")
     _damage(victim, how)

@@ -254,11 +254,6 @@ def test_disk_full_while_writing_a_manifest(tmp_path: Path) -> None:
     assert_fsck_clean(open_table(wh), expect_snapshots=2)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (minor, I8): a manifest write that fails half way (ENOSPC) leaves the partial "
-    "manifest behind: ManifestWriter._write (paimon_core/commit/manifest_writer.py) records "
-    "the name in `written` only after write_bytes returned, so the cleanup of the failed "
-    "attempt misses it (only orphan cleaning reclaims it)"))
 def test_failed_manifest_write_leaves_no_manifest_behind(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     create_table(wh, None, "append")
