@@ -30,7 +30,7 @@ oracle: install
 	$(ORACLE) setup -q
 
 lint: install
-	$(VENV)/bin/ruff check paimon_core tests bench scripts
+	$(VENV)/bin/ruff check paimon_core pipelines assets tests bench scripts
 
 typecheck: install
 	$(VENV)/bin/mypy paimon_core

@@ -16,6 +16,16 @@ python (``$PAIMON_ORACLE_HOME/venv/bin/python``) in a subprocess. Two commands:
     warm and cold seconds, CPU seconds, rows, peak RSS (MB) after the first read and the
     RSS before it. ``--check`` verifies the result against gen.py afterwards (not timed).
 
+``write --warehouse WH --gen GEN --step STEP [--native] [--check]``
+    One timed write in this fresh process into a new warehouse ``WH`` (STEP: ``w1_write``:
+    the 2M rows of ``gen.w1()`` into a new append table partitioned by ``dt``, one commit;
+    ``w2_write``: the 7 commits of ``gen.w2_batches()`` into a new primary-key table, each
+    timed). The input is generated before timing. ``--native`` sets the table options
+    ``write.native.enabled`` and ``commit.native.enabled`` (pypaimon's opt-in switches for the
+    ``pypaimon_rust`` extension); the JSON line then names the writer class pypaimon picked
+    (``NativeTableWrite`` when Rust writes) and whether ``pypaimon_rust`` was imported.
+    ``--check`` reads the table back afterwards (not timed) and checks it against gen.py.
+
 ``gen.py`` is imported by path (``--gen``), never copied.
 """
 
@@ -64,7 +74,8 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _commit(table: Any, data: Any) -> None:
+def _commit(table: Any, data: Any) -> str:
+    """One batch commit of ``data``; returns the writer's class name."""
     wb = table.new_batch_write_builder()
     tw = wb.new_write()
     tc = wb.new_commit()
@@ -74,6 +85,7 @@ def _commit(table: Any, data: Any) -> None:
     finally:
         tc.close()
         tw.close()
+    return type(tw).__name__
 
 
 def prepare(warehouse: str, gen: Any) -> dict[str, Any]:
@@ -110,6 +122,62 @@ def prepare(warehouse: str, gen: Any) -> dict[str, Any]:
         w2[name] = time.perf_counter() - t0
     out["w2_write"] = w2
     out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+def write(warehouse: str, gen: Any, step: str, native: bool, check: bool) -> dict[str, Any]:
+    """One timed write (see the module docstring); input generated before timing."""
+    import pyarrow  # loaded up front: not timed
+    from pypaimon import CatalogFactory, Schema
+
+    # read.native only speeds up the (untimed) --check read-back
+    opts = ({"write.native.enabled": "true", "commit.native.enabled": "true",
+             "read.native.enabled": "true"} if native else {})
+    catalog = CatalogFactory.create({"warehouse": warehouse})
+    catalog.create_database("db", True)
+    out: dict[str, Any] = {"pypaimon": _version("pypaimon"), "pyarrow": _version("pyarrow")}
+    parts: dict[str, float] = {}
+    writers: set[str] = set()
+    c0 = cpu_s()
+    if step == "w1_write":
+        catalog.create_table("db.w1", Schema.from_pyarrow_schema(
+            gen.SCHEMA, partition_keys=["dt"], options=dict(opts)), False)
+        data = gen.w1()
+        table = catalog.get_table("db.w1")
+        out["base_rss_mb"] = rss_mb()
+        c0 = cpu_s()
+        t0 = time.perf_counter()
+        writers.add(_commit(table, data))
+        parts["w1"] = time.perf_counter() - t0
+    else:
+        catalog.create_table("db.w2", Schema.from_pyarrow_schema(
+            gen.SCHEMA, partition_keys=["dt"], primary_keys=["id", "dt"],
+            options={"bucket": "4", **opts}), False)
+        batches = list(gen.w2_batches())
+        out["base_rss_mb"] = rss_mb()
+        c0 = cpu_s()
+        for name, batch in batches:
+            table = catalog.get_table("db.w2")  # fresh handle: sees the latest snapshot
+            t0 = time.perf_counter()
+            writers.add(_commit(table, batch))
+            parts[name] = time.perf_counter() - t0
+    out["cpu_s"] = cpu_s() - c0
+    out["peak_rss_mb"] = peak_rss_mb()
+    out["parts"] = parts
+    out["seconds"] = sum(parts.values())
+    out["writer_classes"] = sorted(writers)
+    out["pypaimon_rust_imported"] = "pypaimon_rust" in sys.modules
+    if out["pypaimon_rust_imported"]:
+        out["pypaimon_rust"] = _version("pypaimon-rust")
+        out["pypaimon_rust_module"] = getattr(sys.modules["pypaimon_rust"], "__file__", None)
+    if check:
+        rb = catalog.get_table("db.w2" if step == "w2_write" else "db.w1").new_read_builder()
+        result = rb.new_read().to_arrow(rb.new_scan().plan().splits())
+        if step == "w2_write":
+            ok, msg = gen.check_w2(result)
+            out["check"] = [bool(ok), msg]
+        else:
+            out["check"] = check_result(gen, "w1_all", result, pyarrow)
     return out
 
 
@@ -199,16 +267,22 @@ def check_result(gen: Any, step: str, result: Any, pa: Any) -> list[Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("command", choices=["prepare", "read"])
+    ap.add_argument("command", choices=["prepare", "read", "write"])
     ap.add_argument("--warehouse", required=True)
     ap.add_argument("--gen", required=True, help="path of shared/bench/gen.py")
-    ap.add_argument("--step", choices=["w1_all", "w1_day", "w2_merged"])
+    ap.add_argument("--step", choices=["w1_all", "w1_day", "w2_merged", "w1_write", "w2_write"])
+    ap.add_argument("--native", action="store_true",
+                    help="write: enable pypaimon's pypaimon_rust write/commit path")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--reps", type=int, default=3, help="reads in this process (1 = cold only)")
     args = ap.parse_args(argv)
     gen = load_gen(args.gen)
     if args.command == "prepare":
         res = prepare(args.warehouse, gen)
+    elif args.command == "write":
+        if args.step not in ("w1_write", "w2_write"):
+            ap.error("write needs --step w1_write or w2_write")
+        res = write(args.warehouse, gen, args.step, args.native, args.check)
     else:
         if not args.step:
             ap.error("read needs --step")

@@ -1,9 +1,13 @@
-"""``make bench``: paimon_core vs pypaimon 2.1 vs plain pyarrow Parquet (see bench/README.md).
+"""``make bench``: paimon_core vs pypaimon 2.1 (± pypaimon-rust) vs plain pyarrow Parquet.
 
-Steps measured (all on tables written by pypaimon 2.1 from ``shared/bench/gen.py``):
+See bench/README.md. Read steps (on tables written by pypaimon 2.1 from
+``shared/bench/gen.py``):
   w1_all     read the 2,000,000-row append table
   w1_day     read ``dt = '2024-01-02'`` of it (500,000 rows)
   w2_merged  merged read of the primary-key table (1,100,000 rows, latest version wins)
+Write steps (``bench/writes.py``; each library writes into a fresh warehouse):
+  w1_write   2,000,000 rows into a new append table partitioned by ``dt``, one commit
+  w2_write   the 7 W2 commits into a new primary-key table (insert 1M, upsert 200k, 5 x 20k)
 
 Every measurement runs in a fresh subprocess (ours and plain Parquet: this venv; pypaimon:
 the oracle venv, through ``bench/pypaimon_side.py``), so each one has its own peak RSS
@@ -36,14 +40,24 @@ from pathlib import Path
 from typing import Any
 
 from pypaimon_side import check_result, load_gen, timed_reads
+from writes import (
+    WRITE_LIBS,
+    WRITE_STEPS,
+    measure_writes,
+    rust_python,
+    write_report,
+    write_targets,
+)
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / "results"
 DEFAULT_GEN = REPO.parent / "shared" / "bench" / "gen.py"
 
-STEPS = ("w1_all", "w1_day", "w2_merged")
+READ_STEPS = ("w1_all", "w1_day", "w2_merged")
+STEPS = READ_STEPS + WRITE_STEPS
 LIBS = ("ours", "pypaimon", "parquet_1file", "parquet_4files")
+ALL_LIBS = tuple(dict.fromkeys(LIBS + WRITE_LIBS))
 # Which libraries run which step (W1's plain Parquet copy is one zstd file per day).
 STEP_LIBS = {
     "w1_all": ("ours", "pypaimon", "parquet_4files"),
@@ -363,8 +377,9 @@ def report(res: dict[str, Any]) -> str:
     lines.append("")
     hdr = (f"{'step':<28} {'library':<15} {'median s':>9} {'min s':>7} {'cold s':>7} "
            f"{'cpu s':>7} {'peak RSS MB':>12} {'(base)':>7}")
-    lines.append(hdr)
-    lines.append("-" * len(hdr))
+    if res["steps"]:
+        lines.append(hdr)
+        lines.append("-" * len(hdr))
     for s in res["steps"].values():
         for lib, v in s["libs"].items():
             lines.append(f"{s['title']:<28} {lib:<15} {v['median_s']:9.3f} {v['min_s']:7.3f} "
@@ -376,6 +391,10 @@ def report(res: dict[str, Any]) -> str:
                 lines.append(f"{'  ratios (' + label + ')':<28} " + "; ".join(
                     (f"speed-up vs pypaimon {v:.1f}x" if k == "speedup_vs_pypaimon"
                      else f"ours/{k[len('ours_over_'):]} {v:.2f}") for k, v in s[key].items()))
+        lines.append("")
+    if res.get("write_steps"):
+        lines.extend(write_report(res["write_steps"], res["write_targets"]))
+        lines.append(f"pypaimon + pypaimon-rust: {res.get('pypaimon_rust_note')}")
         lines.append("")
     for t in res["targets"]:
         more = "".join(f"; {k} {t['value_' + k]:.2f}" for k in ("min", "cpu", "cold")
@@ -396,12 +415,15 @@ def report(res: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="paimon_core read benchmark (make bench)")
     ap.add_argument("--fresh", action="store_true", help="rebuild the cached tables")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of the read steps")
+    ap.add_argument("--write-rounds", type=int, default=3, help="rounds of the write steps")
+    ap.add_argument("--pypaimon-w2-rounds", type=int, default=1,
+                    help="rounds of pure pypaimon's W2 write (~45 s each)")
     ap.add_argument("--reps", type=int, default=3,
                     help="reads per measuring process: the first is reported as cold, the "
                          "fastest of the others as warm (pypaimon's W2 read: always 1)")
     ap.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS))
-    ap.add_argument("--libs", nargs="+", choices=LIBS, default=list(LIBS))
+    ap.add_argument("--libs", nargs="+", choices=ALL_LIBS, default=list(ALL_LIBS))
     ap.add_argument("--gen", default=str(DEFAULT_GEN), help="path of shared/bench/gen.py")
     ap.add_argument("--json", default=str(RESULTS / "latest.json"))
     ap.add_argument("--profile", nargs="?", const=str(RESULTS / "profile_w2_merged.txt"),
@@ -409,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     # internal: one measurement in a fresh process
     ap.add_argument("--child", choices=["ours", "parquet_1file", "parquet_4files"],
                     help=argparse.SUPPRESS)
-    ap.add_argument("--step", choices=STEPS, help=argparse.SUPPRESS)
+    ap.add_argument("--step", choices=READ_STEPS, help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     ap.add_argument("--check", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -438,7 +460,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"profile written to {out} ({r['seconds']:.3f} s under cProfile)")
         return 0
 
+    wsteps = [s for s in args.steps if s in WRITE_STEPS]
+    wlibs = [lib for lib in args.libs if lib in WRITE_LIBS]
+    args.steps = [s for s in args.steps if s in READ_STEPS]
+    args.libs = [lib for lib in args.libs if lib in LIBS]
     steps, failures = measure(args, cache, gen_path, py_oracle)
+    write_res: dict[str, Any] = {}
+    rust_note = "not run"
+    if wsteps:
+        py_rust, rust_note = (rust_python() if "pypaimon_rust" in wlibs
+                              else (None, "not run"))
+        print(f"pypaimon + pypaimon-rust: {rust_note}", flush=True)
+        write_res, wfail = measure_writes(wsteps, wlibs, args.write_rounds,
+                                          args.pypaimon_w2_rounds, gen_path, py_oracle,
+                                          py_rust, rust_note)
+        failures += wfail
     import pyarrow as pa
 
     res: dict[str, Any] = {
@@ -447,7 +483,10 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform(), "pyarrow_ours": pa.__version__},
         "load_avg_start": load_start, "load_avg_end": loadavg(),
-        "prep": prep, "steps": steps, "targets": targets(steps), "failures": failures,
+        "prep": prep, "steps": steps, "targets": targets(steps),
+        "write_rounds": args.write_rounds, "pypaimon_w2_rounds": args.pypaimon_w2_rounds,
+        "write_steps": write_res, "write_targets": write_targets(write_res),
+        "pypaimon_rust_note": rust_note, "failures": failures,
     }
     text = report(res)
     print()
