@@ -29,6 +29,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from paimon_core.errors import SchemaError
+from paimon_core.scan.predicate_literal import text_timestamp_nanos
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import (
     ArrayType,
@@ -45,10 +46,6 @@ from paimon_core.types import (
 __all__ = ["load_input", "rows_to_arrow"]
 
 _DEC_CTX = decimal.Context(prec=80, rounding=decimal.ROUND_HALF_UP, Emin=-999999, Emax=999999)
-_TS_RE = re.compile(
-    r"^(-?\d{1,6})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?"
-    r"\s*(Z|[+-]\d{2}:?\d{2})?$"
-)
 _TIME_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?$")
 _EPOCH = dt.date(1970, 1, 1)
 _UNIT_NANOS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
@@ -321,18 +318,7 @@ def _time_millis(v: Any, p: int) -> int:
 
 def _ts_nanos(v: Any) -> int:
     """Epoch nanos of a timestamp text: wall clock for naive values, the UTC instant when an
-    offset is given (the oracle's ``_ts_to_nanos``)."""
+    offset is given (the oracle's ``_ts_to_nanos``; the same parser as filter literals)."""
     if isinstance(v, int) and not isinstance(v, bool):
         raise ValueError("integer timestamps are ambiguous; use an ISO string")
-    m = _TS_RE.match(str(v).strip())
-    if not m:
-        raise ValueError("expected YYYY-MM-DD[ HH:MM:SS[.fffffffff]][Z|+hh:mm]")
-    y, mo, d, hh, mi, ss, frac, tz = m.groups()
-    days = (dt.date(int(y), int(mo), int(d)) - _EPOCH).days
-    secs = days * 86400 + int(hh or 0) * 3600 + int(mi or 0) * 60 + int(ss or 0)
-    nanos = secs * 10**9 + (int(frac.ljust(9, "0")) if frac else 0)
-    if tz and tz != "Z":
-        sign = 1 if tz[0] == "+" else -1
-        digits = tz[1:].replace(":", "")
-        nanos -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60) * 10**9
-    return nanos
+    return text_timestamp_nanos(str(v))

@@ -127,32 +127,15 @@ class TableCommit:
         schema = self._schema()
         self._validate(messages, schema)
         out: list[int] = []
-        append = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files]
-        compact = [
-            m for m in messages if m.compact_before or m.compact_after or m.compact_changelog
-        ]
-        if append:
-
-            def build_append(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
-                data = [_entry(FileKind.ADD, m, f) for m in append for f in m.new_files]
-                data += [_entry(FileKind.DELETE, m, f) for m in append for f in m.deleted_files]
-                log_ = [_entry(FileKind.ADD, m, f) for m in append for f in m.changelog_files]
-                return _Changes(data, log_)
-
-            sid = self._try_commit(CommitKind.APPEND, build_append, commit_identifier,
-                                   properties, watermark, touched=_touched(append))
-            if sid is not None:
-                out.append(sid)
-        if compact:
-
-            def build_compact(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
-                data = [_entry(FileKind.DELETE, m, f) for m in compact for f in m.compact_before]
-                data += [_entry(FileKind.ADD, m, f) for m in compact for f in m.compact_after]
-                log_ = [_entry(FileKind.ADD, m, f) for m in compact for f in m.compact_changelog]
-                return _Changes(data, log_)
-
-            sid = self._try_commit(CommitKind.COMPACT, build_compact, commit_identifier,
-                                   properties, watermark, touched=_touched(compact))
+        for kind, pick in (
+            (CommitKind.APPEND, _append_files),
+            (CommitKind.COMPACT, _compact_files),
+        ):
+            group = [m for m in messages if any(pick(m))]
+            if not group:
+                continue
+            sid = self._try_commit(kind, _changes_of(group, pick), commit_identifier,
+                                   properties, watermark, touched=_touched(group))
             if sid is not None:
                 out.append(sid)
         return out
@@ -554,6 +537,37 @@ class TableCommit:
 
 def _entry(kind: FileKind, m: CommitMessage, f: DataFileMeta) -> ManifestEntry:
     return ManifestEntry(kind, m.partition, m.bucket, m.total_buckets, f)
+
+
+Files = tuple[DataFileMeta, ...]
+
+
+def _append_files(m: CommitMessage) -> tuple[Files, Files, Files]:
+    """(added, deleted, changelog) files of the APPEND snapshot."""
+    return m.new_files, m.deleted_files, m.changelog_files
+
+
+def _compact_files(m: CommitMessage) -> tuple[Files, Files, Files]:
+    """(added, deleted, changelog) files of the COMPACT snapshot."""
+    return m.compact_after, m.compact_before, m.compact_changelog
+
+
+def _changes_of(
+    messages: Sequence[CommitMessage], pick: Callable[[CommitMessage], tuple[Files, Files, Files]]
+) -> ChangeBuilder:
+    """The manifest entries of one snapshot's messages (independent of the latest state)."""
+
+    def build(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
+        data: list[ManifestEntry] = []
+        log_: list[ManifestEntry] = []
+        for m in messages:
+            added, deleted, changelog = pick(m)
+            data += [_entry(FileKind.DELETE, m, f) for f in deleted]
+            data += [_entry(FileKind.ADD, m, f) for f in added]
+            log_ += [_entry(FileKind.ADD, m, f) for f in changelog]
+        return _Changes(data, log_)
+
+    return build
 
 
 def _touched(messages: Sequence[CommitMessage]) -> set[bytes]:

@@ -130,7 +130,7 @@ def timestamp_nanos(v: Any) -> int:
     raise TypeError(f"not a timestamp: {v!r}")
 
 
-def _text_timestamp_nanos(s: str) -> int:
+def text_timestamp_nanos(s: str) -> int:
     """The oracle's ``_ts_to_nanos`` for strings (an offset is honoured for both TIMESTAMP and
     TIMESTAMP_LTZ, as there). Raises ValueError."""
     m = _TS_RE.match(s.strip())
@@ -317,7 +317,7 @@ def literal_from_text(raw: Any, t: DataType, column: str) -> Any:
         if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
             if not isinstance(raw, str):
                 raise ValueError("timestamps are ISO strings (integers are ambiguous)")
-            return _timestamp_literal(_text_timestamp_nanos(raw), t, column, raw)
+            return _timestamp_literal(text_timestamp_nanos(raw), t, column, raw)
     except FilterError:
         raise
     except (ValueError, TypeError, OverflowError, binascii.Error) as e:
