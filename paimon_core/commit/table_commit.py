@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,18 +229,23 @@ class TableCommit:
         return [i for i in identifiers if i > last]
 
     def latest_committed_identifier(self) -> int | None:
+        for snap in self._own_snapshots_newest_first():
+            return snap.commit_identifier
+        return None
+
+    def _own_snapshots_newest_first(self) -> Iterator[Snapshot]:
+        """This commit user's snapshots, latest first (expired ones are skipped)."""
         latest = self.snapshots.latest_snapshot_id()
         earliest = self.snapshots.earliest_snapshot_id()
         if latest is None or earliest is None:
-            return None
+            return
         for sid in range(latest, earliest - 1, -1):
             try:
                 snap = self.snapshots.snapshot(sid)
             except SnapshotNotExistError:
                 continue
             if snap.commit_user == self.commit_user:
-                return snap.commit_identifier
-        return None
+                yield snap
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the files the messages' writers created (never call after a commit of them
@@ -351,19 +356,9 @@ class TableCommit:
         (Streaming identifiers only; the batch identifier Long.MAX is reused by design.)"""
         if identifier == BATCH_COMMIT_IDENTIFIER:
             return None
-        latest = self.snapshots.latest_snapshot_id()
-        earliest = self.snapshots.earliest_snapshot_id()
-        if latest is None or earliest is None:
-            return None
-        for sid in range(latest, earliest - 1, -1):
-            try:
-                snap = self.snapshots.snapshot(sid)
-            except SnapshotNotExistError:
-                continue
-            if snap.commit_user != self.commit_user:
-                continue
+        for snap in self._own_snapshots_newest_first():
             if snap.commit_identifier == identifier and snap.commit_kind is kind:
-                return sid
+                return snap.id
             if snap.commit_identifier < identifier:
                 return None
         return None
