@@ -20,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paimon_core.errors import UnsupportedError
+from paimon_core.options import CoreOptions
 from paimon_core.spec.manifest import DataFileMeta
 
 RETRACT_KINDS = (1, 3)  # -U, -D
@@ -108,6 +110,27 @@ def deduplicate(
     keys_sorted = [table.column(c).take(order) for c in key_columns]
     last = _last_of_each_key(keys_sorted, n)
     return table.take(order.filter(pa.array(last)))
+
+
+def merge_records(
+    table: pa.Table,
+    key_columns: Sequence[str],
+    sequence_columns: Sequence[str],
+    kind_column: str,
+    options: CoreOptions,
+) -> pa.Table:
+    """The table's merge engine over records of possibly many files (``MergeFunction``).
+
+    ``table`` holds the key columns, the sequence columns (``sequence.field`` columns first,
+    ``_SEQUENCE_NUMBER`` last), ``kind_column`` and value columns, in any row order. Returns one
+    row per key: the engine's result, carrying the winning record's sequence number and row
+    kind. A result whose kind is a retraction (-U/-D) means "the key is deleted": readers drop
+    it, compaction keeps it unless it writes the last level. Used by reads and by compaction.
+    """
+    engine = options.merge_engine
+    if engine == "deduplicate":
+        return deduplicate(table, key_columns, sequence_columns)
+    raise UnsupportedError(f"merge-engine {engine!r} of overlapping files is not supported yet")
 
 
 def drop_retracts(table: pa.Table, kind_column: str) -> pa.Table:

@@ -23,7 +23,7 @@ from paimon_core.read.data_file import (
     VALUE_KIND,
     DataFileReader,
 )
-from paimon_core.read.merge import SortKey, deduplicate, drop_retracts, sections
+from paimon_core.read.merge import SortKey, drop_retracts, merge_records, sections
 from paimon_core.scan.predicate import Predicate, filter_table, referenced_fields
 from paimon_core.scan.split import DataSplit
 from paimon_core.schema_manager import SchemaManager
@@ -215,9 +215,7 @@ class TableRead:
             if ignore_delete:
                 t = drop_retracts(t, VALUE_KIND)
             if len(group) > 1:
-                if self.options.merge_engine == "first-row":
-                    raise UnsupportedError("first-row merge of overlapping files")
-                t = deduplicate(t, keys, seq)
+                t = merge_records(t, keys, seq, VALUE_KIND, self.options)
             t = drop_retracts(t, VALUE_KIND)
             outs.append(self._finish(t))
         outs = [o for o in outs if o.num_rows]
