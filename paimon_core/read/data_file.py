@@ -10,13 +10,14 @@ columns); dropped columns are simply not read. Mirrors Java's ``SchemaEvolutionU
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
@@ -41,6 +42,20 @@ class ColumnMapping:
     output: tuple[tuple[str, str | None, DataType], ...]  # (output name, file name, type)
 
 
+@dataclass(frozen=True, eq=False)
+class FileRead:
+    """One file to read and how (the arguments of :meth:`DataFileReader.read`)."""
+
+    bucket_path: str
+    file: DataFileMeta
+    columns: tuple[str, ...]
+    system: bool = False
+    keys: bool = True
+    kind: bool = True
+    deleted_rows: np.ndarray | None = None
+    constants: Mapping[str, pa.Scalar] | None = None
+
+
 def file_path(bucket_path: str, f: DataFileMeta) -> str:
     return f.external_path if f.external_path else join(bucket_path, f.file_name)
 
@@ -56,13 +71,21 @@ class DataFileReader:
         self.file_io = file_io
         self.schema = schema
         self.schemas = schemas
-        self._mappings: dict[tuple[int, tuple[str, ...], bool], ColumnMapping] = {}
+        self._mappings: dict[tuple[int, tuple[str, ...], bool, bool, bool], ColumnMapping] = {}
 
     def _file_schema(self, schema_id: int) -> TableSchema:
         return self.schema if schema_id == self.schema.id else self.schemas.schema(schema_id)
 
-    def mapping(self, schema_id: int, columns: Sequence[str], system: bool) -> ColumnMapping:
-        key = (schema_id, tuple(columns), system)
+    def mapping(
+        self,
+        schema_id: int,
+        columns: Sequence[str],
+        system: bool,
+        *,
+        keys: bool = True,
+        kind: bool = True,
+    ) -> ColumnMapping:
+        key = (schema_id, tuple(columns), system, keys, kind)
         m = self._mappings.get(key)
         if m is not None:
             return m
@@ -70,18 +93,20 @@ class DataFileReader:
         old_by_id = {f.id: f for f in old.fields}
         out: list[tuple[str, str | None, DataType]] = []
         if system:
-            for k in self.schema.trimmed_primary_keys:
-                cur = self.schema.field(k)
-                of = old_by_id.get(cur.id)
-                out.append(
-                    (
-                        KEY_PREFIX + k,
-                        KEY_PREFIX + of.name if of else None,
-                        cur.type.with_nullable(False),
+            if keys:
+                for k in self.schema.trimmed_primary_keys:
+                    cur = self.schema.field(k)
+                    of = old_by_id.get(cur.id)
+                    out.append(
+                        (
+                            KEY_PREFIX + k,
+                            KEY_PREFIX + of.name if of else None,
+                            cur.type.with_nullable(False),
+                        )
                     )
-                )
             out.append((SEQUENCE_NUMBER, SEQUENCE_NUMBER, _BIGINT))
-            out.append((VALUE_KIND, VALUE_KIND, _TINYINT))
+            if kind:
+                out.append((VALUE_KIND, VALUE_KIND, _TINYINT))
         for name in columns:
             cur = self.schema.field(name)
             of = old_by_id.get(cur.id)
@@ -97,26 +122,104 @@ class DataFileReader:
         columns: Sequence[str],
         *,
         system: bool = False,
+        keys: bool = True,
+        kind: bool = True,
         deleted_rows: np.ndarray | None = None,
+        constants: Mapping[str, pa.Scalar] | None = None,
     ) -> pa.Table:
-        """Read ``columns`` (current names) of one file; with ``system`` also the key,
-        sequence and kind columns of a primary-key file. ``deleted_rows`` are positions
-        removed by a deletion vector."""
+        """Read ``columns`` (current names) of one file; with ``system`` also the key
+        (unless ``keys`` is False: readers may use the value's primary-key columns, which
+        hold the same values), sequence and kind (unless ``kind`` is False) columns of a
+        primary-key file. ``deleted_rows`` are positions removed by a deletion vector.
+        ``constants`` are columns whose value is known for the whole file (partition
+        columns): they are not decoded but repeated."""
         path = file_path(bucket_path, f)
-        mapping = self.mapping(f.schema_id, columns, system)
-        wanted = [src for _, src, _ in mapping.output if src is not None]
+        mapping = self.mapping(f.schema_id, columns, system, keys=keys, kind=kind)
+        const = constants or {}
+        wanted = [src for out, src, _ in mapping.output if src is not None and out not in const]
         table = self._read_physical(path, wanted)
         if table.num_rows != f.row_count:
             raise CorruptMetadataError(
                 path,
                 f"data file has {table.num_rows} rows but its manifest entry says {f.row_count}",
             )
-        table = _conform(table, mapping, path)
+        table = _conform(table, mapping, path, const)
         if deleted_rows is not None and len(deleted_rows):
             keep = np.ones(table.num_rows, dtype=bool)
             keep[deleted_rows[deleted_rows < table.num_rows]] = False
             table = table.filter(pa.array(keep))
         return table
+
+    def read_many(self, reads: Sequence[FileRead]) -> list[pa.Table]:
+        """Read many files at once; the same result as :meth:`read` on each, in order.
+
+        Parquet files without deletion vectors that need the same physical columns are
+        decoded in one Arrow dataset scan (its C++ thread pool overlaps the small files that
+        primary-key tables are made of, instead of one Python call per file); anything the
+        scan cannot vouch for (row counts, missing columns, type clashes) is re-read file by
+        file, which raises the precise error.
+        """
+        out: list[pa.Table | None] = [None] * len(reads)
+        bulk: dict[tuple[Any, ...], list[int]] = {}
+        for i, r in enumerate(reads):
+            if (
+                (r.deleted_rows is None or not len(r.deleted_rows))
+                and file_format(r.file.file_name) == "parquet"
+                and not r.file.external_path
+            ):
+                m = self.mapping(r.file.schema_id, r.columns, r.system, keys=r.keys, kind=r.kind)
+                const = r.constants or {}
+                wanted = tuple(src for o, src, _ in m.output if src is not None and o not in const)
+                if wanted:
+                    bulk.setdefault((id(m), wanted), []).append(i)
+                    continue
+            out[i] = self.read_one(r)
+        for (_, wanted), idxs in bulk.items():
+            tables = self._scan(reads, idxs, list(wanted)) if len(idxs) > 1 else None
+            for i in idxs:
+                out[i] = self.read_one(reads[i]) if tables is None else tables[i]
+        return [t for t in out if t is not None]
+
+    def read_one(self, r: FileRead) -> pa.Table:
+        return self.read(
+            r.bucket_path,
+            r.file,
+            r.columns,
+            system=r.system,
+            keys=r.keys,
+            kind=r.kind,
+            deleted_rows=r.deleted_rows,
+            constants=r.constants,
+        )
+
+    def _scan(
+        self, reads: Sequence[FileRead], idxs: Sequence[int], wanted: list[str]
+    ) -> dict[int, pa.Table] | None:
+        """One dataset scan over ``reads[idxs]``; None when the per-file path must decide."""
+        paths = [file_path(reads[i].bucket_path, reads[i].file) for i in idxs]
+        fs, _ = self.file_io.arrow_filesystem(paths[0])
+        inner = [self.file_io.arrow_filesystem(p)[1] for p in paths]
+        try:
+            dataset = pads.dataset(inner, format="parquet", filesystem=fs)
+            table = dataset.to_table(columns=wanted)
+            fragments = list(dataset.get_fragments())
+            if len(fragments) != len(idxs) or any(
+                not set(wanted) <= set(fr.physical_schema.names) for fr in fragments
+            ):
+                return None
+        except (pa.ArrowException, OSError, ValueError, TypeError):
+            return None
+        if table.num_rows != sum(reads[i].file.row_count for i in idxs):
+            return None
+        result = {}
+        offset = 0
+        for i, path in zip(idxs, paths):
+            r = reads[i]
+            n = r.file.row_count
+            m = self.mapping(r.file.schema_id, r.columns, r.system, keys=r.keys, kind=r.kind)
+            result[i] = _conform(table.slice(offset, n), m, path, r.constants)
+            offset += n
+        return result
 
     def iter_batches(
         self, bucket_path: str, f: DataFileMeta, columns: Sequence[str], batch_size: int
@@ -184,13 +287,20 @@ class DataFileReader:
         raise UnsupportedError(f"data file format {fmt!r} is not supported ({path})")
 
 
-def _conform(table: pa.Table, mapping: ColumnMapping, path: str) -> pa.Table:
+def _conform(
+    table: pa.Table,
+    mapping: ColumnMapping,
+    path: str,
+    constants: Mapping[str, pa.Scalar] | None = None,
+) -> pa.Table:
     n = table.num_rows
     arrays = []
     names = []
     for out_name, src, dtype in mapping.output:
         target = to_arrow_type(dtype)
-        if src is None:
+        if constants and out_name in constants:
+            arrays.append(repeat(constants[out_name], n))
+        elif src is None:
             arrays.append(pa.nulls(n, type=target))
         else:
             col = table.column(src)
@@ -206,6 +316,28 @@ def _conform(table: pa.Table, mapping: ColumnMapping, path: str) -> pa.Table:
     if not arrays:
         return pa.table({"__n": pa.nulls(n)}).drop(["__n"]) if n else pa.table({})
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def repeat(value: pa.Scalar, n: int) -> pa.Array:
+    """``n`` copies of one value (a partition column of a whole file), built directly from
+    buffers (a ``take`` of a one-element array costs ten times more for strings)."""
+    t = value.type
+    if not value.is_valid:
+        return pa.nulls(n, type=t)
+    if pa.types.is_string(t) or pa.types.is_binary(t):
+        raw = value.as_py()
+        data = raw.encode() if isinstance(raw, str) else bytes(raw)
+        if len(data) * n < 2**31:
+            offsets = np.arange(0, (n + 1) * len(data), len(data) or 1, dtype=np.int32)
+            if not data:
+                offsets = np.zeros(n + 1, dtype=np.int32)
+            return pa.Array.from_buffers(
+                t, n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)]
+            )
+    elif pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_boolean(t):
+        storage = pa.array([value]).to_numpy(zero_copy_only=False)
+        return pa.array(np.repeat(storage, n), type=t)
+    return pa.array([value], type=t).take(np.zeros(n, dtype=np.int32))
 
 
 def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:

@@ -84,12 +84,17 @@ def deduplicate(
     table: pa.Table,
     key_columns: Sequence[str],
     sequence_columns: Sequence[str],
+    *,
+    sequence_ordered: bool = False,
 ) -> pa.Table:
     """Keep, for every key, the record with the highest (sequence columns...) order.
 
     ``sequence_columns`` lists user ``sequence.field`` columns first and ``_SEQUENCE_NUMBER``
     last; ties keep the later row. Retract rows are *not* dropped here: the winner may be a
-    ``-D`` (the key is then deleted), which the caller filters out.
+    ``-D`` (the key is then deleted), which the caller filters out. ``sequence_ordered`` says
+    the rows of every key already come in ascending sequence order (files concatenated by
+    disjoint ascending sequence ranges, each sorted by key then sequence): a stable sort by
+    key alone then suffices.
     """
     n = table.num_rows
     if n <= 1:
@@ -98,8 +103,11 @@ def deduplicate(
         k = table.column(key_columns[0])
         if pa.types.is_integer(k.type) or pa.types.is_date(k.type):
             keys = k.to_numpy()
-            seq = table.column(sequence_columns[0]).to_numpy()
-            order = np.lexsort((seq, keys))
+            if sequence_ordered:
+                order = np.argsort(keys, kind="stable")
+            else:
+                seq = table.column(sequence_columns[0]).to_numpy()
+                order = np.lexsort((seq, keys))
             ks = keys[order]
             last = np.empty(n, dtype=bool)
             last[-1] = True
@@ -118,6 +126,8 @@ def merge_records(
     sequence_columns: Sequence[str],
     kind_column: str,
     options: CoreOptions,
+    *,
+    sequence_ordered: bool = False,
 ) -> pa.Table:
     """The table's merge engine over records of possibly many files (``MergeFunction``).
 
@@ -126,10 +136,12 @@ def merge_records(
     row per key: the engine's result, carrying the winning record's sequence number and row
     kind. A result whose kind is a retraction (-U/-D) means "the key is deleted": readers drop
     it, compaction keeps it unless it writes the last level. Used by reads and by compaction.
+    ``sequence_ordered``: the rows of every key already come in ascending sequence order (see
+    :func:`deduplicate`); an optimisation hint only.
     """
     engine = options.merge_engine
     if engine == "deduplicate":
-        return deduplicate(table, key_columns, sequence_columns)
+        return deduplicate(table, key_columns, sequence_columns, sequence_ordered=sequence_ordered)
     raise UnsupportedError(f"merge-engine {engine!r} of overlapping files is not supported yet")
 
 

@@ -8,8 +8,10 @@ of several files is merged with the vectorised deduplicate. Filters are applied 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -18,10 +20,11 @@ from paimon_core.errors import FileNotFoundInTableError, UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.options import CoreOptions
 from paimon_core.read.data_file import (
-    KEY_PREFIX,
     SEQUENCE_NUMBER,
     VALUE_KIND,
     DataFileReader,
+    FileRead,
+    repeat,
 )
 from paimon_core.read.merge import SortKey, drop_retracts, merge_records, sections
 from paimon_core.scan.predicate import Predicate, filter_table, referenced_fields
@@ -32,9 +35,34 @@ from paimon_core.spec.deletion_vector import decode_deletion_vectors
 from paimon_core.spec.index_manifest import DeletionVectorMeta
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
-from paimon_core.types import to_arrow_schema
+from paimon_core.types import AtomicType, DataType, TypeRoot, to_arrow_schema, to_arrow_type
 
 ROW_KIND_NAMES = {0: "+I", 1: "-U", 2: "+U", 3: "-D"}
+_CONSTANT_ROOTS = frozenset(
+    {
+        TypeRoot.CHAR,
+        TypeRoot.VARCHAR,
+        TypeRoot.BOOLEAN,
+        TypeRoot.TINYINT,
+        TypeRoot.SMALLINT,
+        TypeRoot.INT,
+        TypeRoot.BIGINT,
+        TypeRoot.DATE,
+    }
+)
+
+
+def _constant_safe(t: DataType) -> bool:
+    """Partition types whose decoded partition value is exactly the stored column value."""
+    return isinstance(t, AtomicType) and t.root in _CONSTANT_ROOTS
+
+
+@dataclass(frozen=True)
+class _SplitPlan:
+    """The files a split needs and how to turn them into the split's rows."""
+
+    reads: list[FileRead]
+    finish: Callable[[list[pa.Table]], pa.Table]
 
 
 class TableRead:
@@ -88,21 +116,40 @@ class TableRead:
             for c in self.options.sequence_fields:
                 if c not in needed:
                     needed.append(c)
+            # merging keys on the value's primary-key columns (same values as _KEY_*)
+            for c in schema.trimmed_primary_keys:
+                if c not in needed:
+                    needed.append(c)
         self.read_columns = needed
+        self._constant_types = {
+            k: to_arrow_type(schema.field(k).type)
+            for k in schema.partition_keys
+            if k in needed and _constant_safe(schema.field(k).type)
+        }
         self.output_schema = to_arrow_schema([schema.field(c) for c in self.columns])
 
     # ---- public
     def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
-        tables: list[pa.Table]
-        if len(splits) > 1 and self.max_workers > 1:
-            with ThreadPoolExecutor(min(self.max_workers, len(splits))) as pool:
-                tables = list(pool.map(self.read_split, splits))
+        # all files of all splits are decoded together (one Arrow scan per kind of read),
+        # then each split is merged / filtered on its own
+        plans = [self._plan_split(s) for s in splits]
+        reads = [r for p in plans for r in p.reads]
+        tables = self.reader.read_many(reads)
+        jobs = []
+        start = 0
+        for p in plans:
+            jobs.append((p, tables[start : start + len(p.reads)]))
+            start += len(p.reads)
+        outs: list[pa.Table]
+        if len(jobs) > 1 and self.max_workers > 1:
+            with ThreadPoolExecutor(min(self.max_workers, len(jobs))) as pool:
+                outs = list(pool.map(lambda j: j[0].finish(j[1]), jobs))
         else:
-            tables = [self.read_split(s) for s in splits]
-        tables = [t for t in tables if t.num_rows]
-        if not tables:
+            outs = [p.finish(t) for p, t in jobs]
+        outs = [t for t in outs if t.num_rows]
+        if not outs:
             return self.output_schema.empty_table()
-        return pa.concat_tables(tables)
+        return pa.concat_tables(outs)
 
     def to_batches(
         self, splits: Sequence[DataSplit], *, batch_size: int = 65536
@@ -118,18 +165,30 @@ class TableRead:
                 yield from t.to_batches(max_chunksize=batch_size)
 
     def read_split(self, split: DataSplit) -> pa.Table:
+        plan = self._plan_split(split)
+        return plan.finish(self.reader.read_many(plan.reads))
+
+    def _plan_split(self, split: DataSplit) -> _SplitPlan:
         if self.is_pk:
-            return self._read_pk(split)
-        parts = [
-            self._finish(
-                self.reader.read(
-                    split.bucket_path, f, self.read_columns, deleted_rows=self._deleted(split, f)
-                )
+            return self._plan_pk(split)
+        const = self._constants(split)
+        reads = [
+            FileRead(
+                split.bucket_path,
+                f,
+                tuple(self.read_columns),
+                deleted_rows=self._deleted(split, f),
+                constants=const,
             )
             for f in split.files
         ]
-        parts = [p for p in parts if p.num_rows]
-        return pa.concat_tables(parts) if parts else self.output_schema.empty_table()
+
+        def finish(tables: list[pa.Table]) -> pa.Table:
+            parts = [self._finish(t) for t in tables]
+            parts = [p for p in parts if p.num_rows]
+            return pa.concat_tables(parts) if parts else self.output_schema.empty_table()
+
+        return _SplitPlan(reads, finish)
 
     # ---- internals
     def _iter_append(self, split: DataSplit, batch_size: int) -> Iterator[pa.Table]:
@@ -159,6 +218,23 @@ class TableRead:
         # the table's nullability (files may declare NOT NULL columns optional)
         return table.select(self.columns).cast(self.output_schema)
 
+    def _constants(self, split: DataSplit) -> dict[str, pa.Scalar]:
+        """Partition columns of a split, known from its partition: not decoded from files."""
+        if not self._constant_types:
+            return {}
+        keys = self.schema.partition_keys
+        if len(split.partition_values) != len(keys):
+            return {}
+        out = {}
+        for k, v in zip(keys, split.partition_values):
+            t = self._constant_types.get(k)
+            if t is not None:
+                try:
+                    out[k] = pa.scalar(v, type=t)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                    return {}
+        return out
+
     def _deleted(self, split: DataSplit, f: DataFileMeta) -> np.ndarray | None:
         df = split.deletion_file(f.file_name)
         if df is None:
@@ -172,8 +248,8 @@ class TableRead:
         )
         return dvs.get(f.file_name)
 
-    def _read_pk(self, split: DataSplit) -> pa.Table:
-        keys = [KEY_PREFIX + k for k in self.schema.trimmed_primary_keys]
+    def _plan_pk(self, split: DataSplit) -> _SplitPlan:
+        keys = list(self.schema.trimmed_primary_keys)
         seq = [c for c in self.options.sequence_fields] + [SEQUENCE_NUMBER]
         if split.raw_convertible:
             groups = [[f] for f in split.files]
@@ -185,41 +261,70 @@ class TableRead:
 
             groups = sections(split.files, decode)
         ignore_delete = self.options.ignore_delete()
-        outs = []
+        const = self._constants(split)
+        reads: list[FileRead] = []
+        # per section: (number of files, read as is, rows of a key in sequence order)
+        recipe: list[tuple[int, bool, bool]] = []
         for group in groups:
-            if len(group) == 1 and (group[0].delete_row_count or 0) == 0:
-                # no retract rows and nothing to merge: read the value columns only
+            # a lone file without retract rows needs no merge: its value columns as they are
+            # (delete_row_count is None, i.e. unknown, in files of old writers)
+            if len(group) == 1 and group[0].delete_row_count == 0:
                 f = group[0]
-                outs.append(
-                    self._finish(
-                        self.reader.read(
-                            split.bucket_path,
-                            f,
-                            self.read_columns,
-                            deleted_rows=self._deleted(split, f),
-                        )
+                reads.append(
+                    FileRead(
+                        split.bucket_path,
+                        f,
+                        tuple(self.read_columns),
+                        deleted_rows=self._deleted(split, f),
+                        constants=const,
                     )
                 )
+                recipe.append((1, True, True))
                 continue
-            parts = [
-                self.reader.read(
+            group = sorted(group, key=lambda f: (f.min_sequence_number, f.max_sequence_number))
+            ordered = not self.options.sequence_fields and all(
+                a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(group)
+            )
+            # Row kinds are always read here: pypaimon 2.1 records delete_row_count 0 for files
+            # holding -D rows (rowkind.field). Partition constants are added after the merge.
+            columns = tuple(c for c in self.read_columns if c not in const)
+            reads.extend(
+                FileRead(
                     split.bucket_path,
                     f,
-                    self.read_columns,
+                    columns,
                     system=True,
+                    keys=False,
                     deleted_rows=self._deleted(split, f),
                 )
                 for f in group
-            ]
-            t = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-            if ignore_delete:
+            )
+            recipe.append((len(group), False, ordered))
+
+        def finish(tables: list[pa.Table]) -> pa.Table:
+            outs = []
+            start = 0
+            for n, as_is, ordered in recipe:
+                parts = tables[start : start + n]
+                start += n
+                if as_is:
+                    outs.append(self._finish(parts[0]))
+                    continue
+                t = pa.concat_tables(parts) if n > 1 else parts[0]
+                if ignore_delete:
+                    t = drop_retracts(t, VALUE_KIND)
+                if n > 1:
+                    t = merge_records(
+                        t, keys, seq, VALUE_KIND, self.options, sequence_ordered=ordered
+                    )
                 t = drop_retracts(t, VALUE_KIND)
-            if len(group) > 1:
-                t = merge_records(t, keys, seq, VALUE_KIND, self.options)
-            t = drop_retracts(t, VALUE_KIND)
-            outs.append(self._finish(t))
-        outs = [o for o in outs if o.num_rows]
-        return pa.concat_tables(outs) if outs else self.output_schema.empty_table()
+                for name, value in const.items():
+                    t = t.append_column(name, repeat(value, t.num_rows))
+                outs.append(self._finish(t))
+            outs = [o for o in outs if o.num_rows]
+            return pa.concat_tables(outs) if outs else self.output_schema.empty_table()
+
+        return _SplitPlan(reads, finish)
 
     # ---- incremental (unmerged) reading
     def read_changes(self, splits: Sequence[DataSplit], kind_column: str = "_kind") -> pa.Table:
