@@ -39,6 +39,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from maintenance import (
+    MAINT_STEPS,
+    maintenance_report,
+    maintenance_targets,
+    measure_maintenance,
+)
 from pypaimon_side import check_result, load_gen, timed_reads
 from writes import (
     WRITE_LIBS,
@@ -55,7 +61,7 @@ RESULTS = BENCH / "results"
 DEFAULT_GEN = REPO.parent / "shared" / "bench" / "gen.py"
 
 READ_STEPS = ("w1_all", "w1_day", "w2_merged")
-STEPS = READ_STEPS + WRITE_STEPS
+STEPS = READ_STEPS + WRITE_STEPS + MAINT_STEPS
 LIBS = ("ours", "pypaimon", "parquet_1file", "parquet_4files")
 ALL_LIBS = tuple(dict.fromkeys(LIBS + WRITE_LIBS))
 # Which libraries run which step (W1's plain Parquet copy is one zstd file per day).
@@ -396,6 +402,12 @@ def report(res: dict[str, Any]) -> str:
         lines.extend(write_report(res["write_steps"], res["write_targets"]))
         lines.append(f"pypaimon + pypaimon-rust: {res.get('pypaimon_rust_note')}")
         lines.append("")
+    if res.get("maintenance"):
+        lines.extend(maintenance_report(res["maintenance"]))
+        lines.append("")
+    for t in res.get("maintenance_targets", []):
+        lines.append(f"{'PASS' if t['pass'] else 'MISS'}  {t['target']}: {t['value']:.2f} "
+                     f"(limit {t['limit']:g})")
     for t in res["targets"]:
         more = "".join(f"; {k} {t['value_' + k]:.2f}" for k in ("min", "cpu", "cold")
                        if t.get("value_" + k) is not None)
@@ -417,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true", help="rebuild the cached tables")
     ap.add_argument("--rounds", type=int, default=5, help="rounds of the read steps")
     ap.add_argument("--write-rounds", type=int, default=3, help="rounds of the write steps")
+    ap.add_argument("--maint-rounds", type=int, default=3,
+                    help="rounds of W3 compaction + W4 expiry (each on a fresh copy)")
     ap.add_argument("--pypaimon-w2-rounds", type=int, default=1,
                     help="rounds of pure pypaimon's W2 write (~45 s each)")
     ap.add_argument("--reps", type=int, default=3,
@@ -460,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"profile written to {out} ({r['seconds']:.3f} s under cProfile)")
         return 0
 
+    run_maint = any(s in MAINT_STEPS for s in args.steps) and "ours" in args.libs
     wsteps = [s for s in args.steps if s in WRITE_STEPS]
     wlibs = [lib for lib in args.libs if lib in WRITE_LIBS]
     args.steps = [s for s in args.steps if s in READ_STEPS]
@@ -475,6 +490,11 @@ def main(argv: list[str] | None = None) -> int:
                                           args.pypaimon_w2_rounds, gen_path, py_oracle,
                                           py_rust, rust_note)
         failures += wfail
+    maint: dict[str, Any] = {}
+    if run_maint:
+        print("W3 compaction + W4 expiry (ours; pypaimon supports neither)", flush=True)
+        maint, mfail = measure_maintenance(cache, gen_path, args.maint_rounds, args.reps)
+        failures += mfail
     import pyarrow as pa
 
     res: dict[str, Any] = {
@@ -486,7 +506,8 @@ def main(argv: list[str] | None = None) -> int:
         "prep": prep, "steps": steps, "targets": targets(steps),
         "write_rounds": args.write_rounds, "pypaimon_w2_rounds": args.pypaimon_w2_rounds,
         "write_steps": write_res, "write_targets": write_targets(write_res),
-        "pypaimon_rust_note": rust_note, "failures": failures,
+        "pypaimon_rust_note": rust_note, "maintenance": maint,
+        "maintenance_targets": maintenance_targets(maint), "failures": failures,
     }
     text = report(res)
     print()
