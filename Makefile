@@ -11,7 +11,7 @@ export PAIMON_ORACLE_SPARK_JARS = $(SPARK_JARS)
 export TZ := UTC
 PYTEST_ARGS ?=
 
-.PHONY: install oracle lint typecheck unit test demo bench clean
+.PHONY: install oracle lint typecheck unit test demo ui bench clean
 
 $(VENV)/.installed: requirements.lock requirements-build.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -41,8 +41,20 @@ unit: install
 test: install oracle lint typecheck
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
-demo: install oracle
+# The whole story, headless, on the embedded defaults (SQLite Dagster instance, local lake,
+# Spark local[2]): a CDC feed -> ingestion -> sensor-driven derived table -> compaction ->
+# expiry, with each step's figures. The data stays in $(DEMO_DIR) for `make ui`.
+DEMO_DIR ?= $(if $(TMPDIR),$(TMPDIR),/tmp)/paimon-pipelines-demo
+UI_PORT ?= 3000
+export PAIMON_DEMO_DIR := $(DEMO_DIR)
+
+demo: install
 	$(PY) scripts/demo.py
+
+# dagster dev on 127.0.0.1:$(UI_PORT) over the demo's instance and lake (runs the demo first
+# when there is none)
+ui: install
+	UI_PORT=$(UI_PORT) PY=$(PY) scripts/ui.sh
 
 bench: install oracle
 	$(PY) bench/run.py

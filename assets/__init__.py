@@ -1,8 +1,12 @@
-"""The Dagster code location (issue 6): assets, sensors, schedules and checks for the Spark jobs.
+"""The Dagster code location (issue 6): Paimon tables as assets, run by the Spark jobs of
+``pipelines/``, with sensors, schedules and checks.
 
-Not built yet: ``defs`` is an empty code location so that ``workspace.yaml`` loads.
+``defs`` uses the embedded defaults (local warehouse, Spark ``local[2]``);
+``assets.production.defs`` the production resources (S3-compatible store, Spark cluster).
 """
 
-from dagster import Definitions
+from assets.definitions import build_defs
 
-defs = Definitions()
+defs = build_defs("local")
+
+__all__ = ["defs"]

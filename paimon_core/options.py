@@ -51,8 +51,22 @@ def parse_duration_millis(key: str, raw: str) -> int:
     text = raw.strip().lower().replace(" ", "")
     units = {
         "ms": 1,
+        "milli": 1,
         "millis": 1,
+        "millisecond": 1,
         "milliseconds": 1,
+        # Java's TimeUtils also takes sub-millisecond units (rounded down to millis here)
+        "us": 0.001,
+        "µs": 0.001,
+        "micro": 0.001,
+        "micros": 0.001,
+        "microsecond": 0.001,
+        "microseconds": 0.001,
+        "ns": 0.000001,
+        "nano": 0.000001,
+        "nanos": 0.000001,
+        "nanosecond": 0.000001,
+        "nanoseconds": 0.000001,
         "s": 1000,
         "sec": 1000,
         "secs": 1000,
@@ -70,7 +84,7 @@ def parse_duration_millis(key: str, raw: str) -> int:
         "day": 86400000,
         "days": 86400000,
     }
-    num = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    num = text.rstrip("abcdefghijklmnopqrstuvwxyzµ")
     unit = text[len(num) :] or "ms"
     if not num or unit not in units:
         raise SchemaError(f"option {key}={raw!r} is not a duration")
@@ -133,6 +147,35 @@ class CoreOptions:
             "deduplicate.ignore-delete",
             "partial-update.ignore-delete",
         )
+
+    # ---- merge-engine options (``CoreOptions.fieldAggFunc`` & co. and the sequence groups of
+    # ``PartialUpdateMergeFunction``): values are taken verbatim, as Java does
+    def field_aggregate_function(self, field: str) -> str | None:
+        """``fields.<field>.aggregate-function``, else ``fields.default-aggregate-function``."""
+        own = self.raw.get(f"fields.{field}.aggregate-function")
+        return own if own is not None else self.raw.get("fields.default-aggregate-function")
+
+    def field_ignore_retract(self, field: str) -> bool:
+        """``fields.<field>.ignore-retract``."""
+        return self.get_bool(f"fields.{field}.ignore-retract", False)
+
+    def field_list_agg_delimiter(self, field: str) -> str:
+        """``fields.<field>.list-agg-delimiter`` (default ``,``)."""
+        return self.raw.get(f"fields.{field}.list-agg-delimiter", ",")
+
+    @property
+    def partial_update_remove_record_on_delete(self) -> bool:
+        return self.get_bool("partial-update.remove-record-on-delete", False)
+
+    def sequence_groups(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """``fields.<s1,s2>.sequence-group = f1,f2``: (sequence fields, grouped fields) pairs,
+        in option-key order."""
+        out = []
+        for key in sorted(self.raw):
+            if key.startswith("fields.") and key.endswith(".sequence-group"):
+                seq = tuple(key[len("fields.") : -len(".sequence-group")].split(","))
+                out.append((seq, tuple(self.raw[key].split(","))))
+        return out
 
     @property
     def changelog_producer(self) -> str:

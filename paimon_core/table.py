@@ -13,21 +13,31 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pyarrow as pa
 
 from paimon_core.commit.table_commit import TableCommit
+from paimon_core.compact.manager import DEFAULT_MAX_ATTEMPTS, compact_table
 from paimon_core.errors import SnapshotNotExistError
+from paimon_core.expire import ExpireConfig, ExpireResult, ExpireSnapshots
 from paimon_core.identifier import Identifier
 from paimon_core.io.file_io import FileIO
 from paimon_core.manifest_io import ManifestIO
 from paimon_core.options import CoreOptions
 from paimon_core.read.table_read import TableRead
+from paimon_core.scan.incremental import (
+    IncrementalRead,
+    plan_incremental,
+    resolve_scan_mode,
+    resolve_timestamp_range,
+)
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.scan.predicate import Predicate, bind, parse_filters
 from paimon_core.scan.split import Plan
+from paimon_core.scan.streaming import StreamTableScan
 from paimon_core.schema_change import SchemaChange, commit_changes
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
@@ -52,6 +62,11 @@ class FileStoreTable:
         self.schema_manager = SchemaManager(file_io, path)
         self.snapshot_manager = SnapshotManager(file_io, path)
         self.manifest_io = ManifestIO(file_io, path)
+
+    def __reduce__(self) -> tuple[type[FileStoreTable], tuple[FileIO, str, Identifier,
+                                                             TableSchema]]:
+        # picklable for Spark / process pools (the managers hold locks and caches)
+        return (FileStoreTable, (self.file_io, self.path, self.identifier, self.schema))
 
     @classmethod
     def load(cls, file_io: FileIO, path: str, identifier: Identifier) -> FileStoreTable | None:
@@ -122,6 +137,22 @@ class FileStoreTable:
             max_retries=max_retries,
         )
 
+    def compact(
+        self,
+        partitions: Sequence[Mapping[str, Any]] | None = None,
+        buckets: Sequence[int] | None = None,
+        full: bool = False,
+        *,
+        commit_user: str | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> int | None:
+        """Compact the given partitions (specs like ``{"dt": "2024-01-01"}``, default all)
+        and buckets (default all) into one COMPACT snapshot, re-planning on conflicts; see
+        :func:`paimon_core.compact.manager.compact_table`. Returns the snapshot id, or None
+        when nothing needed compaction."""
+        return compact_table(self, partitions=partitions, buckets=buckets, full=full,
+                             commit_user=commit_user, max_attempts=max_attempts)
+
     # ---- schema evolution and tags
     def alter(self, changes: Sequence[SchemaChange]) -> TableSchema:
         """ALTER TABLE: apply ``changes`` and publish the next schema atomically (see
@@ -148,6 +179,27 @@ class FileStoreTable:
     def list_tags(self) -> list[tuple[str, int]]:
         """``(name, snapshot id)`` of every tag."""
         return self.tag_manager().list()
+
+    # ---- maintenance
+    def expire_snapshots(
+        self,
+        *,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        older_than_millis: int | None = None,
+        max_deletes: int | None = None,
+    ) -> ExpireResult:
+        """Expire old snapshots (and, with ``consumer.expiration-time``, stale consumers) by the
+        table's ``snapshot.*`` options or the explicit values given; ``older_than_millis`` is an
+        epoch-millis cutoff replacing ``now - snapshot.time-retained``. See
+        :mod:`paimon_core.expire`."""
+        schema = self.schema_manager.latest() or self.schema
+        config = ExpireConfig.from_options(schema.options).with_overrides(
+            retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes
+        )
+        return ExpireSnapshots(
+            self.file_io, self.path, schema, config=config, older_than_millis=older_than_millis
+        ).expire()
 
     # ---- reading
     def new_read_builder(self) -> ReadBuilder:
@@ -201,6 +253,68 @@ class FileStoreTable:
         if not parts:
             return read.read_changes([])
         return pa.concat_tables(parts)
+
+    # ---- incremental and streaming reads (paimon_core.scan.incremental / .streaming)
+    def incremental_between(
+        self,
+        start: int,
+        end: int,
+        *,
+        mode: str = "auto",
+        columns: Sequence[str] | None = None,
+        filter: FilterArg = None,
+    ) -> pa.Table:
+        """Changes of snapshots ``(start, end]`` merged per key, with a ``_kind`` column first
+        (``incremental-between = 'start,end'`` of Paimon 0.9, as read from ``t$audit_log``:
+        retractions are kept, e.g. insert-then-delete yields one ``-D``). ``mode``:
+        ``auto`` / ``delta`` / ``changelog`` (``incremental-between-scan-mode``). Keep only
+        ``+I``/``+U`` rows for what a plain Java table read returns. See
+        :mod:`paimon_core.scan.incremental`."""
+        predicate = _to_predicate(filter, self.schema)
+        scan_mode = resolve_scan_mode(mode, self.options)
+        plan = plan_incremental(
+            self.snapshot_manager, self._planner(self.schema, predicate), start, end, scan_mode
+        )
+        read = TableRead(self.file_io, self.schema, self.schema_manager, columns, predicate)
+        return IncrementalRead(read, scan_mode).to_arrow(plan.splits)
+
+    def incremental_between_timestamp(
+        self,
+        start_millis: int,
+        end_millis: int,
+        *,
+        mode: str = "auto",
+        columns: Sequence[str] | None = None,
+        filter: FilterArg = None,
+    ) -> pa.Table:
+        """:meth:`incremental_between` over the snapshots committed in ``(start_millis,
+        end_millis]`` (``incremental-between-timestamp``)."""
+        rng = resolve_timestamp_range(self.snapshot_manager, start_millis, end_millis)
+        if rng is None:
+            read = TableRead(self.file_io, self.schema, self.schema_manager, columns, None)
+            return IncrementalRead(read, "delta").to_arrow([])
+        return self.incremental_between(
+            rng[0], rng[1], mode=mode, columns=columns, filter=filter
+        )
+
+    def new_stream_scan(
+        self,
+        consumer_id: str | None = None,
+        *,
+        columns: Sequence[str] | None = None,
+        filter: FilterArg = None,
+        options: Mapping[str, str] | None = None,
+        **kwargs: str | int | bool,
+    ) -> StreamTableScan:
+        """A streaming scan (``DataTableStreamScan``): a starting plan by ``scan.mode``, then
+        the changes snapshot by snapshot. ``options`` are dynamic table options
+        (``{"scan.mode": "from-snapshot", "scan.snapshot-id": "5"}``); keyword shortcuts such as
+        ``scan_mode=..., snapshot_id=..., timestamp_millis=...`` are accepted too. See
+        :class:`paimon_core.scan.streaming.StreamTableScan`."""
+        return StreamTableScan(
+            self, consumer_id=consumer_id, columns=columns, filter=filter, options=options,
+            **kwargs,
+        )
 
     def _planner(self, schema: TableSchema, predicate: Predicate | None) -> ScanPlanner:
         return ScanPlanner(

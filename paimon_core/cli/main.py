@@ -6,11 +6,12 @@ pypaimon::
 
     paimon read --warehouse /tmp/wh --table db.orders --filter "amount > 10"
     paimon snapshots --warehouse /tmp/wh --table db.orders --verbose
-    paimon incremental --warehouse /tmp/wh --table db.orders --from 1 --to 3
+    paimon incremental --warehouse /tmp/wh --table db.orders --from 1 --to 3 [--mode between]
     paimon describe --warehouse /tmp/wh --table db.orders
 
 and change it (:mod:`paimon_core.cli.write_cmds`): ``create``, ``write``, ``alter``, ``tag``,
-``fsck``.
+``fsck``; maintain it (:mod:`paimon_core.cli.maintenance_cmds`): ``expire``,
+``remove-orphans``, ``consumer``; follow it (:mod:`paimon_core.cli.stream_cmds`): ``stream``.
 
 Exit codes: 0 ok, 1 a Paimon error (message on stderr) or an fsck that found errors,
 2 usage error.
@@ -25,7 +26,10 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from paimon_core.catalog import FileSystemCatalog
+from paimon_core.cli import stream_cmds
 from paimon_core.cli.canonical import canonical_lines
+from paimon_core.cli.compact_cmds import add_compact_parser
+from paimon_core.cli.maintenance_cmds import add_maintenance_parsers
 from paimon_core.cli.write_cmds import UsageError, add_parsers
 from paimon_core.errors import PaimonError
 from paimon_core.table import FileStoreTable
@@ -61,13 +65,8 @@ def cmd_read(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_incremental(args: argparse.Namespace, out: TextIO) -> int:
-    if args.mode not in (None, "stream"):
-        raise PaimonError(f"incremental --mode {args.mode} is not supported yet (use stream)")
-    table = _table(args)
-    data = table.changes(args.from_, args.to, filter=args.filter or None)
-    fields = [table.schema.field(c) for c in data.column_names if c != "_kind"]
-    _emit(canonical_lines(data, fields, kind_col="_kind"), out)
-    return 0
+    # --mode stream (default) / between: paimon_core.cli.stream_cmds
+    return stream_cmds.cmd_incremental(args, out)
 
 
 def snapshot_records(table: FileStoreTable, verbose: bool) -> list[dict[str, Any]]:
@@ -166,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--to", type=int, required=True)
     s.add_argument("--mode", choices=["stream", "between"], default=None)
     s.add_argument("--filter", action="append", default=[])
+    stream_cmds.add_incremental_arguments(s)
     s.set_defaults(func=cmd_incremental)
 
     s = sub.add_parser("snapshots", parents=[common], help="list snapshots as JSON lines")
@@ -175,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("describe", parents=[common], help="schema, options and file counts")
     s.set_defaults(func=cmd_describe)
     add_parsers(sub, common)
+    add_compact_parser(sub, common)
+    add_maintenance_parsers(sub, common)
+    stream_cmds.add_stream_parsers(sub, common)
     return p
 
 

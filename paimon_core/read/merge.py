@@ -20,8 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.errors import UnsupportedError
 from paimon_core.options import CoreOptions
+from paimon_core.read import engines
+from paimon_core.read.engines.reference import reference_deduplicate
 from paimon_core.spec.manifest import DataFileMeta
 
 RETRACT_KINDS = (1, 3)  # -U, -D
@@ -128,21 +129,53 @@ def merge_records(
     options: CoreOptions,
     *,
     sequence_ordered: bool = False,
+    primary_keys: Sequence[str] = (),
+    levels: np.ndarray | None = None,
 ) -> pa.Table:
-    """The table's merge engine over records of possibly many files (``MergeFunction``).
+    """The table's merge engine over records of possibly many files (``MergeFunction`` behind
+    ``ReducerMergeFunctionWrapper``): ``deduplicate``, ``partial-update``, ``aggregation``,
+    ``first-row`` (:mod:`paimon_core.read.engines`), honouring ``sequence.field`` and
+    ``ignore-delete`` as Paimon 0.9 does.
 
     ``table`` holds the key columns, the sequence columns (``sequence.field`` columns first,
     ``_SEQUENCE_NUMBER`` last), ``kind_column`` and value columns, in any row order. Returns one
-    row per key: the engine's result, carrying the winning record's sequence number and row
-    kind. A result whose kind is a retraction (-U/-D) means "the key is deleted": readers drop
-    it, compaction keeps it unless it writes the last level. Used by reads and by compaction.
+    row per key: the engine's result, carrying a sequence number and a row kind (a key with a
+    single record keeps that record unchanged, as in Java). A result whose kind is a retraction
+    (-U/-D) means "the key is deleted": readers drop it, compaction keeps it unless it writes
+    the last level. Used by reads, by the writer's buffer and by compaction.
     ``sequence_ordered``: the rows of every key already come in ascending sequence order (see
-    :func:`deduplicate`); an optimisation hint only.
+    :func:`deduplicate`); an optimisation hint only. ``kind_column`` may be absent from
+    ``table`` when no input row is a retraction. ``primary_keys``: the table's primary-key
+    columns (partition columns included) when ``table`` holds them as values: they are never
+    aggregated (``FieldPrimaryKeyAgg``); the value columns behind ``_KEY_<k>`` key columns and
+    the key columns themselves are recognised without it. ``levels``: the LSM level of every
+    row; for tables whose merge function Java wraps in ``LookupMergeFunction``
+    (``changelog-producer=lookup``, deletion vectors, ``force-lookup``; partial-update and
+    aggregation) a key's records on levels > 0 other than its newest one are left out (that
+    one already holds their merged state).
+
+    Raises:
+        UnsupportedError: retractions the engine refuses (first-row, partial-update without
+            the options that allow them, aggregate functions without retraction), an unknown
+            engine.
+        SchemaError: invalid engine options (unknown aggregate function...).
     """
     engine = options.merge_engine
     if engine == "deduplicate":
-        return deduplicate(table, key_columns, sequence_columns, sequence_ordered=sequence_ordered)
-    raise UnsupportedError(f"merge-engine {engine!r} of overlapping files is not supported yet")
+        has_retract = (
+            kind_column in table.column_names
+            and options.ignore_delete()
+            and bool(pc.any(pc.is_in(table.column(kind_column),
+                                     pa.array(RETRACT_KINDS, pa.int8()))).as_py())
+        )
+        if not has_retract:
+            return deduplicate(
+                table, key_columns, sequence_columns, sequence_ordered=sequence_ordered
+            )
+    return engines.merge(
+        table, key_columns, sequence_columns, kind_column, options,
+        primary_keys=primary_keys, sequence_ordered=sequence_ordered, levels=levels,
+    )
 
 
 def drop_retracts(table: pa.Table, kind_column: str) -> pa.Table:
@@ -155,27 +188,13 @@ def drop_retracts(table: pa.Table, kind_column: str) -> pa.Table:
 
 
 # ---------------------------------------------------------------------------------------------
-# reference (row-at-a-time) implementation, for tests
+# reference (row-at-a-time) implementation, for tests: see paimon_core.read.engines.reference
 
-
-def reference_deduplicate(
-    rows: Sequence[dict[str, Any]],
-    key_columns: Sequence[str],
-    sequence_columns: Sequence[str],
-    kind_column: str,
-) -> list[dict[str, Any]]:
-    """Row-by-row model of Java's sort-merge + ``DeduplicateMergeFunction``: returns the
-    surviving non-retract rows ordered by key."""
-
-    def order(r: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple((r[c] is not None, r[c]) for c in sequence_columns)
-
-    latest: dict[tuple[Any, ...], tuple[tuple[Any, ...], int, dict[str, Any]]] = {}
-    for i, r in enumerate(rows):
-        key = tuple(r[c] for c in key_columns)
-        cand = (order(r), i, r)
-        cur = latest.get(key)
-        if cur is None or (cand[0], cand[1]) >= (cur[0], cur[1]):
-            latest[key] = cand
-    out = [v[2] for k, v in sorted(latest.items(), key=lambda kv: kv[0])]
-    return [r for r in out if r[kind_column] not in RETRACT_KINDS]
+__all__ = [
+    "RETRACT_KINDS",
+    "deduplicate",
+    "drop_retracts",
+    "merge_records",
+    "reference_deduplicate",
+    "sections",
+]

@@ -2,8 +2,8 @@
 
 Append splits are read file by file. Primary-key splits are cut into sections of files whose
 key ranges cannot overlap; a one-file section is read as is (retract rows dropped), a section
-of several files is merged with the vectorised deduplicate. Filters are applied row-exactly
-*after* merging, so an old version of a key can never resurface.
+of several files is merged with the table's merge engine (:func:`merge_records`). Filters are
+applied row-exactly *after* merging, so an old version of a key can never resurface.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from paimon_core.errors import FileNotFoundInTableError, UnsupportedError
+from paimon_core.errors import FileNotFoundInTableError
 from paimon_core.io.file_io import FileIO
 from paimon_core.options import CoreOptions
+from paimon_core.read import engines
 from paimon_core.read.data_file import (
     SEQUENCE_NUMBER,
     VALUE_KIND,
@@ -26,7 +27,13 @@ from paimon_core.read.data_file import (
     FileRead,
     repeat,
 )
-from paimon_core.read.merge import SortKey, drop_retracts, merge_records, sections
+from paimon_core.read.merge import (
+    RETRACT_KINDS,
+    SortKey,
+    drop_retracts,
+    merge_records,
+    sections,
+)
 from paimon_core.scan.predicate import Predicate, filter_table, referenced_fields
 from paimon_core.scan.split import DataSplit
 from paimon_core.schema_manager import SchemaManager
@@ -105,14 +112,10 @@ class TableRead:
             ]
         self.is_pk = bool(schema.primary_keys)
         if self.is_pk:
-            engine = self.options.merge_engine
-            if (
-                engine not in ("deduplicate", "first-row")
-                and not self.options.deletion_vectors_enabled
-            ):
-                raise UnsupportedError(
-                    f"merge-engine {engine!r} is not supported by this reader yet"
-                )
+            # every merge engine of Paimon 0.9; its options are checked once, here
+            engines.validate(schema)
+            for c in engines.extra_read_columns(schema, needed):
+                needed.append(c)
             for c in self.options.sequence_fields:
                 if c not in needed:
                     needed.append(c)
@@ -260,11 +263,14 @@ class TableRead:
                 return tuple(deserialize_binary_row(b, types))
 
             groups = sections(split.files, decode)
-        ignore_delete = self.options.ignore_delete()
+        # Java's AggregateMergeFunction applies retractions even with ignore-delete
+        ignore_delete = self.options.ignore_delete() and self.options.merge_engine != "aggregation"
         const = self._constants(split)
         reads: list[FileRead] = []
-        # per section: (number of files, read as is, rows of a key in sequence order)
-        recipe: list[tuple[int, bool, bool]] = []
+        # LookupMergeFunction (lookup changelog, deletion vectors) needs each record's level
+        lookup = engines.lookup_wrapped(self.options)
+        # per section: (number of files, read as is, rows of a key in sequence order, levels)
+        recipe: list[tuple[int, bool, bool, tuple[int, ...]]] = []
         for group in groups:
             # a lone file without retract rows needs no merge: its value columns as they are
             # (delete_row_count is None, i.e. unknown, in files of old writers)
@@ -279,7 +285,7 @@ class TableRead:
                         constants=const,
                     )
                 )
-                recipe.append((1, True, True))
+                recipe.append((1, True, True, ()))
                 continue
             group = sorted(group, key=lambda f: (f.min_sequence_number, f.max_sequence_number))
             ordered = not self.options.sequence_fields and all(
@@ -299,23 +305,30 @@ class TableRead:
                 )
                 for f in group
             )
-            recipe.append((len(group), False, ordered))
+            recipe.append((len(group), False, ordered, tuple(f.level for f in group)))
 
         def finish(tables: list[pa.Table]) -> pa.Table:
             outs = []
             start = 0
-            for n, as_is, ordered in recipe:
+            for n, as_is, ordered, file_levels in recipe:
                 parts = tables[start : start + n]
                 start += n
                 if as_is:
                     outs.append(self._finish(parts[0]))
                     continue
                 t = pa.concat_tables(parts) if n > 1 else parts[0]
+                levels = (
+                    np.repeat(np.asarray(file_levels), [p.num_rows for p in parts])
+                    if lookup else None
+                )
                 if ignore_delete:
-                    t = drop_retracts(t, VALUE_KIND)
+                    live = ~np.isin(np.asarray(t.column(VALUE_KIND).to_numpy()), RETRACT_KINDS)
+                    t = t.filter(pa.array(live))
+                    levels = None if levels is None else levels[live]
                 if n > 1:
                     t = merge_records(
-                        t, keys, seq, VALUE_KIND, self.options, sequence_ordered=ordered
+                        t, keys, seq, VALUE_KIND, self.options, sequence_ordered=ordered,
+                        primary_keys=self.schema.primary_keys, levels=levels,
                     )
                 t = drop_retracts(t, VALUE_KIND)
                 for name, value in const.items():
@@ -330,6 +343,8 @@ class TableRead:
     def read_changes(self, splits: Sequence[DataSplit], kind_column: str = "_kind") -> pa.Table:
         """Rows of the given (delta / changelog) splits as written, each with its row kind
         (``+I``, ``-U``, ``+U``, ``-D``) in ``kind_column``, first."""
+        # one schema for all parts (files may declare NOT NULL columns optional, or not)
+        schema = pa.schema([pa.field(kind_column, pa.string()), *self.output_schema])
         parts = []
         for split in splits:
             for f in split.files:
@@ -344,9 +359,8 @@ class TableRead:
                     t = filter_table(
                         t, self.predicate, [self.schema.field(c) for c in self.read_columns]
                     )
-                parts.append(t.select([kind_column, *self.columns]))
+                parts.append(t.select([kind_column, *self.columns]).cast(schema))
         if not parts:
-            schema = pa.schema([pa.field(kind_column, pa.string()), *self.output_schema])
             return schema.empty_table()
         return pa.concat_tables(parts)
 

@@ -210,8 +210,13 @@ class ScanPlanner:
         return _Pruner(self.schema, self.schemas, self.predicate)
 
     # ---- planning
-    def plan(self, snapshot: Snapshot | None) -> Plan:
-        """All live files of ``snapshot`` that may hold rows matching the predicate."""
+    def plan(
+        self, snapshot: Snapshot | None, *, level_filter: Callable[[int], bool] | None = None
+    ) -> Plan:
+        """All live files of ``snapshot`` that may hold rows matching the predicate.
+
+        ``level_filter`` keeps only files whose LSM level it accepts (the first plan of a
+        streaming read of ``lookup`` / ``full-compaction`` tables, ``withLevelFilter``)."""
         if snapshot is None:
             return Plan(None, ())
         pruner = self._pruner()
@@ -221,6 +226,8 @@ class ScanPlanner:
         )
         if self._read_raw_levels:
             entries = [e for e in entries if e.file.level > 0]
+        if level_filter is not None:
+            entries = [e for e in entries if level_filter(e.file.level)]
         entries = self._filter_by_stats(entries, pruner)
         dvs = self._deletion_files(snapshot)
         return Plan(snapshot.id, self._group(snapshot.id, entries, pruner, dvs, merge=self.is_pk))

@@ -64,8 +64,12 @@ class CommitMessage:
         )
 
     def written_files(self) -> tuple[DataFileMeta, ...]:
-        """Files this message created (what ``abort()`` deletes)."""
-        return self.new_files + self.changelog_files + self.compact_after + self.compact_changelog
+        """Files this message created (what ``abort()`` deletes). A compaction output that is
+        also one of its inputs is an *upgrade* (the same live file moved to another level),
+        not a new file, and is never listed."""
+        upgraded = {f.file_name for f in self.compact_before}
+        after = tuple(f for f in self.compact_after if f.file_name not in upgraded)
+        return self.new_files + self.changelog_files + after + self.compact_changelog
 
 
 def _check_name(name: str, what: str) -> None:

@@ -10,17 +10,25 @@ Mirrors ``org.apache.paimon.table.sink.TableWriteImpl`` over ``KeyValueFileStore
 * primary-key tables buffer records per bucket (bounded by ``write-buffer-size``); each record
   takes the bucket's next sequence number in arrival order, continuing from the largest
   ``_MAX_SEQUENCE_NUMBER`` of the bucket's live files in the latest snapshot (spec §7.3). A
-  flush sorts by key then sequence, keeps the newest record per key (``deduplicate``), and
+  flush sorts by key then sequence, merges the records of every key with the table's merge
+  engine (``merge_records``: deduplicate, partial-update, aggregation, first-row) and
   writes sorted, key-unique level-0 files; ``changelog-producer=input`` also writes every raw
   record to changelog files;
 * append tables buffer rows per bucket and write files of about ``target-file-size``;
 * :meth:`TableWrite.prepare_commit` flushes everything (buckets in parallel: pyarrow releases
-  the GIL) and returns one :class:`CommitMessage` per (partition, bucket) that got files.
+  the GIL) and returns one :class:`CommitMessage` per (partition, bucket) that got files;
+* then, like Java's writers, it compacts the buckets that received files when their sorted
+  runs call for it (:mod:`paimon_core.write.inline_compact`; never for ``write-only=true``
+  tables or unaware-bucket append tables): the result is in the same message
+  (``compact_before`` / ``compact_after`` / ``compact_changelog``) and the commit makes an
+  APPEND and a COMPACT snapshot.
 
-A TableWrite is not thread-safe; use one per task. It never compacts. Like Java, it assumes
-one writer per (bucket, commit user): between commits it re-reads sequence numbers only from
-snapshots of *other* commit users. Input that does not fit the schema is rejected before anything
-is buffered; after any other error (storage), call :meth:`TableWrite.abort`.
+A TableWrite is not thread-safe; use one per task. Like Java, it assumes one writer per
+(bucket, commit user): between commits it re-reads sequence numbers (and live files) only
+from snapshots of *other* commit users, so concurrent writers of the same buckets should use
+``write-only=true`` and leave compaction to one dedicated compactor. Input that does not fit
+the schema is rejected before anything is buffered; after any other error (storage), call
+:meth:`TableWrite.abort`.
 
 Example:
     >>> w = table.new_write("pipeline-1")                      # doctest: +SKIP
@@ -48,8 +56,9 @@ from paimon_core.errors import (
 )
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.options import CoreOptions, parse_memory_size
+from paimon_core.read import engines
 from paimon_core.read.data_file import SEQUENCE_NUMBER, VALUE_KIND
-from paimon_core.read.merge import deduplicate
+from paimon_core.read.merge import deduplicate, merge_records
 from paimon_core.scan.file_entries import live_files
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.snapshot_manager import SnapshotManager
@@ -76,6 +85,7 @@ from paimon_core.write.data_file_writer import (
     epoch_nanos_value,
     split_by_size,
 )
+from paimon_core.write.inline_compact import InlineCompaction, inline_compaction_enabled
 from paimon_core.write.input import conform_input, parse_row_kinds
 
 __all__ = ["TableWrite"]
@@ -97,8 +107,8 @@ class TableWrite:
 
     Raises:
         UnsupportedError: a table this writer cannot produce correct files for (dynamic or
-            postpone bucket primary-key tables, merge engines other than ``deduplicate``,
-            deletion vectors or ``first-row`` on primary-key tables, non-parquet formats,
+            postpone bucket primary-key tables, deletion vectors, ``first-row`` without
+            ``write-only=true``, aggregate functions not implemented, non-parquet formats,
             non-legacy partition names, mixed timestamp precisions).
         SchemaError: invalid write options.
     """
@@ -155,6 +165,10 @@ class TableWrite:
         self.writer = DataFileWriter(
             file_io, schema, self.path_factory, parquet=ParquetOptions.from_schema(schema)
         )
+        self._inline = (
+            InlineCompaction(file_io, table_path, schema, planner.schemas, self.writer)
+            if inline_compaction_enabled(schema) else None
+        )
         self._buckets: dict[tuple[bytes, int], BucketState] = {}
         self._touched: set[tuple[bytes, int]] = set()
         self._restored: dict[tuple[bytes, int], int] | None = None
@@ -174,9 +188,13 @@ class TableWrite:
                     "primary-key tables with bucket=-1 (dynamic bucket) need a hash index this "
                     "writer does not maintain; create the table with a fixed bucket count"
                 )
-            engine = o.merge_engine
-            if engine != "deduplicate":
-                raise UnsupportedError(f"merge-engine {engine!r} is not supported by this writer")
+            engines.validate(self.schema)  # the merge engine and its options
+            if o.merge_engine == "first-row" and not o.get_bool("write-only", False):
+                raise UnsupportedError(
+                    "merge-engine 'first-row': readers skip level-0 files until a lookup "
+                    "compaction moves them up after each commit, which this writer does not "
+                    "do; set write-only=true and compact the table (FileStoreTable.compact)"
+                )
             if o.deletion_vectors_enabled:
                 raise UnsupportedError(
                     "deletion-vectors.enabled=true: readers skip level-0 files, and this writer "
@@ -234,9 +252,13 @@ class TableWrite:
         next commit (sequence numbers keep increasing)."""
         self._check_open()
         self._run([b for b in self._buckets.values() if b.buffer], self._flush_final)
+        compacted = self._inline.after_flush(self._buckets, self._run) if self._inline else {}
+        if compacted is None:  # our view of the live files is inconsistent: re-read it
+            self._restored, compacted = None, {}
         out = []
-        for b in self._buckets.values():
-            if b.new_files or b.changelog_files:
+        for key, b in self._buckets.items():
+            c = compacted.get(key)
+            if b.new_files or b.changelog_files or c is not None:
                 out.append(
                     CommitMessage(
                         partition=b.partition,
@@ -244,6 +266,9 @@ class TableWrite:
                         total_buckets=self.num_buckets,
                         new_files=tuple(b.new_files),
                         changelog_files=tuple(b.changelog_files),
+                        compact_before=tuple(c.before) if c else (),
+                        compact_after=tuple(c.after) if c else (),
+                        compact_changelog=tuple(c.changelog) if c else (),
                         table_path=self.table_path,
                         schema_id=self.schema.id,
                     )
@@ -413,20 +438,27 @@ class TableWrite:
                     if snap.commit_user == self.commit_user:
                         continue
                     metas = self.planner.manifests.manifest_list(snap.delta_manifest_list)
-                    self._note_max(e for e in self.planner.read_entries(metas)
-                                   if e.kind is FileKind.ADD)
+                    entries = self.planner.read_entries(metas)
+                    self._note_max(e for e in entries if e.kind is FileKind.ADD)
+                    if self._inline is not None:
+                        self._inline.note(entries)
                 self._restored_snapshot = latest_id
                 return
         self._restored = {}
         self._restored_snapshot = latest_id
+        if self._inline is not None:
+            self._inline.reset()
         if latest_id is None:
             return
         latest = sm.snapshot(latest_id)
         planner = self.planner
-        self._note_max(live_files(
+        live = live_files(
             planner.read_entries(planner.data_manifests(latest)),
             source=planner.manifests.path(latest.base_manifest_list),
-        ))
+        )
+        self._note_max(live)
+        if self._inline is not None:
+            self._inline.note(live)
 
     def _note_max(self, entries: Iterable[ManifestEntry]) -> None:
         assert self._restored is not None
@@ -536,6 +568,13 @@ class TableWrite:
                 )
         if ascending:
             merged = wide(None)
+        elif self.options.merge_engine != "deduplicate":
+            # the engine's record per key, as Java merges its write buffer with the table's
+            # MergeFunction (a lone retraction stays in the level-0 file)
+            merged = merge_records(
+                wide(None), self.key_names, [*self.sequence_fields, SEQUENCE_NUMBER],
+                VALUE_KIND, self.options, primary_keys=self.schema.primary_keys,
+            )
         else:
             thin["__pos"] = pa.array(np.arange(n, dtype=np.int64))
             winners = deduplicate(

@@ -328,8 +328,6 @@ def test_rowkind_field_option(catalog: FileSystemCatalog) -> None:
 
 @pytest.mark.parametrize("schema, match", [
     (Schema.of([("id", "INT")], primary_keys=["id"]), "dynamic bucket"),
-    (Schema.of([("id", "INT"), ("v", "INT")], primary_keys=["id"],
-               options={"bucket": "1", "merge-engine": "partial-update"}), "partial-update"),
     (Schema.of([("id", "INT")], primary_keys=["id"],
                options={"bucket": "1", "merge-engine": "first-row"}), "first-row"),
     (Schema.of([("id", "INT")], primary_keys=["id"],

@@ -1,0 +1,406 @@
+"""A derived table fed by incremental reads, and the sensor that drives it.
+
+``mart.orders_enriched`` mirrors ``cdc.orders`` with derived columns. It never re-reads the
+source: each run reads only the changes of a snapshot range ``(start, end]``
+(``FileStoreTable.incremental_between``, merged per key) and upserts / deletes them.
+
+**The sensor** (:func:`build_snapshot_sensor`, a factory) watches the source's snapshots; its
+cursor is the last snapshot id it handed out. A tick with new snapshots emits one run request
+for ``(cursor, latest]`` with ``run_key`` = that range (a re-evaluated tick cannot launch the
+same range twice) and moves the cursor; a tick with nothing new skips. On its first tick it
+registers the consumer ``consumer/consumer-<id>`` of the source table, so snapshot expiry
+keeps every snapshot the derived table has not read yet.
+
+**Exactly once** (:func:`apply_range`): progress lives in the source's consumer
+(``nextSnapshot`` = first unread snapshot) and every commit to the derived table uses one
+commit user with ``commit identifier = end``. A run reads from the actual progress (the consumer
+position or the derived table's last committed identifier, whichever is later; the range
+start of the sensor in the normal flow), so
+
+* a re-executed run (retry, re-launch) finds its range already applied and only makes sure
+  the consumer moved (a crash between the commit and the consumer update is healed);
+* a run launched before an earlier range was applied reads from the consumer position (a
+  superset of its range); the earlier range's run then finds it applied: nothing is skipped,
+  nothing regresses;
+* the commit is skipped when another run committed a later range meanwhile (checked just
+  before committing; runs of the sensor's job are serialised by the ``paimon/derived`` run
+  tag limit in ``dagster.yaml``).
+
+When the needed snapshots have expired anyway (no consumer at first, or one removed), or the
+range holds an OVERWRITE, the run rebuilds the derived table from the source's full state at
+``end`` (an OVERWRITE commit, same identifier rule).
+"""
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import Field
+
+from assets.metadata import context_properties, snapshot_metadata
+from assets.resources import PaimonCatalog
+from assets.tables import ORDERS, ORDERS_ENRICHED, TableSpec
+from paimon_core.consumer import Consumer, ConsumerManager
+from paimon_core.errors import SnapshotNotExistError
+from paimon_core.spec.snapshot import CommitKind
+from paimon_core.table import FileStoreTable
+
+__all__ = [
+    "DERIVED_COMMIT_USER",
+    "DERIVED_CONSUMER_ID",
+    "DerivedResult",
+    "RangeConfig",
+    "apply_range",
+    "build_snapshot_sensor",
+    "enrich_orders",
+    "orders_enriched",
+    "orders_enriched_job",
+    "orders_snapshot_sensor",
+]
+
+log = logging.getLogger(__name__)
+
+DERIVED_CONSUMER_ID = "mart-orders-enriched"
+DERIVED_COMMIT_USER = "dagster-mart-orders-enriched"
+DERIVED_TAG = "paimon/derived"
+RANGE_TAG = "paimon/source-range"
+KIND = "_kind"
+CLOSED_STATUSES = ("delivered", "cancelled", "refunded")
+
+
+class RangeConfig(dg.Config):
+    """The source snapshot range ``(start_snapshot, end_snapshot]`` of a run (set by the
+    sensor). The defaults (-1) mean: from the consumer's position to the latest snapshot."""
+
+    start_snapshot: int = Field(default=-1, description="exclusive; -1 = consumer position")
+    end_snapshot: int = Field(default=-1, description="inclusive; -1 = latest snapshot")
+
+
+@dataclass(frozen=True)
+class DerivedResult:
+    """What :func:`apply_range` did.
+
+    Attributes:
+        mode: ``incremental``, ``full`` (rebuilt from the source state) or ``skipped``
+            (the range was already applied, or the source has no snapshot).
+        start / end: the range actually read ``(start, end]``.
+        rows_read: change rows read from the source.
+        upserts / deletes: rows written / keys deleted in the derived table.
+        snapshot_ids: snapshots committed to the derived table.
+    """
+
+    mode: str
+    start: int
+    end: int
+    rows_read: int = 0
+    upserts: int = 0
+    deletes: int = 0
+    snapshot_ids: tuple[int, ...] = ()
+
+
+# ------------------------------------------------------------------------------- transform
+def enrich_orders(orders: pa.Table, source_snapshot: int) -> pa.Table:
+    """``cdc.orders`` rows -> ``mart.orders_enriched`` rows (vectorised): an open flag, an
+    amount band and the source snapshot that last changed the row."""
+    status = orders.column("status")
+    closed = pc.is_in(status, value_set=pa.array(CLOSED_STATUSES, pa.string()))
+    is_open = pc.invert(pc.fill_null(closed, False))
+    amount = orders.column("amount")
+    as_float = pc.cast(amount, pa.float64())
+    band = pc.if_else(
+        pc.less(as_float, 50.0), "small", pc.if_else(pc.less(as_float, 500.0), "medium", "large")
+    )
+    n = orders.num_rows
+    return pa.table({
+        "order_id": orders.column("order_id"),
+        "customer_id": orders.column("customer_id"),
+        "status": status,
+        "is_open": is_open,
+        "amount": amount,
+        "currency": orders.column("currency"),
+        "amount_band": band,
+        "updated_at": orders.column("updated_at"),
+        "source_snapshot": pa.array([source_snapshot] * n, pa.int64()),
+    })
+
+
+# ------------------------------------------------------------------------------- progress
+def consumer_position(source: FileStoreTable, consumer_id: str) -> int | None:
+    """The last snapshot the consumer has read (its ``nextSnapshot - 1``), None if absent."""
+    c = ConsumerManager(source.file_io, source.path).consumer(consumer_id)
+    return None if c is None else c.next_snapshot - 1
+
+
+def advance_consumer(source: FileStoreTable, consumer_id: str, read_up_to: int) -> None:
+    """Move the consumer to ``read_up_to + 1`` (never backwards)."""
+    mgr = ConsumerManager(source.file_io, source.path)
+    current = mgr.consumer(consumer_id)
+    if current is None or current.next_snapshot <= read_up_to:
+        mgr.reset_consumer(consumer_id, Consumer(read_up_to + 1))
+
+
+def register_consumer(source: FileStoreTable, consumer_id: str, read_up_to: int) -> None:
+    """Create the consumer at ``read_up_to + 1`` if it does not exist yet."""
+    mgr = ConsumerManager(source.file_io, source.path)
+    if mgr.consumer(consumer_id) is None:
+        mgr.reset_consumer(consumer_id, Consumer(read_up_to + 1))
+
+
+def _kinds_in(source: FileStoreTable, start: int, end: int) -> list[CommitKind] | None:
+    """Commit kinds of ``(start, end]``; None when one of them is gone (expired)."""
+    out = []
+    for sid in range(start + 1, end + 1):
+        try:
+            out.append(source.snapshot_manager.snapshot(sid).commit_kind)
+        except SnapshotNotExistError:
+            return None
+    return out
+
+
+# ------------------------------------------------------------------------------- one run
+def apply_range(
+    source: FileStoreTable,
+    target: FileStoreTable,
+    start: int,
+    end: int,
+    *,
+    consumer_id: str = DERIVED_CONSUMER_ID,
+    commit_user: str = DERIVED_COMMIT_USER,
+    properties: dict[str, str] | None = None,
+) -> DerivedResult:
+    """Apply the source changes of ``(start, end]`` to the derived table, exactly once.
+
+    Args:
+        source: ``cdc.orders``.
+        target: ``mart.orders_enriched``.
+        start: the requested exclusive start (the sensor's view). The run reads from the
+            actual progress (the consumer position, else the last committed identifier, else
+            0), which equals ``start`` in the normal flow and is earlier when an earlier range
+            is still unapplied (read as a superset: the ranges never skip a snapshot).
+        end: inclusive end; negative = the latest source snapshot.
+        properties: snapshot properties of the commit (the Dagster run id...).
+
+    Returns:
+        What was done (see :class:`DerivedResult`).
+    """
+    latest = source.snapshot_manager.latest_snapshot_id()
+    if latest is None:
+        return DerivedResult("skipped", 0, 0)
+    end = latest if end < 0 else min(end, latest)
+    # read from the true progress, not from the requested start: the same range in the
+    # normal flow; a superset when an earlier range has not been applied yet
+    position = consumer_position(source, consumer_id)
+    last = target.new_commit(commit_user).latest_committed_identifier()
+    begin = position if position is not None else (last if last is not None else 0)
+    if last is not None:
+        begin = max(begin, last)  # committed, consumer not moved yet (crash in between)
+    if start >= 0 and begin != start:
+        log.info("range (%d, %d] requested, progress is at %d: reading (%d, %d]",
+                 start, end, begin, begin, end)
+    if begin >= end:
+        advance_consumer(source, consumer_id, end)
+        return DerivedResult("skipped", begin, end)
+
+    earliest = source.snapshot_manager.earliest_snapshot_id() or 1
+    kinds = _kinds_in(source, begin, end) if begin >= earliest - 1 else None
+    if kinds is None or CommitKind.OVERWRITE in kinds:
+        result = _rebuild(source, target, begin, end, commit_user, properties)
+    else:
+        result = _incremental(source, target, begin, end, commit_user, properties, kinds)
+    advance_consumer(source, consumer_id, end)
+    return result
+
+
+def _still_ours(target: FileStoreTable, commit_user: str, end: int) -> bool:
+    last = target.new_commit(commit_user).latest_committed_identifier()
+    return last is None or last < end
+
+
+def _incremental(
+    source: FileStoreTable, target: FileStoreTable, begin: int, end: int, commit_user: str,
+    properties: dict[str, str] | None, kinds: Sequence[CommitKind],
+) -> DerivedResult:
+    if CommitKind.APPEND not in kinds:  # compaction only: nothing changed
+        return DerivedResult("incremental", begin, end)
+    changes = source.incremental_between(begin, end, mode="delta")
+    kind = changes.column(KIND)
+    gone = pc.is_in(kind, value_set=pa.array(["-U", "-D"], pa.string()))
+    rows = changes.drop_columns([KIND])
+    upserts = enrich_orders(rows.filter(pc.invert(gone)), end)
+    deletes = rows.filter(gone).select(["order_id"])
+    if upserts.num_rows == 0 and deletes.num_rows == 0:
+        return DerivedResult("incremental", begin, end, rows_read=changes.num_rows)
+    with target.new_write(commit_user) as write:
+        if upserts.num_rows:
+            write.write_arrow(upserts)
+        if deletes.num_rows:
+            write.delete_arrow(deletes)
+        messages = write.prepare_commit()
+    commit = target.new_commit(commit_user)
+    if not _still_ours(target, commit_user, end):
+        commit.abort(messages)
+        return DerivedResult("skipped", begin, end, rows_read=changes.num_rows)
+    ids = commit.commit(messages, commit_identifier=end, properties=properties)
+    return DerivedResult("incremental", begin, end, changes.num_rows, upserts.num_rows,
+                         deletes.num_rows, tuple(ids))
+
+
+def _rebuild(
+    source: FileStoreTable, target: FileStoreTable, begin: int, end: int, commit_user: str,
+    properties: dict[str, str] | None,
+) -> DerivedResult:
+    rows = source.to_arrow(snapshot_id=end)
+    upserts = enrich_orders(rows, end)
+    with target.new_write(commit_user) as write:
+        write.write_arrow(upserts)
+        messages = write.prepare_commit()
+    commit = target.new_commit(commit_user)
+    if not _still_ours(target, commit_user, end):
+        commit.abort(messages)
+        return DerivedResult("skipped", begin, end, rows_read=rows.num_rows)
+    ids = commit.overwrite(messages, {}, commit_identifier=end, properties=properties)
+    return DerivedResult("full", begin, end, rows.num_rows, upserts.num_rows, 0, tuple(ids))
+
+
+# ------------------------------------------------------------------------------- Dagster
+@dg.asset(
+    key=ORDERS_ENRICHED.key_path,
+    deps=[dg.AssetKey(ORDERS.key_path)],
+    group_name="derived",
+    description=ORDERS_ENRICHED.description,
+    kinds={"paimon"},
+)
+def orders_enriched(
+    context: dg.AssetExecutionContext, config: RangeConfig, catalog: PaimonCatalog
+) -> dg.MaterializeResult:
+    """Apply one snapshot range of ``cdc.orders`` to ``mart.orders_enriched``."""
+    cat = catalog.load()
+    source = cat.get_table(ORDERS.identifier)
+    target = ORDERS_ENRICHED.ensure(cat)
+    started = time.monotonic()
+    result = apply_range(
+        source, target, config.start_snapshot, config.end_snapshot,
+        properties=context_properties(context, **{
+            "paimon.source-table": ORDERS.identifier,
+            "paimon.source-range": f"{config.start_snapshot},{config.end_snapshot}",
+        }),
+    )
+    context.log.info(
+        f"{result.mode}: source snapshots ({result.start}, {result.end}] -> "
+        f"{result.upserts} upserts, {result.deletes} deletes, snapshots {result.snapshot_ids}"
+    )
+    return dg.MaterializeResult(metadata=snapshot_metadata(
+        target, result.snapshot_ids,
+        **{
+            "paimon/mode": result.mode,
+            "paimon/source_range": f"({result.start}, {result.end}]",
+            "paimon/source_rows_read": dg.MetadataValue.int(result.rows_read),
+            "paimon/upserts": dg.MetadataValue.int(result.upserts),
+            "paimon/deletes": dg.MetadataValue.int(result.deletes),
+            "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
+        },
+    ))
+
+
+orders_enriched_job = dg.define_asset_job(
+    "mart_orders_enriched_job",
+    selection=[orders_enriched],
+    tags={DERIVED_TAG: ORDERS_ENRICHED.identifier},
+    description="Apply a snapshot range of cdc.orders to mart.orders_enriched (sensor-driven).",
+)
+
+
+def initial_cursor(source: FileStoreTable, target: FileStoreTable | None,
+                   consumer_id: str, commit_user: str) -> int:
+    """Where a sensor without a stored cursor starts: the consumer's position, else the
+    derived table's last committed identifier, else 0 (everything)."""
+    position = consumer_position(source, consumer_id)
+    if position is not None:
+        return position
+    if target is not None:
+        last = target.new_commit(commit_user).latest_committed_identifier()
+        if last is not None:
+            return last
+    return 0
+
+
+def build_snapshot_sensor(
+    *,
+    name: str,
+    source: TableSpec,
+    target: TableSpec,
+    job: Any,
+    op_name: str,
+    consumer_id: str,
+    commit_user: str,
+    minimum_interval_seconds: int = 30,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
+) -> dg.SensorDefinition:
+    """A sensor on new snapshots of ``source`` that requests one run of ``job`` per snapshot
+    range; cursor = the last snapshot id handed out.
+
+    Ranges of COMPACT snapshots only are not worth a run: when nothing is pending (the
+    consumer is at the cursor) the sensor moves the consumer past them itself, so expiry is
+    never held back by maintenance commits.
+    """
+
+    @dg.sensor(
+        name=name,
+        job=job,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=f"New snapshots of {source.identifier} -> one {target.identifier} run per "
+        "snapshot range (cursor = last snapshot id handed out).",
+    )
+    def _sensor(context: dg.SensorEvaluationContext, catalog: PaimonCatalog) -> dg.SensorResult:
+        cat = catalog.load()
+        if not cat.table_exists(source.identifier):
+            return dg.SensorResult(skip_reason=f"{source.identifier} does not exist yet",
+                                   cursor=context.cursor)
+        src = cat.get_table(source.identifier)
+        tgt = cat.get_table(target.identifier) if cat.table_exists(target.identifier) else None
+        if context.cursor:
+            cursor = int(context.cursor)
+        else:
+            cursor = initial_cursor(src, tgt, consumer_id, commit_user)
+        register_consumer(src, consumer_id, cursor)
+        latest = src.snapshot_manager.latest_snapshot_id()
+        if latest is None or latest <= cursor:
+            return dg.SensorResult(
+                skip_reason=f"no new snapshot of {source.identifier} after {cursor}",
+                cursor=str(cursor),
+            )
+        kinds = _kinds_in(src, cursor, latest)
+        if kinds is not None and all(k is CommitKind.COMPACT for k in kinds) and (
+            consumer_position(src, consumer_id) == cursor
+        ):
+            advance_consumer(src, consumer_id, latest)
+            return dg.SensorResult(
+                skip_reason=f"snapshots {cursor + 1}..{latest} are compactions only",
+                cursor=str(latest),
+            )
+        request = dg.RunRequest(
+            run_key=f"{source.identifier}:{cursor}-{latest}",
+            run_config={"ops": {op_name: {"config": {
+                "start_snapshot": cursor, "end_snapshot": latest}}}},
+            tags={RANGE_TAG: f"({cursor}, {latest}]"},
+        )
+        return dg.SensorResult(run_requests=[request], cursor=str(latest))
+
+    return _sensor
+
+
+orders_snapshot_sensor = build_snapshot_sensor(
+    name="cdc_orders_snapshot_sensor",
+    source=ORDERS,
+    target=ORDERS_ENRICHED,
+    job=orders_enriched_job,
+    op_name=orders_enriched.op.name,
+    consumer_id=DERIVED_CONSUMER_ID,
+    commit_user=DERIVED_COMMIT_USER,
+)

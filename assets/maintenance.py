@@ -1,0 +1,386 @@
+"""Table maintenance: per-bucket compaction and snapshot expiry, with their schedules.
+
+**Compaction** — one asset per table, partitioned by bucket (and by day for a daily-partitioned
+table: ``dt x bucket``); a partition runs the Spark job :func:`pipelines.compact.compact` on
+that one bucket. Runs carry the tag ``paimon/bucket = <db>.<table>/<partition>/bucket-<n>``,
+and ``dagster.yaml`` limits that tag to one run per value, so the same bucket never compacts
+twice at once (two compactions that raced anyway would conflict on the files they delete:
+the second re-plans from the fresh snapshot). The hourly schedule asks the job's planner
+(metadata only) which buckets need compaction and requests a run for each of them only.
+Metadata: files and sorted runs before / after, bytes rewritten and written.
+
+**Expiry** — one asset per table, daily schedule: :func:`pipelines.expire.expire` expires
+snapshots by the table's ``snapshot.*`` retention (consumers and tags keep what they need)
+and removes orphan files older than a day. Metadata: snapshots expired, bytes freed.
+
+Compaction and overwrite commits use a commit user per run (``dagster:<run id>``): they
+commit with the batch identifier, where a shared user would let one run mistake another's
+snapshot for its own after losing a publish race; the per-run user also names the run in the
+snapshot.
+"""
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from assets.metadata import (
+    accepts_properties,
+    context_properties,
+    run_commit_user,
+    snapshot_metadata,
+)
+from assets.resources import PaimonCatalog, SparkResource
+from assets.tables import ALL_TABLES, DAILY_START, TableSpec
+from paimon_core.compact import BucketCompactor, live_bucket_files
+from paimon_core.compact.manager import partition_filter
+from paimon_core.spec.manifest import FileKind
+from paimon_core.table import FileStoreTable
+from pipelines.compact import compact, plan_compaction
+from pipelines.config import TableHandle
+from pipelines.expire import expire
+
+__all__ = [
+    "BUCKET_TAG",
+    "BucketState",
+    "CompactConfig",
+    "ExpiryConfig",
+    "bucket_state",
+    "build_compaction",
+    "build_expiry_asset",
+    "compaction_assets",
+    "expiry_assets",
+]
+
+BUCKET_TAG = "paimon/bucket"
+EXPIRE_TAG = "paimon/expire"
+SPARK_TAG = "paimon/spark"
+DAY_DIM, BUCKET_DIM = "dt", "bucket"
+
+
+# ------------------------------------------------------------------------------ buckets
+@dataclass(frozen=True)
+class BucketState:
+    """One bucket's live files (metadata only)."""
+
+    files: int
+    sorted_runs: int
+    bytes: int
+    levels: dict[int, int]
+
+
+def bucket_state(table: FileStoreTable, partition: dict[str, str] | None,
+                 bucket: int) -> BucketState:
+    """Files, sorted runs and bytes of one (partition, bucket) at the latest snapshot."""
+    snap = table.latest_snapshot()
+    match = partition_filter(table.schema, [partition] if partition else None)
+    groups = live_bucket_files(table.manifest_io, snap, lambda p, b: b == bucket and match(p))
+    files = [f for _, fs in groups.values() for f in fs]
+    if not files:
+        return BucketState(0, 0, 0, {})
+    compactor = BucketCompactor(table.file_io, table.path, table.schema, table.schema_manager)
+    levels: dict[int, int] = {}
+    for f in files:
+        levels[f.level] = levels.get(f.level, 0) + 1
+    runs = compactor.levels(files).number_of_sorted_runs() if table.schema.primary_keys else (
+        len(files))
+    return BucketState(len(files), runs, sum(f.file_size for f in files), levels)
+
+
+def _rewritten_bytes(table: FileStoreTable, snapshot_id: int) -> tuple[int, int]:
+    """(bytes of the input files rewritten, bytes of the new files) of a COMPACT snapshot;
+    files only moved to another level (upgrades) count in neither."""
+    snap = table.snapshot_manager.snapshot(snapshot_id)
+    mio = table.manifest_io
+    metas = mio.manifest_list(snap.delta_manifest_list, snap.delta_manifest_list_size)
+    entries = [e for m in metas for e in mio.manifest(m.file_name, m.file_size)]
+    added = {e.file.file_name: e.file.file_size for e in entries if e.kind is FileKind.ADD}
+    deleted = {e.file.file_name: e.file.file_size for e in entries
+               if e.kind is FileKind.DELETE}
+    moved = added.keys() & deleted.keys()
+    return (sum(v for k, v in deleted.items() if k not in moved),
+            sum(v for k, v in added.items() if k not in moved))
+
+
+def bucket_partitions(spec: TableSpec) -> dg.PartitionsDefinition:
+    """Buckets, or ``dt x bucket`` for a table partitioned by day."""
+    buckets = dg.StaticPartitionsDefinition([str(b) for b in range(max(spec.buckets, 1))])
+    if not spec.partition_keys:
+        return buckets
+    return dg.MultiPartitionsDefinition({
+        DAY_DIM: dg.DailyPartitionsDefinition(start_date=DAILY_START), BUCKET_DIM: buckets})
+
+
+def split_key(spec: TableSpec, key: str) -> tuple[dict[str, str] | None, int]:
+    """(table partition spec, bucket) of a compaction partition key (``"3"``, or the
+    multi-partition key ``"3|2025-01-06"`` = bucket x day)."""
+    if not spec.partition_keys:
+        return None, int(key)
+    mk = key if isinstance(key, dg.MultiPartitionKey) else dg.MultiPartitionKey(
+        dict(zip(sorted((BUCKET_DIM, DAY_DIM)), str(key).split("|"))))
+    dims = mk.keys_by_dimension
+    return {spec.partition_keys[0]: dims[DAY_DIM]}, int(dims[BUCKET_DIM])
+
+
+def bucket_tag(spec: TableSpec, partition: dict[str, str] | None, bucket: int) -> str:
+    """The value of the ``paimon/bucket`` run tag (one compaction per value at a time)."""
+    part = ",".join(f"{k}={v}" for k, v in (partition or {}).items()) or "-"
+    return f"{spec.identifier}/{part}/bucket-{bucket}"
+
+
+def partition_key_of(spec: TableSpec, partition: dict[str, str] | None, bucket: int) -> str:
+    if partition:
+        return str(dg.MultiPartitionKey({DAY_DIM: next(iter(partition.values())),
+                                         BUCKET_DIM: str(bucket)}))
+    return str(bucket)
+
+
+# ------------------------------------------------------------------------------ compaction
+class CompactConfig(dg.Config):
+    """Knobs of a compaction run."""
+
+    full: bool = Field(default=False, description="full compaction (everything to the "
+                       "last level) instead of the universal picker's choice")
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """The compaction asset, job and schedule of one table."""
+
+    asset: dg.AssetsDefinition
+    job: Any
+    schedule: dg.ScheduleDefinition
+
+
+def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
+    """Per-bucket compaction of one table: the asset, its job (per-partition run tags) and
+    an hourly schedule requesting runs only for the buckets that need compaction."""
+    parts = bucket_partitions(spec)
+    mapping: dg.PartitionMapping = (
+        dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=DAY_DIM)
+        if spec.partition_keys else dg.AllPartitionMapping())
+
+    @dg.asset(
+        name=f"{spec.slug}_compaction",
+        key_prefix=["maintenance"],
+        deps=[dg.AssetDep(dg.AssetKey(spec.key_path), partition_mapping=mapping)],
+        partitions_def=parts,
+        group_name="maintenance",
+        kinds={"spark", "paimon"},
+        description=f"Compact one bucket of {spec.identifier} (pipelines.compact); "
+        "partition = " + ("day x bucket." if spec.partition_keys else "bucket."),
+        metadata={"paimon/table": spec.identifier},
+    )
+    def _compact(
+        context: dg.AssetExecutionContext,
+        config: CompactConfig,
+        catalog: PaimonCatalog,
+        spark: SparkResource,
+    ) -> dg.MaterializeResult:
+        partition, bucket = split_key(spec, context.partition_key)
+        cat = catalog.load()
+        if not cat.table_exists(spec.identifier):
+            return dg.MaterializeResult(metadata={"compact/status": "no table yet"})
+        table = cat.get_table(spec.identifier)
+        before = bucket_state(table, partition, bucket)
+        started = time.monotonic()
+        handle = TableHandle.of(catalog.settings(), table)
+        parts_arg = [partition] if partition else None
+        _, todo = plan_compaction(handle, full=config.full, partitions=parts_arg,
+                                  buckets=[bucket])
+        snapshot_ids: list[int] = []
+        status = "nothing to compact"
+        if todo:  # only now start Spark
+            kwargs: dict[str, Any] = {}
+            if accepts_properties(compact):
+                kwargs["properties"] = context_properties(context)
+            report = compact(spark.session(), catalog.settings(), spec.identifier,
+                             full=config.full, partitions=parts_arg, buckets=[bucket],
+                             commit_user=run_commit_user(context.run.run_id), **kwargs)
+            if report.snapshot_id is not None:
+                snapshot_ids = [report.snapshot_id]
+                status = "compacted"
+        table = cat.get_table(spec.identifier)
+        after = bucket_state(table, partition, bucket)
+        rewritten, written = (_rewritten_bytes(table, snapshot_ids[-1]) if snapshot_ids
+                              else (0, 0))
+        context.log.info(
+            f"{bucket_tag(spec, partition, bucket)}: {status}; files {before.files} -> "
+            f"{after.files}, sorted runs {before.sorted_runs} -> {after.sorted_runs}, "
+            f"{rewritten} bytes rewritten")
+        return dg.MaterializeResult(metadata=snapshot_metadata(table, snapshot_ids, **{
+            "compact/status": status,
+            "compact/bucket": dg.MetadataValue.int(bucket),
+            "compact/partition": ",".join(f"{k}={v}" for k, v in (partition or {}).items())
+            or "-",
+            "compact/files_before": dg.MetadataValue.int(before.files),
+            "compact/files_after": dg.MetadataValue.int(after.files),
+            "compact/sorted_runs_before": dg.MetadataValue.int(before.sorted_runs),
+            "compact/sorted_runs_after": dg.MetadataValue.int(after.sorted_runs),
+            "compact/bytes_before": dg.MetadataValue.int(before.bytes),
+            "compact/bytes_after": dg.MetadataValue.int(after.bytes),
+            "compact/bytes_rewritten": dg.MetadataValue.int(rewritten),
+            "compact/bytes_written": dg.MetadataValue.int(written),
+            "compact/levels_after": dg.MetadataValue.json(
+                {str(k): v for k, v in sorted(after.levels.items())}),
+            "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
+        }))
+
+    def tags_for(key: str) -> dict[str, str]:
+        partition, bucket = split_key(spec, key)
+        return {BUCKET_TAG: bucket_tag(spec, partition, bucket), SPARK_TAG: "true"}
+
+    job = dg.define_asset_job(
+        f"{spec.slug}_compaction_job",
+        selection=[_compact],
+        config=dg.PartitionedConfig(
+            partitions_def=parts,
+            run_config_for_partition_key_fn=lambda _key: {},
+            tags_for_partition_key_fn=tags_for,
+        ),
+        description=f"Compact one bucket of {spec.identifier}.",
+    )
+
+    @dg.schedule(
+        name=f"{spec.slug}_compaction_schedule",
+        cron_schedule=cron,
+        job=job,
+        default_status=dg.DefaultScheduleStatus.STOPPED,
+        description=f"Compact the buckets of {spec.identifier} that need it (one run each).",
+    )
+    def _schedule(context: dg.ScheduleEvaluationContext,
+                  catalog: PaimonCatalog) -> dg.SkipReason | list[dg.RunRequest]:
+        cat = catalog.load()
+        if not cat.table_exists(spec.identifier):
+            return dg.SkipReason(f"{spec.identifier} does not exist yet")
+        table = cat.get_table(spec.identifier)
+        _, todo = plan_compaction(TableHandle.of(catalog.settings(), table))
+        stamp = context.scheduled_execution_time.isoformat()
+        requests = []
+        for part_bytes, bucket, _total, _files in todo:
+            partition = _partition_spec(table, part_bytes)
+            key = partition_key_of(spec, partition, bucket)
+            if not parts.has_partition_key(key):
+                continue  # a day outside the partitions definition
+            requests.append(dg.RunRequest(
+                run_key=f"{stamp}:{key}",
+                partition_key=key, tags=tags_for(key)))
+        if not requests:
+            return dg.SkipReason(f"no bucket of {spec.identifier} needs compaction")
+        return requests
+
+    return Compaction(_compact, job, _schedule)
+
+
+def _partition_spec(table: FileStoreTable, partition: bytes) -> dict[str, str] | None:
+    from paimon_core.scan.planner import decode_partition
+
+    keys = list(table.schema.partition_keys)
+    if not keys:
+        return None
+    values = decode_partition(partition, [table.schema.field(k).type for k in keys])
+    return {k: str(v) for k, v in zip(keys, values)}
+
+
+# ------------------------------------------------------------------------------ expiry
+class ExpiryConfig(dg.Config):
+    """Knobs of an expiry run (defaults: the table's ``snapshot.*`` options)."""
+
+    retain_min: int | None = Field(default=None, description="snapshot.num-retained.min")
+    retain_max: int | None = Field(default=None, description="snapshot.num-retained.max")
+    older_than_minutes: float | None = Field(
+        default=None, description="expire snapshots older than this (default: "
+        "snapshot.time-retained)")
+    remove_orphans: bool = True
+    orphans_older_than_hours: float = Field(
+        default=24.0, description="only orphan files last modified before now - this")
+
+
+def build_expiry_asset(spec: TableSpec) -> dg.AssetsDefinition:
+    """Snapshot expiry (and orphan removal) of one table."""
+
+    @dg.asset(
+        name=f"{spec.slug}_expiry",
+        key_prefix=["maintenance"],
+        deps=[dg.AssetKey(spec.key_path)],
+        group_name="maintenance",
+        kinds={"spark", "paimon"},
+        description=f"Expire old snapshots of {spec.identifier} and remove orphan files "
+        "(pipelines.expire).",
+        metadata={"paimon/table": spec.identifier},
+    )
+    def _expire(
+        context: dg.AssetExecutionContext,
+        config: ExpiryConfig,
+        catalog: PaimonCatalog,
+        spark: SparkResource,
+    ) -> dg.MaterializeResult:
+        cat = catalog.load()
+        if not cat.table_exists(spec.identifier):
+            return dg.MaterializeResult(metadata={"expire/status": "no table yet"})
+        sm = cat.get_table(spec.identifier).snapshot_manager
+        retained_before = _retained(sm)
+        now_ms = int(time.time() * 1000)
+        older = (None if config.older_than_minutes is None
+                 else now_ms - int(config.older_than_minutes * 60_000))
+        started = time.monotonic()
+        report = expire(
+            spark.session(), catalog.settings(), spec.identifier,
+            retain_min=config.retain_min, retain_max=config.retain_max,
+            older_than_millis=older, remove_orphans=config.remove_orphans,
+            orphans_older_than_millis=now_ms - int(config.orphans_older_than_hours * 3.6e6),
+        )
+        ex = report.expire
+        sm = cat.get_table(spec.identifier).snapshot_manager
+        freed = int(ex.get("bytes_freed", 0)) + (report.orphan_bytes if report.orphans_deleted
+                                                else 0)
+        context.log.info(
+            f"{spec.identifier}: {ex.get('expired', 0)} snapshots expired "
+            f"{ex.get('expired_ids', [])}, {ex.get('deleted_files', 0)} files / "
+            f"{ex.get('bytes_freed', 0)} bytes freed; {report.orphans_deleted} orphans removed")
+        return dg.MaterializeResult(metadata={
+            "paimon/table": spec.identifier,
+            "paimon/snapshot_id": dg.MetadataValue.int(sm.latest_snapshot_id() or 0),
+            "paimon/commit_kind": "NONE",
+            "expire/snapshots_expired": dg.MetadataValue.int(int(ex.get("expired", 0))),
+            "expire/expired_ids": dg.MetadataValue.json(list(ex.get("expired_ids", []))),
+            "expire/earliest": dg.MetadataValue.int(int(ex.get("earliest") or 0)),
+            "expire/retained_before": dg.MetadataValue.int(retained_before),
+            "expire/retained_after": dg.MetadataValue.int(_retained(sm)),
+            "expire/files_deleted": dg.MetadataValue.int(int(ex.get("deleted_files", 0))),
+            "expire/data_files_deleted": dg.MetadataValue.int(int(ex.get("data_files", 0))),
+            "expire/bytes_freed": dg.MetadataValue.int(int(ex.get("bytes_freed", 0))),
+            "expire/orphans_removed": dg.MetadataValue.int(report.orphans_deleted),
+            "expire/orphan_bytes": dg.MetadataValue.int(report.orphan_bytes),
+            "expire/total_bytes_freed": dg.MetadataValue.int(freed),
+            "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
+        })
+
+    return _expire
+
+
+def _retained(sm: Any) -> int:
+    earliest, latest = sm.earliest_snapshot_id(), sm.latest_snapshot_id()
+    return 0 if earliest is None or latest is None else latest - earliest + 1
+
+
+# ------------------------------------------------------------------------------ all tables
+compactions = [build_compaction(spec) for spec in ALL_TABLES]
+compaction_assets = [c.asset for c in compactions]
+expiry_assets = [build_expiry_asset(spec) for spec in ALL_TABLES]
+
+expiry_job = dg.define_asset_job(
+    "expiry_job",
+    selection=dg.AssetSelection.assets(*expiry_assets),
+    tags={EXPIRE_TAG: "all-tables", SPARK_TAG: "true"},
+    description="Expire snapshots and remove orphan files of every table.",
+)
+expiry_schedule = dg.ScheduleDefinition(
+    name="expiry_schedule",
+    cron_schedule="30 2 * * *",
+    job=expiry_job,
+    default_status=dg.DefaultScheduleStatus.STOPPED,
+    description="Daily snapshot expiry of every table.",
+)

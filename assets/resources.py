@@ -1,0 +1,205 @@
+"""Dagster resources: the Paimon catalog, the landing zone and the Spark session.
+
+Each resource is thin typed config with one way in (``load()`` / ``session()``); the storage
+of the catalog and of the landing zone is a discriminated union (``kind: local | s3``). Two
+resource sets come ready: :func:`local_resources` (the embedded defaults: a local warehouse,
+Spark ``local[2]``) and :func:`production_resources` (S3-compatible storage, a Spark cluster),
+both read their values from the environment *when a run starts* (``dg.EnvVar``), never at
+import time.
+
+Example:
+    >>> catalog = PaimonCatalog(warehouse="/data/wh")                 # doctest: +SKIP
+    >>> catalog.load().get_table("cdc.orders").latest_snapshot()      # doctest: +SKIP
+    >>> PaimonCatalog(warehouse="s3://lake/wh", storage=S3Storage(endpoint="http://minio:9000"))
+    ... # doctest: +SKIP
+"""
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+import dagster as dg
+from pydantic import Field
+
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.identifier import Identifier
+from paimon_core.io.file_io import FileIO, join
+from paimon_core.table import FileStoreTable
+from pipelines.config import CatalogSettings, SparkSettings, parse_pairs
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "LandingZone",
+    "LocalStorage",
+    "PaimonCatalog",
+    "S3Storage",
+    "SparkResource",
+    "local_resources",
+    "production_resources",
+    "resources_for",
+]
+
+
+class LocalStorage(dg.Config):
+    """Local disk (or ``memory://``): no options."""
+
+    kind: Literal["local"] = "local"
+
+    def options(self) -> dict[str, str]:
+        return {}
+
+
+class S3Storage(dg.Config):
+    """An S3-compatible object store (AWS S3, MinIO, ...), reached through paimon_core's FileIO.
+
+    Unset credentials fall back to the usual AWS environment variables / instance profile.
+    """
+
+    kind: Literal["s3"] = "s3"
+    endpoint: str | None = Field(default=None, description="e.g. http://minio:9000")
+    region: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+    session_token: str | None = None
+    max_attempts: int | None = Field(default=None, description="botocore attempts/request")
+
+    def options(self) -> dict[str, str]:
+        """The storage options of :class:`paimon_core.io.file_io.FileIO` (``s3.*``)."""
+        pairs = {
+            "s3.endpoint": self.endpoint,
+            "s3.region": self.region,
+            "s3.access-key": self.access_key,
+            "s3.secret-key": self.secret_key,
+            "s3.session-token": self.session_token,
+            "s3.max-attempts": None if self.max_attempts is None else str(self.max_attempts),
+        }
+        return {k: v for k, v in pairs.items() if v}
+
+
+Storage = LocalStorage | S3Storage
+
+
+class PaimonCatalog(dg.ConfigurableResource):
+    """The filesystem catalog of one warehouse (``<warehouse>/<db>.db/<table>/``).
+
+    Attributes:
+        warehouse: local path, ``memory://...`` or ``s3://bucket/prefix``.
+        storage: how to reach it: ``{"kind": "local"}`` or ``{"kind": "s3", "endpoint": ...}``.
+    """
+
+    warehouse: str = Field(description="warehouse root: a local path or s3://bucket/prefix")
+    storage: Storage = Field(default_factory=LocalStorage, discriminator="kind")
+
+    def storage_options(self) -> dict[str, str]:
+        return self.storage.options()
+
+    def load(self) -> FileSystemCatalog:
+        """A fresh catalog (a new FileIO each call: no listing cached across sensor ticks)."""
+        return FileSystemCatalog(self.warehouse, self.storage_options())
+
+    def table(self, identifier: str | Identifier) -> FileStoreTable:
+        """Load a table (``TableNotExistError`` when absent)."""
+        return self.load().get_table(identifier)
+
+    def settings(self) -> CatalogSettings:
+        """The same warehouse for the Spark jobs (:mod:`pipelines.config`)."""
+        return CatalogSettings(self.warehouse, self.storage_options())
+
+
+class LandingZone(dg.ConfigurableResource):
+    """Where upstream systems drop files: CDC change events per table and landing day
+    (``<root>/<db>.<table>/dt=<YYYY-MM-DD>/*.json``) and daily batch extracts."""
+
+    root: str = Field(description="landing root: a local path or s3://bucket/prefix")
+    storage: Storage = Field(default_factory=LocalStorage, discriminator="kind")
+
+    def storage_options(self) -> dict[str, str]:
+        return self.storage.options()
+
+    def path(self, *parts: str) -> str:
+        return join(self.root.rstrip("/"), *parts) if parts else self.root.rstrip("/")
+
+    def day_dir(self, table: str, day: str) -> str:
+        """The landing directory of one table and day."""
+        return self.path(table, f"dt={day}")
+
+    def file_io(self) -> FileIO:
+        return FileIO(self.root, self.storage_options())
+
+    def has_files(self, directory: str) -> bool:
+        """Whether ``directory`` holds at least one non-hidden file."""
+        fio = self.file_io()
+        return any(
+            not st.is_dir and not st.path.rsplit("/", 1)[-1].startswith((".", "_"))
+            for st in fio.list_status(directory)
+        )
+
+
+class SparkResource(dg.ConfigurableResource):
+    """The Spark session of a run (:func:`pipelines.session.get_session`): one session per
+    process, created on first use and reused (the jobs run in-process with the assets).
+
+    Attributes:
+        master: ``local[2]`` (embedded) or ``spark://host:7077``.
+        conf: extra Spark conf.
+        conf_pairs: more conf as ``k=v;k=v`` or a JSON object (e.g. from an env var).
+    """
+
+    master: str = "local[2]"
+    app_name: str = "paimon-dagster"
+    conf: dict[str, str] = Field(default_factory=dict)
+    conf_pairs: str | None = None
+
+    def settings(self) -> SparkSettings:
+        conf = dict(self.conf)
+        conf.update(parse_pairs(self.conf_pairs, what="spark conf"))
+        return SparkSettings(master=self.master, app_name=self.app_name, conf=conf)
+
+    def session(self) -> "SparkSession":
+        from pipelines.session import get_session
+
+        return get_session(self.settings())
+
+
+def local_resources() -> dict[str, Any]:
+    """The embedded defaults: warehouse and landing zone on local disk, Spark ``local[2]``.
+
+    Environment (read when a run starts): ``PAIMON_WAREHOUSE``, ``PAIMON_LANDING``.
+    """
+    return {
+        "catalog": PaimonCatalog(warehouse=dg.EnvVar("PAIMON_WAREHOUSE")),
+        "landing": LandingZone(root=dg.EnvVar("PAIMON_LANDING")),
+        "spark": SparkResource(master="local[2]"),
+    }
+
+
+def production_resources() -> dict[str, Any]:
+    """S3-compatible storage and a Spark cluster (``docker/compose.yaml``).
+
+    Environment (read when a run starts): ``PAIMON_WAREHOUSE`` / ``PAIMON_LANDING``
+    (``s3://...``), ``PAIMON_S3_ENDPOINT``, ``PAIMON_S3_REGION``, ``AWS_ACCESS_KEY_ID``,
+    ``AWS_SECRET_ACCESS_KEY``, ``PAIMON_SPARK_MASTER``, ``PAIMON_SPARK_CONF``.
+    """
+    s3 = S3Storage(
+        endpoint=dg.EnvVar("PAIMON_S3_ENDPOINT"),
+        region=dg.EnvVar("PAIMON_S3_REGION"),
+        access_key=dg.EnvVar("AWS_ACCESS_KEY_ID"),
+        secret_key=dg.EnvVar("AWS_SECRET_ACCESS_KEY"),
+    )
+    return {
+        "catalog": PaimonCatalog(warehouse=dg.EnvVar("PAIMON_WAREHOUSE"), storage=s3),
+        "landing": LandingZone(root=dg.EnvVar("PAIMON_LANDING"), storage=s3),
+        "spark": SparkResource(
+            master=dg.EnvVar("PAIMON_SPARK_MASTER"), conf_pairs=dg.EnvVar("PAIMON_SPARK_CONF")
+        ),
+    }
+
+
+def resources_for(deployment: Literal["local", "production"]) -> Mapping[str, Any]:
+    """The resource set of a deployment."""
+    if deployment == "local":
+        return local_resources()
+    if deployment == "production":
+        return production_resources()
+    raise ValueError(f"unknown deployment {deployment!r}: expected local or production")

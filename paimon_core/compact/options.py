@@ -1,0 +1,122 @@
+"""Compaction settings of a table (the compaction part of ``org.apache.paimon.CoreOptions``).
+
+Defaults are those of Paimon 0.9 (spec §13):
+
+* ``num-sorted-run.compaction-trigger`` 5, ``num-levels`` = trigger + 1,
+  ``compaction.max-size-amplification-percent`` 200, ``compaction.size-ratio`` 1;
+* ``target-file-size`` 128 MiB (primary-key tables) / 256 MiB (append tables); files smaller
+  than 70 % of it (``compactionFileSize``) are "small";
+* ``compaction.min.file-num`` 5, ``compaction.max.file-num`` 5 for bucketed append tables and
+  50 for unaware-bucket ones (fallback key ``compaction.early-max.file-num``);
+* ``write-only`` false, ``changelog-producer`` none, ``changelog-producer.row-deduplicate``
+  false, ``full-compaction.delta-commits`` unset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from paimon_core.errors import SchemaError
+from paimon_core.options import CoreOptions, parse_memory_size
+from paimon_core.spec.schema import TableSchema
+
+__all__ = ["CompactOptions"]
+
+_MIB = 1024 * 1024
+CHANGELOG_PRODUCERS = ("none", "input", "full-compaction", "lookup")
+
+
+@dataclass(frozen=True, slots=True)
+class CompactOptions:
+    """Typed compaction options of one table schema.
+
+    Attributes:
+        primary_key: whether the table has a primary key (LSM) or is an append table.
+        num_buckets: the table's ``bucket`` option (-1: unaware for append tables).
+        trigger: ``num-sorted-run.compaction-trigger``.
+        num_levels: ``num-levels`` (levels 0 .. num_levels - 1).
+        max_size_amp: ``compaction.max-size-amplification-percent``.
+        size_ratio: ``compaction.size-ratio``.
+        target_file_size: ``target-file-size`` in bytes.
+        min_file_num / max_file_num: append-table compaction bounds.
+        write_only: ``write-only`` (writers never compact).
+        changelog_producer: ``none`` / ``input`` / ``full-compaction`` / ``lookup``.
+        row_deduplicate: ``changelog-producer.row-deduplicate`` (no -U/+U for equal rows).
+        full_compaction_delta_commits: ``full-compaction.delta-commits`` (None = unset).
+    """
+
+    primary_key: bool
+    num_buckets: int
+    trigger: int = 5
+    num_levels: int = 6
+    max_size_amp: int = 200
+    size_ratio: int = 1
+    target_file_size: int = 128 * _MIB
+    min_file_num: int = 5
+    max_file_num: int = 5
+    write_only: bool = False
+    changelog_producer: str = "none"
+    row_deduplicate: bool = False
+    full_compaction_delta_commits: int | None = None
+    first_row: bool = False
+
+    @classmethod
+    def from_schema(cls, schema: TableSchema) -> CompactOptions:
+        """Read and validate the options of ``schema``.
+
+        Raises:
+            SchemaError: a malformed or out-of-range option value.
+        """
+        o = CoreOptions(schema.options)
+        pk = bool(schema.primary_keys)
+        trigger = o.get_int("num-sorted-run.compaction-trigger", 5, minimum=1)
+        num_levels = o.get_int("num-levels", trigger + 1, minimum=2)
+        raw = o.get("target-file-size")
+        target = parse_memory_size("target-file-size", raw) if raw else (
+            128 * _MIB if pk else 256 * _MIB)
+        if target <= 0:
+            raise SchemaError("target-file-size must be positive")
+        buckets = schema.num_buckets
+        max_default = 50 if buckets == -1 else 5
+        max_key = "compaction.max.file-num"
+        if o.get(max_key) is None and o.get("compaction.early-max.file-num") is not None:
+            max_key = "compaction.early-max.file-num"
+        producer = o.changelog_producer
+        if producer not in CHANGELOG_PRODUCERS:
+            raise SchemaError(f"changelog-producer={producer!r} is not one of "
+                              f"{', '.join(CHANGELOG_PRODUCERS)}")
+        raw_delta = o.get("full-compaction.delta-commits")
+        delta = None if raw_delta is None else o.get_int(
+            "full-compaction.delta-commits", 1, minimum=1)
+        return cls(
+            primary_key=pk,
+            num_buckets=buckets,
+            trigger=trigger,
+            num_levels=num_levels,
+            max_size_amp=o.get_int("compaction.max-size-amplification-percent", 200, minimum=0),
+            size_ratio=o.get_int("compaction.size-ratio", 1, minimum=0),
+            target_file_size=target,
+            min_file_num=o.get_int("compaction.min.file-num", 5, minimum=1),
+            max_file_num=o.get_int(max_key, max_default, minimum=1),
+            write_only=o.get_bool("write-only", False),
+            changelog_producer=producer,
+            row_deduplicate=o.get_bool("changelog-producer.row-deduplicate", False),
+            full_compaction_delta_commits=delta,
+            first_row=pk and o.merge_engine == "first-row",
+        )
+
+    @property
+    def compaction_file_size(self) -> int:
+        """Files below this size are rewritten rather than upgraded / left alone
+        (``CoreOptions.compactionFileSize``: 70 % of the target file size)."""
+        return self.target_file_size // 10 * 7
+
+    @property
+    def max_level(self) -> int:
+        return self.num_levels - 1
+
+    @property
+    def lookup(self) -> bool:
+        """Compaction pushes every level-0 file up (``needLookup``: the lookup producer, or
+        the first-row engine)."""
+        return self.primary_key and (self.changelog_producer == "lookup" or self.first_row)

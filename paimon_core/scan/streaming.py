@@ -1,0 +1,545 @@
+"""Streaming reads: a starting plan, then the changes of every new snapshot, with consumers.
+
+Mirrors Paimon 0.9's ``org.apache.paimon.table.source.DataTableStreamScan``:
+
+* **startup** (``AbstractDataTableScan.createStartingScanner(isStreaming=true)``): a stored
+  consumer (``consumer-id``, unless ``consumer.ignore-progress``) resumes at its
+  ``nextSnapshot`` (as in Java, at the earliest snapshot if that one has been expired in the
+  meantime); otherwise ``scan.mode``:
+
+  ===================  ========================================================================
+  ``latest-full``      full state of the latest snapshot, then its successors (the default)
+  ``latest``           only snapshots committed after the scan started
+  ``from-snapshot``    follow from ``scan.snapshot-id`` (inclusive; at least the earliest)
+  ``from-snapshot-full``  full state at ``scan.snapshot-id``, then its successors
+  ``from-timestamp``   follow from the first snapshot with ``timeMillis >= scan.timestamp-millis``
+  ``compacted-full``   full state of the latest COMPACT snapshot (full-compaction producer:
+                       the latest *full* compaction, ``full-compaction.delta-commits``)
+  ===================  ========================================================================
+
+  ``default`` resolves to ``from-timestamp`` (``scan.timestamp-millis`` / ``scan.timestamp``),
+  ``from-snapshot`` (``scan.snapshot-id``) or ``latest-full`` (spec §11). Full plans of
+  ``lookup`` (and deletion-vector / first-row) tables read levels > 0 only, of
+  ``full-compaction`` tables the last level only, as Java does;
+* **follow-up**, snapshot by snapshot (``DeltaFollowUpScanner`` /
+  ``InputChangelogFollowUpScanner`` / ``CompactionChangelogFollowUpScanner``):
+  ``changelog-producer=none`` reads the *delta* files of APPEND snapshots, ``input`` the
+  *changelog* files of APPEND snapshots, ``full-compaction`` / ``lookup`` the changelog files of
+  COMPACT snapshots; every other snapshot (OVERWRITE, and COMPACT resp. APPEND) is skipped;
+* a snapshot that has been expired before the reader got to it raises
+  :class:`~paimon_core.errors.SnapshotExpiredError` (``NextSnapshotFetcher``), unless the
+  decoupled changelog (``changelog/changelog-<id>``) still has it;
+* :meth:`StreamTableScan.checkpoint` / :meth:`~StreamTableScan.restore` /
+  :meth:`~StreamTableScan.notify_checkpoint_complete` as in Java: the last one writes
+  ``consumer/consumer-<id>`` = ``{"nextSnapshot": n}``, which also protects unread snapshots
+  from expiry.
+
+Plans (:class:`StreamPlan`) are frozen, picklable and self-contained: ship one to a worker
+and read it there with :func:`read_stream_plan`.
+
+Not supported: ``from-file-creation-time``, ``scan.tag-name`` / ``scan.watermark`` (Java 0.9
+refuses them in streaming mode too), ``streaming-read-overwrite=true``, bounded watermarks and
+``streaming-read.snapshot.delay``.
+
+Example:
+    >>> scan = table.new_stream_scan("etl", scan_mode="from-snapshot", snapshot_id=1)  # doctest: +SKIP
+    >>> while (plan := scan.plan()) is not None:                          # doctest: +SKIP
+    ...     handle(scan.read(plan))                                       # _kind first
+    ...     scan.notify_checkpoint_complete(scan.checkpoint())            # persist progress
+"""  # noqa: E501
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import pyarrow as pa
+
+from paimon_core.consumer import Consumer, ConsumerManager
+from paimon_core.errors import (
+    SchemaError,
+    SnapshotExpiredError,
+    SnapshotNotExistError,
+    UnsupportedError,
+)
+from paimon_core.io.file_io import join
+from paimon_core.options import CoreOptions, parse_duration_millis
+from paimon_core.read.table_read import TableRead
+from paimon_core.scan.predicate import Predicate, bind, parse_filters
+from paimon_core.scan.predicate_literal import text_timestamp_nanos
+from paimon_core.scan.split import DataSplit
+from paimon_core.spec.snapshot import CommitKind, Snapshot, decode_snapshot
+
+if TYPE_CHECKING:
+    from paimon_core.table import FileStoreTable
+
+__all__ = ["KIND_COLUMN", "StreamPlan", "StreamTableScan", "read_stream_plan"]
+
+KIND_COLUMN = "_kind"
+FIRST_SNAPSHOT_ID = 1
+Source = Literal["full", "delta", "changelog"]
+
+#: keyword shortcuts of ``FileStoreTable.new_stream_scan(**kwargs)`` -> option keys
+KEYWORD_OPTIONS = {
+    "scan_mode": "scan.mode",
+    "snapshot_id": "scan.snapshot-id",
+    "scan_snapshot_id": "scan.snapshot-id",
+    "timestamp_millis": "scan.timestamp-millis",
+    "scan_timestamp_millis": "scan.timestamp-millis",
+    "scan_timestamp": "scan.timestamp",
+    "consumer_ignore_progress": "consumer.ignore-progress",
+    "ignore_progress": "consumer.ignore-progress",
+}
+
+_MODES = (
+    "default", "full", "latest-full", "latest", "from-snapshot", "from-snapshot-full",
+    "from-timestamp", "compacted-full", "from-file-creation-time", "incremental",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamPlan:
+    """What one :meth:`StreamTableScan.plan` call produced.
+
+    Attributes:
+        snapshot_id: the snapshot read.
+        next_snapshot: the scan's checkpoint after this plan (next snapshot to read).
+        source: ``full`` (a snapshot's merged state, read as ``+I`` rows), ``delta`` (the
+            snapshot's new data files, unmerged) or ``changelog`` (its changelog files).
+        commit_kind: the snapshot's commit kind (``APPEND``, ``COMPACT``, ...).
+        splits: the files to read, one split per (partition, bucket).
+    """
+
+    snapshot_id: int
+    next_snapshot: int
+    source: Source
+    commit_kind: str
+    splits: tuple[DataSplit, ...]
+
+    @property
+    def row_count(self) -> int:
+        return sum(s.row_count for s in self.splits)
+
+
+def read_stream_plan(
+    table: FileStoreTable,
+    plan: StreamPlan,
+    *,
+    columns: Sequence[str] | None = None,
+    filter: str | Sequence[str] | Predicate | None = None,
+) -> pa.Table:
+    """Reads a plan (possibly made elsewhere) into Arrow with a ``_kind`` column first:
+    ``+I`` for every row of a full plan, the stored row kinds of delta / changelog files."""
+    predicate = _predicate(table, filter)
+    read = TableRead(table.file_io, table.schema, table.schema_manager, columns, predicate)
+    return _read(read, plan)
+
+
+def _read(read: TableRead, plan: StreamPlan) -> pa.Table:
+    schema = pa.schema([pa.field(KIND_COLUMN, pa.string()), *read.output_schema])
+    if plan.source != "full":
+        return read.read_changes(plan.splits, KIND_COLUMN).cast(schema)
+    data = read.to_arrow(plan.splits)
+    kinds = pa.array(["+I"] * data.num_rows, type=pa.string())
+    return data.add_column(0, pa.field(KIND_COLUMN, pa.string()), kinds).cast(schema)
+
+
+def _predicate(
+    table: FileStoreTable, filter: str | Sequence[str] | Predicate | None
+) -> Predicate | None:
+    if filter is None:
+        return None
+    fields = list(table.schema.fields)
+    if isinstance(filter, str):
+        return parse_filters([filter], fields)
+    if isinstance(filter, Predicate):
+        return bind(filter, fields)
+    return parse_filters(list(filter), fields)
+
+
+def _above_level_zero(level: int) -> bool:
+    return level > 0
+
+
+def _option_text(value: str | int | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class StreamTableScan:
+    """Plans a streaming read of one table (``DataTableStreamScan``); see the module docs.
+
+    Args:
+        table: the table.
+        consumer_id: persist progress under ``consumer/consumer-<id>`` (option ``consumer-id``
+            works too); a stored consumer overrides the startup position.
+        columns: projection of :meth:`read` (None = all).
+        filter: row filter of :meth:`read`; also prunes partitions and buckets when planning.
+        options: dynamic options overriding the table's (``scan.mode``, ``scan.snapshot-id``,
+            ``scan.timestamp-millis``, ``consumer.ignore-progress``, ``changelog-producer``...).
+        **kwargs: shortcuts for options: ``scan_mode``, ``snapshot_id``, ``timestamp_millis``,
+            ``scan_timestamp``, ``consumer_ignore_progress``.
+
+    Raises:
+        SchemaError: unknown keyword or invalid option value.
+        UnsupportedError: a startup mode that streaming reads do not support.
+    """
+
+    def __init__(
+        self,
+        table: FileStoreTable,
+        *,
+        consumer_id: str | None = None,
+        columns: Sequence[str] | None = None,
+        filter: str | Sequence[str] | Predicate | None = None,
+        options: Mapping[str, str] | None = None,
+        **kwargs: str | int | bool,
+    ) -> None:
+        merged = dict(table.schema.options)
+        merged.update({k: _option_text(v) for k, v in (options or {}).items()})
+        for k, v in kwargs.items():
+            key = KEYWORD_OPTIONS.get(k)
+            if key is None:
+                raise SchemaError(
+                    f"new_stream_scan() got an unknown option keyword {k!r} (known: "
+                    f"{sorted(KEYWORD_OPTIONS)}; pass other keys in options={{...}})"
+                )
+            merged[key] = _option_text(v)
+        if consumer_id is not None:
+            merged["consumer-id"] = consumer_id
+        self.table = table
+        self.options = CoreOptions(merged)
+        self.consumer_id = merged.get("consumer-id") or None
+        self.predicate = _predicate(table, filter)
+        self.columns = list(columns) if columns is not None else None
+        self.snapshots = table.snapshot_manager
+        self.consumers = ConsumerManager(table.file_io, table.path)
+        self.producer = self.options.changelog_producer
+        if self.producer not in ("none", "input", "full-compaction", "lookup"):
+            raise SchemaError(f"unknown changelog-producer {self.producer!r}")
+        if self.options.get_bool("streaming-read-overwrite", False):
+            raise UnsupportedError("streaming-read-overwrite=true is not supported")
+        self.mode = self._startup_mode()
+        self._read: TableRead | None = None
+        self._next: int | None = None
+        # ContinuousLatestStartingScanner remembers the latest snapshot at creation time
+        self._latest_at_start = self.snapshots.latest_snapshot_id()
+
+    # ------------------------------------------------------------------ public API
+    def plan(self) -> StreamPlan | None:
+        """The next plan, or None when the next snapshot does not exist yet (call again
+        later). The first call runs the startup; a startup without a full phase goes straight
+        on to the first new snapshot. Snapshots the follow-up skips (e.g. COMPACT without a
+        compaction changelog producer) are passed over in the same call.
+
+        Raises:
+            SnapshotExpiredError: the next snapshot to read has been expired.
+        """
+        if self._next is None:
+            started = self._start()
+            if started is None:
+                return None
+            if isinstance(started, StreamPlan):
+                return started
+            self._next = started
+        return self._follow()
+
+    def read(self, plan: StreamPlan) -> pa.Table:
+        """Rows of ``plan`` with a ``_kind`` column (``+I``/``-U``/``+U``/``-D``) first."""
+        return _read(self._table_read(), plan)
+
+    def empty_table(self) -> pa.Table:
+        """An empty table with the schema of :meth:`read`'s results."""
+        schema = self._table_read().output_schema
+        return pa.schema([pa.field(KIND_COLUMN, pa.string()), *schema]).empty_table()
+
+    def _table_read(self) -> TableRead:
+        if self._read is None:
+            t = self.table
+            self._read = TableRead(
+                t.file_io, t.schema, t.schema_manager, self.columns, self.predicate
+            )
+        return self._read
+
+    def next_batch(self) -> pa.Table | None:
+        """:meth:`plan` + :meth:`read`; None when there is no new snapshot yet."""
+        plan = self.plan()
+        return None if plan is None else self.read(plan)
+
+    def checkpoint(self) -> int | None:
+        """The next snapshot id this scan will read (None before the first plan, unless
+        restored): store it with your output, pass it to :meth:`restore` after a restart."""
+        return self._next
+
+    def restore(self, next_snapshot: int | None) -> None:
+        """Continue from ``next_snapshot`` (a :meth:`checkpoint` value) without a startup
+        phase; None = start afresh."""
+        self._next = next_snapshot
+
+    def notify_checkpoint_complete(self, next_snapshot: int | None) -> None:
+        """The output up to ``next_snapshot`` (exclusive) is durable: record it in the
+        consumer file when the scan has a consumer id (otherwise nothing happens)."""
+        if next_snapshot is None or self.consumer_id is None:
+            return
+        self.consumers.reset_consumer(self.consumer_id, Consumer(next_snapshot))
+
+    # ------------------------------------------------------------------ startup
+    def _startup_mode(self) -> str:
+        o = self.options
+        mode = (o.get("scan.mode") or "default").strip().lower()
+        if mode not in _MODES:
+            raise SchemaError(f"scan.mode {mode!r}: expected one of {', '.join(_MODES)}")
+        if mode == "default":
+            if o.get("scan.timestamp-millis") is not None or o.get("scan.timestamp") is not None:
+                mode = "from-timestamp"
+            elif any(
+                o.get(k) is not None
+                for k in ("scan.snapshot-id", "scan.tag-name", "scan.watermark", "scan.version")
+            ):
+                mode = "from-snapshot"
+            elif o.get("scan.file-creation-time-millis") is not None:
+                mode = "from-file-creation-time"
+            elif (
+                o.get("incremental-between") is not None
+                or o.get("incremental-between-timestamp") is not None
+            ):
+                mode = "incremental"
+            else:
+                mode = "latest-full"
+        elif mode == "full":
+            mode = "latest-full"
+        if mode == "incremental":
+            raise UnsupportedError(
+                "incremental-between is a batch read (FileStoreTable.incremental_between); "
+                "it cannot start a streaming read"
+            )
+        if mode == "from-file-creation-time":
+            raise UnsupportedError("scan.mode=from-file-creation-time is not supported")
+        if mode == "from-snapshot" and o.get("scan.snapshot-id") is None:
+            raise UnsupportedError(
+                "streaming reads start from a snapshot id: scan.tag-name / scan.watermark / "
+                "scan.version cannot start a streaming read (as in Paimon 0.9)"
+            )
+        if mode in ("from-snapshot", "from-snapshot-full"):
+            self._snapshot_option()
+        if mode == "from-timestamp":
+            self._timestamp_option()
+        return mode
+
+    def _snapshot_option(self) -> int:
+        raw = self.options.get("scan.snapshot-id")
+        if raw is None:
+            raise SchemaError("scan.mode=from-snapshot(-full) needs scan.snapshot-id")
+        try:
+            return int(raw.strip())
+        except ValueError as e:
+            raise SchemaError(f"scan.snapshot-id={raw!r} is not a snapshot id") from e
+
+    def _timestamp_option(self) -> int:
+        o = self.options
+        raw = o.get("scan.timestamp-millis")
+        if raw is not None:
+            try:
+                return int(raw.strip())
+            except ValueError as e:
+                raise SchemaError(f"scan.timestamp-millis={raw!r} is not an integer") from e
+        text = o.get("scan.timestamp")
+        if text is None:
+            raise SchemaError("scan.mode=from-timestamp needs scan.timestamp-millis")
+        return text_timestamp_nanos(text) // 1_000_000  # naive text = UTC (Java: JVM zone)
+
+    def _start(self) -> StreamPlan | int | None:
+        """A full plan, the first snapshot id to follow, or None (no snapshot yet)."""
+        if self.consumer_id is not None and not self.options.get_bool(
+            "consumer.ignore-progress", False
+        ):
+            consumer = self.consumers.consumer(self.consumer_id)
+            if consumer is not None:
+                earliest = self._earliest_id()
+                return None if earliest is None else max(consumer.next_snapshot, earliest)
+        mode = self.mode
+        if mode == "latest":
+            latest = self.snapshots.latest_snapshot_id()
+            if latest is None:
+                return None
+            return FIRST_SNAPSHOT_ID if self._latest_at_start is None else latest + 1
+        if mode == "from-snapshot":
+            earliest = self._earliest_id()
+            return None if earliest is None else max(self._snapshot_option(), earliest)
+        if mode == "from-timestamp":
+            return self._from_timestamp(self._timestamp_option())
+        if mode == "latest-full":
+            snap = self.snapshots.latest_snapshot()
+        elif mode == "from-snapshot-full":
+            earliest = self.snapshots.earliest_snapshot_id()
+            if earliest is None:
+                return None
+            snap = self.snapshots.snapshot(max(self._snapshot_option(), earliest))
+        else:  # compacted-full
+            snap = self._compacted()
+        if snap is None:
+            return None
+        return self._full_plan(snap)
+
+    def _from_timestamp(self, millis: int) -> int | None:
+        """``earlierThanTimeMills(millis) + 1``: the first snapshot at or after ``millis``."""
+        earliest = self._earliest_id()
+        latest = self.snapshots.latest_snapshot_id()
+        if earliest is None or latest is None:
+            return None
+        if self._snapshot_or_changelog(earliest).time_millis >= millis:
+            return earliest
+        lo, hi = earliest, latest
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._snapshot_or_changelog(mid).time_millis < millis:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1
+
+    def _compacted(self) -> Snapshot | None:
+        o = self.options
+        raw = o.get("full-compaction.delta-commits")
+        full = self.producer == "full-compaction" or raw is not None
+        delta_commits = o.get_int("full-compaction.delta-commits", 1, minimum=1)
+        latest = self.snapshots.latest_snapshot_id()
+        earliest = self.snapshots.earliest_snapshot_id()
+        if latest is None or earliest is None:
+            return None
+        for sid in range(latest, earliest - 1, -1):
+            if not self.snapshots.snapshot_exists(sid):
+                continue
+            snap = self.snapshots.snapshot(sid)
+            if snap.commit_kind is not CommitKind.COMPACT:
+                continue
+            ident = snap.commit_identifier
+            if not full or ident % delta_commits == 0 or ident == 2**63 - 1:
+                return snap
+        return self.snapshots.snapshot(latest)
+
+    def _full_plan(self, snap: Snapshot) -> StreamPlan:
+        o = self.options
+        is_pk = bool(self.table.schema.primary_keys)
+        dv = o.deletion_vectors_enabled
+        lookup = self.producer == "lookup"
+        need_lookup = is_pk and (
+            lookup or dv or o.merge_engine == "first-row" or o.get_bool("force-lookup", False)
+        )
+        level_filter: Callable[[int], bool] | None = None
+        if need_lookup:
+            level_filter = _above_level_zero
+        elif is_pk and self.producer == "full-compaction":
+            top = self._num_levels() - 1
+            level_filter = top.__eq__
+        planner = self.table._planner(self.table.schema, self.predicate)
+        plan = planner.plan(snap, level_filter=level_filter)
+        # deletion vectors without a lookup changelog: level-0 files of this snapshot come
+        # with the follow-up of the same snapshot (Java: nextSnapshotId = current)
+        nxt = snap.id if (need_lookup and dv and not lookup) else snap.id + 1
+        self._next = nxt
+        return StreamPlan(snap.id, nxt, "full", snap.commit_kind.value, plan.splits)
+
+    def _num_levels(self) -> int:
+        o = self.options
+        trigger = o.get_int("num-sorted-run.compaction-trigger", 5, minimum=1)
+        return o.get_int("num-levels", trigger + 1, minimum=1)
+
+    # ------------------------------------------------------------------ follow-up
+    def _should_scan(self, snap: Snapshot) -> bool:
+        if self.producer in ("none", "input"):
+            return snap.commit_kind is CommitKind.APPEND
+        return snap.commit_kind is CommitKind.COMPACT
+
+    def _follow(self) -> StreamPlan | None:
+        planner = self.table._planner(self.table.schema, self.predicate)
+        while True:
+            assert self._next is not None
+            snap = self._fetch(self._next)
+            if snap is None:
+                return None
+            self._next = snap.id + 1
+            if not self._should_scan(snap):
+                continue  # Java: OVERWRITE, and COMPACT / APPEND by changelog producer
+            changelog = self.producer != "none"
+            plan = planner.plan_delta(snap, changelog=changelog)
+            source: Source = "changelog" if changelog else "delta"
+            return StreamPlan(snap.id, self._next, source, snap.commit_kind.value, plan.splits)
+
+    def _fetch(self, snapshot_id: int) -> Snapshot | None:
+        """``NextSnapshotFetcher.getNextSnapshot``."""
+        sm = self.snapshots
+        if sm.snapshot_exists(snapshot_id):
+            try:
+                return sm.snapshot(snapshot_id)
+            except SnapshotExpiredError as e:  # expired between the check and the read
+                raise self._expired(snapshot_id) from e
+        earliest = sm.earliest_snapshot_id()
+        if earliest is None or earliest <= snapshot_id:
+            return None  # not committed yet
+        changelog = self._changelog(snapshot_id)
+        if changelog is not None:
+            return changelog
+        raise self._expired(snapshot_id)
+
+    def _expired(self, snapshot_id: int) -> SnapshotExpiredError:
+        earliest = self.snapshots.earliest_snapshot_id()
+        retained = self.options.get_int("snapshot.num-retained.min", 10, minimum=1)
+        time_raw = self.options.get("snapshot.time-retained")
+        retained_time = (
+            f"{parse_duration_millis('snapshot.time-retained', time_raw)} ms"
+            if time_raw
+            else "1 h (default)"
+        )
+        hint = (
+            f"and notify progress of consumer {self.consumer_id!r} in time (it only protects "
+            "snapshots from the one it names on; see also 'consumer.expiration-time')"
+            if self.consumer_id
+            else "or read with a consumer-id (consumer/consumer-<id> keeps unread snapshots "
+            "from expiring)"
+        )
+        return SnapshotExpiredError(
+            f"snapshot {snapshot_id} of {self.table.identifier} has expired before this "
+            f"streaming read got to it (earliest is {earliest}). Keep snapshots longer: "
+            f"raise 'snapshot.num-retained.min' (now {retained}) and/or "
+            f"'snapshot.time-retained' (now {retained_time}), {hint}"
+        )
+
+    # ------------------------------------------------------------------ decoupled changelog
+    def _changelog_path(self, snapshot_id: int) -> str:
+        return join(self.table.path, "changelog", f"changelog-{snapshot_id}")
+
+    def _changelog(self, snapshot_id: int) -> Snapshot | None:
+        """A long-lived changelog (``changelog/changelog-<id>``) kept after its snapshot
+        expired (decoupled changelog lifecycle)."""
+        path = self._changelog_path(snapshot_id)
+        fio = self.table.file_io
+        if not fio.exists(path):
+            return None
+        return decode_snapshot(fio.read_bytes(path), path, expected_id=snapshot_id)
+
+    def _earliest_changelog_id(self) -> int | None:
+        ids = []
+        for name in self.table.file_io.list_names(join(self.table.path, "changelog")):
+            rest = name[len("changelog-"):] if name.startswith("changelog-") else ""
+            if rest.isdigit():
+                ids.append(int(rest))
+        return min(ids) if ids else None
+
+    def _earliest_id(self) -> int | None:
+        """Earliest snapshot, or the earliest long-lived changelog when that is older."""
+        earliest = self.snapshots.earliest_snapshot_id()
+        changelog = self._earliest_changelog_id()
+        if changelog is not None and (earliest is None or changelog < earliest):
+            return changelog
+        return earliest
+
+    def _snapshot_or_changelog(self, snapshot_id: int) -> Snapshot:
+        if self.snapshots.snapshot_exists(snapshot_id):
+            return self.snapshots.snapshot(snapshot_id)
+        changelog = self._changelog(snapshot_id)
+        if changelog is None:
+            raise SnapshotNotExistError(f"snapshot {snapshot_id} does not exist")
+        return changelog

@@ -1,0 +1,148 @@
+"""Compaction inside the writer (``MergeTreeWriter`` / ``AppendOnlyWriter`` with their
+``CompactManager``s, synchronous as in Java's batch writes).
+
+The writer knows the live files of its buckets without extra IO: the latest snapshot's files
+when it first restores sequence numbers, then the files of later snapshots of *other* commit
+users (ADD and DELETE, e.g. a dedicated compactor), plus its own new files and compaction
+results. After every ``prepare_commit`` each bucket that received files is checked (metadata
+only) and compacted when its sorted runs call for it (universal compaction; every level-0
+file for ``changelog-producer=lookup``; small-file compaction for fixed-bucket append tables;
+a full compaction every ``full-compaction.delta-commits`` commits). The result travels in the
+same commit message (``compact_before`` / ``compact_after`` / ``compact_changelog``), and
+``TableCommit.commit`` then makes an APPEND and a COMPACT snapshot, as Java does.
+
+``write-only=true`` tables, unaware-bucket append tables and tables with deletion vectors never
+compact here (use ``FileStoreTable.compact`` / a dedicated compaction job).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from paimon_core.compact.manager import BucketCompactor
+from paimon_core.compact.options import CompactOptions
+from paimon_core.compact.task import CompactResult
+from paimon_core.errors import CorruptMetadataError
+from paimon_core.io.file_io import FileIO
+from paimon_core.options import CoreOptions
+from paimon_core.schema_manager import SchemaManager
+from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
+from paimon_core.spec.schema import TableSchema
+from paimon_core.write.buffer import BucketState
+from paimon_core.write.data_file_writer import DataFileWriter
+
+__all__ = ["InlineCompaction", "inline_compaction_enabled"]
+
+log = logging.getLogger(__name__)
+
+BucketKey = tuple[bytes, int]
+RunAll = Callable[[Sequence[BucketState], Callable[[BucketState], None]], None]
+FileId = tuple[str, int]  # (file name, level): what a DELETE entry names
+
+
+def inline_compaction_enabled(schema: TableSchema) -> bool:
+    """Whether writers of this table compact (not ``write-only``, not unaware-bucket)."""
+    opts = CompactOptions.from_schema(schema)
+    core = CoreOptions(schema.options)
+    if opts.write_only or core.deletion_vectors_enabled:
+        return False
+    return bool(schema.primary_keys) or schema.num_buckets > 0
+
+
+class InlineCompaction:
+    """Live files of a writer's buckets and their compaction.
+
+    Args:
+        file_io / table_path / schema / schemas: the table.
+        writer: the writer's data-file writer (compaction output joins its written files,
+            so ``TableWrite.abort`` removes it too).
+    """
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
+                 schemas: SchemaManager, writer: DataFileWriter) -> None:
+        self.compactor = BucketCompactor(file_io, table_path, schema, schemas, writer=writer)
+        self.options = self.compactor.options
+        self.files: dict[BucketKey, dict[FileId, DataFileMeta]] = {}
+        self.commits = 0
+        self.since_full: set[BucketKey] = set()
+
+    # ---- tracking
+    def reset(self) -> None:
+        self.files.clear()
+
+    def note(self, entries: Iterable[ManifestEntry]) -> None:
+        """Apply manifest entries (ADD / DELETE) of a snapshot, in order."""
+        for e in entries:
+            bucket = self.files.setdefault((e.partition, e.bucket), {})
+            fid = (e.file.file_name, e.file.level)
+            if e.kind is FileKind.ADD:
+                bucket[fid] = e.file
+            else:
+                bucket.pop(fid, None)
+
+    def add_new(self, key: BucketKey, files: Sequence[DataFileMeta]) -> None:
+        bucket = self.files.setdefault(key, {})
+        for f in files:
+            bucket[(f.file_name, f.level)] = f
+
+    def _apply(self, key: BucketKey, result: CompactResult) -> None:
+        bucket = self.files.setdefault(key, {})
+        for f in result.before:
+            bucket.pop((f.file_name, f.level), None)
+        for f in result.after:
+            bucket[(f.file_name, f.level)] = f
+
+    # ---- compaction
+    def due(self, written: Sequence[BucketKey]) -> list[tuple[BucketKey, bool]]:
+        """Buckets to compact after a commit that wrote ``written`` (and whether fully);
+        metadata only. Counts one commit (``full-compaction.delta-commits``)."""
+        self.commits += 1
+        self.since_full.update(written)
+        delta = self.options.full_compaction_delta_commits
+        if delta is not None and self.commits % delta == 0:
+            keys = sorted(self.since_full)
+            self.since_full.clear()
+            return [(k, True) for k in keys
+                    if self.compactor.needs_compaction(list(self.files.get(k, {}).values()),
+                                                       full=True)]
+        return [(k, False) for k in written
+                if self.compactor.needs_compaction(list(self.files.get(k, {}).values()))]
+
+    def compact(self, key: BucketKey, *, full: bool) -> CompactResult:
+        """Compact one bucket from its tracked files and track the result."""
+        files = list(self.files.get(key, {}).values())
+        result = self.compactor.compact(key[0], key[1], files, full=full)
+        self._apply(key, result)
+        return result
+
+    def after_flush(self, buckets: Mapping[BucketKey, BucketState], run: RunAll
+                    ) -> dict[BucketKey, CompactResult] | None:
+        """Track the buckets' new files, then compact those that need it (``run`` executes
+        one function per bucket state, possibly in parallel). Returns the non-empty results,
+        or None when the tracked files turned out inconsistent (e.g. a commit of ours that
+        did not land): tracking is reset and the caller must re-read the live files."""
+        written = []
+        for key, b in buckets.items():
+            if b.new_files:
+                self.add_new(key, b.new_files)
+                written.append(key)
+        try:
+            due = self.due(written)
+        except CorruptMetadataError as e:
+            log.warning("the writer's view of the live files is inconsistent (%s): "
+                        "re-reading it, no compaction this time", e)
+            self.reset()
+            return None
+        results: dict[BucketKey, CompactResult] = {}
+        full = dict(due)
+
+        def one(st: BucketState) -> None:
+            key = (st.partition, st.bucket)
+            res = self.compact(key, full=full[key])
+            if not res.is_empty():
+                results[key] = res
+
+        if due:
+            run([buckets[k] for k, _ in due], one)
+        return results

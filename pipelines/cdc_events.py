@@ -1,0 +1,325 @@
+"""Debezium-style change events as DataFrames: pure transforms used by :mod:`pipelines.cdc_ingest`.
+
+An event is one JSON object per line (optionally wrapped as ``{"schema": ..., "payload": {...}}``)::
+
+    {"op": "u", "ts_ms": 1700000000000,
+     "before": {"id": 7, "name": "old"}, "after": {"id": 7, "name": "new"},
+     "source": {"lsn": 123456}}
+
+``op``: ``c`` (create), ``r`` (snapshot read), ``u`` (update), ``d`` (delete). Images are parsed
+as ``map<string, string>`` (every JSON value as its text, nested values as JSON), then cast to
+the table's column types with ``try_cast``, so that a value that does not fit its column is
+*detected* (the event is quarantined) instead of silently nulled or truncated. Value encodings:
+
+* integers / decimals / floats / booleans: JSON numbers, booleans or their text (Debezium
+  ``decimal.handling.mode=string|double``; the default base64 ``precise`` mode is rejected).
+  A decimal must be plain text with at most the column's scale of significant fraction
+  digits (``12.50`` fits ``DECIMAL(5, 2)``, ``1.005`` and ``1e3`` do not: never rounded);
+* DATE: days since the epoch (``io.debezium.time.Date``) or ISO text;
+* TIMESTAMP / TIMESTAMP WITH LOCAL TIME ZONE: epoch numbers in ``epoch_unit`` (``ms`` =
+  ``io.debezium.time.Timestamp``, ``us`` = ``MicroTimestamp``) or ISO text (``ZonedTimestamp``);
+* BINARY / BYTES: base64 text; ARRAY / MAP / ROW: JSON.
+
+The source position (``position_fields`` of ``source``, numbers or zero-padded text such as
+MySQL's binlog file) orders events; ``ts_ms``, the input file and the line number break ties.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from paimon_core.spec.schema import TableSchema
+from paimon_core.types import (
+    BINARY_ROOTS,
+    STRING_ROOTS,
+    AtomicType,
+    DataType,
+    TypeRoot,
+)
+from pipelines.spark_types import spark_type
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = [
+    "ERROR_COLUMN",
+    "KIND_COLUMN",
+    "TOMBSTONE",
+    "classify_events",
+    "infer_column_type",
+    "is_supported_type",
+    "parse_events",
+    "position_columns",
+    "sample_new_column_values",
+    "to_changes",
+    "typed_value",
+    "unknown_columns",
+]
+
+KIND_COLUMN = "_kind"
+ERROR_COLUMN = "_error"
+POSITION_PREFIX = "_pos_"
+_IMAGE = "map<string,string>"
+_EVENT_FIELDS = f"op:string,ts_ms:long,before:{_IMAGE},after:{_IMAGE},source:{_IMAGE}"
+EVENT_SCHEMA = (
+    f"op string, ts_ms long, before {_IMAGE}, after {_IMAGE}, source {_IMAGE}, "
+    f"payload struct<{_EVENT_FIELDS}>, _corrupt string"
+)
+OPS = ("c", "r", "u", "d")
+#: the ``_error`` of a Kafka tombstone line (JSON ``null``): skipped and counted, not an error
+TOMBSTONE = "tombstone"
+
+
+def parse_events(lines: DataFrame) -> DataFrame:
+    """``(file, line, value)`` JSON lines -> one row per non-blank line with the envelope
+    unpacked: ``file, line, value, op, ts_ms, before, after, source, _corrupt, _tombstone``
+    (``_tombstone``: the line is JSON ``null``, a Kafka tombstone, which is not an event)."""
+    from pyspark.sql import functions as F
+
+    trimmed = F.trim(F.col("value"))
+    e = F.from_json(F.col("value"), EVENT_SCHEMA,
+                    {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
+    parsed = lines.filter(trimmed != "").withColumn("_e", e)
+    pay = F.col("_e.payload")
+    top = F.col("_e")
+    use_payload = pay.isNotNull() & top["op"].isNull()
+    fields = ["op", "ts_ms", "before", "after", "source"]
+    return parsed.select(
+        "file", "line", "value",
+        *[F.when(use_payload, pay[f]).otherwise(top[f]).alias(f) for f in fields],
+        F.col("_e._corrupt").alias("_corrupt"),
+        (trimmed == "null").alias("_tombstone"),
+    )
+
+
+def _digits(c: Column) -> Column:
+    return c.rlike(r"^-?[0-9]+$")
+
+
+def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms") -> Column:
+    """The text ``raw`` as a value of Paimon type ``t`` (null when it does not fit)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    st = spark_type(t)
+    if not isinstance(t, AtomicType):
+        assert isinstance(st, (T.ArrayType, T.MapType, T.StructType))
+        return F.from_json(raw, st)
+    r = t.root
+    if r in STRING_ROOTS:
+        return raw
+    if r in BINARY_ROOTS:
+        return F.try_to_binary(raw, F.lit("base64"))
+    if r is TypeRoot.BOOLEAN:
+        low = F.lower(raw)
+        return F.when(low == "true", F.lit(True)).when(low == "false", F.lit(False))
+    if r is TypeRoot.DATE:
+        return F.when(_digits(raw), F.date_add(F.lit("1970-01-01").cast("date"),
+                                               raw.try_cast("int"))
+                      ).otherwise(raw.try_cast(st))
+    if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        n = raw.try_cast("long")
+        epoch = F.timestamp_micros(n) if epoch_unit == "us" else F.timestamp_millis(n)
+        return F.when(_digits(raw), epoch.cast(st)).otherwise(raw.try_cast(st))
+    if r is TypeRoot.DECIMAL:
+        # Spark rounds a decimal cast to the scale: accept only text with at most ``scale``
+        # significant fraction digits, so nothing is rounded silently
+        scale = t.scale or 0
+        exact = raw.rlike(rf"^[+-]?[0-9]+(\.[0-9]{{0,{scale}}}0*)?$")
+        return F.when(exact, raw.try_cast(st))
+    return raw.try_cast(st)
+
+
+def classify_events(
+    events: DataFrame,
+    schema: TableSchema,
+    *,
+    position_fields: Sequence[str],
+    epoch_unit: str = "ms",
+) -> DataFrame:
+    """Add ``_error`` (null = a valid event, ``tombstone``, else the reason) to
+    :func:`parse_events` output.
+
+    Reasons: ``malformed JSON``, ``unknown op``, ``missing after`` / ``missing before``,
+    ``missing source position``, ``null key <col>``, ``bad value for <col>``. Columns of the
+    images that the table does not have are not errors (see :func:`unknown_columns`).
+    """
+    from pyspark.sql import functions as F
+
+    op = F.col("op")
+    img = F.when(op == "d", F.col("before")).otherwise(F.col("after"))
+    reasons: list[tuple[Column, str]] = [
+        (F.col("_corrupt").isNotNull(), "malformed JSON"),
+        (op.isNull() | ~op.isin(*OPS), "unknown op"),
+        (op.isin("c", "r", "u") & F.col("after").isNull(), "missing after"),
+        ((op == "d") & F.col("before").isNull(), "missing before"),
+    ]
+    for p in position_fields:
+        reasons.append((F.col("source").isNull() | F.col("source")[p].isNull(),
+                        "missing source position"))
+    for k in schema.trimmed_primary_keys or schema.primary_keys:
+        reasons.append((img[k].isNull(), f"null key {k}"))
+    for f in schema.fields:
+        raw = img[f.name]
+        bad = raw.isNotNull() & typed_value(raw, f.type, epoch_unit=epoch_unit).isNull()
+        if f.name in schema.primary_keys:
+            # the before image of a key-changing update must fit the key type as well
+            braw = F.col("before")[f.name]
+            bad = bad | ((op == "u") & braw.isNotNull()
+                         & typed_value(braw, f.type, epoch_unit=epoch_unit).isNull())
+        reasons.append((bad, f"bad value for {f.name}"))
+    for f in schema.fields:
+        if f.name in schema.primary_keys:
+            continue
+        if not f.type.nullable:
+            reasons.append((F.col("op").isin("c", "r", "u") & img[f.name].isNull(),
+                            f"null for NOT NULL column {f.name}"))
+    err: Column = F.lit(None).cast("string")
+    for cond, reason in reversed(reasons):
+        err = F.when(cond, F.lit(reason)).otherwise(err)
+    return events.withColumn(ERROR_COLUMN,
+                             F.when(F.col("_tombstone"), F.lit(TOMBSTONE)).otherwise(err))
+
+
+def unknown_columns(events: DataFrame, schema: TableSchema) -> Column:
+    """An ``array<string>`` expression: keys of the event's images the table lacks."""
+    from pyspark.sql import functions as F
+
+    known = F.array(*[F.lit(n) for n in schema.field_names])
+    keys = F.array_union(F.coalesce(F.map_keys("after"), F.array().cast("array<string>")),
+                         F.coalesce(F.map_keys("before"), F.array().cast("array<string>")))
+    return F.array_except(keys, known)
+
+
+def infer_column_type(values: Sequence[Any]) -> str:
+    """A Paimon SQL type for the JSON values seen for a new column: ``BIGINT`` (integers),
+    ``DOUBLE`` (numbers with a fraction), ``BOOLEAN``, else ``STRING`` (text, nested JSON)."""
+    seen = {type(v) for v in values if v is not None}
+    if not seen:
+        return "STRING"
+    if seen == {bool}:
+        return "BOOLEAN"
+    if seen <= {int}:
+        return "BIGINT"
+    if seen <= {int, float}:
+        return "DOUBLE"
+    return "STRING"
+
+
+def sample_new_column_values(lines: Sequence[str], names: Sequence[str]) -> dict[str, list[Any]]:
+    """JSON values of ``names`` in the images of sample event lines (for type inference)."""
+    out: dict[str, list[Any]] = {n: [] for n in names}
+    for line in lines:
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(ev, dict) and isinstance(ev.get("payload"), dict) and "op" not in ev:
+            ev = ev["payload"]
+        if not isinstance(ev, dict):
+            continue
+        for image in (ev.get("after"), ev.get("before")):
+            if isinstance(image, dict):
+                for n in names:
+                    if n in image:
+                        out[n].append(image[n])
+    return out
+
+
+def position_columns(position_fields: Sequence[str]) -> list[str]:
+    """Names of the ordering columns :func:`to_changes` adds, most significant first: per
+    position field its numeric value and its text, then ``ts_ms``, the file and the line."""
+    out = []
+    for i in range(len(position_fields)):
+        out += [f"{POSITION_PREFIX}n{i}", f"{POSITION_PREFIX}s{i}"]
+    return [*out, f"{POSITION_PREFIX}ts", f"{POSITION_PREFIX}file", f"{POSITION_PREFIX}line"]
+
+
+def _position(position_fields: Sequence[str]) -> list[Column]:
+    from pyspark.sql import functions as F
+
+    parts: list[Column] = []
+    for p in position_fields:
+        raw = F.col("source")[p]
+        parts += [raw.try_cast("long"), raw]
+    parts += [F.col("ts_ms"), F.col("file"), F.col("line")]
+    return [c.alias(n) for c, n in zip(parts, position_columns(position_fields))]
+
+
+def to_changes(
+    events: DataFrame,
+    schema: TableSchema,
+    *,
+    position_fields: Sequence[str],
+    sequence_column: str | None = None,
+    epoch_unit: str = "ms",
+    keep_rejected: bool = False,
+) -> DataFrame:
+    """Classified events (:func:`classify_events`) -> table rows with ``_kind`` and the
+    ordering columns :func:`position_columns` (largest = latest).
+
+    ``c``/``r`` -> ``+I`` of ``after``; ``u`` -> ``+U`` of ``after`` (and ``-D`` of the
+    ``before`` key when the update changed the key); ``d`` -> ``-D`` of ``before``.
+    ``sequence_column`` (a table column missing from the images) is filled with the first
+    position field as a number, so that the table's ``sequence.field`` orders versions across
+    batches.
+
+    Without ``keep_rejected`` only valid events are turned into rows. With it every event
+    stays (one pass over the input serves the counts, the quarantine and the write): a
+    rejected event becomes one row with NULL table columns and kind, and four more columns
+    are added: ``_error`` (the reason, NULL when valid), ``_event`` (0 for the first row of an
+    event: count events where it is 0), ``_value`` (the raw line of a quarantined event) and
+    ``_unknown`` (image keys the table lacks, newline-separated, for valid events).
+    """
+    from pyspark.sql import functions as F
+
+    op = F.col("op")
+    err = F.col(ERROR_COLUMN)
+    keys = list(schema.primary_keys)
+    key_changed = F.lit(False)
+    for k in keys:
+        key_changed = key_changed | (F.col("before").isNotNull()
+                                     & ~F.col("before")[k].eqNullSafe(F.col("after")[k]))
+    main = F.struct(
+        F.when(op == "d", F.lit("-D")).when(op == "u", F.lit("+U")).otherwise(F.lit("+I"))
+        .alias("k"),
+        F.when(op == "d", F.col("before")).otherwise(F.col("after")).alias("img"),
+    )
+    extra = F.when((op == "u") & key_changed,
+                   F.struct(F.lit("-D").alias("k"), F.col("before").alias("img")))
+    changes = F.filter(F.array(main, extra), lambda x: x.isNotNull())
+    pos = position_columns(position_fields)
+    if keep_rejected:
+        rejected = F.struct(F.lit(None).cast("string").alias("k"),
+                            F.lit(None).cast(_IMAGE).alias("img"))
+        unknown = unknown_columns(events, schema)
+        rows = events.select(
+            *_position(position_fields), err.alias(ERROR_COLUMN),
+            F.when(err.isNotNull() & (err != TOMBSTONE), F.col("value")).alias("_value"),
+            F.when(err.isNull() & (F.size(unknown) > 0), F.array_join(unknown, "\n"))
+            .alias("_unknown"),
+            F.posexplode(F.when(err.isNull(), changes).otherwise(F.array(rejected)))
+            .alias("_event", "_r"),
+        )
+        extras = [ERROR_COLUMN, "_event", "_value", "_unknown"]
+    else:
+        rows = events.filter(err.isNull()).select(
+            *_position(position_fields), F.explode(changes).alias("_r"))
+        extras = []
+    cols = []
+    for f in schema.fields:
+        value = typed_value(F.col("_r.img")[f.name], f.type, epoch_unit=epoch_unit)
+        if sequence_column is not None and f.name == sequence_column:
+            value = F.coalesce(value, F.col(pos[0]).cast(spark_type(f.type)))
+        cols.append(value.alias(f.name))
+    return rows.select(*cols, F.col("_r.k").alias(KIND_COLUMN), *pos, *extras)
+
+
+def is_supported_type(t: DataType) -> bool:
+    """Column types the event decoder handles (TIME and MULTISET are not)."""
+    if isinstance(t, AtomicType):
+        return t.root is not TypeRoot.TIME
+    return t.root is not TypeRoot.MULTISET
+

@@ -1,0 +1,489 @@
+"""CDC ingestion: Debezium-style JSON change events -> a primary-key Paimon table, exactly once.
+
+Landing layout (local directory or S3 prefix, read through ``paimon_core``'s FileIO in the
+Python workers)::
+
+    <landing>/batch-000001/part-0.json ...   one directory per batch (or a file
+    <landing>/batch-000002.jsonl              batch-<n>.json / .jsonl), any number of files
+
+Each batch ``n`` is one commit with ``commit_identifier = n`` under a stable commit user
+(default ``cdc-<db>.<table>``): batches already committed are skipped (a re-run of a batch, or
+of the whole landing directory, applies every event exactly once). Per batch, one Spark job:
+
+1. read the lines (one task per file), parse and classify the events
+   (:mod:`pipelines.cdc_events`), type them and compute each row's bucket with paimon_core
+   (rejected events ride along with NULL keys); ``repartitionById`` sends each bucket to one
+   task;
+2. each task counts its events per outcome, notes image keys the table lacks, writes its
+   malformed events to ``<quarantine>/batch-<n>/part-<task>.jsonl`` (event, file, line,
+   reason), keeps the last change of every key by source position and writes the rows;
+3. on the driver: when the images carried new columns, the files are deleted, the columns
+   added (``ALTER TABLE ADD COLUMN``, type inferred from the JSON values) and the job runs
+   again; ``_summary.json`` gets the counts per reason; above ``max_error_ratio`` the files are
+   deleted and the batch fails; otherwise one commit.
+
+Across batches, events that arrive out of order are resolved by the table's
+``sequence.field``: declare e.g. ``_seq BIGINT`` with ``'sequence.field' = '_seq'`` and the job
+fills it with the source position (``--position-fields``, first field), so an older event
+arriving late never overrides a newer one (without it, the later batch wins).
+
+Run::
+
+    python -m pipelines.cdc_ingest --warehouse W --table db.t --landing L [--schema s.json]
+        [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields lsn]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import pickle
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from paimon_core.errors import PaimonError, SchemaError, UnsupportedError
+from paimon_core.io.file_io import FileIO, join
+from paimon_core.schema_builder import Schema
+from paimon_core.schema_change import AddColumn
+from paimon_core.write.commit_message import CommitMessage
+from pipelines.cdc_events import (
+    ERROR_COLUMN,
+    KIND_COLUMN,
+    TOMBSTONE,
+    classify_events,
+    infer_column_type,
+    is_supported_type,
+    parse_events,
+    position_columns,
+    sample_new_column_values,
+    to_changes,
+    unknown_columns,
+)
+from pipelines.config import (
+    CatalogSettings,
+    SparkSettings,
+    TableHandle,
+    add_catalog_args,
+    add_spark_args,
+    configure_logging,
+)
+from pipelines.writer import BUCKET_COLUMN, bucket_udf, commit_messages, write_batches
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["BatchReport", "CdcOptions", "ErrorRatioExceeded", "ingest", "ingest_batch",
+           "list_batches", "main", "read_lines"]
+
+log = logging.getLogger(__name__)
+_BATCH = re.compile(r"^batch-(\d+)(?:\.jsonl?)?$")
+_BAD_UTF8 = "\u0000<invalid utf-8>"
+
+
+class ErrorRatioExceeded(PaimonError):
+    """More malformed events than the batch may have; nothing was committed."""
+
+    def __init__(self, report: BatchReport, max_ratio: float) -> None:
+        super().__init__(
+            f"batch {report.batch}: {report.malformed} of {report.events - report.tombstones} "
+            f"events malformed ({report.error_ratio:.2%} > {max_ratio:.2%}); see "
+            f"{report.quarantine}"
+        )
+        self.report = report
+
+
+@dataclass(frozen=True)
+class CdcOptions:
+    """Knobs of :func:`ingest_batch` (see the module docs)."""
+
+    position_fields: tuple[str, ...] = ("lsn",)
+    sequence_column: str | None = None
+    epoch_unit: str = "ms"
+    max_error_ratio: float = 0.01
+    commit_user: str | None = None
+    quarantine: str | None = None
+    evolve_schema: bool = True
+
+
+@dataclass
+class BatchReport:
+    """What one batch did (printed as JSON by the job)."""
+
+    batch: int
+    events: int = 0
+    valid: int = 0
+    malformed: int = 0
+    tombstones: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    new_columns: dict[str, str] = field(default_factory=dict)
+    rows_written: int = 0
+    snapshot_ids: list[int] = field(default_factory=list)
+    skipped: bool = False
+    quarantine: str | None = None
+
+    @property
+    def error_ratio(self) -> float:
+        n = self.events - self.tombstones
+        return self.malformed / n if n else 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+# ---------------------------------------------------------------------------- input
+
+
+def list_batches(file_io: FileIO, landing: str) -> list[tuple[int, list[str]]]:
+    """``(batch id, files)`` of every ``batch-<n>`` directory or file under ``landing``,
+    ordered by id (files within a directory sorted by name; names starting with ``_`` or
+    ``.`` are ignored)."""
+    out: list[tuple[int, list[str]]] = []
+    for st in file_io.list_status(landing):
+        name = st.path.rstrip("/").rsplit("/", 1)[-1]
+        m = _BATCH.match(name)
+        if m is None:
+            continue
+        if st.is_dir:
+            files = sorted(
+                s.path for s in file_io.list_status(st.path)
+                if not s.is_dir and not s.path.rsplit("/", 1)[-1].startswith(("_", "."))
+            )
+        elif "." in name:
+            files = [st.path]
+        else:
+            continue
+        out.append((int(m.group(1)), files))
+    return sorted(out)
+
+
+def _split_lines(data: bytes) -> list[str]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        out = []
+        for raw in data.split(b"\n"):
+            try:
+                out.append(raw.decode("utf-8").rstrip("\r"))
+            except UnicodeDecodeError:
+                out.append(_BAD_UTF8)
+        return out
+    lines = text.split("\n")
+    return [x[:-1] if x.endswith("\r") else x for x in lines]
+
+
+def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> DataFrame:
+    """``(file, line, value)`` of every line of ``files`` (1-based line numbers), each file
+    read by one task through ``file_io`` (local or object storage)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    out_schema = StructType([StructField("file", StringType(), False),
+                             StructField("line", LongType(), False),
+                             StructField("value", StringType(), True)])
+    arrow_schema = pa.schema([pa.field("file", pa.string(), False),
+                              pa.field("line", pa.int64(), False),
+                              pa.field("value", pa.string())])
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for path in b.column("file").to_pylist():
+                lines = _split_lines(file_io.read_bytes(path))
+                if lines and lines[-1] == "":
+                    lines.pop()
+                n = len(lines)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([path] * n, pa.string()),
+                     pa.array(range(1, n + 1), pa.int64()), pa.array(lines, pa.string())],
+                    schema=arrow_schema)
+
+    idx = spark.createDataFrame([(i, f) for i, f in enumerate(files)], "idx int, file string")
+    n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 4))
+    return idx.repartitionById(n, F.col("idx")).select("file").mapInArrow(read, out_schema)
+
+
+# ---------------------------------------------------------------------------- one batch
+
+
+def _sequence_column(handle: TableHandle, opts: CdcOptions) -> str | None:
+    if opts.sequence_column is not None:
+        handle.schema.field(opts.sequence_column)
+        return opts.sequence_column
+    raw = handle.schema.options.get("sequence.field")
+    if raw and "," not in raw and raw.strip() in handle.schema.field_names:
+        return raw.strip()
+    return None
+
+
+@dataclass
+class _Pass:
+    """What one pass over a batch produced (nothing committed yet)."""
+
+    messages: list[CommitMessage]
+    rows: int
+    counts: dict[str, int]
+    unknown: list[str]
+
+
+def _write_pass(
+    handle: TableHandle, user: str, classified: DataFrame, opts: CdcOptions, file_io: FileIO,
+    quarantine: str | None, batch: int,
+) -> _Pass:
+    """One Spark job over the batch: every event is typed and routed to its bucket's task
+    (rejected events ride along with NULL keys); each task counts its events per outcome,
+    collects image keys the table lacks, writes its rejected events to
+    ``quarantine/part-<task>.jsonl`` (deterministic names: a retried task or a re-run of the
+    batch overwrites instead of duplicating), keeps the last change of every key by source
+    position and writes the valid rows. Returns the messages to commit (or abort)."""
+    import pyarrow.compute as pc
+    from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+
+    schema = handle.schema
+    pos = position_columns(opts.position_fields)
+    changes = to_changes(classified, schema, position_fields=opts.position_fields,
+                         sequence_column=_sequence_column(handle, opts),
+                         epoch_unit=opts.epoch_unit, keep_rejected=True)
+    keys = list(schema.bucket_keys)
+    routed = changes.withColumn(BUCKET_COLUMN, bucket_udf(handle, lenient=True)(*keys)) \
+        .repartitionById(schema.num_buckets, BUCKET_COLUMN)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        counts: dict[str, int] = {}
+        unknown: set[str] = set()
+        rejected: list[str] = []
+
+        def valid() -> Iterator[pa.RecordBatch]:
+            for b in batches:
+                err = b.column(ERROR_COLUMN)
+                first = pc.equal(b.column("_event"), 0)
+                vc = pc.value_counts(pc.fill_null(pc.filter(err, first), ""))
+                for v, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
+                    counts[v] = counts.get(v, 0) + n
+                for x in pc.unique(pc.drop_null(b.column("_unknown"))).to_pylist():
+                    unknown.update(k for k in x.split("\n") if k)
+                bad = pc.invert(pc.is_null(b.column("_value")))
+                for r in b.filter(bad).select([pos[-2], pos[-1], ERROR_COLUMN, "_value"]) \
+                        .to_pylist():
+                    rejected.append(json.dumps(
+                        {"batch": batch, "file": r[pos[-2]], "line": r[pos[-1]],
+                         "reason": r[ERROR_COLUMN], "event": r["_value"]}, ensure_ascii=False))
+                yield b.filter(pc.is_null(err))
+
+        msgs, rows = write_batches(handle, user, valid(), row_kind_column=KIND_COLUMN,
+                                   dedup_order=pos)
+        if rejected and quarantine is not None:
+            tc = TaskContext.get()
+            pid = tc.partitionId() if tc is not None else 0
+            file_io.write_bytes(join(quarantine, f"part-{pid:05d}.jsonl"),
+                                ("\n".join(rejected) + "\n").encode("utf-8"))
+        yield pa.RecordBatch.from_pydict(
+            {"payload": [pickle.dumps(msgs)], "rows": [rows], "counts": [json.dumps(counts)],
+             "unknown": [json.dumps(sorted(unknown))]},
+            schema=pa.schema([pa.field("payload", pa.binary()), pa.field("rows", pa.int64()),
+                              pa.field("counts", pa.string()), pa.field("unknown", pa.string())]))
+
+    out = StructType([StructField("payload", BinaryType()), StructField("rows", LongType()),
+                      StructField("counts", StringType()), StructField("unknown", StringType())])
+    result = _Pass([], 0, {}, [])
+    new: set[str] = set()
+    for r in routed.mapInArrow(task, out).collect():
+        result.messages.extend(pickle.loads(r["payload"]))
+        result.rows += int(r["rows"])
+        for k, v in json.loads(r["counts"]).items():
+            result.counts[k] = result.counts.get(k, 0) + int(v)
+        new.update(json.loads(r["unknown"]))
+    result.unknown = sorted(new)
+    return result
+
+
+def _evolve(settings: CatalogSettings, handle: TableHandle, classified: DataFrame,
+            names: Sequence[str]) -> tuple[TableHandle, dict[str, str]]:
+    from pyspark.sql import functions as F
+
+    cond = F.col(ERROR_COLUMN).isNull() & F.arrays_overlap(
+        unknown_columns(classified, handle.schema), F.array(*[F.lit(n) for n in names]))
+    sample = [r["value"] for r in classified.filter(cond).select("value").limit(1000).collect()]
+    values = sample_new_column_values(sample, names)
+    added = {n: infer_column_type(values[n]) for n in names}
+    table = settings.catalog().get_table(handle.identifier)
+    table.alter([AddColumn(n, t) for n, t in added.items()])
+    log.info("table %s: added columns %s", handle.identifier, added)
+    return TableHandle.of(settings, table), added
+
+
+def ingest_batch(
+    spark: SparkSession,
+    settings: CatalogSettings,
+    identifier: str,
+    batch: int,
+    files: Sequence[str],
+    options: CdcOptions | None = None,
+    *,
+    landing_io: FileIO | None = None,
+    quarantine_root: str | None = None,
+) -> BatchReport:
+    """Ingest one batch (see the module docs); returns its report.
+
+    Raises:
+        ErrorRatioExceeded: too many malformed events (quarantine written, nothing committed).
+        SchemaError / UnsupportedError: a table the events cannot be written to.
+    """
+    opts = options or CdcOptions()
+    handle = TableHandle.load(settings, identifier)
+    if not handle.schema.primary_keys:
+        raise SchemaError(f"CDC needs a primary-key table; {identifier} has no primary key")
+    for f in handle.schema.fields:
+        if not is_supported_type(f.type):
+            raise UnsupportedError(f"column {f.name} of type {f.type.sql()} cannot be decoded "
+                                   "from change events")
+    user = opts.commit_user or f"cdc-{identifier}"
+    report = BatchReport(batch)
+    if not handle.open().new_commit(user).filter_committed([batch]):
+        report.skipped = True
+        return report
+    if handle.schema.num_buckets <= 0:
+        raise UnsupportedError(f"CDC needs a fixed bucket count; {identifier} has bucket="
+                               f"{handle.schema.num_buckets}")
+    fio = landing_io or settings.file_io()
+    parsed = parse_events(read_lines(spark, fio, files))
+    q_root = quarantine_root or opts.quarantine
+    base = join(q_root, f"batch-{batch:06d}") if q_root is not None else None
+
+    def clear_quarantine() -> None:
+        if base is not None and fio.exists(base):
+            fio.delete_dir(base)  # a re-run of a batch that was not committed
+
+    def run(h: TableHandle) -> tuple[DataFrame, _Pass]:
+        clear_quarantine()
+        classified = classify_events(parsed, h.schema, position_fields=opts.position_fields,
+                                     epoch_unit=opts.epoch_unit)
+        return classified, _write_pass(h, user, classified, opts, fio, base, batch)
+
+    def abort(messages: Sequence[CommitMessage]) -> None:
+        if messages:
+            handle.open().new_commit(user).abort(messages)
+
+    classified, res = run(handle)
+    if res.unknown and opts.evolve_schema:
+        abort(res.messages)  # written with the old schema: write again with the new one
+        handle, report.new_columns = _evolve(settings, handle, classified, res.unknown)
+        classified, res = run(handle)
+    counts = res.counts
+    report.events = sum(counts.values())
+    report.valid = counts.get("", 0)
+    report.tombstones = counts.get(TOMBSTONE, 0)
+    report.reasons = {k: v for k, v in sorted(counts.items()) if k not in ("", TOMBSTONE)}
+    report.malformed = sum(report.reasons.values())
+    if report.malformed:
+        if base is None:
+            abort(res.messages)
+            raise SchemaError(f"batch {batch} has {report.malformed} malformed events and "
+                              "no quarantine location was given")
+        report.quarantine = base
+        fio.write_bytes(join(base, "_summary.json"), report.to_json().encode("utf-8"))
+        if report.error_ratio > opts.max_error_ratio:
+            abort(res.messages)
+            raise ErrorRatioExceeded(report, opts.max_error_ratio)
+    report.snapshot_ids = commit_messages(
+        handle, user, res.messages, commit_identifier=batch,
+        properties={"cdc.batch": str(batch), "cdc.events": str(report.events),
+                    "cdc.malformed": str(report.malformed)},
+    )
+    report.rows_written = res.rows
+    report.skipped = not report.snapshot_ids and bool(res.messages)
+    return report
+
+def ingest(
+    spark: SparkSession,
+    settings: CatalogSettings,
+    identifier: str,
+    landing: str,
+    options: CdcOptions | None = None,
+    *,
+    schema: Schema | None = None,
+    batches: Sequence[int] | None = None,
+) -> list[BatchReport]:
+    """Ingest every not-yet-committed batch under ``landing`` in order (or only ``batches``);
+    the table is created from ``schema`` when missing. Stops at the first failing batch."""
+    opts = options or CdcOptions()
+    catalog = settings.catalog()
+    if schema is not None:
+        catalog.create_table(identifier, schema, ignore_if_exists=True)
+    fio = FileIO(landing, dict(settings.storage_options))
+    q_root = opts.quarantine or join(landing, "_quarantine")
+    reports = []
+    for bid, files in list_batches(fio, landing):
+        if batches is not None and bid not in batches:
+            continue
+        reports.append(ingest_batch(spark, settings, identifier, bid, files, opts,
+                                    landing_io=fio, quarantine_root=q_root))
+    return reports
+
+
+# ---------------------------------------------------------------------------- entry point
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m pipelines.cdc_ingest",
+                                description=__doc__.split("\n\n")[0] if __doc__ else None)
+    add_catalog_args(p)
+    add_spark_args(p)
+    p.add_argument("--landing", required=True, help="directory / S3 prefix of batch-<n> inputs")
+    p.add_argument("--schema", help="schema JSON to create the table with when it is missing")
+    p.add_argument("--batch", type=int, action="append", help="only this batch (repeatable)")
+    p.add_argument("--quarantine", help="where malformed events go (default <landing>/"
+                                        "_quarantine)")
+    p.add_argument("--max-error-ratio", type=float, default=0.01)
+    p.add_argument("--position-fields", default="lsn",
+                   help="comma-separated fields of 'source' ordering the events")
+    p.add_argument("--sequence-column", help="table column filled with the source position "
+                                             "(default: the table's sequence.field)")
+    p.add_argument("--epoch-unit", choices=["ms", "us"], default="ms",
+                   help="unit of numeric timestamps in the events")
+    p.add_argument("--commit-user", help="stable commit user (default cdc-<db>.<table>)")
+    p.add_argument("--no-evolve", action="store_true", help="do not add new columns")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; prints one JSON report per batch. Exit codes: 0 ok, 1 error, 3 error
+    ratio exceeded."""
+    args = build_parser().parse_args(argv)
+    configure_logging()
+    from pipelines.session import get_session
+
+    settings = CatalogSettings.from_args(args)
+    spark = get_session(SparkSettings.from_args(args, app_name="paimon-cdc-ingest"))
+    schema = None
+    if args.schema:
+        with open(args.schema, encoding="utf-8") as fh:
+            schema = Schema.from_json(json.load(fh))
+    opts = CdcOptions(
+        position_fields=tuple(x.strip() for x in args.position_fields.split(",") if x.strip()),
+        sequence_column=args.sequence_column, epoch_unit=args.epoch_unit,
+        max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
+        quarantine=args.quarantine, evolve_schema=not args.no_evolve,
+    )
+    try:
+        for r in ingest(spark, settings, args.table, args.landing, opts, schema=schema,
+                        batches=args.batch):
+            print(r.to_json(), flush=True)
+    except ErrorRatioExceeded as e:
+        print(e.report.to_json(), flush=True)
+        print(f"cdc_ingest: {e}", file=sys.stderr)
+        return 3
+    except PaimonError as e:
+        print(f"cdc_ingest: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""Compaction job: every (partition, bucket) that needs it compacted in its own Spark task,
+one COMPACT commit on the driver.
+
+1. The driver reads the latest snapshot's live files per (partition, bucket) (manifests only)
+   and keeps the pairs the universal picker would compact (or, with ``--full``, every pair
+   with something to merge): ``paimon_core.compact.BucketCompactor.needs_compaction``.
+2. Each pair, with its file list, goes to one task (``repartitionById`` on the pair's index),
+   which rewrites it with ``BucketCompactor.compact`` (the same code as
+   ``FileStoreTable.compact``) and returns its ``CommitMessage`` (``compact_before`` /
+   ``compact_after``).
+3. The driver commits all messages as one COMPACT snapshot. When that conflicts with a
+   concurrent commit (an overwrite or another compaction removed an input file first), the
+   files written are deleted and everything is planned again from the fresh snapshot, at most
+   ``max_attempts`` times.
+
+A failed task deletes the files it wrote; files of killed attempts are reclaimable orphans.
+
+Run::
+
+    python -m pipelines.compact --warehouse W --table db.t [--full] [--partition k=v,...]
+        [--bucket N] [--max-attempts 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import pickle
+import sys
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from paimon_core.compact import BucketCompactor, live_bucket_files
+from paimon_core.compact.manager import partition_filter
+from paimon_core.errors import CommitConflictError, PaimonError
+from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.write.commit_message import CommitMessage
+from pipelines.config import (
+    CatalogSettings,
+    SparkSettings,
+    TableHandle,
+    add_catalog_args,
+    add_spark_args,
+    configure_logging,
+    parse_pairs,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["CompactReport", "compact", "main", "plan_compaction"]
+
+log = logging.getLogger(__name__)
+DEFAULT_MAX_ATTEMPTS = 5
+
+#: one unit of work: (partition, bucket, total buckets, live files of the bucket)
+BucketWork = tuple[bytes, int, int, list[DataFileMeta]]
+
+
+@dataclass
+class CompactReport:
+    """What the job did.
+
+    Attributes:
+        snapshot_id: the COMPACT snapshot (None: nothing needed compaction).
+        buckets: (partition path, bucket) pairs compacted.
+        tasks: (Spark partition id, attempt number) of the task that compacted each pair.
+        files_before / files_after: data files replaced / written.
+        attempts: planning rounds (more than one after a conflict).
+    """
+
+    table: str
+    snapshot_id: int | None = None
+    buckets: list[tuple[str, int]] = field(default_factory=list)
+    tasks: list[tuple[int, int]] = field(default_factory=list)
+    files_before: int = 0
+    files_after: int = 0
+    attempts: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def plan_compaction(
+    handle: TableHandle,
+    *,
+    full: bool = False,
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    buckets: Sequence[int] | None = None,
+) -> tuple[int | None, list[BucketWork]]:
+    """The latest snapshot id and the buckets needing compaction (metadata only)."""
+    table = handle.open()
+    snap = table.snapshot_manager.latest_snapshot()
+    if snap is None:
+        return None, []
+    accept_part = partition_filter(table.schema, partitions)
+    wanted = set(buckets) if buckets is not None else None
+    groups = live_bucket_files(
+        table.manifest_io, snap,
+        lambda p, b: accept_part(p) and (wanted is None or b in wanted))
+    compactor = BucketCompactor(table.file_io, table.path, table.schema, table.schema_manager)
+    todo = [(p, b, total, files) for (p, b), (total, files) in sorted(groups.items())
+            if compactor.needs_compaction(files, full=full)]
+    return snap.id, todo
+
+
+def _run_tasks(spark: SparkSession, handle: TableHandle, todo: Sequence[BucketWork],
+               full: bool) -> tuple[list[CommitMessage], list[tuple[int, int]]]:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    payloads = [(i, pickle.dumps(w)) for i, w in enumerate(todo)]
+    df = spark.createDataFrame(payloads, "idx int, work binary")
+    df = df.repartitionById(len(todo), F.col("idx")).select("work")
+    out_schema = StructType([StructField("result", BinaryType(), False)])
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+        ids = (tc.partitionId(), tc.attemptNumber()) if tc is not None else (0, 0)
+        table = handle.open()
+        compactor = BucketCompactor(table.file_io, table.path, table.schema,
+                                    table.schema_manager)
+        out = []
+        for b in batches:
+            for raw in b.column("work").to_pylist():
+                part, bucket, total, files = pickle.loads(raw)
+                result = compactor.compact(part, bucket, files, full=full)
+                out.append((compactor.message(part, bucket, total, result), ids))
+        yield pa.RecordBatch.from_pydict({"result": [pickle.dumps(out)]},
+                                         schema=pa.schema([pa.field("result", pa.binary(),
+                                                                    False)]))
+
+    messages: list[CommitMessage] = []
+    tasks: list[tuple[int, int]] = []
+    for r in df.mapInArrow(task, out_schema).collect():
+        for msg, ids in pickle.loads(r["result"]):
+            if msg is not None:
+                messages.append(msg)
+                tasks.append(ids)
+    return messages, tasks
+
+
+def compact(
+    spark: SparkSession,
+    settings: CatalogSettings,
+    identifier: str,
+    *,
+    full: bool = False,
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    buckets: Sequence[int] | None = None,
+    commit_user: str | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> CompactReport:
+    """Compact the table's buckets that need it into one COMPACT snapshot (module docs).
+
+    Raises:
+        CommitConflictError: every one of ``max_attempts`` rounds conflicted.
+        CommitStateUnknownError: the commit's outcome is unknown (nothing was cleaned up).
+    """
+    user = commit_user or f"spark-compact-{uuid.uuid4()}"
+    report = CompactReport(identifier)
+    last: CommitConflictError | None = None
+    for attempt in range(1, max(1, max_attempts) + 1):
+        report.attempts = attempt
+        handle = TableHandle.load(settings, identifier)
+        _, todo = plan_compaction(handle, full=full, partitions=partitions, buckets=buckets)
+        if not todo:
+            return report
+        messages, tasks = _run_tasks(spark, handle, todo, full)
+        if not messages:
+            return report
+        committer = handle.open().new_commit(user)
+        try:
+            ids = committer.commit(messages)
+        except CommitConflictError as e:
+            log.info("compaction round %d conflicted (%s); planning again", attempt, e)
+            committer.abort(messages)
+            last = e
+            continue
+        table = handle.open()
+        report.snapshot_id = ids[-1] if ids else None
+        report.tasks = tasks
+        report.buckets = [(_partition_text(table, m.partition), m.bucket) for m in messages]
+        report.files_before = sum(len(m.compact_before) for m in messages)
+        report.files_after = sum(len(m.compact_after) for m in messages)
+        return report
+    raise CommitConflictError(
+        f"compaction conflicted with concurrent commits {max_attempts} times: {last}")
+
+
+def _partition_text(table: Any, partition: bytes) -> str:
+    from paimon_core.scan.planner import decode_partition
+
+    keys = list(table.schema.partition_keys)
+    values = decode_partition(partition, [table.schema.field(k).type for k in keys])
+    return ",".join(f"{k}={v}" for k, v in zip(keys, values))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m pipelines.compact",
+                                description=__doc__.split("\n\n")[0] if __doc__ else None)
+    add_catalog_args(p)
+    add_spark_args(p)
+    p.add_argument("--full", action="store_true", help="full compaction")
+    p.add_argument("--partition", action="append", metavar="K=V,...",
+                   help="only this partition (repeatable)")
+    p.add_argument("--bucket", type=int, action="append", help="only this bucket (repeatable)")
+    p.add_argument("--commit-user")
+    p.add_argument("--max-attempts", type=int, default=DEFAULT_MAX_ATTEMPTS)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; prints the report as JSON. Exit codes: 0 ok, 1 error."""
+    args = build_parser().parse_args(argv)
+    configure_logging()
+    from pipelines.session import get_session
+
+    settings = CatalogSettings.from_args(args)
+    spark = get_session(SparkSettings.from_args(args, app_name="paimon-compact"))
+    parts = ([parse_pairs(x.replace(",", ";"), what="partition") for x in args.partition]
+             if args.partition else None)
+    try:
+        report = compact(spark, settings, args.table, full=args.full, partitions=parts,
+                         buckets=args.bucket, commit_user=args.commit_user,
+                         max_attempts=args.max_attempts)
+    except PaimonError as e:
+        print(f"compact: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    print(report.to_json(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

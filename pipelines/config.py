@@ -1,0 +1,183 @@
+"""Configuration shared by the Spark jobs: where the warehouse is, how to reach its storage,
+and which Spark master / conf to use.
+
+Everything can come from command-line flags, and falls back to the environment so that a
+cluster deployment (``spark-submit``, a Dagster step, a container) sets it once:
+
+========================  ===================================================================
+``PAIMON_WAREHOUSE``       warehouse root (local path, ``memory://`` or ``s3://bucket/prefix``)
+``PAIMON_STORAGE_OPTIONS`` storage options as ``k=v`` pairs separated by ``;`` or a JSON object
+                           (``s3.endpoint``, ``s3.access-key``, ...; see ``paimon_core.io``)
+``PAIMON_SPARK_MASTER``    Spark master (default ``local[*]``)
+``PAIMON_SPARK_CONF``      extra Spark conf, ``k=v`` pairs separated by ``;`` or a JSON object
+========================  ===================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.identifier import Identifier
+from paimon_core.io.file_io import FileIO
+from paimon_core.spec.schema import TableSchema
+from paimon_core.table import FileStoreTable
+
+__all__ = [
+    "CatalogSettings",
+    "SparkSettings",
+    "TableHandle",
+    "add_catalog_args",
+    "add_spark_args",
+    "configure_logging",
+    "parse_pairs",
+]
+
+
+def parse_pairs(text: str | None, *, what: str = "option") -> dict[str, str]:
+    """``"a=1;b=2"`` or ``'{"a": "1"}'`` -> ``{"a": "1", "b": "2"}`` (empty for None/blank).
+
+    Raises:
+        ValueError: an item without ``=``, or invalid JSON.
+    """
+    if text is None or not text.strip():
+        return {}
+    s = text.strip()
+    if s.startswith("{"):
+        obj = json.loads(s)  # starts with "{": an object or a JSONDecodeError (ValueError)
+        return {str(k): str(v) for k, v in obj.items()}
+    out: dict[str, str] = {}
+    for item in s.split(";"):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise ValueError(f"{what} {item!r} is not KEY=VALUE")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _pairs(items: Sequence[str] | None, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        out.update(parse_pairs(item, what=what))
+    return out
+
+
+@dataclass(frozen=True)
+class CatalogSettings:
+    """A warehouse and the storage options to reach it (picklable; shipped to tasks)."""
+
+    warehouse: str
+    storage_options: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, env: Mapping[str, str] | None = None
+                  ) -> CatalogSettings:
+        """From ``--warehouse`` / ``--storage-option`` (repeatable), else the environment.
+
+        Raises:
+            ValueError: no warehouse given anywhere.
+        """
+        env = os.environ if env is None else env
+        warehouse = getattr(args, "warehouse", None) or env.get("PAIMON_WAREHOUSE")
+        if not warehouse:
+            raise ValueError("no warehouse: pass --warehouse or set PAIMON_WAREHOUSE")
+        opts = parse_pairs(env.get("PAIMON_STORAGE_OPTIONS"), what="storage option")
+        opts.update(_pairs(getattr(args, "storage_option", None), "storage option"))
+        return cls(warehouse, opts)
+
+    def catalog(self) -> FileSystemCatalog:
+        return FileSystemCatalog(self.warehouse, dict(self.storage_options))
+
+    def file_io(self) -> FileIO:
+        return FileIO(self.catalog().warehouse, dict(self.storage_options))
+
+
+@dataclass(frozen=True)
+class TableHandle:
+    """A picklable handle on one table with its schema pinned: made on the driver, opened in
+    Spark tasks without touching storage (every task then writes / reads with the same schema).
+    """
+
+    settings: CatalogSettings
+    identifier: str
+    path: str
+    schema: TableSchema
+
+    @classmethod
+    def of(cls, settings: CatalogSettings, table: FileStoreTable) -> TableHandle:
+        return cls(settings, str(table.identifier), table.path, table.schema)
+
+    @classmethod
+    def load(cls, settings: CatalogSettings, identifier: str) -> TableHandle:
+        """Load the table's latest schema (raises ``TableNotExistError``)."""
+        return cls.of(settings, settings.catalog().get_table(identifier))
+
+    def open(self) -> FileStoreTable:
+        return FileStoreTable(self.settings.file_io(), self.path,
+                              Identifier.parse(self.identifier), self.schema)
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """Spark master, application name and extra conf for :func:`pipelines.session.get_session`."""
+
+    master: str = "local[*]"
+    app_name: str = "paimon-pipelines"
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_local(self) -> bool:
+        return self.master.startswith("local")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, *, app_name: str | None = None
+                 ) -> SparkSettings:
+        env = os.environ if env is None else env
+        return cls(
+            master=env.get("PAIMON_SPARK_MASTER") or "local[*]",
+            app_name=app_name or "paimon-pipelines",
+            conf=parse_pairs(env.get("PAIMON_SPARK_CONF"), what="spark conf"),
+        )
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, env: Mapping[str, str] | None = None,
+                  *, app_name: str | None = None) -> SparkSettings:
+        """``--master`` / ``--conf k=v`` (repeatable) over :meth:`from_env`."""
+        base = cls.from_env(env, app_name=app_name)
+        conf = dict(base.conf)
+        conf.update(_pairs(getattr(args, "conf", None), "spark conf"))
+        return cls(master=getattr(args, "master", None) or base.master,
+                   app_name=base.app_name, conf=conf)
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """Job entry points: INFO messages of ``pipelines.*`` on stderr (the root logger, and so
+    Spark's py4j and other libraries, are left alone)."""
+    log = logging.getLogger("pipelines")
+    log.setLevel(level)
+    if not any(getattr(h, "_pipelines", False) for h in log.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler._pipelines = True  # type: ignore[attr-defined]
+        log.addHandler(handler)
+
+
+def add_catalog_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--warehouse", help="warehouse root (default: $PAIMON_WAREHOUSE)")
+    p.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
+                   help="storage option, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable)")
+    p.add_argument("--table", required=True, help="db.name")
+
+
+def add_spark_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master", help="Spark master (default: $PAIMON_SPARK_MASTER or local[*]); "
+                                    "ignored under spark-submit, which sets it")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                   help="extra Spark conf (repeatable)")

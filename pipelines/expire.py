@@ -1,0 +1,180 @@
+"""Expiry job: snapshot expiration, then orphan-file removal with the deletions spread over
+Spark tasks.
+
+* **Snapshots**: ``FileStoreTable.expire_snapshots`` on the driver (``paimon_core.expire``:
+  retention from the table's ``snapshot.*`` options or the flags). paimon_core exposes it
+  as one call whose deletions are ordered for crash safety (a snapshot's data files, then its
+  metadata, the snapshot file last, oldest snapshot first), so it runs whole on the driver,
+  with ``delete_threads`` parallel deletions; it is not split into Spark tasks.
+* **Orphans** (``--remove-orphans``): the driver lists them
+  (``paimon_core.orphans.remove_orphan_files(dry_run=True)``: files no snapshot, tag or
+  changelog references, last modified before ``--older-than-ms``, default now - 1 day), then
+  Spark tasks delete them through FileIO, each path checked again to lie inside the table.
+
+Run::
+
+    python -m pipelines.expire --warehouse W --table db.t [--retain-min N] [--retain-max N]
+        [--older-than-ms T] [--remove-orphans] [--orphans-older-than-ms T] [--dry-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from paimon_core.errors import PaimonError
+from paimon_core.expire import ExpireSnapshots
+from paimon_core.expire_config import ExpireConfig
+from paimon_core.orphans import remove_orphan_files
+from pipelines.config import (
+    CatalogSettings,
+    SparkSettings,
+    TableHandle,
+    add_catalog_args,
+    add_spark_args,
+    configure_logging,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["ExpireReport", "delete_files", "expire", "main"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExpireReport:
+    """What the job did: the snapshot expiry's summary and the orphans removed."""
+
+    table: str
+    expire: dict[str, Any] = field(default_factory=dict)
+    orphans: list[str] = field(default_factory=list)
+    orphan_bytes: int = 0
+    orphans_deleted: int = 0
+    dry_run: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps({"table": self.table, "expire": self.expire,
+                           "orphans": len(self.orphans), "orphan_bytes": self.orphan_bytes,
+                           "orphans_deleted": self.orphans_deleted, "dry_run": self.dry_run},
+                          sort_keys=True)
+
+
+def delete_files(spark: SparkSession, handle: TableHandle, paths: Sequence[str],
+                 *, parallelism: int | None = None) -> int:
+    """Delete ``paths`` (files of the table) in Spark tasks through FileIO; returns how many
+    were deleted (missing ones are fine). Paths outside the table are refused in the task."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    if not paths:
+        return 0
+    n = max(1, min(len(paths), parallelism or spark.sparkContext.defaultParallelism * 2))
+    prefix = handle.path.rstrip("/") + "/"
+    df = spark.createDataFrame([(i % n, p) for i, p in enumerate(paths)], "idx int, path string")
+    df = df.repartitionById(n, F.col("idx")).select("path")
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        fio = handle.settings.file_io()
+        done = 0
+        for b in batches:
+            for path in b.column("path").to_pylist():
+                rest = path[len(prefix):] if path.startswith(prefix) else None
+                if not rest or any(s in ("", ".", "..") for s in rest.split("/")):
+                    raise PaimonError(f"refusing to delete {path!r}: not a file of the table")
+                if fio.delete(path):
+                    done += 1
+        yield pa.RecordBatch.from_pydict({"n": [done]})
+
+    rows = df.mapInArrow(task, StructType([StructField("n", LongType())])).collect()
+    return sum(int(r["n"]) for r in rows)
+
+
+def expire(
+    spark: SparkSession,
+    settings: CatalogSettings,
+    identifier: str,
+    *,
+    retain_min: int | None = None,
+    retain_max: int | None = None,
+    older_than_millis: int | None = None,
+    max_deletes: int | None = None,
+    expire_snapshots: bool = True,
+    remove_orphans: bool = False,
+    orphans_older_than_millis: int | None = None,
+    dry_run: bool = False,
+    delete_threads: int | None = None,
+) -> ExpireReport:
+    """Expire snapshots (driver) and remove orphan files (Spark tasks); see the module docs.
+    ``dry_run`` only lists orphans (snapshot expiry is skipped then)."""
+    handle = TableHandle.load(settings, identifier)
+    report = ExpireReport(handle.identifier, dry_run=dry_run)
+    table = handle.open()
+    if expire_snapshots and not dry_run:
+        config = ExpireConfig.from_options(table.schema.options).with_overrides(
+            retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes)
+        result = ExpireSnapshots(table.file_io, table.path, table.schema, config=config,
+                                 older_than_millis=older_than_millis,
+                                 delete_threads=delete_threads).expire()
+        report.expire = result.to_json()
+    if remove_orphans:
+        found = remove_orphan_files(table, orphans_older_than_millis, dry_run=True)
+        report.orphans = list(found.paths)
+        report.orphan_bytes = found.bytes
+        if not dry_run:
+            report.orphans_deleted = delete_files(spark, handle, found.paths)
+    return report
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m pipelines.expire",
+                                description=__doc__.split("\n\n")[0] if __doc__ else None)
+    add_catalog_args(p)
+    add_spark_args(p)
+    p.add_argument("--retain-min", type=int)
+    p.add_argument("--retain-max", type=int)
+    p.add_argument("--older-than-ms", type=int, help="expire snapshots older than this "
+                                                     "(epoch ms; default now - "
+                                                     "snapshot.time-retained)")
+    p.add_argument("--max-deletes", type=int)
+    p.add_argument("--no-expire", action="store_true", help="skip snapshot expiry")
+    p.add_argument("--remove-orphans", action="store_true")
+    p.add_argument("--orphans-older-than-ms", type=int,
+                   help="only orphans modified before this (default now - 1 day)")
+    p.add_argument("--dry-run", action="store_true", help="only list orphans")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; prints the report as JSON. Exit codes: 0 ok, 1 error."""
+    args = build_parser().parse_args(argv)
+    configure_logging()
+    from pipelines.session import get_session
+
+    settings = CatalogSettings.from_args(args)
+    spark = get_session(SparkSettings.from_args(args, app_name="paimon-expire"))
+    try:
+        report = expire(
+            spark, settings, args.table, retain_min=args.retain_min,
+            retain_max=args.retain_max, older_than_millis=args.older_than_ms,
+            max_deletes=args.max_deletes, expire_snapshots=not args.no_expire,
+            remove_orphans=args.remove_orphans,
+            orphans_older_than_millis=args.orphans_older_than_ms, dry_run=args.dry_run,
+        )
+    except PaimonError as e:
+        print(f"expire: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    print(report.to_json(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

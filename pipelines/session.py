@@ -1,0 +1,120 @@
+"""The SparkSession factory of every job and test.
+
+Local mode (``local[*]``, the default) needs three things on this kind of machine (see
+``shared/stack-notes.md``):
+
+* ``PYSPARK_PYTHON`` = this interpreter, set *before* the JVM starts: otherwise the Python
+  workers run the system ``python3``, which lacks pyarrow (``spark.pyspark.python`` is ignored
+  for in-process sessions);
+* loopback binding: ``SPARK_LOCAL_IP=127.0.0.1`` and ``spark.driver.bindAddress=127.0.0.1``;
+* the workers must import ``pipelines`` and ``paimon_core``: their source root is put on
+  ``PYTHONPATH`` (inherited by the JVM and its workers), so it works from a checkout
+  whether or not the project is installed.
+
+On a cluster (``master`` not ``local...``) nothing is bound to loopback and the master/conf come
+from :class:`~pipelines.config.SparkSettings` (flags, ``PAIMON_SPARK_MASTER``,
+``PAIMON_SPARK_CONF``). Under ``spark-submit`` the master given to ``spark-submit`` wins.
+The session is registered with the ``paimon`` data source (:mod:`pipelines.source`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipelines.config import SparkSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["LOCAL_DEFAULTS", "get_session", "source_root"]
+
+#: Conf applied to local sessions unless overridden (small shuffles, no UI, UTC).
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+}
+#: Conf applied to every session unless overridden.
+COMMON_DEFAULTS: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # the paimon source pushes filters into its scan (off by default in Spark 4.1+)
+    "spark.sql.python.filterPushdown.enabled": "true",
+}
+
+
+def source_root() -> str:
+    """The directory holding the ``pipelines`` and ``paimon_core`` packages."""
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def _prepend_pythonpath(path: str) -> None:
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if path not in parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join([path, *parts])
+
+
+def get_session(
+    settings: SparkSettings | None = None,
+    *,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    app_name: str | None = None,
+) -> SparkSession:
+    """The active SparkSession, created if needed, with the ``paimon`` data source registered.
+
+    Args:
+        settings: master / app name / conf (default: :meth:`SparkSettings.from_env`).
+        master: overrides ``settings.master``.
+        conf: extra conf, applied over ``settings.conf``.
+        app_name: overrides ``settings.app_name``.
+
+    Returns:
+        The session. If one is already running in this process it is reused (its master and
+        static conf cannot change then).
+    """
+    from pyspark.sql import SparkSession
+
+    settings = settings or SparkSettings.from_env()
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit
+    chosen_master = master or settings.master
+    local = chosen_master.startswith("local")
+    if local and not under_submit:
+        # the workers are started by the JVM from this process's environment
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    _prepend_pythonpath(source_root())
+
+    merged: dict[str, str] = dict(COMMON_DEFAULTS)
+    if local and not under_submit:
+        merged.update(LOCAL_DEFAULTS)
+    merged.update(settings.conf)
+    merged.update(conf or {})
+    builder = SparkSession.builder.appName(app_name or settings.app_name)
+    if not under_submit or master is not None:
+        builder = builder.master(chosen_master)
+    for k, v in merged.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``paimon`` format (``spark.read.format("paimon")``) on ``spark``."""
+    from pipelines.source import PaimonDataSource
+
+    spark.dataSource.register(PaimonDataSource)

@@ -1,0 +1,492 @@
+"""The ``paimon`` Spark data source (PySpark Python Data Source API, Spark >= 4.1).
+
+Batch::
+
+    spark.read.format("paimon").option("warehouse", "/data/wh").load("sales.orders")
+    spark.read.format("paimon").options(warehouse=wh, table="sales.orders",
+                                        **{"scan.snapshot-id": "3"}).load()
+
+Streaming (offsets are snapshot ids; Spark's checkpoint makes every snapshot's changes reach
+the sink once across restarts)::
+
+    spark.readStream.format("paimon").options(warehouse=wh, table="db.t").load()
+
+Writing (``append`` or ``overwrite``; one commit on the driver)::
+
+    df.write.format("paimon").option("warehouse", wh).mode("append").save("db.t")
+
+Options (case-insensitive):
+
+==============================  ===============================================================
+``warehouse``                   warehouse root (required)
+``table`` / ``load(path)``      ``db.name``
+``s3.*``, ``storage.<key>``     storage options for ``paimon_core``'s FileIO (``storage.`` is
+                                stripped), e.g. ``s3.endpoint``; object storage is reached from
+                                the Python workers (no ``s3a``)
+``columns``                     projection (comma-separated); a user schema (``.schema(...)``)
+                                with a subset of the columns projects as well
+``filter``                      extra Paimon filter (``"amount > 10"``; repeat with ``;``)
+``scan.snapshot-id``,           batch time travel (``snapshot-id``, ``tag``,
+``scan.tag-name``,              ``timestamp-millis`` are accepted as short forms);
+``scan.timestamp-millis``       streaming: start position with ``scan.mode``
+``scan.mode``                   streaming startup: ``latest-full`` (default), ``latest``,
+                                ``from-snapshot``, ``from-snapshot-full``, ``from-timestamp``
+``consumer-id``                 streaming: record progress in ``consumer/consumer-<id>`` when
+                                Spark commits a batch to the source (protects unread snapshots
+                                from expiry; Spark does that when it plans the next batch, so
+                                the consumer lags one batch behind the sink, never ahead)
+``read.changelog``              ``true``: a ``_kind`` column (``+I``/``-U``/``+U``/``-D``) comes
+                                first; otherwise a stream drops ``-U``/``-D`` rows
+``split.target-size``           batch: pack splits into input partitions of about this many
+                                bytes (default 128 mb; ``0`` = one split per partition)
+``commit.user``,                writes: commit user and identifier (exactly-once: an
+``commit.identifier``           identifier already committed by the user is not applied again)
+``overwrite.partition``         writes with ``mode("overwrite")``: ``k=v,...`` static partition
+``row-kind-column``             writes: input column holding each row's kind
+==============================  ===============================================================
+
+Filters Spark pushes are translated by :mod:`pipelines.filters` (partition / bucket / stats
+pruning plus exact row filtering in the scan); the rest stays with Spark.
+"""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from paimon_core.errors import SchemaError, SnapshotExpiredError
+from paimon_core.options import parse_memory_size
+from paimon_core.read.table_read import TableRead
+from paimon_core.scan.predicate import Predicate, and_, parse_filters
+from paimon_core.scan.split import DataSplit
+from paimon_core.scan.streaming import KIND_COLUMN, StreamPlan, StreamTableScan, read_stream_plan
+from paimon_core.spec.schema import TableSchema
+from paimon_core.write.commit_message import CommitMessage
+from pipelines.config import CatalogSettings, TableHandle
+from pipelines.filters import to_predicate
+from pipelines.spark_types import arrow_for_spark, conform_to_spark, spark_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+__all__ = ["PaimonDataSource", "options_settings", "table_identifier"]
+
+FORMAT = "paimon"
+KIND = KIND_COLUMN
+_DEFAULT_SPLIT_TARGET = 128 * 1024 * 1024
+_RETRACT = ("-U", "-D")
+
+
+# ---------------------------------------------------------------------------- options
+
+
+def options_settings(options: Mapping[str, str]) -> CatalogSettings:
+    """The warehouse and storage options named by data source options.
+
+    Raises:
+        SchemaError: no ``warehouse`` option.
+    """
+    warehouse = options.get("warehouse")
+    if not warehouse:
+        raise SchemaError("the paimon data source needs the option 'warehouse'")
+    storage: dict[str, str] = {}
+    for k, v in options.items():
+        key = str(k)
+        if key.startswith("storage."):
+            storage[key[len("storage."):]] = str(v)
+        elif key.startswith(("s3.", "fs.")):
+            storage[key] = str(v)
+    return CatalogSettings(str(warehouse), storage)
+
+
+def table_identifier(options: Mapping[str, str]) -> str:
+    ident = options.get("table") or options.get("path")
+    if not ident:
+        raise SchemaError("the paimon data source needs a table: option 'table' or load('db.t')")
+    return str(ident)
+
+
+def _first(options: Mapping[str, str], *keys: str) -> str | None:
+    for k in keys:
+        v = options.get(k)
+        if v is not None and str(v).strip() != "":
+            return str(v).strip()
+    return None
+
+
+def _int_option(options: Mapping[str, str], *keys: str) -> int | None:
+    raw = _first(options, *keys)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise SchemaError(f"option {keys[0]}={raw!r} is not an integer") from e
+
+
+def _bool_option(options: Mapping[str, str], key: str) -> bool:
+    raw = _first(options, key)
+    return raw is not None and raw.lower() == "true"
+
+
+def _filter_texts(options: Mapping[str, str]) -> list[str]:
+    raw = _first(options, "filter")
+    return [p.strip() for p in raw.split(";") if p.strip()] if raw else []
+
+
+def _columns(options: Mapping[str, str], schema: TableSchema) -> list[str]:
+    raw = _first(options, "columns")
+    if raw is None:
+        return schema.field_names
+    cols = [c.strip() for c in raw.split(",") if c.strip()]
+    for c in cols:
+        schema.field(c)  # typed error for an unknown column
+    return cols
+
+
+def _time_travel(options: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "snapshot_id": _int_option(options, "scan.snapshot-id", "snapshot-id"),
+        "tag": _first(options, "scan.tag-name", "tag"),
+        "timestamp_millis": _int_option(options, "scan.timestamp-millis", "timestamp-millis"),
+    }
+
+
+def _output_schema(fields: Sequence[Any], with_kind: bool) -> StructType:
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    s = spark_schema(fields)
+    if with_kind:
+        return StructType([StructField(KIND, StringType(), False), *s.fields])
+    return s
+
+
+def _requested_columns(schema: StructType) -> list[str]:
+    return [f.name for f in schema.fields if f.name != KIND]
+
+
+# ---------------------------------------------------------------------------- data source
+
+
+class PaimonDataSource(DataSource):
+    """``format("paimon")``: batch and streaming reads, batch writes (see the module docs)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def _handle(self) -> TableHandle:
+        return TableHandle.load(options_settings(self.options), table_identifier(self.options))
+
+    def schema(self) -> StructType:
+        handle = self._handle()
+        table = handle.open()
+        tt = _time_travel(self.options)
+        rb = table.new_read_builder().with_time_travel(**tt)
+        read_schema = rb.read_schema()
+        cols = _columns(self.options, read_schema)
+        return _output_schema([read_schema.field(c) for c in cols],
+                              _bool_option(self.options, "read.changelog"))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return PaimonBatchReader(dict(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return PaimonStreamReader(dict(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> PaimonWriter:
+        return PaimonWriter(dict(self.options), schema, overwrite)
+
+
+# ---------------------------------------------------------------------------- batch read
+
+
+@dataclass
+class SplitsPartition(InputPartition):
+    """Splits of one snapshot read by one Spark task."""
+
+    splits: tuple[DataSplit, ...]
+
+    def __init__(self, splits: tuple[DataSplit, ...]) -> None:
+        super().__init__(len(splits))
+        self.splits = splits
+
+
+def pack_splits(splits: Sequence[DataSplit], target_size: int) -> list[tuple[DataSplit, ...]]:
+    """Group splits (in order) into chunks of at most ``target_size`` bytes of files (a larger
+    split forms its own chunk); ``target_size <= 0``: one split per chunk."""
+    if target_size <= 0:
+        return [(s,) for s in splits]
+    out: list[tuple[DataSplit, ...]] = []
+    cur: list[DataSplit] = []
+    size = 0
+    for s in splits:
+        ssize = sum(f.file_size for f in s.files)
+        if cur and size + ssize > target_size:
+            out.append(tuple(cur))
+            cur, size = [], 0
+        cur.append(s)
+        size += ssize
+    if cur:
+        out.append(tuple(cur))
+    return out
+
+
+def _split_target(options: Mapping[str, str]) -> int:
+    raw = _first(options, "split.target-size")
+    return _DEFAULT_SPLIT_TARGET if raw is None else parse_memory_size("split.target-size", raw)
+
+
+class PaimonBatchReader(DataSourceReader):
+    """Plans one snapshot (time travel resolved once, here) into input partitions."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self.options = options
+        self.handle = TableHandle.load(options_settings(options), table_identifier(options))
+        table = self.handle.open()
+        rb = table.new_read_builder().with_time_travel(**_time_travel(options))
+        snapshot = rb.snapshot()
+        self.snapshot_id = snapshot.id if snapshot is not None else None
+        self.time_travel = rb.time_travel
+        self.read_schema: TableSchema = rb.read_schema()
+        self.columns = _requested_columns(schema)
+        for c in self.columns:
+            self.read_schema.field(c)
+        self.with_kind = KIND in schema.names
+        self.spark_schema = schema
+        texts = _filter_texts(options)
+        self.predicate: Predicate | None = (
+            parse_filters(texts, list(self.read_schema.fields)) if texts else None
+        )
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
+        pushed, rest = to_predicate(filters, list(self.read_schema.fields))
+        if pushed is not None:
+            self.predicate = pushed if self.predicate is None else and_(self.predicate, pushed)
+        yield from rest
+
+    def partitions(self) -> Sequence[InputPartition]:
+        if self.snapshot_id is None:
+            return [SplitsPartition(())]
+        table = self.handle.open()
+        if self.time_travel:
+            rb = table.new_read_builder().with_filter(self.predicate).with_time_travel(
+                snapshot_id=self.snapshot_id)
+            splits = rb.new_scan().plan().splits
+        else:
+            splits = self._plan_latest(table)
+        chunks = pack_splits(splits, _split_target(self.options))
+        return [SplitsPartition(c) for c in chunks] or [SplitsPartition(())]
+
+    def _plan_latest(self, table: Any) -> tuple[DataSplit, ...]:
+        """The splits of the snapshot resolved at construction, with the latest schema."""
+        from paimon_core.scan.planner import ScanPlanner
+
+        snap = table.snapshot_manager.snapshot(self.snapshot_id)
+        planner = ScanPlanner(schema=self.read_schema, schemas=table.schema_manager,
+                              manifests=table.manifest_io, table_path=table.path,
+                              predicate=self.predicate)
+        return planner.plan(snap).splits
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, SplitsPartition)
+        table = self.handle.open()
+        read = TableRead(table.file_io, self.read_schema, table.schema_manager, self.columns,
+                         self.predicate)
+        target = arrow_for_spark(self.spark_schema)
+        for split in partition.splits:
+            data = read.read_split(split)
+            if data.num_rows == 0:
+                continue
+            if self.with_kind:
+                data = data.add_column(0, KIND, pa.array(["+I"] * data.num_rows, pa.string()))
+            yield from conform_to_spark(data, target).to_batches(max_chunksize=65536)
+
+
+# ---------------------------------------------------------------------------- streaming read
+
+
+@dataclass
+class PlanPartition(InputPartition):
+    """Part of one :class:`StreamPlan` (a snapshot's full state or its changes)."""
+
+    plan: StreamPlan
+
+    def __init__(self, plan: StreamPlan) -> None:
+        super().__init__(plan.snapshot_id)
+        self.plan = plan
+
+
+def _offset(next_snapshot: int, full: bool = False) -> dict[str, Any]:
+    return {"next": int(next_snapshot), "full": bool(full)}
+
+
+class PaimonStreamReader(DataSourceStreamReader):
+    """Micro-batches over snapshots: the offset ``{"next": n, "full": f}`` says that every
+    snapshot before ``n`` has been delivered; with ``full`` the batch starting there begins
+    with the full state of snapshot ``n`` (startup ``latest-full`` / ``from-snapshot-full``).
+    A batch ``(start, end]`` is planned from the snapshots alone, so a batch replayed after a
+    restart yields the same rows; the skip rules are :class:`StreamTableScan`'s."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self.options = options
+        self.handle = TableHandle.load(options_settings(options), table_identifier(options))
+        self.columns = _requested_columns(schema)
+        self.with_kind = KIND in schema.names
+        self.spark_schema = schema
+        self.filters = _filter_texts(options) or None
+        self.split_target = _split_target(options)
+        self.consumer_id = _first(options, "consumer-id")
+
+    def _scan_options(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+        keys = ("scan.mode", "scan.snapshot-id", "scan.timestamp-millis", "scan.timestamp",
+                "consumer.ignore-progress", "changelog-producer")
+        out = {k: str(self.options[k]) for k in keys if self.options.get(k) is not None}
+        out.update(overrides or {})
+        return out
+
+    def _scan(self, *, consumer: bool = False, overrides: Mapping[str, str] | None = None
+              ) -> StreamTableScan:
+        table = self.handle.open()
+        return table.new_stream_scan(self.consumer_id if consumer else None,
+                                     columns=self.columns, filter=self.filters,
+                                     options=self._scan_options(overrides))
+
+    def initialOffset(self) -> dict[str, Any]:
+        scan = self._scan(consumer=True)
+        plan = scan.plan()
+        if plan is None:
+            nxt = scan.checkpoint()
+            return _offset(nxt if nxt is not None else 1)
+        return _offset(plan.snapshot_id, full=plan.source == "full")
+
+    def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
+        latest = self.handle.open().snapshot_manager.latest_snapshot_id()
+        if latest is None:
+            return start
+        if start.get("full") or latest + 1 > int(start["next"]):
+            return _offset(max(latest + 1, int(start["next"]) + (1 if start.get("full") else 0)))
+        return start
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        first, stop = int(start["next"]), int(end["next"])
+        plans: list[StreamPlan] = []
+        if start.get("full"):
+            table = self.handle.open()
+            earliest = table.snapshot_manager.earliest_snapshot_id()
+            if earliest is not None and first < earliest:
+                table.snapshot_manager.snapshot(first)  # raises SnapshotExpiredError
+            scan = self._scan(overrides={"scan.mode": "from-snapshot-full",
+                                         "scan.snapshot-id": str(first)})
+            full = scan.plan()
+            if full is None or full.snapshot_id != first:
+                raise SnapshotExpiredError(f"snapshot {first} to start from is gone")
+            plans.append(full)
+        else:
+            scan = self._scan()
+            scan.restore(first)
+        while (scan.checkpoint() or first) < stop:
+            plan = scan.plan()
+            if plan is None or plan.snapshot_id >= stop:
+                break
+            plans.append(plan)
+        out: list[InputPartition] = []
+        for plan in plans:
+            for chunk in pack_splits(plan.splits, self.split_target):
+                out.append(PlanPartition(replace(plan, splits=chunk)))
+        return out
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, PlanPartition)
+        table = self.handle.open()
+        data = read_stream_plan(table, partition.plan, columns=self.columns,
+                                filter=self.filters)
+        if not self.with_kind:
+            if partition.plan.source != "full":
+                data = data.filter(pc.invert(pc.is_in(data.column(KIND),
+                                                      pa.array(_RETRACT, pa.string()))))
+            data = data.drop_columns([KIND])
+        if data.num_rows == 0:
+            return
+        target = arrow_for_spark(self.spark_schema)
+        yield from conform_to_spark(data, target).to_batches(max_chunksize=65536)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        if self.consumer_id is not None:
+            self._scan(consumer=True).notify_checkpoint_complete(int(end["next"]))
+
+
+# ---------------------------------------------------------------------------- write
+
+
+@dataclass
+class PaimonCommitMessage(WriterCommitMessage):
+    """What one write task hands to the driver: its pickled ``CommitMessage`` list."""
+
+    payload: bytes
+    rows: int
+
+
+class PaimonWriter(DataSourceArrowWriter):
+    """``df.write.format("paimon")``: each task writes its rows with its own ``TableWrite``
+    (unique file names per attempt), the driver commits the messages of the successful tasks
+    once (append, or overwrite when the save mode is ``overwrite``). Rows are written in the
+    partitioning Spark gives them: for primary-key tables each key should come from one task
+    (see :func:`pipelines.writer.write_dataframe`, which buckets the rows first)."""
+
+    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool) -> None:
+        self.options = options
+        self.overwrite = overwrite
+        self.handle = TableHandle.load(options_settings(options), table_identifier(options))
+        self.commit_user = _first(options, "commit.user") or f"spark-{uuid.uuid4()}"
+        self.commit_identifier = _int_option(options, "commit.identifier")
+        self.row_kind_column = _first(options, "row-kind-column")
+        raw = _first(options, "overwrite.partition")
+        self.overwrite_partition: dict[str, str] | None = None
+        if raw is not None:
+            from pipelines.config import parse_pairs
+
+            self.overwrite_partition = parse_pairs(raw.replace(",", ";"), what="partition")
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
+        from pipelines.writer import write_batches
+
+        messages, rows = write_batches(self.handle, self.commit_user, iterator,
+                                       row_kind_column=self.row_kind_column)
+        return PaimonCommitMessage(pickle.dumps(messages), rows)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from pipelines.writer import commit_messages
+
+        commit_messages(
+            self.handle, self.commit_user, _unpickle(messages),
+            commit_identifier=self.commit_identifier, overwrite=self.overwrite,
+            overwrite_partition=self.overwrite_partition,
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        msgs = _unpickle(messages)
+        if msgs:
+            self.handle.open().new_commit(self.commit_user).abort(msgs)
+
+
+def _unpickle(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
+    out: list[CommitMessage] = []
+    for m in messages:
+        if isinstance(m, PaimonCommitMessage):
+            out.extend(pickle.loads(m.payload))
+    return out

@@ -1,0 +1,55 @@
+"""Helpers of the assets tests: write ``cdc.orders`` changes directly with paimon_core (what
+the CDC ingestion job commits), and read tables back as plain dicts."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from paimon_core.table import FileStoreTable
+
+CDC_USER = "test-cdc"
+
+
+_LSN = [0]
+
+
+def order_rows(
+    ids: Sequence[int], status: str, kinds: Sequence[str] | str = "+I", *, amount: str = "10.00"
+) -> pa.Table:
+    """``cdc.orders`` rows with their kinds in ``_k`` and increasing source positions."""
+    n = len(ids)
+    ks = [kinds] * n if isinstance(kinds, str) else list(kinds)
+    return pa.table({
+        "_k": pa.array(ks, pa.string()),
+        "order_id": pa.array(list(ids), pa.int64()),
+        "customer_id": pa.array([i % 7 for i in ids], pa.int64()),
+        "status": pa.array([status] * n, pa.string()),
+        "amount": pa.array([decimal.Decimal(amount) * i for i in ids], pa.decimal128(12, 2)),
+        "currency": pa.array(["EUR"] * n, pa.string()),
+        "created_at": pa.array([datetime.datetime(2024, 3, 1)] * n, pa.timestamp("ms")),
+        "updated_at": pa.array([datetime.datetime(2024, 3, 2)] * n, pa.timestamp("ms")),
+        "src_lsn": pa.array([_next_lsn() for _ in range(n)], pa.int64()),
+    })
+
+
+def _next_lsn() -> int:
+    _LSN[0] += 1
+    return _LSN[0]
+
+
+def commit_orders(table: FileStoreTable, rows: pa.Table, identifier: int) -> int:
+    """One APPEND snapshot of ``rows`` (kinds in ``_k``); returns its id."""
+    with table.new_write(CDC_USER) as w:
+        w.write_arrow(rows, row_kind_column="_k")
+        msgs = w.prepare_commit()
+    ids = table.new_commit(CDC_USER).commit(msgs, commit_identifier=identifier)
+    assert len(ids) == 1
+    return ids[0]
+
+
+def by_key(table: FileStoreTable, key: str) -> dict[object, dict[str, object]]:
+    return {r[key]: r for r in table.to_arrow().to_pylist()}

@@ -1,0 +1,238 @@
+"""External processes for the slow assets tests: ``dagster dev``, headless Chromium and a
+Debian PostgreSQL server, each on loopback and torn down by process group."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+    """SIGTERM the process group, then SIGKILL what is left (``dagster dev`` ignores
+    SIGTERM for ~40 s)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(grace)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+
+
+# ------------------------------------------------------------------------------ dagster dev
+@dataclass
+class DagsterDev:
+    url: str
+    home: Path
+    log: Path
+
+    def graphql(self, query: str, variables: Mapping[str, Any] | None = None,
+                timeout: float = 60) -> dict[str, Any]:
+        body = json.dumps({"query": query, "variables": dict(variables or {})}).encode()
+        req = urllib.request.Request(f"{self.url}/graphql", data=body,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            out: dict[str, Any] = json.load(resp)
+        if out.get("errors"):
+            raise AssertionError(f"GraphQL errors: {out['errors']}")
+        return out["data"]
+
+
+@contextmanager
+def dagster_dev(tmp: Path, env: Mapping[str, str], *, startup_timeout: float = 240
+                ) -> Iterator[DagsterDev]:
+    """``dagster dev -w workspace.yaml`` on a free loopback port, DAGSTER_HOME = ``tmp/home``
+    (with the repository's dagster.yaml), until the code location ``paimon`` is loaded."""
+    home = tmp / "dagster_home"
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    port = free_port()
+    log = tmp / "dagster-dev.log"
+    full_env = {**os.environ, **env, "DAGSTER_HOME": str(home),
+                "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [str(VENV_BIN / "dagster"), "dev", "-w", str(REPO / "workspace.yaml"),
+             "-h", "127.0.0.1", "-p", str(port)],
+            cwd=REPO, env=full_env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    dev = DagsterDev(f"http://127.0.0.1:{port}", home, log)
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"dagster dev exited:\n{log.read_text()[-4000:]}")
+            try:
+                data = dev.graphql("{ workspaceOrError { ... on Workspace { locationEntries {"
+                                   " name loadStatus locationOrLoadError { __typename } } } } }",
+                                   timeout=10)
+                entries = data["workspaceOrError"]["locationEntries"]
+                if entries and all(e["loadStatus"] == "LOADED" for e in entries):
+                    kinds = {e["locationOrLoadError"]["__typename"] for e in entries}
+                    assert kinds == {"RepositoryLocation"}, (kinds, log.read_text()[-4000:])
+                    break
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"dagster dev not up:\n{log.read_text()[-4000:]}")
+            time.sleep(1)
+        yield dev
+    finally:
+        stop_group(proc)
+
+
+LAUNCH_RUN = """
+mutation($p: ExecutionParams!) {
+  launchRun(executionParams: $p) {
+    __typename
+    ... on LaunchRunSuccess { run { runId status } }
+    ... on PythonError { message stack }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}"""
+
+RUN_STATUS = """
+query($id: ID!) {
+  runOrError(runId: $id) {
+    __typename
+    ... on Run { status tags { key value } }
+  }
+}"""
+
+
+def run_event_time(dev: DagsterDev, run_id: str, event_type: str) -> float:
+    """When a run's first event of ``event_type`` was recorded (``RUN_STARTING`` = launched
+    by the queue, ``RUN_SUCCESS``...), read from the instance's own storage."""
+    from dagster import DagsterEventType, DagsterInstance
+
+    with DagsterInstance.from_config(str(dev.home)) as instance:
+        events = instance.all_logs(run_id, of_type=DagsterEventType[event_type])
+    assert events, f"run {run_id} has no {event_type} event"
+    return float(events[0].timestamp)
+
+
+def wait_for_run(dev: DagsterDev, run_id: str, timeout: float = 240) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        run = dev.graphql(RUN_STATUS, {"id": run_id})["runOrError"]
+        if run.get("status") in ("SUCCESS", "FAILURE", "CANCELED"):
+            return run
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run {run_id} still {run.get('status')}:\n"
+                                 f"{dev.log.read_text()[-4000:]}")
+        time.sleep(1)
+
+
+# ------------------------------------------------------------------------------ Chromium
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _chromium_args(window: str) -> list[str]:
+    exe = chromium()
+    assert exe, "chromium is not installed (apt-get install -y chromium)"
+    return [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            "--disable-dev-shm-usage", "--no-first-run", f"--window-size={window}",
+            "--virtual-time-budget=25000"]
+
+
+def render_dom(url: str, *, window: str = "1400,1250", timeout: float = 120) -> str:
+    """The DOM of ``url`` after its scripts ran (``--dump-dom``)."""
+    out = subprocess.run([*_chromium_args(window), "--dump-dom", url], capture_output=True,
+                         timeout=timeout, check=True)
+    return out.stdout.decode("utf-8", "replace")
+
+
+def screenshot(url: str, path: Path, *, window: str = "1400,1250", timeout: float = 120
+               ) -> None:
+    subprocess.run([*_chromium_args(window), f"--screenshot={path}", url],
+                   capture_output=True, timeout=timeout, check=True)
+
+
+# ------------------------------------------------------------------------------ PostgreSQL
+def pg_bin() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(found[-1]).parent if found else None
+
+
+@dataclass
+class Postgres:
+    host: str
+    port: int
+    user: str
+    db: str
+
+
+def _as_postgres_user() -> tuple[list[str], Any]:
+    """initdb refuses to run as root: drop to the ``postgres`` user then."""
+    if os.geteuid() != 0:
+        return [], None
+    pw = pwd.getpwnam("postgres")
+
+    def demote() -> None:
+        os.setgid(pw.pw_gid)
+        os.setuid(pw.pw_uid)
+
+    return [str(pw.pw_uid), str(pw.pw_gid)], demote
+
+
+@contextmanager
+def postgres() -> Iterator[Postgres]:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 (trust auth), database ``dagster``."""
+    bindir = pg_bin()
+    assert bindir, "PostgreSQL is not installed (apt-get install -y postgresql)"
+    owner, demote = _as_postgres_user()
+    # not under pytest's tmp_path: its parents are private to root, and the server may run
+    # as the postgres user
+    root = Path(tempfile.mkdtemp(prefix="paimon-pg-"))
+    if owner:
+        os.chown(root, int(owner[0]), int(owner[1]))
+    data, port = root / "data", free_port()
+
+    def run(*args: str) -> None:
+        subprocess.run(list(args), check=True, capture_output=True, preexec_fn=demote,
+                       timeout=120)
+
+    run(str(bindir / "initdb"), "-D", str(data), "-U", "dagster", "--auth=trust", "-E", "UTF8")
+    run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w",
+        "-o", f"-h 127.0.0.1 -p {port} -k {root}", "start")
+    try:
+        run(str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "dagster",
+            "dagster")
+        yield Postgres("127.0.0.1", port, "dagster", "dagster")
+    finally:
+        run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,174 @@
+"""Maintenance assets on a local Spark: per-bucket compaction (metadata, run tags, schedule)
+and snapshot expiry (snapshots expired, bytes freed, consumers respected); the daily batch
+overwrite asset."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from assets.demo_data import generate
+from assets.derived import DERIVED_CONSUMER_ID
+from assets.maintenance import (
+    BUCKET_TAG,
+    bucket_state,
+    compactions,
+    expiry_assets,
+    split_key,
+)
+from assets.metadata import run_commit_user, snapshots_of_run
+from assets.overwrite import fx_rates
+from assets.tables import FX_RATES, ORDERS
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.consumer import Consumer, ConsumerManager
+from paimon_core.fsck import fsck
+from paimon_core.io.file_io import FileIO
+from paimon_core.table import FileStoreTable
+from tests.assets.helpers import by_key, commit_orders, order_rows
+
+ORDERS_COMPACTION = next(c for c in compactions if c.asset.key.path[-1] == "cdc_orders_compaction")
+ORDERS_EXPIRY = next(a for a in expiry_assets if a.key.path[-1] == "cdc_orders_expiry")
+
+
+@pytest.fixture
+def orders(lake: dict[str, Path]) -> FileStoreTable:
+    """cdc.orders after 6 commits that touch every bucket: 6 level-0 files per bucket."""
+    table = ORDERS.ensure(FileSystemCatalog(str(lake["warehouse"])))
+    for i in range(6):
+        commit_orders(table, order_rows(range(1, 41), f"s{i}"), i + 1)
+    return table
+
+
+def _md(result: dg.ExecuteInProcessResult, asset: dg.AssetsDefinition) -> dict[str, Any]:
+    [mat] = result.asset_materializations_for_node(asset.op.name)
+    return {k: v.value for k, v in mat.metadata.items()}
+
+
+def test_partition_keys_and_run_tags() -> None:
+    fx = next(c for c in compactions if c.asset.key.path[-1] == "ref_fx_rates_compaction")
+    assert split_key(ORDERS, "3") == (None, 3)
+    assert split_key(FX_RATES, "1|2025-01-07") == ({"dt": "2025-01-07"}, 1)
+    key = dg.MultiPartitionKey({"dt": "2025-01-07", "bucket": "1"})
+    assert split_key(FX_RATES, key) == ({"dt": "2025-01-07"}, 1)
+    tags = ORDERS_COMPACTION.job.config.get_tags_for_partition_key("3")
+    assert tags[BUCKET_TAG] == "cdc.orders/-/bucket-3"
+    tags = fx.job.config.get_tags_for_partition_key(str(key))
+    assert tags[BUCKET_TAG] == "ref.fx_rates/dt=2025-01-07/bucket-1"
+    assert ORDERS_COMPACTION.asset.partitions_def.get_partition_keys() == ["0", "1", "2", "3"]
+
+
+@pytest.mark.spark
+def test_compact_one_bucket(spark: Any, orders: FileStoreTable, resources: dict) -> None:
+    before = {b: bucket_state(orders, None, b) for b in range(4)}
+    assert {s.files for s in before.values()} == {6}
+    result = dg.materialize([ORDERS_COMPACTION.asset], partition_key="2",
+                            resources={k: resources[k] for k in ("catalog", "spark")})
+    assert result.success
+    md = _md(result, ORDERS_COMPACTION.asset)
+    assert md["compact/status"] == "compacted"
+    assert (md["compact/files_before"], md["compact/sorted_runs_before"]) == (6, 6)
+    assert md["compact/files_after"] == md["compact/sorted_runs_after"] == 1
+    assert md["compact/bytes_rewritten"] == before[2].bytes
+    assert 0 < md["compact/bytes_written"] < before[2].bytes
+    assert md["paimon/commit_kind"] == "COMPACT"
+    assert (md["paimon/files_deleted"], md["paimon/files_added"]) == (6, 1)
+    assert md["paimon/rows_added"] == md["paimon/rows_deleted"] == 0
+    # only bucket 2 was touched; the rows are unchanged
+    assert [bucket_state(orders, None, b).files for b in range(4)] == [6, 6, 1, 6]
+    rows = by_key(orders, "order_id")
+    assert len(rows) == 40 and {r["status"] for r in rows.values()} == {"s5"}
+    # the snapshot names the run
+    [snap] = snapshots_of_run(orders, result.run_id)
+    assert snap.id == md["paimon/snapshot_id"] == 7
+    assert snap.commit_user == run_commit_user(result.run_id)
+    assert fsck(orders).ok
+    # nothing left to do in that bucket: no Spark job, no snapshot
+    again = dg.materialize([ORDERS_COMPACTION.asset], partition_key="2",
+                           resources={k: resources[k] for k in ("catalog", "spark")})
+    md = _md(again, ORDERS_COMPACTION.asset)
+    assert md["compact/status"] == "nothing to compact" and md["paimon/commit_kind"] == "NONE"
+    assert orders.snapshot_manager.latest_snapshot_id() == 7
+
+
+def test_compaction_schedule_requests_only_buckets_that_need_it(
+    orders: FileStoreTable, resources: dict[str, Any]
+) -> None:
+    orders.compact(buckets=[1], full=True)  # bucket 1 is done already
+    from assets import defs
+
+    ctx = dg.build_schedule_context(
+        resources={"catalog": resources["catalog"]}, repository_def=defs.get_repository_def(),
+        scheduled_execution_time=datetime.datetime(2025, 1, 9, 3, 0, tzinfo=datetime.UTC))
+    requests = ORDERS_COMPACTION.schedule.evaluate_tick(ctx).run_requests
+    assert [r.partition_key for r in requests] == ["0", "2", "3"]
+    assert [r.tags[BUCKET_TAG] for r in requests] == [
+        f"cdc.orders/-/bucket-{b}" for b in (0, 2, 3)]
+    assert [r.run_key for r in requests] == [
+        f"2025-01-09T03:00:00+00:00:{b}" for b in (0, 2, 3)]
+    # a table whose buckets are all compacted: skip
+    orders.compact(full=True)
+    result = ORDERS_COMPACTION.schedule.evaluate_tick(ctx)
+    assert not result.run_requests and result.skip_message
+
+
+@pytest.mark.spark
+def test_expiry_frees_snapshots_and_respects_consumers(
+    spark: Any, orders: FileStoreTable, resources: dict[str, Any]
+) -> None:
+    orders.compact(full=True)  # snapshot 7 deletes the level-0 files of 1..6
+    for i in range(7, 10):
+        commit_orders(orders, order_rows([i], "late"), i + 1)
+    sm = orders.snapshot_manager
+    assert (sm.earliest_snapshot_id(), sm.latest_snapshot_id()) == (1, 10)
+    # a reader that has not read snapshot 5 yet
+    ConsumerManager(orders.file_io, orders.path).reset_consumer(DERIVED_CONSUMER_ID,
+                                                                Consumer(5))
+    res = {k: resources[k] for k in ("catalog", "spark")}
+    first = _md(dg.materialize([ORDERS_EXPIRY], resources=res), ORDERS_EXPIRY)
+    assert first["expire/expired_ids"] == [1, 2, 3, 4]
+    assert first["expire/snapshots_expired"] == 4 and first["expire/earliest"] == 5
+    assert first["expire/retained_before"] == 10 and first["expire/retained_after"] == 6
+    assert first["expire/bytes_freed"] > 0
+    # the reader moved on: retention (num-retained.max = 4) applies in full
+    ConsumerManager(orders.file_io, orders.path).reset_consumer(DERIVED_CONSUMER_ID,
+                                                                Consumer(11))
+    second = _md(dg.materialize([ORDERS_EXPIRY], resources=res), ORDERS_EXPIRY)
+    assert second["expire/expired_ids"] == [5, 6]
+    assert second["expire/data_files_deleted"] > 0  # the files compaction replaced
+    assert second["expire/retained_after"] == 4
+    assert (sm.earliest_snapshot_id(), sm.latest_snapshot_id()) == (7, 10)
+    assert fsck(orders).ok
+    assert sorted(by_key(orders, "order_id")) == list(range(1, 41))
+
+
+@pytest.mark.spark
+def test_batch_overwrite_replaces_exactly_one_partition(
+    spark: Any, lake: dict[str, Path], resources: dict[str, Any]
+) -> None:
+    landing = str(lake["landing"])
+    feed = generate(FileIO(landing), landing, customers=10, orders_per_day=10)
+    for day in feed.days[:2]:
+        result = dg.materialize([fx_rates], partition_key=day, resources=resources)
+        md = _md(result, fx_rates)
+        assert md["paimon/commit_kind"] == "OVERWRITE"
+        assert md["overwrite/partition"] == f"dt={day}" and md["overwrite/rows"] == 5
+    table = FileSystemCatalog(str(lake["warehouse"])).get_table(FX_RATES.identifier)
+    before = table.to_arrow().to_pylist()
+    assert sorted({r["dt"] for r in before}) == list(feed.days[:2]) and len(before) == 10
+    # a corrected extract for day 1 lands; the day is re-run: only dt=day1 changes
+    day1 = lake["landing"] / "ref.fx_rates" / f"dt={feed.days[0]}" / "rates.csv"
+    day1.write_text(f"dt,currency,rate_to_eur,source\n{feed.days[0]},EUR,1.000000,fixed\n")
+    result = dg.materialize([fx_rates], partition_key=feed.days[0], resources=resources)
+    md = _md(result, fx_rates)
+    assert (md["paimon/rows_added"], md["paimon/rows_deleted"]) == (1, 5)
+    after = table.to_arrow().to_pylist()
+    assert [r for r in after if r["dt"] == feed.days[0]] == [
+        {"dt": feed.days[0], "currency": "EUR", "rate_to_eur": before[0]["rate_to_eur"]
+         .__class__("1.000000"), "source": "fixed"}]
+    assert [r for r in after if r["dt"] == feed.days[1]] == [
+        r for r in before if r["dt"] == feed.days[1]]
+    assert snapshots_of_run(table, result.run_id)[0].commit_kind.value == "OVERWRITE"
