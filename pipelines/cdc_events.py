@@ -230,7 +230,8 @@ def sample_new_column_values(lines: Sequence[str], names: Sequence[str]) -> dict
 
 def position_columns(position_fields: Sequence[str]) -> list[str]:
     """Names of the ordering columns :func:`to_changes` adds, most significant first: per
-    position field its numeric value and its text, then ``ts_ms``, the file and the line."""
+    position field its numeric value and (when it is not a number) its text, then ``ts_ms``,
+    the file and the line."""
     out = []
     for i in range(len(position_fields)):
         out += [f"{POSITION_PREFIX}n{i}", f"{POSITION_PREFIX}s{i}"]
@@ -243,7 +244,8 @@ def _position(position_fields: Sequence[str]) -> list[Column]:
     parts: list[Column] = []
     for p in position_fields:
         raw = F.col("source")[p]
-        parts += [raw.try_cast("long"), raw]
+        num = raw.try_cast("long")
+        parts += [num, F.when(num.isNull(), raw)]  # the text only orders non-numeric values
     parts += [F.col("ts_ms"), F.col("file"), F.col("line")]
     return [c.alias(n) for c, n in zip(parts, position_columns(position_fields))]
 

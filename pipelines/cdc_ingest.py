@@ -10,10 +10,11 @@ Each batch ``n`` is one commit with ``commit_identifier = n`` under a stable com
 (default ``cdc-<db>.<table>``): batches already committed are skipped (a re-run of a batch, or
 of the whole landing directory, applies every event exactly once). Per batch, one Spark job:
 
-1. read the lines (one task per file), parse and classify the events
-   (:mod:`pipelines.cdc_events`), type them and compute each row's bucket with paimon_core
-   (rejected events ride along with NULL keys); ``repartitionById`` sends each bucket to one
-   task;
+1. each file is read and decoded by one task (:mod:`pipelines.cdc_decode`: pyarrow's JSON
+   reader, the event envelope, row kinds, exact typing, rejection reasons; the semantics of the
+   Spark SQL reference :mod:`pipelines.cdc_events`) and every row gets its bucket from
+   paimon_core (rejected events ride along with NULL keys); ``repartitionById`` sends each
+   bucket to one task;
 2. each task counts its events per outcome, notes image keys the table lacks, writes its
    malformed events to ``<quarantine>/batch-<n>/part-<task>.jsonl`` (event, file, line,
    reason), keeps the last change of every key by source position and writes the rows;
@@ -51,19 +52,17 @@ from paimon_core.errors import PaimonError, SchemaError, UnsupportedError
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.schema_builder import Schema
 from paimon_core.schema_change import AddColumn
+from paimon_core.types import DataField
 from paimon_core.write.commit_message import CommitMessage
+from pipelines.cdc_decode import decode_events, output_schema
 from pipelines.cdc_events import (
     ERROR_COLUMN,
     KIND_COLUMN,
     TOMBSTONE,
-    classify_events,
     infer_column_type,
     is_supported_type,
-    parse_events,
     position_columns,
     sample_new_column_values,
-    to_changes,
-    unknown_columns,
 )
 from pipelines.config import (
     CatalogSettings,
@@ -73,13 +72,23 @@ from pipelines.config import (
     add_spark_args,
     configure_logging,
 )
-from pipelines.writer import BUCKET_COLUMN, bucket_udf, commit_messages, write_batches
+from pipelines.spark_types import spark_schema
+from pipelines.writer import BUCKET_COLUMN, commit_messages, write_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BatchReport", "CdcOptions", "ErrorRatioExceeded", "ingest", "ingest_batch",
-           "list_batches", "main", "read_lines"]
+__all__ = [
+    "BatchReport",
+    "CdcOptions",
+    "ErrorRatioExceeded",
+    "decode_files",
+    "ingest",
+    "ingest_batch",
+    "list_batches",
+    "main",
+    "read_lines",
+]
 
 log = logging.getLogger(__name__)
 _BATCH = re.compile(r"^batch-(\d+)(?:\.jsonl?)?$")
@@ -179,7 +188,8 @@ def _split_lines(data: bytes) -> list[str]:
 
 def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> DataFrame:
     """``(file, line, value)`` of every line of ``files`` (1-based line numbers), each file
-    read by one task through ``file_io`` (local or object storage)."""
+    read by one task through ``file_io`` (local or object storage): the input of the Spark
+    SQL reference decoder (:func:`pipelines.cdc_events.parse_events`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -207,6 +217,37 @@ def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> Da
     return idx.repartitionById(n, F.col("idx")).select("file").mapInArrow(read, out_schema)
 
 
+def decode_files(spark: SparkSession, file_io: FileIO, files: Sequence[str],
+                 handle: TableHandle, opts: CdcOptions) -> DataFrame:
+    """The change rows of every event in ``files`` (:func:`pipelines.cdc_decode.decode_events`:
+    typed table columns, ``_kind``, positions, outcome columns and each row's bucket), each
+    file read and decoded by one task through ``file_io`` (local or object storage)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    schema = handle.schema
+    seq = _sequence_column(handle, opts)
+    fields = list(spark_schema([DataField(f.id, f.name, f.type.with_nullable(True))
+                                for f in schema.fields]).fields)
+    for f in list(output_schema(schema, opts.position_fields))[len(fields):]:
+        st = (LongType() if pa.types.is_int64(f.type) else IntegerType()
+              if pa.types.is_int32(f.type) else StringType())
+        fields.append(StructField(f.name, st, True))
+
+    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for i, path in zip(b.column("idx").to_pylist(), b.column("file").to_pylist()):
+                lines = _split_lines(file_io.read_bytes(path))
+                out = decode_events(lines, schema, file_index=i,
+                                    position_fields=opts.position_fields,
+                                    epoch_unit=opts.epoch_unit, sequence_column=seq)
+                yield from out.to_batches(max_chunksize=65536)
+
+    idx = spark.createDataFrame([(i, f) for i, f in enumerate(files)], "idx int, file string")
+    n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 4))
+    return idx.repartitionById(n, F.col("idx")).mapInArrow(decode, StructType(fields))
+
+
 # ---------------------------------------------------------------------------- one batch
 
 
@@ -227,36 +268,31 @@ class _Pass:
     messages: list[CommitMessage]
     rows: int
     counts: dict[str, int]
-    unknown: list[str]
+    unknown: dict[str, list[str]]  # new column -> sample event lines
 
 
 def _write_pass(
-    handle: TableHandle, user: str, classified: DataFrame, opts: CdcOptions, file_io: FileIO,
-    quarantine: str | None, batch: int,
+    handle: TableHandle, user: str, decoded: DataFrame, opts: CdcOptions, file_io: FileIO,
+    quarantine: str | None, batch: int, files: Sequence[str],
 ) -> _Pass:
-    """One Spark job over the batch: every event is typed and routed to its bucket's task
-    (rejected events ride along with NULL keys); each task counts its events per outcome,
-    collects image keys the table lacks, writes its rejected events to
-    ``quarantine/part-<task>.jsonl`` (deterministic names: a retried task or a re-run of the
-    batch overwrites instead of duplicating), keeps the last change of every key by source
-    position and writes the valid rows. Returns the messages to commit (or abort)."""
+    """The write half of the batch's Spark job: the decoded rows (rejected events ride along
+    with NULL keys) go to their bucket's task (``repartitionById``); each task counts its
+    events per outcome, collects sample lines of events whose images carry columns the table
+    lacks, writes its rejected events to ``quarantine/part-<task>.jsonl`` (deterministic
+    names: a retried task or a re-run of the batch overwrites instead of duplicating), keeps
+    the last change of every key by source position and writes the valid rows. Returns the
+    messages to commit (or abort)."""
     import pyarrow.compute as pc
     from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
-    schema = handle.schema
     pos = position_columns(opts.position_fields)
-    changes = to_changes(classified, schema, position_fields=opts.position_fields,
-                         sequence_column=_sequence_column(handle, opts),
-                         epoch_unit=opts.epoch_unit, keep_rejected=True)
-    keys = list(schema.bucket_keys)
-    routed = changes.withColumn(BUCKET_COLUMN, bucket_udf(handle, lenient=True)(*keys)) \
-        .repartitionById(schema.num_buckets, BUCKET_COLUMN)
+    routed = decoded.repartitionById(handle.schema.num_buckets, BUCKET_COLUMN)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         counts: dict[str, int] = {}
-        unknown: set[str] = set()
+        unknown: dict[str, list[str]] = {}
         rejected: list[str] = []
 
         def valid() -> Iterator[pa.RecordBatch]:
@@ -266,13 +302,20 @@ def _write_pass(
                 vc = pc.value_counts(pc.fill_null(pc.filter(err, first), ""))
                 for v, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
                     counts[v] = counts.get(v, 0) + n
-                for x in pc.unique(pc.drop_null(b.column("_unknown"))).to_pylist():
-                    unknown.update(k for k in x.split("\n") if k)
-                bad = pc.invert(pc.is_null(b.column("_value")))
+                new = pc.is_valid(b.column("_unknown"))
+                if pc.any(new).as_py():
+                    sub = b.filter(new)
+                    for names, line in zip(sub.column("_unknown").to_pylist(),
+                                           sub.column("_value").to_pylist()):
+                        for k in names.split("\n"):
+                            samples = unknown.setdefault(k, [])
+                            if len(samples) < 100:
+                                samples.append(line)
+                bad = pc.and_(pc.is_valid(err), pc.not_equal(err, TOMBSTONE))
                 for r in b.filter(bad).select([pos[-2], pos[-1], ERROR_COLUMN, "_value"]) \
                         .to_pylist():
                     rejected.append(json.dumps(
-                        {"batch": batch, "file": r[pos[-2]], "line": r[pos[-1]],
+                        {"batch": batch, "file": files[r[pos[-2]]], "line": r[pos[-1]],
                          "reason": r[ERROR_COLUMN], "event": r["_value"]}, ensure_ascii=False))
                 yield b.filter(pc.is_null(err))
 
@@ -285,32 +328,29 @@ def _write_pass(
                                 ("\n".join(rejected) + "\n").encode("utf-8"))
         yield pa.RecordBatch.from_pydict(
             {"payload": [pickle.dumps(msgs)], "rows": [rows], "counts": [json.dumps(counts)],
-             "unknown": [json.dumps(sorted(unknown))]},
+             "unknown": [json.dumps(unknown)]},
             schema=pa.schema([pa.field("payload", pa.binary()), pa.field("rows", pa.int64()),
                               pa.field("counts", pa.string()), pa.field("unknown", pa.string())]))
 
     out = StructType([StructField("payload", BinaryType()), StructField("rows", LongType()),
                       StructField("counts", StringType()), StructField("unknown", StringType())])
-    result = _Pass([], 0, {}, [])
-    new: set[str] = set()
+    result = _Pass([], 0, {}, {})
     for r in routed.mapInArrow(task, out).collect():
         result.messages.extend(pickle.loads(r["payload"]))
         result.rows += int(r["rows"])
         for k, v in json.loads(r["counts"]).items():
             result.counts[k] = result.counts.get(k, 0) + int(v)
-        new.update(json.loads(r["unknown"]))
-    result.unknown = sorted(new)
+        for k, lines in json.loads(r["unknown"]).items():
+            result.unknown.setdefault(k, []).extend(lines)
     return result
 
 
-def _evolve(settings: CatalogSettings, handle: TableHandle, classified: DataFrame,
-            names: Sequence[str]) -> tuple[TableHandle, dict[str, str]]:
-    from pyspark.sql import functions as F
-
-    cond = F.col(ERROR_COLUMN).isNull() & F.arrays_overlap(
-        unknown_columns(classified, handle.schema), F.array(*[F.lit(n) for n in names]))
-    sample = [r["value"] for r in classified.filter(cond).select("value").limit(1000).collect()]
-    values = sample_new_column_values(sample, names)
+def _evolve(settings: CatalogSettings, handle: TableHandle,
+            samples: dict[str, list[str]]) -> tuple[TableHandle, dict[str, str]]:
+    """Add the new columns, typed from the JSON values of sample events."""
+    names = sorted(samples)
+    lines = [x for k in names for x in samples[k]]
+    values = sample_new_column_values(lines, names)
     added = {n: infer_column_type(values[n]) for n in names}
     table = settings.catalog().get_table(handle.identifier)
     table.alter([AddColumn(n, t) for n, t in added.items()])
@@ -352,29 +392,24 @@ def ingest_batch(
         raise UnsupportedError(f"CDC needs a fixed bucket count; {identifier} has bucket="
                                f"{handle.schema.num_buckets}")
     fio = landing_io or settings.file_io()
-    parsed = parse_events(read_lines(spark, fio, files))
     q_root = quarantine_root or opts.quarantine
     base = join(q_root, f"batch-{batch:06d}") if q_root is not None else None
 
-    def clear_quarantine() -> None:
+    def run(h: TableHandle) -> _Pass:
         if base is not None and fio.exists(base):
             fio.delete_dir(base)  # a re-run of a batch that was not committed
-
-    def run(h: TableHandle) -> tuple[DataFrame, _Pass]:
-        clear_quarantine()
-        classified = classify_events(parsed, h.schema, position_fields=opts.position_fields,
-                                     epoch_unit=opts.epoch_unit)
-        return classified, _write_pass(h, user, classified, opts, fio, base, batch)
+        return _write_pass(h, user, decode_files(spark, fio, files, h, opts), opts, fio, base,
+                           batch, files)
 
     def abort(messages: Sequence[CommitMessage]) -> None:
         if messages:
             handle.open().new_commit(user).abort(messages)
 
-    classified, res = run(handle)
+    res = run(handle)
     if res.unknown and opts.evolve_schema:
         abort(res.messages)  # written with the old schema: write again with the new one
-        handle, report.new_columns = _evolve(settings, handle, classified, res.unknown)
-        classified, res = run(handle)
+        handle, report.new_columns = _evolve(settings, handle, res.unknown)
+        res = run(handle)
     counts = res.counts
     report.events = sum(counts.values())
     report.valid = counts.get("", 0)

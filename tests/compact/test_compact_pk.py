@@ -91,7 +91,7 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=ops, producer=st.sampled_from(["none", "lookup", "full-compaction"]),
        write_only=st.booleans())
 def test_compaction_keeps_reads(tmp_path_factory: pytest.TempPathFactory,

@@ -130,45 +130,81 @@ def _event(op: str, lsn: int, before: dict[str, Any] | None, after: dict[str, An
                        "source": {"lsn": lsn}, **extra})
 
 
+DECODE_SCHEMA = Schema.of(
+    [("k", "INT"), ("s", "STRING"), ("d", "DATE"), ("t", "TIMESTAMP(6)"),
+     ("l", "TIMESTAMP(3) WITH LOCAL TIME ZONE"), ("b", "BYTES"), ("ok", "BOOLEAN"),
+     ("tags", "ARRAY<STRING>"), ("m", "DECIMAL(5, 2)")],
+    primary_keys=["k"], options={"bucket": "2"})
+_BLOB = base64.b64encode(b"\x00\xff").decode()
+_FULL = {"k": 1, "s": "x", "d": 19723, "t": 1704067200000, "l": "2024-01-01T10:00:00Z",
+         "b": _BLOB, "ok": True, "tags": ["a", "b"], "m": "12.50"}
+DECODE_LINES = [
+    _event("c", 10, None, _FULL),
+    _event("u", 30, {"k": 1}, {**_FULL, "k": 5, "s": "moved"}),  # key change: -D 1, +U 5
+    _event("c", 20, None, {**_FULL, "k": 1, "s": "older"}),  # older than the move
+    _event("r", 11, None, {"k": 2, "d": "2024-02-29", "t": "2024-01-01 12:30:00"}),
+    _event("c", 12, None, {"k": 3}),
+    _event("d", 13, {"k": 3}, None),  # insert then delete within the batch: -D wins
+    json.dumps({"schema": {}, "payload": json.loads(_event("c", 14, None, {"k": 4}))}),
+    "null",  # a Kafka tombstone: skipped, counted
+    "",  # blank: not an event
+    _event("c", 15, None, {"k": 6, "m": "1.005"}),  # does not fit DECIMAL(5, 2)
+    _event("c", 16, None, {"k": 7, "ok": "maybe"}),
+    _event("u", 17, None, None),
+    _event("c", 18, None, {"s": "no key"}),
+    json.dumps({"op": "c", "after": {"k": 8}}),  # no source position
+    _event("c", 19, None, {"k": "nine"}),  # a string where the key is an INT
+    "{not json",
+    _event("c", 21, None, {"k": 10, "m": 3.5, "new_col": 1}),  # JSON number decimal; new key
+]
+
+
+def test_arrow_decoder_agrees_with_spark_reference(spark: Any, tmp_path: Path) -> None:
+    from paimon_core.io.file_io import FileIO
+    from pipelines.cdc_decode import decode_events
+    from pipelines.cdc_events import classify_events, parse_events, to_changes
+    from pipelines.cdc_ingest import read_lines
+
+    schema = DECODE_SCHEMA.to_table_schema(0)
+    opts = {"position_fields": ["lsn"], "epoch_unit": "ms"}
+    f = tmp_path / "events.jsonl"
+    f.write_text("\n".join(DECODE_LINES) + "\n")
+    lines = read_lines(spark, FileIO(str(tmp_path)), [str(f)])
+    ref = to_changes(classify_events(parse_events(lines), schema, **opts), schema,
+                     keep_rejected=True, **opts).toArrow()
+    ours = decode_events(DECODE_LINES, schema, file_index=0, **opts)
+    assert set(ours.column("_pos_file").to_pylist()) == {0}  # the file's ordinal
+    cols = [*schema.field_names, "_kind", "_pos_n0", "_pos_s0", "_pos_ts", "_pos_line",
+            "_error", "_event"]
+
+    def rows(t: Any) -> list[tuple[Any, ...]]:
+        return sorted((tuple(r[c] for c in cols) for r in t.select(cols).to_pylist()),
+                      key=repr)
+
+    assert rows(ours) == rows(ref)
+    assert ours.schema.field("k").type == ref.schema.field("k").type
+
+
 def test_event_decoding_and_row_kinds(spark: Any, tmp_path: Path) -> None:
-    schema = Schema.of(
-        [("k", "INT"), ("s", "STRING"), ("d", "DATE"), ("t", "TIMESTAMP(6)"),
-         ("l", "TIMESTAMP(3) WITH LOCAL TIME ZONE"), ("b", "BYTES"), ("ok", "BOOLEAN"),
-         ("tags", "ARRAY<STRING>"), ("m", "DECIMAL(5, 2)")],
-        primary_keys=["k"], options={"bucket": "2"})
-    blob = base64.b64encode(b"\x00\xff").decode()
-    full = {"k": 1, "s": "x", "d": 19723, "t": 1704067200000, "l": "2024-01-01T10:00:00Z",
-            "b": blob, "ok": True, "tags": ["a", "b"], "m": "12.50"}
-    lines = [
-        _event("c", 10, None, full),
-        _event("u", 30, {"k": 1}, {**full, "k": 5, "s": "moved"}),  # key change: -D 1, +U 5
-        _event("c", 20, None, {**full, "k": 1, "s": "older"}),  # older than the move
-        _event("r", 11, None, {"k": 2, "d": "2024-02-29", "t": "2024-01-01 12:30:00"}),
-        _event("c", 12, None, {"k": 3}),
-        _event("d", 13, {"k": 3}, None),  # insert then delete within the batch: -D wins
-        json.dumps({"schema": {}, "payload": json.loads(_event("c", 14, None, {"k": 4}))}),
-        "null",  # a Kafka tombstone: skipped, counted
-        "",  # blank: not an event
-        _event("c", 15, None, {"k": 6, "m": "1.005"}),  # does not fit DECIMAL(5, 2)
-        _event("c", 16, None, {"k": 7, "ok": "maybe"}),
-        _event("u", 17, None, None),
-        _event("c", 18, None, {"s": "no key"}),
-        json.dumps({"op": "c", "after": {"k": 8}}),  # no source position
-    ]
+    schema = DECODE_SCHEMA
+    lines = DECODE_LINES
     landing = tmp_path / "landing" / "batch-000001.jsonl"
     landing.parent.mkdir()
     landing.write_text("\n".join(lines) + "\n")
     wh = str(tmp_path / "wh")
     FileSystemCatalog(wh).create_table("db.e", schema)
     (rep,) = ingest(spark, CatalogSettings(wh), "db.e", str(landing.parent),
-                    CdcOptions(max_error_ratio=0.5))
-    assert rep.tombstones == 1 and rep.events == 13
-    assert rep.reasons == {"bad value for m": 1, "bad value for ok": 1, "missing after": 1,
+                    CdcOptions(max_error_ratio=0.6))
+    assert rep.tombstones == 1 and rep.events == 16
+    assert rep.reasons == {"bad value for k": 1, "bad value for m": 1, "bad value for ok": 1,
+                           "malformed JSON": 1, "missing after": 1,
                            "missing source position": 1, "null key k": 1}
-    assert rep.rows_written == 5  # keys 1 (-D), 2, 3 (-D), 4, 5
+    assert rep.new_columns == {"new_col": "BIGINT"}
+    assert rep.rows_written == 6  # keys 1 (-D), 2, 3 (-D), 4, 5, 10
     t = FileSystemCatalog(wh).get_table("db.e")
     got = {r["k"]: r for r in t.to_arrow().to_pylist()}
-    assert sorted(got) == [2, 4, 5]
+    assert sorted(got) == [2, 4, 5, 10]
+    assert got[10]["m"] == decimal.Decimal("3.50") and got[10]["new_col"] == 1
     five = got[5]
     assert five["s"] == "moved" and five["d"] == datetime.date(2024, 1, 1)
     assert five["t"] == datetime.datetime(2024, 1, 1)
