@@ -58,6 +58,7 @@ ui: install
 
 bench: install oracle
 	$(PY) bench/run.py
+	$(PY) bench/cdc.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info

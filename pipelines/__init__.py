@@ -1,5 +1,7 @@
-"""PySpark jobs over paimon_core: CDC ingestion, batch insert-overwrite, per-bucket compaction,
-snapshot expiry (issue 5). Imports point one way: assets -> pipelines -> paimon_core.
-
-Not built yet: this package only reserves its place in the layout.
+"""PySpark jobs over paimon_core (issue 5): the ``paimon`` Spark data source
+(:mod:`pipelines.source`), the bucketed DataFrame write with one driver-side commit
+(:mod:`pipelines.writer`), and the jobs :mod:`pipelines.cdc_ingest`,
+:mod:`pipelines.batch_overwrite`, :mod:`pipelines.compact` and :mod:`pipelines.expire`, each
+runnable as ``python -m pipelines.<job>`` or with ``spark-submit``. The SparkSession comes from
+:func:`pipelines.session.get_session`. Imports point one way: assets -> pipelines -> paimon_core.
 """

@@ -177,9 +177,10 @@ def overwrite(
     whole_table: bool = False,
     commit_user: str | None = None,
     commit_identifier: int | None = None,
+    properties: Mapping[str, str] | None = None,
 ) -> WriteResult:
     """INSERT OVERWRITE ``source`` into ``identifier`` (static ``partition``, the whole table,
-    or dynamic); one OVERWRITE commit."""
+    or dynamic); one OVERWRITE commit (``properties`` go into its snapshot)."""
     handle = TableHandle.load(settings, identifier)
     if partition is not None and whole_table:
         raise SchemaError("give either a static partition or whole_table, not both")
@@ -188,7 +189,7 @@ def overwrite(
         {} if whole_table else None)
     return write_dataframe(df, settings, identifier, mode="overwrite", overwrite_partition=spec,
                            commit_user=commit_user, commit_identifier=commit_identifier,
-                           properties={"job": "batch_overwrite"})
+                           properties={"job": "batch_overwrite", **(properties or {})})
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,8 @@
-"""Debezium-style change events as DataFrames: pure transforms used by :mod:`pipelines.cdc_ingest`.
+"""Debezium-style change events as DataFrames: pure Spark SQL transforms, the reference
+semantics of CDC decoding. The job (:mod:`pipelines.cdc_ingest`) runs the vectorised pyarrow
+decoder :mod:`pipelines.cdc_decode`, which a test checks against these transforms row by row;
+the constants and helpers here (row kinds, rejection reasons, position columns, type
+inference for new columns) are shared by both.
 
 An event is one JSON object per line (optionally wrapped as ``{"schema": ..., "payload": {...}}``)::
 

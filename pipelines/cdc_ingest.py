@@ -42,7 +42,7 @@ import logging
 import pickle
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -368,8 +368,10 @@ def ingest_batch(
     *,
     landing_io: FileIO | None = None,
     quarantine_root: str | None = None,
+    properties: Mapping[str, str] | None = None,
 ) -> BatchReport:
-    """Ingest one batch (see the module docs); returns its report.
+    """Ingest one batch (see the module docs); returns its report. ``properties`` are added to
+    the snapshot's properties (e.g. the orchestrator's run id).
 
     Raises:
         ErrorRatioExceeded: too many malformed events (quarantine written, nothing committed).
@@ -428,8 +430,8 @@ def ingest_batch(
             raise ErrorRatioExceeded(report, opts.max_error_ratio)
     report.snapshot_ids = commit_messages(
         handle, user, res.messages, commit_identifier=batch,
-        properties={"cdc.batch": str(batch), "cdc.events": str(report.events),
-                    "cdc.malformed": str(report.malformed)},
+        properties={**(properties or {}), "cdc.batch": str(batch),
+                    "cdc.events": str(report.events), "cdc.malformed": str(report.malformed)},
     )
     report.rows_written = res.rows
     report.skipped = not report.snapshot_ids and bool(res.messages)
@@ -444,6 +446,7 @@ def ingest(
     *,
     schema: Schema | None = None,
     batches: Sequence[int] | None = None,
+    properties: Mapping[str, str] | None = None,
 ) -> list[BatchReport]:
     """Ingest every not-yet-committed batch under ``landing`` in order (or only ``batches``);
     the table is created from ``schema`` when missing. Stops at the first failing batch."""
@@ -458,7 +461,8 @@ def ingest(
         if batches is not None and bid not in batches:
             continue
         reports.append(ingest_batch(spark, settings, identifier, bid, files, opts,
-                                    landing_io=fio, quarantine_root=q_root))
+                                    landing_io=fio, quarantine_root=q_root,
+                                    properties=properties))
     return reports
 
 

@@ -157,8 +157,10 @@ def compact(
     buckets: Sequence[int] | None = None,
     commit_user: str | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    properties: Mapping[str, str] | None = None,
 ) -> CompactReport:
-    """Compact the table's buckets that need it into one COMPACT snapshot (module docs).
+    """Compact the table's buckets that need it into one COMPACT snapshot (module docs);
+    ``properties`` go into the snapshot's properties.
 
     Raises:
         CommitConflictError: every one of ``max_attempts`` rounds conflicted.
@@ -178,7 +180,7 @@ def compact(
             return report
         committer = handle.open().new_commit(user)
         try:
-            ids = committer.commit(messages)
+            ids = committer.commit(messages, properties=properties)
         except CommitConflictError as e:
             log.info("compaction round %d conflicted (%s); planning again", attempt, e)
             committer.abort(messages)

@@ -117,4 +117,6 @@ def register(spark: SparkSession) -> None:
     """Register the ``paimon`` format (``spark.read.format("paimon")``) on ``spark``."""
     from pipelines.source import PaimonDataSource
 
+    # the source pushes filters into its scan; Spark refuses such a source unless this is on
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(PaimonDataSource)

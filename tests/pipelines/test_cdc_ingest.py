@@ -115,7 +115,7 @@ def test_java_reads_the_same_rows(ingested: Ingested, tmp_path: Path) -> None:
     cmd = {"cmd": "read", "warehouse": str(ingested.wh), "table": "db.cdc", "engine": "java",
            "output": str(out)}
     result = run_batches({"cdc": [cmd]}, tmp_path)["cdc"]
-    assert not result.failures(), result.failures()
+    assert not result.failures(), (result.failures(), result.stderr[-3000:])
     t = ingested.table()
     data = t.to_arrow()
     ours = canonical_lines(data, [t.schema.field(c) for c in data.column_names])
@@ -194,7 +194,7 @@ def test_event_decoding_and_row_kinds(spark: Any, tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     FileSystemCatalog(wh).create_table("db.e", schema)
     (rep,) = ingest(spark, CatalogSettings(wh), "db.e", str(landing.parent),
-                    CdcOptions(max_error_ratio=0.6))
+                    CdcOptions(max_error_ratio=0.6), properties={"dagster.run-id": "r9"})
     assert rep.tombstones == 1 and rep.events == 16
     assert rep.reasons == {"bad value for k": 1, "bad value for m": 1, "bad value for ok": 1,
                            "malformed JSON": 1, "missing after": 1,
@@ -202,6 +202,8 @@ def test_event_decoding_and_row_kinds(spark: Any, tmp_path: Path) -> None:
     assert rep.new_columns == {"new_col": "BIGINT"}
     assert rep.rows_written == 6  # keys 1 (-D), 2, 3 (-D), 4, 5, 10
     t = FileSystemCatalog(wh).get_table("db.e")
+    props = t.latest_snapshot().properties  # type: ignore[union-attr]
+    assert props is not None and props["dagster.run-id"] == "r9" and props["cdc.batch"] == "1"
     got = {r["k"]: r for r in t.to_arrow().to_pylist()}
     assert sorted(got) == [2, 4, 5, 10]
     assert got[10]["m"] == decimal.Decimal("3.50") and got[10]["new_col"] == 1

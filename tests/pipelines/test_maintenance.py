@@ -52,13 +52,15 @@ def test_compaction_in_parallel_tasks_one_snapshot(spark: Any, tmp_path: Path) -
     settings = CatalogSettings(str(tmp_path / "wh"))
     # 3 sorted runs per bucket: below num-sorted-run.compaction-trigger (5)
     assert compact(spark, settings, "db.pk").snapshot_id is None
-    report = compact(spark, settings, "db.pk", full=True, commit_user="compactor")
+    report = compact(spark, settings, "db.pk", full=True, commit_user="compactor",
+                     properties={"dagster.run-id": "r1"})
     assert report.snapshot_id == 4 and report.attempts == 1
     assert sorted(b for _, b in report.buckets) == [0, 1, 2, 3]
     assert len({pid for pid, _ in report.tasks}) == 4  # one Spark task per bucket
     assert report.files_before == 12 and report.files_after == 4
     snaps = list(t.snapshot_manager.snapshots())
     assert [s.commit_kind for s in snaps] == [CommitKind.APPEND] * 3 + [CommitKind.COMPACT]
+    assert snaps[-1].properties == {"dagster.run-id": "r1"}
     splits = t.new_read_builder().new_scan().plan().splits
     assert all(len(s.files) == 1 and s.files[0].level > 0 for s in splits)
     assert _sorted_rows(t) == before
@@ -77,7 +79,7 @@ def test_java_reads_spark_compacted_table(spark: Any, tmp_path: Path) -> None:
     res = run_batches({"c": [{"cmd": "read", "warehouse": str(tmp_path / "wh"),
                               "table": "db.pk", "engine": "java", "output": str(out)}]},
                       tmp_path)["c"]
-    assert not res.failures(), res.failures()
+    assert not res.failures(), (res.failures(), res.stderr[-3000:])
     data = t.to_arrow()
     ours = canonical_lines(data, [t.schema.field(c) for c in data.column_names])
     assert out.read_text().splitlines() == ours and len(ours) == 110
@@ -148,3 +150,27 @@ def test_expire_frees_files_and_tasks_remove_orphans(spark: Any, tmp_path: Path)
         assert expire_main(["--warehouse", str(wh), "--table", "db.a", "--remove-orphans",
                             "--dry-run"]) == 0
     assert json.loads(out.getvalue())["orphans"] == 0
+
+
+@pytest.mark.slow
+def test_spark_submit_runs_a_job(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import pyspark
+
+    repo = Path(__file__).resolve().parents[2]
+    t = _pk_table(tmp_path / "wh", 3)
+    env = dict(os.environ, SPARK_HOME=str(Path(pyspark.__file__).parent),
+               PYSPARK_PYTHON=sys.executable, PYTHONPATH=str(repo), SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
+           "--conf", "spark.ui.enabled=false", "pipelines/compact.py",
+           "--warehouse", str(tmp_path / "wh"), "--table", "db.pk", "--full"]
+    p = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=600,
+                       check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    report = json.loads(p.stdout.strip().splitlines()[-1])
+    assert report["snapshot_id"] == 4 and len(report["buckets"]) == 4
+    assert t.snapshot_manager.snapshot(4).commit_kind is CommitKind.COMPACT
