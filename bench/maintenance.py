@@ -22,15 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pypaimon_side import cpu_s, load_gen, peak_rss_mb
+from pypaimon_side import cpu_s, dir_bytes, load_gen, peak_rss_mb
 
 BENCH = Path(__file__).resolve().parent
 MAINT_STEPS = ("w3_compact", "w4_expire")
 CHILD_TIMEOUT_S = 900
-
-
-def _dir_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def child_main(cache: Path, gen_path: str, reps: int) -> int:
@@ -80,7 +76,7 @@ def child_main(cache: Path, gen_path: str, reps: int) -> int:
         out["read_after_compact_s"] = min(ours_s)
         out["plain_read_s"] = min(plain_s)
 
-        out["bytes_before_expire"] = _dir_bytes(tdir)
+        out["bytes_before_expire"] = dir_bytes(tdir)
         out["snapshots_before_expire"] = len(list((tdir / "snapshot").glob("snapshot-*")))
         now = int(time.time() * 1000) + 1
         c0, t0 = cpu_s(), time.perf_counter()
@@ -88,7 +84,7 @@ def child_main(cache: Path, gen_path: str, reps: int) -> int:
         out["expire_s"] = time.perf_counter() - t0
         out["expire_cpu_s"] = cpu_s() - c0
         out["expire_result"] = repr(res)[:300]
-        out["bytes_after_expire"] = _dir_bytes(tdir)
+        out["bytes_after_expire"] = dir_bytes(tdir)
         out["snapshots_after_expire"] = len(list((tdir / "snapshot").glob("snapshot-*")))
         result = FileSystemCatalog(str(wh)).get_table("db.w2").to_arrow()
         ok, msg = gen.check_w2(result)

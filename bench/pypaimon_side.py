@@ -39,6 +39,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -56,6 +57,11 @@ def _status_mb(key: str) -> float:
             if line.startswith(key + ":"):
                 return int(line.split()[1]) / 1024.0
     return float("nan")
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes of every file under ``path`` (a table or Parquet directory on disk)."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 def rss_mb() -> float:

@@ -45,7 +45,7 @@ from maintenance import (
     maintenance_targets,
     measure_maintenance,
 )
-from pypaimon_side import check_result, load_gen, timed_reads
+from pypaimon_side import check_result, dir_bytes, load_gen, timed_reads
 from writes import (
     WRITE_LIBS,
     WRITE_STEPS,
@@ -184,7 +184,7 @@ def run_json(cmd: list[str], what: str) -> dict[str, Any]:
 
 
 def du_mb(path: Path) -> float:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+    return dir_bytes(path) / 1e6
 
 
 def loadavg() -> list[float]:
