@@ -20,6 +20,8 @@ from paimon_core.errors import (
 )
 from paimon_core.identifier import Identifier, validate_name
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.manifest_io import ManifestCache
+from paimon_core.options import parse_bool, parse_memory_size
 from paimon_core.schema_builder import Schema
 from paimon_core.schema_change import SchemaChange, commit_changes
 from paimon_core.schema_manager import SchemaManager
@@ -34,12 +36,28 @@ class FileSystemCatalog:
 
     Args:
         warehouse: the warehouse root.
-        options: storage options passed to :class:`FileIO` (e.g. ``s3.endpoint``).
+        options: storage options passed to :class:`FileIO` (e.g. ``s3.endpoint``), and the
+            manifest cache shared by the catalog's tables, as in Java's ``CachingCatalog``:
+            ``cache-enabled`` (default true), ``cache.manifest.small-file-memory`` (default
+            128 mb), ``cache.manifest.small-file-threshold`` (default 1 mb).
     """
 
     def __init__(self, warehouse: str, options: Mapping[str, str] | None = None) -> None:
         self.warehouse = warehouse.rstrip("/") if warehouse not in ("/",) else warehouse
         self.file_io = FileIO(self.warehouse, options)
+        opts = dict(options or {})
+        self.manifest_cache: ManifestCache | None = None
+        if parse_bool("cache-enabled", opts.get("cache-enabled", "true")):
+            self.manifest_cache = ManifestCache(
+                parse_memory_size(
+                    "cache.manifest.small-file-memory",
+                    opts.get("cache.manifest.small-file-memory", "128 mb"),
+                ),
+                parse_memory_size(
+                    "cache.manifest.small-file-threshold",
+                    opts.get("cache.manifest.small-file-threshold", "1 mb"),
+                ),
+            )
 
     # ---- paths
     def database_path(self, database: str) -> str:
@@ -100,7 +118,7 @@ class FileSystemCatalog:
     def get_table(self, identifier: str | Identifier) -> FileStoreTable:
         ident = Identifier.parse(identifier)
         path = self.table_path(ident)
-        table = FileStoreTable.load(self.file_io, path, ident)
+        table = FileStoreTable.load(self.file_io, path, ident, self.manifest_cache)
         if table is None:
             raise TableNotExistError(str(ident))
         return table

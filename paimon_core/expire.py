@@ -50,6 +50,11 @@ manifests are gone too), and every deletion accepts an already-missing file.
 * A decoupled changelog lifecycle (``changelog.num-retained.*`` / ``changelog.time-retained``
   larger than the snapshot values) raises :class:`UnsupportedError` before anything happens.
 
+**Deleting elsewhere.** ``bulk_delete`` hands a snapshot's data and changelog files (when at
+least ``bulk_min_files``) to another executor, e.g. Spark tasks (``pipelines.expire``): the
+driver plans, executors delete in parallel; the order above is kept (the call returns before
+the snapshot's metadata goes).
+
 Files are only ever deleted under the table directory; names read from metadata that are not a
 single path segment, and external paths outside the table, are left alone (``kept_files``).
 """
@@ -59,7 +64,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -69,6 +74,7 @@ from paimon_core.errors import (
     CorruptMetadataError,
     FileNotFoundInTableError,
     SnapshotNotExistError,
+    StorageError,
     UnsupportedError,
 )
 from paimon_core.expire_config import INT_MAX, ExpireConfig, ExpireResult, expire_end
@@ -85,9 +91,16 @@ from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot, decode_snapshot
 from paimon_core.tags import TagManager
 
-__all__ = ["INT_MAX", "ExpireConfig", "ExpireResult", "ExpireSnapshots", "expire_end"]
+__all__ = [
+    "INT_MAX", "BulkDelete", "ExpireConfig", "ExpireResult", "ExpireSnapshots", "expire_end",
+]
 
 _T = TypeVar("_T")
+
+BulkDelete = Callable[[Sequence[tuple[str, "int | None"]]], Sequence["int | None"]]
+"""Deletes ``(path, size if known)`` items (all under the table directory, already checked);
+returns, per item in order, the bytes freed, or None when the file was already missing. It
+must delete every item or raise."""
 
 @dataclass
 class _Tally:
@@ -159,6 +172,9 @@ class ExpireSnapshots:
         older_than_millis: epoch-millis cutoff replacing ``now - time_retained``.
         now_millis: the clock (tests).
         delete_threads: parallel deletions (default 1 on local disk, 8 on object stores).
+        bulk_delete: deletes a snapshot's data and changelog files elsewhere (e.g. in Spark
+            tasks) when there are at least ``bulk_min_files`` of them.
+        bulk_min_files: the smallest batch handed to ``bulk_delete``.
 
     Example:
         >>> ExpireSnapshots(t.file_io, t.path, t.schema).expire()  # doctest: +SKIP
@@ -175,8 +191,12 @@ class ExpireSnapshots:
         older_than_millis: int | None = None,
         now_millis: int | None = None,
         delete_threads: int | None = None,
+        bulk_delete: BulkDelete | None = None,
+        bulk_min_files: int = 64,
     ) -> None:
         self.file_io = file_io
+        self.bulk_delete = bulk_delete
+        self.bulk_min_files = max(1, bulk_min_files)
         self.table_path = table_path.rstrip("/") or "/"
         self.schema = schema
         self.config = config or ExpireConfig.from_options(schema.options)
@@ -544,9 +564,21 @@ class ExpireSnapshots:
                     return None
             return size if self.file_io.delete(path) else None
 
-        if self.delete_threads > 1 and len(todo) > 1:
+        sizes: Sequence[int | None]
+        if (
+            self.bulk_delete is not None
+            and kind in ("data", "changelog")
+            and len(todo) >= self.bulk_min_files
+        ):
+            sizes = list(self.bulk_delete(todo))
+            if len(sizes) != len(todo):
+                raise StorageError(
+                    self.table_path,
+                    f"bulk delete returned {len(sizes)} results for {len(todo)} files",
+                )
+        elif self.delete_threads > 1 and len(todo) > 1:
             with ThreadPoolExecutor(min(self.delete_threads, len(todo))) as pool:
-                sizes: Iterable[int | None] = list(pool.map(one, todo))
+                sizes = list(pool.map(one, todo))
         else:
             sizes = [one(item) for item in todo]
         for size in sizes:

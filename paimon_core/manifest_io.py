@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import cast
 
 from paimon_core.errors import CorruptMetadataError, FileNotFoundInTableError
 from paimon_core.io.file_io import FileIO, join
@@ -13,19 +14,56 @@ from paimon_core.spec.manifest_list import ManifestFileMeta, decode_manifest_lis
 from paimon_core.spec.snapshot import Snapshot
 
 
+class ManifestCache:
+    """Decoded manifest lists and manifests shared by every table of one catalog (Java's
+    ``CachingCatalog`` manifest cache, ``cache.manifest.small-file-memory`` /
+    ``cache.manifest.small-file-threshold``). These files are immutable once written (unique
+    names), so an entry stays valid; it is keyed by full path and checked against the size
+    the referencing metadata records. Files above ``threshold`` bytes are not kept; the
+    total of the kept files' sizes stays under ``memory`` bytes (least recently used out)."""
+
+    def __init__(self, memory: int = 128 << 20, threshold: int = 1 << 20) -> None:
+        self.memory = memory
+        self.threshold = threshold
+        self._entries: OrderedDict[str, tuple[int, object]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, path: str, size: int | None) -> object | None:
+        with self._lock:
+            hit = self._entries.get(path)
+            if hit is None or (size is not None and hit[0] != size):
+                return None
+            self._entries.move_to_end(path)
+            return hit[1]
+
+    def put(self, path: str, size: int, value: object) -> None:
+        if size > self.threshold or size > self.memory:
+            return
+        with self._lock:
+            old = self._entries.pop(path, None)
+            if old is not None:
+                self._bytes -= old[0]
+            self._entries[path] = (size, value)
+            self._bytes += size
+            while self._bytes > self.memory:
+                _, (n, _) = self._entries.popitem(last=False)
+                self._bytes -= n
+
+
 class ManifestIO:
     """Reads manifest lists, manifests and index manifests of one table.
 
-    Manifest files are immutable once written, so decoded manifests are kept in a small LRU
-    cache keyed by file name.
+    Manifest lists and manifests are immutable once written, so decoded ones are kept in a
+    :class:`ManifestCache` (the catalog's, shared by its tables, or a private one).
     """
 
-    def __init__(self, file_io: FileIO, table_path: str, cache_size: int = 256) -> None:
+    def __init__(
+        self, file_io: FileIO, table_path: str, cache: ManifestCache | None = None
+    ) -> None:
         self.file_io = file_io
         self.manifest_dir = join(table_path, "manifest")
-        self._cache: OrderedDict[str, list[ManifestEntry]] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self.cache = cache if cache is not None else ManifestCache(32 << 20)
 
     def path(self, name: str) -> str:
         return join(self.manifest_dir, name)
@@ -46,21 +84,31 @@ class ManifestIO:
         return data
 
     def manifest_list(self, name: str, size: int | None = None) -> list[ManifestFileMeta]:
-        """Decode a manifest list; ``size`` = the exact size recorded in the snapshot."""
-        return decode_manifest_list(self._read(name, "manifest list", size), self.path(name))
+        """Decode a manifest list (cached); ``size`` = the exact size recorded in the
+        snapshot."""
+        path = self.path(name)
+        hit = self.cache.get(path, size)
+        if hit is not None:
+            return list(cast(tuple[ManifestFileMeta, ...], hit))
+        data = self._read(name, "manifest list", size)
+        metas = decode_manifest_list(data, path)
+        self.cache.put(path, len(data), tuple(metas))
+        return metas
+
+    def is_cached(self, name: str, size: int | None = None) -> bool:
+        """Whether :meth:`manifest` / :meth:`manifest_list` of ``name`` is served from the
+        cache (no IO, no decoding)."""
+        return self.cache.get(self.path(name), size) is not None
 
     def manifest(self, name: str, size: int | None = None) -> list[ManifestEntry]:
         """Decode a manifest (cached); ``size`` = ``_FILE_SIZE`` from the manifest list."""
-        with self._lock:
-            hit = self._cache.get(name)
-            if hit is not None:
-                self._cache.move_to_end(name)
-                return hit
-        entries = decode_manifest(self._read(name, "manifest", size), self.path(name))
-        with self._lock:
-            self._cache[name] = entries
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        path = self.path(name)
+        hit = self.cache.get(path, size)
+        if hit is not None:
+            return list(cast(tuple[ManifestEntry, ...], hit))
+        data = self._read(name, "manifest", size)
+        entries = decode_manifest(data, path)
+        self.cache.put(path, len(data), tuple(entries))
         return entries
 
     def index_manifest(self, name: str) -> list[IndexManifestEntry]:

@@ -10,11 +10,15 @@ from paimon_core.errors import SchemaError
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 
 
-def _parse_bool(key: str, raw: str) -> bool:
+def parse_bool(key: str, raw: str) -> bool:
+    """``true`` / ``false`` (any case) -> bool; anything else is a :class:`SchemaError`."""
     v = raw.strip().lower()
     if v in ("true", "false"):
         return v == "true"
     raise SchemaError(f"option {key}={raw!r} is not a boolean")
+
+
+_parse_bool = parse_bool
 
 
 def parse_memory_size(key: str, raw: str) -> int:

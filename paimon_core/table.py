@@ -25,7 +25,7 @@ from paimon_core.errors import SnapshotNotExistError
 from paimon_core.expire import ExpireConfig, ExpireResult, ExpireSnapshots
 from paimon_core.identifier import Identifier
 from paimon_core.io.file_io import FileIO
-from paimon_core.manifest_io import ManifestIO
+from paimon_core.manifest_io import ManifestCache, ManifestIO
 from paimon_core.options import CoreOptions
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.incremental import (
@@ -53,7 +53,12 @@ class FileStoreTable:
     """One table: ``<warehouse>/<db>.db/<name>/``."""
 
     def __init__(
-        self, file_io: FileIO, path: str, identifier: Identifier, schema: TableSchema
+        self,
+        file_io: FileIO,
+        path: str,
+        identifier: Identifier,
+        schema: TableSchema,
+        manifest_cache: ManifestCache | None = None,
     ) -> None:
         self.file_io = file_io
         self.path = path
@@ -61,7 +66,7 @@ class FileStoreTable:
         self.schema = schema
         self.schema_manager = SchemaManager(file_io, path)
         self.snapshot_manager = SnapshotManager(file_io, path)
-        self.manifest_io = ManifestIO(file_io, path)
+        self.manifest_io = ManifestIO(file_io, path, manifest_cache)
 
     def __reduce__(self) -> tuple[type[FileStoreTable], tuple[FileIO, str, Identifier,
                                                              TableSchema]]:
@@ -69,11 +74,19 @@ class FileStoreTable:
         return (FileStoreTable, (self.file_io, self.path, self.identifier, self.schema))
 
     @classmethod
-    def load(cls, file_io: FileIO, path: str, identifier: Identifier) -> FileStoreTable | None:
+    def load(
+        cls,
+        file_io: FileIO,
+        path: str,
+        identifier: Identifier,
+        manifest_cache: ManifestCache | None = None,
+    ) -> FileStoreTable | None:
+        """The table at ``path`` with its latest schema (None when it has none);
+        ``manifest_cache``: the catalog's, shared by its tables."""
         schema = SchemaManager(file_io, path).latest()
         if schema is None:
             return None
-        return cls(file_io, path, identifier, schema)
+        return cls(file_io, path, identifier, schema, manifest_cache)
 
     @property
     def options(self) -> CoreOptions:

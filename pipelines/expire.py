@@ -1,11 +1,13 @@
 """Expiry job: snapshot expiration, then orphan-file removal with the deletions spread over
 Spark tasks.
 
-* **Snapshots**: ``FileStoreTable.expire_snapshots`` on the driver (``paimon_core.expire``:
-  retention from the table's ``snapshot.*`` options or the flags). paimon_core exposes it
-  as one call whose deletions are ordered for crash safety (a snapshot's data files, then its
-  metadata, the snapshot file last, oldest snapshot first), so it runs whole on the driver,
-  with ``delete_threads`` parallel deletions; it is not split into Spark tasks.
+* **Snapshots**: ``paimon_core.expire.ExpireSnapshots`` plans on the driver (retention from
+  the table's ``snapshot.*`` options or the flags; what each expired snapshot frees), one
+  snapshot at a time, oldest first, in its crash-safe order (data files, then metadata, the
+  snapshot file last). A snapshot's data and changelog files, when there are at least
+  ``--bulk-min-files`` (default 64), are deleted by Spark tasks in parallel
+  (:func:`bulk_deleter`); fewer are deleted by ``delete_threads`` driver threads, as are the
+  metadata files.
 * **Orphans** (``--remove-orphans``): the driver lists them
   (``paimon_core.orphans.remove_orphan_files(dry_run=True)``: files no snapshot, tag or
   changelog references, last modified before ``--older-than-ms``, default now - 1 day), then
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from paimon_core.errors import PaimonError
-from paimon_core.expire import ExpireSnapshots
+from paimon_core.expire import BulkDelete, ExpireSnapshots
 from paimon_core.expire_config import ExpireConfig
 from paimon_core.orphans import remove_orphan_files
 from pipelines.config import (
@@ -45,7 +47,7 @@ from pipelines.config import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["ExpireReport", "delete_files", "expire", "main"]
+__all__ = ["ExpireReport", "bulk_deleter", "delete_files", "expire", "main"]
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +100,56 @@ def delete_files(spark: SparkSession, handle: TableHandle, paths: Sequence[str],
     return sum(int(r["n"]) for r in rows)
 
 
+def bulk_deleter(
+    spark: SparkSession, handle: TableHandle, *, parallelism: int | None = None
+) -> BulkDelete:
+    """A ``bulk_delete`` for :class:`ExpireSnapshots`: the files are deleted by Spark tasks
+    through FileIO (each path checked again to lie inside the table); returns the bytes freed
+    per file (None = already missing)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    prefix = handle.path.rstrip("/") + "/"
+    out_schema = pa.schema([pa.field("path", pa.string()), pa.field("freed", pa.int64())])
+
+    def delete(items: Sequence[tuple[str, int | None]]) -> list[int | None]:
+        if not items:
+            return []
+        n = max(1, min(len(items), parallelism or spark.sparkContext.defaultParallelism * 2))
+        df = spark.createDataFrame(
+            [(i % n, p, s) for i, (p, s) in enumerate(items)], "idx int, path string, size long"
+        ).repartitionById(n, F.col("idx")).select("path", "size")
+
+        def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from paimon_core.errors import FileNotFoundInTableError
+
+            fio = handle.settings.file_io()
+            for b in batches:
+                paths, freed = [], []
+                for path, size in zip(b.column("path").to_pylist(), b.column("size").to_pylist()):
+                    rest = path[len(prefix):] if path.startswith(prefix) else None
+                    if not rest or any(x in ("", ".", "..") for x in rest.split("/")):
+                        raise PaimonError(f"refusing to delete {path!r}: not a file of the table")
+                    if size is None:
+                        try:
+                            size = fio.size(path)
+                        except FileNotFoundInTableError:
+                            size = None
+                    paths.append(path)
+                    freed.append(size if size is not None and fio.delete(path) else None)
+                yield pa.RecordBatch.from_pydict({"path": paths, "freed": freed},
+                                                 schema=out_schema)
+
+        rows = df.mapInArrow(task, StructType([StructField("path", StringType()),
+                                               StructField("freed", LongType())])).collect()
+        got = {r["path"]: r["freed"] for r in rows}
+        if len(got) != len({p for p, _ in items}):
+            raise PaimonError(f"bulk delete: {len(got)} results for {len(items)} files")
+        return [None if got[p] is None else int(got[p]) for p, _ in items]
+
+    return delete
+
+
 def expire(
     spark: SparkSession,
     settings: CatalogSettings,
@@ -112,9 +164,11 @@ def expire(
     orphans_older_than_millis: int | None = None,
     dry_run: bool = False,
     delete_threads: int | None = None,
+    bulk_min_files: int = 64,
 ) -> ExpireReport:
-    """Expire snapshots (driver) and remove orphan files (Spark tasks); see the module docs.
-    ``dry_run`` only lists orphans (snapshot expiry is skipped then)."""
+    """Expire snapshots (planned on the driver, big batches of data files deleted by Spark
+    tasks) and remove orphan files (Spark tasks); see the module docs. ``dry_run`` only lists
+    orphans (snapshot expiry is skipped then)."""
     handle = TableHandle.load(settings, identifier)
     report = ExpireReport(handle.identifier, dry_run=dry_run)
     table = handle.open()
@@ -123,7 +177,9 @@ def expire(
             retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes)
         result = ExpireSnapshots(table.file_io, table.path, table.schema, config=config,
                                  older_than_millis=older_than_millis,
-                                 delete_threads=delete_threads).expire()
+                                 delete_threads=delete_threads,
+                                 bulk_delete=bulk_deleter(spark, handle),
+                                 bulk_min_files=bulk_min_files).expire()
         report.expire = result.to_json()
     if remove_orphans:
         found = remove_orphan_files(table, orphans_older_than_millis, dry_run=True)
@@ -150,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--orphans-older-than-ms", type=int,
                    help="only orphans modified before this (default now - 1 day)")
     p.add_argument("--dry-run", action="store_true", help="only list orphans")
+    p.add_argument("--bulk-min-files", type=int, default=64,
+                   help="a snapshot's data files are deleted by Spark tasks from this many on")
     return p
 
 
@@ -168,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_deletes=args.max_deletes, expire_snapshots=not args.no_expire,
             remove_orphans=args.remove_orphans,
             orphans_older_than_millis=args.orphans_older_than_ms, dry_run=args.dry_run,
+            bulk_min_files=args.bulk_min_files,
         )
     except PaimonError as e:
         print(f"expire: {type(e).__name__}: {e}", file=sys.stderr)

@@ -52,6 +52,7 @@ class FileRead:
     system: bool = False
     keys: bool = True
     kind: bool = True
+    sequence: bool = True
     deleted_rows: np.ndarray | None = None
     constants: Mapping[str, pa.Scalar] | None = None
 
@@ -71,7 +72,7 @@ class DataFileReader:
         self.file_io = file_io
         self.schema = schema
         self.schemas = schemas
-        self._mappings: dict[tuple[int, tuple[str, ...], bool, bool, bool], ColumnMapping] = {}
+        self._mappings: dict[tuple[Any, ...], ColumnMapping] = {}
 
     def _file_schema(self, schema_id: int) -> TableSchema:
         return self.schema if schema_id == self.schema.id else self.schemas.schema(schema_id)
@@ -84,8 +85,9 @@ class DataFileReader:
         *,
         keys: bool = True,
         kind: bool = True,
+        sequence: bool = True,
     ) -> ColumnMapping:
-        key = (schema_id, tuple(columns), system, keys, kind)
+        key = (schema_id, tuple(columns), system, keys, kind, sequence)
         m = self._mappings.get(key)
         if m is not None:
             return m
@@ -104,7 +106,8 @@ class DataFileReader:
                             cur.type.with_nullable(False),
                         )
                     )
-            out.append((SEQUENCE_NUMBER, SEQUENCE_NUMBER, _BIGINT))
+            if sequence:
+                out.append((SEQUENCE_NUMBER, SEQUENCE_NUMBER, _BIGINT))
             if kind:
                 out.append((VALUE_KIND, VALUE_KIND, _TINYINT))
         for name in columns:
@@ -124,17 +127,21 @@ class DataFileReader:
         system: bool = False,
         keys: bool = True,
         kind: bool = True,
+        sequence: bool = True,
         deleted_rows: np.ndarray | None = None,
         constants: Mapping[str, pa.Scalar] | None = None,
     ) -> pa.Table:
         """Read ``columns`` (current names) of one file; with ``system`` also the key
         (unless ``keys`` is False: readers may use the value's primary-key columns, which
-        hold the same values), sequence and kind (unless ``kind`` is False) columns of a
-        primary-key file. ``deleted_rows`` are positions removed by a deletion vector.
+        hold the same values), sequence (unless ``sequence`` is False) and kind (unless
+        ``kind`` is False) columns of a primary-key file. ``deleted_rows`` are positions
+        removed by a deletion vector.
         ``constants`` are columns whose value is known for the whole file (partition
         columns): they are not decoded but repeated."""
         path = file_path(bucket_path, f)
-        mapping = self.mapping(f.schema_id, columns, system, keys=keys, kind=kind)
+        mapping = self.mapping(
+            f.schema_id, columns, system, keys=keys, kind=kind, sequence=sequence
+        )
         const = constants or {}
         wanted = [src for out, src, _ in mapping.output if src is not None and out not in const]
         table = self._read_physical(path, wanted)
@@ -167,7 +174,7 @@ class DataFileReader:
                 and file_format(r.file.file_name) == "parquet"
                 and not r.file.external_path
             ):
-                m = self.mapping(r.file.schema_id, r.columns, r.system, keys=r.keys, kind=r.kind)
+                m = self._mapping_of(r)
                 const = r.constants or {}
                 wanted = tuple(src for o, src, _ in m.output if src is not None and o not in const)
                 if wanted:
@@ -180,6 +187,11 @@ class DataFileReader:
                 out[i] = self.read_one(reads[i]) if tables is None else tables[i]
         return [t for t in out if t is not None]
 
+    def _mapping_of(self, r: FileRead) -> ColumnMapping:
+        return self.mapping(
+            r.file.schema_id, r.columns, r.system, keys=r.keys, kind=r.kind, sequence=r.sequence
+        )
+
     def read_one(self, r: FileRead) -> pa.Table:
         return self.read(
             r.bucket_path,
@@ -188,6 +200,7 @@ class DataFileReader:
             system=r.system,
             keys=r.keys,
             kind=r.kind,
+            sequence=r.sequence,
             deleted_rows=r.deleted_rows,
             constants=r.constants,
         )
@@ -200,7 +213,14 @@ class DataFileReader:
         fs, _ = self.file_io.arrow_filesystem(paths[0])
         inner = [self.file_io.arrow_filesystem(p)[1] for p in paths]
         try:
-            dataset = pads.dataset(inner, format="parquet", filesystem=fs)
+            # local files: no read coalescing (measured ~15 % faster on many small files);
+            # object stores keep Arrow's default pre-buffering (fewer, larger requests)
+            fmt = pads.ParquetFileFormat(
+                default_fragment_scan_options=pads.ParquetFragmentScanOptions(
+                    pre_buffer=not self.file_io.is_local
+                )
+            )
+            dataset = pads.dataset(inner, format=fmt, filesystem=fs)
             table = dataset.to_table(columns=wanted)
             fragments = list(dataset.get_fragments())
             if len(fragments) != len(idxs) or any(
@@ -216,7 +236,7 @@ class DataFileReader:
         for i, path in zip(idxs, paths):
             r = reads[i]
             n = r.file.row_count
-            m = self.mapping(r.file.schema_id, r.columns, r.system, keys=r.keys, kind=r.kind)
+            m = self._mapping_of(r)
             result[i] = _conform(table.slice(offset, n), m, path, r.constants)
             offset += n
         return result

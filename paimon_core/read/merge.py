@@ -87,6 +87,7 @@ def deduplicate(
     sequence_columns: Sequence[str],
     *,
     sequence_ordered: bool = False,
+    key_order: bool = True,
 ) -> pa.Table:
     """Keep, for every key, the record with the highest (sequence columns...) order.
 
@@ -95,12 +96,17 @@ def deduplicate(
     ``-D`` (the key is then deleted), which the caller filters out. ``sequence_ordered`` says
     the rows of every key already come in ascending sequence order (files concatenated by
     disjoint ascending sequence ranges, each sorted by key then sequence): a stable sort by
-    key alone then suffices.
+    key alone then suffices. ``key_order``: return the winners sorted by key (what compaction
+    and the writer need); when false they keep their input order, which spares a gather of
+    every column (a filter instead of a take) and is all a reader needs.
     """
     n = table.num_rows
     if n <= 1:
         return table
-    if len(key_columns) == 1 and len(sequence_columns) == 1:
+    assert sequence_columns or sequence_ordered, "no sequence columns, rows not in order"
+    if sequence_ordered:
+        sequence_columns = ()  # a stable sort by key keeps each key's rows in sequence order
+    if len(key_columns) == 1 and len(sequence_columns) <= 1:
         k = table.column(key_columns[0])
         if pa.types.is_integer(k.type) or pa.types.is_date(k.type):
             keys = k.to_numpy()
@@ -113,12 +119,23 @@ def deduplicate(
             last = np.empty(n, dtype=bool)
             last[-1] = True
             np.not_equal(ks[1:], ks[:-1], out=last[:-1])
-            return table.take(pa.array(order[last]))
+            return _winners(table, order, last, key_order)
     sort_keys = [(c, "ascending", "at_start") for c in (*key_columns, *sequence_columns)]
     order = pc.sort_indices(table, sort_keys=sort_keys)
     keys_sorted = [table.column(c).take(order) for c in key_columns]
     last = _last_of_each_key(keys_sorted, n)
-    return table.take(order.filter(pa.array(last)))
+    return _winners(table, order.to_numpy(), last, key_order)
+
+
+def _winners(table: pa.Table, order: np.ndarray, last: np.ndarray, key_order: bool) -> pa.Table:
+    """The rows ``order[last]`` of ``table``: in that (key) order, or in input order."""
+    if key_order:
+        return table.take(pa.array(order[last]))
+    if last.all():
+        return table
+    keep = np.zeros(table.num_rows, dtype=bool)
+    keep[order[last]] = True
+    return table.filter(pa.array(keep))
 
 
 def merge_records(
@@ -131,6 +148,7 @@ def merge_records(
     sequence_ordered: bool = False,
     primary_keys: Sequence[str] = (),
     levels: np.ndarray | None = None,
+    key_order: bool = True,
 ) -> pa.Table:
     """The table's merge engine over records of possibly many files (``MergeFunction`` behind
     ``ReducerMergeFunctionWrapper``): ``deduplicate``, ``partial-update``, ``aggregation``,
@@ -152,7 +170,8 @@ def merge_records(
     row; for tables whose merge function Java wraps in ``LookupMergeFunction``
     (``changelog-producer=lookup``, deletion vectors, ``force-lookup``; partial-update and
     aggregation) a key's records on levels > 0 other than its newest one are left out (that
-    one already holds their merged state).
+    one already holds their merged state). ``key_order=False``: the result rows may come in
+    any order (readers); by default they are sorted by key (compaction and writers).
 
     Raises:
         UnsupportedError: retractions the engine refuses (first-row, partial-update without
@@ -170,7 +189,8 @@ def merge_records(
         )
         if not has_retract:
             return deduplicate(
-                table, key_columns, sequence_columns, sequence_ordered=sequence_ordered
+                table, key_columns, sequence_columns, sequence_ordered=sequence_ordered,
+                key_order=key_order,
             )
     return engines.merge(
         table, key_columns, sequence_columns, kind_column, options,

@@ -269,8 +269,14 @@ class TableRead:
         reads: list[FileRead] = []
         # LookupMergeFunction (lookup changelog, deletion vectors) needs each record's level
         lookup = engines.lookup_wrapped(self.options)
-        # per section: (number of files, read as is, rows of a key in sequence order, levels)
-        recipe: list[tuple[int, bool, bool, tuple[int, ...]]] = []
+        plain_dedup = (
+            self.options.merge_engine == "deduplicate"
+            and not self.options.sequence_fields
+            and not lookup
+        )
+        # per section: (number of files, read as is, rows of a key in sequence order,
+        # sequence numbers read, levels)
+        recipe: list[tuple[int, bool, bool, bool, tuple[int, ...]]] = []
         for group in groups:
             # a lone file without retract rows needs no merge: its value columns as they are
             # (delete_row_count is None, i.e. unknown, in files of old writers)
@@ -285,7 +291,7 @@ class TableRead:
                         constants=const,
                     )
                 )
-                recipe.append((1, True, True, ()))
+                recipe.append((1, True, True, True, ()))
                 continue
             group = sorted(group, key=lambda f: (f.min_sequence_number, f.max_sequence_number))
             ordered = not self.options.sequence_fields and all(
@@ -293,7 +299,10 @@ class TableRead:
             )
             # Row kinds are always read here: pypaimon 2.1 records delete_row_count 0 for files
             # holding -D rows (rowkind.field). Partition constants are added after the merge.
+            # Sequence numbers are not read when the files' order already is the sequence
+            # order and the plain deduplicate merge (a stable sort by key) needs nothing else.
             columns = tuple(c for c in self.read_columns if c not in const)
+            with_seq = not (ordered and plain_dedup)
             reads.extend(
                 FileRead(
                     split.bucket_path,
@@ -301,16 +310,17 @@ class TableRead:
                     columns,
                     system=True,
                     keys=False,
+                    sequence=with_seq,
                     deleted_rows=self._deleted(split, f),
                 )
                 for f in group
             )
-            recipe.append((len(group), False, ordered, tuple(f.level for f in group)))
+            recipe.append((len(group), False, ordered, with_seq, tuple(f.level for f in group)))
 
         def finish(tables: list[pa.Table]) -> pa.Table:
             outs = []
             start = 0
-            for n, as_is, ordered, file_levels in recipe:
+            for n, as_is, ordered, with_seq, file_levels in recipe:
                 parts = tables[start : start + n]
                 start += n
                 if as_is:
@@ -327,8 +337,9 @@ class TableRead:
                     levels = None if levels is None else levels[live]
                 if n > 1:
                     t = merge_records(
-                        t, keys, seq, VALUE_KIND, self.options, sequence_ordered=ordered,
-                        primary_keys=self.schema.primary_keys, levels=levels,
+                        t, keys, seq if with_seq else [], VALUE_KIND, self.options,
+                        sequence_ordered=ordered, primary_keys=self.schema.primary_keys,
+                        levels=levels, key_order=False,
                     )
                 t = drop_retracts(t, VALUE_KIND)
                 for name, value in const.items():

@@ -199,10 +199,12 @@ class ScanPlanner:
                 if pr.partition_ok(e.partition) and pr.bucket_ok(e.bucket, e.total_buckets)
             ]
 
-        if len(metas) <= 1:
+        # decoding in threads pays off only for manifests not decoded (cached) already
+        uncached = sum(not self.manifests.is_cached(m.file_name, m.file_size) for m in metas)
+        if uncached <= 1:
             chunks = [load(m) for m in metas]
         else:
-            with ThreadPoolExecutor(min(self.max_workers, len(metas))) as pool:
+            with ThreadPoolExecutor(min(self.max_workers, uncached)) as pool:
                 chunks = list(pool.map(load, metas))
         return [e for chunk in chunks for e in chunk]
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -87,6 +86,7 @@ from paimon_core.write.data_file_writer import (
 )
 from paimon_core.write.inline_compact import InlineCompaction, inline_compaction_enabled
 from paimon_core.write.input import conform_input, parse_row_kinds
+from paimon_core.write.workers import shared_executor
 
 __all__ = ["TableWrite"]
 
@@ -173,7 +173,6 @@ class TableWrite:
         self._touched: set[tuple[bytes, int]] = set()
         self._restored: dict[tuple[bytes, int], int] | None = None
         self._restored_snapshot: int | None = None
-        self._pool: ThreadPoolExecutor | None = None
         self._closed = False
         # per write call: partition dictionary codes and bucket of every input row
         self._part_dicts: list[tuple[np.ndarray, pa.Array]] = []
@@ -302,16 +301,13 @@ class TableWrite:
             raise errors[0]
 
     def close(self) -> None:
-        """Abort what was not prepared, then release the thread pool."""
+        """Abort what was not prepared (the writer cannot be used afterwards)."""
         if self._closed:
             return
         try:
             self.abort()
         finally:
             self._closed = True
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
 
     def __enter__(self) -> TableWrite:
         return self
@@ -487,9 +483,8 @@ class TableWrite:
             for s in states:
                 fn(s)
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix="paimon-write")
-        futures = [self._pool.submit(fn, s) for s in states]
+        pool = shared_executor(self.max_workers)
+        futures = [pool.submit(fn, s) for s in states]
         first: BaseException | None = None
         for f in futures:
             exc = f.exception()

@@ -152,6 +152,59 @@ def test_expire_frees_files_and_tasks_remove_orphans(spark: Any, tmp_path: Path)
     assert json.loads(out.getvalue())["orphans"] == 0
 
 
+def test_expire_deletes_data_files_in_spark_tasks(spark: Any, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``bulk_min_files=1`` every expired snapshot's data files go through Spark tasks;
+    the outcome (files, bytes, what is left) equals paimon_core's own expiry of a twin table."""
+    import shutil
+
+    import pipelines.expire as expire_job
+    from paimon_core.expire import ExpireConfig, ExpireSnapshots
+
+    wh = tmp_path / "wh"
+    schema = Schema.of([("pt", "INT"), ("id", "BIGINT")], partition_keys=["pt"],
+                       options={"bucket": "-1"})
+    t = FileSystemCatalog(str(wh)).create_table("db.a", schema)
+    for k in range(4):
+        w = t.new_write("w")
+        ids = list(range(k * 10, k * 10 + 10))
+        w.write_arrow(pa.table({"pt": pa.array([i % 2 for i in ids], pa.int32()), "id": ids}))
+        c = t.new_commit("w")
+        c.overwrite(w.prepare_commit(), {}) if k % 2 else c.commit(w.prepare_commit())
+    twin = tmp_path / "twin"
+    shutil.copytree(wh, twin)
+    batches: list[list[str]] = []
+    real = expire_job.bulk_deleter
+
+    def recording(spark_: Any, handle: Any, **kw: Any) -> Any:
+        inner = real(spark_, handle, **kw)
+
+        def delete(items: Any) -> Any:
+            batches.append([p for p, _ in items])
+            return inner(items)
+        return delete
+
+    monkeypatch.setattr(expire_job, "bulk_deleter", recording)
+    cutoff = int(time.time() * 1000) + 60_000
+    report = expire(spark, CatalogSettings(str(wh)), "db.a", retain_min=1, retain_max=1,
+                    older_than_millis=cutoff, bulk_min_files=1)
+    tt = FileSystemCatalog(str(twin)).get_table("db.a")
+    ref = ExpireSnapshots(tt.file_io, tt.path, tt.schema, older_than_millis=cutoff,
+                          config=ExpireConfig.from_options({}).with_overrides(
+                              retain_min=1, retain_max=1)).expire()
+    assert report.expire["expired_ids"] == list(ref.expired_ids) == [1, 2, 3]
+    assert report.expire["data_files"] == ref.data_files > 0
+    assert report.expire["bytes_freed"] == ref.bytes_freed
+    deleted = [p for b in batches for p in b]
+    assert len(deleted) == ref.data_files and all(p.endswith(".parquet") for p in deleted)
+    assert not any(Path(p).exists() for p in deleted)
+    left = sorted(str(p.relative_to(wh)) for p in wh.rglob("*") if p.is_file())
+    left_twin = sorted(str(p.relative_to(twin)) for p in twin.rglob("*") if p.is_file())
+    assert left == left_twin
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == list(range(30, 40))
+    assert fsck(t).ok
+
+
 @pytest.mark.slow
 def test_spark_submit_runs_a_job(tmp_path: Path) -> None:
     import os

@@ -500,3 +500,24 @@ def test_writer_refusals(tmp_path: Any) -> None:
                  "fields.v.aggregate-function": "hll_sketch"}))
     with pytest.raises(UnsupportedError, match="hll_sketch"):
         t.new_write("u")
+
+
+@SETTINGS
+@given(st.data())
+def test_deduplicate_read_shortcuts(data: st.DataObject) -> None:
+    """The reader's shortcuts give the same winners: ``key_order=False`` (input order instead
+    of a gather in key order) and ``sequence_ordered`` rows merged without sequence columns
+    (a stable sort by key), for integer keys (numpy path) and composite keys (Arrow path)."""
+    from paimon_core.read.merge import deduplicate
+
+    table = data.draw(records(["i32", "s"]))
+    keys = data.draw(st.sampled_from([["k1"], ["k1", "k2"]]))
+    expected = deduplicate(table, keys, [SEQ]).to_pylist()
+    unordered = deduplicate(table, keys, [SEQ], key_order=False).to_pylist()
+    assert sorted(unordered, key=lambda r: (r["k1"], r["k2"], r[SEQ])) == sorted(
+        expected, key=lambda r: (r["k1"], r["k2"], r[SEQ]))
+    by_seq = table.sort_by([(SEQ, "ascending")])
+    got = deduplicate(by_seq, keys, [], sequence_ordered=True, key_order=False).to_pylist()
+    assert sorted(got, key=lambda r: (r["k1"], r["k2"], r[SEQ])) == sorted(
+        expected, key=lambda r: (r["k1"], r["k2"], r[SEQ]))
+    assert len(got) == len({tuple(r[k] for k in keys) for r in table.to_pylist()})
