@@ -451,3 +451,48 @@ def test_random_upserts_match_model(
                 c.commit(msgs, ident)
         got = {r["id"]: r["v"] for r in t.to_arrow().to_pylist()}
         assert got == model
+
+
+def test_dictionary_encoding_only_in_files_big_enough_to_judge(
+    catalog: FileSystemCatalog,
+) -> None:
+    """Small files carry no dictionary pages (zstd folds their repeats); a big file
+    dictionary-encodes its low-cardinality columns only."""
+    t = pk_table(catalog)
+    w = t.new_write("u")
+    w.write_arrow(rows(["a"] * 50, list(range(50)), ["x"] * 50))
+    small = w.prepare_commit()
+    commit(t, small, 1)
+    for m, f in files_of(small):
+        md = pq.ParquetFile(os.path.join(bucket_dir(t, m), f.file_name)).metadata
+        assert not any(md.row_group(0).column(i).has_dictionary_page
+                       for i in range(md.num_columns))
+    n = 20_000
+    w = t.new_write("u")
+    w.write_arrow(rows(["b"] * n, list(range(n)), [f"v{i % 3}" for i in range(n)]))
+    big = w.prepare_commit()
+    commit(t, big, 2)
+    for m, f in files_of(big):
+        md = pq.ParquetFile(os.path.join(bucket_dir(t, m), f.file_name)).metadata
+        enc = {md.row_group(0).column(i).path_in_schema:
+               md.row_group(0).column(i).has_dictionary_page for i in range(md.num_columns)}
+        assert enc["v"] and not enc["id"] and not enc["_SEQUENCE_NUMBER"]
+    assert len(read_sorted(t)) == n + 50
+
+
+def test_writers_in_many_threads_share_the_write_pool(catalog: FileSystemCatalog) -> None:
+    """Concurrent writers (one per thread, distinct commit users) on the shared pool."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    t = pk_table(catalog, bucket="4")
+
+    def job(k: int) -> list[CommitMessage]:
+        w = t.new_write(f"u{k}")
+        w.write_arrow(rows(["a"] * 100, [k * 1000 + i for i in range(100)], ["v"] * 100))
+        return w.prepare_commit()
+
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(job, range(6)))
+    for k, msgs in enumerate(results):
+        t.new_commit(f"u{k}").commit(msgs, 1)
+    assert len(read_sorted(t)) == 600
