@@ -126,12 +126,11 @@ def _final_rows(stream: CdcStream) -> pa.Table:
 
 def _direct_from_files(work: Path, name: str, landing: Path) -> float:
     """The same JSON files decoded in this one process with the job's decoder
-    (``pipelines.cdc_decode``) and written with one ``TableWrite``: Spark's overhead is the
-    difference."""
+    (``pipelines.cdc_decode.decode_file``, as the job's tasks call it) and written with one
+    ``TableWrite``: Spark's overhead is the difference."""
     import pyarrow.compute as pc
 
-    from pipelines.cdc_decode import decode_events
-    from pipelines.cdc_ingest import _split_lines
+    from pipelines.cdc_decode import decode_file
 
     schema = Schema.from_json(SCHEMA)
     table = FileSystemCatalog(str(work / name)).create_table("db.cdc", schema)
@@ -140,8 +139,8 @@ def _direct_from_files(work: Path, name: str, landing: Path) -> float:
     t = time.perf_counter()
     w = table.new_write("direct")
     for i, f in enumerate(files):
-        rows = decode_events(_split_lines(f.read_bytes()), table.schema, file_index=i,
-                             sequence_column="_seq", bucket=False)
+        rows = decode_file(f.read_bytes(), table.schema, file_index=i, sequence_column="_seq",
+                           bucket=False, threads=True)
         rows = rows.filter(pc.is_null(rows.column("_error"))).select(names)
         w.write_arrow(rows, row_kind_column="_kind")
     table.new_commit("direct").commit(w.prepare_commit(), 1)

@@ -10,9 +10,20 @@ already typed and bucketed.
 
 Parsing: the lines are read as one JSON-lines document with the table's string / numeric /
 boolean / binary image columns declared (so that text is never re-interpreted, e.g. as a
-timestamp); when that fails the lines are bisected, and a single line that still fails is
-parsed again with every type inferred (then a value of the wrong type is a ``bad value for
-<col>``), and if that fails too it is ``malformed JSON``. JSON ``null`` lines are tombstones.
+timestamp); when that fails the document is split at the row the reader names (parsed as
+one block: the exact line; each piece is checked by its row count, with bisection when a
+row number is off), and a single line that still fails is parsed again with every type
+inferred (then a value of the wrong type is a ``bad value for <col>``), and if that fails
+too it is ``malformed JSON``. JSON ``null`` lines are tombstones.
+
+The job calls :func:`decode_file` with a file's bytes: when every line starts with ``{`` (no
+blank line, no tombstone, no CR) and the bytes are UTF-8, the bytes themselves are the
+document and no line is ever materialised (lines are split with numpy only when the
+document fails to parse, for the bisection, and taken for the raw text of rejected events).
+Per event nothing runs in Python: values are converted column by column (a non-key column
+once, from the image that holds it; the before image of the other columns only when a key
+changes), except text that needs Python's parsers (ISO timestamps, base64, floats as text,
+integers of more than 18 characters) and nested values shown as JSON text.
 """
 
 from __future__ import annotations
@@ -20,9 +31,9 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
-import io
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,12 +57,16 @@ from pipelines.cdc_events import ERROR_COLUMN, KIND_COLUMN, OPS, TOMBSTONE, posi
 from pipelines.spark_types import arrow_for_spark, spark_schema
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
-__all__ = ["EXTRA_COLUMNS", "decode_events", "output_schema"]
+__all__ = ["BAD_UTF8", "EXTRA_COLUMNS", "decode_events", "decode_file", "output_schema",
+           "split_lines", "split_text"]
 
 #: per-row columns besides the table's, the kind and the positions (see ``to_changes``)
 EXTRA_COLUMNS = (ERROR_COLUMN, "_event", "_value", "_unknown")
 _INT_RANGE = {TypeRoot.TINYINT: 2**7, TypeRoot.SMALLINT: 2**15, TypeRoot.INT: 2**31,
               TypeRoot.BIGINT: 2**63}
+_READ_OPTIONS = {threads: pj.ReadOptions(block_size=8 << 20, use_threads=threads)
+                 for threads in (False, True)}
+_ERROR_ROW = re.compile(r" in row (\d+)$")
 _JSON_TYPES = {TypeRoot.BOOLEAN: pa.bool_(), TypeRoot.FLOAT: pa.float64(),
                TypeRoot.DOUBLE: pa.float64()}
 
@@ -96,26 +111,50 @@ def _declared(schema: TableSchema) -> pa.Schema:
                       ("after", image)])
 
 
-def _read(doc: bytes, declared: pa.Schema | None) -> pa.Table:
+def _read(doc: bytes | pa.Buffer, declared: pa.Schema | None, *,
+          one_block: bool = False, threads: bool = False) -> pa.Table:
+    """``one_block``: the document as one block, parsed by one thread, so that an error names
+    the failing row of the document (the reader stops there: the cost is the rows before).
+    ``threads``: blocks parsed by pyarrow's thread pool (worth it only on idle cores)."""
     opts = pj.ParseOptions(explicit_schema=declared, unexpected_field_behavior="infer")
-    return pj.read_json(io.BytesIO(doc), parse_options=opts)
+    size = len(doc) + 1
+    read = (pj.ReadOptions(block_size=size, use_threads=False) if one_block and size < 2**31
+            else _READ_OPTIONS[threads])
+    return pj.read_json(pa.BufferReader(doc), read_options=read, parse_options=opts)
 
 
-def _doc(lines: pa.Array) -> bytes:
-    return "\n".join(lines.to_pylist()).encode("utf-8")
+def _error_row(e: Exception) -> int | None:
+    m = _ERROR_ROW.search(str(e))
+    return int(m.group(1)) if m else None
 
 
-def _parse(lines: pa.Array, declared: pa.Schema, start: int,
-           out: list[tuple[int, pa.Table]], bad: list[int], doc: bytes | None = None) -> None:
-    """Parse ``lines`` (``doc``: them joined, if at hand) into chunks ``(index of first line,
-    table)``; indices of lines that are not JSON objects go to ``bad``."""
+def _doc(lines: pa.Array) -> pa.Buffer:
+    """``lines`` joined by newlines (one copy, no Python strings)."""
+    if len(lines) == 0:
+        return pa.py_buffer(b"")
+    whole = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
+    joined = pc.binary_join(whole, "\n")[0]
+    return joined.as_buffer() if joined.is_valid else pa.py_buffer(b"")
+
+
+def _parse(lines: pa.Array | _Lazy, declared: pa.Schema, start: int,
+           out: list[tuple[int, pa.Table]], bad: list[int],
+           doc: bytes | pa.Buffer | None = None, count: int | None = None, *,
+           hinted: bool = True, threads: bool = False) -> None:
+    """Parse ``lines`` (``doc``: them joined and ``count`` their number, if at hand; lines
+    built only when the document does not parse as a whole) into chunks ``(index of first
+    line, table)``; indices of lines that are not JSON objects go to ``bad``. A document that
+    fails is split at the rows the reader names (``hinted``), else bisected."""
+    n = count if count is not None else len(_lines_of(lines))
     try:
-        t = _read(doc if doc is not None else _doc(lines), declared)
-        if t.num_rows == len(lines):
+        t = _read(doc if doc is not None else _doc(_lines_of(lines)), declared,
+                  threads=threads)
+        if t.num_rows == n:
             out.append((start, t))
             return
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         pass
+    lines = _lines_of(lines)
     if len(lines) == 1:
         try:
             t = _read(_doc(lines), None)
@@ -126,15 +165,47 @@ def _parse(lines: pa.Array, declared: pa.Schema, start: int,
             pass
         bad.append(start)
         return
+    if hinted:
+        _parse_hinted(lines, declared, start, out, bad)
+        return
     mid = len(lines) // 2
-    _parse(lines.slice(0, mid), declared, start, out, bad)
-    _parse(lines.slice(mid), declared, start + mid, out, bad)
+    _parse(lines.slice(0, mid), declared, start, out, bad, hinted=False)
+    _parse(lines.slice(mid), declared, start + mid, out, bad, hinted=False)
+
+
+def _parse_hinted(lines: pa.Array, declared: pa.Schema, start: int,
+                  out: list[tuple[int, pa.Table]], bad: list[int]) -> None:
+    """:func:`_parse` of lines that fail as one document: parsed as one block, the reader
+    names the first failing row ``k``; lines ``[0, k)`` are one chunk, line ``k`` is parsed
+    alone and the rest goes on the same way (every piece is checked by its row count, so a
+    wrong row number costs a bisection, never a wrong row). Linear: each failing parse stops
+    at its error."""
+    pos, n = 0, len(lines)
+    while pos < n:
+        rest = lines.slice(pos)
+        try:
+            t = _read(_doc(rest), declared, one_block=True)
+            if t.num_rows == len(rest):
+                out.append((start + pos, t))
+                return
+            k = None
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            k = _error_row(e)
+        if k is None or not 0 <= k < len(rest):
+            _parse(rest, declared, start + pos, out, bad, hinted=False)
+            return
+        if k:
+            _parse(rest.slice(0, k), declared, start + pos, out, bad, hinted=False)
+        _parse(rest.slice(k, 1), declared, start + pos + k, out, bad, hinted=False)
+        pos += k + 1
 
 
 # ---------------------------------------------------------------------------- values
 
 
 def _child(arr: pa.Array | None, name: str, n: int) -> pa.Array:
+    """Field ``name`` of struct array ``arr`` (NULL where ``arr`` is NULL; all NULL when ``arr``
+    is not a struct, lacks the field or has it twice)."""
     if arr is None or not pa.types.is_struct(arr.type):
         return pa.nulls(n)
     t = arr.type
@@ -143,6 +214,23 @@ def _child(arr: pa.Array | None, name: str, n: int) -> pa.Array:
     child = pc.struct_field(arr, name)
     return child if arr.null_count == 0 else pc.if_else(pc.is_null(arr), pa.nulls(n, child.type),
                                                        child)
+
+
+class _Fields:
+    """:func:`_child` of one struct array, every field extracted once (``flatten``)."""
+
+    def __init__(self, arr: pa.Array | None, n: int) -> None:
+        self.n = n
+        self.kids: dict[str, pa.Array] = {}
+        if arr is not None and pa.types.is_struct(arr.type):
+            names = [f.name for f in arr.type]
+            for name, kid in zip(names, arr.flatten()):
+                if names.count(name) == 1:
+                    self.kids[name] = kid
+
+    def __call__(self, name: str) -> pa.Array:
+        kid = self.kids.get(name)
+        return kid if kid is not None else pa.nulls(self.n)
 
 
 def _text(arr: pa.Array) -> pa.Array:
@@ -219,8 +307,18 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str) ->
                 raise ValueError(v)
             return x
 
-        num = pc.if_else(_digits(text), text, pa.scalar(None, pa.string()))
-        return _py(parse, num.to_pylist(), target)
+        null_s = pa.scalar(None, pa.string())
+        num = pc.if_else(_digits(text), text, null_s)
+        width = pc.binary_length(num)
+        vals = pc.if_else(pc.less_equal(width, 18), num, null_s).cast(pa.int64())  # < 2**63
+        if r is not TypeRoot.BIGINT:
+            ok = pc.and_(pc.greater_equal(vals, -lim), pc.less(vals, lim))
+            vals = pc.if_else(ok, vals, pa.scalar(None, pa.int64()))
+        wide = pc.fill_null(pc.greater(width, 18), False)  # (leading zeros, overflow): by value
+        if pc.any(wide).as_py():
+            vals = pc.replace_with_mask(vals, wide, _py(parse, pc.filter(num, wide).to_pylist(),
+                                                        pa.int64()))
+        return vals.cast(target)
     if r in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
         if pa.types.is_integer(src) or pa.types.is_floating(src):
             return arr.cast(target)
@@ -272,9 +370,20 @@ def _view(t: pa.Table, payload: bool) -> dict[str, pa.Array | None]:
     names = ("op", "ts_ms", "before", "after", "source")
     if payload:
         p = t.column("payload").combine_chunks() if "payload" in t.column_names else None
-        n = t.num_rows
-        return {k: (_child(p, k, n) if p is not None else None) for k in names}
+        if p is None:
+            return dict.fromkeys(names)
+        kids = _Fields(p, t.num_rows)
+        return {k: kids(k) for k in names}
     return {k: (t.column(k).combine_chunks() if k in t.column_names else None) for k in names}
+
+
+def _merge_images(f: DataField, raw_b: pa.Array, raw_a: pa.Array, keys: set[str],
+                  sequence_column: str | None) -> bool:
+    """Whether ``f``'s value can be converted once from the image that holds it (before for a
+    delete, else after): an element-wise conversion of images of one JSON type, not a key (a
+    key's before value is checked on updates too) nor the sequence column."""
+    return (f.name not in keys and f.name != sequence_column and isinstance(f.type, AtomicType)
+            and raw_b.type == raw_a.type)
 
 
 def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
@@ -287,6 +396,7 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     op = _text(op_raw) if op_raw is not None else pa.nulls(n, pa.string())
     before, after = v["before"], v["after"]
     is_d, is_u = pc.fill_null(pc.equal(op, "d"), False), pc.fill_null(pc.equal(op, "u"), False)
+    cru = pc.fill_null(pc.is_in(op, pa.array(["c", "r", "u"])), False)
     has_after = pc.is_valid(after) if after is not None else pa.array(np.zeros(n, bool))
     has_before = pc.is_valid(before) if before is not None else pa.array(np.zeros(n, bool))
     malformed = pa.array(np.zeros(n, bool))
@@ -298,35 +408,45 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     reasons: list[tuple[pa.Array, str]] = [
         (malformed, "malformed JSON"),
         (pc.invert(pc.fill_null(pc.is_in(op, pa.array(OPS)), False)), "unknown op"),
-        (pc.and_(pc.fill_null(pc.is_in(op, pa.array(["c", "r", "u"])), False),
-                 pc.invert(has_after)), "missing after"),
+        (pc.and_(cru, pc.invert(has_after)), "missing after"),
         (pc.and_(is_d, pc.invert(has_before)), "missing before"),
     ]
-    src = v["source"]
+    src = _Fields(v["source"], n)
     for i, p in enumerate(position_fields):
-        raw = _child(src, p, n)
-        text = _text(raw)
-        num = (raw.cast(pa.int64()) if pa.types.is_integer(raw.type)
-               else pc.if_else(_digits(text), text, null_s).cast(pa.int64()))
+        raw = src(p)
+        if pa.types.is_integer(raw.type):  # numbers: no text
+            num = raw.cast(pa.int64())
+            out[f"_pos_s{i}"] = pa.nulls(n, pa.string())
+        else:
+            text = _text(raw)
+            num = pc.if_else(_digits(text), text, null_s).cast(pa.int64())
+            out[f"_pos_s{i}"] = pc.if_else(pc.is_valid(num), null_s, text)  # non-numeric
         out[f"_pos_n{i}"] = num
-        out[f"_pos_s{i}"] = pc.if_else(pc.is_valid(num), null_s, text)  # text: non-numeric
         reasons.append((pc.is_null(raw), "missing source position"))
     ts = v["ts_ms"]
     out["_pos_ts"] = (ts.cast(pa.int64()) if ts is not None and pa.types.is_integer(ts.type)
                       else pa.nulls(n, pa.int64()))
+    bef, aft = _Fields(before, n), _Fields(after, n)
     keys = set(schema.primary_keys)
     null_keys = []
     bad_values = []
     typed_before: dict[str, pa.Array] = {}
+    deferred: list[DataField] = []  # before values converted only for key-changing updates
     for f in schema.fields:
         tt = target.field(f.name).type
-        b = convert(_child(before, f.name, n), f.type, tt, epoch_unit)
-        a = convert(_child(after, f.name, n), f.type, tt, epoch_unit)
-        raw_b, raw_a = _child(before, f.name, n), _child(after, f.name, n)
-        value = pc.if_else(is_d, b, a)
-        raw = pc.if_else(is_d, pc.is_valid(raw_b), pc.is_valid(raw_a))
+        raw_b, raw_a = bef(f.name), aft(f.name)
+        if _merge_images(f, raw_b, raw_a, keys, sequence_column):
+            raw_v = pc.if_else(is_d, raw_b, raw_a)
+            value = convert(raw_v, f.type, tt, epoch_unit)
+            raw = pc.is_valid(raw_v)
+            deferred.append(f)
+        else:
+            b = convert(raw_b, f.type, tt, epoch_unit)
+            a = convert(raw_a, f.type, tt, epoch_unit)
+            value = pc.if_else(is_d, b, a)
+            raw = pc.if_else(is_d, pc.is_valid(raw_b), pc.is_valid(raw_a))
+            typed_before[f.name] = b
         bad = pc.and_(raw, pc.is_null(value))
-        typed_before[f.name] = b
         if f.name in keys:
             bad = pc.or_(bad, pc.and_(is_u, pc.and_(pc.is_valid(raw_b), pc.is_null(b))))
         if f.name in (schema.trimmed_primary_keys or schema.primary_keys):
@@ -339,9 +459,7 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     reasons += null_keys + bad_values
     for f in schema.fields:
         if f.name not in keys and not f.type.nullable:
-            absent = pc.is_null(pc.if_else(is_d, _child(before, f.name, n),
-                                           _child(after, f.name, n)))
-            cru = pc.fill_null(pc.is_in(op, pa.array(["c", "r", "u"])), False)
+            absent = pc.is_null(pc.if_else(is_d, bef(f.name), aft(f.name)))
             reasons.append((pc.and_(cru, absent), f"null for NOT NULL column {f.name}"))
     err = pa.nulls(n, pa.string())
     for cond, reason in reversed(reasons):
@@ -355,25 +473,166 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
                                                                                False))
         changed = pc.or_(changed, pc.invert(same))
     out["_old_key"] = pc.and_(pc.and_(is_u, has_before), changed)
+    any_old = bool(pc.any(out["_old_key"]).as_py())
+    for f in deferred:
+        tt = target.field(f.name).type
+        typed_before[f.name] = (convert(bef(f.name), f.type, tt, epoch_unit) if any_old
+                                else pa.nulls(n, tt))
     out["_typed_before"] = pa.StructArray.from_arrays(
         [typed_before[f.name] for f in schema.fields], schema.field_names)
-    known = set(schema.field_names)
-    unknown = [pa.nulls(n, pa.string())]
-    for img in (after, before):
-        if img is not None and pa.types.is_struct(img.type):
-            for fld in img.type:
-                if fld.name not in known:
-                    present = pc.is_valid(_child(img, fld.name, n))
-                    unknown.append(pc.if_else(present, fld.name, null_s))
-    joined = pa.array(["\n".join(dict.fromkeys(x for x in row if x)) or None
-                       for row in zip(*[u.to_pylist() for u in unknown])], pa.string()) \
-        if len(unknown) > 1 else unknown[0]
-    out["_unknown"] = joined
+    out["_unknown"] = _unknown_names(aft, bef, set(schema.field_names), n)
     return out
 
 
+def _unknown_names(aft: _Fields, bef: _Fields, known: set[str], n: int) -> pa.Array:
+    """Per row: the image keys the table lacks (after's, then before's), newline-joined;
+    NULL when none."""
+    null_s = pa.scalar(None, pa.string())
+    new_a = [k for k in aft.kids if k and k not in known]
+    new_b = [k for k in bef.kids if k and k not in known]
+    if not new_a and not new_b:
+        return pa.nulls(n, pa.string())
+    cols = []
+    for k in new_a:
+        cols.append(pc.if_else(pc.is_valid(aft(k)), k, null_s))
+    for k in new_b:
+        present = pc.is_valid(bef(k))
+        if k in new_a:  # named once
+            present = pc.and_(present, pc.is_null(aft(k)))
+        cols.append(pc.if_else(present, k, null_s))
+    joined = cols[0]
+    for c in cols[1:]:  # (null_handling="skip" drops rows in pyarrow 26)
+        joined = pc.coalesce(pc.binary_join_element_wise(joined, c, "\n"), joined, c)
+    return joined
+
+
+class _Lazy:
+    """The lines of a file as a string array, built on first use (the usual file parses as one
+    document and never needs them)."""
+
+    def __init__(self, make: Callable[[], pa.Array]) -> None:
+        self._make: Callable[[], pa.Array] | None = make
+        self._arr: pa.Array | None = None
+
+    def __call__(self) -> pa.Array:
+        if self._arr is None:
+            assert self._make is not None
+            self._arr, self._make = self._make(), None
+        return self._arr
+
+
+def _lines_of(lines: pa.Array | _Lazy) -> pa.Array:
+    return lines() if isinstance(lines, _Lazy) else lines
+
+
+def split_lines(data: bytes) -> pa.Array:
+    """The lines of a file as a string array: split at ``\\n``, one trailing ``\\r``
+    removed, no line after a final newline; a line that is not UTF-8 becomes
+    :data:`BAD_UTF8` (not JSON: a malformed event). Vectorised (numpy) for UTF-8 input."""
+    n = len(data)
+    if n == 0:
+        return pa.array([], pa.string())
+    if n >= 2**31 - 1 or not _is_utf8(data):
+        return pa.array(_split_lines_py(data), pa.string())
+    buf = np.frombuffer(data, np.uint8)
+    nl = np.flatnonzero(buf == 10)
+    # no line after a final newline (nor after a final newline + CR: an empty line)
+    count = len(nl) + (0 if data.endswith((b"\n", b"\n\r")) or data == b"\r" else 1)
+    if count == 0:
+        return pa.array([], pa.string())
+    starts = np.empty(count, np.int64)
+    starts[0] = 0
+    starts[1:] = nl[:count - 1] + 1
+    ends = np.empty(count, np.int64)
+    ends[:len(nl)] = nl[:count]
+    ends[len(nl):] = n
+    keep = buf != 10  # the bytes of the lines: all but the separators
+    if b"\r" in data:  # one trailing CR per line goes
+        cr = ends > starts
+        cr[cr] = buf[ends[cr] - 1] == 13
+        ends -= cr
+        keep[ends[cr]] = False
+    offsets = np.zeros(count + 1, np.int32)
+    np.cumsum(ends - starts, out=offsets[1:])
+    values = buf[keep]
+    return pa.Array.from_buffers(pa.string(), count,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+
+
+#: the text of a line that is not UTF-8 (see :func:`split_lines`)
+BAD_UTF8 = "\u0000<invalid utf-8>"
+
+
+def split_text(data: bytes) -> list[str]:
+    """``data`` split at ``\\n`` as Python strings, one trailing ``\\r`` removed (a last empty
+    line after a final newline is kept); a line that is not UTF-8 becomes :data:`BAD_UTF8`.
+    The per-line reference of :func:`split_lines`."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        out = []
+        for raw in data.split(b"\n"):
+            try:
+                out.append(raw.decode("utf-8").rstrip("\r"))
+            except UnicodeDecodeError:
+                out.append(BAD_UTF8)
+        return out
+    lines = text.split("\n")
+    return [x[:-1] if x.endswith("\r") else x for x in lines]
+
+
+def _split_lines_py(data: bytes) -> list[str]:
+    out = split_text(data)
+    if out and out[-1] == "":
+        out.pop()
+    return out
+
+
+def _is_utf8(data: bytes) -> bool:
+    whole = pa.Array.from_buffers(pa.string(), 1, [
+        None, pa.py_buffer(np.array([0, len(data)], np.int32)), pa.py_buffer(data)])
+    try:
+        whole.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def decode_file(
+    data: bytes,
+    schema: TableSchema,
+    *,
+    file_index: int = 0,
+    position_fields: Sequence[str] = ("lsn",),
+    epoch_unit: str = "ms",
+    sequence_column: str | None = None,
+    bucket: bool = True,
+    threads: bool = False,
+) -> pa.Table:
+    """:func:`decode_events` of the lines of a file's bytes (:func:`split_lines`). The usual
+    file, every line a JSON object (first byte ``{``), UTF-8, no CR, is parsed as it is: no
+    line is copied (the lines are built only for a file that does not parse as a whole).
+    ``threads``: JSON parsed by pyarrow's thread pool (only worth it on idle cores: in Spark
+    tasks that fill every core it costs CPU and gains nothing)."""
+    lazy = _Lazy(lambda: split_lines(data))
+    doc: bytes | None = None
+    count = 0
+    if data and b"\r" not in data and len(data) < 2**31 - 1:
+        buf = np.frombuffer(data, np.uint8)
+        nl = np.flatnonzero(buf == 10)
+        count = len(nl) + (0 if data.endswith(b"\n") else 1)
+        starts = np.empty(count, np.int64)
+        starts[0] = 0
+        starts[1:] = nl[:count - 1] + 1
+        if bool(np.all(buf[starts] == ord("{"))) and _is_utf8(data):
+            doc = data
+    return _decode(lazy, doc, count, schema, file_index=file_index, first_line=1,
+                   position_fields=position_fields, epoch_unit=epoch_unit,
+                   sequence_column=sequence_column, bucket=bucket, threads=threads)
+
+
 def decode_events(
-    lines: Sequence[str],
+    lines: Sequence[str] | pa.Array,
     schema: TableSchema,
     *,
     file_index: int = 0,
@@ -382,38 +641,58 @@ def decode_events(
     epoch_unit: str = "ms",
     sequence_column: str | None = None,
     bucket: bool = True,
+    threads: bool = False,
 ) -> pa.Table:
-    """The change rows of one file's lines (see the module docs); columns as
-    :func:`output_schema`. ``_pos_file`` is ``file_index`` (the file's ordinal in the batch),
-    ``_pos_line`` the 1-based line number (``first_line`` for the first of ``lines``).
-    ``_value`` holds the raw line of rejected events and of valid events whose images carry
-    columns the table lacks (samples for type inference)."""
+    """The change rows of one file's lines (see the module docs; ``lines`` as strings or a
+    string array; ``threads`` as :func:`decode_file`); columns as :func:`output_schema`.
+    ``_pos_file`` is ``file_index`` (the file's ordinal in the batch), ``_pos_line`` the
+    1-based line number (``first_line`` for the first of ``lines``). ``_value`` holds the
+    raw line of rejected events and of valid events whose images carry columns the table
+    lacks (samples for type inference)."""
+    arr = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.string())
+    return _decode(_Lazy(lambda: arr), None, 0, schema, file_index=file_index,
+                   first_line=first_line, position_fields=position_fields,
+                   epoch_unit=epoch_unit, sequence_column=sequence_column, bucket=bucket,
+                   threads=threads)
+
+
+def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
+            file_index: int, first_line: int, position_fields: Sequence[str], epoch_unit: str,
+            sequence_column: str | None, bucket: bool, threads: bool) -> pa.Table:
+    """``doc`` (with its ``count`` lines): the whole file when every line is an event."""
     target = output_schema(schema, position_fields)
-    arr = pa.array(lines, pa.string())
-    trimmed = pc.utf8_trim_whitespace(arr)
-    tomb_mask = pc.equal(trimmed, "null")
-    event_mask = pc.and_(pc.not_equal(trimmed, ""), pc.invert(tomb_mask))
-    events = np.flatnonzero(event_mask.to_numpy(zero_copy_only=False))
     chunks: list[tuple[int, pa.Table]] = []
     bad: list[int] = []
-    if len(events) == len(lines):  # the usual case: one document, no copies
-        _parse(arr, _declared(schema), 0, chunks, bad, "\n".join(lines).encode("utf-8"))
-    elif len(events):
-        _parse(arr.take(pa.array(events)), _declared(schema), 0, chunks, bad)
+    if doc is not None:  # the usual case: one document, no copies
+        events = np.arange(count, dtype=np.int64)
+        tomb = np.zeros(0, np.int64)
+        _parse(lazy, _declared(schema), 0, chunks, bad, doc, count, threads=threads)
+    else:
+        arr = lazy()
+        trimmed = pc.utf8_trim_whitespace(arr)
+        tomb_mask = pc.equal(trimmed, "null")
+        event_mask = pc.and_(pc.not_equal(trimmed, ""), pc.invert(tomb_mask))
+        events = np.flatnonzero(event_mask.to_numpy(zero_copy_only=False))
+        tomb = np.flatnonzero(tomb_mask.to_numpy(zero_copy_only=False))
+        if len(events) == len(arr):
+            _parse(arr, _declared(schema), 0, chunks, bad, threads=threads)
+        elif len(events):
+            _parse(arr.take(pa.array(events)), _declared(schema), 0, chunks, bad,
+                   threads=threads)
     parts: list[pa.Table] = []
     for start, t in chunks:
         rows = events[start:start + t.num_rows]
-        parts.extend(_chunk_rows(t, rows, arr, target, schema, file_index, first_line,
+        parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, first_line,
                                  position_fields, epoch_unit, sequence_column))
-    tomb = np.flatnonzero(tomb_mask.to_numpy(zero_copy_only=False))
     special = [(int(events[j]), "malformed JSON") for j in bad] + [(int(j), TOMBSTONE)
                                                                   for j in tomb]
     if special:
         cols: dict[str, pa.Array] = {f.name: pa.nulls(len(special), f.type) for f in target}
         cols[ERROR_COLUMN] = pa.array([r for _, r in special], pa.string())
         cols["_event"] = pa.array([0] * len(special), pa.int32())
-        cols["_value"] = pa.array([lines[j] if r != TOMBSTONE else None for j, r in special],
-                                  pa.string())
+        text = lazy().take(pa.array([j for j, _ in special], pa.int64()))
+        is_tomb = pa.array([r == TOMBSTONE for _, r in special])
+        cols["_value"] = pc.if_else(is_tomb, pa.scalar(None, pa.string()), text)
         cols["_pos_file"] = pa.array([file_index] * len(special), pa.int64())
         cols["_pos_line"] = pa.array([first_line + j for j, _ in special], pa.int64())
         parts.append(pa.table(cols, schema=target))
@@ -427,7 +706,7 @@ def decode_events(
     return out
 
 
-def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: pa.Array, target: pa.Schema,
+def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
                 schema: TableSchema, file_index: int, first_line: int,
                 position_fields: Sequence[str], epoch_unit: str,
                 sequence_column: str | None) -> list[pa.Table]:
@@ -454,7 +733,7 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: pa.Array, target: pa.Schem
     cols["_unknown"] = unknown
     keep_text = pc.or_(pc.invert(valid), pc.is_valid(unknown))
     if pc.any(keep_text).as_py():
-        raw = lines.take(pa.array(rows))
+        raw = lines().take(pa.array(rows))
         cols["_value"] = pc.if_else(keep_text, raw, pa.scalar(None, pa.string()))
     else:
         cols["_value"] = pa.nulls(n, pa.string())

@@ -10,10 +10,13 @@ Each batch ``n`` is one commit with ``commit_identifier = n`` under a stable com
 (default ``cdc-<db>.<table>``): batches already committed are skipped (a re-run of a batch, or
 of the whole landing directory, applies every event exactly once). Per batch, one Spark job:
 
-1. each file is read and decoded by one task (:mod:`pipelines.cdc_decode`: pyarrow's JSON
+1. each file is read and decoded in one task (:mod:`pipelines.cdc_decode`: pyarrow's JSON
    reader, the event envelope, row kinds, exact typing, rejection reasons; the semantics of the
-   Spark SQL reference :mod:`pipelines.cdc_events`) and every row gets its bucket from
-   paimon_core (rejected events ride along with NULL keys); ``repartitionById`` sends each
+   Spark SQL reference :mod:`pipelines.cdc_events`; ``spark.default.parallelism`` tasks at
+   most, each a contiguous range of files) and every row gets its bucket from paimon_core
+   (rejected events ride along with NULL keys); the rows of each bucket leave the task as
+   Arrow IPC blobs, one ``binary`` cell per (file, bucket), so that they cross the JVM and
+   the shuffle as a few large values instead of row by row; ``repartitionById`` sends each
    bucket to one task;
 2. each task counts its events per outcome, notes image keys the table lacks, writes its
    malformed events to ``<quarantine>/batch-<n>/part-<task>.jsonl`` (event, file, line,
@@ -50,11 +53,12 @@ import pyarrow as pa
 
 from paimon_core.errors import PaimonError, SchemaError, UnsupportedError
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.read.merge import deduplicate
 from paimon_core.schema_builder import Schema
 from paimon_core.schema_change import AddColumn
 from paimon_core.types import DataField
 from paimon_core.write.commit_message import CommitMessage
-from pipelines.cdc_decode import decode_events, output_schema
+from pipelines.cdc_decode import decode_file, output_schema, split_text
 from pipelines.cdc_events import (
     ERROR_COLUMN,
     KIND_COLUMN,
@@ -83,6 +87,7 @@ __all__ = [
     "CdcOptions",
     "ErrorRatioExceeded",
     "decode_files",
+    "decoded_blobs",
     "ingest",
     "ingest_batch",
     "list_batches",
@@ -92,7 +97,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _BATCH = re.compile(r"^batch-(\d+)(?:\.jsonl?)?$")
-_BAD_UTF8 = "\u0000<invalid utf-8>"
+_split_lines = split_text  # kept for callers of the old name
 
 
 class ErrorRatioExceeded(PaimonError):
@@ -171,21 +176,6 @@ def list_batches(file_io: FileIO, landing: str) -> list[tuple[int, list[str]]]:
     return sorted(out)
 
 
-def _split_lines(data: bytes) -> list[str]:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        out = []
-        for raw in data.split(b"\n"):
-            try:
-                out.append(raw.decode("utf-8").rstrip("\r"))
-            except UnicodeDecodeError:
-                out.append(_BAD_UTF8)
-        return out
-    lines = text.split("\n")
-    return [x[:-1] if x.endswith("\r") else x for x in lines]
-
-
 def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> DataFrame:
     """``(file, line, value)`` of every line of ``files`` (1-based line numbers), each file
     read by one task through ``file_io`` (local or object storage): the input of the Spark
@@ -217,16 +207,79 @@ def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> Da
     return idx.repartitionById(n, F.col("idx")).select("file").mapInArrow(read, out_schema)
 
 
-def decode_files(spark: SparkSession, file_io: FileIO, files: Sequence[str],
-                 handle: TableHandle, opts: CdcOptions) -> DataFrame:
-    """The change rows of every event in ``files`` (:func:`pipelines.cdc_decode.decode_events`:
-    typed table columns, ``_kind``, positions, outcome columns and each row's bucket), each
-    file read and decoded by one task through ``file_io`` (local or object storage)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+#: rows per Arrow IPC blob of decoded rows (a blob is one cell of the shuffle)
+_BLOB_ROWS = 1 << 17
+_BLOB_SCHEMA = "bucket int, data binary"
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+
+
+def _ipc(table: pa.Table) -> bytes:
+    """``table`` as one Arrow IPC stream, LZ4-compressed (a third of the bytes for the JVM to
+    copy and shuffle, for little CPU)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as w:
+        w.write_table(table)
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
+
+
+def _tables(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """The decoded row tables of the blobs in ``batches`` (see :func:`decoded_blobs`)."""
+    for b in batches:
+        data = b.column(b.schema.get_field_index("data"))
+        for i in range(len(data)):
+            with pa.ipc.open_stream(data[i].as_buffer()) as r:
+                yield r.read_all()
+
+
+def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
+                  handle: TableHandle, opts: CdcOptions) -> DataFrame:
+    """The change rows of every event in ``files`` (:func:`pipelines.cdc_decode.decode_file`:
+    typed table columns, ``_kind``, positions, outcome columns and each row's bucket) as
+    ``(bucket, data)``: one Arrow IPC stream of rows of one bucket per cell, so that the rows
+    cross the JVM and the shuffle as a few large values instead of row by row. Each file is
+    read and decoded by one task through ``file_io`` (local or object storage); a task decodes
+    a contiguous range of files."""
+    import numpy as np
 
     schema = handle.schema
     seq = _sequence_column(handle, opts)
+    buckets = schema.num_buckets
+    paths = list(files)
+
+    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for i in b.column(0).to_pylist():
+                out = decode_file(file_io.read_bytes(paths[i]), schema, file_index=i,
+                                  position_fields=opts.position_fields,
+                                  epoch_unit=opts.epoch_unit, sequence_column=seq,
+                                  threads=threads)
+                ids = out.column(BUCKET_COLUMN).to_numpy(zero_copy_only=False)
+                order = np.argsort(ids, kind="stable")
+                counts = np.bincount(ids, minlength=max(buckets, 1))
+                out = out.take(pa.array(order))
+                at = 0
+                for bucket, n in enumerate(counts.tolist()):
+                    for lo in range(at, at + n, _BLOB_ROWS):
+                        part = out.slice(lo, min(_BLOB_ROWS, at + n - lo))
+                        yield pa.RecordBatch.from_pydict(
+                            {"bucket": pa.array([bucket], pa.int32()),
+                             "data": pa.array([_ipc(part)], pa.binary())})
+                    at += n
+
+    n = max(1, min(len(paths), spark.sparkContext.defaultParallelism))
+    threads = len(paths) < spark.sparkContext.defaultParallelism  # else the tasks fill it
+    return spark.range(0, len(paths), 1, n).mapInArrow(decode, _BLOB_SCHEMA)
+
+
+def decode_files(spark: SparkSession, file_io: FileIO, files: Sequence[str],
+                 handle: TableHandle, opts: CdcOptions) -> DataFrame:
+    """The change rows of every event in ``files`` (:func:`pipelines.cdc_decode.decode_file`:
+    typed table columns, ``_kind``, positions, outcome columns and each row's bucket) as a
+    DataFrame of rows (:func:`decoded_blobs` expanded; the job itself ships the blobs)."""
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    schema = handle.schema
     fields = list(spark_schema([DataField(f.id, f.name, f.type.with_nullable(True))
                                 for f in schema.fields]).fields)
     for f in list(output_schema(schema, opts.position_fields))[len(fields):]:
@@ -234,18 +287,12 @@ def decode_files(spark: SparkSession, file_io: FileIO, files: Sequence[str],
               if pa.types.is_int32(f.type) else StringType())
         fields.append(StructField(f.name, st, True))
 
-    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            for i, path in zip(b.column("idx").to_pylist(), b.column("file").to_pylist()):
-                lines = _split_lines(file_io.read_bytes(path))
-                out = decode_events(lines, schema, file_index=i,
-                                    position_fields=opts.position_fields,
-                                    epoch_unit=opts.epoch_unit, sequence_column=seq)
-                yield from out.to_batches(max_chunksize=65536)
+    def expand(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for t in _tables(batches):
+            yield from t.to_batches(max_chunksize=65536)
 
-    idx = spark.createDataFrame([(i, f) for i, f in enumerate(files)], "idx int, file string")
-    n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 4))
-    return idx.repartitionById(n, F.col("idx")).mapInArrow(decode, StructType(fields))
+    return decoded_blobs(spark, file_io, files, handle, opts).mapInArrow(expand,
+                                                                         StructType(fields))
 
 
 # ---------------------------------------------------------------------------- one batch
@@ -272,11 +319,12 @@ class _Pass:
 
 
 def _write_pass(
-    handle: TableHandle, user: str, decoded: DataFrame, opts: CdcOptions, file_io: FileIO,
+    handle: TableHandle, user: str, blobs: DataFrame, opts: CdcOptions, file_io: FileIO,
     quarantine: str | None, batch: int, files: Sequence[str],
 ) -> _Pass:
-    """The write half of the batch's Spark job: the decoded rows (rejected events ride along
-    with NULL keys) go to their bucket's task (``repartitionById``); each task counts its
+    """The write half of the batch's Spark job: the decoded rows (:func:`decoded_blobs`;
+    rejected events ride along with NULL keys) go to their bucket's task
+    (``repartitionById``); each task counts its
     events per outcome, collects sample lines of events whose images carry columns the table
     lacks, writes its rejected events to ``quarantine/part-<task>.jsonl`` (deterministic
     names: a retried task or a re-run of the batch overwrites instead of duplicating), keeps
@@ -286,7 +334,7 @@ def _write_pass(
     from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
     pos = position_columns(opts.position_fields)
-    routed = decoded.repartitionById(handle.schema.num_buckets, BUCKET_COLUMN)
+    routed = blobs.repartitionById(handle.schema.num_buckets, "bucket")
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -296,7 +344,7 @@ def _write_pass(
         rejected: list[str] = []
 
         def valid() -> Iterator[pa.RecordBatch]:
-            for b in batches:
+            for b in (x for t in _tables(batches) for x in t.to_batches()):
                 err = b.column(ERROR_COLUMN)
                 first = pc.equal(b.column("_event"), 0)
                 vc = pc.value_counts(pc.fill_null(pc.filter(err, first), ""))
@@ -319,8 +367,10 @@ def _write_pass(
                          "reason": r[ERROR_COLUMN], "event": r["_value"]}, ensure_ascii=False))
                 yield b.filter(pc.is_null(err))
 
-        msgs, rows = write_batches(handle, user, valid(), row_kind_column=KIND_COLUMN,
-                                   dedup_order=pos)
+        held = [b for b in valid() if b.num_rows]
+        last = (_last_changes(pa.Table.from_batches(held), handle.schema.primary_keys, pos)
+                .combine_chunks().to_batches() if held else [])
+        msgs, rows = write_batches(handle, user, last, row_kind_column=KIND_COLUMN)
         if rejected and quarantine is not None:
             tc = TaskContext.get()
             pid = tc.partitionId() if tc is not None else 0
@@ -343,6 +393,46 @@ def _write_pass(
         for k, lines in json.loads(r["unknown"]).items():
             result.unknown.setdefault(k, []).extend(lines)
     return result
+
+
+def _last_changes(data: pa.Table, keys: Sequence[str], order: Sequence[str]) -> pa.Table:
+    """The last row of every key by the ``order`` columns (later rows win ties), the rows of
+    :func:`paimon_core.read.merge.deduplicate`, with a numpy fast path (one stable
+    ``lexsort``) when the key columns are integers or strings and the order columns integers,
+    without NULLs (an order column that is entirely NULL orders nothing and is skipped); the
+    fast path groups string keys by dictionary code, so its rows are not in key order (the
+    table writer sorts them)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = data.num_rows
+    if n <= 1:
+        return data
+    sort_cols: list[np.ndarray] = []  # most significant first
+    for name in keys:
+        col = data.column(name).combine_chunks()
+        if col.null_count:
+            return deduplicate(data, list(keys), list(order))
+        if pa.types.is_integer(col.type):
+            sort_cols.append(col.to_numpy())
+        elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            sort_cols.append(pc.dictionary_encode(col).indices.to_numpy())  # equality only
+        else:
+            return deduplicate(data, list(keys), list(order))
+    for name in order:
+        col = data.column(name).combine_chunks()
+        if col.null_count == n:
+            continue
+        if col.null_count or not pa.types.is_integer(col.type):
+            return deduplicate(data, list(keys), list(order))
+        sort_cols.append(col.to_numpy())
+    idx = np.lexsort(sort_cols[::-1])
+    last = np.zeros(n, bool)
+    last[-1] = True
+    for col in sort_cols[:len(keys)]:
+        s = col[idx]
+        last[:-1] |= s[1:] != s[:-1]
+    return data.take(pa.array(idx[last]))
 
 
 def _evolve(settings: CatalogSettings, handle: TableHandle,
@@ -400,8 +490,8 @@ def ingest_batch(
     def run(h: TableHandle) -> _Pass:
         if base is not None and fio.exists(base):
             fio.delete_dir(base)  # a re-run of a batch that was not committed
-        return _write_pass(h, user, decode_files(spark, fio, files, h, opts), opts, fio, base,
-                           batch, files)
+        return _write_pass(h, user, decoded_blobs(spark, fio, files, h, opts), opts, fio,
+                           base, batch, files)
 
     def abort(messages: Sequence[CommitMessage]) -> None:
         if messages:
