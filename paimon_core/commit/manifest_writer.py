@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.manifest_io import ManifestCache
 from paimon_core.scan.predicate_literal import java_compare
 from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
 from paimon_core.spec.manifest import FileKind, ManifestEntry, encode_manifest
@@ -75,8 +76,12 @@ class ManifestWriter:
         schema_id: int,
         *,
         target_file_size: int = 8 * 1024 * 1024,
+        cache: ManifestCache | None = None,
     ) -> None:
         self.file_io = file_io
+        # what we write is what a reader would decode (the codecs round-trip exactly), so
+        # the next plan or commit of this process is served without reading it back
+        self.cache = cache
         self.dir = join(table_path, "manifest")
         self.partition_types = list(partition_types)
         self.codec = _codec(options)
@@ -112,7 +117,10 @@ class ManifestWriter:
             if len(data) > self.target_file_size and len(part) > _ROLL_CHECK:
                 chunk = max(_ROLL_CHECK, int(len(part) * self.target_file_size / len(data)))
                 continue
-            metas.append(self._meta(self._write_manifest(data), len(data), part))
+            name = self._write_manifest(data)
+            if self.cache is not None:
+                self.cache.put(join(self.dir, name), len(data), tuple(part))
+            metas.append(self._meta(name, len(data), part))
             start += len(part)
             if len(data) < self.target_file_size // 2:
                 chunk *= 2
@@ -140,6 +148,8 @@ class ManifestWriter:
         data = encode_manifest_list(metas, codec=self.codec)
         name = self._next_name("manifest-list")
         self._write(name, data)
+        if self.cache is not None:
+            self.cache.put(join(self.dir, name), len(data), tuple(metas))
         return name, len(data)
 
     def cleanup(self, keep: set[str] | frozenset[str] = frozenset()) -> None:

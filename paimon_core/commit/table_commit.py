@@ -443,7 +443,7 @@ class TableCommit:
         target, min_count, full = merge_settings(options)
         part_types = [schema.field(k).type for k in schema.partition_keys]
         writer = ManifestWriter(self.file_io, self.table_path, part_types, dict(schema.options),
-                                schema.id, target_file_size=target)
+                                schema.id, target_file_size=target, cache=self.manifests.cache)
         try:
             delta_metas = writer.write_manifests(changes.data)
             base_metas = merge_manifests(prev, self.manifests.manifest, writer,

@@ -396,6 +396,20 @@ class DataFileWriter:
         try:
             if self.file_io.is_local:
                 _, local = self.file_io.arrow_filesystem(path)
+                if table.nbytes <= _BUFFERED_WRITE_BYTES:
+                    # small files: encode in memory, then one exclusive create and write
+                    # (opening files costs as much as encoding a thousand rows)
+                    sink = pa.BufferOutputStream()
+                    pq.write_table(table, sink, **kwargs)
+                    data = memoryview(sink.getvalue())
+                    fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                    try:
+                        written = 0
+                        while written < len(data):
+                            written += os.write(fd, data[written:])
+                    finally:
+                        os.close(fd)
+                    return len(data)
                 # reserve the name exclusively, then let Arrow write natively
                 fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
                 os.close(fd)
@@ -457,3 +471,4 @@ def _dictionary_columns(table: pa.Table) -> tuple[Sequence[str] | bool, bool]:
 
 
 _DICT_SAMPLE = 2048
+_BUFFERED_WRITE_BYTES = 4 << 20

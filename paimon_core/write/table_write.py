@@ -90,6 +90,7 @@ from paimon_core.write.workers import shared_executor
 
 __all__ = ["TableWrite"]
 
+_REGROUP_BYTES = 16 * 1024 * 1024
 _MIB = 1024 * 1024
 
 
@@ -340,12 +341,30 @@ class TableWrite:
             return
         groups = self._group(table)
         bytes_per_row = table.nbytes / n
+        # Moderate inputs spread over many buckets are regrouped by one gather of each column
+        # (each bucket then holds a zero-copy slice) instead of a gather per bucket and column
+        # at flush time: the per-call cost dominates for small buckets.
+        regroup = len(groups) > 1 and table.nbytes <= _REGROUP_BYTES
+        if regroup:
+            perm = np.concatenate([rows for rows, _ in groups if rows is not None])
+            grouped = table.take(pa.array(perm))
+            grouped_kinds = None if kinds is None else kinds[perm]
+            offset = 0
         full = []
         for rows, first in groups:
             st = self._bucket_state(first)
             count = n if rows is None else len(rows)
-            piece_kinds = kinds if rows is None or kinds is None else kinds[rows]
-            st.add(Piece(table, rows, piece_kinds, st.next_seq, int(bytes_per_row * count)))
+            if regroup:
+                piece = Piece(
+                    grouped.slice(offset, count), None,
+                    None if grouped_kinds is None else grouped_kinds[offset:offset + count],
+                    st.next_seq, int(bytes_per_row * count),
+                )
+                offset += count
+            else:
+                piece_kinds = kinds if rows is None or kinds is None else kinds[rows]
+                piece = Piece(table, rows, piece_kinds, st.next_seq, int(bytes_per_row * count))
+            st.add(piece)
             if self.is_pk:
                 st.next_seq += count
             elif st.buffered_bytes >= self.target_file_size:
