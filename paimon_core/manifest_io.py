@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import cast
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 from paimon_core.errors import CorruptMetadataError, FileNotFoundInTableError
 from paimon_core.io.file_io import FileIO, join
@@ -12,6 +13,8 @@ from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_man
 from paimon_core.spec.manifest import ManifestEntry, decode_manifest
 from paimon_core.spec.manifest_list import ManifestFileMeta, decode_manifest_list
 from paimon_core.spec.snapshot import Snapshot
+
+_T = TypeVar("_T")
 
 
 class ManifestCache:
@@ -83,17 +86,23 @@ class ManifestIO:
             )
         return data
 
-    def manifest_list(self, name: str, size: int | None = None) -> list[ManifestFileMeta]:
-        """Decode a manifest list (cached); ``size`` = the exact size recorded in the
-        snapshot."""
+    def _decoded(
+        self, name: str, size: int | None, what: str, decode: Callable[[bytes, str], list[_T]]
+    ) -> list[_T]:
+        """``decode`` of the file, served from the cache when it holds it."""
         path = self.path(name)
         hit = self.cache.get(path, size)
         if hit is not None:
-            return list(cast(tuple[ManifestFileMeta, ...], hit))
-        data = self._read(name, "manifest list", size)
-        metas = decode_manifest_list(data, path)
-        self.cache.put(path, len(data), tuple(metas))
-        return metas
+            return list(cast(tuple[_T, ...], hit))
+        data = self._read(name, what, size)
+        out = decode(data, path)
+        self.cache.put(path, len(data), tuple(out))
+        return out
+
+    def manifest_list(self, name: str, size: int | None = None) -> list[ManifestFileMeta]:
+        """Decode a manifest list (cached); ``size`` = the exact size recorded in the
+        snapshot."""
+        return self._decoded(name, size, "manifest list", decode_manifest_list)
 
     def is_cached(self, name: str, size: int | None = None) -> bool:
         """Whether :meth:`manifest` / :meth:`manifest_list` of ``name`` is served from the
@@ -102,14 +111,7 @@ class ManifestIO:
 
     def manifest(self, name: str, size: int | None = None) -> list[ManifestEntry]:
         """Decode a manifest (cached); ``size`` = ``_FILE_SIZE`` from the manifest list."""
-        path = self.path(name)
-        hit = self.cache.get(path, size)
-        if hit is not None:
-            return list(cast(tuple[ManifestEntry, ...], hit))
-        data = self._read(name, "manifest", size)
-        entries = decode_manifest(data, path)
-        self.cache.put(path, len(data), tuple(entries))
-        return entries
+        return self._decoded(name, size, "manifest", decode_manifest)
 
     def index_manifest(self, name: str) -> list[IndexManifestEntry]:
         return decode_index_manifest(self._read(name, "index manifest", None), self.path(name))

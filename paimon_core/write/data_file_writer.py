@@ -394,32 +394,30 @@ class DataFileWriter:
                 self._dirs.add(bucket_dir)
             self.written_paths.append(path)
         try:
-            if self.file_io.is_local:
-                _, local = self.file_io.arrow_filesystem(path)
-                if table.nbytes <= _BUFFERED_WRITE_BYTES:
-                    # small files: encode in memory, then one exclusive create and write
-                    # (opening files costs as much as encoding a thousand rows)
-                    sink = pa.BufferOutputStream()
-                    pq.write_table(table, sink, **kwargs)
-                    data = memoryview(sink.getvalue())
-                    fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                    try:
-                        written = 0
-                        while written < len(data):
-                            written += os.write(fd, data[written:])
-                    finally:
-                        os.close(fd)
-                    return len(data)
-                # reserve the name exclusively, then let Arrow write natively
+            local = self.file_io.arrow_filesystem(path)[1] if self.file_io.is_local else None
+            if local is not None and table.nbytes > _BUFFERED_WRITE_BYTES:
+                # big local files: reserve the name exclusively, then let Arrow write natively
                 fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
                 os.close(fd)
                 pq.write_table(table, local, **kwargs)
                 return os.path.getsize(local)
+            # encoded in memory: object stores take one PUT; small local files one exclusive
+            # create and write (opening files costs as much as encoding a thousand rows)
             sink = pa.BufferOutputStream()
             pq.write_table(table, sink, **kwargs)
             buf = sink.getvalue()
-            self.file_io.write_bytes(path, buf.to_pybytes())
-            return int(buf.size)
+            if local is None:
+                self.file_io.write_bytes(path, buf.to_pybytes())
+                return int(buf.size)
+            data = memoryview(buf)
+            fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                written = 0
+                while written < len(data):
+                    written += os.write(fd, data[written:])
+            finally:
+                os.close(fd)
+            return len(data)
         except FileExistsError as e:
             raise StorageError(path, "data file already exists (name collision)") from e
         except (pa.ArrowException, OSError) as e:
