@@ -106,25 +106,54 @@ def deduplicate(
     assert sequence_columns or sequence_ordered, "no sequence columns, rows not in order"
     if sequence_ordered:
         sequence_columns = ()  # a stable sort by key keeps each key's rows in sequence order
-    if len(key_columns) == 1 and len(sequence_columns) <= 1:
-        k = table.column(key_columns[0])
-        if pa.types.is_integer(k.type) or pa.types.is_date(k.type):
-            keys = k.to_numpy()
-            if sequence_ordered:
-                order = np.argsort(keys, kind="stable")
+    cols = [table.column(c) for c in key_columns]
+    if len(sequence_columns) <= 1 and all(
+        (pa.types.is_integer(k.type) or pa.types.is_date(k.type)) and not k.null_count
+        for k in cols
+    ):  # integer keys: one numpy (lex)sort
+        keys = [np.asarray(k.to_numpy()) for k in cols]
+        code = _key_code(keys)
+        if code is not None:
+            keys = [code]
+        if len(keys) == 1 and sequence_ordered:
+            order = np.argsort(keys[0], kind="stable")
+        else:
+            seq = [] if sequence_ordered else [table.column(sequence_columns[0]).to_numpy()]
+            order = np.lexsort((*seq, *reversed(keys)))  # stable: ties keep input order
+        last = np.empty(n, dtype=bool)
+        last[-1] = True
+        for i, k in enumerate(keys):
+            ks = k[order]
+            if i == 0:
+                np.not_equal(ks[1:], ks[:-1], out=last[:-1])
             else:
-                seq = table.column(sequence_columns[0]).to_numpy()
-                order = np.lexsort((seq, keys))
-            ks = keys[order]
-            last = np.empty(n, dtype=bool)
-            last[-1] = True
-            np.not_equal(ks[1:], ks[:-1], out=last[:-1])
-            return _winners(table, order, last, key_order)
+                last[:-1] |= ks[1:] != ks[:-1]
+        return _winners(table, order, last, key_order)
     sort_keys = [(c, "ascending", "at_start") for c in (*key_columns, *sequence_columns)]
     order = pc.sort_indices(table, sort_keys=sort_keys)
     keys_sorted = [table.column(c).take(order) for c in key_columns]
     last = _last_of_each_key(keys_sorted, n)
     return _winners(table, order.to_numpy(), last, key_order)
+
+
+def _key_code(keys: Sequence[np.ndarray]) -> np.ndarray | None:
+    """Several integer key columns as one int64 of the same order (mixed radix over each
+    column's range; one sort instead of a lexsort), or None when it would not fit."""
+    if len(keys) < 2:
+        return None
+    code: np.ndarray | None = None
+    total = 1
+    for k in keys:
+        if k.dtype == np.uint64:
+            return None
+        lo, hi = int(k.min()), int(k.max())
+        span = hi - lo + 1
+        total *= span
+        if total >= 2**62:
+            return None
+        c = k.astype(np.int64) - lo
+        code = c if code is None else code * span + c
+    return code
 
 
 def _winners(table: pa.Table, order: np.ndarray, last: np.ndarray, key_order: bool) -> pa.Table:

@@ -53,7 +53,13 @@ from paimon_core.types import (
     TypeRoot,
     to_arrow_type,
 )
-from paimon_core.write.stats import StatsMode, collect_stats, stats_modes
+from paimon_core.write.stats import (
+    StatsMode,
+    collect_stats,
+    column_stats_runs,
+    simple_stats,
+    stats_modes,
+)
 
 __all__ = [
     "DataFilePathFactory",
@@ -298,10 +304,12 @@ class DataFileWriter:
         *,
         changelog: bool = False,
         constant: Sequence[int] = (),
+        stats: tuple[SimpleStats, SimpleStats] | None = None,
     ) -> DataFileMeta:
         """Write rows of a primary-key table: ``table`` holds the table columns followed by
         ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` and is sorted by key (then sequence).
-        ``constant`` lists table columns holding one value in these rows."""
+        ``constant`` lists table columns holding one value in these rows; ``stats``: the
+        (key, value) stats of these rows when already computed (:meth:`kv_stats_runs`)."""
         n = table.num_rows
         if n == 0:
             raise SchemaError("cannot write an empty data file")
@@ -311,9 +319,12 @@ class DataFileWriter:
         values = [table.column(f.name) for f in self.fields]
         file_table = pa.Table.from_arrays([*keys, seq, kind, *values], schema=None,
                                           names=self._file_schema.names)
-        key_stats = collect_stats(keys, self.key_types, self.key_modes)
-        value_stats = collect_stats(values, self.value_types, self.value_modes,
-                                    constant=constant)
+        if stats is None:
+            key_stats = collect_stats(keys, self.key_types, self.key_modes)
+            value_stats = collect_stats(values, self.value_types, self.value_modes,
+                                        constant=constant)
+        else:
+            key_stats, value_stats = stats
         seq_np = seq.to_numpy()
         kinds = np.asarray(kind.to_numpy(), dtype=np.int8)
         delete_rows = int(np.count_nonzero((kinds == 1) | (kinds == 3)))
@@ -334,6 +345,21 @@ class DataFileWriter:
             name, size, n, min_key, max_key, key_stats, value_stats,
             int(seq_np.min()), int(seq_np.max()), delete_rows,
         )
+
+    def kv_stats_runs(
+        self, table: pa.Table, starts: np.ndarray
+    ) -> list[tuple[SimpleStats, SimpleStats]]:
+        """The (key, value) stats :meth:`write_kv_file` would collect for each run of rows
+        ``[starts[i], starts[i + 1])`` of ``table`` (columns as for :meth:`write_kv_file`),
+        computed for all runs at once."""
+        k = len(self.key_names)
+        columns = [table.column(c) for c in (*self.key_names, *(f.name for f in self.fields))]
+        runs = column_stats_runs(columns, [*self.key_types, *self.value_types],
+                                 [*self.key_modes, *self.value_modes], starts)
+        key_types = [t.with_nullable(True) for t in self.key_types]
+        value_types = [t.with_nullable(True) for t in self.value_types]
+        return [(simple_stats(r[:k], key_types), simple_stats(r[k:], value_types))
+                for r in runs]
 
     # ---- internals
     def _meta(

@@ -46,8 +46,11 @@ __all__ = [
     "ColumnStats",
     "StatsMode",
     "collect_stats",
+    "collect_stats_runs",
     "column_stats",
+    "column_stats_runs",
     "parse_stats_mode",
+    "simple_stats",
     "stats_modes",
     "truncate_max",
     "truncate_min",
@@ -154,10 +157,7 @@ def collect_stats(
         _constant_stats(c, t, m) if i in constant and len(c) else column_stats(c, t, m)
         for i, (c, t, m) in enumerate(zip(columns, types, modes))
     ]
-    nullable = [t.with_nullable(True) for t in types]
-    mins = serialize_binary_row([s.min for s in stats], nullable)
-    maxs = serialize_binary_row([s.max for s in stats], nullable)
-    return SimpleStats(mins, maxs, tuple(s.null_count for s in stats))
+    return simple_stats(stats, [t.with_nullable(True) for t in types])
 
 
 def column_stats(col: pa.Array | pa.ChunkedArray, t: DataType, mode: StatsMode) -> ColumnStats:
@@ -168,6 +168,11 @@ def column_stats(col: pa.Array | pa.ChunkedArray, t: DataType, mode: StatsMode) 
     if mode.kind == "counts" or not isinstance(t, AtomicType) or nulls == len(col):
         return ColumnStats(None, None, nulls)
     lo, hi = _min_max(col, t)
+    return _bounded(lo, hi, nulls, t, mode)
+
+
+def _bounded(lo: Any, hi: Any, nulls: int, t: AtomicType, mode: StatsMode) -> ColumnStats:
+    """The stats of an exact (min, max) under ``mode`` (strings truncated)."""
     if mode.kind == "truncate" and t.root in STRING_ROOTS:
         assert isinstance(lo, str) and isinstance(hi, str)
         tmax = truncate_max(hi, mode.length)
@@ -175,6 +180,110 @@ def column_stats(col: pa.Array | pa.ChunkedArray, t: DataType, mode: StatsMode) 
             return ColumnStats(None, None, nulls)
         return ColumnStats(truncate_min(lo, mode.length), tmax, nulls)
     return ColumnStats(lo, hi, nulls)
+
+
+def collect_stats_runs(
+    columns: Sequence[pa.Array | pa.ChunkedArray],
+    types: Sequence[DataType],
+    modes: Sequence[StatsMode],
+    starts: np.ndarray,
+) -> list[SimpleStats]:
+    """:func:`collect_stats` of every run of rows ``[starts[i], starts[i + 1])`` (the last run
+    to the end; runs are not empty), all computed at once (:func:`column_stats_runs`)."""
+    nullable = [t.with_nullable(True) for t in types]
+    return [simple_stats(st, nullable) for st in column_stats_runs(columns, types, modes, starts)]
+
+
+def simple_stats(stats: Sequence[ColumnStats], nullable: Sequence[DataType]) -> SimpleStats:
+    """The SimpleStats record of the columns' stats (``nullable``: the columns' types made
+    nullable, as the min / max rows hold nulls)."""
+    return SimpleStats(serialize_binary_row([s.min for s in stats], nullable),
+                       serialize_binary_row([s.max for s in stats], nullable),
+                       tuple(s.null_count for s in stats))
+
+
+def column_stats_runs(
+    columns: Sequence[pa.Array | pa.ChunkedArray],
+    types: Sequence[DataType],
+    modes: Sequence[StatsMode],
+    starts: np.ndarray,
+) -> list[list[ColumnStats]]:
+    """:func:`column_stats` of every column in every run of rows ``[starts[i], starts[i + 1])``
+    (the last run to the end; runs are not empty), per run: one hash aggregation of all
+    columns instead of a min / max call per column and run, which is what dominates for the
+    many small files of a commit."""
+    if not len(columns) == len(types) == len(modes):
+        raise SchemaError(f"{len(columns)} columns, {len(types)} types, {len(modes)} modes")
+    n = len(columns[0]) if columns else 0
+    bounds = np.append(np.asarray(starts, dtype=np.int64), n)
+    lengths = np.diff(bounds)
+    runs = len(lengths)
+    if runs == 0 or int(lengths.min()) <= 0:
+        raise SchemaError("stats runs must be non-empty")
+    data: dict[str, pa.Array | pa.ChunkedArray] = {
+        "__run": pa.array(np.repeat(np.arange(runs, dtype=np.int32), lengths))
+    }
+    aggs: list[tuple[Any, ...]] = []
+    for i, (c, t, m) in enumerate(zip(columns, types, modes)):
+        if m.kind == "none" or not isinstance(t, AtomicType):
+            continue
+        name = f"c{i}"
+        data[name] = _comparable(c, t)
+        aggs.append((name, "count", pc.CountOptions("only_null")))
+        if m.kind != "counts" and t.root not in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
+            aggs.append((name, "min_max"))
+    agg = pa.table(data).group_by("__run", use_threads=False).aggregate(aggs) if aggs else None
+    at = (np.asarray(agg.column("__run").to_numpy(), dtype=np.int64) if agg is not None
+          else np.zeros(0, np.int64))
+    row_of = np.empty(runs, dtype=np.int64)
+    row_of[at] = np.arange(len(at))
+    per_run: list[list[ColumnStats]] = [[] for _ in range(runs)]
+    for i, (c, t, m) in enumerate(zip(columns, types, modes)):
+        if m.kind == "none":
+            for r in range(runs):
+                per_run[r].append(ColumnStats(None, None, None))
+            continue
+        if not isinstance(t, AtomicType):  # nested: null counts only
+            for r in range(runs):
+                per_run[r].append(ColumnStats(None, None,
+                                              c.slice(bounds[r], lengths[r]).null_count))
+            continue
+        assert agg is not None
+        nulls = agg.column(f"c{i}_count").to_numpy()[row_of].tolist()
+        exact = m.kind != "counts" and t.root not in (TypeRoot.FLOAT, TypeRoot.DOUBLE)
+        if exact:
+            mm = agg.column(f"c{i}_min_max")
+            los = _from_comparable(pc.struct_field(mm, "min").take(row_of), t, c.type)
+            his = _from_comparable(pc.struct_field(mm, "max").take(row_of), t, c.type)
+        for r in range(runs):
+            k = int(nulls[r])
+            if m.kind == "counts" or k == lengths[r]:
+                per_run[r].append(ColumnStats(None, None, k))
+            elif exact:
+                per_run[r].append(_bounded(los[r], his[r], k, t, m))
+            else:  # floats: Java's order (NaN, -0.0) per run
+                lo, hi = _float_min_max(c.slice(bounds[r], lengths[r]))
+                per_run[r].append(ColumnStats(lo, hi, k))
+    return per_run
+
+
+def _comparable(col: pa.Array | pa.ChunkedArray, t: AtomicType) -> pa.Array | pa.ChunkedArray:
+    """Temporal columns as the integers :func:`_min_max` reports (same order)."""
+    if t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        return pc.cast(col, pa.int64())
+    if t.root is TypeRoot.DATE or t.root is TypeRoot.TIME:
+        return pc.cast(col, pa.int32())
+    return col
+
+
+def _from_comparable(values: pa.Array | pa.ChunkedArray, t: AtomicType,
+                     source: pa.DataType) -> list[Any]:
+    """Python values of :func:`_comparable` results, as :func:`_min_max` returns them."""
+    out: list[Any] = values.to_pylist()
+    if t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        scale = _NANOS[source.unit]
+        return [None if v is None else v * scale for v in out]
+    return out
 
 
 def _constant_stats(col: pa.Array | pa.ChunkedArray, t: DataType, mode: StatsMode) -> ColumnStats:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -86,10 +87,18 @@ from paimon_core.write.data_file_writer import (
 )
 from paimon_core.write.inline_compact import InlineCompaction, inline_compaction_enabled
 from paimon_core.write.input import conform_input, parse_row_kinds
+from paimon_core.write.small_buckets import (
+    SMALL_BUCKET_BYTES,
+    SmallFile,
+    batches,
+    is_small,
+    plan_small_files,
+)
 from paimon_core.write.workers import shared_executor
 
 __all__ = ["TableWrite"]
 
+_T = TypeVar("_T")
 _REGROUP_BYTES = 16 * 1024 * 1024
 _MIB = 1024 * 1024
 
@@ -147,6 +156,9 @@ class TableWrite:
             schema.field(c)  # typed error for an unknown column
         self.ignore_delete = self.options.ignore_delete()
         self.changelog_input = self.is_pk and self.options.changelog_producer == "input"
+        # small buckets are flushed in one pass (paimon_core.write.small_buckets)
+        self._small_together = (self.is_pk and self.options.merge_engine == "deduplicate"
+                                and not self.changelog_input)
         self.rowkind_field = self.options.get("rowkind.field")
         if self.rowkind_field is not None:
             schema.field(self.rowkind_field)
@@ -251,7 +263,7 @@ class TableWrite:
         message per (partition, bucket) with new files. The writer is then ready for the
         next commit (sequence numbers keep increasing)."""
         self._check_open()
-        self._run([b for b in self._buckets.values() if b.buffer], self._flush_final)
+        self._flush_buffers([b for b in self._buckets.values() if b.buffer])
         compacted = self._inline.after_flush(self._buckets, self._run) if self._inline else {}
         if compacted is None:  # our view of the live files is inconsistent: re-read it
             self._restored, compacted = None, {}
@@ -344,7 +356,9 @@ class TableWrite:
         # Moderate inputs spread over many buckets are regrouped by one gather of each column
         # (each bucket then holds a zero-copy slice) instead of a gather per bucket and column
         # at flush time: the per-call cost dominates for small buckets.
-        regroup = len(groups) > 1 and table.nbytes <= _REGROUP_BYTES
+        # (Not when the buckets will be flushed together: that pass gathers once anyway.)
+        regroup = len(groups) > 1 and table.nbytes <= _REGROUP_BYTES and not (
+            self._small_together and table.nbytes <= SMALL_BUCKET_BYTES * len(groups))
         if regroup:
             perm = np.concatenate([rows for rows, _ in groups if rows is not None])
             grouped = table.take(pa.array(perm))
@@ -492,10 +506,10 @@ class TableWrite:
                 break
             victims.append(b)
             total -= b.buffered_bytes
-        self._run(victims, self._flush_final)
+        self._flush_buffers(victims)
 
     # ------------------------------------------------------------------ flushing
-    def _run(self, states: Sequence[BucketState], fn: Callable[[BucketState], None]) -> None:
+    def _run(self, states: Sequence[_T], fn: Callable[[_T], None]) -> None:
         if not states:
             return
         if len(states) == 1 or self.max_workers <= 1:
@@ -511,6 +525,36 @@ class TableWrite:
                 first = exc
         if first is not None:
             raise first
+
+    def _flush_buffers(self, states: Sequence[BucketState]) -> None:
+        """Flush the buffers of ``states``: many small buckets of the deduplicate engine in
+        one pass (:mod:`paimon_core.write.small_buckets`), the others one by one."""
+        small: list[BucketState] = []
+        if self._small_together and len(states) > 1:
+            small = [st for st in states if is_small(st, self.target_file_size)]
+        if len(small) < 2:
+            small = []
+        chosen = {id(st) for st in small}
+        self._run([st for st in states if id(st) not in chosen], self._flush_final)
+        groups = batches(small)
+        if len(groups) == 1:  # files written in parallel
+            self._run(self._plan_small(groups[0]), self._write_small_file)
+        else:  # passes in parallel
+            self._run(groups, self._flush_small)
+
+    def _plan_small(self, states: Sequence[BucketState]) -> list[SmallFile]:
+        return plan_small_files(states, self.writer, key_names=self.key_names,
+                                sequence_fields=self.sequence_fields, constant=self.part_index)
+
+    def _flush_small(self, states: Sequence[BucketState]) -> None:
+        for f in self._plan_small(states):
+            self._write_small_file(f)
+
+    def _write_small_file(self, f: SmallFile) -> None:
+        f.state.new_files.append(
+            self.writer.write_kv_file(f.state.bucket_dir, f.table, constant=self.part_index,
+                                      stats=f.stats)
+        )
 
     def _flush_final(self, st: BucketState) -> None:
         if self.is_pk:

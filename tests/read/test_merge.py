@@ -62,6 +62,28 @@ def test_vectorised_equals_reference_int_key_fast_path(rows: list[dict[str, Any]
     assert sorted(got.to_pylist(), key=lambda r: r["k1"]) == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(row, max_size=60), st.sampled_from([1, 2**40, 2**61]),
+       st.booleans(), st.booleans())
+def test_vectorised_equals_reference_several_int_keys(
+    rows: list[dict[str, Any]], scale: int, ordered: bool, key_order: bool
+) -> None:
+    """Integer keys combined into one sort code (or a lexsort when their ranges are too
+    wide to combine), with the sequence column or with rows already in sequence order."""
+    rows = [dict(r, k2=(len(r["k2"]) % 3) * scale - 2**62) for r in _unique_seq(rows)]
+    if ordered:
+        rows.sort(key=lambda r: r["seq"])
+    t = _table([dict(r, k2="") for r in rows]).set_column(
+        1, "k2", pa.array([r["k2"] for r in rows], pa.int64()))
+    expected = reference_deduplicate(rows, ["k1", "k2"], ["seq"], "kind")
+    got = drop_retracts(
+        deduplicate(t, ["k1", "k2"], [] if ordered else ["seq"], sequence_ordered=ordered,
+                    key_order=key_order), "kind")
+    if key_order:
+        assert got.to_pylist() == expected
+    assert sorted(got.to_pylist(), key=lambda r: (r["k1"], r["k2"])) == expected
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(row, max_size=40))
 def test_user_sequence_field_orders_before_system_sequence(rows: list[dict[str, Any]]) -> None:

@@ -6,6 +6,7 @@ import math
 import struct
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -19,12 +20,13 @@ from paimon_core.write.stats import (
     KEY_STATS_MODE,
     StatsMode,
     collect_stats,
+    collect_stats_runs,
     column_stats,
     parse_stats_mode,
     stats_modes,
     truncate_max,
 )
-from tests.rowgen import arrow_column, random_rows
+from tests.rowgen import ALL_TYPES, arrow_column, random_rows
 
 FULL = StatsMode("full")
 TYPES = [
@@ -179,3 +181,33 @@ def test_chunked_columns() -> None:
     col = pa.chunked_array([[1.0, None], [float("nan")], [-2.0]])
     s = column_stats(col, t, FULL)
     assert s.min == -2.0 and math.isnan(s.max) and s.null_count == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32), lengths=st.lists(st.integers(1, 12), min_size=1, max_size=6),
+       null_rate=st.sampled_from([0, 0.3, 1]),
+       mode=st.sampled_from([FULL, DEFAULT_STATS_MODE, StatsMode("truncate", 2),
+                             StatsMode("counts"), StatsMode("none")]))
+def test_stats_of_runs_equal_stats_of_each_run(seed: int, lengths: list[int], null_rate: float,
+                                               mode: StatsMode) -> None:
+    """One aggregation over many runs (the small files of a commit) gives every run the
+    stats collect_stats gives it alone: all types (temporal units, floats with NaN and
+    -0.0, truncated text), all modes, nested columns, all-null runs."""
+    types: list[DataType] = [parse_sql_type(s) for s in [*ALL_TYPES, "ARRAY<INT>"]]
+    n = sum(lengths)
+    rows = random_rows(types[:-1], n, seed, null_rate)
+    cols = [arrow_column([r[i] for r in rows], t) for i, t in enumerate(types[:-1])]
+    cols.append(pa.array([None if i % 3 == 0 else [i] for i in range(n)], pa.list_(pa.int32())))
+    modes = [mode] * len(types)
+    starts = [0]
+    for k in lengths[:-1]:
+        starts.append(starts[-1] + k)
+    got = collect_stats_runs(cols, types, modes, np.array(starts))
+    for s0, k, g in zip(starts, lengths, got):
+        assert g == collect_stats([c.slice(s0, k) for c in cols], types, modes)
+
+
+def test_stats_runs_reject_empty_runs() -> None:
+    t = parse_sql_type("INT")
+    with pytest.raises(SchemaError):
+        collect_stats_runs([pa.array([1, 2])], [t], [FULL], np.array([0, 2]))

@@ -496,3 +496,71 @@ def test_writers_in_many_threads_share_the_write_pool(catalog: FileSystemCatalog
     for k, msgs in enumerate(results):
         t.new_commit(f"u{k}").commit(msgs, 1)
     assert len(read_sorted(t)) == 600
+
+
+def _written(d: str, batches: list[pa.Table], opts: dict[str, str]) -> tuple[list[Any], list[Any]]:
+    """(file metadata without names and times, file contents) of one commit per batch list."""
+    t = FileSystemCatalog(d).create_table("db.s", Schema.of(
+        [("dt", "STRING"), ("id", "BIGINT"), ("name", "STRING"), ("seq", "INT"),
+         ("ts", "TIMESTAMP(6)"), ("x", "DOUBLE")],
+        partition_keys=["dt"], primary_keys=["dt", "name", "id"], options=opts))
+    metas: list[Any] = []
+    contents: list[Any] = []
+    for ident, commit_batches in enumerate(batches):
+        w = t.new_write("u")
+        for b in commit_batches:
+            w.write_arrow(b, row_kind_column="k")
+        msgs = w.prepare_commit()
+        for m, f in sorted(files_of(msgs), key=lambda mf: (mf[0].partition, mf[0].bucket)):
+            metas.append((m.partition, m.bucket, f.row_count, f.min_key, f.max_key,
+                          f.key_stats, f.value_stats, f.min_sequence_number,
+                          f.max_sequence_number, f.delete_row_count, f.level))
+            contents.append(pq.read_table(os.path.join(
+                t.path, f"dt={deserialize_binary_row(m.partition, [parse_sql_type('STRING')])[0]}",
+                f"bucket-{m.bucket}", f.file_name)).to_pylist())
+        commit(t, msgs, ident)
+    return metas, contents
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    commits=st.lists(st.lists(st.lists(st.tuples(
+        st.sampled_from(["a", "b", "c"]), st.integers(0, 25), st.sampled_from(["x", "yy", ""]),
+        st.sampled_from(["+I", "-U", "+U", "-D"]), st.integers(0, 3),
+        st.sampled_from([1.5, -0.0, 0.0, float("nan"), None])),
+        min_size=1, max_size=30), min_size=1, max_size=3), min_size=1, max_size=3),
+    sequence_field=st.booleans(),
+    regroup=st.booleans(),
+)
+def test_small_buckets_flushed_together_write_the_same_files(
+    commits: list[list[list[tuple[str, int, str, str, int, float | None]]]],
+    sequence_field: bool, regroup: bool,
+) -> None:
+    """The one-pass flush of many small buckets writes exactly the files the bucket-by-bucket
+    flush writes: rows, order, sequence numbers, key bounds and stats (composite keys,
+    retractions, duplicates, several write calls, a sequence field, rows routed by index)."""
+    import tempfile
+
+    import paimon_core.write.table_write as tw
+
+    batches = [[pa.table({
+        "dt": [r[0] for r in b], "id": pa.array([r[1] for r in b], pa.int64()),
+        "name": [r[2] for r in b], "k": [r[3] for r in b],
+        "seq": pa.array([r[4] for r in b], pa.int32()),
+        "ts": pa.array([1_700_000_000_000_000 + r[1] for r in b], pa.timestamp("us")),
+        "x": pa.array([r[5] for r in b], pa.float64())}) for b in c] for c in commits]
+    opts = {"bucket": "3", **({"sequence.field": "seq"} if sequence_field else {})}
+    saved = (tw.is_small, tw._REGROUP_BYTES, tw.SMALL_BUCKET_BYTES)
+    try:
+        if regroup:  # each bucket's rows become a slice of one regrouped copy of the input
+            tw.SMALL_BUCKET_BYTES = -1
+        else:  # every bucket's rows stay indices into the input
+            tw._REGROUP_BYTES = 0
+        with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d2:
+            together = _written(d1, batches, opts)
+            tw.is_small = lambda st, target: False  # type: ignore[assignment]
+            one_by_one = _written(d2, batches, opts)
+    finally:
+        tw.is_small, tw._REGROUP_BYTES, tw.SMALL_BUCKET_BYTES = saved
+    assert together[0] == one_by_one[0]
+    assert repr(together[1]) == repr(one_by_one[1])  # NaN-safe
