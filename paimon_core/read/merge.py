@@ -111,7 +111,7 @@ def deduplicate(
         (pa.types.is_integer(k.type) or pa.types.is_date(k.type)) and not k.null_count
         for k in cols
     ):  # integer keys: one numpy (lex)sort
-        keys = [np.asarray(k.to_numpy()) for k in cols]
+        keys = [_as_int(np.asarray(k.to_numpy())) for k in cols]
         code = _key_code(keys)
         if code is not None:
             keys = [code]
@@ -134,6 +134,11 @@ def deduplicate(
     keys_sorted = [table.column(c).take(order) for c in key_columns]
     last = _last_of_each_key(keys_sorted, n)
     return _winners(table, order.to_numpy(), last, key_order)
+
+
+def _as_int(values: np.ndarray) -> np.ndarray:
+    """Dates (numpy ``datetime64[D]``) as their int64 day numbers (same order)."""
+    return values.view(np.int64) if values.dtype.kind == "M" else values
 
 
 def _key_code(keys: Sequence[np.ndarray]) -> np.ndarray | None:

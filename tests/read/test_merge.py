@@ -121,3 +121,24 @@ def test_sections_split_non_overlapping_ranges() -> None:
 
     got = [[f.file_name for f in s] for s in sections(files, decode)]  # type: ignore[arg-type]
     assert got == [["a"], ["b", "c"], ["d", "e"]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(row, max_size=40), st.booleans())
+def test_date_and_int_keys_merge_as_their_day_numbers(
+    rows: list[dict[str, Any]], ordered: bool
+) -> None:
+    """DATE keys (numpy datetime64 values) take the integer path with their day numbers."""
+    rows = _unique_seq(rows)
+    t = _table(rows)
+    as_date = t.set_column(0, "k1", t.column("k1").cast(pa.int32()).cast(pa.date32()))
+    seq = [] if ordered else ["seq"]
+    if ordered:
+        t = t.sort_by("seq")
+        as_date = as_date.sort_by("seq")
+    for keys in (["k1"], ["k1", "v2"]):
+        ints = t.append_column("v2", t.column("kind").cast(pa.int64()))
+        dates = as_date.append_column("v2", as_date.column("kind").cast(pa.int64()))
+        want = deduplicate(ints, keys, seq, sequence_ordered=ordered)
+        got = deduplicate(dates, keys, seq, sequence_ordered=ordered)
+        assert got.column("seq").to_pylist() == want.column("seq").to_pylist()
