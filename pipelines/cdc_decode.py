@@ -23,18 +23,14 @@ document fails to parse, for the bisection, and taken for the raw text of reject
 Per event nothing runs in Python: values are converted column by column (a non-key column
 once, from the image that holds it; the before image of the other columns only when a key
 changes), except text that needs Python's parsers (ISO timestamps, base64, floats as text,
-integers of more than 18 characters) and nested values shown as JSON text.
+integers of more than 18 characters) and nested values shown as JSON text (the conversions:
+:mod:`pipelines.cdc_values`).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import datetime
-import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -49,11 +45,11 @@ from paimon_core.types import (
     STRING_ROOTS,
     AtomicType,
     DataField,
-    DataType,
     TypeRoot,
 )
 from paimon_core.write.input import conform_column
 from pipelines.cdc_events import ERROR_COLUMN, KIND_COLUMN, OPS, TOMBSTONE, position_columns
+from pipelines.cdc_values import Fields, convert, digits, json_text
 from pipelines.spark_types import arrow_for_spark, spark_schema
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
@@ -62,8 +58,6 @@ __all__ = ["BAD_UTF8", "EXTRA_COLUMNS", "decode_events", "decode_file", "output_
 
 #: per-row columns besides the table's, the kind and the positions (see ``to_changes``)
 EXTRA_COLUMNS = (ERROR_COLUMN, "_event", "_value", "_unknown")
-_INT_RANGE = {TypeRoot.TINYINT: 2**7, TypeRoot.SMALLINT: 2**15, TypeRoot.INT: 2**31,
-              TypeRoot.BIGINT: 2**63}
 _READ_OPTIONS = {threads: pj.ReadOptions(block_size=8 << 20, use_threads=threads)
                  for threads in (False, True)}
 _ERROR_ROW = re.compile(r" in row (\d+)$")
@@ -200,169 +194,6 @@ def _parse_hinted(lines: pa.Array, declared: pa.Schema, start: int,
         pos += k + 1
 
 
-# ---------------------------------------------------------------------------- values
-
-
-def _child(arr: pa.Array | None, name: str, n: int) -> pa.Array:
-    """Field ``name`` of struct array ``arr`` (NULL where ``arr`` is NULL; all NULL when ``arr``
-    is not a struct, lacks the field or has it twice)."""
-    if arr is None or not pa.types.is_struct(arr.type):
-        return pa.nulls(n)
-    t = arr.type
-    if t.get_field_index(name) < 0:
-        return pa.nulls(n)
-    child = pc.struct_field(arr, name)
-    return child if arr.null_count == 0 else pc.if_else(pc.is_null(arr), pa.nulls(n, child.type),
-                                                       child)
-
-
-class _Fields:
-    """:func:`_child` of one struct array, every field extracted once (``flatten``)."""
-
-    def __init__(self, arr: pa.Array | None, n: int) -> None:
-        self.n = n
-        self.kids: dict[str, pa.Array] = {}
-        if arr is not None and pa.types.is_struct(arr.type):
-            names = [f.name for f in arr.type]
-            for name, kid in zip(names, arr.flatten()):
-                if names.count(name) == 1:
-                    self.kids[name] = kid
-
-    def __call__(self, name: str) -> pa.Array:
-        kid = self.kids.get(name)
-        return kid if kid is not None else pa.nulls(self.n)
-
-
-def _text(arr: pa.Array) -> pa.Array:
-    """JSON values as the text Spark's ``map<string, string>`` would hold."""
-    t = arr.type
-    if pa.types.is_string(t) or pa.types.is_null(t):
-        return arr.cast(pa.string())
-    if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t):
-        return arr.cast(pa.string())
-    if pa.types.is_timestamp(t):
-        return pc.strftime(arr, "%Y-%m-%dT%H:%M:%S")
-    return pa.array([None if v is None else json.dumps(v, separators=(",", ":"), default=str)
-                     for v in arr.to_pylist()], pa.string())
-
-
-def _digits(text: pa.Array) -> pa.Array:
-    return pc.match_substring_regex(text, r"^-?[0-9]+$")
-
-
-def _py(fn: Any, values: list[Any], target: pa.DataType) -> pa.Array:
-    out = []
-    for v in values:
-        try:
-            out.append(None if v is None else fn(v))
-        except (ValueError, TypeError, OverflowError, binascii.Error):
-            out.append(None)
-    return pa.array(out, target)
-
-
-def _iso(v: str, ltz: bool) -> datetime.datetime:
-    d = datetime.datetime.fromisoformat(v.strip().replace(" ", "T", 1))
-    if ltz:
-        return d if d.tzinfo else d.replace(tzinfo=datetime.UTC)
-    return d.replace(tzinfo=None)
-
-
-def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str) -> pa.Array:
-    """A parsed JSON value column as Paimon type ``t`` in Arrow type ``target`` (Spark's);
-    NULL where the value does not fit exactly (see :func:`pipelines.cdc_events.typed_value`)."""
-    n = len(arr)
-    src = arr.type
-    if pa.types.is_null(src):
-        return pa.nulls(n, target)
-    if not isinstance(t, AtomicType):
-        try:
-            return arr.cast(target)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            return pa.nulls(n, target)
-    r = t.root
-    if r in STRING_ROOTS:
-        return _text(arr)
-    if r in BINARY_ROOTS:
-        if not pa.types.is_string(src):
-            return pa.nulls(n, target)
-        return _py(lambda v: base64.b64decode(v, validate=True), arr.to_pylist(), target)
-    if r is TypeRoot.BOOLEAN:
-        if pa.types.is_boolean(src):
-            return arr
-        low = pc.utf8_lower(_text(arr))
-        return pc.if_else(pc.equal(low, "true"), True,
-                          pc.if_else(pc.equal(low, "false"), False, pa.scalar(None, pa.bool_())))
-    text = _text(arr)
-    if r in INTEGER_ROOTS:
-        lim = _INT_RANGE[r]
-        if pa.types.is_integer(src):
-            if r is TypeRoot.BIGINT:
-                return arr.cast(target)
-            ok = pc.and_(pc.greater_equal(arr, -lim), pc.less(arr, lim))
-            return pc.if_else(ok, arr, pa.scalar(None, src)).cast(target)
-
-        def parse(v: str) -> int:
-            x = int(v)
-            if not -lim <= x < lim:
-                raise ValueError(v)
-            return x
-
-        null_s = pa.scalar(None, pa.string())
-        num = pc.if_else(_digits(text), text, null_s)
-        width = pc.binary_length(num)
-        vals = pc.if_else(pc.less_equal(width, 18), num, null_s).cast(pa.int64())  # < 2**63
-        if r is not TypeRoot.BIGINT:
-            ok = pc.and_(pc.greater_equal(vals, -lim), pc.less(vals, lim))
-            vals = pc.if_else(ok, vals, pa.scalar(None, pa.int64()))
-        wide = pc.fill_null(pc.greater(width, 18), False)  # (leading zeros, overflow): by value
-        if pc.any(wide).as_py():
-            vals = pc.replace_with_mask(vals, wide, _py(parse, pc.filter(num, wide).to_pylist(),
-                                                        pa.int64()))
-        return vals.cast(target)
-    if r in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
-        if pa.types.is_integer(src) or pa.types.is_floating(src):
-            return arr.cast(target)
-        return _py(float, text.to_pylist(), target)
-    if r is TypeRoot.DECIMAL:
-        scale = t.scale or 0
-        if pa.types.is_floating(src):  # the shortest text that reads back as the double
-            text = pa.array([None if v is None else repr(v) for v in arr.to_pylist()],
-                            pa.string())
-        exact = pc.match_substring_regex(text, rf"^[+-]?[0-9]+(\.[0-9]{{0,{scale}}}0*)?$")
-        good = pc.if_else(exact, text, pa.scalar(None, pa.string()))
-        try:
-            return good.cast(target)
-        except pa.ArrowInvalid:  # too many integer digits somewhere: value by value
-            return _py(lambda v: __import__("decimal").Decimal(v), good.to_pylist(), target)
-    if r is TypeRoot.DATE:
-        if pa.types.is_integer(src):
-            return arr.cast(pa.int32()).cast(target)
-        if pa.types.is_timestamp(src):
-            return arr.cast(target)
-        days = pc.if_else(_digits(text), text, pa.scalar(None, pa.string()))
-        as_days = days.cast(pa.int64()).cast(pa.int32()).cast(target)
-        parsed = pc.strptime(text, "%Y-%m-%d", "s", error_is_null=True).cast(target)
-        return pc.if_else(pc.is_valid(as_days), as_days, parsed)
-    if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
-        ltz = r is TypeRoot.TIMESTAMP_LTZ
-        naive = pa.timestamp(target.unit)
-        if pa.types.is_integer(src):
-            scaled = pc.multiply(arr, 1000) if epoch_unit == "ms" else arr
-            out = scaled.cast(pa.int64()).cast(naive)
-        elif pa.types.is_timestamp(src):
-            out = arr.cast(pa.timestamp(src.unit)).cast(naive)
-        else:
-            digits = _digits(text)
-            nums = pc.if_else(digits, text, pa.scalar(None, pa.string())).cast(pa.int64())
-            epoch = (pc.multiply(nums, 1000) if epoch_unit == "ms" else nums).cast(naive)
-            iso = _py(lambda v: _iso(v, ltz), pc.if_else(digits, pa.scalar(None, pa.string()),
-                                                         text).to_pylist(),
-                      pa.timestamp(target.unit, tz="UTC") if ltz else naive)
-            out = pc.if_else(digits, epoch, iso.cast(naive))
-        return out.cast(target) if not ltz else pc.assume_timezone(out, "UTC").cast(target)
-    return pa.nulls(n, target)  # pragma: no cover - TIME / MULTISET are refused upfront
-
-
 # ---------------------------------------------------------------------------- decoding
 
 
@@ -372,7 +203,7 @@ def _view(t: pa.Table, payload: bool) -> dict[str, pa.Array | None]:
         p = t.column("payload").combine_chunks() if "payload" in t.column_names else None
         if p is None:
             return dict.fromkeys(names)
-        kids = _Fields(p, t.num_rows)
+        kids = Fields(p, t.num_rows)
         return {k: kids(k) for k in names}
     return {k: (t.column(k).combine_chunks() if k in t.column_names else None) for k in names}
 
@@ -393,7 +224,7 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     key-changing update in ``_old_key``)."""
     null_s = pa.scalar(None, pa.string())
     op_raw = v["op"]
-    op = _text(op_raw) if op_raw is not None else pa.nulls(n, pa.string())
+    op = json_text(op_raw) if op_raw is not None else pa.nulls(n, pa.string())
     before, after = v["before"], v["after"]
     is_d, is_u = pc.fill_null(pc.equal(op, "d"), False), pc.fill_null(pc.equal(op, "u"), False)
     cru = pc.fill_null(pc.is_in(op, pa.array(["c", "r", "u"])), False)
@@ -411,22 +242,22 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
         (pc.and_(cru, pc.invert(has_after)), "missing after"),
         (pc.and_(is_d, pc.invert(has_before)), "missing before"),
     ]
-    src = _Fields(v["source"], n)
+    src = Fields(v["source"], n)
     for i, p in enumerate(position_fields):
         raw = src(p)
         if pa.types.is_integer(raw.type):  # numbers: no text
             num = raw.cast(pa.int64())
             out[f"_pos_s{i}"] = pa.nulls(n, pa.string())
         else:
-            text = _text(raw)
-            num = pc.if_else(_digits(text), text, null_s).cast(pa.int64())
+            text = json_text(raw)
+            num = pc.if_else(digits(text), text, null_s).cast(pa.int64())
             out[f"_pos_s{i}"] = pc.if_else(pc.is_valid(num), null_s, text)  # non-numeric
         out[f"_pos_n{i}"] = num
         reasons.append((pc.is_null(raw), "missing source position"))
     ts = v["ts_ms"]
     out["_pos_ts"] = (ts.cast(pa.int64()) if ts is not None and pa.types.is_integer(ts.type)
                       else pa.nulls(n, pa.int64()))
-    bef, aft = _Fields(before, n), _Fields(after, n)
+    bef, aft = Fields(before, n), Fields(after, n)
     keys = set(schema.primary_keys)
     null_keys = []
     bad_values = []
@@ -484,7 +315,7 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     return out
 
 
-def _unknown_names(aft: _Fields, bef: _Fields, known: set[str], n: int) -> pa.Array:
+def _unknown_names(aft: Fields, bef: Fields, known: set[str], n: int) -> pa.Array:
     """Per row: the image keys the table lacks (after's, then before's), newline-joined;
     NULL when none."""
     null_s = pa.scalar(None, pa.string())
