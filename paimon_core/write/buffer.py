@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from paimon_core.read.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.spec.manifest import DataFileMeta
 
 __all__ = [
@@ -21,10 +22,12 @@ __all__ = [
     "Piece",
     "combine_codes",
     "gather",
+    "order_columns",
     "split_groups",
     "strictly_ascending",
     "take_column",
     "take_rows",
+    "with_system_columns",
 ]
 
 _INT_LIKE = (pa.types.is_integer, pa.types.is_date, pa.types.is_timestamp, pa.types.is_time)
@@ -106,6 +109,19 @@ def gather(
         return pieces[0].table, pieces[0].rows, seqs[0], kinds[0]
     source = pa.concat_tables([p.materialize(constant) for p in pieces])
     return source, None, np.concatenate(seqs), np.concatenate(kinds)
+
+
+def order_columns(key_names: Sequence[str], sequence_fields: Sequence[str]) -> list[str]:
+    """The columns a primary-key flush orders records by, besides the sequence number: the
+    keys, then the ``sequence.field`` columns that are not keys."""
+    return [*key_names, *(c for c in sequence_fields if c not in key_names)]
+
+
+def with_system_columns(table: pa.Table, seq: np.ndarray, kinds: np.ndarray) -> pa.Table:
+    """``table`` with ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` appended: the rows of a
+    primary-key data file, as :meth:`DataFileWriter.write_kv_file` takes them."""
+    return table.append_column(SEQUENCE_NUMBER, pa.array(seq, pa.int64())).append_column(
+        VALUE_KIND, pa.array(kinds, pa.int8()))
 
 
 def take_column(col: pa.ChunkedArray, rows: np.ndarray | None) -> pa.Array:

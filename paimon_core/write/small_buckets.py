@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from paimon_core.read.data_file import SEQUENCE_NUMBER, VALUE_KIND
+from paimon_core.read.data_file import SEQUENCE_NUMBER
 from paimon_core.read.merge import deduplicate
 from paimon_core.spec.stats import SimpleStats
-from paimon_core.write.buffer import BucketState, gather
+from paimon_core.write.buffer import BucketState, gather, order_columns, with_system_columns
 from paimon_core.write.data_file_writer import DataFileWriter
 
 __all__ = ["SMALL_BUCKET_BYTES", "SmallFile", "batches", "is_small", "plan_small_files"]
@@ -60,10 +60,10 @@ def is_small(st: BucketState, target_file_size: int) -> bool:
 
 def batches(states: Sequence[BucketState]) -> list[list[BucketState]]:
     """``states`` cut into groups of at most :data:`_BATCH_BYTES` buffered bytes."""
-    out: list[list[BucketState]] = [[]]
-    size = 0
     if not states:
         return []
+    out: list[list[BucketState]] = [[]]
+    size = 0
     for st in states:
         if out[-1] and size + st.buffered_bytes > _BATCH_BYTES:
             out.append([])
@@ -114,7 +114,7 @@ def plan_small_files(
     source = sources[0] if len(sources) == 1 else pa.concat_tables(sources)
     idx = pa.array(index)
     thin: dict[str, pa.Array | pa.ChunkedArray] = {_RUN: pa.array(run_all)}
-    for c in [*key_names, *(c for c in sequence_fields if c not in key_names)]:
+    for c in order_columns(key_names, sequence_fields):
         thin[c] = source.column(c).take(idx)
     thin[SEQUENCE_NUMBER] = pa.array(seq_all, pa.int64())
     thin[_POS] = pa.array(np.arange(len(seq_all), dtype=np.int64))
@@ -125,9 +125,7 @@ def plan_small_files(
         sequence_ordered=not sequence_fields,
     )
     pos = np.asarray(winners.column(_POS).to_numpy(), dtype=np.int64)
-    wide = source.take(pa.array(index[pos]))
-    wide = wide.append_column(SEQUENCE_NUMBER, pa.array(seq_all[pos], pa.int64()))
-    wide = wide.append_column(VALUE_KIND, pa.array(kinds_all[pos], pa.int8()))
+    wide = with_system_columns(source.take(pa.array(index[pos])), seq_all[pos], kinds_all[pos])
     runs = run_all[pos]
     starts = np.flatnonzero(np.concatenate(([True], runs[1:] != runs[:-1])))
     assert len(starts) == len(states), "every bucket keeps at least one record"

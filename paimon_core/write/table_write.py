@@ -72,10 +72,12 @@ from paimon_core.write.buffer import (
     Piece,
     combine_codes,
     gather,
+    order_columns,
     split_groups,
     strictly_ascending,
     take_column,
     take_rows,
+    with_system_columns,
 )
 from paimon_core.write.commit_message import CommitMessage
 from paimon_core.write.data_file_writer import (
@@ -593,9 +595,8 @@ class TableWrite:
         source, rows, seq, kinds = gather(st.buffer, self.part_index)
         st.buffer = []
         st.buffered_bytes = 0
-        thin_cols = [*self.key_names, *(c for c in self.sequence_fields
-                                        if c not in self.key_names)]
-        thin = {c: take_column(source.column(c), rows) for c in thin_cols}
+        thin = {c: take_column(source.column(c), rows)
+                for c in order_columns(self.key_names, self.sequence_fields)}
         thin[SEQUENCE_NUMBER] = pa.array(seq, pa.int64())
         n = len(seq)
 
@@ -604,9 +605,7 @@ class TableWrite:
             t = take_rows(source, sel, self.part_index)
             s_ = seq if positions is None else seq[positions]
             k_ = kinds if positions is None else kinds[positions]
-            return t.append_column(SEQUENCE_NUMBER, pa.array(s_, pa.int64())).append_column(
-                VALUE_KIND, pa.array(k_, pa.int8())
-            )
+            return with_system_columns(t, s_, k_)
 
         ascending = self._strictly_ascending(thin)
         if self.changelog_input:

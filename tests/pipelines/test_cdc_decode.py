@@ -23,6 +23,7 @@ from pipelines.cdc_decode import BAD_UTF8, decode_events, decode_file, split_lin
 from pipelines.cdc_events import position_columns
 from pipelines.cdc_ingest import _ipc, _last_changes, _tables
 from tests.pipelines.cdcgen import SCHEMA, generate
+from tests.pipelines.cdcref import compared_rows, spark_changes
 
 SPLIT_CASES: list[tuple[bytes, list[str]]] = [
     (b"", []),
@@ -200,10 +201,6 @@ def test_decode_file_agrees_with_spark_reference_on_hard_lines(spark: Any,
                                                                tmp_path: Path) -> None:
     """Lines the ingest reference test lacks: key changes with full before images, new
     columns in both images, CRLF line ends, a tombstone and blanks."""
-    from paimon_core.io.file_io import FileIO
-    from pipelines.cdc_events import classify_events, parse_events, to_changes
-    from pipelines.cdc_ingest import read_lines
-
     schema = _schema()
     base = {"region": "emea", "id": 6, "name": "was", "amount": "1.25", "qty": 3,
             "ts": 1704067200000}
@@ -220,19 +217,10 @@ def test_decode_file_agrees_with_spark_reference_on_hard_lines(spark: Any,
     f = tmp_path / "events.jsonl"
     f.write_bytes(data)
     opts = {"position_fields": ["lsn"], "epoch_unit": "ms"}
-    ref = to_changes(classify_events(parse_events(read_lines(spark, FileIO(str(tmp_path)),
-                                                             [str(f)])), schema, **opts),
-                     schema, keep_rejected=True, **opts).toArrow()
+    ref = spark_changes(spark, f, schema, **opts)
     ours = decode_file(data, schema, file_index=0, **opts)  # type: ignore[arg-type]
-    cols = [*schema.field_names, "_kind", "_pos_n0", "_pos_s0", "_pos_ts", "_pos_line",
-            "_error", "_event"]
-
-    def rows(t: Any) -> list[tuple[Any, ...]]:
-        return sorted((tuple(r[c] for c in cols) for r in t.select(cols).to_pylist()),
-                      key=repr)
-
-    assert rows(ours) == rows(ref)
-    assert len(rows(ours)) == 7  # 5 events + the -D of the key change + the tombstone
+    assert compared_rows(ours, schema) == compared_rows(ref, schema)
+    assert len(compared_rows(ours, schema)) == 7  # 5 events + the key change's -D + tombstone
     errors = dict(zip(ours.column("_pos_line").to_pylist(), ours.column("_error").to_pylist()))
     assert errors == {1: None, 2: None, 3: "bad value for qty", 4: "bad value for amount",
                       5: "tombstone", 7: None}

@@ -160,28 +160,17 @@ DECODE_LINES = [
 
 
 def test_arrow_decoder_agrees_with_spark_reference(spark: Any, tmp_path: Path) -> None:
-    from paimon_core.io.file_io import FileIO
     from pipelines.cdc_decode import decode_events
-    from pipelines.cdc_events import classify_events, parse_events, to_changes
-    from pipelines.cdc_ingest import read_lines
+    from tests.pipelines.cdcref import compared_rows, spark_changes
 
     schema = DECODE_SCHEMA.to_table_schema(0)
     opts = {"position_fields": ["lsn"], "epoch_unit": "ms"}
     f = tmp_path / "events.jsonl"
     f.write_text("\n".join(DECODE_LINES) + "\n")
-    lines = read_lines(spark, FileIO(str(tmp_path)), [str(f)])
-    ref = to_changes(classify_events(parse_events(lines), schema, **opts), schema,
-                     keep_rejected=True, **opts).toArrow()
+    ref = spark_changes(spark, f, schema, **opts)
     ours = decode_events(DECODE_LINES, schema, file_index=0, **opts)
     assert set(ours.column("_pos_file").to_pylist()) == {0}  # the file's ordinal
-    cols = [*schema.field_names, "_kind", "_pos_n0", "_pos_s0", "_pos_ts", "_pos_line",
-            "_error", "_event"]
-
-    def rows(t: Any) -> list[tuple[Any, ...]]:
-        return sorted((tuple(r[c] for c in cols) for r in t.select(cols).to_pylist()),
-                      key=repr)
-
-    assert rows(ours) == rows(ref)
+    assert compared_rows(ours, schema) == compared_rows(ref, schema)
     assert ours.schema.field("k").type == ref.schema.field("k").type
 
 

@@ -1,0 +1,29 @@
+"""The Spark SQL reference of the CDC decoder, for the tests that compare the two."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from paimon_core.spec.schema import TableSchema
+
+#: the columns both decoders must agree on, besides the table's
+COMPARED = ("_kind", "_pos_n0", "_pos_s0", "_pos_ts", "_pos_line", "_error", "_event")
+
+
+def spark_changes(spark: Any, path: Path, schema: TableSchema, **opts: Any) -> Any:
+    """The change rows of the JSON-lines file at ``path`` by the Spark SQL reference
+    (``parse_events`` -> ``classify_events`` -> ``to_changes(keep_rejected=True)``), as Arrow."""
+    from paimon_core.io.file_io import FileIO
+    from pipelines.cdc_events import classify_events, parse_events, to_changes
+    from pipelines.cdc_ingest import read_lines
+
+    lines = read_lines(spark, FileIO(str(path.parent)), [str(path)])
+    return to_changes(classify_events(parse_events(lines), schema, **opts), schema,
+                      keep_rejected=True, **opts).toArrow()
+
+
+def compared_rows(t: Any, schema: TableSchema) -> list[tuple[Any, ...]]:
+    """The rows of ``t`` over the compared columns, in a canonical order."""
+    cols = [*schema.field_names, *COMPARED]
+    return sorted((tuple(r[c] for c in cols) for r in t.select(cols).to_pylist()), key=repr)
