@@ -199,9 +199,11 @@ class ScanPlanner:
                 if pr.partition_ok(e.partition) and pr.bucket_ok(e.bucket, e.total_buckets)
             ]
 
-        # decoding in threads pays off only for manifests not decoded (cached) already
+        # threads pay off only for manifests not decoded (cached) already, on an object store
+        # (they overlap requests); local reads are quick and decoding holds the GIL: measured
+        # 8 ms sequential against 12-15 ms in threads for the 9 manifests of a 7-commit table
         uncached = sum(not self.manifests.is_cached(m.file_name, m.file_size) for m in metas)
-        if uncached <= 1:
+        if uncached <= 1 or self.manifests.file_io.is_local:
             chunks = [load(m) for m in metas]
         else:
             with ThreadPoolExecutor(min(self.max_workers, uncached)) as pool:

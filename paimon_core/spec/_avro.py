@@ -93,6 +93,8 @@ class AvroContainer:
     sync: bytes
     blocks: tuple[tuple[int, bytes], ...]
     """(record count, block bytes as stored) per block."""
+    schema_json: bytes = b""
+    """The writer schema exactly as stored in the header (``avro.schema``)."""
 
 
 class _Corrupt(Exception):
@@ -179,7 +181,7 @@ def _parse(data: bytes) -> AvroContainer:
             raise _Corrupt(f"sync marker mismatch after block {len(blocks)} (truncated?)")
         pos += SYNC_SIZE
         blocks.append((count, block))
-    return AvroContainer(schema, codec, sync, tuple(blocks))
+    return AvroContainer(schema, codec, sync, tuple(blocks), meta["avro.schema"])
 
 
 def parse_container(data: bytes, path: str) -> AvroContainer:
@@ -281,12 +283,11 @@ def _plain_blocks(container: AvroContainer) -> list[tuple[int, bytes]]:
     return blocks
 
 
-def _small_file_rows(stripped: Any, blocks: list[tuple[int, bytes]]) -> list[Any] | None:
+def _small_file_rows(schema: Any, blocks: list[tuple[int, bytes]]) -> list[Any] | None:
     """Strict record-by-record decoding of a small file (every block must hold exactly its
-    records, every record must be a record). None on any doubt: the lock-step decoder then
-    decodes it again and names the problem."""
+    records, every record must be a record) with a :func:`fastavro.parse_schema` schema. None
+    on any doubt: the lock-step decoder then decodes it again and names the problem."""
     try:
-        schema = fastavro.parse_schema(stripped)
         rows: list[Any] = []
         for count, raw in blocks:
             bio = io.BytesIO(raw)
@@ -349,6 +350,54 @@ def _top_record(node: columns.Node) -> columns.Node:
     raise _Corrupt("top-level Avro type is not a record")
 
 
+class _SchemaPlan:
+    """What decoding needs from one writer schema, worked out once per distinct schema (a
+    table's manifests all share theirs): the nullable paths ``expected`` requires, the
+    logical-type free schema, its compiled decoder nodes, and fastavro's parsed form."""
+
+    __slots__ = ("_parsed", "expected", "loose", "node", "record", "stripped")
+
+    def __init__(self, container: AvroContainer, expected: TypeDesc | None) -> None:
+        self.expected = expected
+        self.loose = (
+            match_schema(container.schema, expected, (), {}) if expected is not None else set()
+        )
+        self.stripped = strip_logical_types(container.schema)
+        check_writer_schema(self.stripped)
+        try:
+            self.node = columns.compile_schema(self.stripped)
+        except columns.Unsupported as e:
+            raise _Corrupt(f"unsupported writer schema: {e}") from e
+        self.record = _top_record(self.node)
+        self._parsed: Any = None
+
+    def parsed(self) -> Any:
+        if self._parsed is None:
+            self._parsed = fastavro.parse_schema(self.stripped)
+        return self._parsed
+
+
+#: accepted writer schemas, by (schema JSON as stored, id of the expected descriptor); the
+#: descriptor itself is kept in the plan and compared by identity (ids may be reused)
+_PLANS: dict[tuple[bytes, int], _SchemaPlan] = {}
+_MAX_PLANS = 64
+
+
+def _schema_plan(container: AvroContainer, expected: TypeDesc | None) -> _SchemaPlan:
+    """The (cached) plan of a container's writer schema; a schema that fails its checks is
+    never cached, so it raises again for every file that carries it."""
+    key = (container.schema_json, id(expected))
+    plan = _PLANS.get(key) if container.schema_json else None
+    if plan is not None and plan.expected is expected:
+        return plan
+    plan = _SchemaPlan(container, expected)
+    if container.schema_json:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
 def decode_columns(
     data: bytes, path: str, expected: TypeDesc | None = None
 ) -> tuple[Any, int, Any]:
@@ -372,18 +421,12 @@ def decode_columns(
     """
     try:
         container = _parse(data)
-        loose = match_schema(container.schema, expected, (), {}) if expected is not None else set()
-        stripped = strip_logical_types(container.schema)
-        check_writer_schema(stripped)
-        try:
-            node = columns.compile_schema(stripped)
-        except columns.Unsupported as e:
-            raise _Corrupt(f"unsupported writer schema: {e}") from e
-        record = _top_record(node)
+        plan = _schema_plan(container, expected)
+        loose, stripped, node, record = plan.loose, plan.stripped, plan.node, plan.record
         blocks = _plain_blocks(container)
         total = sum(c for c, _ in blocks)
         most = max((c for c, _ in blocks), default=0)
-        small = _small_file_rows(stripped, blocks) if total <= _SMALL_FILE_RECORDS else None
+        small = _small_file_rows(plan.parsed(), blocks) if total <= _SMALL_FILE_RECORDS else None
         if small is not None:
             n, cols = len(small), columns.rows_to_columns(record, small)
         elif total > _LOCKSTEP_MIN_RECORDS and most * _LOCKSTEP_MIN_BLOCKS > total:

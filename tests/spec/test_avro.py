@@ -288,6 +288,33 @@ def test_huge_lengths_and_counts() -> None:
             _avro.decode_columns(_with_blocks(schema, [(1, big + b"ab")]), "p")
 
 
+def test_writer_schema_checks_hold_for_every_file_and_descriptor() -> None:
+    """Decoding plans are cached per writer schema: a rejected schema is rejected again for
+    every file that carries it, and one schema is matched against each descriptor on its own."""
+    schema = {
+        "type": "record",
+        "name": "r",
+        "fields": [{"name": "a", "type": ["null", "long"]}, {"name": "s", "type": "string"}],
+    }
+    good = _with_blocks(schema, [(1, b"\x02\x04\x02x")])
+    null_a = _with_blocks(schema, [(1, b"\x00\x02x")])
+    wants_a: Any = ("record", {"a": ("long", True), "s": ("string", True)})
+    wants_b: Any = ("record", {"b": ("long", True)})
+    loose_a: Any = ("record", {"a": ("long", False)})
+    for _ in range(2):
+        assert _avro.decode_columns(good, "p", wants_a)[2] == {"a": [2], "s": ["x"]}
+        with pytest.raises(CorruptMetadataError, match="required value a is null"):
+            _avro.decode_columns(null_a, "q", wants_a)
+        with pytest.raises(CorruptMetadataError, match="q2"):
+            _avro.decode_columns(good, "q2", wants_b)
+        assert _avro.decode_columns(null_a, "p", loose_a)[2]["a"] == [None]
+    zero_size_items = {"type": "array", "items": "null"}
+    bad = {"type": "record", "name": "r", "fields": [{"name": "a", "type": zero_size_items}]}
+    for path in ("f1", "f2"):
+        with pytest.raises(CorruptMetadataError, match=path):
+            _avro.decode_columns(_with_blocks(bad, [(1, b"\x00")]), path)
+
+
 def test_zero_size_array_items_rejected() -> None:
     schema = {
         "type": "record",
