@@ -50,6 +50,13 @@ class TypeRoot(enum.Enum):
 
 
 INTEGER_ROOTS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT})
+#: (lowest, highest) value of each integer type
+INT_RANGES: dict[TypeRoot, tuple[int, int]] = {
+    TypeRoot.TINYINT: (-(2**7), 2**7 - 1),
+    TypeRoot.SMALLINT: (-(2**15), 2**15 - 1),
+    TypeRoot.INT: (-(2**31), 2**31 - 1),
+    TypeRoot.BIGINT: (-(2**63), 2**63 - 1),
+}
 STRING_ROOTS = frozenset({TypeRoot.CHAR, TypeRoot.VARCHAR})
 BINARY_ROOTS = frozenset({TypeRoot.BINARY, TypeRoot.VARBINARY})
 

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from paimon_core.types import (
     BINARY_ROOTS,
+    INT_RANGES,
     INTEGER_ROOTS,
     STRING_ROOTS,
     AtomicType,
@@ -30,8 +31,6 @@ from paimon_core.types import (
 
 __all__ = ["Fields", "convert", "digits", "json_text"]
 
-_INT_RANGE = {TypeRoot.TINYINT: 2**7, TypeRoot.SMALLINT: 2**15, TypeRoot.INT: 2**31,
-              TypeRoot.BIGINT: 2**63}
 
 
 class Fields:
@@ -114,16 +113,16 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str) ->
                           pc.if_else(pc.equal(low, "false"), False, pa.scalar(None, pa.bool_())))
     text = json_text(arr)
     if r in INTEGER_ROOTS:
-        lim = _INT_RANGE[r]
+        lo, hi = INT_RANGES[r]
         if pa.types.is_integer(src):
             if r is TypeRoot.BIGINT:
                 return arr.cast(target)
-            ok = pc.and_(pc.greater_equal(arr, -lim), pc.less(arr, lim))
+            ok = pc.and_(pc.greater_equal(arr, lo), pc.less_equal(arr, hi))
             return pc.if_else(ok, arr, pa.scalar(None, src)).cast(target)
 
         def parse(v: str) -> int:
             x = int(v)
-            if not -lim <= x < lim:
+            if not lo <= x <= hi:
                 raise ValueError(v)
             return x
 
@@ -132,7 +131,7 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str) ->
         width = pc.binary_length(num)
         vals = pc.if_else(pc.less_equal(width, 18), num, null_s).cast(pa.int64())  # < 2**63
         if r is not TypeRoot.BIGINT:
-            ok = pc.and_(pc.greater_equal(vals, -lim), pc.less(vals, lim))
+            ok = pc.and_(pc.greater_equal(vals, lo), pc.less_equal(vals, hi))
             vals = pc.if_else(ok, vals, pa.scalar(None, pa.int64()))
         wide = pc.fill_null(pc.greater(width, 18), False)  # (leading zeros, overflow): by value
         if pc.any(wide).as_py():

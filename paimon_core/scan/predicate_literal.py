@@ -44,6 +44,7 @@ import numpy as np
 from paimon_core.errors import FilterError
 from paimon_core.types import (
     BINARY_ROOTS,
+    INT_RANGES,
     INTEGER_ROOTS,
     STRING_ROOTS,
     AtomicType,
@@ -62,12 +63,6 @@ __all__ = [
     "to_float32",
 ]
 
-INT_RANGES: dict[TypeRoot, tuple[int, int]] = {
-    TypeRoot.TINYINT: (-(2**7), 2**7 - 1),
-    TypeRoot.SMALLINT: (-(2**15), 2**15 - 1),
-    TypeRoot.INT: (-(2**31), 2**31 - 1),
-    TypeRoot.BIGINT: (-(2**63), 2**63 - 1),
-}
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH_DT = dt.datetime(1970, 1, 1)

@@ -57,6 +57,7 @@ import numpy as np
 from paimon_core.errors import CorruptMetadataError, SchemaError, UnsupportedError
 from paimon_core.types import (
     BINARY_ROOTS,
+    INT_RANGES,
     STRING_ROOTS,
     ArrayType,
     AtomicType,
@@ -103,12 +104,6 @@ _MILLIS_PER_DAY = 86_400_000
 _NANOS_PER_MILLI = 1_000_000
 _UTC = dt.UTC
 _HIGHEST_FIRST_BIT = 0x80 << 56
-_INT_RANGES = {
-    TypeRoot.TINYINT: (-(1 << 7), (1 << 7) - 1),
-    TypeRoot.SMALLINT: (-(1 << 15), (1 << 15) - 1),
-    TypeRoot.INT: (-(1 << 31), (1 << 31) - 1),
-    TypeRoot.BIGINT: (-(1 << 63), (1 << 63) - 1),
-}
 _FIXED_FMT = {
     TypeRoot.TINYINT: "<b",
     TypeRoot.SMALLINT: "<h",
@@ -320,9 +315,9 @@ def encode_binary_row(values: Sequence[Any], types: Sequence[DataType], row_kind
             if not isinstance(v, (bool, np.bool_)):
                 raise SchemaError(f"expected bool for BOOLEAN, got {type(v).__name__}")
             fixed[slot] = 1 if v else 0
-        elif r in _INT_RANGES:
+        elif r in INT_RANGES:
             iv = _as_int(v, r.value)
-            lo, hi = _INT_RANGES[r]
+            lo, hi = INT_RANGES[r]
             if not lo <= iv <= hi:
                 raise SchemaError(f"{iv} out of range for {t}")
             struct.pack_into(_FIXED_FMT[r], fixed, slot, iv)
@@ -360,7 +355,7 @@ def encode_binary_row(values: Sequence[Any], types: Sequence[DataType], row_kind
         elif r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
             p = _precision(t, 6)
             millis, nanos = timestamp_to_millis_nanos(v, p, r is TypeRoot.TIMESTAMP_LTZ)
-            if not _INT_RANGES[TypeRoot.BIGINT][0] <= millis <= _INT_RANGES[TypeRoot.BIGINT][1]:
+            if not INT_RANGES[TypeRoot.BIGINT][0] <= millis <= INT_RANGES[TypeRoot.BIGINT][1]:
                 raise SchemaError(f"timestamp {v!r} out of range")
             if is_compact_timestamp(p):
                 struct.pack_into("<q", fixed, slot, millis)
