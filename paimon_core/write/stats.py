@@ -46,7 +46,6 @@ __all__ = [
     "ColumnStats",
     "StatsMode",
     "collect_stats",
-    "collect_stats_runs",
     "column_stats",
     "column_stats_runs",
     "parse_stats_mode",
@@ -180,18 +179,6 @@ def _bounded(lo: Any, hi: Any, nulls: int, t: AtomicType, mode: StatsMode) -> Co
             return ColumnStats(None, None, nulls)
         return ColumnStats(truncate_min(lo, mode.length), tmax, nulls)
     return ColumnStats(lo, hi, nulls)
-
-
-def collect_stats_runs(
-    columns: Sequence[pa.Array | pa.ChunkedArray],
-    types: Sequence[DataType],
-    modes: Sequence[StatsMode],
-    starts: np.ndarray,
-) -> list[SimpleStats]:
-    """:func:`collect_stats` of every run of rows ``[starts[i], starts[i + 1])`` (the last run
-    to the end; runs are not empty), all computed at once (:func:`column_stats_runs`)."""
-    nullable = [t.with_nullable(True) for t in types]
-    return [simple_stats(st, nullable) for st in column_stats_runs(columns, types, modes, starts)]
 
 
 def simple_stats(stats: Sequence[ColumnStats], nullable: Sequence[DataType]) -> SimpleStats:
