@@ -32,7 +32,6 @@ from paimon_core.types import (
 __all__ = ["Fields", "convert", "digits", "json_text"]
 
 
-
 class Fields:
     """The fields of one struct array, each extracted once (``flatten``): NULL where the
     array is NULL; all NULL for a field it lacks or has twice, or when it is not a struct."""
