@@ -3,9 +3,10 @@
 ``ref.fx_rates`` partition ``dt=<day>`` is loaded from the day's extract
 (``<landing>/ref.fx_rates/dt=<day>/*.csv``) by the Spark job
 :func:`pipelines.batch_overwrite.overwrite` as a **static** INSERT OVERWRITE of that partition:
-one OVERWRITE snapshot replacing exactly ``dt=<day>``; rows of another day in the extract fail
-the commit. Re-running a day (a corrected extract, a retry, a backfill) replaces the partition
-again with what landed: the table ends up as after one run. The commit user is the run's
+one OVERWRITE snapshot replacing exactly ``dt=<day>`` (static: ``dynamic-partition-overwrite``
+does not apply, so an extract with no rows empties the day); rows of another day in the
+extract fail the commit. Re-running a day (a corrected extract, a retry, a backfill) replaces
+the partition again with what landed: the table ends up as after one run. The commit user is the run's
 (``dagster:<run id>``, see :func:`assets.metadata.run_commit_user`).
 """
 
@@ -73,7 +74,7 @@ def build_overwrite_asset(spec: TableSpec, partition_key: str) -> dg.AssetsDefin
         if accepts_properties(overwrite):
             kwargs["properties"] = context_properties(context)
         result = overwrite(session, catalog.settings(), spec.identifier, df,
-                           partition={partition_key: day},
+                           partition={partition_key: day}, static=True,
                            commit_user=run_commit_user(context.run.run_id), **kwargs)
         context.log.info(f"{partition_key}={day}: {result.rows} rows in {result.files} files "
                          f"-> snapshots {list(result.snapshot_ids)}")

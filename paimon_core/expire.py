@@ -254,28 +254,36 @@ class ExpireSnapshots:
 
     def expire_until(self, earliest: int, end_exclusive: int) -> ExpireResult:
         """Expire snapshots ``[earliest, end_exclusive)`` (``ExpireSnapshotsImpl.expireUntil``)
-        and write ``EARLIEST``."""
-        if end_exclusive <= earliest:
-            if not self._earliest_hint_exists():
-                self._write_earliest(earliest)
-            return ExpireResult(earliest=earliest)
-        begin = earliest
-        for sid in range(end_exclusive - 1, earliest - 1, -1):
-            if not self.snapshots.snapshot_exists(sid):
-                begin = sid + 1
-                break
-        retained = self._snapshot(end_exclusive)
+        and write ``EARLIEST``.
+
+        Below the expiry fence (``earliest`` when ``EARLIEST`` names an existing snapshot) every
+        snapshot file is finished too: the one an interrupted expiry left (contiguous with
+        the retained ones: expired like any other), and strays a delayed writer re-created in
+        an expired slot (below a gap: only the file goes; what it references is orphaned).
+        The fence is raised to ``j + 1`` before anything of snapshot ``j`` is deleted.
+        """
+        fence = self.snapshots.expiry_fence()
+        floor = max(end_exclusive, earliest)
+        begin = floor
+        while begin > 1 and self.snapshots.snapshot_exists(begin - 1):
+            begin -= 1
+        tally = _Tally()
+        if begin == floor:
+            strays = self._remove_strays(begin, fence, tally)
+            self._raise_fence(earliest)
+            return ExpireResult(earliest=earliest, expired_ids=strays,
+                                deleted_files=tally.metadata, metadata_files=tally.metadata)
+        retained = self._snapshot(floor)
         if retained is None:
             raise SnapshotNotExistError(
-                f"snapshot {end_exclusive}, the first one to retain, does not exist (expired "
+                f"snapshot {floor}, the first one to retain, does not exist (expired "
                 "concurrently?)")
-        protected = self._live_paths(retained, f"snapshot {end_exclusive}")
-        tally = _Tally()
-        expired: list[int] = []
-        stop = end_exclusive
-        for sid in range(begin, end_exclusive):
+        protected = self._live_paths(retained, f"snapshot {floor}")
+        expired: list[int] = list(self._remove_strays(begin, fence, tally))
+        stop = floor
+        for sid in range(begin, floor):
             consumer_next = self._min_consumer_next()
-            if consumer_next is not None and consumer_next <= sid:
+            if sid >= earliest and consumer_next is not None and consumer_next <= sid:
                 stop = sid  # a consumer appeared meanwhile: keep what it will read
                 break
             snap = self._snapshot(sid)
@@ -285,9 +293,9 @@ class ExpireSnapshots:
             if nxt is None:
                 raise SnapshotNotExistError(
                     f"snapshot {sid + 1} vanished while expiring snapshot {sid}")
-            self._expire_one(snap, nxt, retained, end_exclusive, protected, tally)
+            self._expire_one(snap, nxt, retained, floor, protected, tally)
             expired.append(sid)
-        self._write_earliest(stop)
+        self._raise_fence(stop)
         return ExpireResult(
             expired_ids=tuple(expired),
             earliest=stop,
@@ -351,6 +359,9 @@ class ExpireSnapshots:
         if snap.statistics and snap.statistics not in skip:
             owners[self._child(join(self.table_path, "statistics"), snap.statistics)] = None
 
+        # the fence first: from here on the id is expired (a writer that re-creates it
+        # withdraws its file), and readers start at the next snapshot
+        self._raise_fence(snap.id + 1)
         self._delete(data, tally, "data")
         self._delete(changelog, tally, "changelog")
         self._delete(files, tally, "metadata")
@@ -535,15 +546,25 @@ class ExpireSnapshots:
         snap = self._snapshot(sid)
         return None if snap is None else snap.time_millis
 
-    def _earliest_hint_exists(self) -> bool:
-        try:
-            text = self.file_io.read_text(join(self.snapshots.snapshot_dir, "EARLIEST"))
-        except FileNotFoundInTableError:
-            return False
-        return text.strip().isdigit()
+    def _raise_fence(self, sid: int) -> None:
+        """``EARLIEST = sid`` unless a valid fence is already at or above it (a concurrent
+        expiry got further); written before the snapshots below it are deleted, so that a
+        delayed writer that re-creates one of their ids sees it has been expired."""
+        fence = self.snapshots.expiry_fence()
+        if fence is None or fence < sid:
+            self.file_io.write_bytes(join(self.snapshots.snapshot_dir, "EARLIEST"),
+                                     str(sid).encode())
 
-    def _write_earliest(self, sid: int) -> None:
-        self.file_io.write_bytes(join(self.snapshots.snapshot_dir, "EARLIEST"), str(sid).encode())
+    def _remove_strays(self, begin: int, fence: int | None, tally: _Tally) -> tuple[int, ...]:
+        """Delete the snapshot files below ``begin`` that are below the expiry fence found
+        when this expiry started, i.e. strays: ids a delayed writer re-created after expiry
+        had removed them (the writer withdraws them itself unless it died first)."""
+        if fence is None:
+            return ()  # no evidence that expiry passed them: fsck reports the gap
+        strays = tuple(i for i in self.snapshots.list_snapshot_ids() if i < min(begin, fence))
+        for sid in strays:
+            self._delete({self.snapshots.snapshot_path(sid): None}, tally, "metadata")
+        return strays
 
     def _delete(self, files: Mapping[str, int | None], tally: _Tally, kind: str) -> None:
         """Delete ``files`` (path -> known size); missing files are fine. Paths outside the

@@ -89,6 +89,7 @@ class FindingKind(str, enum.Enum):
     UNVERIFIABLE = "unverifiable"
     HINT_LAG = "hint_lag"
     HINT_INVALID = "hint_invalid"
+    STRAY_SNAPSHOT = "stray_snapshot"
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +201,15 @@ class _Checker:
     def run(self, deep: bool) -> FsckReport:
         sm = self.table.snapshot_manager
         ids = sm.list_snapshot_ids()
+        fence = sm.expiry_fence()
+        if fence is not None and ids and ids[0] < fence:
+            strays = [i for i in ids if i < fence]
+            ids = [i for i in ids if i >= fence]
+            self.add(FindingKind.STRAY_SNAPSHOT,
+                     f"snapshot file(s) {strays} lie below the expiry fence EARLIEST={fence}: "
+                     "left by an interrupted expiry or re-created by a delayed writer; not "
+                     "snapshots (readers and writers ignore them), the next expiry removes them",
+                     path=sm.snapshot_dir, severity=Severity.WARNING)
         if ids:
             missing = sorted(set(range(ids[0], ids[-1] + 1)) - set(ids))
             if missing:

@@ -24,6 +24,22 @@ SNAPSHOT_PREFIX = "snapshot-"
 TAG_PREFIX = "tag-"
 
 
+def _expired(snapshot_id: int, earliest: int | None) -> SnapshotExpiredError:
+    return SnapshotExpiredError(
+        f"snapshot {snapshot_id} has expired (earliest is {earliest}); keep more "
+        "snapshots with 'snapshot.num-retained.min' / 'snapshot.time-retained', or "
+        "register a consumer ('consumer-id') so expiry keeps what it has not read"
+    )
+
+
+def contiguous_tail(ids: list[int]) -> list[int]:
+    """The ids of the longest run of consecutive ids ending at the highest (``ids`` sorted)."""
+    start = len(ids) - 1
+    while start > 0 and ids[start - 1] == ids[start] - 1:
+        start -= 1
+    return ids[start:]
+
+
 class SnapshotManager:
     def __init__(self, file_io: FileIO, table_path: str) -> None:
         self.file_io = file_io
@@ -47,12 +63,15 @@ class SnapshotManager:
                     ids.append(int(rest))
         return sorted(ids)
 
-    def _read_hint(self, name: str) -> int | None:
+    def _read_hint(self, name: str, *, strict: bool = False) -> int | None:
+        """The id a hint holds, or None when it is missing or garbage. ``strict``: digits
+        only, as Java's ``Long.parseLong`` takes it (for the fence, which is authoritative)."""
         try:
-            text = self.file_io.read_text(join(self.snapshot_dir, name)).strip()
+            raw = self.file_io.read_text(join(self.snapshot_dir, name))
         except (FileNotFoundInTableError, StorageError):
             return None
-        if not text.isdigit():
+        text = raw if strict else raw.strip()
+        if not (text.isascii() and text.isdigit()):
             return None
         value = int(text)
         return value if 0 < value < 2**63 else None
@@ -62,17 +81,52 @@ class SnapshotManager:
 
     def latest_snapshot_id(self) -> int | None:
         hint = self._read_hint("LATEST")
-        if hint is not None and self.snapshot_exists(hint) and not self.snapshot_exists(hint + 1):
+        if (hint is not None and self.snapshot_exists(hint)
+                and not self.snapshot_exists(hint + 1) and not self.below_expiry_fence(hint)):
             return hint
         ids = self.list_snapshot_ids()
         return ids[-1] if ids else None
 
     def earliest_snapshot_id(self) -> int | None:
-        hint = self._read_hint("EARLIEST")
-        if hint is not None and self.snapshot_exists(hint) and not self.snapshot_exists(hint - 1):
-            return hint
+        """The expiry fence when it names an existing snapshot; else, from a listing, the
+        first id of the contiguous run that ends at the highest id (strays below a gap are
+        not snapshots)."""
+        fence = self.expiry_fence()
+        if fence is not None:
+            return fence
         ids = self.list_snapshot_ids()
-        return ids[0] if ids else None
+        return contiguous_tail(ids)[0] if ids else None
+
+    def expiry_fence(self) -> int | None:
+        """``EARLIEST`` when it names an existing snapshot (expiry raises it before deleting,
+        so the snapshot it names is deleted only after a higher fence was written: a fence
+        that names a missing file is re-read, then, still missing, garbage)."""
+        seen: int | None = None
+        for _ in range(4):
+            fence = self._read_hint("EARLIEST", strict=True)
+            if fence is None or fence == seen:
+                return None
+            if self.snapshot_exists(fence):
+                return fence
+            seen = fence  # expired meanwhile (a higher fence follows) or garbage
+        return None
+
+    def below_expiry_fence(self, snapshot_id: int) -> bool:
+        """Has expiry passed ``snapshot_id`` (its slot must never be published again)?"""
+        hint = self._read_hint("EARLIEST", strict=True)
+        if hint is None or hint <= snapshot_id:
+            return False  # the common case: one read
+        fence = self.expiry_fence()
+        return fence is not None and fence > snapshot_id
+
+    def is_stray(self, snapshot_id: int) -> bool:
+        """Is the existing file ``snapshot-<id>`` a stray, not a snapshot: below the expiry
+        fence, or below a gap under the highest id (ids are only ever deleted oldest first,
+        so a real snapshot below a missing id would have been deleted before it)?"""
+        if self.below_expiry_fence(snapshot_id):
+            return True
+        ids = self.list_snapshot_ids()
+        return bool(ids) and ids[-1] > snapshot_id and snapshot_id + 1 not in set(ids)
 
     # ---- snapshots
     def snapshot(self, snapshot_id: int) -> Snapshot:
@@ -82,16 +136,19 @@ class SnapshotManager:
         except FileNotFoundInTableError as e:
             earliest = self.earliest_snapshot_id()
             if earliest is not None and snapshot_id < earliest:
-                raise SnapshotExpiredError(
-                    f"snapshot {snapshot_id} has expired (earliest is {earliest}); keep more "
-                    "snapshots with 'snapshot.num-retained.min' / 'snapshot.time-retained', or "
-                    "register a consumer ('consumer-id') so expiry keeps what it has not read"
-                ) from e
+                raise _expired(snapshot_id, earliest) from e
             latest = self.latest_snapshot_id()
             raise SnapshotNotExistError(
                 f"snapshot {snapshot_id} does not exist (latest is {latest})"
             ) from e
         return decode_snapshot(data, path, expected_id=snapshot_id)
+
+    def retained_snapshot(self, snapshot_id: int) -> Snapshot:
+        """:meth:`snapshot` for time travel: an id below the expiry fence has expired, even
+        when a stray file holds it."""
+        if self.below_expiry_fence(snapshot_id):
+            raise _expired(snapshot_id, self.earliest_snapshot_id())
+        return self.snapshot(snapshot_id)
 
     def latest_snapshot(self) -> Snapshot | None:
         sid = self.latest_snapshot_id()
@@ -102,7 +159,11 @@ class SnapshotManager:
         return None if sid is None else self.snapshot(sid)
 
     def snapshots(self) -> Iterator[Snapshot]:
+        """The snapshots, oldest first (none below the expiry fence)."""
+        fence = self.expiry_fence() or 0
         for sid in self.list_snapshot_ids():
+            if sid < fence:
+                continue
             try:
                 yield self.snapshot(sid)
             except SnapshotNotExistError:

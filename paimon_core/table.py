@@ -113,7 +113,7 @@ class FileStoreTable:
         if sum(given) > 1:
             raise ValueError("give at most one of snapshot_id, tag, timestamp_millis")
         if snapshot_id is not None:
-            return self.snapshot_manager.snapshot(snapshot_id)
+            return self.snapshot_manager.retained_snapshot(snapshot_id)
         if tag is not None:
             return self.snapshot_manager.tag(tag)
         if timestamp_millis is not None:

@@ -178,7 +178,7 @@ class TagManager:
                 raise SnapshotNotExistError("cannot create a tag: the table has no snapshot")
             snapshot_id = latest
         snap_path = self.snapshots.snapshot_path(snapshot_id)
-        snapshot = self.snapshots.snapshot(snapshot_id)  # typed errors for missing/expired
+        snapshot = self.snapshots.retained_snapshot(snapshot_id)  # typed errors for missing/expired
         try:
             raw = json.loads(self.file_io.read_bytes(snap_path).decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:  # pragma: no cover - decoded above

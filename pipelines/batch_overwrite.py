@@ -1,12 +1,15 @@
 """Batch INSERT OVERWRITE: load Parquet / CSV / JSON files (or another Paimon table) and
 replace static or dynamic partitions of a table in one OVERWRITE commit.
 
-* ``--partition k=v[,k2=v2]``: **static** overwrite, every row of that partition (a prefix of
-  the partition keys is allowed) is replaced; partition columns missing from the input are
-  filled from the spec, and input rows of another partition fail the commit.
-* no ``--partition``: **dynamic** overwrite (``dynamic-partition-overwrite``, the default):
-  exactly the partitions present in the input are replaced; with the table option set to
-  false, or ``--whole-table``, the whole table is.
+Paimon's INSERT OVERWRITE semantics (``TableCommit.overwrite``):
+
+* ``--partition k=v[,k2=v2]``: a static spec (a prefix of the partition keys is allowed):
+  partition columns missing from the input are filled from it, and input rows of another
+  partition fail the commit. With ``dynamic-partition-overwrite`` (the table option, true by
+  default) only the partitions of the spec that receive rows are replaced; with it false (or
+  ``--static``) every partition the spec matches is, even by nothing.
+* no ``--partition``: dynamic overwrite of exactly the partitions present in the input; with
+  the option false, or ``--whole-table``, the whole table is replaced.
 
 Local inputs are read by Spark's own readers; object-storage inputs (``s3://``) by pyarrow
 through paimon_core's FileIO in the Python workers (no ``s3a`` needed). CSV and JSON are
@@ -17,7 +20,7 @@ Spark's ANSI cast (a value that does not fit fails the job) and checked again by
 Run::
 
     python -m pipelines.batch_overwrite --warehouse W --table db.t --input PATH
-        --format parquet|csv|json [--partition dt=2024-01-01] [--whole-table]
+        --format parquet|csv|json [--partition dt=2024-01-01 [--static]] [--whole-table]
     python -m pipelines.batch_overwrite --warehouse W --table db.t --source-table db.src
 """
 
@@ -175,12 +178,14 @@ def overwrite(
     *,
     partition: Mapping[str, Any] | None = None,
     whole_table: bool = False,
+    static: bool = False,
     commit_user: str | None = None,
     commit_identifier: int | None = None,
     properties: Mapping[str, str] | None = None,
 ) -> WriteResult:
-    """INSERT OVERWRITE ``source`` into ``identifier`` (static ``partition``, the whole table,
-    or dynamic); one OVERWRITE commit (``properties`` go into its snapshot)."""
+    """INSERT OVERWRITE ``source`` into ``identifier`` (see the module docs: ``partition`` a
+    static spec, ``whole_table`` / ``static`` force a static overwrite); one OVERWRITE commit
+    (``properties`` go into its snapshot)."""
     handle = TableHandle.load(settings, identifier)
     if partition is not None and whole_table:
         raise SchemaError("give either a static partition or whole_table, not both")
@@ -188,6 +193,7 @@ def overwrite(
     spec: Mapping[str, Any] | None = dict(partition) if partition is not None else (
         {} if whole_table else None)
     return write_dataframe(df, settings, identifier, mode="overwrite", overwrite_partition=spec,
+                           dynamic=False if (whole_table or static) else None,
                            commit_user=commit_user, commit_identifier=commit_identifier,
                            properties={"job": "batch_overwrite", **(properties or {})})
 
@@ -203,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=FORMATS, default="parquet")
     p.add_argument("--partition", help="static partition k=v[,k2=v2]")
     p.add_argument("--whole-table", action="store_true", help="replace the whole table")
+    p.add_argument("--static", action="store_true",
+                   help="with --partition: replace every partition it matches, even those "
+                        "the input has no rows for (dynamic-partition-overwrite=false)")
     p.add_argument("--commit-user")
     p.add_argument("--commit-identifier", type=int)
     return p
@@ -229,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec = (parse_pairs(args.partition.replace(",", ";"), what="partition")
                 if args.partition else None)
         result = overwrite(spark, settings, args.table, source, partition=spec,
-                           whole_table=args.whole_table, commit_user=args.commit_user,
+                           whole_table=args.whole_table, static=args.static,
+                           commit_user=args.commit_user,
                            commit_identifier=args.commit_identifier)
     except PaimonError as e:
         print(f"batch_overwrite: {type(e).__name__}: {e}", file=sys.stderr)

@@ -42,6 +42,8 @@ Options (case-insensitive):
 ``commit.user``,                writes: commit user and identifier (exactly-once: an
 ``commit.identifier``           identifier already committed by the user is not applied again)
 ``overwrite.partition``         writes with ``mode("overwrite")``: ``k=v,...`` static partition
+``dynamic-partition-overwrite`` writes with ``mode("overwrite")``: overrides the table option
+                                (``true``: only the partitions written are replaced)
 ``row-kind-column``             writes: input column holding each row's kind
 ==============================  ===============================================================
 
@@ -461,6 +463,8 @@ class PaimonWriter(DataSourceArrowWriter):
             from pipelines.config import parse_pairs
 
             self.overwrite_partition = parse_pairs(raw.replace(",", ";"), what="partition")
+        dyn = _first(options, "dynamic-partition-overwrite")
+        self.dynamic: bool | None = None if dyn is None else dyn.strip().lower() == "true"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
         from pipelines.writer import write_batches
@@ -475,7 +479,7 @@ class PaimonWriter(DataSourceArrowWriter):
         commit_messages(
             self.handle, self.commit_user, _unpickle(messages),
             commit_identifier=self.commit_identifier, overwrite=self.overwrite,
-            overwrite_partition=self.overwrite_partition,
+            overwrite_partition=self.overwrite_partition, dynamic=self.dynamic,
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:

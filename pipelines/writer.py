@@ -212,10 +212,13 @@ def commit_messages(
     commit_identifier: int | None = None,
     overwrite: bool = False,
     overwrite_partition: Mapping[str, Any] | None = None,
+    dynamic: bool | None = None,
     properties: Mapping[str, str] | None = None,
 ) -> list[int]:
-    """Commit task messages once, on the driver: one APPEND snapshot, or an OVERWRITE of
-    ``overwrite_partition`` (None = dynamic: the partitions written; ``{}`` = whole table).
+    """Commit task messages once, on the driver: one APPEND snapshot, or an OVERWRITE
+    (``overwrite_partition`` a static spec, None / ``{}`` = the whole table; ``dynamic``
+    overrides the table's ``dynamic-partition-overwrite``: see
+    :meth:`paimon_core.commit.table_commit.TableCommit.overwrite`).
 
     A commit that fails (conflict, invalid message...) deletes the messages' files; a commit
     whose state is unknown keeps them. An identifier already committed by ``commit_user``
@@ -229,7 +232,8 @@ def commit_messages(
         return []
     try:
         if overwrite:
-            return commit.overwrite(messages, overwrite_partition, ident, properties=properties)
+            return commit.overwrite(messages, overwrite_partition, ident, dynamic=dynamic,
+                                    properties=properties)
         return commit.commit(messages, ident, properties=properties)
     except CommitStateUnknownError:
         raise  # the snapshot may have landed: keep every file
@@ -276,6 +280,7 @@ def write_dataframe(
     *,
     mode: Literal["append", "overwrite"] = "append",
     overwrite_partition: Mapping[str, Any] | None = None,
+    dynamic: bool | None = None,
     commit_user: str | None = None,
     commit_identifier: int | None = None,
     row_kind_column: str | None = None,
@@ -290,8 +295,11 @@ def write_dataframe(
         settings: the warehouse.
         identifier: ``db.name`` (must exist).
         mode: ``append``, or ``overwrite`` (INSERT OVERWRITE).
-        overwrite_partition: ``overwrite`` only: a static partition spec (``{}`` = the whole
-            table); None = dynamic (the partitions present in ``df``).
+        overwrite_partition: ``overwrite`` only: a static partition spec (None or ``{}`` =
+            the whole table). With ``dynamic-partition-overwrite`` (Paimon's default) only the
+            partitions present in ``df`` are replaced, within the spec.
+        dynamic: ``overwrite`` only: overrides the table's ``dynamic-partition-overwrite``
+            (``False`` = replace everything the spec matches, even by nothing).
         commit_user: the pipeline's stable identity (default: a random one).
         commit_identifier: a monotonically increasing batch id: a re-run of a committed id
             writes nothing (exactly-once).
@@ -337,7 +345,7 @@ def write_dataframe(
                                      dedup_order=dedup_order, fault_hook=fault_hook)
     ids = commit_messages(handle, user, messages, commit_identifier=commit_identifier,
                           overwrite=mode == "overwrite", overwrite_partition=overwrite_partition,
-                          properties=properties)
+                          dynamic=dynamic, properties=properties)
     files = sum(len(m.new_files) + len(m.changelog_files) for m in messages)
     return WriteResult(handle.identifier, tuple(ids), rows, files, user, commit_identifier)
 

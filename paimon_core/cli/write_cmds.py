@@ -149,7 +149,9 @@ def cmd_write(args: argparse.Namespace, out: TextIO) -> int:
     commit = table.new_commit(user)
     try:
         if args.overwrite is not None:
-            ids = commit.overwrite(messages, static, identifier)
+            dynamic = (None if args.dynamic_partition_overwrite is None
+                       else args.dynamic_partition_overwrite == "true")
+            ids = commit.overwrite(messages, static, identifier, dynamic=dynamic)
         else:
             ids = commit.commit(messages, identifier)
     except (SchemaError, CommitConflictError):
@@ -278,7 +280,12 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument("--input", required=True, help="rows: .jsonl, .json, .parquet or .csv")
     s.add_argument("--kind", help="input column with the row kind (+I/-U/+U/-D; null = +I)")
     s.add_argument("--overwrite", nargs="?", const="", default=None, metavar="PARTITION",
-                   help="INSERT OVERWRITE; alone: dynamic (per option), 'k=v,...': static")
+                   help="INSERT OVERWRITE, Paimon's semantics: 'k=v,...' a static partition "
+                        "spec; with dynamic-partition-overwrite (the table option, default "
+                        "true) only the partitions receiving rows are replaced")
+    s.add_argument("--dynamic-partition-overwrite", choices=["true", "false"],
+                   help="overrides the table option for this --overwrite (false: replace "
+                        "everything the spec matches, even by nothing)")
     s.add_argument("--commit-user", help="stable commit user (default: a random UUID)")
     s.add_argument("--commit-identifier", type=int,
                    help="commit identifier (default: Long.MAX, a batch commit)")

@@ -10,9 +10,17 @@ construction (reliability.md, design rules 1-4):
   new latest snapshot and retry; unreadable means :class:`CommitStateUnknownError`, and nothing
   is cleaned up.
 * Conflicts are checked on every attempt against the snapshot being followed.
-* Exactly once: a commit whose (commit user, identifier, kind) is already in a snapshot is
-  not applied again; :meth:`TableCommit.filter_committed` lets a restarted pipeline drop what
-  already landed.
+* Exactly once: a commit whose (commit user, identifier) is already in a snapshot is not
+  applied again, whatever it carries (a restarted writer that regenerated the same batch may
+  have compacted differently: its files are left as orphans for orphan cleaning, as Java's
+  committer does); :meth:`TableCommit.filter_committed` lets a restarted pipeline drop what
+  already landed before writing at all.
+* Never below expiry: a snapshot id that expiry removed is free again for create-if-absent,
+  so a writer delayed across an expiry could re-create it (a "stray" that would take the
+  commits after it out of every read). Before and after the create the id is checked against
+  the expiry fence (``EARLIEST``, raised by expiry before it deletes) and against the listing
+  (:meth:`SnapshotManager.is_stray`); a stray is withdrawn and the commit retried on the fresh
+  latest snapshot. Only the verified id is written to ``LATEST``.
 
 Race windows: between writing manifests and publishing the snapshot, other commits may land;
 the manifests of a lost attempt are deleted (they are referenced by nothing). A crash anywhere
@@ -126,6 +134,11 @@ class TableCommit:
         found already committed; empty when there was nothing to commit."""
         schema = self._schema()
         self._validate(messages, schema)
+        landed = self._landed(commit_identifier)
+        if landed:
+            log.info("commit %s/%s already in snapshot(s) %s", self.commit_user,
+                     commit_identifier, landed)
+            return landed
         out: list[int] = []
         for kind, pick in (
             (CommitKind.APPEND, _append_files),
@@ -146,15 +159,22 @@ class TableCommit:
         partition: Mapping[str, Any] | None = None,
         commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
         *,
+        dynamic: bool | None = None,
         properties: Mapping[str, str] | None = None,
     ) -> list[int]:
-        """INSERT OVERWRITE (one OVERWRITE snapshot).
+        """INSERT OVERWRITE (one OVERWRITE snapshot), as Paimon's
+        ``FileStoreCommitImpl.overwrite``:
 
-        ``partition`` given (possibly partial, ``{}`` = whole table): static overwrite — every
-        live file in it is replaced, and every new file must lie in it. ``partition`` None:
-        dynamic overwrite when ``dynamic-partition-overwrite`` is true (the default) — exactly
-        the partitions that receive new files are replaced, and no new files means no
-        snapshot; with the option false, the whole table is replaced.
+        * **dynamic** (``dynamic-partition-overwrite``, default true; ``dynamic`` overrides
+          the option; partitioned tables only): exactly the partitions that receive new files
+          are replaced, and no new files means no snapshot. A static ``partition`` spec
+          (possibly partial) only bounds the new files: within it, partitions that receive
+          no rows keep theirs.
+        * **static** (the option false, ``dynamic=False``, or an unpartitioned table): every
+          live file matching ``partition`` (None or ``{}`` = the whole table) is replaced, by
+          nothing if there are no new files.
+
+        Every new file must lie in ``partition`` when one is given (:class:`SchemaError`).
         """
         schema = self._schema()
         self._validate(messages, schema)
@@ -162,9 +182,9 @@ class TableCommit:
         new = [(m, f) for m in messages for f in m.new_files]
         if any(m.compact_before or m.compact_after or m.deleted_files for m in messages):
             raise SchemaError("overwrite takes only new files (no compaction or deletions)")
-        dynamic = partition is None and CoreOptions(schema.options).get_bool(
-            "dynamic-partition-overwrite", True
-        )
+        if dynamic is None:
+            dynamic = CoreOptions(schema.options).get_bool("dynamic-partition-overwrite", True)
+        dynamic = dynamic and bool(schema.partition_keys)
         if dynamic and not new:
             return []
         matcher = self._partition_matcher(schema, partition)
@@ -177,6 +197,9 @@ class TableCommit:
                         f"{dict(zip(schema.partition_keys, values))}"
                     )
         targets = {m.partition for m, _ in new}
+        landed = self._landed(commit_identifier)
+        if landed:
+            return landed[-1:]
 
         def build(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
             if dynamic:
@@ -199,7 +222,7 @@ class TableCommit:
         properties: Mapping[str, str] | None = None,
     ) -> list[int]:
         """Remove every row (an OVERWRITE snapshot deleting all live files)."""
-        return self.overwrite([], {}, commit_identifier, properties=properties)
+        return self.overwrite([], {}, commit_identifier, dynamic=False, properties=properties)
 
     def drop_partitions(
         self,
@@ -209,6 +232,9 @@ class TableCommit:
         """Delete whole partitions (an OVERWRITE snapshot with deletions only)."""
         schema = self._schema()
         matchers = [self._partition_matcher(schema, p) for p in partitions]
+        landed = self._landed(commit_identifier)
+        if landed:
+            return landed[-1:]
 
         def build(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
             data = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
@@ -246,6 +272,22 @@ class TableCommit:
                 continue
             if snap.commit_user == self.commit_user:
                 yield snap
+
+    def _landed(self, identifier: int) -> list[int]:
+        """The snapshots (oldest first) in which this user's ``identifier`` already landed, of
+        any kind: a commit of it again is a no-op (Java's committer skips the whole
+        committable). The batch identifier (Long.MAX) is reused by design and never checked.
+        The walk stops at the user's first older identifier (identifiers increase per user,
+        reliability.md rule 3)."""
+        if identifier == BATCH_COMMIT_IDENTIFIER:
+            return []
+        found: list[int] = []
+        for snap in self._own_snapshots_newest_first():
+            if snap.commit_identifier == identifier:
+                found.append(snap.id)
+            elif snap.commit_identifier < identifier:
+                break
+        return sorted(found)
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the files the messages' writers created (never call after a commit of them
@@ -334,10 +376,11 @@ class TableCommit:
     def _find_committed(
         self, kind: CommitKind, identifier: int, after: int | None, latest: int | None
     ) -> int | None:
-        """A snapshot in (after, latest] with our user, identifier and kind."""
+        """A snapshot in (after, latest] with our user, identifier and kind (never a stray
+        below the expiry fence)."""
         if latest is None:
             return None
-        start = (after or 0) + 1
+        start = max((after or 0) + 1, self.snapshots.earliest_snapshot_id() or 1)
         for sid in range(latest, start - 1, -1):
             try:
                 snap = self.snapshots.snapshot(sid)
@@ -349,18 +392,6 @@ class TableCommit:
                 and snap.commit_kind is kind
             ):
                 return sid
-        return None
-
-    def _already_committed(self, kind: CommitKind, identifier: int) -> int | None:
-        """Before the first attempt: has this (user, identifier, kind) landed already?
-        (Streaming identifiers only; the batch identifier Long.MAX is reused by design.)"""
-        if identifier == BATCH_COMMIT_IDENTIFIER:
-            return None
-        for snap in self._own_snapshots_newest_first():
-            if snap.commit_identifier == identifier and snap.commit_kind is kind:
-                return snap.id
-            if snap.commit_identifier < identifier:
-                return None
         return None
 
     def _try_commit(
@@ -375,10 +406,6 @@ class TableCommit:
         check_bucket_counts: bool = True,
         allow_empty: bool = True,
     ) -> int | None:
-        done = self._already_committed(kind, identifier)
-        if done is not None:
-            log.info("commit %s/%s already in snapshot %s", self.commit_user, identifier, done)
-            return done
         first_latest: int | None = None
         max_retries = self._max_retries
         attempt = 0
@@ -489,6 +516,28 @@ class TableCommit:
         return None
 
     def _publish(self, snapshot: Snapshot) -> bool:
+        """Create ``snapshot-N`` only if absent and never below expiry (see the module docs);
+        True only for a verified snapshot of ours."""
+        if self.snapshots.below_expiry_fence(snapshot.id):
+            log.info("snapshot id %s was expired while this commit was prepared: re-planning",
+                     snapshot.id)
+            return False
+        if not self._create(snapshot):
+            return False
+        if not self.snapshots.is_stray(snapshot.id):
+            return True
+        # created in a slot that expiry had emptied: withdraw it (nothing can build on it:
+        # LATEST was not written, lookups stop at the fence), then re-plan
+        log.warning("snapshot id %s had been expired: withdrawing the file this commit created "
+                    "there and re-planning on the latest snapshot", snapshot.id)
+        path = self.snapshots.snapshot_path(snapshot.id)
+        try:
+            self.file_io.delete(path)
+        except PaimonError as e:  # lookups ignore it; the next expiry removes it
+            log.warning("could not withdraw stray %s: %s", path, e)
+        return False
+
+    def _create(self, snapshot: Snapshot) -> bool:
         """Create ``snapshot-N`` only if absent; decide ours / theirs / unknown by reading it
         back (reliability rule 2)."""
         path = self.snapshots.snapshot_path(snapshot.id)

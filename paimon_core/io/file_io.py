@@ -351,13 +351,22 @@ class FileIO:
             # object stores have no directories
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        """Write (or overwrite) a whole file. Not atomic; use :meth:`try_create` for commits."""
+        """Write (or overwrite) a whole file; readers see the old or the new content, never
+        a torn one (local: a temp file renamed over it; S3: one PUT). Not exclusive: use
+        :meth:`try_create` for commits."""
         with self._translate(path):
             if self.is_local:
                 p = self._fs_path(path)
-                os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
-                with open(p, "wb") as f:
-                    f.write(data)
+                d = os.path.dirname(p) or "."
+                os.makedirs(d, exist_ok=True)
+                tmp = os.path.join(d, f".{os.path.basename(p)}.{uuid.uuid4()}.tmp")
+                try:
+                    with open(tmp, "xb") as f:
+                        f.write(data)
+                    os.replace(tmp, p)
+                finally:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(tmp)
                 return
             parent = self._fs_path(path).rsplit("/", 1)[0]
             if self.scheme == "memory":

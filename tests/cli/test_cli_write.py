@@ -138,8 +138,12 @@ def test_kinds_overwrite_and_exactly_once(cli: Cli) -> None:
            "--overwrite")
     assert [(json.loads(x)["pt"], json.loads(x)["id"]) for x in cli.ok("read")] == [
         ("a", 2), ("b", 9), ("c", 5)]
-    # static overwrite of partition c with nothing for it
+    # overwrite of partition c with nothing for it: dynamic (Paimon's default) keeps it,
+    # static replaces it by nothing
     cli.ok("write", "--input", str(_jsonl(cli.tmp / "e.jsonl", [])), "--overwrite", "pt=c")
+    assert [json.loads(x)["pt"] for x in cli.ok("read")] == ["a", "b", "c"]
+    cli.ok("write", "--input", str(cli.tmp / "e.jsonl"), "--overwrite", "pt=c",
+           "--dynamic-partition-overwrite", "false")
     assert [json.loads(x)["pt"] for x in cli.ok("read")] == ["a", "b"]
     rc, _, err = cli("write", "--input", str(cli.tmp / "o.jsonl"), "--overwrite", "pt=a")
     assert rc == 1 and "partition" in err

@@ -72,10 +72,11 @@ def test_overwrite_static_dynamic_truncate(tmp_path: Path) -> None:
     assert c.overwrite([message(t.path, "a", a2)]) == [2]
     assert _live_names(t) == {a2.file_name, b.file_name, n.file_name}
     assert t.latest_snapshot().commit_kind is CommitKind.OVERWRITE  # type: ignore[union-attr]
-    # dynamic with nothing: no snapshot
+    # dynamic with nothing: no snapshot, with or without a static spec
     assert c.overwrite([]) == []
+    assert c.overwrite([], {"pt": "__DEFAULT_PARTITION__"}) == []
     # static: the NULL partition via the default name, replaced by nothing
-    assert c.overwrite([], {"pt": "__DEFAULT_PARTITION__"}) == [3]
+    assert c.overwrite([], {"pt": "__DEFAULT_PARTITION__"}, dynamic=False) == [3]
     assert _live_names(t) == {a2.file_name, b.file_name}
     # static spec must contain the new files
     with pytest.raises(SchemaError, match="received rows of partition"):
@@ -89,7 +90,7 @@ def test_delete_of_a_file_no_longer_live_is_a_conflict(tmp_path: Path) -> None:
     t = _append_table(tmp_path)
     a = data_file()
     t.new_commit("w").commit([message(t.path, "a", a)])
-    t.new_commit("x").overwrite([], {})
+    t.new_commit("x").truncate()
     stale = CommitMessage(part("a"), 0, -1, deleted_files=(a,), table_path=t.path)
     with pytest.raises(CommitConflictError, match="no longer live"):
         t.new_commit("w").commit([stale])

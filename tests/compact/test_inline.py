@@ -140,3 +140,41 @@ def test_cli_compact(tmp_path: Path) -> None:
     rc, out, err = cli([*base, "--partition", "zz=1"])
     assert rc == 1 and "partition key" in err
     assert [r["v"] for r in read_sorted(table)] == ["v2"] * 3
+
+
+def test_recommit_of_a_landed_identifier_is_a_no_op_whatever_it_carries(tmp_path: Path) -> None:
+    """Issue 13, defect 2: a restarted job regenerates batch 2 (same commit user) and commits
+    it again; its writer compacted inline this time (3 sorted runs now reach the trigger), the
+    first time it did not. The whole commit is skipped by (user, identifier), as Java's
+    committer does, and the regenerated files are orphans that orphan cleaning reclaims."""
+    import pyarrow as pa
+
+    from paimon_core.orphans import remove_orphan_files
+
+    table = pk_table(str(tmp_path / "wh"), bucket="1", **{
+        "merge-engine": "aggregation", "fields.n.aggregate-function": "sum",
+        "num-sorted-run.compaction-trigger": "3"})
+
+    def batch(k: int) -> pa.Table:
+        return pa.table({"id": pa.array([1, 2], pa.int32()), "v": ["a", "b"],
+                         "n": pa.array([k, k], pa.int64())})
+
+    for k in (1, 2):
+        w = table.new_write("u")
+        w.write_arrow(batch(k))
+        assert table.new_commit("u").commit(w.prepare_commit(), k) == [k]
+        w.close()
+    before = table.snapshot_manager.list_snapshot_ids()
+    for _restart in range(2):  # every restart would repeat it
+        w = table.new_write("u")
+        w.write_arrow(batch(2))
+        msgs = w.prepare_commit()
+        assert any(m.compact_after for m in msgs)  # this writer compacted inline
+        assert table.new_commit("u").commit(msgs, 2) == [2]  # the snapshot it landed in
+        w.close()
+    assert table.snapshot_manager.list_snapshot_ids() == before
+    assert sorted(r["n"] for r in read_sorted(table)) == [3, 3]  # 1 + 2, not 1 + 2 + 2
+    assert fsck(table).ok
+    orphans = remove_orphan_files(table, 2**62).paths
+    assert len(orphans) >= 4 and all("/bucket-0/data-" in p for p in orphans)
+    assert sorted(r["n"] for r in read_sorted(table)) == [3, 3]

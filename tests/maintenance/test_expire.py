@@ -15,7 +15,7 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.consumer import Consumer, ConsumerManager
 from paimon_core.errors import CorruptMetadataError, SchemaError, UnsupportedError
 from paimon_core.expire import INT_MAX, ExpireConfig, ExpireSnapshots, _Tally, expire_end
-from paimon_core.fsck import orphan_files
+from paimon_core.fsck import fsck, orphan_files
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.orphans import remove_orphan_files
 from paimon_core.scan.file_entries import live_files
@@ -172,9 +172,24 @@ def test_nothing_to_expire_writes_earliest_once(twelve: Path, tmp_path: Path) ->
     r = t.expire_snapshots(retain_min=12)
     assert r.expired_ids == () and r.deleted_files == 0 and r.earliest == 1
     assert hint.read_text() == "1"
-    hint.write_text("7")  # Java only writes it when it is missing
+    hint.write_text("0001")  # a valid fence is not rewritten (Java: only when it is missing)
     assert t.expire_snapshots(retain_min=12).expired_ids == ()
+    assert hint.read_text() == "0001"
+
+
+def test_snapshots_below_the_fence_are_finished(twelve: Path, tmp_path: Path) -> None:
+    """EARLIEST naming an existing snapshot is the expiry fence (raised before expiry deletes
+    anything below it): snapshots still below it are what an interrupted expiry left, and the
+    next run finishes them, whatever the retention says."""
+    t = _copy(twelve, tmp_path / "wh")
+    hint = Path(t.path) / "snapshot" / "EARLIEST"
+    hint.write_text("7")
+    assert t.snapshot_manager.earliest_snapshot_id() == 7
+    r = t.expire_snapshots(retain_min=12)
+    assert r.expired_ids == (1, 2, 3, 4, 5, 6) and r.earliest == 7
+    assert t.snapshot_manager.list_snapshot_ids() == list(range(7, 13))
     assert hint.read_text() == "7"
+    assert fsck(t).ok
 
 
 # ---------------------------------------------------------------------------------------------
