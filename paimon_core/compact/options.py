@@ -15,15 +15,36 @@ Defaults are those of Paimon 0.9 (spec §13):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from paimon_core.errors import SchemaError
 from paimon_core.options import CoreOptions, parse_memory_size
 from paimon_core.spec.schema import TableSchema
 
-__all__ = ["CompactOptions"]
+__all__ = ["COMPACT_STRATEGIES", "CompactOptions", "CompactStrategy", "is_full"]
 
 _MIB = 1024 * 1024
 CHANGELOG_PRODUCERS = ("none", "input", "full-compaction", "lookup")
+
+#: What an explicit compaction (``table.compact``, ``paimon compact``, ``pipelines.compact``)
+#: does: ``full`` rewrites every bucket into one sorted run on the max level (append tables:
+#: every small file), as Paimon's batch compaction (``CALL sys.compact``, the Flink / Spark
+#: compact actions) does unless told otherwise; ``minor`` does what the universal picker asks
+#: for (what writers do after a commit), which is often nothing.
+CompactStrategy = Literal["full", "minor"]
+COMPACT_STRATEGIES: tuple[CompactStrategy, ...] = ("full", "minor")
+
+
+def is_full(strategy: str) -> bool:
+    """Whether ``strategy`` is the full one.
+
+    Raises:
+        SchemaError: not one of :data:`COMPACT_STRATEGIES`.
+    """
+    if strategy not in COMPACT_STRATEGIES:
+        raise SchemaError(f"compaction strategy {strategy!r} is not one of "
+                          f"{', '.join(COMPACT_STRATEGIES)}")
+    return strategy == "full"
 
 
 @dataclass(frozen=True, slots=True)

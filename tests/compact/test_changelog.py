@@ -92,7 +92,7 @@ def test_full_compaction_changelog_equals_java(tmp_path: Path) -> None:
     table = make(tmp_path, **{"changelog-producer": "full-compaction"})
     ids = write_all(table, WRITES)
     assert ids == [[1], [2], [3], [4], [5, 6], [7], [8]]
-    sid = table.compact(full=True)
+    sid = table.compact()
     assert sid == 9
     for s, expected in JAVA_FULL.items():
         assert lines(table, s) == expected, s
@@ -101,14 +101,14 @@ def test_full_compaction_changelog_equals_java(tmp_path: Path) -> None:
     assert (f.level, f.min_sequence_number, f.max_sequence_number, f.row_count) == (5, 5, 13, 6)
     assert table.snapshot_manager.snapshot(9).changelog_record_count == 6
     # nothing changed since: a second full compaction has nothing to do
-    assert table.compact(full=True) is None
+    assert table.compact() is None
 
 
 def test_row_deduplicate_skips_equal_updates(tmp_path: Path) -> None:
     table = make(tmp_path, **{"changelog-producer": "full-compaction",
                               "changelog-producer.row-deduplicate": "true"})
     write_all(table, WRITES)
-    sid = table.compact(full=True)
+    sid = table.compact()
     assert sid is not None
     assert lines(table, sid) == ["+U 1 a", "-U 1 a2"]
 
@@ -134,5 +134,5 @@ def test_write_only_tables_produce_changelog_only_when_compacted(tmp_path: Path,
     table = make(tmp_path, **{"changelog-producer": producer, "write-only": "true"})
     ids = write_all(table, WRITES[:3])
     assert ids == [[1], [2], [3]]
-    sid = table.compact(full=True)
+    sid = table.compact()
     assert lines(table, sid or 0) == ["+I 1 a2", "+I 3 c", "+I 4 d"]
