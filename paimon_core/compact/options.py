@@ -64,6 +64,8 @@ class CompactOptions:
         changelog_producer: ``none`` / ``input`` / ``full-compaction`` / ``lookup``.
         row_deduplicate: ``changelog-producer.row-deduplicate`` (no -U/+U for equal rows).
         full_compaction_delta_commits: ``full-compaction.delta-commits`` (None = unset).
+        first_row: ``merge-engine=first-row`` (primary-key tables).
+        force_lookup: ``force-lookup``.
     """
 
     primary_key: bool
@@ -80,6 +82,7 @@ class CompactOptions:
     row_deduplicate: bool = False
     full_compaction_delta_commits: int | None = None
     first_row: bool = False
+    force_lookup: bool = False
 
     @classmethod
     def from_schema(cls, schema: TableSchema) -> CompactOptions:
@@ -124,6 +127,7 @@ class CompactOptions:
             row_deduplicate=o.get_bool("changelog-producer.row-deduplicate", False),
             full_compaction_delta_commits=delta,
             first_row=pk and o.merge_engine == "first-row",
+            force_lookup=o.get_bool("force-lookup", False),
         )
 
     @property
@@ -138,6 +142,8 @@ class CompactOptions:
 
     @property
     def lookup(self) -> bool:
-        """Compaction pushes every level-0 file up (``needLookup``: the lookup producer, or
-        the first-row engine)."""
-        return self.primary_key and (self.changelog_producer == "lookup" or self.first_row)
+        """Compaction pushes every level-0 file up and merges it with the keys' records on the
+        levels above (``CoreOptions.needLookup``: the lookup producer, the first-row engine or
+        ``force-lookup``; deletion vectors are not written here)."""
+        return self.primary_key and (self.changelog_producer == "lookup" or self.first_row
+                                     or self.force_lookup)
