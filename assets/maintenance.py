@@ -6,7 +6,10 @@ that one bucket. Runs carry the tag ``paimon/bucket = <db>.<table>/<partition>/b
 and ``dagster.yaml`` limits that tag to one run per value, so the same bucket never compacts
 twice at once (two compactions that raced anyway would conflict on the files they delete:
 the second re-plans from the fresh snapshot). The hourly schedule asks the job's planner
-(metadata only) which buckets need compaction and requests a run for each of them only.
+(metadata only) which buckets the universal picker would compact and requests a run for each
+of them only; a run does what the picker asks for (``strategy="minor"``, what writers do), or
+a full compaction with the run config ``full: true`` (the default of ``pipelines.compact`` and
+``paimon compact`` is full: maintenance states its strategy explicitly).
 Metadata: files and sorted runs before / after, bytes rewritten and written.
 
 **Expiry** — one asset per table, daily schedule: :func:`pipelines.expire.expire` expires
@@ -36,6 +39,7 @@ from assets.resources import PaimonCatalog, SparkResource
 from assets.tables import ALL_TABLES, DAILY_START, TableSpec
 from paimon_core.compact import BucketCompactor, live_bucket_files
 from paimon_core.compact.manager import partition_filter
+from paimon_core.compact.options import CompactStrategy
 from paimon_core.spec.manifest import FileKind
 from paimon_core.table import FileStoreTable
 from pipelines.compact import compact, plan_compaction
@@ -144,6 +148,10 @@ class CompactConfig(dg.Config):
     full: bool = Field(default=False, description="full compaction (everything to the "
                        "last level) instead of the universal picker's choice")
 
+    @property
+    def strategy(self) -> CompactStrategy:
+        return "full" if self.full else "minor"
+
 
 @dataclass(frozen=True)
 class Compaction:
@@ -188,7 +196,7 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
         started = time.monotonic()
         handle = TableHandle.of(catalog.settings(), table)
         parts_arg = [partition] if partition else None
-        _, todo = plan_compaction(handle, full=config.full, partitions=parts_arg,
+        _, todo = plan_compaction(handle, strategy=config.strategy, partitions=parts_arg,
                                   buckets=[bucket])
         snapshot_ids: list[int] = []
         status = "nothing to compact"
@@ -197,7 +205,8 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
             if accepts_properties(compact):
                 kwargs["properties"] = context_properties(context)
             report = compact(spark.session(), catalog.settings(), spec.identifier,
-                             full=config.full, partitions=parts_arg, buckets=[bucket],
+                             strategy=config.strategy, partitions=parts_arg,
+                             buckets=[bucket],
                              commit_user=run_commit_user(context.run.run_id), **kwargs)
             if report.snapshot_id is not None:
                 snapshot_ids = [report.snapshot_id]
@@ -256,7 +265,8 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
         if not cat.table_exists(spec.identifier):
             return dg.SkipReason(f"{spec.identifier} does not exist yet")
         table = cat.get_table(spec.identifier)
-        _, todo = plan_compaction(TableHandle.of(catalog.settings(), table))
+        _, todo = plan_compaction(TableHandle.of(catalog.settings(), table),
+                                  strategy="minor")
         stamp = context.scheduled_execution_time.isoformat()
         requests = []
         for part_bytes, bucket, _total, _files in todo:

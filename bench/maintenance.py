@@ -48,7 +48,7 @@ def child_main(cache: Path, gen_path: str, reps: int) -> int:
         files_before = sum(1 for _ in tdir.rglob("data-*"))
 
         c0, t0 = cpu_s(), time.perf_counter()
-        snap = table.compact(full=True, commit_user="bench-compactor")
+        snap = table.compact(commit_user="bench-compactor")
         out["compact_s"] = time.perf_counter() - t0
         out["compact_cpu_s"] = cpu_s() - c0
         out["compact_snapshot"] = snap

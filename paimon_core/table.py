@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from paimon_core.commit.table_commit import TableCommit
 from paimon_core.compact.manager import DEFAULT_MAX_ATTEMPTS, compact_table
+from paimon_core.compact.options import CompactStrategy
 from paimon_core.errors import SnapshotNotExistError
 from paimon_core.expire import ExpireConfig, ExpireResult, ExpireSnapshots
 from paimon_core.identifier import Identifier
@@ -154,16 +155,17 @@ class FileStoreTable:
         self,
         partitions: Sequence[Mapping[str, Any]] | None = None,
         buckets: Sequence[int] | None = None,
-        full: bool = False,
         *,
+        strategy: CompactStrategy = "full",
         commit_user: str | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> int | None:
         """Compact the given partitions (specs like ``{"dt": "2024-01-01"}``, default all)
         and buckets (default all) into one COMPACT snapshot, re-planning on conflicts; see
-        :func:`paimon_core.compact.manager.compact_table`. Returns the snapshot id, or None
-        when nothing needed compaction."""
-        return compact_table(self, partitions=partitions, buckets=buckets, full=full,
+        :func:`paimon_core.compact.manager.compact_table`. A full compaction (one sorted run
+        per bucket on the max level) unless ``strategy="minor"``: then what the universal
+        picker asks for. Returns the snapshot id, or None when nothing needed compaction."""
+        return compact_table(self, partitions=partitions, buckets=buckets, strategy=strategy,
                              commit_user=commit_user, max_attempts=max_attempts)
 
     # ---- schema evolution and tags

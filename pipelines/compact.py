@@ -2,8 +2,10 @@
 one COMPACT commit on the driver.
 
 1. The driver reads the latest snapshot's live files per (partition, bucket) (manifests only)
-   and keeps the pairs the universal picker would compact (or, with ``--full``, every pair
-   with something to merge): ``paimon_core.compact.BucketCompactor.needs_compaction``.
+   and keeps the pairs with something to compact: by default (``--strategy full``, as
+   ``paimon compact`` and Paimon's batch compaction) every pair that is not one sorted run on
+   the max level already; with ``--strategy minor`` the pairs the universal picker would
+   compact (``paimon_core.compact.BucketCompactor.needs_compaction``).
 2. Each pair, with its file list, goes to one task (``repartitionById`` on the pair's index),
    which rewrites it with ``BucketCompactor.compact`` (the same code as
    ``FileStoreTable.compact``) and returns its ``CommitMessage`` (``compact_before`` /
@@ -17,8 +19,10 @@ A failed task deletes the files it wrote; files of killed attempts are reclaimab
 
 Run::
 
-    python -m pipelines.compact --warehouse W --table db.t [--full] [--partition k=v,...]
-        [--bucket N] [--max-attempts 5]
+    python -m pipelines.compact --warehouse W --table db.t [--strategy full|minor]
+        [--partition k=v,...] [--bucket N] [--max-attempts 5]
+
+(``--full`` is the explicit spelling of the default ``--strategy full``.)
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import pyarrow as pa
 
 from paimon_core.compact import BucketCompactor, live_bucket_files
 from paimon_core.compact.manager import partition_filter
+from paimon_core.compact.options import COMPACT_STRATEGIES, CompactStrategy, is_full
 from paimon_core.errors import CommitConflictError, PaimonError
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.write.commit_message import CommitMessage
@@ -89,11 +94,12 @@ class CompactReport:
 def plan_compaction(
     handle: TableHandle,
     *,
-    full: bool = False,
+    strategy: CompactStrategy = "full",
     partitions: Sequence[Mapping[str, Any]] | None = None,
     buckets: Sequence[int] | None = None,
 ) -> tuple[int | None, list[BucketWork]]:
-    """The latest snapshot id and the buckets needing compaction (metadata only)."""
+    """The latest snapshot id and the buckets the strategy would compact (metadata only)."""
+    full = is_full(strategy)
     table = handle.open()
     snap = table.snapshot_manager.latest_snapshot()
     if snap is None:
@@ -152,15 +158,16 @@ def compact(
     settings: CatalogSettings,
     identifier: str,
     *,
-    full: bool = False,
+    strategy: CompactStrategy = "full",
     partitions: Sequence[Mapping[str, Any]] | None = None,
     buckets: Sequence[int] | None = None,
     commit_user: str | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     properties: Mapping[str, str] | None = None,
 ) -> CompactReport:
-    """Compact the table's buckets that need it into one COMPACT snapshot (module docs);
-    ``properties`` go into the snapshot's properties.
+    """Compact the table's buckets into one COMPACT snapshot (module docs): fully by default,
+    the universal picker's choice with ``strategy="minor"``; ``properties`` go into the
+    snapshot's properties.
 
     Raises:
         CommitConflictError: every one of ``max_attempts`` rounds conflicted.
@@ -172,10 +179,11 @@ def compact(
     for attempt in range(1, max(1, max_attempts) + 1):
         report.attempts = attempt
         handle = TableHandle.load(settings, identifier)
-        _, todo = plan_compaction(handle, full=full, partitions=partitions, buckets=buckets)
+        _, todo = plan_compaction(handle, strategy=strategy, partitions=partitions,
+                                  buckets=buckets)
         if not todo:
             return report
-        messages, tasks = _run_tasks(spark, handle, todo, full)
+        messages, tasks = _run_tasks(spark, handle, todo, is_full(strategy))
         if not messages:
             return report
         committer = handle.open().new_commit(user)
@@ -210,7 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
                                 description=__doc__.split("\n\n")[0] if __doc__ else None)
     add_catalog_args(p)
     add_spark_args(p)
-    p.add_argument("--full", action="store_true", help="full compaction")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--strategy", choices=COMPACT_STRATEGIES, default="full",
+                     help="full (default): one sorted run per bucket on the max level; minor: "
+                     "what the universal picker asks for (may be nothing)")
+    how.add_argument("--full", dest="strategy", action="store_const", const="full",
+                     help="same as --strategy full (the default)")
     p.add_argument("--partition", action="append", metavar="K=V,...",
                    help="only this partition (repeatable)")
     p.add_argument("--bucket", type=int, action="append", help="only this bucket (repeatable)")
@@ -230,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parts = ([parse_pairs(x.replace(",", ";"), what="partition") for x in args.partition]
              if args.partition else None)
     try:
-        report = compact(spark, settings, args.table, full=args.full, partitions=parts,
+        report = compact(spark, settings, args.table, strategy=args.strategy, partitions=parts,
                          buckets=args.bucket, commit_user=args.commit_user,
                          max_attempts=args.max_attempts)
     except PaimonError as e:

@@ -2,13 +2,16 @@
 
 ::
 
-    paimon compact --warehouse wh --table db.t                       # what the picker asks for
-    paimon compact --warehouse wh --table db.t --full                # everything
+    paimon compact --warehouse wh --table db.t                       # full (the default)
+    paimon compact --warehouse wh --table db.t --strategy minor      # what the picker asks for
     paimon compact --warehouse wh --table db.t --partition dt=2024-01-01,hr=5 --bucket 0
 
-``--partition`` (repeatable; partial specs allowed) and ``--bucket`` (repeatable) restrict
-the buckets compacted. Prints one JSON line: ``{"op": "compact", "snapshot": 7}``
-(``null`` when nothing needed compaction).
+Like Paimon's batch compaction (``CALL sys.compact``, the Flink / Spark compact actions) it is
+a full compaction unless ``--strategy minor`` asks for the universal picker's choice (which
+may be nothing); ``--full`` is the explicit spelling of the default. ``--partition``
+(repeatable; partial specs allowed) and ``--bucket`` (repeatable) restrict the buckets
+compacted. Prints one JSON line: ``{"op": "compact", "snapshot": 7, "strategy": "full"}``
+(``snapshot`` is ``null`` when nothing needed compaction).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any, TextIO
 
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.write_cmds import UsageError, parse_partition_spec
+from paimon_core.compact.options import COMPACT_STRATEGIES
 from paimon_core.table import FileStoreTable
 
 __all__ = ["add_compact_parser", "cmd_compact"]
@@ -44,9 +48,9 @@ def cmd_compact(args: argparse.Namespace, out: TextIO) -> int:
             if spec is None:
                 raise UsageError("--partition needs k=v[,k=v]")
             partitions.append(spec)
-    sid = table.compact(partitions=partitions, buckets=args.bucket, full=args.full,
+    sid = table.compact(partitions=partitions, buckets=args.bucket, strategy=args.strategy,
                         commit_user=args.commit_user)
-    result: dict[str, Any] = {"op": "compact", "snapshot": sid, "full": bool(args.full)}
+    result: dict[str, Any] = {"op": "compact", "snapshot": sid, "strategy": args.strategy}
     out.write(json.dumps(result, sort_keys=True) + "\n")
     out.flush()
     return 0
@@ -55,11 +59,16 @@ def cmd_compact(args: argparse.Namespace, out: TextIO) -> int:
 def add_compact_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """Register ``compact`` on ``sub`` (an argparse subparsers)."""
     s = sub.add_parser("compact", parents=[common],
-                       help="compact buckets (universal picker, or --full) in one commit")
+                       help="compact buckets in one commit (full, or --strategy minor)")
     s.add_argument("--partition", action="append", default=[], metavar="K=V[,K=V]",
                    help="only this partition (repeatable; partial specs allowed)")
     s.add_argument("--bucket", action="append", type=int, default=None, metavar="N",
                    help="only this bucket (repeatable)")
-    s.add_argument("--full", action="store_true", help="full compaction")
+    how = s.add_mutually_exclusive_group()
+    how.add_argument("--strategy", choices=COMPACT_STRATEGIES, default="full",
+                     help="full (default): one sorted run per bucket on the max level; minor: "
+                     "what the universal picker asks for (may be nothing)")
+    how.add_argument("--full", dest="strategy", action="store_const", const="full",
+                     help="same as --strategy full (the default)")
     s.add_argument("--commit-user", help="commit user (default: a random one)")
     s.set_defaults(func=cmd_compact)

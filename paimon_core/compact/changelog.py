@@ -23,7 +23,8 @@ changelog row is a copy of a whole record (its sequence number included) with a 
 **first-row** tables compact like lookup ones but through ``FirstRowMergeFunctionWrapper``: a
 key that exists on a level above the output is left out (its first row is already there),
 the others keep their first record; with the lookup producer a first record coming from
-level 0 is a ``+I``.
+level 0 is also the changelog, as it is (its own kind: ``+I``, or ``+U`` when it was written
+as one).
 """
 
 from __future__ import annotations
@@ -287,7 +288,8 @@ def first_row_lookup(
     kept = merged.filter(pa.array(keep))
     if not produce_changelog:
         return kept, kept.slice(0, 0).select(rec.output_columns)
-    # +I for a first record that comes from a level-0 file (sequence numbers identify it)
+    # the first record itself when it comes from a level-0 file (sequence numbers identify
+    # it), with its own row kind (Java adds the result KeyValue to the changelog unchanged)
     seq = np.asarray(unit.column(SEQUENCE_NUMBER).to_numpy(), dtype=np.int64)[order]
     win = np.asarray(merged.column(SEQUENCE_NUMBER).to_numpy(), dtype=np.int64)
     from_l0 = np.zeros(groups, dtype=bool)
@@ -295,6 +297,4 @@ def first_row_lookup(
     from_l0[gid[hit]] = True
     idx = np.flatnonzero(keep & from_l0)
     log = merged.take(pa.array(idx, pa.int64())).select(rec.output_columns)
-    log = log.set_column(log.column_names.index(VALUE_KIND), VALUE_KIND,
-                         pa.array(np.full(len(idx), INSERT, np.int8), pa.int8()))
     return kept, log

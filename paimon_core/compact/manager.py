@@ -8,14 +8,15 @@
 * :func:`compact_table` (``FileStoreTable.compact``) plans every (partition, bucket), compacts
   them and commits one COMPACT snapshot; when the commit conflicts (another compaction or an
   overwrite removed a file first) it deletes what it wrote, re-plans from the fresh snapshot
-  and tries again, a bounded number of times.
+  and tries again, a bounded number of times. Like Paimon's batch compaction it is a full
+  compaction unless ``strategy="minor"`` asks for the universal picker's choice.
 * :class:`BucketCompactor` is the engine under both and under the writer's inline
   compaction (``MergeTreeCompactManager`` / ``BucketedAppendCompactManager`` /
   ``UnawareAppendCompactionTask``): universal compaction (or the forced full one) for
   primary-key tables, small-file compaction for append tables.
 
 Example:
-    >>> sid = table.compact(full=True)                                  # doctest: +SKIP
+    >>> sid = table.compact()  # full (strategy="minor": the picker)     # doctest: +SKIP
     >>> msg = compact_bucket(table, partition_bytes, 0)                 # doctest: +SKIP
 """
 
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from paimon_core.compact.append import plan_append, rewrite_append
 from paimon_core.compact.changelog import KeyedRecords
 from paimon_core.compact.levels import KeyDecoder, Levels
-from paimon_core.compact.options import CompactOptions
+from paimon_core.compact.options import CompactOptions, CompactStrategy, is_full
 from paimon_core.compact.picker import (
     CompactUnit,
     ForceUpLevel0Compaction,
@@ -323,12 +324,24 @@ def compact_table(
     *,
     partitions: Sequence[Mapping[str, Any]] | None = None,
     buckets: Sequence[int] | None = None,
-    full: bool = False,
+    strategy: CompactStrategy = "full",
     commit_user: str | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     max_workers: int = 2,
 ) -> int | None:
     """Compact the selected buckets of the latest snapshot into one COMPACT snapshot.
+
+    Args:
+        table: the table.
+        partitions: partition specs to compact (any of them; default: every partition).
+        buckets: buckets to compact (default: every bucket).
+        strategy: ``full`` (default): every selected bucket with more than one sorted run, or
+            with its only run below the max level, ends as one sorted run on the max level;
+            ``minor``: what the universal picker asks for (see
+            :data:`paimon_core.compact.options.CompactStrategy`).
+        commit_user: the commit user (default: a random one).
+        max_attempts: plans tried when commits conflict.
+        max_workers: buckets compacted in parallel.
 
     Returns:
         The id of the COMPACT snapshot, or None when nothing needed compaction.
@@ -337,7 +350,9 @@ def compact_table(
         CommitConflictError: every one of ``max_attempts`` plans conflicted with concurrent
             commits.
         CommitStateUnknownError: the commit's outcome is unknown (nothing was cleaned up).
+        SchemaError: an unknown ``strategy``.
     """
+    full = is_full(strategy)
     user = commit_user or f"compact-{uuid.uuid4()}"
     accept_part = partition_filter(table.schema, partitions)
     wanted = set(buckets) if buckets is not None else None

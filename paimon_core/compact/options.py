@@ -15,15 +15,36 @@ Defaults are those of Paimon 0.9 (spec §13):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from paimon_core.errors import SchemaError
 from paimon_core.options import CoreOptions, parse_memory_size
 from paimon_core.spec.schema import TableSchema
 
-__all__ = ["CompactOptions"]
+__all__ = ["COMPACT_STRATEGIES", "CompactOptions", "CompactStrategy", "is_full"]
 
 _MIB = 1024 * 1024
 CHANGELOG_PRODUCERS = ("none", "input", "full-compaction", "lookup")
+
+#: What an explicit compaction (``table.compact``, ``paimon compact``, ``pipelines.compact``)
+#: does: ``full`` rewrites every bucket into one sorted run on the max level (append tables:
+#: every small file), as Paimon's batch compaction (``CALL sys.compact``, the Flink / Spark
+#: compact actions) does unless told otherwise; ``minor`` does what the universal picker asks
+#: for (what writers do after a commit), which is often nothing.
+CompactStrategy = Literal["full", "minor"]
+COMPACT_STRATEGIES: tuple[CompactStrategy, ...] = ("full", "minor")
+
+
+def is_full(strategy: str) -> bool:
+    """Whether ``strategy`` is the full one.
+
+    Raises:
+        SchemaError: not one of :data:`COMPACT_STRATEGIES`.
+    """
+    if strategy not in COMPACT_STRATEGIES:
+        raise SchemaError(f"compaction strategy {strategy!r} is not one of "
+                          f"{', '.join(COMPACT_STRATEGIES)}")
+    return strategy == "full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +64,8 @@ class CompactOptions:
         changelog_producer: ``none`` / ``input`` / ``full-compaction`` / ``lookup``.
         row_deduplicate: ``changelog-producer.row-deduplicate`` (no -U/+U for equal rows).
         full_compaction_delta_commits: ``full-compaction.delta-commits`` (None = unset).
+        first_row: ``merge-engine=first-row`` (primary-key tables).
+        force_lookup: ``force-lookup``.
     """
 
     primary_key: bool
@@ -59,6 +82,7 @@ class CompactOptions:
     row_deduplicate: bool = False
     full_compaction_delta_commits: int | None = None
     first_row: bool = False
+    force_lookup: bool = False
 
     @classmethod
     def from_schema(cls, schema: TableSchema) -> CompactOptions:
@@ -103,6 +127,7 @@ class CompactOptions:
             row_deduplicate=o.get_bool("changelog-producer.row-deduplicate", False),
             full_compaction_delta_commits=delta,
             first_row=pk and o.merge_engine == "first-row",
+            force_lookup=o.get_bool("force-lookup", False),
         )
 
     @property
@@ -117,6 +142,8 @@ class CompactOptions:
 
     @property
     def lookup(self) -> bool:
-        """Compaction pushes every level-0 file up (``needLookup``: the lookup producer, or
-        the first-row engine)."""
-        return self.primary_key and (self.changelog_producer == "lookup" or self.first_row)
+        """Compaction pushes every level-0 file up and merges it with the keys' records on the
+        levels above (``CoreOptions.needLookup``: the lookup producer, the first-row engine or
+        ``force-lookup``; deletion vectors are not written here)."""
+        return self.primary_key and (self.changelog_producer == "lookup" or self.first_row
+                                     or self.force_lookup)

@@ -10,13 +10,16 @@ Every record keeps its sequence number, so file stats, min/max keys and sequence
 those of the rows written.
 
 Changelog (``changelog-producer``): ``full-compaction`` when the output is the max level,
-``lookup`` when level-0 files take part (see :mod:`paimon_core.compact.changelog`; first-row
-tables always compact level 0 that way, keys already above the output are dropped); changelog
+``lookup`` when level-0 files take part (see :mod:`paimon_core.compact.changelog`); changelog
 files are ``changelog-<uuid>-<n>.parquet`` at the output level, ``_FILE_SOURCE`` APPEND as
-Java 0.9 writes them. Upgrading a file (no rewrite) may still need its changelog
+Java 0.9 writes them. Every table that needs a lookup (``CompactOptions.lookup``: the lookup
+producer, first-row, ``force-lookup``) compacts level 0 that way
+(``LookupMergeTreeCompactRewriter``), writing changelog files only with the lookup producer:
+records are merged with the key's record on the levels above the output (first-row: keys
+already above are dropped). Upgrading a file (no rewrite) may still need its changelog
 (``UpgradeStrategy``): full-compaction when upgrading to the max level, lookup for level-0
-files (rewritten too when the merge engine is not ``deduplicate`` and the output is below the
-max level).
+files (rewritten too when the output is below the max level, unless the merge engine is
+``deduplicate`` without ``sequence.field``).
 """
 
 from __future__ import annotations
@@ -133,6 +136,8 @@ class MergeTreeRewriter:
         self.decode_key = decode_key
         self.producer = options.changelog_producer
         self.first_row = core.merge_engine == "first-row"
+        self.lookup = options.lookup
+        self.lookup_log = self.producer == "lookup"  # lookup: changelog files too
         self.max_level = levels.max_level
         self._ignore_delete = core.ignore_delete()
         self._lookup_cache: dict[str, pa.Table] = {}
@@ -155,7 +160,7 @@ class MergeTreeRewriter:
     def _changelog_on_rewrite(self, output_level: int, sections: Sequence[Section]) -> bool:
         if self.producer == "full-compaction" and not self.first_row:
             return output_level == self.max_level
-        if self.producer == "lookup" or self.first_row:
+        if self.lookup:
             return output_level != 0 and any(f.level == 0 for s in sections for f in s)
         return False
 
@@ -163,10 +168,11 @@ class MergeTreeRewriter:
         if self.producer == "full-compaction" and not self.first_row:
             return (_Upgrade.CHANGELOG_NO_REWRITE if output_level == self.max_level
                     else _Upgrade.NO_CHANGELOG)
-        if self.producer == "lookup" or self.first_row:
+        if self.lookup:
             if f.level != 0:
                 return _Upgrade.NO_CHANGELOG
-            if output_level == self.max_level or self.core.merge_engine == "deduplicate":
+            if output_level == self.max_level or (
+                    self.core.merge_engine == "deduplicate" and not self.core.sequence_fields):
                 # deduplicate keeps the newest record: upgrading keeps the merge result
                 return _Upgrade.CHANGELOG_NO_REWRITE
             return _Upgrade.CHANGELOG_WITH_REWRITE
@@ -233,7 +239,7 @@ class MergeTreeRewriter:
             if self.first_row:
                 lookup, _ = self._lookup_records(output_level, section)
                 merged, log = first_row_lookup(table, levels, lookup, self.records,
-                                               produce_changelog=self.producer == "lookup")
+                                               produce_changelog=self.lookup_log)
             elif self.producer == "full-compaction":
                 merged, log = full_changelog(table, levels, self.max_level, self.records)
                 merged = drop_retracts(merged, VALUE_KIND)  # the max level keeps no deletes
@@ -242,7 +248,8 @@ class MergeTreeRewriter:
                 merged, log = lookup_changelog(table, levels, lookup, lookup_levels,
                                                self.records)
             outs.append(self._finish(merged, drop_delete))
-            logs.append(log)
+            if self.producer in ("lookup", "full-compaction"):  # else: a lookup merge only
+                logs.append(log)
         changelog = self._write(logs, output_level, files, changelog=True)
         if rewrite_files:
             after = self._write(outs, output_level, files)

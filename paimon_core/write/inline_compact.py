@@ -6,8 +6,10 @@ when it first restores sequence numbers, then the files of later snapshots of *o
 users (ADD and DELETE, e.g. a dedicated compactor), plus its own new files and compaction
 results. After every ``prepare_commit`` each bucket that received files is checked (metadata
 only) and compacted when its sorted runs call for it (universal compaction; every level-0
-file for ``changelog-producer=lookup``; small-file compaction for fixed-bucket append tables;
-a full compaction every ``full-compaction.delta-commits`` commits). The result travels in the
+file for the tables that need a lookup, ``CompactOptions.lookup``: ``changelog-producer=lookup``,
+``merge-engine=first-row`` whose readers skip level 0, ``force-lookup``; small-file compaction
+for fixed-bucket append tables; a full compaction every ``full-compaction.delta-commits``
+commits). The result travels in the
 same commit message (``compact_before`` / ``compact_after`` / ``compact_changelog``), and
 ``TableCommit.commit`` then makes an APPEND and a COMPACT snapshot, as Java does.
 

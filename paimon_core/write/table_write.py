@@ -21,7 +21,10 @@ Mirrors ``org.apache.paimon.table.sink.TableWriteImpl`` over ``KeyValueFileStore
   runs call for it (:mod:`paimon_core.write.inline_compact`; never for ``write-only=true``
   tables or unaware-bucket append tables): the result is in the same message
   (``compact_before`` / ``compact_after`` / ``compact_changelog``) and the commit makes an
-  APPEND and a COMPACT snapshot.
+  APPEND and a COMPACT snapshot. Tables whose readers need a lookup (``merge-engine=first-row``,
+  ``changelog-producer=lookup``, ``force-lookup``) get every level-0 file pushed up at each
+  commit (``ForceUpLevel0Compaction``), so they are readable at every COMPACT snapshot; for
+  first-row a key already on a level above is dropped there (its first row is older).
 
 A TableWrite is not thread-safe; use one per task. Like Java, it assumes one writer per
 (bucket, commit user): between commits it re-reads sequence numbers (and live files) only
@@ -119,9 +122,9 @@ class TableWrite:
 
     Raises:
         UnsupportedError: a table this writer cannot produce correct files for (dynamic or
-            postpone bucket primary-key tables, deletion vectors, ``first-row`` without
-            ``write-only=true``, aggregate functions not implemented, non-parquet formats,
-            non-legacy partition names, mixed timestamp precisions).
+            postpone bucket primary-key tables, deletion vectors, aggregate functions not
+            implemented, non-parquet formats, non-legacy partition names, mixed timestamp
+            precisions).
         SchemaError: invalid write options.
     """
 
@@ -157,6 +160,9 @@ class TableWrite:
         for c in self.sequence_fields:
             schema.field(c)  # typed error for an unknown column
         self.ignore_delete = self.options.ignore_delete()
+        # first-row keeps no retraction: Java's compaction fails on one (FirstRowMergeFunction)
+        self.refuse_retract = (self.is_pk and self.options.merge_engine == "first-row"
+                               and not self.ignore_delete)
         self.changelog_input = self.is_pk and self.options.changelog_producer == "input"
         # small buckets are flushed in one pass (paimon_core.write.small_buckets)
         self._small_together = (self.is_pk and self.options.merge_engine == "deduplicate"
@@ -203,12 +209,6 @@ class TableWrite:
                     "writer does not maintain; create the table with a fixed bucket count"
                 )
             engines.validate(self.schema)  # the merge engine and its options
-            if o.merge_engine == "first-row" and not o.get_bool("write-only", False):
-                raise UnsupportedError(
-                    "merge-engine 'first-row': readers skip level-0 files until a lookup "
-                    "compaction moves them up after each commit, which this writer does not "
-                    "do; set write-only=true and compact the table (FileStoreTable.compact)"
-                )
             if o.deletion_vectors_enabled:
                 raise UnsupportedError(
                     "deletion-vectors.enabled=true: readers skip level-0 files, and this writer "
@@ -231,7 +231,8 @@ class TableWrite:
 
         Raises:
             SchemaError: input that does not fit the schema (nothing is written then).
-            UnsupportedError: retract rows (-U/-D) into an append table.
+            UnsupportedError: retract rows (-U/-D) into an append table, or into a first-row
+                table without ``ignore-delete`` (nothing is written then).
         """
         self._check_open()
         table, kinds = conform_input(data, self.schema, row_kind_column=row_kind_column)
@@ -244,7 +245,8 @@ class TableWrite:
         primary key may be omitted when nullable.
 
         Raises:
-            UnsupportedError: an append table.
+            UnsupportedError: an append table, or a first-row table without
+                ``ignore-delete``.
             SchemaError: input that does not fit the schema.
         """
         self._check_open()
@@ -350,6 +352,11 @@ class TableWrite:
                 if not bool(keep.all()):
                     table = table.filter(pa.array(keep))
                     kinds = kinds[keep]
+            elif self.refuse_retract and bool(((kinds == 1) | (kinds == 3)).any()):
+                raise UnsupportedError(
+                    "merge-engine 'first-row' accepts no DELETE/UPDATE_BEFORE records (Java's "
+                    "compaction refuses them); set 'first-row.ignore-delete' (or "
+                    "'ignore-delete') to ignore them")
         n = table.num_rows
         if n == 0:
             return

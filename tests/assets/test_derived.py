@@ -180,7 +180,7 @@ def test_sensor_skips_compaction_only_ranges(tables: Any, resources: dict[str, A
     t1 = _tick(resources, "2")
     assert not t1.run_requests
     ConsumerManager(src.file_io, src.path).reset_consumer(DERIVED_CONSUMER_ID, Consumer(3))
-    sid = src.compact(full=True)
+    sid = src.compact()
     assert sid == 3
     t2 = _tick(resources, "2")
     assert not t2.run_requests and t2.cursor == "3"

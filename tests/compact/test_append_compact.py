@@ -112,9 +112,9 @@ def test_bucketed_append_inline_and_explicit(tmp_path: Path) -> None:
     assert fsck(table).ok
     # explicit full compaction: 2 files per partition are not enough (3 needed)
     write(table, 5, ["x"])
-    assert table.compact(full=True) is None
+    assert table.compact() is None
     write(table, 6, ["x"])
-    sid = table.compact(full=True, partitions=[{"pt": "x"}])
+    sid = table.compact(partitions=[{"pt": "x"}])
     assert sid is not None
     files = live_bucket_files(table.manifest_io, table.latest_snapshot())
     assert sorted(len(v[1]) for v in files.values()) == [1, 1]
@@ -125,19 +125,19 @@ def test_unaware_append_compaction(tmp_path: Path) -> None:
     for k in range(4):
         assert write(table, k, ["p", "q"]) == [k + 1]  # unaware: writers never compact
     # normal: a bin needs the target size (256 MiB) or 50 files: nothing to do
-    assert table.compact() is None
+    assert table.compact(strategy="minor") is None
     # max.file-num 3 (+ min 2 in the options): one bin of 3 per partition
     from paimon_core.schema_change import SetOption
 
     table.alter([SetOption("compaction.max.file-num", "3")])
     before = content(table)
-    sid = table.compact()
+    sid = table.compact(strategy="minor")
     assert sid == 5
     per_part = {k[0]: v[1] for k, v in live_bucket_files(
         table.manifest_io, table.latest_snapshot()).items()}
     assert sorted(len(v) for v in per_part.values()) == [2, 2]
     assert content(table) == before
-    sid = table.compact(full=True)
+    sid = table.compact()
     assert sid == 6
     assert all(len(v[1]) == 1 for v in live_bucket_files(
         table.manifest_io, table.latest_snapshot()).values())

@@ -10,8 +10,9 @@ import pyarrow as pa
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
+from paimon_core.compact.manager import live_bucket_files
 from paimon_core.schema_builder import Schema
-from paimon_core.spec.manifest import FileSource
+from paimon_core.spec.manifest import DataFileMeta, FileSource
 from paimon_core.spec.snapshot import CommitKind
 from paimon_core.table import FileStoreTable
 
@@ -92,7 +93,7 @@ def test_full_compaction_changelog_equals_java(tmp_path: Path) -> None:
     table = make(tmp_path, **{"changelog-producer": "full-compaction"})
     ids = write_all(table, WRITES)
     assert ids == [[1], [2], [3], [4], [5, 6], [7], [8]]
-    sid = table.compact(full=True)
+    sid = table.compact()
     assert sid == 9
     for s, expected in JAVA_FULL.items():
         assert lines(table, s) == expected, s
@@ -101,14 +102,14 @@ def test_full_compaction_changelog_equals_java(tmp_path: Path) -> None:
     assert (f.level, f.min_sequence_number, f.max_sequence_number, f.row_count) == (5, 5, 13, 6)
     assert table.snapshot_manager.snapshot(9).changelog_record_count == 6
     # nothing changed since: a second full compaction has nothing to do
-    assert table.compact(full=True) is None
+    assert table.compact() is None
 
 
 def test_row_deduplicate_skips_equal_updates(tmp_path: Path) -> None:
     table = make(tmp_path, **{"changelog-producer": "full-compaction",
                               "changelog-producer.row-deduplicate": "true"})
     write_all(table, WRITES)
-    sid = table.compact(full=True)
+    sid = table.compact()
     assert sid is not None
     assert lines(table, sid) == ["+U 1 a", "-U 1 a2"]
 
@@ -134,5 +135,44 @@ def test_write_only_tables_produce_changelog_only_when_compacted(tmp_path: Path,
     table = make(tmp_path, **{"changelog-producer": producer, "write-only": "true"})
     ids = write_all(table, WRITES[:3])
     assert ids == [[1], [2], [3]]
-    sid = table.compact(full=True)
+    sid = table.compact()
     assert lines(table, sid or 0) == ["+I 1 a2", "+I 3 c", "+I 4 d"]
+
+
+def test_lookup_upgrade_rewrites_with_sequence_field(tmp_path: Path) -> None:
+    """The lookup producer moves a level-0 file up below the max level without rewriting it
+    only for ``deduplicate`` without ``sequence.field``
+    (``LookupMergeTreeCompactRewriter.upgradeStrategy``): with a sequence field the record
+    above may be newer, and the rewritten file holds the merge result."""
+    table = FileSystemCatalog(str(tmp_path / "wh")).create_table("db.s", Schema.of(
+        [("id", "INT NOT NULL"), ("s", "BIGINT"), ("v", "STRING")], primary_keys=["id"],
+        options={"bucket": "1", "changelog-producer": "lookup", "sequence.field": "s",
+                 "target-file-size": "2 kb"}))  # files of a few rows are not "small"
+
+    def write(ids: list[int], s: int, v: str) -> list[int]:
+        w = table.new_write("u")
+        w.write_arrow(pa.table({"id": pa.array(ids, pa.int32()),
+                                "s": pa.array([s] * len(ids), pa.int64()), "v": [v] * len(ids)}))
+        out = table.new_commit("u").commit(w.prepare_commit(), s)
+        w.close()
+        return out
+
+    write(list(range(400)), 10, "old")
+    table.compact()  # one sorted run on level 5, far bigger than the next level-0 file
+    append, compact = write([1], 5, "late")  # an older sequence value than level 5 holds
+
+    def files(sid: int) -> list[DataFileMeta]:
+        return [f for _, fs in live_bucket_files(
+            table.manifest_io, table.snapshot_manager.snapshot(sid)).values() for f in fs]
+
+    [added] = [f for f in files(append) if f.level == 0]
+    assert added.file_size >= 2048 // 10 * 7  # an upgrade candidate (not small)
+    moved = [f for f in files(compact) if f.level != 5]
+    assert [f.level for f in moved] == [4]
+    assert moved[0].file_name != added.file_name  # rewritten, not upgraded
+    assert moved[0].max_sequence_number < added.min_sequence_number  # the record from above
+    assert [(r["id"], r["s"], r["v"]) for r in table.to_arrow(filter="id = 1").to_pylist()] \
+        == [(1, 10, "old")]
+    log = sorted((r["_kind"], r["s"], r["v"]) for r in table.changes(append, compact)
+                 .to_pylist())
+    assert log == [("+U", 10, "old"), ("-U", 10, "old")]

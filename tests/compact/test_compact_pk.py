@@ -123,7 +123,8 @@ def test_compaction_keeps_reads(tmp_path_factory: pytest.TempPathFactory,
             if msgs:
                 table.new_commit("compactor").commit(msgs)
         elif compaction in ("table", "full"):
-            table.compact(full=compaction == "full", commit_user="compactor")
+            table.compact(strategy="full" if compaction == "full" else "minor",
+                          commit_user="compactor")
         got = {(r["pt"], r["id"]): (r["v"], r["n"]) for r in read_sorted(table)}
         assert got == model, (i, compaction)
         check_files(table)
@@ -153,12 +154,12 @@ def test_retractions_kept_below_the_highest_level(tmp_path: Path) -> None:
     w = table.new_write("u")
     w.write_arrow(rows(big, [f"x{i}" for i in big]))
     table.new_commit("u").commit(w.prepare_commit(), 1)
-    assert table.compact(full=True) is not None  # everything on level 5
+    assert table.compact() is not None  # everything on level 5
     for k, (ids, kinds) in enumerate([([1, 2], ["-D", "+I"]), ([2, 3], ["+U", "-D"])]):
         w = table.new_write("u")
         w.write_arrow(rows(ids, ["y", "y"], kinds=kinds), row_kind_column="_k")
         table.new_commit("u").commit(w.prepare_commit(), 2 + k)
-    sid = table.compact()
+    sid = table.compact(strategy="minor")
     assert sid is not None
     files = live_bucket_files(table.manifest_io, table.latest_snapshot())[(
         next(iter(live_bucket_files(table.manifest_io, table.latest_snapshot()))))][1]
@@ -168,7 +169,7 @@ def test_retractions_kept_below_the_highest_level(tmp_path: Path) -> None:
     assert by_level[4].file_source is FileSource.COMPACT
     expected = [i for i in big if i not in (1, 3)]
     assert [r["id"] for r in read_sorted(table)] == expected
-    table.compact(full=True)
+    table.compact()
     files = next(iter(live_bucket_files(table.manifest_io, table.latest_snapshot()).values()))[1]
     assert [(f.level, f.delete_row_count) for f in files] == [(5, 0)]
     assert [r["id"] for r in read_sorted(table)] == expected
@@ -243,7 +244,7 @@ def test_string_keys_and_sequence_field(tmp_path: Path) -> None:
         table.new_commit("u").commit(w.prepare_commit(), i)
     before = sorted(table.to_arrow().to_pylist(), key=lambda r: (r["a"], r["b"]))
     assert {(r["a"], r["b"]): r["v"] for r in before}[("x", "é")] == "new"
-    assert table.compact(full=True) is not None
+    assert table.compact() is not None
     after = sorted(table.to_arrow().to_pylist(), key=lambda r: (r["a"], r["b"]))
     assert after == before
     files = next(iter(live_bucket_files(table.manifest_io, table.latest_snapshot()).values()))[1]
@@ -262,13 +263,13 @@ def test_first_row_compaction(tmp_path: Path, producer: str) -> None:
         w.write_arrow(rows(ids, [v] * len(ids)))
         table.new_commit("u").commit(w.prepare_commit(), i)
     assert read_sorted(table) == []  # level 0 is invisible
-    sid = table.compact()
+    sid = table.compact(strategy="minor")
     assert sid is not None
     assert [(r["id"], r["v"]) for r in read_sorted(table)] == [(1, "a"), (2, "a"), (3, "b")]
     w = table.new_write("u")
     w.write_arrow(rows([1, 4], ["c", "c"]))
     table.new_commit("u").commit(w.prepare_commit(), 5)
-    sid2 = table.compact()
+    sid2 = table.compact(strategy="minor")
     assert sid2 is not None
     got = [(r["id"], r["v"]) for r in read_sorted(table)]
     assert got == [(1, "a"), (2, "a"), (3, "b"), (4, "c")]

@@ -54,7 +54,7 @@ def test_write_only_never_compacts(tmp_path: Path) -> None:
     table = pk_table(str(tmp_path / "wh"), bucket="1", **{"write-only": "true"})
     w = table.new_write("w")
     assert [commit_round(table, w, k, [k]) for k in range(7)] == [[k + 1] for k in range(7)]
-    assert table.compact() == 8  # 7 runs > trigger: a dedicated compaction does
+    assert table.compact(strategy="minor") == 8  # 7 runs > trigger: a compactor does
     w.close()
 
 
@@ -76,7 +76,7 @@ def test_writer_follows_a_dedicated_compactor(tmp_path: Path) -> None:
     w = table.new_write("w")
     for k in range(3):
         commit_round(table, w, k, [k])
-    assert table.compact(full=True, commit_user="compactor") == 4
+    assert table.compact(commit_user="compactor") == 4
     for k in range(3, 6):
         assert commit_round(table, w, k, [k]) == [k + 2]  # 1 + 3 runs: nothing
     ids = commit_round(table, w, 6, [6])  # 5 runs
@@ -123,8 +123,8 @@ def test_cli_compact(tmp_path: Path) -> None:
         table.new_commit("w").commit(w.prepare_commit(), k)
         w.close()
     base = ["compact", "--warehouse", wh, "--table", "db.t"]
-    rc, out, err = cli(base)
-    assert (rc, json.loads(out)) == (0, {"op": "compact", "snapshot": None, "full": False})
+    rc, out, err = cli([*base, "--strategy", "minor"])
+    assert (rc, json.loads(out)) == (0, {"op": "compact", "snapshot": None, "strategy": "minor"})
     rc, out, _ = cli([*base, "--full", "--partition", "pt=a", "--bucket", "0",
                       "--bucket", "1"])
     assert rc == 0 and json.loads(out)["snapshot"] == 4

@@ -264,7 +264,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
         base = ["compact", "--warehouse", wh_a, "--table", f"db.{name}"]
         if name == "a_pk":
             cli([*base, "--full", "--partition", "pt=p1"])
-        cli([*base, "--full"] if name != "a_pk" else base)
+        cli([*base, "--full"] if name != "a_pk" else [*base, "--strategy", "minor"])
         table = FileSystemCatalog(wh_a).get_table(f"db.{name}")
         snap = table.latest_snapshot()
         assert snap is not None
@@ -295,8 +295,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
             models["a_first"].rows.setdefault((r["pt"], r["id"]), r)
         cli(["write", "--warehouse", wh_a, "--table", "db.a_first", "--commit-user", "ours",
              "--input", jsonl(inputs / f"a_first-{k}.jsonl", rows)])
-        if k % 2:
-            cli(["compact", "--warehouse", wh_a, "--table", "db.a_first"])
+        if k % 2:  # the picker: level 0 pushed up (ForceUpLevel0Compaction)
+            cli(["compact", "--warehouse", wh_a, "--table", "db.a_first", "--strategy", "minor"])
     seconds["ours"] = round(time.monotonic() - t0, 1)
     r1 = batch1.wait()
     records = _records(s1, r1)
@@ -307,7 +307,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
         [SetOption("num-sorted-run.compaction-trigger", "5")])
     for name, full in (("jb_pk", False), ("jb_pk2", True), ("jb_app", True)):
         argv = ["compact", "--warehouse", wh_j, "--table", f"db.{name}"]
-        out = json.loads(cli([*argv, "--full"] if full else argv)[0])
+        out = json.loads(cli([*argv, "--strategy", "full" if full else "minor"])[0])
         assert out["snapshot"] is not None, name
 
     # ---- batch 2

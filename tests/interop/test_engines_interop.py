@@ -10,10 +10,9 @@ ours (``paimon write --kind``). After every step:
 * we read our own table -> the same rows.
 
 The aggregation case has a Java full compaction in the middle (of Java's table and of ours,
-then both get two more commits). The first-row case: Java compacts (lookup) at every commit;
-our writer is not used (a first-row table written by a writer that does not compact shows
-nothing: readers see levels >= 1 only, and our compaction refuses first-row tables). All Java
-work runs in two oracle batches (one JVM each).
+then both get two more commits). The first-row case: both writers compact (lookup) at every
+commit (readers see levels >= 1 only; ``tests/interop/test_first_row_interop.py`` goes
+further). All Java work runs in two oracle batches (one JVM each).
 """
 
 from __future__ import annotations
@@ -203,7 +202,6 @@ CASES = [
             _rows("pt id v _k", ("a", 1, "third", None), ("b", 1, "b", None), ("a", 2, "x", "-D")),
             _rows("pt id v _k", ("b", 1, "b2", "+U"), ("b", 2, "c", None)),
         ],
-        ours=False,
     ),
 ]
 

@@ -50,9 +50,10 @@ def test_compaction_in_parallel_tasks_one_snapshot(spark: Any, tmp_path: Path) -
     t = _pk_table(tmp_path / "wh", 3)
     before = _sorted_rows(t)
     settings = CatalogSettings(str(tmp_path / "wh"))
-    # 3 sorted runs per bucket: below num-sorted-run.compaction-trigger (5)
-    assert compact(spark, settings, "db.pk").snapshot_id is None
-    report = compact(spark, settings, "db.pk", full=True, commit_user="compactor",
+    # 3 sorted runs per bucket: below num-sorted-run.compaction-trigger (5), so the picker
+    # (strategy minor) leaves them; the default is a full compaction
+    assert compact(spark, settings, "db.pk", strategy="minor").snapshot_id is None
+    report = compact(spark, settings, "db.pk", commit_user="compactor",
                      properties={"dagster.run-id": "r1"})
     assert report.snapshot_id == 4 and report.attempts == 1
     assert sorted(b for _, b in report.buckets) == [0, 1, 2, 3]
@@ -67,13 +68,32 @@ def test_compaction_in_parallel_tasks_one_snapshot(spark: Any, tmp_path: Path) -
     assert fsck(t).ok
 
 
+def test_compact_job_command_line_is_full_by_default(spark: Any, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m pipelines.compact`` as ``paimon compact``: full unless ``--strategy
+    minor`` (the picker); ``--full`` is the explicit spelling of the default."""
+    t = _pk_table(tmp_path / "wh", 3)
+    base = ["--warehouse", str(tmp_path / "wh"), "--table", "db.pk"]
+    assert compact_job.main([*base, "--strategy", "minor"]) == 0
+    assert json.loads(capsys.readouterr().out)["snapshot_id"] is None  # 3 runs < trigger 5
+    assert compact_job.main(base) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["snapshot_id"] == 4 and report["files_after"] == 4
+    assert t.snapshot_manager.snapshot(4).commit_kind is CommitKind.COMPACT
+    assert compact_job.main([*base, "--full"]) == 0  # one run per bucket already
+    assert json.loads(capsys.readouterr().out)["snapshot_id"] is None
+    with pytest.raises(SystemExit):
+        compact_job.main([*base, "--full", "--strategy", "minor"])
+
+
 @pytest.mark.oracle
 def test_java_reads_spark_compacted_table(spark: Any, tmp_path: Path) -> None:
     from tests.interop.oracle import ensure_ready, run_batches
 
     ensure_ready()
     t = _pk_table(tmp_path / "wh", 6)
-    report = compact(spark, CatalogSettings(str(tmp_path / "wh")), "db.pk")  # 6 runs >= 5
+    report = compact(spark, CatalogSettings(str(tmp_path / "wh")), "db.pk",
+                     strategy="minor")  # 6 runs > 5: the picker compacts
     assert report.snapshot_id == 7 and len(report.buckets) == 4
     out = tmp_path / "java.jsonl"
     res = run_batches({"c": [{"cmd": "read", "warehouse": str(tmp_path / "wh"),
@@ -101,7 +121,7 @@ def test_compaction_conflict_is_planned_again(spark: Any, tmp_path: Path,
         return out
 
     monkeypatch.setattr(compact_job, "_run_tasks", racing)
-    report = compact(spark, CatalogSettings(str(tmp_path / "wh")), "db.pk", full=True)
+    report = compact(spark, CatalogSettings(str(tmp_path / "wh")), "db.pk")
     assert report.attempts == 2 and len(calls) == 2
     assert _sorted_rows(t) == [(1, "x"), (2, "y")]
     kinds = [s.commit_kind for s in t.snapshot_manager.snapshots()]

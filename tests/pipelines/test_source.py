@@ -178,7 +178,7 @@ def test_stream_restart_neither_skips_nor_repeats(spark: Any, tmp_path: Path) ->
                    .collect())
     assert first == [("+I", 1, 1), ("+I", 2, 1), ("+I", 3, 1), ("+I", 4, 2), ("+I", 5, 2)]
     _append(t, 3, [1, 6])
-    t.compact(full=True)  # snapshot 4: COMPACT, no changes for a stream without changelog
+    t.compact()  # snapshot 4: COMPACT, no changes for a stream without changelog
     _append(t, 5, [2, 6], kinds=["-D", "+U"])
     run()  # restarted from the checkpoint: snapshots 3..5, each once
     rows = sorted((r["_kind"], r["id"], r["batch"]) for r in spark.read.parquet(str(out))

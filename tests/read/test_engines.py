@@ -490,10 +490,6 @@ def test_writer_refusals(tmp_path: Any) -> None:
     from paimon_core.schema_builder import Schema
 
     cat = FileSystemCatalog(str(tmp_path / "wh2"))
-    t = cat.create_table("db.f", Schema.of([("id", "INT"), ("v", "INT")], primary_keys=["id"],
-                                           options={"bucket": "1", "merge-engine": "first-row"}))
-    with pytest.raises(UnsupportedError, match="write-only"):
-        t.new_write("u")
     t = cat.create_table("db.a", Schema.of(
         [("id", "INT"), ("v", "INT")], primary_keys=["id"],
         options={"bucket": "1", "merge-engine": "aggregation",

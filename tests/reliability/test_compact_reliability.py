@@ -84,7 +84,7 @@ def test_second_compactor_conflicts_and_succeeds_on_retry(tmp_path: Path,
         return msgs
 
     monkeypatch.setattr(manager, "_run_all", run_all)
-    sid = table.compact(full=True, commit_user="compactor-b")
+    sid = table.compact(commit_user="compactor-b")
     assert sid is not None and len(attempts) == 2
     kinds = [s.commit_kind for s in table.snapshot_manager.snapshots()]
     assert kinds[-3:] == [CommitKind.COMPACT, CommitKind.APPEND, CommitKind.COMPACT]
@@ -159,7 +159,8 @@ def compactor_proc(index: int, barrier: Any, warehouse: str, stop_after: float,
     while time.monotonic() < deadline:
         rounds += 1
         try:
-            sid = table.compact(commit_user=f"compactor-{index}", max_attempts=max_attempts)
+            sid = table.compact(strategy="minor", commit_user=f"compactor-{index}",
+                                max_attempts=max_attempts)
         except CommitConflictError:
             conflicts += 1
             continue
@@ -189,7 +190,7 @@ def test_write_only_writers_and_a_dedicated_compactor(tmp_path: Path) -> None:
     table = open_table(wh)
     snaps = list(table.snapshot_manager.snapshots())
     assert len(snaps) == n_writers * n_commits + comp["compactions"]
-    table.compact(full=True)  # a last full compaction (None: the compactor did it already)
+    table.compact()  # a last full compaction (None: the compactor did it already)
     files = [f for v in live_bucket_files(table.manifest_io, table.latest_snapshot()).values()
              for f in v[1]]
     assert {f.level for f in files} == {3}  # trigger 3: num-levels 4, max level 3
@@ -235,7 +236,7 @@ def full_compactor_proc(index: int, barrier: Any, warehouse: str, stop_after: fl
     while time.monotonic() < deadline:
         rounds += 1
         try:
-            if table.compact(full=True, commit_user=f"full-{index}") is not None:
+            if table.compact(commit_user=f"full-{index}") is not None:
                 done += 1
         except CommitConflictError:  # lost every re-plan to the other compactor: next round
             gave_up += 1

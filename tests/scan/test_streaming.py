@@ -454,7 +454,7 @@ def test_table_changes_equals_the_stream_scan(tmp_path: Path, producer: str) -> 
     t = pk_table(cat, "db.c", **{"changelog-producer": producer})
     write(t, S1)
     write(t, S2)
-    t.compact(full=True)
+    t.compact()
     write(t, S3)
     t = cat.get_table("db.c")
     latest = t.snapshot_manager.latest_snapshot_id()

@@ -329,8 +329,6 @@ def test_rowkind_field_option(catalog: FileSystemCatalog) -> None:
 @pytest.mark.parametrize("schema, match", [
     (Schema.of([("id", "INT")], primary_keys=["id"]), "dynamic bucket"),
     (Schema.of([("id", "INT")], primary_keys=["id"],
-               options={"bucket": "1", "merge-engine": "first-row"}), "first-row"),
-    (Schema.of([("id", "INT")], primary_keys=["id"],
                options={"bucket": "1", "deletion-vectors.enabled": "true"}), "deletion"),
     (Schema.of([("a", "INT")], options={"file.format": "orc"}), "orc"),
     (Schema.of([("a", "TIMESTAMP(9)"), ("b", "TIMESTAMP(3)")]), "INT96"),
