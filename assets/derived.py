@@ -74,6 +74,7 @@ __all__ = [
     "apply_range",
     "build_snapshot_sensor",
     "enrich_orders",
+    "lookup",
     "orders_enriched",
     "orders_enriched_job",
     "orders_snapshot_sensor",
