@@ -188,11 +188,12 @@ def stamp(fresh: pa.Table, current: pa.Table) -> tuple[pa.Table, pa.ChunkedArray
 
 def lookup(
     table: FileStoreTable, keys: pa.Array, *, snapshot_id: int | None = None,
-    columns: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None, in_max: int = LOOKUP_IN_MAX,
 ) -> pa.Table:
     """The merged rows of ``keys`` (``order_id`` values) in ``table`` at ``snapshot_id``
-    (default latest): a keyed read, the filter pushed down to the scan."""
-    if len(keys) <= LOOKUP_IN_MAX:
+    (default latest): a keyed read, the filter pushed down to the scan (``IN`` up to
+    ``in_max`` keys, else their range; the rows are then selected exactly)."""
+    if len(keys) <= in_max:
         pushed: Predicate = is_in(ORDER_KEY, keys.to_pylist())
     else:
         low, high = pc.min_max(keys).values()

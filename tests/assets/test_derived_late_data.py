@@ -26,7 +26,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from assets.derived import DERIVED_CONSUMER_ID, apply_range, enrich_orders, orders_enriched
+from assets.derived import (
+    DERIVED_CONSUMER_ID,
+    apply_range,
+    enrich_orders,
+    lookup,
+    orders_enriched,
+)
 from assets.derived import orders_snapshot_sensor as sensor
 from assets.resources import PaimonCatalog
 from assets.tables import ORDERS, ORDERS_ENRICHED
@@ -140,6 +146,20 @@ def test_late_insert_after_a_compacted_delete_follows_the_source(tables: Any) ->
     assert sorted(recompute(src, s4)) == [1, 2]
     assert derived(tgt)[0] == recompute(src, s4)
     assert s1 == 1
+
+
+@pytest.mark.parametrize("in_max", [256, 0], ids=["pushed-as-IN", "pushed-as-range"])
+def test_lookup_reads_the_merged_rows_of_exactly_the_keys(tables: Any, in_max: int) -> None:
+    src, _ = tables
+    commit_orders(src, order_rows(range(1, 301), "new", lsn=range(1000, 1300)), 1)
+    s2 = commit_orders(src, order_rows([7, 250, 299], "paid", ["+U", "+U", "-D"],
+                                       lsn=[2000, 2001, 2002]), 2)
+    commit_orders(src, order_rows([7], "delivered", "+U", lsn=[3000]), 3)
+    keys = pa.array([299, 7, 250, 1000, 3], pa.int64())
+    got = lookup(src, keys, snapshot_id=s2, columns=["order_id", "status"], in_max=in_max)
+    assert sorted(got.to_pylist(), key=lambda r: r["order_id"]) == [
+        {"order_id": 3, "status": "new"}, {"order_id": 7, "status": "paid"},
+        {"order_id": 250, "status": "paid"}]
 
 
 # ------------------------------------------------------------------------------ property
