@@ -1,8 +1,21 @@
 """A derived table fed by incremental reads, and the sensor that drives it.
 
 ``mart.orders_enriched`` mirrors ``cdc.orders`` with derived columns. It never re-reads the
-source: each run reads only the changes of a snapshot range ``(start, end]``
-(``FileStoreTable.incremental_between``, merged per key) and upserts / deletes them.
+whole source: each run reads the changes of a snapshot range ``(start, end]``
+(``FileStoreTable.incremental_between``) for the keys they touch, then the source's **merged**
+rows of those keys at ``end`` (a keyed read, the key filter pushed down to the scan), and
+upserts what changed / deletes what the source no longer holds.
+
+**Late data**: the source resolves versions by its ``sequence.field`` (``src_lsn``), not by
+arrival: a landing day ingested late, a duplicate, or an insert arriving after the newer delete
+that deletes it change nothing there. The range's changes only say *which* keys to look at;
+their values come from the source's merged state, so after every run the derived table equals
+:func:`enrich_orders` of a full read of the source at ``end``, for any arrival order (including
+what the source does itself when a full compaction has dropped a delete and an older insert
+arrives after it: the row is live again in the source, so it is in the derived table).
+``source_snapshot`` is the source snapshot (a range end, or a rebuild's snapshot) at which the
+derived table first saw the row's current value: a stale change rewrites nothing and keeps it
+(:func:`stamp`), and so does a rebuild for unchanged rows.
 
 **The sensor** (:func:`build_snapshot_sensor`, a factory) watches the source's snapshots; its
 cursor is the last snapshot id it handed out. A tick with new snapshots emits one run request
@@ -28,7 +41,9 @@ start of the sensor in the normal flow), so
 
 When the needed snapshots have expired anyway (no consumer at first, or one removed), or the
 range holds an OVERWRITE, the run rebuilds the derived table from the source's full state at
-``end`` (an OVERWRITE commit, same identifier rule).
+``end`` (an OVERWRITE commit, same identifier rule). When ``end`` itself has expired (a
+re-executed old run while the derived table is behind it), the state at ``end`` is gone: the
+run rebuilds from the latest snapshot instead (the derived table moves forward, never back).
 """
 
 import logging
@@ -47,6 +62,7 @@ from assets.resources import PaimonCatalog
 from assets.tables import ORDERS, ORDERS_ENRICHED, TableSpec
 from paimon_core.consumer import Consumer, ConsumerManager
 from paimon_core.errors import SnapshotNotExistError
+from paimon_core.scan.predicate import Predicate, and_, greater_or_equal, is_in, less_or_equal
 from paimon_core.spec.snapshot import CommitKind
 from paimon_core.table import FileStoreTable
 
@@ -58,9 +74,11 @@ __all__ = [
     "apply_range",
     "build_snapshot_sensor",
     "enrich_orders",
+    "lookup",
     "orders_enriched",
     "orders_enriched_job",
     "orders_snapshot_sensor",
+    "stamp",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,7 +87,13 @@ DERIVED_CONSUMER_ID = "mart-orders-enriched"
 DERIVED_COMMIT_USER = "dagster-mart-orders-enriched"
 DERIVED_TAG = "paimon/derived"
 RANGE_TAG = "paimon/source-range"
-KIND = "_kind"
+ORDER_KEY = "order_id"
+STAMP = "source_snapshot"
+#: the columns of ``cdc.orders`` that :func:`enrich_orders` reads
+SOURCE_COLUMNS = ("order_id", "customer_id", "status", "amount", "currency", "updated_at")
+#: key lookups of up to this many keys are pushed down as ``order_id IN (...)`` (bucket and
+#: per-file pruning); larger ones as the keys' range (planning an IN costs O(literals) a file)
+LOOKUP_IN_MAX = 256
 CLOSED_STATUSES = ("delivered", "cancelled", "refunded")
 
 
@@ -89,9 +113,11 @@ class DerivedResult:
         mode: ``incremental``, ``full`` (rebuilt from the source state) or ``skipped``
             (the range was already applied, or the source has no snapshot).
         start / end: the range actually read ``(start, end]``.
-        rows_read: change rows read from the source.
-        upserts / deletes: rows written / keys deleted in the derived table.
+        rows_read: change rows read from the source (a rebuild: the source rows).
+        upserts / deletes: rows written / keys deleted in the derived table (a changed key
+            whose merged source row equals the derived row is not rewritten).
         snapshot_ids: snapshots committed to the derived table.
+        keys: distinct keys the range changed (each looked up in the source).
     """
 
     mode: str
@@ -101,12 +127,14 @@ class DerivedResult:
     upserts: int = 0
     deletes: int = 0
     snapshot_ids: tuple[int, ...] = ()
+    keys: int = 0
 
 
 # ------------------------------------------------------------------------------- transform
 def enrich_orders(orders: pa.Table, source_snapshot: int) -> pa.Table:
     """``cdc.orders`` rows -> ``mart.orders_enriched`` rows (vectorised): an open flag, an
-    amount band and the source snapshot that last changed the row."""
+    amount band, and ``source_snapshot`` set to ``source_snapshot`` (the snapshot the rows were
+    read at; :func:`stamp` keeps an older stamp for a row whose value did not change)."""
     status = orders.column("status")
     closed = pc.is_in(status, value_set=pa.array(CLOSED_STATUSES, pa.string()))
     is_open = pc.invert(pc.fill_null(closed, False))
@@ -127,6 +155,52 @@ def enrich_orders(orders: pa.Table, source_snapshot: int) -> pa.Table:
         "updated_at": orders.column("updated_at"),
         "source_snapshot": pa.array([source_snapshot] * n, pa.int64()),
     })
+
+
+def stamp(fresh: pa.Table, current: pa.Table) -> tuple[pa.Table, pa.ChunkedArray]:
+    """Compare freshly derived rows with the derived table's current rows of the same keys.
+
+    A fresh row whose columns all equal its current row (nulls equal) is no change: it keeps
+    the current ``source_snapshot``. So ``source_snapshot`` is the source snapshot at which the
+    derived table first saw the row's current value (a range end, or a rebuild's snapshot), a
+    stale or repeated version never moves it, and a rebuild keeps it for unchanged rows.
+
+    Args:
+        fresh: :func:`enrich_orders` output, stamped with the snapshot it was read at.
+        current: rows of ``mart.orders_enriched`` (any superset of the keys of ``fresh``).
+
+    Returns:
+        ``fresh`` with the kept stamps, and the mask of its rows that changed (new or different).
+    """
+    idx = pc.index_in(fresh.column(ORDER_KEY), value_set=current.column(ORDER_KEY).combine_chunks())
+    old = current.take(idx)  # null rows where the key is new
+    same = pc.is_valid(idx)
+    for name in fresh.column_names:
+        if name in (ORDER_KEY, STAMP):
+            continue
+        a, b = fresh.column(name), old.column(name)
+        equal = pc.fill_null(pc.equal(a, b), False)
+        same = pc.and_(same, pc.or_(equal, pc.and_(pc.is_null(a), pc.is_null(b))))
+    stamps = pc.if_else(same, old.column(STAMP), fresh.column(STAMP))
+    at = fresh.schema.get_field_index(STAMP)
+    return fresh.set_column(at, fresh.schema.field(at), stamps), pc.invert(same)
+
+
+def lookup(
+    table: FileStoreTable, keys: pa.Array, *, snapshot_id: int | None = None,
+    columns: Sequence[str] | None = None, in_max: int = LOOKUP_IN_MAX,
+) -> pa.Table:
+    """The merged rows of ``keys`` (``order_id`` values) in ``table`` at ``snapshot_id``
+    (default latest): a keyed read, the filter pushed down to the scan (``IN`` up to
+    ``in_max`` keys, else their range; the rows are then selected exactly)."""
+    if len(keys) <= in_max:
+        pushed: Predicate = is_in(ORDER_KEY, keys.to_pylist())
+    else:
+        low, high = pc.min_max(keys).values()
+        pushed = and_(greater_or_equal(ORDER_KEY, low.as_py()),
+                      less_or_equal(ORDER_KEY, high.as_py()))
+    rows = table.to_arrow(snapshot_id=snapshot_id, columns=columns, filter=pushed)
+    return rows.filter(pc.is_in(rows.column(ORDER_KEY), value_set=keys))
 
 
 # ------------------------------------------------------------------------------- progress
@@ -182,7 +256,8 @@ def apply_range(
             actual progress (the consumer position, else the last committed identifier, else
             0), which equals ``start`` in the normal flow and is earlier when an earlier range
             is still unapplied (read as a superset: the ranges never skip a snapshot).
-        end: inclusive end; negative = the latest source snapshot.
+        end: inclusive end; negative = the latest source snapshot (also used when ``end``
+            has expired and the derived table is behind it: its state is gone).
         properties: snapshot properties of the commit (the Dagster run id...).
 
     Returns:
@@ -207,6 +282,9 @@ def apply_range(
         return DerivedResult("skipped", begin, end)
 
     earliest = source.snapshot_manager.earliest_snapshot_id() or 1
+    if end < earliest:
+        log.warning("source snapshot %d has expired: rebuilding from the latest, %d", end, latest)
+        end = latest
     kinds = _kinds_in(source, begin, end) if begin >= earliest - 1 else None
     if kinds is None or CommitKind.OVERWRITE in kinds:
         result = _rebuild(source, target, begin, end, commit_user, properties)
@@ -227,14 +305,20 @@ def _incremental(
 ) -> DerivedResult:
     if CommitKind.APPEND not in kinds:  # compaction only: nothing changed
         return DerivedResult("incremental", begin, end)
-    changes = source.incremental_between(begin, end, mode="delta")
-    kind = changes.column(KIND)
-    gone = pc.is_in(kind, value_set=pa.array(["-U", "-D"], pa.string()))
-    rows = changes.drop_columns([KIND])
-    upserts = enrich_orders(rows.filter(pc.invert(gone)), end)
-    deletes = rows.filter(gone).select(["order_id"])
-    if upserts.num_rows == 0 and deletes.num_rows == 0:
-        return DerivedResult("incremental", begin, end, rows_read=changes.num_rows)
+    # the keys the range touched (any version, stale or not) ...
+    changes = source.incremental_between(begin, end, mode="delta", columns=[ORDER_KEY])
+    keys = pc.unique(changes.column(ORDER_KEY).combine_chunks())
+    if len(keys) == 0:
+        return DerivedResult("incremental", begin, end)
+    # ... and the source's merged state of those keys at ``end``: what the source resolved
+    # (sequence.field, deletes), not the order the versions arrived in
+    state = lookup(source, keys, snapshot_id=end, columns=SOURCE_COLUMNS)
+    fresh, changed = stamp(enrich_orders(state, end), lookup(target, keys))
+    upserts = fresh.filter(changed)
+    gone = pc.invert(pc.is_in(keys, value_set=state.column(ORDER_KEY).combine_chunks()))
+    deletes = pa.table({ORDER_KEY: keys.filter(gone)})
+    if upserts.num_rows == 0 and deletes.num_rows == 0:  # stale or repeated versions only
+        return DerivedResult("incremental", begin, end, changes.num_rows, keys=len(keys))
     with target.new_write(commit_user) as write:
         if upserts.num_rows:
             write.write_arrow(upserts)
@@ -244,18 +328,18 @@ def _incremental(
     commit = target.new_commit(commit_user)
     if not _still_ours(target, commit_user, end):
         commit.abort(messages)
-        return DerivedResult("skipped", begin, end, rows_read=changes.num_rows)
+        return DerivedResult("skipped", begin, end, changes.num_rows, keys=len(keys))
     ids = commit.commit(messages, commit_identifier=end, properties=properties)
     return DerivedResult("incremental", begin, end, changes.num_rows, upserts.num_rows,
-                         deletes.num_rows, tuple(ids))
+                         deletes.num_rows, tuple(ids), len(keys))
 
 
 def _rebuild(
     source: FileStoreTable, target: FileStoreTable, begin: int, end: int, commit_user: str,
     properties: dict[str, str] | None,
 ) -> DerivedResult:
-    rows = source.to_arrow(snapshot_id=end)
-    upserts = enrich_orders(rows, end)
+    rows = source.to_arrow(snapshot_id=end, columns=SOURCE_COLUMNS)
+    upserts, _ = stamp(enrich_orders(rows, end), target.to_arrow())
     with target.new_write(commit_user) as write:
         write.write_arrow(upserts)
         messages = write.prepare_commit()
@@ -300,6 +384,7 @@ def orders_enriched(
             "paimon/mode": result.mode,
             "paimon/source_range": f"({result.start}, {result.end}]",
             "paimon/source_rows_read": dg.MetadataValue.int(result.rows_read),
+            "paimon/source_keys": dg.MetadataValue.int(result.keys),
             "paimon/upserts": dg.MetadataValue.int(result.upserts),
             "paimon/deletes": dg.MetadataValue.int(result.deletes),
             "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),

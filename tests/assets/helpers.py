@@ -18,21 +18,29 @@ _LSN = [0]
 
 
 def order_rows(
-    ids: Sequence[int], status: str, kinds: Sequence[str] | str = "+I", *, amount: str = "10.00"
+    ids: Sequence[int],
+    status: Sequence[str] | str,
+    kinds: Sequence[str] | str = "+I",
+    *,
+    amount: str = "10.00",
+    lsn: Sequence[int] | None = None,
 ) -> pa.Table:
-    """``cdc.orders`` rows with their kinds in ``_k`` and increasing source positions."""
+    """``cdc.orders`` rows with their kinds in ``_k``; source positions ``lsn`` (default:
+    increasing over the test session, i.e. in commit order)."""
     n = len(ids)
     ks = [kinds] * n if isinstance(kinds, str) else list(kinds)
+    statuses = [status] * n if isinstance(status, str) else list(status)
+    positions = [_next_lsn() for _ in range(n)] if lsn is None else list(lsn)
     return pa.table({
         "_k": pa.array(ks, pa.string()),
         "order_id": pa.array(list(ids), pa.int64()),
         "customer_id": pa.array([i % 7 for i in ids], pa.int64()),
-        "status": pa.array([status] * n, pa.string()),
+        "status": pa.array(statuses, pa.string()),
         "amount": pa.array([decimal.Decimal(amount) * i for i in ids], pa.decimal128(12, 2)),
         "currency": pa.array(["EUR"] * n, pa.string()),
         "created_at": pa.array([datetime.datetime(2024, 3, 1)] * n, pa.timestamp("ms")),
         "updated_at": pa.array([datetime.datetime(2024, 3, 2)] * n, pa.timestamp("ms")),
-        "src_lsn": pa.array([_next_lsn() for _ in range(n)], pa.int64()),
+        "src_lsn": pa.array(positions, pa.int64()),
     })
 
 

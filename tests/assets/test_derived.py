@@ -123,6 +123,25 @@ def test_expired_range_rebuilds_from_the_source_state(tables: Any) -> None:
     assert tgt.latest_snapshot().commit_identifier == 7
 
 
+def test_rerun_of_a_range_whose_end_expired_rebuilds_at_the_latest(tables: Any) -> None:
+    """The derived table is behind a range whose end snapshot has expired meanwhile (its
+    consumer was removed): the state at that end is gone, the run rebuilds from the latest
+    snapshot instead (the derived table moves forward, never back)."""
+    src, tgt = tables
+    s1 = commit_orders(src, order_rows([1], "new"), 1)
+    apply_range(src, tgt, 0, s1)
+    ConsumerManager(src.file_io, src.path).delete_consumer(DERIVED_CONSUMER_ID)
+    for i in range(2, 6):
+        commit_orders(src, order_rows([i], "new"), i)
+    assert src.expire_snapshots(retain_min=2, retain_max=2).earliest == 4
+    r = apply_range(src, tgt, s1, 3)  # a re-executed run of the range (1, 3]
+    assert (r.mode, r.start, r.end) == ("full", 1, 5)
+    assert sorted(by_key(tgt, "order_id")) == [1, 2, 3, 4, 5]
+    assert tgt.latest_snapshot().commit_identifier == 5
+    assert _consumer(src) == 6
+    assert apply_range(src, tgt, 3, 5).mode == "skipped"
+
+
 # ------------------------------------------------------------------------------ sensor
 def _tick(resources: dict[str, Any], cursor: str | None) -> dg.SensorResult:
     ctx = dg.build_sensor_context(cursor=cursor, resources={"catalog": resources["catalog"]})
