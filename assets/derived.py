@@ -347,7 +347,8 @@ def _rebuild(
     if not _still_ours(target, commit_user, end):
         commit.abort(messages)
         return DerivedResult("skipped", begin, end, rows_read=rows.num_rows)
-    ids = commit.overwrite(messages, {}, commit_identifier=end, properties=properties)
+    ids = commit.overwrite(messages, {}, commit_identifier=end, dynamic=False,
+                              properties=properties)
     return DerivedResult("full", begin, end, rows.num_rows, upserts.num_rows, 0, tuple(ids))
 
 
