@@ -48,6 +48,7 @@ from pipelines.config import (
     add_spark_args,
     configure_logging,
     parse_pairs,
+    run_job_main,
 )
 
 if TYPE_CHECKING:
@@ -241,4 +242,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run_job_main("pipelines.compact")
