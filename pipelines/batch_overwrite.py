@@ -47,6 +47,7 @@ from pipelines.config import (
     add_spark_args,
     configure_logging,
     parse_pairs,
+    run_job_main,
 )
 from pipelines.spark_types import arrow_for_spark, spark_schema, spark_type
 from pipelines.writer import WriteResult, write_dataframe
@@ -251,4 +252,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run_job_main("pipelines.batch_overwrite")

@@ -75,6 +75,7 @@ from pipelines.config import (
     add_catalog_args,
     add_spark_args,
     configure_logging,
+    run_job_main,
 )
 from pipelines.spark_types import spark_schema
 from pipelines.writer import BUCKET_COLUMN, commit_messages, write_batches
@@ -210,14 +211,16 @@ def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> Da
 #: rows per Arrow IPC blob of decoded rows (a blob is one cell of the shuffle)
 _BLOB_ROWS = 1 << 17
 _BLOB_SCHEMA = "bucket int, data binary"
-_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
 def _ipc(table: pa.Table) -> bytes:
     """``table`` as one Arrow IPC stream, LZ4-compressed (a third of the bytes for the JVM to
-    copy and shuffle, for little CPU)."""
+    copy and shuffle, for little CPU). The write options are made here, not held at module
+    level: they cannot be pickled, and a task function pickled by value takes the module-level
+    objects it reaches along."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as w:
+    options = pa.ipc.IpcWriteOptions(compression="lz4")
+    with pa.ipc.new_stream(sink, table.schema, options=options) as w:
         w.write_table(table)
     data: bytes = sink.getvalue().to_pybytes()
     return data
@@ -615,4 +618,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run_job_main("pipelines.cdc_ingest")

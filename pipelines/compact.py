@@ -53,6 +53,7 @@ from pipelines.config import (
     add_spark_args,
     configure_logging,
     parse_pairs,
+    run_job_main,
 )
 
 if TYPE_CHECKING:
@@ -254,4 +255,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run_job_main("pipelines.compact")

@@ -16,11 +16,14 @@ cluster deployment (``spark-submit``, a Dagster step, a container) sets it once:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.identifier import Identifier
@@ -36,6 +39,7 @@ __all__ = [
     "add_spark_args",
     "configure_logging",
     "parse_pairs",
+    "run_job_main",
 ]
 
 
@@ -181,3 +185,18 @@ def add_spark_args(p: argparse.ArgumentParser) -> None:
                                     "ignored under spark-submit, which sets it")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE",
                    help="extra Spark conf (repeatable)")
+
+
+def run_job_main(module: str) -> NoReturn:
+    """The ``if __name__ == "__main__"`` of a job module (``python -m pipelines.<job>``,
+    ``spark-submit pipelines/<job>.py``): runs ``main()`` of the *importable* module
+    ``module`` and exits with its code.
+
+    A job run as a script executes as ``__main__``, and cloudpickle pickles the functions of
+    ``__main__`` by value, each with the module-level objects it reaches (an unpicklable one
+    fails every task: ``PicklingError``) and the module's classes re-created on the workers.
+    Run from the module imported by name, the job's task functions reach their module's
+    objects by reference, exactly as when ``main()`` is called from Python.
+    """
+    job = importlib.import_module(module)
+    sys.exit(job.main())

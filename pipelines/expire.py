@@ -42,6 +42,7 @@ from pipelines.config import (
     add_catalog_args,
     add_spark_args,
     configure_logging,
+    run_job_main,
 )
 
 if TYPE_CHECKING:
@@ -215,4 +216,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run_job_main("pipelines.expire")

@@ -223,27 +223,3 @@ def test_expire_deletes_data_files_in_spark_tasks(spark: Any, tmp_path: Path,
     assert left == left_twin
     assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == list(range(30, 40))
     assert fsck(t).ok
-
-
-@pytest.mark.slow
-def test_spark_submit_runs_a_job(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
-    import pyspark
-
-    repo = Path(__file__).resolve().parents[2]
-    t = _pk_table(tmp_path / "wh", 3)
-    env = dict(os.environ, SPARK_HOME=str(Path(pyspark.__file__).parent),
-               PYSPARK_PYTHON=sys.executable, PYTHONPATH=str(repo), SPARK_LOCAL_IP="127.0.0.1")
-    env.pop("PYSPARK_GATEWAY_PORT", None)
-    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
-           "--conf", "spark.ui.enabled=false", "pipelines/compact.py",
-           "--warehouse", str(tmp_path / "wh"), "--table", "db.pk", "--full"]
-    p = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=600,
-                       check=False)
-    assert p.returncode == 0, p.stderr[-3000:]
-    report = json.loads(p.stdout.strip().splitlines()[-1])
-    assert report["snapshot_id"] == 4 and len(report["buckets"]) == 4
-    assert t.snapshot_manager.snapshot(4).commit_kind is CommitKind.COMPACT

@@ -1,0 +1,551 @@
+"""Every command line of README.md's ``bash`` blocks runs as written, in a subprocess, on small
+data (issue 13, item 4): the ``paimon`` tool, each Spark job's ``python -m`` form and the
+``spark-submit`` form, with the environment the README shows (the virtual environment's
+programs first on ``PATH``, as after ``. .venv/bin/activate``).
+
+The commands are parsed out of README.md; each must have a scenario here (keyed by the
+command's words, comments dropped), which prepares a small table / landing zone / input file,
+runs the command through ``bash -c`` with only the placeholder paths substituted (``/data/wh``,
+``/data/landing/...``, ``/exports/...``, the S3 endpoint, which becomes a moto_server on
+loopback; relative names such as ``wh`` and ``schema.json`` are made in the command's working
+directory), checks the exit code and verifies the effect. A README command without a scenario
+fails the test, unless it is in :data:`NOT_RUN` with the reason; a scenario or exception
+without its README command fails too.
+
+Wall time: the ``paimon`` commands take about a second each; each Spark command starts a
+Spark driver of its own (10-20 s on an idle 2-core machine), hence the ``slow`` marks.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import os
+import queue
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.consumer import Consumer, ConsumerManager
+from paimon_core.fsck import fsck
+from paimon_core.schema_builder import Schema
+from paimon_core.spec.snapshot import CommitKind
+from paimon_core.table import FileStoreTable
+from tests.readme_harness import (
+    README,
+    REPO,
+    VENV_BIN,
+    Shell,
+    age_snapshots,
+    arrow_rows,
+    command_key,
+    commit_rows,
+    flags,
+    fresh,
+    kinds,
+    latest_kind,
+    live_files,
+    make_table,
+    norm,
+    old_orphan,
+    orders_rows,
+    readme_commands,
+    rows_of,
+    sales_rows,
+    schema_json,
+    venv_env,
+)
+
+#: README commands this test does not run, with the reason.
+NOT_RUN: dict[str, str] = {
+    "make demo": "the demo (a CI job of its own) runs the whole Dagster story for minutes",
+    "make ui": "a long-lived dagster dev server (tests/assets/test_ui.py runs dagster dev)",
+    "make test": "the whole suite, of which this test is a part",
+    "export DAGSTER_HOME=~/dagster_home && mkdir -p $DAGSTER_HOME && cp dagster.yaml "
+    "$DAGSTER_HOME/": "sets up a Dagster home in the user's home directory for dagster dev",
+    "export PAIMON_WAREHOUSE=/data/warehouse PAIMON_LANDING=/data/landing":
+        "the environment of the dagster dev line below",
+    ".venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000":
+        "a long-lived UI server on a fixed port (tests/assets/test_ui.py runs dagster dev)",
+}
+
+
+# ------------------------------------------------------------------------------ paimon
+
+
+def _orders(sh: Shell, commits: int) -> FileStoreTable:
+    return make_table(sh.work / "wh", "db.orders", commits)
+
+
+def incremental(sh: Shell, command: str) -> None:
+    _orders(sh, 8)
+    f = flags(command)
+    lo, hi = int(f["--from"]), int(f["--to"])
+    if f.get("--mode") == "between":  # merged per key: each key's last version in (lo, hi]
+        want = kinds(orders_rows(hi))
+    else:  # what a streaming reader sees, snapshot by snapshot
+        want = kinds([r for s in range(lo + 1, hi + 1) for r in orders_rows(s)])
+    assert norm(sh.json_lines(command)) == want
+
+
+def stream_consumer(sh: Shell, command: str) -> None:
+    t = _orders(sh, 8)
+    consumer = flags(command)["--consumer-id"]
+    out = sh.run(command).stdout.splitlines()
+    headers = [x for x in out if x.startswith("#")]
+    assert headers == (["# snapshot 8 APPEND full rows=8 next=9"] if "--headers" in command
+                       else [])
+    assert norm([json.loads(x) for x in out if not x.startswith("#")]) == kinds(
+        orders_rows(8))
+    stored = ConsumerManager(t.file_io, t.path).consumer(consumer)
+    assert stored is not None and stored.next_snapshot == 9
+    # the next run resumes after what this one printed: only the new snapshot's changes
+    commit_rows(t, orders_rows(9), 9)
+    assert norm(sh.json_lines(command)) == kinds(orders_rows(9))
+
+
+def stream_follow(sh: Shell, command: str) -> None:
+    t = _orders(sh, 8)
+    start = int(flags(command)["--snapshot"])
+    text, cwd = sh.prepare(command)
+    proc = subprocess.Popen(["bash", "-c", text], cwd=cwd, env=sh.env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+
+    def take(n: int) -> list[dict[str, Any]]:
+        got: list[dict[str, Any]] = []
+        while len(got) < n:
+            line = lines.get(timeout=300)  # a hang guard, not a timing assertion
+            assert line is not None, f"{text} exited ({proc.wait()}) after {got}"
+            if not line.startswith("#"):
+                got.append(json.loads(line))
+        return norm(got)
+
+    try:
+        assert take(8 * (9 - start)) == kinds(
+            [r for s in range(start, 9) for r in orders_rows(s)])
+        commit_rows(t, orders_rows(9), 9)  # a snapshot committed while it follows
+        assert take(8) == kinds(orders_rows(9))
+        assert proc.poll() is None
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(60)
+
+
+def create(sh: Shell, command: str) -> None:
+    (sh.work / flags(command)["--schema"]).write_text(json.dumps(schema_json("region")))
+    assert sh.json_lines(command) == [
+        {"created": True, "op": "create", "schema_id": 0, "table": "db.orders"}]
+    t = FileSystemCatalog(str(sh.work / "wh")).get_table("db.orders")
+    assert t.schema.field_names == ["region", "order_id", "amount"]
+    assert (list(t.schema.partition_keys), list(t.schema.primary_keys)) == (
+        ["region"], ["region", "order_id"])
+
+
+def write_kinds(sh: Shell, command: str) -> None:
+    t = _orders(sh, 1)
+    kind = flags(command)["--kind"]
+    changes = [
+        {"region": "emea", "order_id": 1, "amount": "99.50", kind: "+U"},
+        {"region": "amer", "order_id": 2, "amount": None, kind: "-D"},
+        {"region": "amer", "order_id": 9, "amount": "1.25", kind: "+I"},
+        {"region": "emea", "order_id": 10, "amount": "3.00", kind: None},  # NULL kind: +I
+    ]
+    (sh.work / flags(command)["--input"]).write_text(
+        "".join(json.dumps(r) + "\n" for r in changes))
+    out = sh.json_lines(command)
+    assert (out[0]["rows"], out[0]["snapshot"]) == (4, 2)
+    want = [r for r in orders_rows(1) if (r["region"], r["order_id"]) != ("amer", 2)]
+    want = [{**r, "amount": "99.50"} if (r["region"], r["order_id"]) == ("emea", 1) else r
+            for r in want]
+    want += [{k: v for k, v in r.items() if k != kind} for r in changes[2:]]
+    assert rows_of(t) == norm(want)
+
+
+def write_overwrite(sh: Shell, command: str) -> None:
+    t = _orders(sh, 1)
+    f = flags(command)
+    region = f["--overwrite"].split("=", 1)[1]
+    day = [{"region": region, "order_id": 7, "amount": "70.00"},
+           {"region": region, "order_id": 8, "amount": "80.00"}]
+    pq.write_table(arrow_rows(day), sh.work / f["--input"])
+    assert sh.json_lines(command)[0]["snapshot"] == 2
+    assert latest_kind(t) is CommitKind.OVERWRITE
+    assert rows_of(t) == norm([r for r in orders_rows(1) if r["region"] != region] + day)
+
+
+def read(sh: Shell, command: str) -> None:
+    _orders(sh, 8)
+    f = flags(command)
+    assert f["--filter"] == "amount > 10"  # the expectation below
+    want = [r for r in orders_rows(int(f["--snapshot"])) if decimal.Decimal(r["amount"]) > 10]
+    assert 0 < len(want) < 8
+    assert norm(sh.json_lines(command)) == want
+
+
+def snapshots(sh: Shell, command: str) -> None:
+    _orders(sh, 8)
+    out = sh.json_lines(command)
+    assert [(s["id"], s["commit_kind"], s["commit_user"], s["commit_identifier"]) for s in out] \
+        == [(i, "APPEND", "prep", i) for i in range(1, 9)]
+
+
+def describe(sh: Shell, command: str) -> None:
+    _orders(sh, 8)
+    d = json.loads(sh.run(command).stdout)
+    assert [x["name"] for x in d["fields"]] == ["region", "order_id", "amount"]
+    assert (d["latest_snapshot"], d["total_record_count"]) == (8, 64)
+
+
+def alter(sh: Shell, command: str) -> None:
+    t = _orders(sh, 2)
+    assert sh.json_lines(command)[0]["schema_id"] == 1
+    assert rows_of(t) == norm([{"region": r["region"], "order_id": r["order_id"],
+                                "total": r["amount"], "channel": None}
+                               for r in orders_rows(2)])
+
+
+def tag_create(sh: Shell, command: str) -> None:
+    t = _orders(sh, 3)
+    name = shlex.split(command)[3]
+    assert sh.json_lines(command) == [{"op": "tag-create", "snapshot": 3, "tag": name}]
+    commit_rows(t, orders_rows(4), 4)
+    assert rows_of(t, tag=name) == orders_rows(3) != rows_of(t)
+
+
+def fsck_deep(sh: Shell, command: str) -> None:
+    t = _orders(sh, 3)
+    assert sh.json_lines(command)[0]["ok"] is True
+    # "exit 1 if broken": a data file of the table goes missing
+    victim = next(iter(live_files(t).values()))[0]
+    next(Path(t.path).rglob(victim)).unlink()
+    p = sh.run(command, expect_rc=1)
+    assert json.loads(p.stdout.splitlines()[-1])["ok"] is False
+
+
+def compact_picker(sh: Shell, command: str) -> None:
+    # eight level-0 runs per bucket: the picker's trigger (5) and a full compaction agree
+    t = _orders(sh, 8)
+    before = live_files(t)
+    out = sh.json_lines(command)
+    assert out[0]["snapshot"] == 9 and latest_kind(t) is CommitKind.COMPACT
+    after = live_files(t)
+    assert after.keys() == before.keys()
+    assert all(len(after[k]) < len(before[k]) for k in before)
+    assert rows_of(t) == orders_rows(8) and fsck(fresh(t)).ok
+
+
+def compact_one_bucket(sh: Shell, command: str) -> None:
+    t = _orders(sh, 8)
+    f = flags(command)
+    part, bucket = f["--partition"], int(f["--bucket"])
+    before = live_files(t)
+    assert sh.json_lines(command)[0]["snapshot"] == 9
+    assert latest_kind(t) is CommitKind.COMPACT
+    after = live_files(t)
+    changed = [k for k in before if after.get(k) != before[k]]
+    assert len(changed) == 1 and changed[0][1] == bucket and len(after[changed[0]]) == 1
+    assert (Path(t.path) / part / f"bucket-{bucket}" / after[changed[0]][0]).is_file()
+    assert rows_of(t) == orders_rows(8) and fsck(fresh(t)).ok
+
+
+def expire(sh: Shell, command: str) -> None:
+    t = _orders(sh, 8)
+    f = flags(command)
+    if "--time-retained" in f:  # snapshots 1..6 are two hours old, 7 and 8 fresh
+        assert (f["--retain-min"], f["--time-retained"]) == ("5", "30 min")
+        age_snapshots(t, 6, 2 * 3600 * 1000)
+        want = [1, 2, 3]  # 4..8: the five retain-min keeps
+    else:  # all fresh, all after --older-than-ms: --retain-max forces the oldest out
+        assert f["--retain-max"] == "3"
+        want = [1, 2, 3, 4, 5]
+    out = sh.json_lines(command)[0]
+    assert (out["expired_ids"], out["earliest"]) == (want, want[-1] + 1)
+    assert rows_of(t) == orders_rows(8) and fsck(fresh(t)).ok
+
+
+def remove_orphans(sh: Shell, command: str) -> None:
+    t = _orders(sh, 2)
+    orphan = old_orphan(t, "region=emea")
+    out = sh.json_lines(command)
+    assert [(sh.work / x["path"]).resolve() for x in out[:-1]] == [orphan.resolve()]
+    assert out[-1]["dry_run"] is ("--dry-run" in command) and out[-1]["files"] == 1
+    assert orphan.exists() is ("--dry-run" in command)
+
+
+def _consumers(sh: Shell, commits: int) -> tuple[FileStoreTable, ConsumerManager]:
+    t = _orders(sh, commits)
+    mgr = ConsumerManager(t.file_io, t.path)
+    mgr.reset_consumer("etl", Consumer(next_snapshot=2))
+    mgr.reset_consumer("audit", Consumer(next_snapshot=3))
+    return t, mgr
+
+
+def consumer_list(sh: Shell, command: str) -> None:
+    _consumers(sh, 3)
+    assert sh.json_lines(command) == [{"consumer": "audit", "next_snapshot": 3},
+                                      {"consumer": "etl", "next_snapshot": 2}]
+
+
+def consumer_reset(sh: Shell, command: str) -> None:
+    n = int(flags(command)["--next-snapshot"])
+    _, mgr = _consumers(sh, n - 1)  # the next snapshot to be committed is the furthest
+    sh.run(command)
+    assert mgr.consumers() == {"etl": n, "audit": 3}
+
+
+def consumer_delete(sh: Shell, command: str) -> None:
+    _, mgr = _consumers(sh, 3)
+    sh.run(command)
+    assert mgr.consumers() == {"audit": 3}
+
+
+# ------------------------------------------------------------------------------ Spark jobs
+
+CDC_SCHEMA = {
+    "fields": [{"name": "order_id", "type": "BIGINT"}, {"name": "customer", "type": "STRING"},
+               {"name": "amount", "type": "DECIMAL(12, 2)"}, {"name": "_seq", "type": "BIGINT"}],
+    "primary_keys": ["order_id"],
+    "options": {"bucket": "2", "sequence.field": "_seq"},
+}
+
+
+def _event(op: str, lsn: int, before: dict[str, Any] | None, after: dict[str, Any] | None
+           ) -> str:
+    return json.dumps({"op": op, "before": before, "after": after, "ts_ms": 1_704_067_200_000 + lsn,
+                       "source": {"lsn": lsn}})
+
+
+def _order(i: int, customer: str, amount: str) -> dict[str, Any]:
+    return {"order_id": i, "customer": customer, "amount": amount}
+
+
+#: two landing batches; an update of order 1 from before the last one arrives late
+CDC_BATCHES = {
+    "batch-000001/part-0.json": [
+        _event("c", 1, None, _order(1, "ann", "10.50")),
+        _event("c", 2, None, _order(2, "bob", "3.00")),
+        _event("c", 3, None, _order(3, "cid", "7.25")),
+        _event("u", 5, _order(1, "ann", "10.50"), _order(1, "ann", "12.00")),
+    ],
+    "batch-000002/part-0.json": [
+        _event("d", 6, _order(2, "bob", "3.00"), None),
+        _event("u", 4, _order(1, "ann", "10.50"), _order(1, "ann", "11.00")),  # late
+        _event("u", 7, _order(3, "cid", "7.25"), _order(3, "cid", "8.75")),
+        _event("c", 8, None, _order(4, "dan", "1.00")),
+    ],
+}
+
+
+def cdc_ingest(sh: Shell, command: str) -> None:
+    f = flags(command)
+    landing = sh.prepare(f["--landing"])[0]
+    if landing.startswith("s3://"):
+        import boto3
+
+        s3 = boto3.client("s3", endpoint_url=sh.s3(), region_name="us-east-1")
+        bucket, prefix = landing.removeprefix("s3://").split("/", 1)
+        if bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+            s3.create_bucket(Bucket=bucket)
+        for name, events in CDC_BATCHES.items():
+            s3.put_object(Bucket=bucket, Key=f"{prefix}/{name}",
+                          Body=("\n".join(events) + "\n").encode())
+    else:
+        for name, events in CDC_BATCHES.items():
+            (Path(landing) / name).parent.mkdir(parents=True, exist_ok=True)
+            (Path(landing) / name).write_text("\n".join(events) + "\n")
+    if "--schema" in f:  # the job creates the table
+        (sh.work / f["--schema"]).write_text(json.dumps(CDC_SCHEMA))
+    else:
+        FileSystemCatalog(sh.subst["/data/wh"]).create_table(f["--table"],
+                                                             Schema.from_json(CDC_SCHEMA))
+    reports = sh.json_lines(command)
+    assert [(r["batch"], r["events"], r["valid"], r["malformed"], r["snapshot_ids"])
+            for r in reports] == [(1, 4, 4, 0, [1]), (2, 4, 4, 0, [2])]
+    t = FileSystemCatalog(sh.subst["/data/wh"]).get_table(f["--table"])
+    assert norm([{k: v for k, v in r.items() if k != "_seq"} for r in rows_of(t)]) == norm(
+        [_order(1, "ann", "12.00"), _order(3, "cid", "8.75"), _order(4, "dan", "1.00")])
+    assert fsck(t).ok
+
+
+def _sales(sh: Shell, commits: int, identifier: str = "sales.orders") -> FileStoreTable:
+    return make_table(Path(sh.subst["/data/wh"]), identifier, commits)
+
+
+def overwrite_partition(sh: Shell, command: str) -> None:
+    t = _sales(sh, 2)
+    f = flags(command)
+    dt = f["--partition"].split("=", 1)[1]
+    assert f["--format"] == "parquet"
+    day = [{"order_id": 7, "amount": "70.00"}, {"order_id": 8, "amount": "80.00"}]
+    path = Path(sh.prepare(f["--input"])[0])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(arrow_rows(day), path)  # without the partition column: taken from --partition
+    out = sh.json_lines(command)[0]
+    assert (out["rows"], out["snapshot_ids"]) == (2, [3])
+    assert latest_kind(t) is CommitKind.OVERWRITE
+    assert rows_of(t) == norm([r for r in sales_rows(2) if r["dt"] != dt]
+                              + [{"dt": dt, **r} for r in day])
+
+
+def overwrite_from_table(sh: Shell, command: str) -> None:
+    t = _sales(sh, 2)
+    staging = _sales(sh, 0, flags(command)["--source-table"])
+    new = [{"dt": "2024-01-03", "order_id": i, "amount": f"{i}.50"} for i in (1, 2)]
+    commit_rows(staging, new, 1)
+    assert sh.json_lines(command)[0]["snapshot_ids"] == [3]
+    assert rows_of(t) == norm(new)  # the whole table replaced
+
+
+def compact_job(sh: Shell, command: str) -> None:
+    # six level-0 runs per bucket: the picker's trigger (5) and a full compaction agree
+    t = _sales(sh, 6)
+    before = live_files(t)
+    out = sh.json_lines(command)[-1]
+    assert out["snapshot_id"] == 7 and latest_kind(t) is CommitKind.COMPACT
+    assert len(out["buckets"]) == len(before) and out["files_before"] == 6 * len(before)
+    assert all(len(files) < 6 for files in live_files(t).values())
+    assert rows_of(t) == sales_rows(6) and fsck(fresh(t)).ok
+
+
+def expire_job(sh: Shell, command: str) -> None:
+    keep = int(flags(command)["--retain-max"])
+    t = _sales(sh, keep + 3)
+    orphan = old_orphan(t, "dt=2024-01-01")
+    out = sh.json_lines(command)[-1]
+    assert out["expire"]["expired_ids"] == [1, 2, 3]
+    assert (out["orphans"], out["orphans_deleted"]) == (1, 1) and not orphan.exists()
+    assert rows_of(t) == sales_rows(keep + 3) and fsck(fresh(t)).ok
+
+
+SCENARIOS: dict[str, Callable[[Shell, str], None]] = {
+    "paimon incremental --warehouse wh --table db.orders --from 3 --to 7 --mode between":
+        incremental,
+    "paimon stream --warehouse wh --table db.orders --consumer-id etl --max-snapshots 10 "
+    "--headers": stream_consumer,
+    "paimon stream --warehouse wh --table db.orders --snapshot 5 --follow --poll-interval 2":
+        stream_follow,
+    "paimon compact --warehouse wh --table db.orders": compact_picker,
+    "paimon compact --warehouse wh --table db.orders --strategy minor": compact_picker,
+    "paimon compact --warehouse wh --table db.orders --partition region=emea --bucket 0":
+        compact_one_bucket,
+    "paimon compact --warehouse wh --table db.orders --full --partition region=emea --bucket 0":
+        compact_one_bucket,
+    "paimon create --warehouse wh --table db.orders --schema schema.json": create,
+    "paimon write --warehouse wh --table db.orders --input rows.jsonl --kind _k": write_kinds,
+    "paimon write --warehouse wh --table db.orders --input day.parquet --overwrite region=emea":
+        write_overwrite,
+    "paimon read --warehouse wh --table db.orders --filter amount > 10 --snapshot 3": read,
+    "paimon snapshots --warehouse wh --table db.orders --verbose": snapshots,
+    "paimon incremental --warehouse wh --table db.orders --from 1 --to 3": incremental,
+    "paimon stream --warehouse wh --table db.orders --consumer-id etl --max-snapshots 10":
+        stream_consumer,
+    "paimon describe --warehouse wh --table db.orders": describe,
+    "paimon alter --warehouse wh --table db.orders --add-column channel STRING "
+    "--rename-column amount=total": alter,
+    "paimon tag create month-end --warehouse wh --table db.orders": tag_create,
+    "paimon fsck --warehouse wh --table db.orders --deep": fsck_deep,
+    "paimon expire --warehouse wh --table db.orders --retain-min 5 --time-retained 30 min":
+        expire,
+    "paimon expire --warehouse wh --table db.orders --retain-max 3 --older-than-ms "
+    "1718000000000": expire,
+    "paimon remove-orphans --warehouse wh --table db.orders --dry-run": remove_orphans,
+    "paimon consumer list --warehouse wh --table db.orders": consumer_list,
+    "paimon consumer reset etl --next-snapshot 42 --warehouse wh --table db.orders":
+        consumer_reset,
+    "paimon consumer delete etl --warehouse wh --table db.orders": consumer_delete,
+    "python -m pipelines.cdc_ingest --warehouse /data/wh --table shop.orders --landing "
+    "s3://bucket/cdc/orders --schema orders.json --max-error-ratio 0.01 --storage-option "
+    "s3.endpoint=http://127.0.0.1:9000": cdc_ingest,
+    "python -m pipelines.batch_overwrite --warehouse /data/wh --table sales.orders --input "
+    "/exports/2024-01-02.parquet --format parquet --partition dt=2024-01-02":
+        overwrite_partition,
+    "python -m pipelines.batch_overwrite --warehouse /data/wh --table sales.orders "
+    "--source-table staging.orders --whole-table": overwrite_from_table,
+    "python -m pipelines.compact --warehouse /data/wh --table sales.orders": compact_job,
+    "python -m pipelines.expire --warehouse /data/wh --table sales.orders --retain-max 50 "
+    "--remove-orphans": expire_job,
+    "SPARK_HOME=.venv/lib/python3.11/site-packages/pyspark PYSPARK_PYTHON=$PWD/.venv/bin/python "
+    "PYTHONPATH=$PWD .venv/bin/spark-submit --master local[2] pipelines/compact.py --warehouse "
+    "/data/wh --table sales.orders --full": compact_job,
+    "SPARK_HOME=.venv/lib/python3.11/site-packages/pyspark PYSPARK_PYTHON=$PWD/.venv/bin/python "
+    "PYTHONPATH=$PWD .venv/bin/spark-submit --master local[2] pipelines/cdc_ingest.py "
+    "--warehouse /data/wh --table shop.orders --landing /data/landing/orders": cdc_ingest,
+}
+
+
+# ------------------------------------------------------------------------------ the tests
+
+COMMANDS = readme_commands(README.read_text(encoding="utf-8"))
+
+
+def _params() -> list[Any]:
+    first: dict[str, tuple[int, str]] = {}
+    for no, command in COMMANDS:
+        first.setdefault(command_key(command), (no, command))
+    params = []
+    for key, (no, command) in first.items():
+        marks = []
+        if "pipelines" in key:  # a Spark driver of its own: 10-20 s each
+            marks += [pytest.mark.spark, pytest.mark.slow]
+        if "s3://" in key:
+            marks.append(pytest.mark.s3)
+        prog, *args = [w for w in key.split() if not re.match(r"^[A-Z_]+=", w)]
+        words = [prog.rsplit("/", 1)[-1]] + [  # the program's name, then no flags or paths
+            w.rsplit("/", 1)[-1] for w in args if not w.startswith("-") and "=" not in w
+            and ("/" not in w or w.endswith(".py"))]
+        name = re.sub(r"[^\w.]+", "-", " ".join(words[:3]))
+        params.append(pytest.param(command, id=f"L{no}-{name}", marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("command", _params())
+def test_readme_command_runs_as_written(command: str, tmp_path: Path,
+                                        request: pytest.FixtureRequest) -> None:
+    key = command_key(command)
+    if key in NOT_RUN:
+        pytest.skip(f"README command not run here: {NOT_RUN[key]}")
+    scenario = SCENARIOS.get(key)
+    assert scenario is not None, (
+        f"README.md has a command no test runs: {key!r}; add a scenario to "
+        f"{Path(__file__).name} (or, if it cannot run here, to NOT_RUN with the reason)")
+    if ".venv/" in command and (REPO / ".venv").resolve() != VENV_BIN.parent.resolve():
+        pytest.skip(f"the README's .venv is not this interpreter's ({sys.executable})")
+    work = tmp_path / "work"
+    work.mkdir()
+    sh = Shell(work, venv_env(), {"/data/wh": str(tmp_path / "data" / "wh"),
+                                  "/data/landing/": f"{tmp_path / 'data' / 'landing'}/",
+                                  "/exports/": f"{tmp_path / 'exports'}/"})
+
+    def s3() -> str:  # moto on loopback; its credentials in the environment, as AWS users do
+        endpoint: str = request.getfixturevalue("s3_server")["endpoint"]
+        sh.env.update({k: v for k, v in os.environ.items() if k.startswith("AWS_")})
+        return endpoint
+
+    sh.s3 = s3
+    scenario(sh, command)
+
+
+def test_every_scenario_and_exception_is_a_readme_command() -> None:
+    keys = {command_key(c) for _, c in COMMANDS}
+    assert sorted(set(SCENARIOS) - keys) == [], "scenarios of commands README.md lacks"
+    assert sorted(set(NOT_RUN) - keys) == [], "NOT_RUN entries README.md lacks"
