@@ -58,7 +58,8 @@ from paimon_core.spec.partition import partition_path
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
 from paimon_core.write.commit_message import CommitMessage
-from paimon_core.write.data_file_writer import DataFilePathFactory, DataFileWriter, ParquetOptions
+from paimon_core.write.data_file_writer import DataFilePathFactory, DataFileWriter
+from paimon_core.write.parquet_layout import ParquetOptions
 
 if TYPE_CHECKING:
     from paimon_core.table import FileStoreTable

@@ -1,19 +1,12 @@
 """Writing one data (or changelog) file and its :class:`DataFileMeta`.
 
 Mirrors ``org.apache.paimon.io.RowDataFileWriter`` (append tables),
-``org.apache.paimon.io.KeyValueDataFileWriter`` (primary-key tables),
-``org.apache.paimon.io.DataFilePathFactory`` (names) and Paimon's Parquet layout
-(``ParquetSchemaConverter``), restricted to what Java 0.9 reads (spec §7.1, §8, §14.3):
-
-* columns in schema order; primary-key files start with ``_KEY_<k>`` (trimmed primary key),
-  ``_SEQUENCE_NUMBER`` (INT64) and ``_VALUE_KIND`` (INT32 annotated INT(8));
-* TIMESTAMP/LTZ p <= 3 as INT64 millis, 4..6 as INT64 micros (Java reads the unit implied by
-  the *Paimon precision*), p >= 7 as INT96 (pyarrow's INT96 switch covers the whole file, so a
-  table mixing p >= 7 with p <= 6 timestamps cannot be written: :class:`UnsupportedError`);
-* DECIMAL p <= 9 as INT32, p <= 18 as INT64 (Java 0.9 cannot read dictionary-encoded
-  FIXED_LEN_BYTE_ARRAY decimals of precision <= 18), larger as FIXED_LEN_BYTE_ARRAY;
-* TIME as INT32 millis, DATE INT32, TINYINT/SMALLINT INT32 with INT(8)/INT(16) annotations;
-* compression ``file.compression`` (zstd) at ``file.compression.zstd-level`` (1).
+``org.apache.paimon.io.KeyValueDataFileWriter`` (primary-key tables) and
+``org.apache.paimon.io.DataFilePathFactory`` (names), restricted to what Java 0.9 reads
+(spec §7.1, §8, §14.3): columns in schema order; primary-key files start with ``_KEY_<k>``
+(trimmed primary key), ``_SEQUENCE_NUMBER`` (INT64) and ``_VALUE_KIND`` (INT32 annotated
+INT(8)). The Parquet layout of each type (per-leaf timestamp encodings, decimals...) is
+:mod:`paimon_core.write.parquet_layout`.
 
 File names are ``data-<uuid>-<n>.parquet`` / ``changelog-<uuid>-<n>.parquet`` with one uuid per
 :class:`DataFilePathFactory` and a counter that never repeats, so a retried write never
@@ -28,30 +21,31 @@ import os
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paimon_core.errors import SchemaError, StorageError, UnsupportedError
+from paimon_core.errors import SchemaError, StorageError
 from paimon_core.io.file_io import FileIO, join
-from paimon_core.options import CoreOptions
 from paimon_core.read.data_file import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.spec.binary_row import serialize_binary_row
 from paimon_core.spec.manifest import DataFileMeta, FileSource
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.stats import EMPTY_ROW, EMPTY_STATS, SimpleStats
 from paimon_core.types import (
-    ArrayType,
     AtomicType,
     DataField,
     DataType,
-    MapType,
-    MultisetType,
-    RowType,
     TypeRoot,
-    to_arrow_type,
+    bigint_type,
+    tinyint_type,
+)
+from paimon_core.write.parquet_layout import (
+    FileLayout,
+    ParquetOptions,
+    annotate_buffer,
+    annotate_file,
 )
 from paimon_core.write.stats import (
     StatsMode,
@@ -64,22 +58,12 @@ from paimon_core.write.stats import (
 __all__ = [
     "DataFilePathFactory",
     "DataFileWriter",
-    "ParquetOptions",
     "epoch_nanos_value",
     "local_now_millis",
     "split_by_size",
 ]
 
 RETRACT_KINDS = (1, 3)
-_CODECS = {
-    "zstd": "zstd",
-    "snappy": "snappy",
-    "gzip": "gzip",
-    "lz4": "lz4",
-    "brotli": "brotli",
-    "none": "none",
-    "uncompressed": "none",
-}
 
 
 class DataFilePathFactory:
@@ -101,85 +85,6 @@ class DataFilePathFactory:
 
     def new_changelog_file_name(self) -> str:
         return f"changelog-{self.uuid}-{self._next()}.{self.file_format}"
-
-
-@dataclass(frozen=True, slots=True)
-class ParquetOptions:
-    """Parquet writer settings derived from table options."""
-
-    compression: str = "zstd"
-    compression_level: int | None = 1
-    int96_timestamps: bool = False
-
-    @classmethod
-    def from_schema(cls, schema: TableSchema) -> ParquetOptions:
-        """Validate the table's format options and timestamp precisions.
-
-        Raises:
-            UnsupportedError: a format other than parquet, an unknown codec, or a table that
-                mixes TIMESTAMP precision >= 7 with precision <= 6 columns.
-        """
-        if schema.file_format != "parquet":
-            raise UnsupportedError(
-                f"file.format={schema.file_format!r}: this writer only writes parquet"
-            )
-        opts = CoreOptions(schema.options)
-        raw = (opts.get("file.compression") or "zstd").strip().lower()
-        codec = _CODECS.get(raw)
-        if codec is None:
-            raise UnsupportedError(f"file.compression={raw!r} is not supported for parquet")
-        level: int | None = None
-        if codec == "zstd":
-            level = opts.get_int("file.compression.zstd-level", 1)
-        precisions: dict[str, list[int]] = {}
-        for f in schema.fields:
-            for p in _timestamp_precisions(f.type):
-                precisions.setdefault(f.name, []).append(p)
-        nanos = sorted(n for n, ps in precisions.items() if any(p >= 7 for p in ps))
-        others = sorted(n for n, ps in precisions.items() if any(p <= 6 for p in ps))
-        if nanos and others:
-            raise UnsupportedError(
-                f"timestamp columns {nanos} (precision >= 7, stored as INT96) and {others} "
-                "(precision <= 6, stored as INT64) cannot share a Java-readable parquet file: "
-                "pyarrow's INT96 switch applies to the whole file"
-            )
-        return cls(codec, level, bool(nanos))
-
-
-def _timestamp_precisions(t: DataType) -> list[int]:
-    if isinstance(t, AtomicType):
-        if t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
-            return [t.precision if t.precision is not None else 6]
-        return []
-    if isinstance(t, (ArrayType, MultisetType)):
-        return _timestamp_precisions(t.element)
-    if isinstance(t, MapType):
-        return _timestamp_precisions(t.key) + _timestamp_precisions(t.value)
-    return [p for f in t.fields for p in _timestamp_precisions(f.type)]
-
-
-def physical_arrow_type(t: DataType) -> pa.DataType:
-    """The Arrow type handed to the Parquet writer: :func:`to_arrow_type` except that
-    TIMESTAMP(0) is written in milliseconds (Parquet has no seconds)."""
-    if isinstance(t, AtomicType):
-        if t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ) and (t.precision or 0) == 0:
-            return pa.timestamp("ms", tz="UTC" if t.root is TypeRoot.TIMESTAMP_LTZ else None)
-        return to_arrow_type(t)
-    if isinstance(t, ArrayType):
-        return pa.list_(pa.field("element", physical_arrow_type(t.element), t.element.nullable))
-    if isinstance(t, MapType):
-        return pa.map_(
-            pa.field("key", physical_arrow_type(t.key), False),
-            pa.field("value", physical_arrow_type(t.value), t.value.nullable),
-        )
-    if isinstance(t, MultisetType):
-        return pa.map_(
-            pa.field("key", physical_arrow_type(t.element), False),
-            pa.field("value", pa.int32(), False),
-        )
-    assert isinstance(t, RowType)
-    return pa.struct([pa.field(f.name, physical_arrow_type(f.type), f.type.nullable)
-                      for f in t.fields])
 
 
 def local_now_millis() -> int:
@@ -255,23 +160,22 @@ class DataFileWriter:
         self.key_modes: list[StatsMode] = stats_modes(opts, key_cols, key_cols)
         self.value_types = [f.type for f in self.fields]
         self.key_types = [f.type.with_nullable(False) for f in self.key_fields]
-        self._file_schema = self._arrow_file_schema()
+        self._layout = self._file_layout()
+        self._file_schema = self._layout.schema
         self._lock = threading.Lock()
         self.written_paths: list[str] = []
         self._dirs: set[str] = set()
         self._dictionary: Sequence[str] | None = None
 
     # ---- layout
-    def _arrow_file_schema(self) -> pa.Schema:
-        out = []
+    def _file_layout(self) -> FileLayout:
+        cols: list[tuple[str, DataType, bool]] = []
         if self.is_pk:
-            for f in self.key_fields:
-                out.append(pa.field(KEY_PREFIX + f.name, physical_arrow_type(f.type), False))
-            out.append(pa.field(SEQUENCE_NUMBER, pa.int64(), False))
-            out.append(pa.field(VALUE_KIND, pa.int8(), False))
-        for f in self.fields:
-            out.append(pa.field(f.name, physical_arrow_type(f.type), f.type.nullable))
-        return pa.schema(out)
+            cols.extend((KEY_PREFIX + f.name, f.type, False) for f in self.key_fields)
+            cols.append((SEQUENCE_NUMBER, bigint_type(False), False))
+            cols.append((VALUE_KIND, tinyint_type(False), False))
+        cols.extend((f.name, f.type, f.type.nullable) for f in self.fields)
+        return FileLayout.of(cols, self.parquet.int96_timestamps)
 
     # ---- public
     def write_append_file(
@@ -398,27 +302,16 @@ class DataFileWriter:
             write_cols=None,
         )
 
-    def _to_physical(self, table: pa.Table) -> pa.Table:
-        target = self._file_schema
-        if table.schema.equals(target, check_metadata=False):
-            return table
-        arrays = []
-        for i, f in enumerate(target):
-            col = table.column(i)
-            if col.type != f.type:
-                col = col.cast(f.type)  # only TIMESTAMP(0): seconds -> millis, exact
-            arrays.append(col)
-        return pa.Table.from_arrays(arrays, schema=target)
-
     def _write(self, bucket_dir: str, name: str, table: pa.Table) -> int:
         path = join(bucket_dir, name)
-        table = self._to_physical(table)
+        table = self._layout.physical(table)
         kwargs = self._writer_kwargs(table)
         with self._lock:
             if bucket_dir not in self._dirs:
                 self.file_io.mkdirs(bucket_dir)
                 self._dirs.add(bucket_dir)
             self.written_paths.append(path)
+        leaves = self._layout.leaves
         try:
             local = self.file_io.arrow_filesystem(path)[1] if self.file_io.is_local else None
             if local is not None and table.nbytes > _BUFFERED_WRITE_BYTES:
@@ -426,24 +319,30 @@ class DataFileWriter:
                 fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
                 os.close(fd)
                 pq.write_table(table, local, **kwargs)
+                if leaves:  # the footer is rewritten in place at the end of the file
+                    return annotate_file(local, leaves, path)
                 return os.path.getsize(local)
             # encoded in memory: object stores take one PUT; small local files one exclusive
             # create and write (opening files costs as much as encoding a thousand rows)
             sink = pa.BufferOutputStream()
             pq.write_table(table, sink, **kwargs)
-            buf = sink.getvalue()
+            data = memoryview(sink.getvalue())
+            parts: list[memoryview | bytes] = [data]
+            if leaves:  # the file's head as it is, then a new footer
+                parts = list(annotate_buffer(data, leaves, path))
+            size = sum(len(p) for p in parts)
             if local is None:
-                self.file_io.write_bytes(path, buf.to_pybytes())
-                return int(buf.size)
-            data = memoryview(buf)
+                self.file_io.write_bytes(path, b"".join(parts))
+                return size
             fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
-                written = 0
-                while written < len(data):
-                    written += os.write(fd, data[written:])
+                for part in parts:
+                    written = 0
+                    while written < len(part):
+                        written += os.write(fd, part[written:])
             finally:
                 os.close(fd)
-            return len(data)
+            return size
         except FileExistsError as e:
             raise StorageError(path, "data file already exists (name collision)") from e
         except (pa.ArrowException, OSError) as e:
@@ -464,9 +363,9 @@ class DataFileWriter:
         kwargs: dict[str, object] = {
             "compression": p.compression,
             "store_decimal_as_integer": True,
-            "use_deprecated_int96_timestamps": p.int96_timestamps,
             "use_dictionary": self._dictionary_choice(table),
             "write_statistics": True,
+            **self._layout.writer_options(),
         }
         if p.compression_level is not None:
             kwargs["compression_level"] = p.compression_level

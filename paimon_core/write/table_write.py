@@ -86,12 +86,12 @@ from paimon_core.write.commit_message import CommitMessage
 from paimon_core.write.data_file_writer import (
     DataFilePathFactory,
     DataFileWriter,
-    ParquetOptions,
     epoch_nanos_value,
     split_by_size,
 )
 from paimon_core.write.inline_compact import InlineCompaction, inline_compaction_enabled
 from paimon_core.write.input import conform_input, parse_row_kinds
+from paimon_core.write.parquet_layout import ParquetOptions
 from paimon_core.write.small_buckets import (
     SMALL_BUCKET_BYTES,
     SmallFile,

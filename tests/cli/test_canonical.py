@@ -14,7 +14,6 @@ import importlib.util
 import json
 import os
 import random
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -24,8 +23,7 @@ import pytest
 from paimon_core.cli.canonical import canon_values, canonical_lines
 from paimon_core.errors import SchemaError
 from paimon_core.types import DataField, parse_sql_type, to_arrow_type
-
-ORACLE_PY = Path(__file__).resolve().parents[2].parent / "shared" / "oracle" / "paimon_oracle.py"
+from tests.interop.oracle import ORACLE_PY
 
 
 @pytest.fixture(scope="module")

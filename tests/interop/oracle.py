@@ -22,7 +22,9 @@ from typing import Any, NoReturn
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
+# the shared/ directory beside the repo; PAIMON_SHARED names another one (a git worktree
+# checked out elsewhere)
+SHARED = Path(os.environ.get("PAIMON_SHARED") or REPO.parent / "shared")
 ORACLE = SHARED / "oracle" / "oracle"
 ORACLE_PY = SHARED / "oracle" / "paimon_oracle.py"
 

@@ -23,8 +23,8 @@ Engine limitations (never ours; where a Java read may fail, the error must be th
 one, and any Java read that succeeds is compared):
 
 * TIME filter literals: the oracle cannot build them for Java (exit 3, checked), one filter of
-  ``p_types_nonano``.
-* Phase C, ``p_types*_nanos``: Java 0.9 reads OUR INT96 TIMESTAMP(7..9) before 1970 correctly
+  ``p_types``.
+* Phase C, ``p_types*``: Java 0.9 reads OUR INT96 TIMESTAMP(7..9) before 1970 correctly
   (phase B), but not the ones it writes itself (its append, its compaction): from then on its
   reads/compaction may fail with ``IllegalArgumentException`` (``write_shapes.PRE_1970_NANOS``).
 * Phase C after the pypaimon append: Java 0.9 cannot read pypaimon's parquet DECIMAL(p <= 18)
@@ -33,10 +33,9 @@ one, and any Java read that succeeds is compared):
 * The oracle's Java read path corrupts nested columns after the 1024th row of a read
   (``write_shapes.JAVA_NESTED_BATCH``): such reads are made in parts (``java_chunks``), and any
   Java read of nested columns with 1024+ rows fails the test as a harness error.
-* Data adapters (``write_shapes``): ``p_types*`` are split around the nanosecond columns (our
-  writer refuses to mix TIMESTAMP(7..9) with (0..6), tested as a refusal), and their ROW values
-  are made ``java_safe`` (Java 0.9 misreads all-null ROWs and hangs on null ROWs with nested
-  ROWs), in our input and in the reference alike.
+* Data adapters (``write_shapes``): the ROW values of ``p_types*`` (every type, TIMESTAMP(7..9)
+  beside TIMESTAMP(0..6)) are made ``java_safe`` (Java 0.9 misreads all-null ROWs and hangs on
+  null ROWs with nested ROWs), in our input and in the reference alike.
 """
 
 from __future__ import annotations

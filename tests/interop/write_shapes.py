@@ -9,20 +9,14 @@ are 1..n for the n write steps.
 Shapes our writer refuses by design keep a :class:`WriteShape` with ``refused`` set (the test
 asserts a typed :class:`~paimon_core.errors.UnsupportedError`, before anything is written):
 
-* ``j_pk_dv``: ``deletion-vectors.enabled`` (readers skip level-0 files; we do not compact);
-* ``p_types``, ``p_types_pk``: TIMESTAMP(7..9) beside TIMESTAMP(0..6) columns (pyarrow's INT96
-  switch covers a whole Parquet file, and Java 0.9 reads nanosecond timestamps only as INT96).
+* ``j_pk_dv``: ``deletion-vectors.enabled`` (readers skip level-0 files; we do not compact).
 
-The last two are also covered by ADAPTERS, projections of the same rows onto the columns we
-can write: ``*_nonano`` (every column but the nanosecond ones) and ``*_nanos`` (the key and the
-nanosecond columns). Their reference output is the writing engine's read of the original table
-projected the same way (``reference_lines``), so the comparison stays independent of our code.
-
-``p_types*`` rows were generated without ``java_safe`` (pypaimon wrote and read them in the read
-suite). Java 0.9 *reads* some of those values wrongly or not at all (see ``Gen`` in shapes.py:
-an all-null ROW reads as a null ROW; a null ROW containing a ROW hangs the read), so the
-``p_types*_nonano`` adapters make them safe exactly as ``Gen(java_safe=True)`` would have
-(:func:`java_safe_row`), in the rows we write AND in the reference lines. Engine bug, not ours:
+``p_types*`` (every type, TIMESTAMP(7..9) beside TIMESTAMP(0..6) in one file) rows were
+generated without ``java_safe`` (pypaimon wrote and read them in the read suite). Java 0.9
+*reads* some of those values wrongly or not at all (see ``Gen`` in shapes.py: an all-null ROW
+reads as a null ROW; a null ROW containing a ROW hangs the read), so their write shapes make
+them safe exactly as ``Gen(java_safe=True)`` would have (:func:`java_safe_row`), in the rows we
+write AND in the reference lines. Engine bug, not ours:
 Java 0.9 reads its own files the same way, and reads our all-null ROW as NULL while pypaimon
 and our reader keep it (``tests/write/test_write_oracle.py::test_java_all_null_row``).
 """
@@ -37,7 +31,6 @@ from typing import Any
 
 from tests.interop.shapes import (
     KIND,
-    NANO_TYPES,
     SHAPES,
     Compact,
     Expire,
@@ -47,8 +40,6 @@ from tests.interop.shapes import (
     Shape,
     Write,
 )
-
-NANO_COLS = frozenset(n for n, _ in NANO_TYPES)
 
 
 @dataclass(frozen=True)
@@ -70,7 +61,6 @@ class WriteShape:
     filters: tuple[int, ...]  # indices into base.filters
     skipped: tuple[str, ...] = ()  # base steps not replayed, and why
     refused: str | None = None  # our writer must refuse: a substring of the UnsupportedError
-    columns: tuple[str, ...] | None = None  # projection of the base shape's columns
     fix: Callable[[Row], Row] | None = None  # applied to input rows and reference lines
     # holds TIMESTAMP(7..9) values before 1970 (see PRE_1970_NANOS)
     pre_1970_nanos: bool = False
@@ -137,29 +127,16 @@ class WriteShape:
         return None
 
     def reference_lines(self, lines: Sequence[str]) -> list[str]:
-        """The base shape's canonical lines projected/fixed like our table."""
-        if self.columns is None and self.fix is None:
+        """The base shape's canonical lines fixed like our table."""
+        if self.fix is None:
             return list(lines)
-        out = []
-        for line in lines:
-            obj = json.loads(line)
-            if self.columns is not None:
-                obj = {k: obj[k] for k in self.columns}
-            if self.fix is not None:
-                obj = self.fix(obj)
-            out.append(canonical(obj))
-        return sorted(out)
+        return sorted(canonical(self.fix(json.loads(line))) for line in lines)
 
     def input_rows(self, w: OurWrite) -> Rows:
         rows = w.rows()
-        if self.columns is None and self.fix is None:
+        if self.fix is None:
             return rows
-        keep = set(self.columns or ()) | {KIND}
-        out = []
-        for r in rows:
-            r = {k: v for k, v in r.items() if self.columns is None or k in keep}
-            out.append(self.fix(r) if self.fix is not None else r)
-        return out
+        return [self.fix(r) for r in rows]
 
 
 def canonical(obj: dict[str, Any]) -> str:
@@ -232,39 +209,19 @@ def _replay(base: Shape) -> tuple[tuple[OurWrite, ...], tuple[str, ...]]:
     return tuple(writes), tuple(skipped)
 
 
-def _project_schema(schema: dict[str, Any], keep: Sequence[str]) -> dict[str, Any]:
-    return {**schema, "fields": [f for f in schema["fields"] if f["name"] in keep]}
-
-
-def _filter_cols(base: Shape, i: int) -> set[str]:
-    names = {f["name"] for f in base.schema["fields"]}
-    return {tok for expr in base.filters[i] for tok in expr.replace("(", " ").split()
-            if tok in names}
-
-
-def _adapters(base: Shape) -> list[WriteShape]:
-    """p_types / p_types_pk split into a nanosecond-free and a nanosecond-only table."""
+def _all_types(base: Shape) -> WriteShape:
+    """p_types / p_types_pk: every type, ROW values made ``java_safe``."""
     writes, skipped = _replay(base)
-    names = [f["name"] for f in base.schema["fields"]]
-    nonano = tuple(n for n in names if n not in NANO_COLS)
-    nanos = ("id", *(n for n in names if n in NANO_COLS))
-    out = []
-    for suffix, cols in (("_nonano", nonano), ("_nanos", nanos)):
-        fidx = tuple(i for i in range(len(base.filters)) if _filter_cols(base, i) <= set(cols))
-        out.append(WriteShape(
-            name=base.name + suffix, base=base,
-            schema=_project_schema(base.schema, cols), writes=writes, filters=fidx,
-            skipped=skipped, columns=cols,
-            fix=java_safe_row if suffix == "_nonano" else None,
-            pre_1970_nanos=suffix == "_nanos",
-            java_unsupported_filters=tuple(
-                (i, TIME_LITERAL) for i in fidx if any("tm3" in e for e in base.filters[i])),
-            # 1100 rows (+40 later) with nested columns: Java reads them in parts (ids are
-            # 0..699 and 1000..1399, +1e6/+2e6 for the rows appended after our writes)
-            java_chunks=("id < 600", "id >= 600", "id IS NULL") if base.name == "p_types"
-            and suffix == "_nonano" else (),
-        ))
-    return out
+    every = tuple(range(len(base.filters)))
+    return WriteShape(
+        name=base.name, base=base, schema=base.schema, writes=writes, filters=every,
+        skipped=skipped, fix=java_safe_row, pre_1970_nanos=True,
+        java_unsupported_filters=tuple(
+            (i, TIME_LITERAL) for i in every if any("tm3" in e for e in base.filters[i])),
+        # 1100 rows (+40 later) with nested columns: Java reads them in parts (ids are
+        # 0..699 and 1000..1399, +1e6/+2e6 for the rows appended after our writes)
+        java_chunks=("id < 600", "id >= 600", "id IS NULL") if base.name == "p_types" else (),
+    )
 
 
 def write_shapes() -> list[WriteShape]:
@@ -276,9 +233,7 @@ def write_shapes() -> list[WriteShape]:
             out.append(WriteShape(base.name, base, base.schema, writes, every, skipped,
                                   refused="deletion-vectors"))
         elif base.name in ("p_types", "p_types_pk"):
-            out.append(WriteShape(base.name, base, base.schema, writes, every, skipped,
-                                  refused="cannot share a Java-readable parquet file"))
-            out.extend(_adapters(base))
+            out.append(_all_types(base))
         elif base.name == "j_append_pt":
             # p_append_pt has the same rows, steps and filters (_append_shape): its engine
             # table still has the snapshots that j_append_pt's expiry removed
