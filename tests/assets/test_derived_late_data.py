@@ -140,7 +140,7 @@ def test_late_insert_after_a_compacted_delete_follows_the_source(tables: Any) ->
     s2 = commit_orders(src, order_rows([1], "cancelled", "-D", lsn=[300]), 2)
     apply_range(src, tgt, 0, s2)
     assert sorted(derived(tgt)[0]) == [2]
-    src.compact(full=True)
+    src.compact()
     s4 = commit_orders(src, order_rows([1], "paid", lsn=[150]), 4)
     apply_range(src, tgt, s2, s4)
     assert sorted(recompute(src, s4)) == [1, 2]
@@ -239,7 +239,7 @@ def test_derived_table_equals_recompute_for_any_arrival_order(
         if action == "compact":
             src.compact(commit_user="compactor")
         elif action == "full":
-            src.compact(full=True, commit_user="compactor")
+            src.compact(commit_user="compactor")
         elif action == "overwrite" and latest:
             _overwrite_without(src, 1 + seed % 6, next(ident))
         elif action == "expire" and latest:

@@ -20,6 +20,7 @@ from paimon_core.cli.canonical import canonical_lines
 from paimon_core.errors import (
     CorruptMetadataError,
     PaimonError,
+    SnapshotExpiredError,
     SnapshotNotExistError,
     TagNotExistError,
 )
@@ -120,8 +121,14 @@ def test_missing_hints_and_lying_earliest(copy: Path, java_table: Any) -> None:
     (snap / "LATEST").unlink()
     (snap / "EARLIEST").write_text("3")
     t = FileSystemCatalog(str(copy)).get_table("db.t")
-    assert t.snapshot_manager.earliest_snapshot_id() == 1
+    # EARLIEST naming an existing snapshot is believed (Java's findEarliest; for us it is the
+    # expiry fence: ids below it are expired or being expired), LATEST comes from a listing
+    assert t.snapshot_manager.earliest_snapshot_id() == 3
     assert t.snapshot_manager.latest_snapshot_id() == 3
+    with pytest.raises(SnapshotExpiredError):
+        t.to_arrow(snapshot_id=1)
+    (snap / "EARLIEST").write_text("7")  # names no snapshot: a listing decides
+    assert t.snapshot_manager.earliest_snapshot_id() == 1
     assert _lines(copy) == java_table[1]
 
 

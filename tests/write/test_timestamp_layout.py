@@ -209,7 +209,7 @@ def test_pk_table_with_a_nanosecond_key_and_our_compaction(tmp_path: Path) -> No
     w = t.new_write("u")
     w.write_arrow(update)
     t.new_commit("u").commit(w.prepare_commit(), 2)
-    assert t.compact(full=True) is not None
+    assert t.compact() is not None
     want = data.set_column(3, "s", pa.array(["a", "b2", "c", "d"]))
     assert t.to_arrow().sort_by("k").to_pylist() == want.sort_by("k").to_pylist()
     (compacted,) = [p for p in (Path(t.path) / "bucket-0").glob("data-*.parquet")
