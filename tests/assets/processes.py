@@ -152,6 +152,140 @@ def wait_for_run(dev: DagsterDev, run_id: str, timeout: float = 240) -> dict[str
         time.sleep(1)
 
 
+# ------------------------------------------------------------------------------ as the UI does
+#: the implicit asset job the UI launches asset materializations with
+ASSET_JOB = "__ASSET_JOB"
+
+# the queries and mutations of the UI (dagster-webserver 1.13's bundle: "Materialize" of one
+# partition = ConfigPartitionForAssetJobQuery, then LaunchPipelineExecution with the tags it
+# returned; of several partitions = LaunchPartitionBackfill; "Re-execute" =
+# LaunchPipelineReexecution from the parent run)
+PARTITION_FOR_ASSET_JOB = """
+query($repositoryName: String!, $repositoryLocationName: String!, $jobName: String!,
+      $partitionName: String!, $assetKeys: [AssetKeyInput!]!) {
+  pipelineOrError(params: {pipelineName: $jobName, repositoryName: $repositoryName,
+                           repositoryLocationName: $repositoryLocationName}) {
+    __typename
+    ... on Pipeline {
+      partition(partitionName: $partitionName, selectedAssetKeys: $assetKeys) {
+        runConfigOrError { ... on PartitionRunConfig { yaml } ... on PythonError { message } }
+        tagsOrError { ... on PartitionTags { results { key value } }
+                      ... on PythonError { message } }
+      }
+    }
+  }
+}"""
+
+LAUNCH_PIPELINE_EXECUTION = """
+mutation($p: ExecutionParams!) {
+  launchPipelineExecution(executionParams: $p) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message stack }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}"""
+
+LAUNCH_BACKFILL = """
+mutation($p: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $p) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message stack }
+  }
+}"""
+
+LAUNCH_REEXECUTION = """
+mutation($p: ReexecutionParams!) {
+  launchPipelineReexecution(reexecutionParams: $p) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message stack }
+  }
+}"""
+
+REPOSITORY_NAME = "{ repositoriesOrError { ... on RepositoryConnection { nodes { name } } } }"
+
+
+def _keys(asset_keys: list[list[str]]) -> list[dict[str, list[str]]]:
+    return [{"path": list(k)} for k in asset_keys]
+
+
+def ui_materialize_partition(dev: DagsterDev, asset_keys: list[list[str]], partition: str,
+                             tags: Mapping[str, str] | None = None) -> str:
+    """"Materialize" one partition of ``asset_keys`` as the UI does: the partition's tags and
+    config from the asset job, then one run of it; returns the run id."""
+    [repo] = dev.graphql(REPOSITORY_NAME)["repositoriesOrError"]["nodes"]
+    job = dev.graphql(PARTITION_FOR_ASSET_JOB, {
+        "repositoryName": repo["name"], "repositoryLocationName": "paimon",
+        "jobName": ASSET_JOB, "partitionName": partition, "assetKeys": _keys(asset_keys),
+    })["pipelineOrError"]
+    assert job["__typename"] == "Pipeline", job
+    part = job["partition"]
+    all_tags = [*part["tagsOrError"]["results"],
+                *({"key": k, "value": v} for k, v in (tags or {}).items())]
+    out = dev.graphql(LAUNCH_PIPELINE_EXECUTION, {"p": {
+        "mode": "default",
+        "executionMetadata": {"tags": all_tags},
+        "runConfigData": part["runConfigOrError"]["yaml"] or "{}",
+        "selector": {"repositoryLocationName": "paimon", "repositoryName": repo["name"],
+                     "pipelineName": ASSET_JOB, "assetSelection": _keys(asset_keys),
+                     "assetCheckSelection": []},
+    }})["launchPipelineExecution"]
+    assert out["__typename"] == "LaunchRunSuccess", out
+    return str(out["run"]["runId"])
+
+
+def ui_backfill(dev: DagsterDev, asset_keys: list[list[str]], partitions: list[str]) -> str:
+    """A backfill of ``partitions`` of ``asset_keys`` as the UI launches it; its id."""
+    out = dev.graphql(LAUNCH_BACKFILL, {"p": {
+        "tags": [], "assetSelection": _keys(asset_keys), "partitionNames": partitions,
+        "fromFailure": False,
+    }})["launchPartitionBackfill"]
+    assert out["__typename"] == "LaunchBackfillSuccess", out
+    return str(out["backfillId"])
+
+
+def ui_reexecute(dev: DagsterDev, run_id: str) -> str:
+    """"Re-execute all" of a finished run, as the UI does; the new run's id."""
+    out = dev.graphql(LAUNCH_REEXECUTION, {"p": {
+        "parentRunId": run_id, "strategy": "ALL_STEPS"}})["launchPipelineReexecution"]
+    assert out["__typename"] == "LaunchRunSuccess", out
+    return str(out["run"]["runId"])
+
+
+def run_records(dev: DagsterDev, **filters: Any) -> list[Any]:
+    """The run records of the instance (``RunsFilter(**filters)``), oldest first."""
+    from dagster import DagsterInstance, RunsFilter
+
+    with DagsterInstance.from_config(str(dev.home)) as instance:
+        records = instance.get_run_records(RunsFilter(**filters))
+    return sorted(records, key=lambda r: r.create_timestamp)
+
+
+def wait_for_runs(dev: DagsterDev, count: int, timeout: float = 300, **filters: Any
+                  ) -> list[Any]:
+    """The records of the ``count`` runs matching ``filters`` once all of them finished."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records = run_records(dev, **filters)
+        if len(records) >= count and all(r.dagster_run.is_finished for r in records):
+            return records
+        if time.monotonic() > deadline:
+            state = [(r.dagster_run.run_id, r.dagster_run.status.value) for r in records]
+            raise AssertionError(f"{len(records)}/{count} runs ({state}):\n"
+                                 f"{dev.log.read_text()[-4000:]}")
+        time.sleep(1)
+
+
+def run_log_messages(dev: DagsterDev, run_id: str) -> list[str]:
+    """The messages of a run's event log (user logs and Dagster events)."""
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_config(str(dev.home)) as instance:
+        return [e.user_message for e in instance.all_logs(run_id)]
+
+
 # ------------------------------------------------------------------------------ Chromium
 def chromium() -> str | None:
     for name in ("chromium", "chromium-browser"):

@@ -1,0 +1,166 @@
+"""The run limits of the instance hold however a run is launched — checked on a real
+``dagster dev`` (the shipped ``dagster.yaml``) through the webserver's GraphQL, sending what the
+UI sends: "Materialize" of one partition of an asset (the implicit asset job, with the
+partition's tags from the webserver), a backfill of several partitions, a re-execution.
+
+* the queue never runs two compactions of one bucket at once, nor more Spark runs than the
+  Spark pool allows; the runs carry the partition tag and the pool the limits work on;
+* a run failing with a failure no retry can fix is not retried by the instance's run
+  retries, while any other failure still is;
+* a CDC run with nothing to ingest (already committed, or an empty landing day) starts no
+  Spark session (the run's log says when the resource starts one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assets.cdc import cdc_commit_user
+from assets.derived import enrich_orders
+from assets.maintenance import partition_key_of
+from assets.resources import SPARK_POOL, SPARK_STARTED
+from assets.tables import CUSTOMERS, ORDERS, ORDERS_ENRICHED
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.io.file_io import FileIO
+from tests.assets.helpers import commit_orders, order_rows
+from tests.assets.processes import (
+    DagsterDev,
+    dagster_dev,
+    run_log_messages,
+    run_event_time,
+    run_records,
+    ui_backfill,
+    ui_materialize_partition,
+    ui_reexecute,
+    wait_for_run,
+    wait_for_runs,
+)
+
+pytestmark = pytest.mark.slow
+
+#: dagster.yaml: Spark runs at once (the pool's limit in the embedded deployment)
+SPARK_RUNS = 2
+PARTITION_TAG = "dagster/partition"
+WILL_RETRY_TAG = "dagster/will_retry"
+COMPACTION = ["maintenance", "cdc_orders_compaction"]
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("run-limits")
+    out = {"root": root, "warehouse": root / "warehouse", "landing": root / "landing"}
+    for key in ("warehouse", "landing"):
+        out[key].mkdir()
+    return out
+
+
+@pytest.fixture(scope="module")
+def dev(lake: dict[str, Path]) -> Iterator[DagsterDev]:
+    env = {"PAIMON_WAREHOUSE": str(lake["warehouse"]), "PAIMON_LANDING": str(lake["landing"])}
+    with dagster_dev(lake["root"], env) as d:
+        yield d
+
+
+def _held(dev: DagsterDev, records: list[Any]) -> list[tuple[float, float]]:
+    """When each run held its place in the queue: from its launch (``RUN_STARTING``, the
+    queue let it go) to its end."""
+    return [(run_event_time(dev, r.dagster_run.run_id, "RUN_STARTING"), r.end_time)
+            for r in records]
+
+
+def _max_overlap(spans: list[tuple[float, float]]) -> int:
+    """The most spans that were open at the same moment."""
+    edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    now = peak = 0
+    for _, step in edges:  # an end sorts before a start at the same instant
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def test_compaction_limits_hold_for_ui_launches(dev: DagsterDev, lake: dict[str, Path]) -> None:
+    # the instance is fresh: the Spark pool has never been seen by its run queue
+    orders = ORDERS.ensure(FileSystemCatalog(str(lake["warehouse"])))
+    commit_orders(orders, order_rows(range(1, 41), "new"), 1)
+    keys = [partition_key_of(ORDERS, None, b) for b in range(4)]
+    # "Materialize" bucket 1 from the asset graph, then re-execute that run while the same
+    # bucket is materialized again and every bucket is backfilled
+    first = ui_materialize_partition(dev, [COMPACTION], keys[1])
+    assert wait_for_run(dev, first)["status"] == "SUCCESS", dev.log.read_text()[-4000:]
+    again = ui_reexecute(dev, first)
+    single = ui_materialize_partition(dev, [COMPACTION], keys[1])
+    backfill = ui_backfill(dev, [COMPACTION], keys)
+    filled = [r.dagster_run.run_id for r in wait_for_runs(
+        dev, 4, tags={"dagster/backfill": backfill})]
+    for rid in (again, single):
+        wait_for_run(dev, rid)
+    records = run_records(dev, run_ids=[first, again, single, *filled])
+    assert len(records) == 7
+    for rec in records:
+        assert rec.dagster_run.status.value == "SUCCESS", dev.log.read_text()[-4000:]
+    bucket_one = [r for r in records if r.dagster_run.tags[PARTITION_TAG] == keys[1]]
+    assert len(bucket_one) == 4  # first, its re-execution, the second single run, backfill
+    assert _max_overlap(_held(dev, bucket_one)) == 1, _held(dev, bucket_one)
+    assert _max_overlap(_held(dev, records)) <= SPARK_RUNS, _held(dev, records)
+    # what the limits work on is on every run: the bucket's partition tag and the Spark pool
+    for rec in records:
+        run = rec.dagster_run
+        assert run.tags.get(PARTITION_TAG) in keys, run.tags
+        assert run.run_op_concurrency is not None, run.tags
+        assert SPARK_POOL in run.run_op_concurrency.all_pools
+
+
+def test_non_retryable_failure_is_not_retried(dev: DagsterDev, lake: dict[str, Path]) -> None:
+    # nothing has landed for that day: a failure no retry can fix
+    refused = ui_materialize_partition(dev, [CUSTOMERS.key_path], "2025-02-01")
+    run = wait_for_run(dev, refused)
+    assert run["status"] == "FAILURE"
+    assert {"key": WILL_RETRY_TAG, "value": "false"} in run["tags"]
+    # any other failure is retried: a table whose snapshot file cannot be read (one retry)
+    table = ORDERS_ENRICHED.ensure(FileSystemCatalog(str(lake["warehouse"])))
+    with table.new_write("test") as w:
+        w.write_arrow(enrich_orders(order_rows([1, 2], "new").drop_columns(["_k"]), 1))
+        msgs = w.prepare_commit()
+    table.new_commit("test").commit(msgs, commit_identifier=1)
+    snapshot = Path(table.path) / "snapshot" / "snapshot-1"
+    snapshot.write_text("{ not json")
+    broken = ui_materialize_partition(
+        dev, [["maintenance", "mart_orders_enriched_compaction"]],
+        partition_key_of(ORDERS_ENRICHED, None, 0), tags={"dagster/max_retries": "1"})
+    assert wait_for_run(dev, broken)["status"] == "FAILURE"
+    [retry] = wait_for_runs(dev, 1, tags={"dagster/parent_run_id": broken})
+    assert retry.dagster_run.status.value == "FAILURE"
+    # the retry daemon handles failures in the order they happened: it has passed the first
+    assert not run_records(dev, tags={"dagster/parent_run_id": refused})
+    messages = run_log_messages(dev, refused)
+    assert any("no change events have landed" in m for m in messages)
+    assert not any(SPARK_STARTED in m for m in messages)
+
+
+def test_cdc_run_with_nothing_to_do_starts_no_spark(dev: DagsterDev,
+                                                     lake: dict[str, Path]) -> None:
+    from assets.demo_data import generate
+
+    landing = str(lake["landing"])
+    feed = generate(FileIO(landing), landing, days=("2025-01-06",), customers=20,
+                    orders_per_day=10)
+    day = feed.days[0]
+    (lake["landing"] / CUSTOMERS.identifier / "dt=2025-01-05").mkdir(parents=True)
+
+    ingested = ui_materialize_partition(dev, [CUSTOMERS.key_path], day)
+    assert wait_for_run(dev, ingested)["status"] == "SUCCESS", dev.log.read_text()[-4000:]
+    assert any(SPARK_STARTED in m for m in run_log_messages(dev, ingested))
+    snap = FileSystemCatalog(str(lake["warehouse"])).get_table(
+        CUSTOMERS.identifier).latest_snapshot()
+    assert snap is not None and snap.commit_user == cdc_commit_user(CUSTOMERS, day)
+
+    for partition, says in ((day, "already committed"), ("2025-01-05", "nothing to ingest")):
+        rid = ui_materialize_partition(dev, [CUSTOMERS.key_path], partition)
+        assert wait_for_run(dev, rid)["status"] == "SUCCESS", dev.log.read_text()[-4000:]
+        messages = run_log_messages(dev, rid)
+        assert any(says in m for m in messages), messages
+        assert not any(SPARK_STARTED in m for m in messages), partition
