@@ -70,7 +70,8 @@ class DagsterDev:
 def dagster_dev(tmp: Path, env: Mapping[str, str], *, startup_timeout: float = 240
                 ) -> Iterator[DagsterDev]:
     """``dagster dev -w workspace.yaml`` on a free loopback port, DAGSTER_HOME = ``tmp/home``
-    (with the repository's dagster.yaml), until the code location ``paimon`` is loaded."""
+    set up as the README says (the repository's dagster.yaml, then ``python -m assets.pools``),
+    until the code location ``paimon`` is loaded."""
     home = tmp / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
@@ -78,6 +79,8 @@ def dagster_dev(tmp: Path, env: Mapping[str, str], *, startup_timeout: float = 2
     log = tmp / "dagster-dev.log"
     full_env = {**os.environ, **env, "DAGSTER_HOME": str(home),
                 "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, "-W", "ignore", "-m", "assets.pools"], cwd=REPO,
+                   env=full_env, check=True, capture_output=True, timeout=120)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [str(VENV_BIN / "dagster"), "dev", "-w", str(REPO / "workspace.yaml"),
@@ -211,23 +214,27 @@ def _keys(asset_keys: list[list[str]]) -> list[dict[str, list[str]]]:
     return [{"path": list(k)} for k in asset_keys]
 
 
-def ui_materialize_partition(dev: DagsterDev, asset_keys: list[list[str]], partition: str,
-                             tags: Mapping[str, str] | None = None) -> str:
-    """"Materialize" one partition of ``asset_keys`` as the UI does: the partition's tags and
-    config from the asset job, then one run of it; returns the run id."""
+def ui_materialize(dev: DagsterDev, asset_keys: list[list[str]], partition: str | None = None,
+                   tags: Mapping[str, str] | None = None) -> str:
+    """"Materialize" ``asset_keys`` (one ``partition`` of them) as the UI does: for a
+    partition, its tags and config from the asset job first; then one run of the asset job.
+    Returns the run id."""
     [repo] = dev.graphql(REPOSITORY_NAME)["repositoriesOrError"]["nodes"]
-    job = dev.graphql(PARTITION_FOR_ASSET_JOB, {
-        "repositoryName": repo["name"], "repositoryLocationName": "paimon",
-        "jobName": ASSET_JOB, "partitionName": partition, "assetKeys": _keys(asset_keys),
-    })["pipelineOrError"]
-    assert job["__typename"] == "Pipeline", job
-    part = job["partition"]
-    all_tags = [*part["tagsOrError"]["results"],
-                *({"key": k, "value": v} for k, v in (tags or {}).items())]
+    run_tags, run_config = [], "{}"
+    if partition is not None:
+        job = dev.graphql(PARTITION_FOR_ASSET_JOB, {
+            "repositoryName": repo["name"], "repositoryLocationName": "paimon",
+            "jobName": ASSET_JOB, "partitionName": partition, "assetKeys": _keys(asset_keys),
+        })["pipelineOrError"]
+        assert job["__typename"] == "Pipeline", job
+        part = job["partition"]
+        run_tags = list(part["tagsOrError"]["results"])
+        run_config = part["runConfigOrError"]["yaml"] or "{}"
+    run_tags += [{"key": k, "value": v} for k, v in (tags or {}).items()]
     out = dev.graphql(LAUNCH_PIPELINE_EXECUTION, {"p": {
         "mode": "default",
-        "executionMetadata": {"tags": all_tags},
-        "runConfigData": part["runConfigOrError"]["yaml"] or "{}",
+        "executionMetadata": {"tags": run_tags},
+        "runConfigData": run_config,
         "selector": {"repositoryLocationName": "paimon", "repositoryName": repo["name"],
                      "pipelineName": ASSET_JOB, "assetSelection": _keys(asset_keys),
                      "assetCheckSelection": []},
@@ -276,6 +283,14 @@ def wait_for_runs(dev: DagsterDev, count: int, timeout: float = 300, **filters: 
             raise AssertionError(f"{len(records)}/{count} runs ({state}):\n"
                                  f"{dev.log.read_text()[-4000:]}")
         time.sleep(1)
+
+
+def pool_limits(dev: DagsterDev) -> dict[str, int]:
+    """The pools the instance knows, with their limits."""
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_config(str(dev.home)) as instance:
+        return {p.name: p.limit for p in instance.event_log_storage.get_pool_limits()}
 
 
 def run_log_messages(dev: DagsterDev, run_id: str) -> list[str]:

@@ -7,34 +7,37 @@ partition's tags from the webserver), a backfill of several partitions, a re-exe
   Spark pool allows; the runs carry the partition tag and the pool the limits work on;
 * a run failing with a failure no retry can fix is not retried by the instance's run
   retries, while any other failure still is;
-* a CDC run with nothing to ingest (already committed, or an empty landing day) starts no
-  Spark session (the run's log says when the resource starts one).
+* a CDC run with nothing to ingest (already committed, or an empty landing day), or an
+  expiry with nothing to delete, starts no Spark session (the run's log says when the
+  resource starts one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from assets.cdc import cdc_commit_user
-from assets.derived import enrich_orders
 from assets.maintenance import partition_key_of
 from assets.resources import SPARK_POOL, SPARK_STARTED
-from assets.tables import CUSTOMERS, ORDERS, ORDERS_ENRICHED
+from assets.tables import CUSTOMERS, FX_RATES, ORDERS
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.io.file_io import FileIO
 from tests.assets.helpers import commit_orders, order_rows
 from tests.assets.processes import (
     DagsterDev,
     dagster_dev,
-    run_log_messages,
+    pool_limits,
     run_event_time,
+    run_log_messages,
     run_records,
     ui_backfill,
-    ui_materialize_partition,
+    ui_materialize,
     ui_reexecute,
     wait_for_run,
     wait_for_runs,
@@ -83,30 +86,32 @@ def _max_overlap(spans: list[tuple[float, float]]) -> int:
 
 
 def test_compaction_limits_hold_for_ui_launches(dev: DagsterDev, lake: dict[str, Path]) -> None:
-    # the instance is fresh: the Spark pool has never been seen by its run queue
     orders = ORDERS.ensure(FileSystemCatalog(str(lake["warehouse"])))
     commit_orders(orders, order_rows(range(1, 41), "new"), 1)
     keys = [partition_key_of(ORDERS, None, b) for b in range(4)]
-    # "Materialize" bucket 1 from the asset graph, then re-execute that run while the same
-    # bucket is materialized again and every bucket is backfilled
-    first = ui_materialize_partition(dev, [COMPACTION], keys[1])
-    assert wait_for_run(dev, first)["status"] == "SUCCESS", dev.log.read_text()[-4000:]
-    again = ui_reexecute(dev, first)
-    single = ui_materialize_partition(dev, [COMPACTION], keys[1])
+    # the first runs of a fresh instance are a burst: "Materialize" bucket 1 from the asset
+    # graph and backfill every bucket (two runs of bucket 1, five Spark runs at once); then
+    # re-execute the first run while bucket 1 is materialized once more
+    single = ui_materialize(dev, [COMPACTION], keys[1])
     backfill = ui_backfill(dev, [COMPACTION], keys)
     filled = [r.dagster_run.run_id for r in wait_for_runs(
         dev, 4, tags={"dagster/backfill": backfill})]
-    for rid in (again, single):
+    assert wait_for_run(dev, single)["status"] == "SUCCESS", dev.log.read_text()[-4000:]
+    again = ui_reexecute(dev, single)
+    once_more = ui_materialize(dev, [COMPACTION], keys[1])
+    for rid in (again, once_more):
         wait_for_run(dev, rid)
-    records = run_records(dev, run_ids=[first, again, single, *filled])
+    records = run_records(dev, run_ids=[single, again, once_more, *filled])
     assert len(records) == 7
     for rec in records:
         assert rec.dagster_run.status.value == "SUCCESS", dev.log.read_text()[-4000:]
     bucket_one = [r for r in records if r.dagster_run.tags[PARTITION_TAG] == keys[1]]
-    assert len(bucket_one) == 4  # first, its re-execution, the second single run, backfill
+    assert len(bucket_one) == 4  # the first, the backfill's, the re-execution, once more
     assert _max_overlap(_held(dev, bucket_one)) == 1, _held(dev, bucket_one)
     assert _max_overlap(_held(dev, records)) <= SPARK_RUNS, _held(dev, records)
-    # what the limits work on is on every run: the bucket's partition tag and the Spark pool
+    # what the limits work on is on every run: the bucket's partition tag and the Spark pool,
+    # which the instance knew before the first run (python -m assets.pools)
+    assert pool_limits(dev)[SPARK_POOL] == SPARK_RUNS
     for rec in records:
         run = rec.dagster_run
         assert run.tags.get(PARTITION_TAG) in keys, run.tags
@@ -116,21 +121,22 @@ def test_compaction_limits_hold_for_ui_launches(dev: DagsterDev, lake: dict[str,
 
 def test_non_retryable_failure_is_not_retried(dev: DagsterDev, lake: dict[str, Path]) -> None:
     # nothing has landed for that day: a failure no retry can fix
-    refused = ui_materialize_partition(dev, [CUSTOMERS.key_path], "2025-02-01")
+    refused = ui_materialize(dev, [CUSTOMERS.key_path], "2025-02-01")
     run = wait_for_run(dev, refused)
     assert run["status"] == "FAILURE"
     assert {"key": WILL_RETRY_TAG, "value": "false"} in run["tags"]
     # any other failure is retried: a table whose snapshot file cannot be read (one retry)
-    table = ORDERS_ENRICHED.ensure(FileSystemCatalog(str(lake["warehouse"])))
+    table = FX_RATES.ensure(FileSystemCatalog(str(lake["warehouse"])))
     with table.new_write("test") as w:
-        w.write_arrow(enrich_orders(order_rows([1, 2], "new").drop_columns(["_k"]), 1))
+        w.write_arrow(pa.table({
+            "dt": ["2025-01-06"], "currency": ["EUR"],
+            "rate_to_eur": pa.array([Decimal("1")], pa.decimal128(18, 6)), "source": ["t"]}))
         msgs = w.prepare_commit()
     table.new_commit("test").commit(msgs, commit_identifier=1)
-    snapshot = Path(table.path) / "snapshot" / "snapshot-1"
-    snapshot.write_text("{ not json")
-    broken = ui_materialize_partition(
-        dev, [["maintenance", "mart_orders_enriched_compaction"]],
-        partition_key_of(ORDERS_ENRICHED, None, 0), tags={"dagster/max_retries": "1"})
+    (Path(table.path) / "snapshot" / "snapshot-1").write_text("{ not json")
+    broken = ui_materialize(
+        dev, [["maintenance", "ref_fx_rates_compaction"]],
+        partition_key_of(FX_RATES, {"dt": "2025-01-06"}, 0), tags={"dagster/max_retries": "1"})
     assert wait_for_run(dev, broken)["status"] == "FAILURE"
     [retry] = wait_for_runs(dev, 1, tags={"dagster/parent_run_id": broken})
     assert retry.dagster_run.status.value == "FAILURE"
@@ -151,7 +157,7 @@ def test_cdc_run_with_nothing_to_do_starts_no_spark(dev: DagsterDev,
     day = feed.days[0]
     (lake["landing"] / CUSTOMERS.identifier / "dt=2025-01-05").mkdir(parents=True)
 
-    ingested = ui_materialize_partition(dev, [CUSTOMERS.key_path], day)
+    ingested = ui_materialize(dev, [CUSTOMERS.key_path], day)
     assert wait_for_run(dev, ingested)["status"] == "SUCCESS", dev.log.read_text()[-4000:]
     assert any(SPARK_STARTED in m for m in run_log_messages(dev, ingested))
     snap = FileSystemCatalog(str(lake["warehouse"])).get_table(
@@ -159,8 +165,18 @@ def test_cdc_run_with_nothing_to_do_starts_no_spark(dev: DagsterDev,
     assert snap is not None and snap.commit_user == cdc_commit_user(CUSTOMERS, day)
 
     for partition, says in ((day, "already committed"), ("2025-01-05", "nothing to ingest")):
-        rid = ui_materialize_partition(dev, [CUSTOMERS.key_path], partition)
+        rid = ui_materialize(dev, [CUSTOMERS.key_path], partition)
         assert wait_for_run(dev, rid)["status"] == "SUCCESS", dev.log.read_text()[-4000:]
         messages = run_log_messages(dev, rid)
         assert any(says in m for m in messages), messages
         assert not any(SPARK_STARTED in m for m in messages), partition
+
+
+def test_expiry_with_nothing_to_delete_starts_no_spark(dev: DagsterDev,
+                                                      lake: dict[str, Path]) -> None:
+    CUSTOMERS.ensure(FileSystemCatalog(str(lake["warehouse"])))  # at most one snapshot
+    rid = ui_materialize(dev, [["maintenance", "cdc_customers_expiry"]])
+    assert wait_for_run(dev, rid)["status"] == "SUCCESS", dev.log.read_text()[-4000:]
+    messages = run_log_messages(dev, rid)
+    assert any("0 snapshots expired" in m for m in messages), messages
+    assert not any(SPARK_STARTED in m for m in messages)
