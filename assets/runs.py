@@ -8,6 +8,9 @@ backfills and re-executions of the implicit asset job do not carry:
   :data:`~assets.resources.SPARK_POOL`; the instance counts pools per run
   (``concurrency.pools.granularity: run``), so at most ``default_limit`` runs that hold it
   are in flight, whatever launched them.
+* **One derived run at a time**: the derived table's asset is in the pool
+  :data:`DERIVED_POOL`, limit 1 (:data:`FIXED_POOL_LIMITS`, a property of the code, set by
+  :func:`register_pools`); the sensor's runs also carry ``paimon/derived``.
 * **One compaction per bucket**: a compaction partition key names its bucket in full
   (:func:`assets.maintenance.partition_key_of`), every run of one partition carries it as
   ``dagster/partition`` (launched from a job, a schedule, the asset graph, a backfill, or a
@@ -20,8 +23,9 @@ backfills and re-executions of the implicit asset job do not carry:
 **Before the first run**: Dagster's run queue learns a pool when a queued run first needs it,
 and does not apply the pool's limit in that very pass: a burst of Spark runs queued on a fresh
 instance (a backfill) went out ``max_concurrent_runs`` at once. :func:`register_pools` gives
-the instance the pools first, at its configured ``default_limit``: ``python -m assets.pools``
-(``make demo`` / ``make ui`` and the docker deployment run it).
+the instance the pools first (the Spark pool at the configured ``default_limit``, the derived
+pool at 1): ``python -m assets.pools`` (``make demo`` / ``make ui``, the docker deployment and
+the README's by-hand steps run it). Without it the derived pool would get ``default_limit``.
 
 **Retries**: the instance retries a failed run (``run_retries``) unless the run's
 ``dagster/retry_on_asset_or_op_failure`` tag says otherwise when it fails;
@@ -36,23 +40,38 @@ import dagster as dg
 
 from assets.resources import SPARK_POOL
 
-__all__ = ["NO_RUN_RETRY_TAG", "POOLS", "non_retryable", "register_pools"]
+__all__ = [
+    "DERIVED_POOL",
+    "FIXED_POOL_LIMITS",
+    "NO_RUN_RETRY_TAG",
+    "POOLS",
+    "non_retryable",
+    "register_pools",
+]
 
 #: the run tag Dagster reads, when a run fails on a step, to decide whether to retry it
 NO_RUN_RETRY_TAG = "dagster/retry_on_asset_or_op_failure"
+#: the pool of the derived table's asset: it applies snapshot ranges one run at a time
+DERIVED_POOL = "paimon-derived"
+#: pools whose limit is part of the code's correctness, not a deployment setting
+FIXED_POOL_LIMITS = {DERIVED_POOL: 1}
 #: the pools the code location's assets use
-POOLS = (SPARK_POOL,)
+POOLS = (SPARK_POOL, DERIVED_POOL)
 
 
 def register_pools(instance: dg.DagsterInstance) -> dict[str, int]:
-    """Register :data:`POOLS` with ``instance`` at its ``concurrency.pools.default_limit``
-    (kept in step with that setting by Dagster afterwards); returns every pool's limit."""
+    """Register :data:`POOLS` with ``instance``: at its ``concurrency.pools.default_limit``
+    (kept in step with that setting by Dagster afterwards), or at their
+    :data:`FIXED_POOL_LIMITS`; returns every pool's limit."""
     if instance.global_op_concurrency_default_limit is None:
         raise dg.DagsterInvariantViolationError(
             "the instance has no concurrency.pools.default_limit: copy the repository's "
             "dagster.yaml to $DAGSTER_HOME")
     for pool in POOLS:
-        instance.event_log_storage.initialize_concurrency_limit_to_default(pool)
+        if pool in FIXED_POOL_LIMITS:
+            instance.event_log_storage.set_concurrency_slots(pool, FIXED_POOL_LIMITS[pool])
+        else:
+            instance.event_log_storage.initialize_concurrency_limit_to_default(pool)
     return {p.name: p.limit for p in instance.event_log_storage.get_pool_limits()}
 
 

@@ -25,7 +25,8 @@ import pytest
 from assets.cdc import cdc_commit_user
 from assets.maintenance import partition_key_of
 from assets.resources import SPARK_POOL, SPARK_STARTED
-from assets.tables import CUSTOMERS, FX_RATES, ORDERS
+from assets.runs import DERIVED_POOL
+from assets.tables import CUSTOMERS, FX_RATES, ORDERS, ORDERS_ENRICHED
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.io.file_io import FileIO
 from tests.assets.helpers import commit_orders, order_rows
@@ -180,3 +181,18 @@ def test_expiry_with_nothing_to_delete_starts_no_spark(dev: DagsterDev,
     messages = run_log_messages(dev, rid)
     assert any("0 snapshots expired" in m for m in messages), messages
     assert not any(SPARK_STARTED in m for m in messages)
+
+
+def test_derived_runs_one_at_a_time_from_the_ui(dev: DagsterDev, lake: dict[str, Path]) -> None:
+    orders = ORDERS.ensure(FileSystemCatalog(str(lake["warehouse"])))
+    commit_orders(orders, order_rows([101, 102], "new"), 2)
+    # "Materialize" mart/orders_enriched twice at once: the runs apply snapshot ranges and
+    # must not overlap (the sensor's runs carry paimon/derived; these carry no job tag)
+    runs = [ui_materialize(dev, [ORDERS_ENRICHED.key_path]) for _ in range(2)]
+    for rid in runs:
+        assert wait_for_run(dev, rid)["status"] == "SUCCESS", dev.log.read_text()[-4000:]
+    records = run_records(dev, run_ids=runs)
+    assert _max_overlap(_held(dev, records)) == 1, _held(dev, records)
+    for rec in records:
+        assert DERIVED_POOL in rec.dagster_run.run_op_concurrency.all_pools
+    assert pool_limits(dev)[DERIVED_POOL] == 1
