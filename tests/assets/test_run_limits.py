@@ -126,6 +126,15 @@ def test_non_retryable_failure_is_not_retried(dev: DagsterDev, lake: dict[str, P
     run = wait_for_run(dev, refused)
     assert run["status"] == "FAILURE"
     assert {"key": WILL_RETRY_TAG, "value": "false"} in run["tags"]
+    # a compaction run over a range of buckets (the launchpad's "single run" of a range: range
+    # tags, no dagster/partition to limit it by) is refused before any work, not retried
+    ranged = ui_materialize(dev, [COMPACTION], tags={
+        "dagster/asset_partition_range_start": partition_key_of(ORDERS, None, 0),
+        "dagster/asset_partition_range_end": partition_key_of(ORDERS, None, 2)})
+    run = wait_for_run(dev, ranged)
+    assert run["status"] == "FAILURE"
+    assert {"key": WILL_RETRY_TAG, "value": "false"} in run["tags"]
+    assert any("compacts one bucket" in m for m in run_log_messages(dev, ranged))
     # any other failure is retried: a table whose snapshot file cannot be read (one retry)
     table = FX_RATES.ensure(FileSystemCatalog(str(lake["warehouse"])))
     with table.new_write("test") as w:
@@ -141,11 +150,11 @@ def test_non_retryable_failure_is_not_retried(dev: DagsterDev, lake: dict[str, P
     assert wait_for_run(dev, broken)["status"] == "FAILURE"
     [retry] = wait_for_runs(dev, 1, tags={"dagster/parent_run_id": broken})
     assert retry.dagster_run.status.value == "FAILURE"
-    # the retry daemon handles failures in the order they happened: it has passed the first
-    assert not run_records(dev, tags={"dagster/parent_run_id": refused})
-    messages = run_log_messages(dev, refused)
-    assert any("no change events have landed" in m for m in messages)
-    assert not any(SPARK_STARTED in m for m in messages)
+    # the retry daemon handles failures in the order they happened: it has passed the others
+    for rid in (refused, ranged):
+        assert not run_records(dev, tags={"dagster/parent_run_id": rid})
+        assert not any(SPARK_STARTED in m for m in run_log_messages(dev, rid))
+    assert any("no change events have landed" in m for m in run_log_messages(dev, refused))
 
 
 def test_cdc_run_with_nothing_to_do_starts_no_spark(dev: DagsterDev,
