@@ -13,7 +13,9 @@ events that landed that day (``<landing>/<db>.<table>/dt=<day>/``). Exactly once
   re-ingest of a day whose snapshot has since expired rewrites identical versions.
 
 A backfill over a date range is one run (``BackfillPolicy.single_run``) that ingests the days
-in order, one commit each.
+in order, one commit each. Spark starts only for a day with events that is not committed yet:
+a run whose days are all empty or committed starts no JVM. A day that has not landed, or too
+many malformed events, fails the run without a run retry (:func:`assets.runs.non_retryable`).
 """
 
 import dataclasses
@@ -24,7 +26,8 @@ import dagster as dg
 from pydantic import Field
 
 from assets.metadata import accepts_properties, context_properties, snapshot_metadata
-from assets.resources import LandingZone, PaimonCatalog, SparkResource
+from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
+from assets.runs import non_retryable
 from assets.tables import CUSTOMERS, DAILY_START, ORDERS, TableSpec
 from paimon_core.table import FileStoreTable
 from pipelines.cdc_ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest_batch
@@ -40,7 +43,6 @@ __all__ = [
 
 #: landing days
 CDC_PARTITIONS = dg.DailyPartitionsDefinition(start_date=DAILY_START)
-SPARK_TAG = "paimon/spark"
 
 
 class CdcConfig(dg.Config):
@@ -103,6 +105,7 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
         key_prefix=[spec.database],
         partitions_def=CDC_PARTITIONS,
         backfill_policy=dg.BackfillPolicy.single_run(),
+        pool=SPARK_POOL,
         group_name="ingestion",
         kinds={"spark", "paimon"},
         description=f"{spec.description} Partition = landing day; runs pipelines.cdc_ingest.",
@@ -118,7 +121,6 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
         cat = catalog.load()
         table = spec.ensure(cat)
         settings = catalog.settings()
-        session = spark.session()
         fio = landing.file_io()
         quarantine = landing.path(spec.identifier, "_quarantine")
         started = time.monotonic()
@@ -128,14 +130,17 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
         for day in sorted(context.partition_keys):
             files = _day_files(landing, spec, day)
             if files is None:
-                raise dg.Failure(
-                    description=f"no change events have landed for {spec.identifier} on {day} "
-                    f"({landing.day_dir(spec.identifier, day)} does not exist)",
-                    allow_retries=False,
-                )
+                raise non_retryable(
+                    context, f"no change events have landed for {spec.identifier} on {day} "
+                    f"({landing.day_dir(spec.identifier, day)} does not exist)")
             user, ident = cdc_commit_user(spec, day), cdc_identifier(day)
             if not files:
                 context.log.info(f"{day}: the landing directory is empty, nothing to ingest")
+                continue
+            if not table.new_commit(user).filter_committed([ident]):  # metadata only
+                already.append(day)
+                sid = _committed_snapshot(table, user, ident)
+                context.log.info(f"{day}: already committed (snapshot {sid}); nothing applied")
                 continue
             props = context_properties(context, **{"dagster.landing-day": day})
             extra: dict[str, Any] = {}
@@ -143,18 +148,16 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
                 extra["properties"] = props
             try:
                 report = ingest_batch(
-                    session, settings, spec.identifier, ident, files,
+                    spark.session(), settings, spec.identifier, ident, files,
                     _options(config, user, props), landing_io=fio, quarantine_root=quarantine,
                     **extra,
                 )
             except ErrorRatioExceeded as e:
-                raise dg.Failure(
-                    description=str(e), allow_retries=False,
-                    metadata={"reasons": dg.MetadataValue.json(e.report.reasons),
-                              "quarantine": str(e.report.quarantine)},
-                ) from e
+                raise non_retryable(context, str(e), metadata={
+                    "reasons": dg.MetadataValue.json(e.report.reasons),
+                    "quarantine": str(e.report.quarantine)}) from e
             reports.append(report)
-            if report.skipped:
+            if report.skipped:  # committed since the check above
                 already.append(day)
                 table = cat.get_table(spec.identifier)
                 sid = _committed_snapshot(table, user, ident)
@@ -190,7 +193,6 @@ cdc_assets = [cdc_customers, cdc_orders]
 cdc_job = dg.define_asset_job(
     "cdc_ingest_job",
     selection=dg.AssetSelection.assets(*cdc_assets),
-    tags={SPARK_TAG: "true"},
     description="Ingest one landing day of change events into every CDC table.",
 )
 cdc_schedule = dg.build_schedule_from_partitioned_job(

@@ -59,6 +59,7 @@ from pydantic import Field
 
 from assets.metadata import context_properties, snapshot_metadata
 from assets.resources import PaimonCatalog
+from assets.runs import DERIVED_POOL
 from assets.tables import ORDERS, ORDERS_ENRICHED, TableSpec
 from paimon_core.consumer import Consumer, ConsumerManager
 from paimon_core.errors import SnapshotNotExistError
@@ -356,6 +357,7 @@ def _rebuild(
 @dg.asset(
     key=ORDERS_ENRICHED.key_path,
     deps=[dg.AssetKey(ORDERS.key_path)],
+    pool=DERIVED_POOL,  # one run at a time, however launched (assets/runs.py)
     group_name="derived",
     description=ORDERS_ENRICHED.description,
     kinds={"paimon"},

@@ -2,19 +2,23 @@
 
 **Compaction** — one asset per table, partitioned by bucket (and by day for a daily-partitioned
 table: ``dt x bucket``); a partition runs the Spark job :func:`pipelines.compact.compact` on
-that one bucket. Runs carry the tag ``paimon/bucket = <db>.<table>/<partition>/bucket-<n>``,
-and ``dagster.yaml`` limits that tag to one run per value, so the same bucket never compacts
-twice at once (two compactions that raced anyway would conflict on the files they delete:
-the second re-plans from the fresh snapshot). The hourly schedule asks the job's planner
-(metadata only) which buckets the universal picker would compact and requests a run for each
-of them only; a run does what the picker asks for (``strategy="minor"``, what writers do), or
-a full compaction with the run config ``full: true`` (the default of ``pipelines.compact`` and
-``paimon compact`` is full: maintenance states its strategy explicitly).
-Metadata: files and sorted runs before / after, bytes rewritten and written.
+that one bucket, and starts Spark only when the planner (metadata only) finds work. A
+partition key names its bucket in full (``cdc.orders/bucket-3``,
+``ref.fx_rates/bucket-1|2025-01-06``), so the ``dagster/partition`` tag of its runs, however
+they are launched, is the bucket's, and ``dagster.yaml`` admits one run per value of that
+tag: the same bucket never compacts twice at once (see :mod:`assets.runs`; two compactions
+that raced anyway would conflict on the files they delete: the second re-plans from the fresh
+snapshot). The hourly schedule asks the planner which buckets the universal picker would
+compact and requests a run for each of them only; a run does what the picker asks for
+(``strategy="minor"``, what writers do), or a full compaction with the run config
+``full: true`` (the default of ``pipelines.compact`` and ``paimon compact`` is full:
+maintenance states its strategy explicitly). Metadata: files and sorted runs before / after,
+bytes rewritten and written.
 
 **Expiry** — one asset per table, daily schedule: :func:`pipelines.expire.expire` expires
 snapshots by the table's ``snapshot.*`` retention (consumers and tags keep what they need)
-and removes orphan files older than a day. Metadata: snapshots expired, bytes freed.
+and removes orphan files older than a day; Spark starts only when there are files for its
+tasks to delete. Metadata: snapshots expired, bytes freed.
 
 Compaction and overwrite commits use a commit user per run (``dagster:<run id>``): they
 commit with the batch identifier, where a shared user would let one run mistake another's
@@ -35,7 +39,8 @@ from assets.metadata import (
     run_commit_user,
     snapshot_metadata,
 )
-from assets.resources import PaimonCatalog, SparkResource
+from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
+from assets.runs import non_retryable
 from assets.tables import ALL_TABLES, DAILY_START, TableSpec
 from paimon_core.compact import BucketCompactor, live_bucket_files
 from paimon_core.compact.manager import partition_filter
@@ -47,20 +52,20 @@ from pipelines.config import TableHandle
 from pipelines.expire import expire
 
 __all__ = [
-    "BUCKET_TAG",
     "BucketState",
     "CompactConfig",
     "ExpiryConfig",
+    "bucket_partitions",
     "bucket_state",
     "build_compaction",
     "build_expiry_asset",
     "compaction_assets",
     "expiry_assets",
+    "partition_key_of",
+    "split_key",
 ]
 
-BUCKET_TAG = "paimon/bucket"
 EXPIRE_TAG = "paimon/expire"
-SPARK_TAG = "paimon/spark"
 DAY_DIM, BUCKET_DIM = "dt", "bucket"
 
 
@@ -108,9 +113,15 @@ def _rewritten_bytes(table: FileStoreTable, snapshot_id: int) -> tuple[int, int]
             sum(v for k, v in added.items() if k not in moved))
 
 
+def _bucket_key(spec: TableSpec, bucket: int) -> str:
+    return f"{spec.identifier}/bucket-{bucket}"
+
+
 def bucket_partitions(spec: TableSpec) -> dg.PartitionsDefinition:
-    """Buckets, or ``dt x bucket`` for a table partitioned by day."""
-    buckets = dg.StaticPartitionsDefinition([str(b) for b in range(max(spec.buckets, 1))])
+    """The table's buckets (``cdc.orders/bucket-0`` ...), or ``dt x bucket`` for a table
+    partitioned by day: every key names the table, so no two compaction assets share one."""
+    buckets = dg.StaticPartitionsDefinition(
+        [_bucket_key(spec, b) for b in range(max(spec.buckets, 1))])
     if not spec.partition_keys:
         return buckets
     return dg.MultiPartitionsDefinition({
@@ -118,27 +129,29 @@ def bucket_partitions(spec: TableSpec) -> dg.PartitionsDefinition:
 
 
 def split_key(spec: TableSpec, key: str) -> tuple[dict[str, str] | None, int]:
-    """(table partition spec, bucket) of a compaction partition key (``"3"``, or the
-    multi-partition key ``"3|2025-01-06"`` = bucket x day)."""
-    if not spec.partition_keys:
-        return None, int(key)
-    mk = key if isinstance(key, dg.MultiPartitionKey) else dg.MultiPartitionKey(
-        dict(zip(sorted((BUCKET_DIM, DAY_DIM)), str(key).split("|"))))
-    dims = mk.keys_by_dimension
-    return {spec.partition_keys[0]: dims[DAY_DIM]}, int(dims[BUCKET_DIM])
-
-
-def bucket_tag(spec: TableSpec, partition: dict[str, str] | None, bucket: int) -> str:
-    """The value of the ``paimon/bucket`` run tag (one compaction per value at a time)."""
-    part = ",".join(f"{k}={v}" for k, v in (partition or {}).items()) or "-"
-    return f"{spec.identifier}/{part}/bucket-{bucket}"
+    """(table partition spec, bucket) of a compaction partition key (``cdc.orders/bucket-3``,
+    or the multi-partition key ``ref.fx_rates/bucket-1|2025-01-06`` = bucket x day)."""
+    if spec.partition_keys:
+        mk = key if isinstance(key, dg.MultiPartitionKey) else dg.MultiPartitionKey(
+            dict(zip(sorted((BUCKET_DIM, DAY_DIM)), str(key).split("|"))))
+        dims = mk.keys_by_dimension
+        partition: dict[str, str] | None = {spec.partition_keys[0]: dims[DAY_DIM]}
+        bucket_key = dims[BUCKET_DIM]
+    else:
+        partition, bucket_key = None, str(key)
+    table, _, bucket = bucket_key.rpartition("/bucket-")
+    if table != spec.identifier or not bucket.isdigit():
+        raise ValueError(f"{key!r} is not a compaction partition of {spec.identifier}")
+    return partition, int(bucket)
 
 
 def partition_key_of(spec: TableSpec, partition: dict[str, str] | None, bucket: int) -> str:
+    """The compaction partition key of one bucket (the inverse of :func:`split_key`): the
+    ``dagster/partition`` tag value its runs are limited by."""
     if partition:
         return str(dg.MultiPartitionKey({DAY_DIM: next(iter(partition.values())),
-                                         BUCKET_DIM: str(bucket)}))
-    return str(bucket)
+                                         BUCKET_DIM: _bucket_key(spec, bucket)}))
+    return _bucket_key(spec, bucket)
 
 
 # ------------------------------------------------------------------------------ compaction
@@ -175,6 +188,9 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
         key_prefix=["maintenance"],
         deps=[dg.AssetDep(dg.AssetKey(spec.key_path), partition_mapping=mapping)],
         partitions_def=parts,
+        # no backfill policy: a backfill then runs one partition per run, tagged with it (a
+        # policy, even multi_run(1), makes range runs, which carry no dagster/partition)
+        pool=SPARK_POOL,
         group_name="maintenance",
         kinds={"spark", "paimon"},
         description=f"Compact one bucket of {spec.identifier} (pipelines.compact); "
@@ -187,6 +203,11 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
         catalog: PaimonCatalog,
         spark: SparkResource,
     ) -> dg.MaterializeResult:
+        if not context.has_partition_key:
+            raise non_retryable(
+                context, f"a {spec.identifier} compaction run compacts one bucket: launch one "
+                "run per partition (a partition-range run escapes the one-compaction-per-"
+                "bucket limit)")
         partition, bucket = split_key(spec, context.partition_key)
         cat = catalog.load()
         if not cat.table_exists(spec.identifier):
@@ -216,7 +237,7 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
         rewritten, written = (_rewritten_bytes(table, snapshot_ids[-1]) if snapshot_ids
                               else (0, 0))
         context.log.info(
-            f"{bucket_tag(spec, partition, bucket)}: {status}; files {before.files} -> "
+            f"{context.partition_key}: {status}; files {before.files} -> "
             f"{after.files}, sorted runs {before.sorted_runs} -> {after.sorted_runs}, "
             f"{rewritten} bytes rewritten")
         return dg.MaterializeResult(metadata=snapshot_metadata(table, snapshot_ids, **{
@@ -237,18 +258,9 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
             "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
         }))
 
-    def tags_for(key: str) -> dict[str, str]:
-        partition, bucket = split_key(spec, key)
-        return {BUCKET_TAG: bucket_tag(spec, partition, bucket), SPARK_TAG: "true"}
-
     job = dg.define_asset_job(
         f"{spec.slug}_compaction_job",
         selection=[_compact],
-        config=dg.PartitionedConfig(
-            partitions_def=parts,
-            run_config_for_partition_key_fn=lambda _key: {},
-            tags_for_partition_key_fn=tags_for,
-        ),
         description=f"Compact one bucket of {spec.identifier}.",
     )
 
@@ -274,9 +286,7 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
             key = partition_key_of(spec, partition, bucket)
             if not parts.has_partition_key(key):
                 continue  # a day outside the partitions definition
-            requests.append(dg.RunRequest(
-                run_key=f"{stamp}:{key}",
-                partition_key=key, tags=tags_for(key)))
+            requests.append(dg.RunRequest(run_key=f"{stamp}:{key}", partition_key=key))
         if not requests:
             return dg.SkipReason(f"no bucket of {spec.identifier} needs compaction")
         return requests
@@ -315,6 +325,7 @@ def build_expiry_asset(spec: TableSpec) -> dg.AssetsDefinition:
         name=f"{spec.slug}_expiry",
         key_prefix=["maintenance"],
         deps=[dg.AssetKey(spec.key_path)],
+        pool=SPARK_POOL,
         group_name="maintenance",
         kinds={"spark", "paimon"},
         description=f"Expire old snapshots of {spec.identifier} and remove orphan files "
@@ -336,8 +347,8 @@ def build_expiry_asset(spec: TableSpec) -> dg.AssetsDefinition:
         older = (None if config.older_than_minutes is None
                  else now_ms - int(config.older_than_minutes * 60_000))
         started = time.monotonic()
-        report = expire(
-            spark.session(), catalog.settings(), spec.identifier,
+        report = expire(  # Spark starts only if there are files for its tasks to delete
+            spark.session, catalog.settings(), spec.identifier,
             retain_min=config.retain_min, retain_max=config.retain_max,
             older_than_millis=older, remove_orphans=config.remove_orphans,
             orphans_older_than_millis=now_ms - int(config.orphans_older_than_hours * 3.6e6),
@@ -384,7 +395,7 @@ expiry_assets = [build_expiry_asset(spec) for spec in ALL_TABLES]
 expiry_job = dg.define_asset_job(
     "expiry_job",
     selection=dg.AssetSelection.assets(*expiry_assets),
-    tags={EXPIRE_TAG: "all-tables", SPARK_TAG: "true"},
+    tags={EXPIRE_TAG: "all-tables"},
     description="Expire snapshots and remove orphan files of every table.",
 )
 expiry_schedule = dg.ScheduleDefinition(

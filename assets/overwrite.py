@@ -22,7 +22,8 @@ from assets.metadata import (
     run_commit_user,
     snapshot_metadata,
 )
-from assets.resources import LandingZone, PaimonCatalog, SparkResource
+from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
+from assets.runs import non_retryable
 from assets.tables import DAILY_START, FX_RATES, TableSpec
 from pipelines.batch_overwrite import FORMATS, load_files, overwrite
 from pipelines.config import CatalogSettings
@@ -30,7 +31,6 @@ from pipelines.config import CatalogSettings
 __all__ = ["OverwriteConfig", "build_overwrite_asset", "fx_rates", "overwrite_job"]
 
 FX_PARTITIONS = dg.DailyPartitionsDefinition(start_date=DAILY_START)
-SPARK_TAG = "paimon/spark"
 
 
 class OverwriteConfig(dg.Config):
@@ -46,6 +46,7 @@ def build_overwrite_asset(spec: TableSpec, partition_key: str) -> dg.AssetsDefin
         name=spec.name,
         key_prefix=[spec.database],
         partitions_def=FX_PARTITIONS,
+        pool=SPARK_POOL,
         group_name="ingestion",
         kinds={"spark", "paimon"},
         description=f"{spec.description} Partition = {partition_key}; runs "
@@ -62,8 +63,8 @@ def build_overwrite_asset(spec: TableSpec, partition_key: str) -> dg.AssetsDefin
         day = context.partition_key
         source = landing.day_dir(spec.identifier, day)
         if not landing.has_files(source):
-            raise dg.Failure(description=f"no extract has landed for {spec.identifier} on "
-                             f"{day} ({source})", allow_retries=False)
+            raise non_retryable(context, f"no extract has landed for {spec.identifier} on "
+                                f"{day} ({source})")
         cat = catalog.load()
         table = spec.ensure(cat)
         started = time.monotonic()
@@ -96,7 +97,6 @@ fx_rates = build_overwrite_asset(FX_RATES, "dt")
 overwrite_job = dg.define_asset_job(
     "fx_rates_overwrite_job",
     selection=[fx_rates],
-    tags={SPARK_TAG: "true"},
     description="Replace one day of ref.fx_rates with that day's extract.",
 )
 overwrite_schedule = dg.build_schedule_from_partitioned_job(

@@ -14,6 +14,7 @@ Example:
     ... # doctest: +SKIP
 """
 
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "SPARK_POOL",
+    "SPARK_STARTED",
     "LandingZone",
     "LocalStorage",
     "PaimonCatalog",
@@ -39,6 +42,11 @@ __all__ = [
     "production_resources",
     "resources_for",
 ]
+
+#: the pool of every asset that runs Spark: ``dagster.yaml`` limits how many runs hold it
+SPARK_POOL = "paimon-spark"
+#: what the run's log says when a step starts the Spark session of its process
+SPARK_STARTED = "Spark session started"
 
 
 class LocalStorage(dg.Config):
@@ -157,9 +165,20 @@ class SparkResource(dg.ConfigurableResource):
         return SparkSettings(master=self.master, app_name=self.app_name, conf=conf)
 
     def session(self) -> "SparkSession":
+        """The session of this process; the first call starts it (a JVM, 5-25 s), which the
+        run's log records (:data:`SPARK_STARTED`)."""
+        from pyspark.sql import SparkSession
+
         from pipelines.session import get_session
 
-        return get_session(self.settings())
+        if SparkSession.getActiveSession() is not None:
+            return get_session(self.settings())
+        started = time.monotonic()
+        session = get_session(self.settings())
+        dg.get_dagster_logger().info(
+            f"{SPARK_STARTED} (master {session.sparkContext.master}) in "
+            f"{time.monotonic() - started:.1f} s")
+        return session
 
 
 def local_resources() -> dict[str, Any]:

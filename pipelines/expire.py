@@ -13,6 +13,9 @@ Spark tasks.
   changelog references, last modified before ``--older-than-ms``, default now - 1 day), then
   Spark tasks delete them through FileIO, each path checked again to lie inside the table.
 
+The session may be given as a function that starts it: it is then called only when there are
+files for Spark tasks to delete (an expiry with nothing to do starts no JVM).
+
 Run::
 
     python -m pipelines.expire --warehouse W --table db.t [--retain-min N] [--retain-max N]
@@ -25,9 +28,9 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
@@ -48,9 +51,16 @@ from pipelines.config import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["ExpireReport", "bulk_deleter", "delete_files", "expire", "main"]
+__all__ = ["ExpireReport", "SparkLike", "bulk_deleter", "delete_files", "expire", "main"]
 
 log = logging.getLogger(__name__)
+
+#: a session, or a function returning one (called only when Spark has work)
+SparkLike: TypeAlias = "SparkSession | Callable[[], SparkSession]"
+
+
+def _session(spark: SparkLike) -> SparkSession:
+    return spark() if callable(spark) else spark
 
 
 @dataclass
@@ -71,7 +81,7 @@ class ExpireReport:
                           sort_keys=True)
 
 
-def delete_files(spark: SparkSession, handle: TableHandle, paths: Sequence[str],
+def delete_files(spark: SparkLike, handle: TableHandle, paths: Sequence[str],
                  *, parallelism: int | None = None) -> int:
     """Delete ``paths`` (files of the table) in Spark tasks through FileIO; returns how many
     were deleted (missing ones are fine). Paths outside the table are refused in the task."""
@@ -81,7 +91,7 @@ def delete_files(spark: SparkSession, handle: TableHandle, paths: Sequence[str],
 
 
 def bulk_deleter(
-    spark: SparkSession, handle: TableHandle, *, parallelism: int | None = None
+    spark: SparkLike, handle: TableHandle, *, parallelism: int | None = None
 ) -> BulkDelete:
     """A ``bulk_delete`` for :class:`ExpireSnapshots`: the files are deleted by Spark tasks
     through FileIO (each path checked again to lie inside the table); returns the bytes freed
@@ -95,8 +105,9 @@ def bulk_deleter(
     def delete(items: Sequence[tuple[str, int | None]]) -> list[int | None]:
         if not items:
             return []
-        n = max(1, min(len(items), parallelism or spark.sparkContext.defaultParallelism * 2))
-        df = spark.createDataFrame(
+        session = _session(spark)
+        n = max(1, min(len(items), parallelism or session.sparkContext.defaultParallelism * 2))
+        df = session.createDataFrame(
             [(i % n, p, s) for i, (p, s) in enumerate(items)], "idx int, path string, size long"
         ).repartitionById(n, F.col("idx")).select("path", "size")
 
@@ -131,7 +142,7 @@ def bulk_deleter(
 
 
 def expire(
-    spark: SparkSession,
+    spark: SparkLike,
     settings: CatalogSettings,
     identifier: str,
     *,

@@ -92,12 +92,14 @@ def main() -> int:
     from assets.maintenance import compactions, expiry_assets
     from assets.overwrite import fx_rates
     from assets.resources import LandingZone, PaimonCatalog, SparkResource
+    from assets.runs import register_pools
     from assets.tables import ALL_TABLES, CUSTOMERS, FX_RATES, ORDERS, ORDERS_ENRICHED
     from paimon_core.catalog import FileSystemCatalog
     from paimon_core.fsck import fsck
     from paimon_core.io.file_io import FileIO
 
     instance = dg.DagsterInstance.get()
+    register_pools(instance)  # before any run is queued (assets/runs.py)
     spark = SparkResource(master="local[2]", app_name="paimon-demo")
     res: dict[str, Any] = {
         "catalog": PaimonCatalog(warehouse=str(dirs["warehouse"])),
@@ -184,7 +186,7 @@ def main() -> int:
             md = _md(run([comp.asset], partition_key=req.partition_key, tags=req.tags),
                      comp.asset)
             demo.say(
-                f"      {req.tags['paimon/bucket']:<34} files {md['compact/files_before']:>2}"
+                f"      {req.partition_key:<34} files {md['compact/files_before']:>2}"
                 f" -> {md['compact/files_after']}, sorted runs "
                 f"{md['compact/sorted_runs_before']} -> {md['compact/sorted_runs_after']}, "
                 f"{_kib(md['compact/bytes_rewritten'])} rewritten into "

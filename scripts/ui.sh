@@ -14,5 +14,7 @@ export DAGSTER_HOME="$DEMO_DIR/dagster_home"
 export PAIMON_WAREHOUSE="$DEMO_DIR/warehouse"
 export PAIMON_LANDING="$DEMO_DIR/landing"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# the instance's pools before it queues a run (assets/runs.py); idempotent
+"$PY" -W ignore -m assets.pools
 echo "Dagster UI on http://127.0.0.1:$PORT  (DAGSTER_HOME=$DAGSTER_HOME, Ctrl-C to stop)"
 exec "$(dirname "$PY")/dagster" dev -w workspace.yaml -h 127.0.0.1 -p "$PORT"

@@ -70,7 +70,8 @@ class DagsterDev:
 def dagster_dev(tmp: Path, env: Mapping[str, str], *, startup_timeout: float = 240
                 ) -> Iterator[DagsterDev]:
     """``dagster dev -w workspace.yaml`` on a free loopback port, DAGSTER_HOME = ``tmp/home``
-    (with the repository's dagster.yaml), until the code location ``paimon`` is loaded."""
+    set up as the README says (the repository's dagster.yaml, then ``python -m assets.pools``),
+    until the code location ``paimon`` is loaded."""
     home = tmp / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
@@ -78,6 +79,8 @@ def dagster_dev(tmp: Path, env: Mapping[str, str], *, startup_timeout: float = 2
     log = tmp / "dagster-dev.log"
     full_env = {**os.environ, **env, "DAGSTER_HOME": str(home),
                 "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, "-W", "ignore", "-m", "assets.pools"], cwd=REPO,
+                   env=full_env, check=True, capture_output=True, timeout=120)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [str(VENV_BIN / "dagster"), "dev", "-w", str(REPO / "workspace.yaml"),
@@ -150,6 +153,152 @@ def wait_for_run(dev: DagsterDev, run_id: str, timeout: float = 240) -> dict[str
             raise AssertionError(f"run {run_id} still {run.get('status')}:\n"
                                  f"{dev.log.read_text()[-4000:]}")
         time.sleep(1)
+
+
+# ------------------------------------------------------------------------------ as the UI does
+#: the implicit asset job the UI launches asset materializations with
+ASSET_JOB = "__ASSET_JOB"
+
+# the queries and mutations of the UI (dagster-webserver 1.13's bundle: "Materialize" of one
+# partition = ConfigPartitionForAssetJobQuery, then LaunchPipelineExecution with the tags it
+# returned; of several partitions = LaunchPartitionBackfill; "Re-execute" =
+# LaunchPipelineReexecution from the parent run)
+PARTITION_FOR_ASSET_JOB = """
+query($repositoryName: String!, $repositoryLocationName: String!, $jobName: String!,
+      $partitionName: String!, $assetKeys: [AssetKeyInput!]!) {
+  pipelineOrError(params: {pipelineName: $jobName, repositoryName: $repositoryName,
+                           repositoryLocationName: $repositoryLocationName}) {
+    __typename
+    ... on Pipeline {
+      partition(partitionName: $partitionName, selectedAssetKeys: $assetKeys) {
+        runConfigOrError { ... on PartitionRunConfig { yaml } ... on PythonError { message } }
+        tagsOrError { ... on PartitionTags { results { key value } }
+                      ... on PythonError { message } }
+      }
+    }
+  }
+}"""
+
+LAUNCH_PIPELINE_EXECUTION = """
+mutation($p: ExecutionParams!) {
+  launchPipelineExecution(executionParams: $p) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message stack }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}"""
+
+LAUNCH_BACKFILL = """
+mutation($p: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $p) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message stack }
+  }
+}"""
+
+LAUNCH_REEXECUTION = """
+mutation($p: ReexecutionParams!) {
+  launchPipelineReexecution(reexecutionParams: $p) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message stack }
+  }
+}"""
+
+REPOSITORY_NAME = "{ repositoriesOrError { ... on RepositoryConnection { nodes { name } } } }"
+
+
+def _keys(asset_keys: list[list[str]]) -> list[dict[str, list[str]]]:
+    return [{"path": list(k)} for k in asset_keys]
+
+
+def ui_materialize(dev: DagsterDev, asset_keys: list[list[str]], partition: str | None = None,
+                   tags: Mapping[str, str] | None = None) -> str:
+    """"Materialize" ``asset_keys`` (one ``partition`` of them) as the UI does: for a
+    partition, its tags and config from the asset job first; then one run of the asset job.
+    Returns the run id."""
+    [repo] = dev.graphql(REPOSITORY_NAME)["repositoriesOrError"]["nodes"]
+    run_tags, run_config = [], "{}"
+    if partition is not None:
+        job = dev.graphql(PARTITION_FOR_ASSET_JOB, {
+            "repositoryName": repo["name"], "repositoryLocationName": "paimon",
+            "jobName": ASSET_JOB, "partitionName": partition, "assetKeys": _keys(asset_keys),
+        })["pipelineOrError"]
+        assert job["__typename"] == "Pipeline", job
+        part = job["partition"]
+        run_tags = list(part["tagsOrError"]["results"])
+        run_config = part["runConfigOrError"]["yaml"] or "{}"
+    run_tags += [{"key": k, "value": v} for k, v in (tags or {}).items()]
+    out = dev.graphql(LAUNCH_PIPELINE_EXECUTION, {"p": {
+        "mode": "default",
+        "executionMetadata": {"tags": run_tags},
+        "runConfigData": run_config,
+        "selector": {"repositoryLocationName": "paimon", "repositoryName": repo["name"],
+                     "pipelineName": ASSET_JOB, "assetSelection": _keys(asset_keys),
+                     "assetCheckSelection": []},
+    }})["launchPipelineExecution"]
+    assert out["__typename"] == "LaunchRunSuccess", out
+    return str(out["run"]["runId"])
+
+
+def ui_backfill(dev: DagsterDev, asset_keys: list[list[str]], partitions: list[str]) -> str:
+    """A backfill of ``partitions`` of ``asset_keys`` as the UI launches it; its id."""
+    out = dev.graphql(LAUNCH_BACKFILL, {"p": {
+        "tags": [], "assetSelection": _keys(asset_keys), "partitionNames": partitions,
+        "fromFailure": False,
+    }})["launchPartitionBackfill"]
+    assert out["__typename"] == "LaunchBackfillSuccess", out
+    return str(out["backfillId"])
+
+
+def ui_reexecute(dev: DagsterDev, run_id: str) -> str:
+    """"Re-execute all" of a finished run, as the UI does; the new run's id."""
+    out = dev.graphql(LAUNCH_REEXECUTION, {"p": {
+        "parentRunId": run_id, "strategy": "ALL_STEPS"}})["launchPipelineReexecution"]
+    assert out["__typename"] == "LaunchRunSuccess", out
+    return str(out["run"]["runId"])
+
+
+def run_records(dev: DagsterDev, **filters: Any) -> list[Any]:
+    """The run records of the instance (``RunsFilter(**filters)``), oldest first."""
+    from dagster import DagsterInstance, RunsFilter
+
+    with DagsterInstance.from_config(str(dev.home)) as instance:
+        records = instance.get_run_records(RunsFilter(**filters))
+    return sorted(records, key=lambda r: r.create_timestamp)
+
+
+def wait_for_runs(dev: DagsterDev, count: int, timeout: float = 300, **filters: Any
+                  ) -> list[Any]:
+    """The records of the ``count`` runs matching ``filters`` once all of them finished."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records = run_records(dev, **filters)
+        if len(records) >= count and all(r.dagster_run.is_finished for r in records):
+            return records
+        if time.monotonic() > deadline:
+            state = [(r.dagster_run.run_id, r.dagster_run.status.value) for r in records]
+            raise AssertionError(f"{len(records)}/{count} runs ({state}):\n"
+                                 f"{dev.log.read_text()[-4000:]}")
+        time.sleep(1)
+
+
+def pool_limits(dev: DagsterDev) -> dict[str, int]:
+    """The pools the instance knows, with their limits."""
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_config(str(dev.home)) as instance:
+        return {p.name: p.limit for p in instance.event_log_storage.get_pool_limits()}
+
+
+def run_log_messages(dev: DagsterDev, run_id: str) -> list[str]:
+    """The messages of a run's event log (user logs and Dagster events)."""
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_config(str(dev.home)) as instance:
+        return [e.user_message for e in instance.all_logs(run_id)]
 
 
 # ------------------------------------------------------------------------------ Chromium

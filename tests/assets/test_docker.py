@@ -59,6 +59,10 @@ def test_compose_has_the_whole_deployment(compose: dict[str, Any]) -> None:
     assert cmd[cmd.index("-m") + 1] == "assets.production"
     for name in ("dagster-webserver", "dagster-daemon"):
         assert "/opt/dagster/workspace.yaml" in services[name]["command"]
+        # the pools are registered before either of them queues a run (assets/runs.py)
+        assert services[name]["depends_on"]["dagster-init"] == {
+            "condition": "service_completed_successfully"}
+    assert services["dagster-init"]["command"] == ["python", "-m", "assets.pools"]
     # the Spark master URL of the environment is the master service
     env = dict(
         line.split("=", 1) for line in (DOCKER / "paimon.env").read_text().splitlines()
@@ -122,9 +126,15 @@ def test_instance_files_are_valid_dagster_config(path: str, tmp_path: Path) -> N
     (tmp_path / "dagster.yaml").write_text((REPO / path).read_text())
     config, _ = dagster_instance_config(str(tmp_path))
     limits = config["concurrency"]["runs"]["tag_concurrency_limits"]
-    bucket = next(x for x in limits if x["key"] == "paimon/bucket")
-    assert bucket == {"key": "paimon/bucket", "value": {"applyLimitPerUniqueValue": True},
-                      "limit": 1}
+    # one compaction per bucket: its partition key names the bucket (assets/runs.py)
+    per_partition = next(x for x in limits if x["key"] == "dagster/partition")
+    assert per_partition == {"key": "dagster/partition",
+                             "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+    assert {x["key"] for x in limits} == {"dagster/partition", "paimon/derived", "paimon/expire"}
+    # Spark runs: the pool of the Spark assets, counted per run
+    pools = config["concurrency"]["pools"]
+    assert pools["granularity"] == "run"
+    assert pools["default_limit"] == (4 if "postgres" in path else 2)
     assert config["run_retries"]["enabled"] is True
     if "postgres" in path:
         assert config["storage"]["postgres"]["postgres_db"]["scheme"] == "postgresql+psycopg2"

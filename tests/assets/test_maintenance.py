@@ -14,10 +14,10 @@ import pytest
 from assets.demo_data import generate
 from assets.derived import DERIVED_CONSUMER_ID
 from assets.maintenance import (
-    BUCKET_TAG,
     bucket_state,
     compactions,
     expiry_assets,
+    partition_key_of,
     split_key,
 )
 from assets.metadata import run_commit_user, snapshots_of_run
@@ -48,24 +48,32 @@ def _md(result: dg.ExecuteInProcessResult, asset: dg.AssetsDefinition) -> dict[s
     return {k: v.value for k, v in mat.metadata.items()}
 
 
-def test_partition_keys_and_run_tags() -> None:
+def test_partition_keys_name_their_bucket() -> None:
     fx = next(c for c in compactions if c.asset.key.path[-1] == "ref_fx_rates_compaction")
-    assert split_key(ORDERS, "3") == (None, 3)
-    assert split_key(FX_RATES, "1|2025-01-07") == ({"dt": "2025-01-07"}, 1)
-    key = dg.MultiPartitionKey({"dt": "2025-01-07", "bucket": "1"})
+    assert split_key(ORDERS, "cdc.orders/bucket-3") == (None, 3)
+    assert split_key(FX_RATES, "ref.fx_rates/bucket-1|2025-01-07") == ({"dt": "2025-01-07"}, 1)
+    key = dg.MultiPartitionKey({"dt": "2025-01-07", "bucket": "ref.fx_rates/bucket-1"})
     assert split_key(FX_RATES, key) == ({"dt": "2025-01-07"}, 1)
-    tags = ORDERS_COMPACTION.job.config.get_tags_for_partition_key("3")
-    assert tags[BUCKET_TAG] == "cdc.orders/-/bucket-3"
-    tags = fx.job.config.get_tags_for_partition_key(str(key))
-    assert tags[BUCKET_TAG] == "ref.fx_rates/dt=2025-01-07/bucket-1"
-    assert ORDERS_COMPACTION.asset.partitions_def.get_partition_keys() == ["0", "1", "2", "3"]
+    assert partition_key_of(FX_RATES, {"dt": "2025-01-07"}, 1) == str(key)
+    with pytest.raises(ValueError, match=r"not a compaction partition of cdc\.orders"):
+        split_key(ORDERS, "cdc.customers/bucket-1")
+    # the partition tag of every run of a partition (the limit of dagster.yaml works on it)
+    # is the bucket's: the asset's partitions give it, whichever job runs them
+    tags = ORDERS_COMPACTION.asset.partitions_def.get_tags_for_partition_key(
+        "cdc.orders/bucket-3")
+    assert tags["dagster/partition"] == "cdc.orders/bucket-3"
+    assert fx.asset.partitions_def.get_tags_for_partition_key(str(key))[
+        "dagster/partition"] == "ref.fx_rates/bucket-1|2025-01-07"
+    assert ORDERS_COMPACTION.asset.partitions_def.get_partition_keys() == [
+        f"cdc.orders/bucket-{b}" for b in range(4)]
+    assert ORDERS_COMPACTION.asset.backfill_policy is None  # a backfill: a run per partition
 
 
 @pytest.mark.spark
 def test_compact_one_bucket(spark: Any, orders: FileStoreTable, resources: dict) -> None:
     before = {b: bucket_state(orders, None, b) for b in range(4)}
     assert {s.files for s in before.values()} == {6}
-    result = dg.materialize([ORDERS_COMPACTION.asset], partition_key="2",
+    result = dg.materialize([ORDERS_COMPACTION.asset], partition_key="cdc.orders/bucket-2",
                             resources={k: resources[k] for k in ("catalog", "spark")})
     assert result.success
     md = _md(result, ORDERS_COMPACTION.asset)
@@ -87,7 +95,7 @@ def test_compact_one_bucket(spark: Any, orders: FileStoreTable, resources: dict)
     assert snap.commit_user == run_commit_user(result.run_id)
     assert fsck(orders).ok
     # nothing left to do in that bucket: no Spark job, no snapshot
-    again = dg.materialize([ORDERS_COMPACTION.asset], partition_key="2",
+    again = dg.materialize([ORDERS_COMPACTION.asset], partition_key="cdc.orders/bucket-2",
                            resources={k: resources[k] for k in ("catalog", "spark")})
     md = _md(again, ORDERS_COMPACTION.asset)
     assert md["compact/status"] == "nothing to compact" and md["paimon/commit_kind"] == "NONE"
@@ -104,11 +112,9 @@ def test_compaction_schedule_requests_only_buckets_that_need_it(
         resources={"catalog": resources["catalog"]}, repository_def=defs.get_repository_def(),
         scheduled_execution_time=datetime.datetime(2025, 1, 9, 3, 0, tzinfo=datetime.UTC))
     requests = ORDERS_COMPACTION.schedule.evaluate_tick(ctx).run_requests
-    assert [r.partition_key for r in requests] == ["0", "2", "3"]
-    assert [r.tags[BUCKET_TAG] for r in requests] == [
-        f"cdc.orders/-/bucket-{b}" for b in (0, 2, 3)]
+    assert [r.partition_key for r in requests] == [f"cdc.orders/bucket-{b}" for b in (0, 2, 3)]
     assert [r.run_key for r in requests] == [
-        f"2025-01-09T03:00:00+00:00:{b}" for b in (0, 2, 3)]
+        f"2025-01-09T03:00:00+00:00:cdc.orders/bucket-{b}" for b in (0, 2, 3)]
     # a table whose buckets are all compacted: skip
     orders.compact()
     result = ORDERS_COMPACTION.schedule.evaluate_tick(ctx)

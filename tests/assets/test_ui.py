@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from assets.maintenance import BUCKET_TAG
 from assets.metadata import RUN_ID_PROPERTY
 from assets.tables import ORDERS, ORDERS_ENRICHED
 from paimon_core.catalog import FileSystemCatalog
@@ -76,15 +75,14 @@ def test_dagster_dev_graphql_run_and_asset_graph(tmp_path: Path, lake: dict[str,
         assert wait_for_run(dev, writer)["status"] == "SUCCESS"
 
         # the run queue: two compaction runs of the same bucket never run at once (tag limit
-        # paimon/bucket in dagster.yaml); another bucket is not held back by them
+        # on dagster/partition in dagster.yaml); another bucket is not held back by them
         def launch_compaction(bucket: str) -> str:
             out = dev.graphql(LAUNCH_RUN, {"p": {
                 "selector": {"repositoryLocationName": "paimon", "repositoryName": repo["name"],
                              "jobName": "cdc_orders_compaction_job"},
                 "runConfigData": {},
                 "executionMetadata": {"tags": [
-                    {"key": "dagster/partition", "value": bucket},
-                    {"key": BUCKET_TAG, "value": f"cdc.orders/-/bucket-{bucket}"}]},
+                    {"key": "dagster/partition", "value": f"cdc.orders/bucket-{bucket}"}]},
             }})["launchRun"]
             assert out["__typename"] == "LaunchRunSuccess", out
             return str(out["run"]["runId"])
