@@ -237,7 +237,7 @@ def test_derived_table_equals_recompute_for_any_arrival_order(
             commit_orders(src, _day_rows(events, day), next(ident))
         latest = src.snapshot_manager.latest_snapshot_id() or 0
         if action == "compact":
-            src.compact(commit_user="compactor")
+            src.compact(strategy="minor", commit_user="compactor")
         elif action == "full":
             src.compact(commit_user="compactor")
         elif action == "overwrite" and latest:
