@@ -39,9 +39,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from paimon_core.cli.compact_cmds import add_strategy_args
 from paimon_core.compact import BucketCompactor, live_bucket_files
 from paimon_core.compact.manager import partition_filter
-from paimon_core.compact.options import COMPACT_STRATEGIES, CompactStrategy, is_full
+from paimon_core.compact.options import CompactStrategy, is_full
 from paimon_core.errors import CommitConflictError, PaimonError
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.write.commit_message import CommitMessage
@@ -219,12 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 description=__doc__.split("\n\n")[0] if __doc__ else None)
     add_catalog_args(p)
     add_spark_args(p)
-    how = p.add_mutually_exclusive_group()
-    how.add_argument("--strategy", choices=COMPACT_STRATEGIES, default="full",
-                     help="full (default): one sorted run per bucket on the max level; minor: "
-                     "what the universal picker asks for (may be nothing)")
-    how.add_argument("--full", dest="strategy", action="store_const", const="full",
-                     help="same as --strategy full (the default)")
+    add_strategy_args(p)
     p.add_argument("--partition", action="append", metavar="K=V,...",
                    help="only this partition (repeatable)")
     p.add_argument("--bucket", type=int, action="append", help="only this bucket (repeatable)")

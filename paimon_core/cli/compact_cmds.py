@@ -25,7 +25,7 @@ from paimon_core.cli.write_cmds import UsageError, parse_partition_spec
 from paimon_core.compact.options import COMPACT_STRATEGIES
 from paimon_core.table import FileStoreTable
 
-__all__ = ["add_compact_parser", "cmd_compact"]
+__all__ = ["add_compact_parser", "add_strategy_args", "cmd_compact"]
 
 
 def _table(args: argparse.Namespace) -> FileStoreTable:
@@ -64,11 +64,17 @@ def add_compact_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="only this partition (repeatable; partial specs allowed)")
     s.add_argument("--bucket", action="append", type=int, default=None, metavar="N",
                    help="only this bucket (repeatable)")
-    how = s.add_mutually_exclusive_group()
+    add_strategy_args(s)
+    s.add_argument("--commit-user", help="commit user (default: a random one)")
+    s.set_defaults(func=cmd_compact)
+
+
+def add_strategy_args(p: argparse.ArgumentParser) -> None:
+    """``--strategy full|minor`` (default full) and ``--full`` (its explicit spelling), as
+    ``paimon compact`` and ``python -m pipelines.compact`` take them (``args.strategy``)."""
+    how = p.add_mutually_exclusive_group()
     how.add_argument("--strategy", choices=COMPACT_STRATEGIES, default="full",
                      help="full (default): one sorted run per bucket on the max level; minor: "
                      "what the universal picker asks for (may be nothing)")
     how.add_argument("--full", dest="strategy", action="store_const", const="full",
                      help="same as --strategy full (the default)")
-    s.add_argument("--commit-user", help="commit user (default: a random one)")
-    s.set_defaults(func=cmd_compact)

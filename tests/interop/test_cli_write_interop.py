@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
-from paimon_core.cli.main import main as paimon_main
 from paimon_core.fsck import fsck
 from tests.interop.oracle import ensure_ready, run_batches
+from tests.interop.ours import cli
 
 pytestmark = pytest.mark.oracle
 
@@ -72,14 +72,6 @@ def _steps() -> list[tuple[str, list[dict[str, Any]], dict[str, Any]]]:
     ]
 
 
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
-    capsys.readouterr()
-    rc = paimon_main(args)
-    out, err = capsys.readouterr()
-    assert rc == 0, err
-    return out.splitlines()
-
-
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ensure_ready()
@@ -106,7 +98,7 @@ def _reads(wh: Path, out: Path, engine: str) -> list[dict[str, Any]]:
     return cmds
 
 
-def test_cli_sequence_equals_java(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_sequence_equals_java(work: Path) -> None:
     ours, javas = work / "wh-ours", work / "wh-java"
     # the same sequence through the oracle with Java ...
     cmds: list[dict[str, Any]] = [
@@ -120,8 +112,8 @@ def test_cli_sequence_equals_java(work: Path, capsys: pytest.CaptureFixture[str]
                      "input": str(work / f"step{k}.jsonl"), **opts})
     # ... and through our CLI
     for table, schema in (("db.pk", "pk.json"), ("db.ap", "ap.json")):
-        _cli(["create", "--warehouse", str(ours), "--table", table,
-              "--schema", str(work / schema)], capsys)
+        cli(["create", "--warehouse", str(ours), "--table", table,
+              "--schema", str(work / schema)])
     for k, (table, _, opts) in enumerate(_steps()):
         args = ["write", "--warehouse", str(ours), "--table", table,
                 "--input", str(work / f"step{k}.jsonl")]
@@ -129,7 +121,7 @@ def test_cli_sequence_equals_java(work: Path, capsys: pytest.CaptureFixture[str]
             args += ["--kind", opts["kind"]]
         if "overwrite" in opts:
             args += ["--overwrite", opts["overwrite"]] if opts["overwrite"] else ["--overwrite"]
-        result = json.loads(_cli(args, capsys)[0])
+        result = json.loads(cli(args)[0])
         assert result["op"] == "write" and result["snapshot"] is not None
     out = work / "out"
     out.mkdir()
@@ -148,8 +140,8 @@ def test_cli_sequence_equals_java(work: Path, capsys: pytest.CaptureFixture[str]
             java_java = (out / "jj" / f"java-{name}").read_text().splitlines()
             java_ours = (out / "jo" / f"java-{name}").read_text().splitlines()
             pypaimon_ours = (out / "po" / f"pypaimon-{name}").read_text().splitlines()
-            mine = _cli(["read", "--warehouse", str(ours), "--table", table,
-                         "--snapshot", str(s)], capsys)
+            mine = cli(["read", "--warehouse", str(ours), "--table", table,
+                         "--snapshot", str(s)])
             assert java_ours == java_java, f"{table} snapshot {s}: Java reads our table"
             assert mine == java_java, f"{table} snapshot {s}: our read of our table"
             assert pypaimon_ours == java_java, f"{table} snapshot {s}: pypaimon reads ours"
@@ -161,7 +153,7 @@ def test_cli_sequence_equals_java(work: Path, capsys: pytest.CaptureFixture[str]
         assert snaps_ours == snaps_java
     assert compared > 40
     # the -D of snapshot 2 removed keys, the overwrites replaced partitions
-    last = _cli(["read", "--warehouse", str(ours), "--table", "db.pk"], capsys)
+    last = cli(["read", "--warehouse", str(ours), "--table", "db.pk"])
     assert {json.loads(x)["pt"] for x in last} == {"a", "b", "c"}
     assert [json.loads(x)["id"] for x in last if json.loads(x)["pt"] != "a"] == [20, 21, 22, 7]
     for table in ("db.pk", "db.ap"):

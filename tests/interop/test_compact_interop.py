@@ -23,8 +23,6 @@ agrees with the real ``UniversalCompaction`` on random runs; fsck is clean every
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import random
 import shutil
@@ -38,7 +36,6 @@ from typing import Any
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
-from paimon_core.cli.main import main as paimon_main
 from paimon_core.compact.levels import LevelSortedRun
 from paimon_core.compact.picker import (
     ForceUpLevel0Compaction,
@@ -50,6 +47,7 @@ from paimon_core.schema_change import SetOption
 from tests.compact.helpers import fmeta
 from tests.interop import oracle as orc
 from tests.interop.java_harness import ensure_oracle
+from tests.interop.ours import cli, jsonl
 
 pytestmark = pytest.mark.oracle
 
@@ -107,20 +105,6 @@ def cl_batch(rng: random.Random, n: int, tag: str) -> list[dict[str, Any]]:
     ids = rng.sample(range(30), n)
     kinds = rng.choices(["+I", "+U", "-D", "-U"], weights=[5, 2, 2, 1], k=n)
     return [{"id": i, "v": f"{tag}-{i}", KIND: k} for i, k in zip(ids, kinds)]
-
-
-def cli(argv: list[str]) -> list[str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = paimon_main(argv)
-    if rc != 0:
-        raise AssertionError(f"paimon {' '.join(argv)} failed ({rc}): {err.getvalue()[-2000:]}")
-    return out.getvalue().splitlines()
-
-
-def jsonl(path: Path, rows: list[dict[str, Any]]) -> str:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
-    return str(path)
 
 
 @dataclass

@@ -17,8 +17,6 @@ further). All Java work runs in two oracle batches (one JVM each).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 from collections.abc import Iterator
@@ -28,8 +26,9 @@ from typing import Any
 
 import pytest
 
-from paimon_core.cli.main import main as paimon_main
 from tests.interop import oracle as orc
+from tests.interop.ours import cli
+from tests.interop.ours import jsonl as _jsonl
 from tests.interop.test_read_interop import assert_same_lines
 
 pytestmark = pytest.mark.oracle
@@ -223,20 +222,6 @@ CASES = [
 
 # ---------------------------------------------------------------------------------------------
 # build
-
-
-def cli(argv: list[str]) -> list[str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = paimon_main(argv)
-    if rc != 0:
-        raise orc.OracleError(f"`paimon {' '.join(argv)}` exited with {rc}: {err.getvalue()}")
-    return out.getvalue().splitlines()
-
-
-def _jsonl(path: Path, rows: list[dict[str, Any]]) -> str:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
-    return str(path)
 
 
 @dataclass

@@ -24,8 +24,6 @@ Two oracle batches (one JVM each); the first runs while we write our tables.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import random
 from collections.abc import Iterator
@@ -36,10 +34,10 @@ from typing import Any
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
-from paimon_core.cli.main import main as paimon_main
 from paimon_core.compact.manager import live_bucket_files
 from paimon_core.fsck import fsck
 from tests.interop import oracle as orc
+from tests.interop.ours import cli, jsonl
 from tests.interop.test_read_interop import assert_same_lines
 
 pytestmark = pytest.mark.oracle
@@ -125,20 +123,6 @@ class Model:
 
     def sorted_rows(self) -> list[dict[str, Any]]:
         return [self.rows[k] for k in sorted(self.rows)]
-
-
-def cli(argv: list[str]) -> list[str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = paimon_main(argv)
-    if rc != 0:
-        raise AssertionError(f"paimon {' '.join(argv)} failed ({rc}): {err.getvalue()[-2000:]}")
-    return out.getvalue().splitlines()
-
-
-def jsonl(path: Path, rows: list[dict[str, Any]]) -> str:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
-    return str(path)
 
 
 class Script:

@@ -18,10 +18,10 @@ import pyarrow as pa
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
-from paimon_core.cli.main import main as paimon_main
 from paimon_core.cli.write_cmds import parse_partition_spec
 from paimon_core.schema_builder import Schema
 from tests.interop.oracle import ensure_ready, run_batches
+from tests.interop.ours import cli
 
 pytestmark = pytest.mark.oracle
 
@@ -63,22 +63,13 @@ def _cases() -> list[tuple[str, bool, str | None, str | None, bool]]:
     return out
 
 
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
-    capsys.readouterr()
-    rc = paimon_main(args)
-    out, err = capsys.readouterr()
-    assert rc == 0, err
-    return out.splitlines()
-
-
 def _rows(lines: list[str]) -> list[tuple[Any, ...]]:
     return sorted(tuple(json.loads(x).values()) for x in lines)
 
 
-def test_overwrite_matrix_equals_java(tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                      ) -> None:
+def test_overwrite_matrix_equals_java(tmp_path: Path) -> None:
     ensure_ready()
-    javas, cli, api = tmp_path / "wh-java", tmp_path / "wh-cli", tmp_path / "wh-api"
+    javas, ours_wh, api = tmp_path / "wh-java", tmp_path / "wh-cli", tmp_path / "wh-api"
     (tmp_path / "base.jsonl").write_text("".join(json.dumps(r) + "\n" for r in BASE))
     out = tmp_path / "out"
     out.mkdir()
@@ -98,15 +89,15 @@ def test_overwrite_matrix_equals_java(tmp_path: Path, capsys: pytest.CaptureFixt
              "input": str(tmp_path / f"{name}.jsonl"), "overwrite": spec or ""},
             {"cmd": "read", "warehouse": str(javas), "table": table,
              "output": str(out / f"java-{name}.jsonl")},
-            {"cmd": "read", "warehouse": str(cli), "table": table,
+            {"cmd": "read", "warehouse": str(ours_wh), "table": table,
              "output": str(out / f"java-reads-ours-{name}.jsonl")},
         ]
         # ours, through the CLI ...
-        common = ["--warehouse", str(cli), "--table", table]
-        _cli(["create", *common, "--schema", str(tmp_path / f"{name}.json")], capsys)
-        _cli(["write", *common, "--input", str(tmp_path / "base.jsonl")], capsys)
-        _cli(["write", *common, "--input", str(tmp_path / f"{name}.jsonl"), "--overwrite",
-              *([spec] if spec else [])], capsys)
+        common = ["--warehouse", str(ours_wh), "--table", table]
+        cli(["create", *common, "--schema", str(tmp_path / f"{name}.json")])
+        cli(["write", *common, "--input", str(tmp_path / "base.jsonl")])
+        cli(["write", *common, "--input", str(tmp_path / f"{name}.jsonl"), "--overwrite",
+              *([spec] if spec else [])])
         # ... and through the API
         t = FileSystemCatalog(str(api)).create_table(
             table, Schema.of(
@@ -129,8 +120,8 @@ def test_overwrite_matrix_equals_java(tmp_path: Path, capsys: pytest.CaptureFixt
     by_name = {}
     for name, *_ in cases:
         java = (out / f"java-{name}.jsonl").read_text().splitlines()
-        ours = _cli(["read", "--warehouse", str(cli), "--table", f"db.{name}"], capsys)
-        via_api = _cli(["read", "--warehouse", str(api), "--table", f"db.{name}"], capsys)
+        ours = cli(["read", "--warehouse", str(ours_wh), "--table", f"db.{name}"])
+        via_api = cli(["read", "--warehouse", str(api), "--table", f"db.{name}"])
         assert ours == java, f"{name}: CLI vs Java"
         assert via_api == java, f"{name}: API vs Java"
         assert (out / f"java-reads-ours-{name}.jsonl").read_text().splitlines() == java, name
