@@ -18,12 +18,14 @@ Spark driver of its own (10-20 s on an idle 2-core machine), hence the ``slow`` 
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import json
 import os
 import queue
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -427,6 +429,16 @@ def compact_job(sh: Shell, command: str) -> None:
     assert rows_of(t) == sales_rows(6) and fsck(fresh(t)).ok
 
 
+def register_pools(sh: Shell, command: str) -> None:
+    # the line before it (skipped here) makes a Dagster home with the repository's dagster.yaml
+    home = sh.work / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    p = dataclasses.replace(sh, env={**sh.env, "DAGSTER_HOME": str(home)}).run(command)
+    assert p.stdout.splitlines() == ["pool paimon-derived: 1 run(s) at a time",
+                                     "pool paimon-spark: 2 run(s) at a time"], p.stdout
+
+
 def expire_job(sh: Shell, command: str) -> None:
     keep = int(flags(command)["--retain-max"])
     t = _sales(sh, keep + 3)
@@ -490,6 +502,7 @@ SCENARIOS: dict[str, Callable[[Shell, str], None]] = {
     "SPARK_HOME=.venv/lib/python3.11/site-packages/pyspark PYSPARK_PYTHON=$PWD/.venv/bin/python "
     "PYTHONPATH=$PWD .venv/bin/spark-submit --master local[2] pipelines/cdc_ingest.py "
     "--warehouse /data/wh --table shop.orders --landing /data/landing/orders": cdc_ingest,
+    ".venv/bin/python -m assets.pools": register_pools,
 }
 
 
