@@ -9,8 +9,11 @@ events that landed that day (``<landing>/<db>.<table>/dt=<day>/``). Exactly once
   commit and applies nothing; a day is never filtered out because a *later* day landed first
   (one user per day, not one per table);
 * the order between days is the table's ``sequence.field`` (``src_lsn`` = the source log
-  position): a backfill of an old day after newer ones cannot override newer versions, and a
-  re-ingest of a day whose snapshot has since expired rewrites identical versions.
+  position): a backfill of an old day after newer ones cannot override newer versions. A
+  re-ingest of a day whose snapshot has since expired is a new commit of the same versions,
+  which change nothing, except that a row the day inserts and a later day deleted comes back
+  once a full compaction has dropped that delete (the deduplicate engine keeps no tombstone;
+  Java 0.9 does the same: see the README, "A re-run of a day whose snapshot has expired").
 
 A backfill over a date range is one run (``BackfillPolicy.single_run``) that ingests the days
 in order, one commit each. Spark starts only for a day with events that is not committed yet:
