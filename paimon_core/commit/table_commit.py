@@ -524,7 +524,14 @@ class TableCommit:
             return False
         if not self._create(snapshot):
             return False
-        if not self.snapshots.is_stray(snapshot.id):
+        try:
+            stray = self.snapshots.is_stray(snapshot.id)
+        except PaimonError as e:  # created, but not verified: never clean up
+            raise CommitStateUnknownError(
+                f"snapshot {snapshot.id} was created but checking it against expiry failed "
+                f"({e}); the commit may have landed: nothing was cleaned up"
+            ) from e
+        if not stray:
             return True
         # created in a slot that expiry had emptied: withdraw it (nothing can build on it:
         # LATEST was not written, lookups stop at the fence), then re-plan

@@ -20,9 +20,11 @@ from typing import Any
 
 import pytest
 
-from paimon_core.errors import SnapshotExpiredError
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.errors import CommitStateUnknownError, SnapshotExpiredError, StorageError
 from paimon_core.fsck import fsck
-from paimon_core.io.file_io import join
+from paimon_core.identifier import Identifier
+from paimon_core.io.file_io import FileIO, join
 from paimon_core.spec.snapshot import CommitKind
 from tests.reliability.harness import (
     AppendModel,
@@ -158,4 +160,43 @@ def test_a_stray_left_behind_fools_no_lookup(tmp_path: Path) -> None:
     r = fresh.expire_snapshots(retain_min=12, retain_max=12)
     assert set(r.expired_ids) == {2, 10}
     assert fsm.list_snapshot_ids() == list(range(11, 23))
+    assert_fsck_clean(fresh)
+
+
+def test_a_failed_check_after_the_create_is_an_unknown_state(tmp_path: Path) -> None:
+    """The create landed but checking it against expiry failed (the listing errs): the commit
+    may have landed, so the caller gets CommitStateUnknownError, nothing is cleaned up, and
+    resolving with filter_committed finds the commit (never a StorageError that a pipeline
+    would answer by deleting the files of a landed commit)."""
+    wh = str(tmp_path / "wh")
+    create_table(wh, None, "append")
+
+    class ListingFailsAfterCreate(FileIO):
+        armed = False
+
+        def try_create(self, path: str, data: bytes) -> bool:
+            created = super().try_create(path, data)
+            type(self).armed = created and "/snapshot/snapshot-" in path
+            return created
+
+        def list_names(self, directory: str) -> list[str]:
+            if type(self).armed and directory.endswith("/snapshot"):
+                type(self).armed = False
+                raise StorageError(directory, "listing failed (injected)")
+            return super().list_names(directory)
+
+    cat = FileSystemCatalog(wh)
+    cat.file_io = ListingFailsAfterCreate(cat.warehouse)
+    table = cat.get_table(Identifier.parse("db.t"))
+    w = writer_for(table, "u")
+    rows = append_rows("p", 0, 0)
+    w.write_arrow(rows)
+    msgs = w.prepare_commit()
+    with pytest.raises(CommitStateUnknownError, match="may have landed"):
+        table.new_commit("u").commit(msgs, 7)
+    fresh = open_table(wh)
+    assert fresh.new_commit("u").filter_committed([7]) == []
+    model = AppendModel()
+    model.add(rows)
+    model.check(fresh)
     assert_fsck_clean(fresh)
