@@ -43,8 +43,8 @@ from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import ALL_TABLES, DAILY_START, TableSpec
 from paimon_core.compact import BucketCompactor, live_bucket_files
-from paimon_core.compact.manager import partition_filter
 from paimon_core.compact.options import CompactStrategy
+from paimon_core.layout import TableLayout
 from paimon_core.spec.manifest import FileKind
 from paimon_core.table import FileStoreTable
 from pipelines.compact import compact, plan_compaction
@@ -84,7 +84,8 @@ def bucket_state(table: FileStoreTable, partition: dict[str, str] | None,
                  bucket: int) -> BucketState:
     """Files, sorted runs and bytes of one (partition, bucket) at the latest snapshot."""
     snap = table.latest_snapshot()
-    match = partition_filter(table.schema, [partition] if partition else None)
+    match = TableLayout.of(table.path, table.schema).partition_matcher(
+        [partition] if partition else None)
     groups = live_bucket_files(table.manifest_io, snap, lambda p, b: b == bucket and match(p))
     files = [f for _, fs in groups.values() for f in fs]
     if not files:
@@ -295,13 +296,11 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
 
 
 def _partition_spec(table: FileStoreTable, partition: bytes) -> dict[str, str] | None:
-    from paimon_core.scan.planner import decode_partition
-
-    keys = list(table.schema.partition_keys)
-    if not keys:
+    layout = TableLayout.of(table.path, table.schema)
+    if not layout.partition_keys:
         return None
-    values = decode_partition(partition, [table.schema.field(k).type for k in keys])
-    return {k: str(v) for k, v in zip(keys, values)}
+    values = layout.decode_partition(partition)
+    return {k: str(v) for k, v in zip(layout.partition_keys, values)}
 
 
 # ------------------------------------------------------------------------------ expiry

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from paimon_core.scan.file_entries import live_files
+from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.snapshot import CommitKind, Snapshot
 

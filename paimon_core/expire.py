@@ -79,14 +79,12 @@ from paimon_core.errors import (
 )
 from paimon_core.expire_config import INT_MAX, ExpireConfig, ExpireResult, expire_end
 from paimon_core.io.file_io import FileIO, join
-from paimon_core.options import CoreOptions
-from paimon_core.scan.file_entries import live_files
-from paimon_core.scan.planner import decode_partition
+from paimon_core.layout import TableLayout
 from paimon_core.snapshot_manager import SnapshotManager
+from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_manifest
 from paimon_core.spec.manifest import FileKind, ManifestEntry, decode_manifest
 from paimon_core.spec.manifest_list import ManifestFileMeta, decode_manifest_list
-from paimon_core.spec.partition import partition_path
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot, decode_snapshot
 from paimon_core.tags import TagManager
@@ -122,7 +120,7 @@ class _Metadata:
 
     def __init__(self, file_io: FileIO, table_path: str) -> None:
         self.file_io = file_io
-        self.manifest_dir = join(table_path, "manifest")
+        self.manifest_dir = TableLayout(table_path).manifest_dir
         self._lists: dict[str, list[ManifestFileMeta] | None] = {}
         self._index: dict[str, list[IndexManifestEntry] | None] = {}
 
@@ -207,8 +205,7 @@ class ExpireSnapshots:
         self.tags = TagManager(file_io, self.table_path)
         self.consumers = ConsumerManager(file_io, self.table_path)
         self.meta = _Metadata(file_io, self.table_path)
-        self._part_types = [schema.field(k).type for k in schema.partition_keys]
-        self._default_part = CoreOptions(schema.options).partition_default_name
+        self.layout = TableLayout.of(self.table_path, schema)
         self._bucket_dirs: dict[tuple[bytes, int], str] = {}
         self._refs: dict[tuple[int, str], frozenset[str]] = {}
         self._tag_files: dict[tuple[int, str], frozenset[str] | None] = {}
@@ -357,7 +354,7 @@ class ExpireSnapshots:
         if snap.index_manifest and snap.index_manifest not in skip:
             owners[self._manifest_path(snap.index_manifest)] = None
         if snap.statistics and snap.statistics not in skip:
-            owners[self._child(join(self.table_path, "statistics"), snap.statistics)] = None
+            owners[self._child(self.layout.statistics_dir, snap.statistics)] = None
 
         # the fence first: from here on the id is expired (a writer that re-creates it
         # withdraws its file), and readers start at the next snapshot
@@ -503,17 +500,13 @@ class ExpireSnapshots:
     def _index_path(self, ie: IndexManifestEntry) -> str:
         if ie.external_path:
             return ie.external_path
-        return self._child(join(self.table_path, "index"), ie.file_name)
+        return self._child(self.layout.index_dir, ie.file_name)
 
     def _bucket_dir(self, partition: bytes, bucket: int) -> str:
         key = (partition, bucket)
         hit = self._bucket_dirs.get(key)
         if hit is None:
-            values = decode_partition(partition, self._part_types)
-            ppath = partition_path(list(values), list(self.schema.partition_keys),
-                                   self._part_types, self._default_part)
-            bdir = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
-            hit = join(self.table_path, ppath, bdir) if ppath else join(self.table_path, bdir)
+            hit = self.layout.bucket_dir(partition, bucket)
             self._bucket_dirs[key] = hit
         return hit
 

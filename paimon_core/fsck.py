@@ -45,14 +45,13 @@ from paimon_core.errors import (
 )
 from paimon_core.fsck_orphans import list_orphans
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.layout import TableLayout
 from paimon_core.options import CoreOptions
-from paimon_core.scan.planner import decode_partition
 from paimon_core.scan.predicate_literal import java_compare
-from paimon_core.spec.binary_row import deserialize_binary_row
 from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_manifest
+from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import FileKind, ManifestEntry, decode_manifest
 from paimon_core.spec.manifest_list import ManifestFileMeta, decode_manifest_list
-from paimon_core.spec.partition import partition_path
 from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, decode_snapshot
 from paimon_core.table import FileStoreTable
 from paimon_core.tags import TAG_PREFIX
@@ -173,7 +172,8 @@ class _Checker:
         self.path = table.path
         self.schema = table.schema
         self.options = CoreOptions(self.schema.options)
-        self.manifest_dir = join(self.path, "manifest")
+        self.layout = TableLayout.of(self.path, self.schema)
+        self.manifest_dir = self.layout.manifest_dir
         self.findings: list[Finding] = []
         self._keys: set[tuple[Any, ...]] = set()
         self._lists: dict[str, list[ManifestFileMeta] | None] = {}
@@ -182,10 +182,8 @@ class _Checker:
         self._dirs: dict[str, dict[str, int]] = {}
         self._bucket_dirs: dict[tuple[bytes, int], str | None] = {}
         self._checked: set[str] = set()
-        self._key_cache: dict[bytes, Sequence[Any]] = {}
         self.is_pk = bool(self.schema.primary_keys)
-        self.key_types = [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
-        self.part_types = [self.schema.field(k).type for k in self.schema.partition_keys]
+        self._key = key_decoder(self.schema, exact_timestamps=True, cached=True)
 
     # ------------------------------------------------------------------ reporting
     def add(self, kind: FindingKind, message: str, *, snapshot: int | None = None,
@@ -408,13 +406,6 @@ class _Checker:
                          f"partition {self._partition_text(p)} mixes files written for bucket "
                          f"counts {sorted(counts)}", snapshot=sid, key=(p, tuple(sorted(counts))))
 
-    def _key(self, b: bytes) -> Sequence[Any]:
-        k = self._key_cache.get(b)
-        if k is None:
-            k = deserialize_binary_row(b, self.key_types, exact_timestamps=True)
-            self._key_cache[b] = k
-        return k
-
     def _check_levels(self, fold: _Fold, pb: tuple[bytes, int], sid: int) -> None:
         by_level: dict[int, list[ManifestEntry]] = defaultdict(list)
         for ident in fold.by_bucket.get(pb, ()):
@@ -443,10 +434,7 @@ class _Checker:
         k = (partition, bucket)
         if k not in self._bucket_dirs:
             try:
-                ppath = self._partition_path(partition)
-                bdir = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
-                self._bucket_dirs[k] = join(self.path, ppath, bdir) if ppath else join(
-                    self.path, bdir)
+                self._bucket_dirs[k] = self.layout.bucket_dir(partition, bucket)
             except PaimonError as e:
                 self.add(FindingKind.CORRUPT_METADATA, f"undecodable partition: {e}",
                          snapshot=sid, key=("partition", partition))
@@ -501,7 +489,7 @@ class _Checker:
     def _check_index(self, snap: Snapshot) -> None:
         assert snap.index_manifest is not None
         entries = self._index_manifest(snap.index_manifest, snap.id)
-        index_dir = join(self.path, "index")
+        index_dir = self.layout.index_dir
         for ie in entries or []:
             if ie.kind is not FileKind.ADD:
                 continue
@@ -523,20 +511,15 @@ class _Checker:
                          f"index file {name} has {actual} bytes, its entry says {ie.file_size}",
                          snapshot=snap.id, path=path, key=path)
 
-    def _partition_path(self, partition: bytes) -> str:
-        values = decode_partition(partition, self.part_types)
-        return partition_path(list(values), self.schema.partition_keys, self.part_types,
-                              self.options.partition_default_name)
-
     def _partition_text(self, partition: bytes) -> str:
         try:
-            return self._partition_path(partition) or "(unpartitioned)"
+            return self.layout.partition_path(partition) or "(unpartitioned)"
         except PaimonError:
             return partition.hex()
 
     # ------------------------------------------------------------------ tags, reads
     def _check_tags(self, retained: dict[int, Snapshot]) -> list[str]:
-        tag_dir = join(self.path, "tag")
+        tag_dir = self.layout.tag_dir
         names = []
         for fname in sorted(self.file_io.list_names(tag_dir)):
             if not fname.startswith(TAG_PREFIX):

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import datetime
+import functools
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,9 +29,9 @@ from paimon_core.identifier import Identifier
 from paimon_core.io.file_io import FileIO
 from paimon_core.manifest_io import ManifestCache, ManifestIO
 from paimon_core.options import CoreOptions
+from paimon_core.read.incremental import IncrementalRead
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.incremental import (
-    IncrementalRead,
     plan_incremental,
     resolve_scan_mode,
     resolve_timestamp_range,
@@ -38,7 +39,7 @@ from paimon_core.scan.incremental import (
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.scan.predicate import Predicate, bind, parse_filters
 from paimon_core.scan.split import Plan
-from paimon_core.scan.streaming import StreamTableScan
+from paimon_core.scan.streaming import StreamSource, StreamTableScan
 from paimon_core.schema_change import SchemaChange, commit_changes
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
@@ -140,7 +141,7 @@ class FileStoreTable:
         return TableWrite(
             self.file_io, self.path, self.schema,
             commit_user=commit_user or str(uuid.uuid4()),
-            snapshot_manager=self.snapshot_manager, planner=self._planner(self.schema, None),
+            snapshot_manager=self.snapshot_manager, planner=self.new_planner(self.schema, None),
         )
 
     def new_commit(self, commit_user: str, *, max_retries: int | None = None) -> TableCommit:
@@ -249,7 +250,7 @@ class FileStoreTable:
         changelog producer), or the changelog files (``changelog-producer`` set)."""
         producer = self.options.changelog_producer
         predicate = _to_predicate(filter, self.schema)
-        planner = self._planner(self.schema, predicate)
+        planner = self.new_planner(self.schema, predicate)
         read = TableRead(self.file_io, self.schema, self.schema_manager, columns, predicate)
         parts = []
         for sid in range(from_snapshot + 1, to_snapshot + 1):
@@ -288,7 +289,7 @@ class FileStoreTable:
         predicate = _to_predicate(filter, self.schema)
         scan_mode = resolve_scan_mode(mode, self.options)
         plan = plan_incremental(
-            self.snapshot_manager, self._planner(self.schema, predicate), start, end, scan_mode
+            self.snapshot_manager, self.new_planner(self.schema, predicate), start, end, scan_mode
         )
         read = TableRead(self.file_io, self.schema, self.schema_manager, columns, predicate)
         return IncrementalRead(read, scan_mode).to_arrow(plan.splits)
@@ -326,12 +327,18 @@ class FileStoreTable:
         (``{"scan.mode": "from-snapshot", "scan.snapshot-id": "5"}``); keyword shortcuts such as
         ``scan_mode=..., snapshot_id=..., timestamp_millis=...`` are accepted too. See
         :class:`paimon_core.scan.streaming.StreamTableScan`."""
-        return StreamTableScan(
-            self, consumer_id=consumer_id, columns=columns, filter=filter, options=options,
-            **kwargs,
+        predicate = _to_predicate(filter, self.schema)
+        source = StreamSource(
+            file_io=self.file_io, table_path=self.path, name=str(self.identifier),
+            schema=self.schema, snapshots=self.snapshot_manager,
+            planner=self.new_planner(self.schema, predicate),
+            new_read=functools.partial(
+                TableRead, self.file_io, self.schema, self.schema_manager, columns, predicate),
         )
+        return StreamTableScan(source, consumer_id=consumer_id, options=options, **kwargs)
 
-    def _planner(self, schema: TableSchema, predicate: Predicate | None) -> ScanPlanner:
+    def new_planner(self, schema: TableSchema, predicate: Predicate | None) -> ScanPlanner:
+        """The scan planner of ``schema`` (a past one for time travel) under ``predicate``."""
         return ScanPlanner(
             schema=schema,
             schemas=self.schema_manager,
@@ -417,5 +424,5 @@ class TableScan:
 
     def plan(self) -> Plan:
         b = self.builder
-        planner = b.table._planner(b.read_schema(), b.predicate())
+        planner = b.table.new_planner(b.read_schema(), b.predicate())
         return planner.plan(b.snapshot())

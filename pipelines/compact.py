@@ -33,19 +33,26 @@ import logging
 import pickle
 import sys
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from paimon_core.cli.compact_cmds import add_strategy_args
-from paimon_core.compact import BucketCompactor, live_bucket_files
-from paimon_core.compact.manager import partition_filter
+from paimon_core.commit_message import CommitMessage
+from paimon_core.compact.manager import (
+    DEFAULT_MAX_ATTEMPTS,
+    BucketWork,
+    CompactSource,
+    compact_with_retries,
+    new_compactor,
+)
+from paimon_core.compact.manager import plan_compaction as core_plan_compaction
 from paimon_core.compact.options import CompactStrategy, is_full
-from paimon_core.errors import CommitConflictError, PaimonError
-from paimon_core.spec.manifest import DataFileMeta
-from paimon_core.write.commit_message import CommitMessage
+from paimon_core.errors import PaimonError
+from paimon_core.layout import TableLayout
+from paimon_core.table import FileStoreTable
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -63,10 +70,6 @@ if TYPE_CHECKING:
 __all__ = ["CompactReport", "compact", "main", "plan_compaction"]
 
 log = logging.getLogger(__name__)
-DEFAULT_MAX_ATTEMPTS = 5
-
-#: one unit of work: (partition, bucket, total buckets, live files of the bucket)
-BucketWork = tuple[bytes, int, int, list[DataFileMeta]]
 
 
 @dataclass
@@ -101,20 +104,8 @@ def plan_compaction(
     buckets: Sequence[int] | None = None,
 ) -> tuple[int | None, list[BucketWork]]:
     """The latest snapshot id and the buckets the strategy would compact (metadata only)."""
-    full = is_full(strategy)
-    table = handle.open()
-    snap = table.snapshot_manager.latest_snapshot()
-    if snap is None:
-        return None, []
-    accept_part = partition_filter(table.schema, partitions)
-    wanted = set(buckets) if buckets is not None else None
-    groups = live_bucket_files(
-        table.manifest_io, snap,
-        lambda p, b: accept_part(p) and (wanted is None or b in wanted))
-    compactor = BucketCompactor(table.file_io, table.path, table.schema, table.schema_manager)
-    todo = [(p, b, total, files) for (p, b), (total, files) in sorted(groups.items())
-            if compactor.needs_compaction(files, full=full)]
-    return snap.id, todo
+    return core_plan_compaction(handle.open(), full=is_full(strategy), partitions=partitions,
+                                buckets=buckets)
 
 
 def _run_tasks(spark: SparkSession, handle: TableHandle, todo: Sequence[BucketWork],
@@ -132,9 +123,7 @@ def _run_tasks(spark: SparkSession, handle: TableHandle, todo: Sequence[BucketWo
 
         tc = TaskContext.get()
         ids = (tc.partitionId(), tc.attemptNumber()) if tc is not None else (0, 0)
-        table = handle.open()
-        compactor = BucketCompactor(table.file_io, table.path, table.schema,
-                                    table.schema_manager)
+        compactor = new_compactor(handle.open())
         out = []
         for b in batches:
             for raw in b.column("work").to_pylist():
@@ -153,6 +142,29 @@ def _run_tasks(spark: SparkSession, handle: TableHandle, todo: Sequence[BucketWo
                 messages.append(msg)
                 tasks.append(ids)
     return messages, tasks
+
+
+@dataclass
+class SparkExecutor:
+    """Runs each bucket's compaction as a Spark task (a :class:`CompactExecutor`); the
+    table is opened from a fresh :class:`TableHandle` every round (:meth:`open`)."""
+
+    spark: SparkSession
+    settings: CatalogSettings
+    identifier: str
+    handle: TableHandle | None = None
+    tasks: list[tuple[int, int]] = field(default_factory=list)
+
+    def open(self) -> FileStoreTable:
+        self.handle = TableHandle.load(self.settings, self.identifier)
+        return self.handle.open()
+
+    def __call__(self, source: CompactSource, work: Sequence[BucketWork], *, full: bool,
+                 abort: Callable[[Sequence[CommitMessage]], None]) -> list[CommitMessage]:
+        # a failed Spark task deletes what it wrote; files of killed attempts are orphans
+        assert self.handle is not None
+        messages, self.tasks = _run_tasks(self.spark, self.handle, work, full)
+        return messages
 
 
 def compact(
@@ -175,44 +187,27 @@ def compact(
         CommitConflictError: every one of ``max_attempts`` rounds conflicted.
         CommitStateUnknownError: the commit's outcome is unknown (nothing was cleaned up).
     """
-    user = commit_user or f"spark-compact-{uuid.uuid4()}"
-    report = CompactReport(identifier)
-    last: CommitConflictError | None = None
-    for attempt in range(1, max(1, max_attempts) + 1):
-        report.attempts = attempt
-        handle = TableHandle.load(settings, identifier)
-        _, todo = plan_compaction(handle, strategy=strategy, partitions=partitions,
-                                  buckets=buckets)
-        if not todo:
-            return report
-        messages, tasks = _run_tasks(spark, handle, todo, is_full(strategy))
-        if not messages:
-            return report
-        committer = handle.open().new_commit(user)
-        try:
-            ids = committer.commit(messages, properties=properties)
-        except CommitConflictError as e:
-            log.info("compaction round %d conflicted (%s); planning again", attempt, e)
-            committer.abort(messages)
-            last = e
-            continue
-        table = handle.open()
-        report.snapshot_id = ids[-1] if ids else None
-        report.tasks = tasks
-        report.buckets = [(_partition_text(table, m.partition), m.bucket) for m in messages]
-        report.files_before = sum(len(m.compact_before) for m in messages)
-        report.files_after = sum(len(m.compact_after) for m in messages)
+    executor = SparkExecutor(spark, settings, identifier)
+    outcome = compact_with_retries(
+        executor.open, strategy=strategy, partitions=partitions, buckets=buckets,
+        commit_user=commit_user or f"spark-compact-{uuid.uuid4()}", max_attempts=max_attempts,
+        executor=executor, properties=properties)
+    report = CompactReport(identifier, attempts=outcome.attempts)
+    messages = outcome.messages
+    if not messages or outcome.source is None:
         return report
-    raise CommitConflictError(
-        f"compaction conflicted with concurrent commits {max_attempts} times: {last}")
+    layout = TableLayout.of(outcome.source.path, outcome.source.schema)
+    report.snapshot_id = outcome.snapshot_id
+    report.tasks = executor.tasks
+    report.buckets = [(_partition_text(layout, m.partition), m.bucket) for m in messages]
+    report.files_before = sum(len(m.compact_before) for m in messages)
+    report.files_after = sum(len(m.compact_after) for m in messages)
+    return report
 
 
-def _partition_text(table: Any, partition: bytes) -> str:
-    from paimon_core.scan.planner import decode_partition
-
-    keys = list(table.schema.partition_keys)
-    values = decode_partition(partition, [table.schema.field(k).type for k in keys])
-    return ",".join(f"{k}={v}" for k, v in zip(keys, values))
+def _partition_text(layout: TableLayout, partition: bytes) -> str:
+    values = layout.decode_partition(partition)
+    return ",".join(f"{k}={v}" for k, v in zip(layout.partition_keys, values))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -70,14 +70,15 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from paimon_core.commit_message import CommitMessage
 from paimon_core.errors import SchemaError, SnapshotExpiredError
 from paimon_core.options import parse_memory_size
+from paimon_core.read.stream import read_stream_plan
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.predicate import Predicate, and_, parse_filters
 from paimon_core.scan.split import DataSplit
-from paimon_core.scan.streaming import KIND_COLUMN, StreamPlan, StreamTableScan, read_stream_plan
+from paimon_core.scan.streaming import KIND_COLUMN, StreamPlan, StreamTableScan
 from paimon_core.spec.schema import TableSchema
-from paimon_core.write.commit_message import CommitMessage
 from pipelines.config import CatalogSettings, TableHandle
 from pipelines.filters import to_predicate
 from pipelines.spark_types import arrow_for_spark, conform_to_spark, spark_schema
@@ -296,13 +297,8 @@ class PaimonBatchReader(DataSourceReader):
 
     def _plan_latest(self, table: Any) -> tuple[DataSplit, ...]:
         """The splits of the snapshot resolved at construction, with the latest schema."""
-        from paimon_core.scan.planner import ScanPlanner
-
         snap = table.snapshot_manager.snapshot(self.snapshot_id)
-        planner = ScanPlanner(schema=self.read_schema, schemas=table.schema_manager,
-                              manifests=table.manifest_io, table_path=table.path,
-                              predicate=self.predicate)
-        return planner.plan(snap).splits
+        return table.new_planner(self.read_schema, self.predicate).plan(snap).splits
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, SplitsPartition)

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from paimon_core.bucket import bucket_ids
+from paimon_core.commit_message import CommitMessage
 from paimon_core.errors import CommitStateUnknownError, PaimonError, SchemaError
 from paimon_core.read.merge import deduplicate
 from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER
-from paimon_core.write.commit_message import CommitMessage
 from paimon_core.write.input import conform_column
 from pipelines.config import CatalogSettings, TableHandle
 

@@ -19,9 +19,9 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.commit.manifest_writer import ManifestWriter
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.fsck import FindingKind, FsckReport, Severity, fsck, orphan_files
-from paimon_core.scan.file_entries import live_files
 from paimon_core.schema_builder import Schema
 from paimon_core.schema_change import AddColumn
+from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.index_manifest import IndexManifestEntry, encode_index_manifest
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.snapshot import CommitKind, Snapshot

@@ -29,7 +29,7 @@ import pyarrow as pa
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.errors import PaimonError, SnapshotExpiredError, SnapshotNotExistError
-from paimon_core.scan.streaming import KIND_COLUMN, StreamTableScan
+from paimon_core.scan.streaming import KIND_COLUMN
 from paimon_core.table import FileStoreTable
 
 __all__ = ["add_stream_parsers", "cmd_incremental", "cmd_stream", "stream_changes"]
@@ -82,8 +82,7 @@ def stream_changes(
             "with 'snapshot.num-retained.min' / 'snapshot.time-retained', or read with a "
             "consumer-id"
         )
-    scan = StreamTableScan(
-        table,
+    scan = table.new_stream_scan(
         columns=columns,
         filter=filter,
         options={"scan.mode": "from-snapshot", "scan.snapshot-id": str(start + 1)},

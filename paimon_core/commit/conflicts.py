@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from paimon_core.errors import CommitConflictError, CorruptMetadataError
-from paimon_core.scan.file_entries import merge_entries
 from paimon_core.scan.predicate_literal import java_compare
+from paimon_core.spec.file_entries import merge_entries
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 
 DecodeKey = Callable[[bytes], Sequence[Any]]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from paimon_core.commit.manifest_writer import ManifestWriter
 from paimon_core.options import CoreOptions, parse_memory_size
-from paimon_core.scan.file_entries import merge_entries
+from paimon_core.spec.file_entries import merge_entries
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.manifest_list import ManifestFileMeta
 

@@ -40,6 +40,7 @@ from typing import Any
 from paimon_core.commit.conflicts import check_conflicts
 from paimon_core.commit.manifest_merge import merge_manifests, merge_settings
 from paimon_core.commit.manifest_writer import ManifestWriter
+from paimon_core.commit_message import CommitMessage, validate_messages
 from paimon_core.errors import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -49,20 +50,16 @@ from paimon_core.errors import (
     SnapshotNotExistError,
 )
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestIO
 from paimon_core.options import CoreOptions
-from paimon_core.scan.file_entries import live_files
-from paimon_core.scan.planner import decode_partition
-from paimon_core.scan.predicate_literal import literal_from_text
-from paimon_core.scan.predicate_model import equal as pred_equal
-from paimon_core.scan.predicate_model import evaluate_row
-from paimon_core.scan.predicate_model import is_null as pred_is_null
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import deserialize_binary_row
+from paimon_core.spec.file_entries import live_files
+from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_core.spec.manifest_list import ManifestFileMeta
-from paimon_core.spec.partition import partition_path
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import (
     BATCH_COMMIT_IDENTIFIER,
@@ -70,7 +67,6 @@ from paimon_core.spec.snapshot import (
     CommitKind,
     Snapshot,
 )
-from paimon_core.write.commit_message import CommitMessage, validate_messages
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +183,8 @@ class TableCommit:
         dynamic = dynamic and bool(schema.partition_keys)
         if dynamic and not new:
             return []
-        matcher = self._partition_matcher(schema, partition)
+        matcher = TableLayout.of(self.table_path, schema).partition_matcher(
+            [partition] if partition else None)
         if partition is not None:
             for m in messages:
                 if m.new_files and not matcher(m.partition):
@@ -231,7 +228,8 @@ class TableCommit:
     ) -> list[int]:
         """Delete whole partitions (an OVERWRITE snapshot with deletions only)."""
         schema = self._schema()
-        matchers = [self._partition_matcher(schema, p) for p in partitions]
+        layout = TableLayout.of(self.table_path, schema)
+        matchers = [layout.partition_matcher([p] if p else None) for p in partitions]
         landed = self._landed(commit_identifier)
         if landed:
             return landed[-1:]
@@ -295,11 +293,9 @@ class TableCommit:
         schema = self._schema()
         # the same checks as commit: a message may only name plain files of this table
         self._validate(messages, schema)
-        part_types = [schema.field(k).type for k in schema.partition_keys]
-        default = CoreOptions(schema.options).partition_default_name
+        layout = TableLayout.of(self.table_path, schema)
         for m in messages:
-            values = deserialize_binary_row(m.partition, part_types, exact_timestamps=True)
-            bucket_dir = self._bucket_dir(schema, part_types, values, m.bucket, default)
+            bucket_dir = layout.bucket_dir(m.partition, m.bucket)
             for f in m.written_files():
                 self.file_io.delete(join(bucket_dir, f.file_name))
                 for extra in f.extra_files:
@@ -325,43 +321,6 @@ class TableCommit:
                     f"files written for bucket={m.total_buckets}, but the table now has "
                     f"bucket={schema.num_buckets} (a writer with a stale bucket count)"
                 )
-
-    def _bucket_dir(
-        self, schema: TableSchema, part_types: list[Any], values: Sequence[Any], bucket: int,
-        default: str,
-    ) -> str:
-        ppath = partition_path(list(values), list(schema.partition_keys), part_types, default)
-        return join(self.table_path, ppath, f"bucket-{bucket}") if ppath else join(
-            self.table_path, f"bucket-{bucket}")
-
-    def _partition_matcher(
-        self, schema: TableSchema, spec: Mapping[str, Any] | None
-    ) -> Callable[[bytes], bool]:
-        if not spec:
-            return lambda _p: True
-        part_types = [schema.field(k).type for k in schema.partition_keys]
-        default = CoreOptions(schema.options).partition_default_name
-        preds = []
-        for k, raw in spec.items():
-            if k not in schema.partition_keys:
-                raise SchemaError(f"{k!r} is not a partition key of {list(schema.partition_keys)}")
-            t = schema.field(k).type
-            if raw is None or raw == default:
-                preds.append(pred_is_null(k))
-            else:
-                value = literal_from_text(raw, t, k) if isinstance(raw, str) else raw
-                preds.append(pred_equal(k, value))
-        cache: dict[bytes, bool] = {}
-
-        def match(p: bytes) -> bool:
-            hit = cache.get(p)
-            if hit is None:
-                row = dict(zip(schema.partition_keys, decode_partition(p, part_types)))
-                hit = all(evaluate_row(pr, row, fields=list(schema.fields)) for pr in preds)
-                cache[p] = hit
-            return hit
-
-        return match
 
     def _live(
         self, metas: Sequence[ManifestFileMeta], touched: set[bytes] | None
@@ -428,7 +387,8 @@ class TableCommit:
             if not changes.data and not changes.changelog and (kind is not CommitKind.OVERWRITE
                                                                or not allow_empty):
                 return None
-            decode = self._key_decoder(schema)
+            decode = (key_decoder(schema, exact_timestamps=True)
+                      if schema.primary_keys else None)
             check_conflicts(live, changes.data, decode_key=decode,
                             check_bucket_counts=check_bucket_counts)
             outcome = self._attempt(kind, schema, latest, prev, changes, identifier, properties,
@@ -443,16 +403,6 @@ class TableCommit:
                 )
             delay = min(0.01 * 2 ** min(attempt, 10), 10.0)
             self._sleep(delay * (0.5 + random.random()))
-
-    def _key_decoder(self, schema: TableSchema) -> Callable[[bytes], Sequence[Any]] | None:
-        if not schema.primary_keys:
-            return None
-        types = [schema.field(k).type for k in schema.trimmed_primary_keys]
-
-        def decode(b: bytes) -> Sequence[Any]:
-            return deserialize_binary_row(b, types, exact_timestamps=True)
-
-        return decode
 
     def _attempt(
         self,

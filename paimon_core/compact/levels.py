@@ -12,16 +12,14 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from paimon_core.errors import CorruptMetadataError
+from paimon_core.spec.keys import KeyDecoder
 from paimon_core.spec.manifest import DataFileMeta
 
 __all__ = ["LevelSortedRun", "Levels", "level0_order"]
-
-KeyDecoder = Callable[[bytes], tuple[Any, ...]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,12 +26,14 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+from paimon_core.commit.table_commit import TableCommit
+from paimon_core.commit_message import CommitMessage
 from paimon_core.compact.append import plan_append, rewrite_append
 from paimon_core.compact.changelog import KeyedRecords
-from paimon_core.compact.levels import KeyDecoder, Levels
+from paimon_core.compact.levels import Levels
 from paimon_core.compact.options import CompactOptions, CompactStrategy, is_full
 from paimon_core.compact.picker import (
     CompactUnit,
@@ -42,35 +44,36 @@ from paimon_core.compact.picker import (
 )
 from paimon_core.compact.rewriter import BucketFiles, MergeTreeRewriter
 from paimon_core.compact.task import CompactResult, run_compact_task
-from paimon_core.errors import CommitConflictError, SchemaError, UnsupportedError
-from paimon_core.io.file_io import FileIO, join
+from paimon_core.errors import CommitConflictError, UnsupportedError
+from paimon_core.io.file_io import FileIO
+from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestIO
 from paimon_core.options import CoreOptions
 from paimon_core.read.data_file import KEY_PREFIX, SEQUENCE_NUMBER, DataFileReader
-from paimon_core.scan.file_entries import live_files
-from paimon_core.scan.planner import decode_partition
-from paimon_core.scan.predicate_literal import literal_from_text
-from paimon_core.scan.predicate_model import Predicate, equal, evaluate_row, is_null
 from paimon_core.schema_manager import SchemaManager
-from paimon_core.spec.binary_row import deserialize_binary_row
+from paimon_core.snapshot_manager import SnapshotManager
+from paimon_core.spec.file_entries import live_files
+from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta
-from paimon_core.spec.partition import partition_path
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
-from paimon_core.write.commit_message import CommitMessage
 from paimon_core.write.data_file_writer import DataFilePathFactory, DataFileWriter
 from paimon_core.write.parquet_layout import ParquetOptions
-
-if TYPE_CHECKING:
-    from paimon_core.table import FileStoreTable
 
 __all__ = [
     "BucketCompactor",
     "BucketFilesMap",
+    "BucketWork",
+    "CompactExecutor",
+    "CompactOutcome",
+    "CompactSource",
+    "LocalExecutor",
     "compact_bucket",
     "compact_table",
+    "compact_with_retries",
     "live_bucket_files",
-    "partition_filter",
+    "new_compactor",
+    "plan_compaction",
 ]
 
 log = logging.getLogger(__name__)
@@ -78,22 +81,8 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_ATTEMPTS = 5
 #: (partition, bucket) -> (total buckets of its files, live files)
 BucketFilesMap = dict[tuple[bytes, int], tuple[int, list[DataFileMeta]]]
-
-
-def key_decoder(schema: TableSchema) -> KeyDecoder:
-    """Decodes serialized trimmed primary keys into tuples that compare like Java keys
-    (cached: levels and sections decode every file's keys several times)."""
-    types = [schema.field(k).type for k in schema.trimmed_primary_keys]
-    cache: dict[bytes, tuple[Any, ...]] = {}
-
-    def decode(b: bytes) -> tuple[Any, ...]:
-        k = cache.get(b)
-        if k is None:
-            k = tuple(deserialize_binary_row(b, types))
-            cache[b] = k
-        return k
-
-    return decode
+#: one compaction task: (partition, bucket, total buckets, live files of the bucket)
+BucketWork = tuple[bytes, int, int, list[DataFileMeta]]
 
 
 @dataclass
@@ -123,10 +112,9 @@ class BucketCompactor:
         if self.core.deletion_vectors_enabled:
             raise UnsupportedError("compacting tables with deletion-vectors.enabled=true "
                                    "(the deletion vectors would have to be rewritten)")
-        self.part_keys = list(s.partition_keys)
-        self.part_types = [s.field(k).type for k in self.part_keys]
-        self.constant = tuple(s.field_names.index(k) for k in self.part_keys)
-        self.decode_key = key_decoder(s)
+        self.layout = TableLayout.of(self.table_path, s)
+        self.constant = tuple(s.field_names.index(k) for k in s.partition_keys)
+        self.decode_key = key_decoder(s, cached=True)
         self.reader = DataFileReader(self.file_io, s, self.schemas)
         self.records = KeyedRecords(
             key_columns=tuple(KEY_PREFIX + k for k in s.trimmed_primary_keys),
@@ -143,11 +131,7 @@ class BucketCompactor:
         self._parquet = ParquetOptions.from_schema(s)
 
     def bucket_dir(self, partition: bytes, bucket: int) -> str:
-        values = decode_partition(partition, self.part_types)
-        ppath = partition_path(list(values), self.part_keys, self.part_types,
-                               self.core.partition_default_name)
-        return join(self.table_path, ppath, f"bucket-{bucket}") if ppath else join(
-            self.table_path, f"bucket-{bucket}")
+        return self.layout.bucket_dir(partition, bucket)
 
     def new_writer(self) -> DataFileWriter:
         return DataFileWriter(self.file_io, self.schema, DataFilePathFactory(
@@ -247,58 +231,51 @@ def live_bucket_files(
     return out
 
 
-def partition_filter(schema: TableSchema, specs: Sequence[Mapping[str, Any]] | None
-                     ) -> Callable[[bytes], bool]:
-    """Matcher of serialized partitions against partition specs (any of them; a spec may be
-    partial; a None value or the default partition name matches NULL)."""
-    if specs is None:
-        return lambda _p: True
-    keys = list(schema.partition_keys)
-    types = [schema.field(k).type for k in keys]
-    default = CoreOptions(schema.options).partition_default_name
-    preds: list[list[Predicate]] = []
-    for spec in specs:
-        one: list[Predicate] = []
-        for k, raw in spec.items():
-            if k not in keys:
-                raise SchemaError(f"{k!r} is not a partition key of {keys}")
-            if raw is None or raw == default:
-                one.append(is_null(k))
-            else:
-                t = schema.field(k).type
-                one.append(equal(k, literal_from_text(raw, t, k) if isinstance(raw, str)
-                                 else raw))
-        preds.append(one)
-    fields = list(schema.fields)
-    cache: dict[bytes, bool] = {}
+class CompactSource(Protocol):
+    """The pieces of a table compaction needs (a ``FileStoreTable`` has them all)."""
 
-    def match(p: bytes) -> bool:
-        hit = cache.get(p)
-        if hit is None:
-            row = dict(zip(keys, decode_partition(p, types)))
-            hit = any(all(evaluate_row(pr, row, fields=fields) for pr in one) for one in preds)
-            cache[p] = hit
-        return hit
+    @property
+    def file_io(self) -> FileIO: ...
 
-    return match
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def schema(self) -> TableSchema: ...
+
+    @property
+    def schema_manager(self) -> SchemaManager: ...
+
+    @property
+    def snapshot_manager(self) -> SnapshotManager: ...
+
+    @property
+    def manifest_io(self) -> ManifestIO: ...
+
+    def new_commit(self, commit_user: str) -> TableCommit: ...
 
 
-def _resolve(table: FileStoreTable, snapshot: Snapshot | int | None) -> Snapshot | None:
+def new_compactor(source: CompactSource) -> BucketCompactor:
+    """The compactor of ``source``'s current schema."""
+    return BucketCompactor(source.file_io, source.path, source.schema, source.schema_manager)
+
+
+def _resolve(source: CompactSource, snapshot: Snapshot | int | None) -> Snapshot | None:
     if snapshot is None:
-        return table.snapshot_manager.latest_snapshot()
+        return source.snapshot_manager.latest_snapshot()
     if isinstance(snapshot, Snapshot):
         return snapshot
-    return table.snapshot_manager.snapshot(snapshot)
+    return source.snapshot_manager.snapshot(snapshot)
 
 
 def compact_bucket(
-    table: FileStoreTable, partition: bytes, bucket: int, *, full: bool = False,
+    source: CompactSource, partition: bytes, bucket: int, *, full: bool = False,
     snapshot: Snapshot | int | None = None,
 ) -> CommitMessage | None:
     """Compact one (partition, bucket) of a snapshot (default: the latest).
 
     Args:
-        table: the table.
+        source: the table (or any :class:`CompactSource`).
         partition: the serialized partition BinaryRow (as in manifests / commit messages).
         bucket: the bucket (0 for unaware-bucket append tables).
         full: full compaction (primary keys: everything to the max level; append tables:
@@ -309,19 +286,140 @@ def compact_bucket(
         The message to commit (``compact_before`` / ``compact_after`` /
         ``compact_changelog``), or None when there is nothing to compact.
     """
-    snap = _resolve(table, snapshot)
-    groups = live_bucket_files(table.manifest_io, snap,
+    snap = _resolve(source, snapshot)
+    groups = live_bucket_files(source.manifest_io, snap,
                                lambda p, b: p == partition and b == bucket)
     slot = groups.get((partition, bucket))
     if slot is None:
         return None
-    compactor = BucketCompactor(table.file_io, table.path, table.schema, table.schema_manager)
+    compactor = new_compactor(source)
     result = compactor.compact(partition, bucket, slot[1], full=full)
     return compactor.message(partition, bucket, slot[0], result)
 
 
+def plan_compaction(
+    source: CompactSource,
+    *,
+    full: bool,
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    buckets: Sequence[int] | None = None,
+) -> tuple[int | None, list[BucketWork]]:
+    """The latest snapshot id and the selected buckets that need compaction, in
+    (partition, bucket) order (metadata only)."""
+    snap = source.snapshot_manager.latest_snapshot()
+    if snap is None:
+        return None, []
+    accept_part = TableLayout.of(source.path, source.schema).partition_matcher(partitions)
+    wanted = set(buckets) if buckets is not None else None
+    groups = live_bucket_files(
+        source.manifest_io, snap,
+        lambda p, b: accept_part(p) and (wanted is None or b in wanted))
+    compactor = new_compactor(source)
+    return snap.id, [(p, b, total, files) for (p, b), (total, files) in sorted(groups.items())
+                     if compactor.needs_compaction(files, full=full)]
+
+
+class CompactExecutor(Protocol):
+    """Runs the per-bucket compaction tasks of one round and returns their messages.
+
+    The local one (:class:`LocalExecutor`) runs them in this process; the Spark job runs them
+    as Spark tasks. On failure an executor deletes what it wrote (``abort`` deletes the files
+    of messages already returned) and raises.
+    """
+
+    def __call__(self, source: CompactSource, work: Sequence[BucketWork], *, full: bool,
+                 abort: Callable[[Sequence[CommitMessage]], None]) -> list[CommitMessage]: ...
+
+
+@dataclass(frozen=True)
+class LocalExecutor:
+    """Compacts the buckets in this process, ``max_workers`` in parallel."""
+
+    max_workers: int = 2
+
+    def __call__(self, source: CompactSource, work: Sequence[BucketWork], *, full: bool,
+                 abort: Callable[[Sequence[CommitMessage]], None]) -> list[CommitMessage]:
+        return _run_all(new_compactor(source), work, full, self.max_workers, abort)
+
+
+@dataclass
+class CompactOutcome:
+    """What :func:`compact_with_retries` did.
+
+    Attributes:
+        snapshot_id: the COMPACT snapshot (None: nothing needed compaction).
+        attempts: planning rounds (more than one after a conflict).
+        messages: the committed messages.
+        source: the table as of the last round.
+    """
+
+    snapshot_id: int | None = None
+    attempts: int = 0
+    messages: list[CommitMessage] = field(default_factory=list)
+    source: CompactSource | None = None
+
+
+def compact_with_retries(
+    open_source: Callable[[], CompactSource],
+    *,
+    strategy: CompactStrategy = "full",
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    buckets: Sequence[int] | None = None,
+    commit_user: str,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    executor: CompactExecutor | None = None,
+    properties: Mapping[str, str] | None = None,
+) -> CompactOutcome:
+    """The compaction loop: plan the latest snapshot, run the tasks with ``executor``, commit
+    one COMPACT snapshot; on a commit conflict delete what was written and plan again from
+    the fresh snapshot, at most ``max_attempts`` rounds.
+
+    Args:
+        open_source: the table for one round (called once per round: a fresh handle sees a
+            changed schema).
+        strategy: ``full`` or ``minor`` (see :data:`paimon_core.compact.options.CompactStrategy`).
+        partitions / buckets: what to compact (default: everything).
+        commit_user: the commit user.
+        max_attempts: rounds tried when commits conflict.
+        executor: runs the tasks (default: :class:`LocalExecutor`).
+        properties: snapshot properties of the COMPACT snapshot.
+
+    Raises:
+        CommitConflictError: every one of ``max_attempts`` rounds conflicted.
+        CommitStateUnknownError: the commit's outcome is unknown (nothing was cleaned up).
+        SchemaError: an unknown ``strategy``.
+    """
+    full = is_full(strategy)
+    run = executor or LocalExecutor()
+    outcome = CompactOutcome()
+    last: CommitConflictError | None = None
+    for attempt in range(1, max(1, max_attempts) + 1):
+        outcome.attempts = attempt
+        source = open_source()
+        outcome.source = source
+        _, work = plan_compaction(source, full=full, partitions=partitions, buckets=buckets)
+        if not work:
+            return outcome
+        committer = source.new_commit(commit_user)
+        messages = run(source, work, full=full, abort=committer.abort)
+        if not messages:
+            return outcome
+        try:
+            ids = committer.commit(messages, properties=properties)
+        except CommitConflictError as e:
+            log.info("compaction attempt %d conflicted (%s); planning again", attempt, e)
+            committer.abort(messages)
+            last = e
+            continue
+        outcome.snapshot_id = ids[-1] if ids else None
+        outcome.messages = messages
+        return outcome
+    raise CommitConflictError(
+        f"compaction conflicted with concurrent commits {max_attempts} times: {last}")
+
+
 def compact_table(
-    table: FileStoreTable,
+    source: CompactSource,
     *,
     partitions: Sequence[Mapping[str, Any]] | None = None,
     buckets: Sequence[int] | None = None,
@@ -330,10 +428,11 @@ def compact_table(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     max_workers: int = 2,
 ) -> int | None:
-    """Compact the selected buckets of the latest snapshot into one COMPACT snapshot.
+    """Compact the selected buckets of the latest snapshot into one COMPACT snapshot, in this
+    process (:func:`compact_with_retries` with a :class:`LocalExecutor`).
 
     Args:
-        table: the table.
+        source: the table.
         partitions: partition specs to compact (any of them; default: every partition).
         buckets: buckets to compact (default: every bucket).
         strategy: ``full`` (default): every selected bucket with more than one sorted run, or
@@ -353,45 +452,18 @@ def compact_table(
         CommitStateUnknownError: the commit's outcome is unknown (nothing was cleaned up).
         SchemaError: an unknown ``strategy``.
     """
-    full = is_full(strategy)
-    user = commit_user or f"compact-{uuid.uuid4()}"
-    accept_part = partition_filter(table.schema, partitions)
-    wanted = set(buckets) if buckets is not None else None
-    compactor = BucketCompactor(table.file_io, table.path, table.schema, table.schema_manager)
-    committer = table.new_commit(user)
-    last: CommitConflictError | None = None
-    for attempt in range(max(1, max_attempts)):
-        snap = table.snapshot_manager.latest_snapshot()
-        groups = live_bucket_files(
-            table.manifest_io, snap,
-            lambda p, b: accept_part(p) and (wanted is None or b in wanted))
-        todo = [(k, v) for k, v in sorted(groups.items(), key=lambda kv: kv[0])
-                if compactor.needs_compaction(v[1], full=full)]
-        if not todo:
-            return None
-        messages = _run_all(compactor, todo, full, max_workers, committer.abort)
-        if not messages:
-            return None
-        try:
-            ids = committer.commit(messages)
-        except CommitConflictError as e:
-            log.info("compaction attempt %d conflicted (%s); re-planning", attempt + 1, e)
-            committer.abort(messages)
-            last = e
-            continue
-        return ids[-1] if ids else None
-    raise CommitConflictError(
-        f"compaction conflicted with concurrent commits {max_attempts} times: {last}")
+    return compact_with_retries(
+        lambda: source, strategy=strategy, partitions=partitions, buckets=buckets,
+        commit_user=commit_user or f"compact-{uuid.uuid4()}", max_attempts=max_attempts,
+        executor=LocalExecutor(max_workers)).snapshot_id
 
 
 def _run_all(
-    compactor: BucketCompactor,
-    todo: Sequence[tuple[tuple[bytes, int], tuple[int, list[DataFileMeta]]]],
-    full: bool, max_workers: int, abort: Callable[[Sequence[CommitMessage]], None],
+    compactor: BucketCompactor, todo: Sequence[BucketWork], full: bool, max_workers: int,
+    abort: Callable[[Sequence[CommitMessage]], None],
 ) -> list[CommitMessage]:
-    def one(item: tuple[tuple[bytes, int], tuple[int, list[DataFileMeta]]]
-            ) -> CommitMessage | None:
-        (part, bucket), (total, files) = item
+    def one(item: BucketWork) -> CommitMessage | None:
+        part, bucket, total, files = item
         return compactor.message(part, bucket, total,
                                  compactor.compact(part, bucket, files, full=full))
 

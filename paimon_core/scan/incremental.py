@@ -40,13 +40,9 @@ than ``deduplicate`` on primary-key tables (``UnsupportedError``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import Literal
 
 from paimon_core.errors import (
     SchemaError,
@@ -55,22 +51,17 @@ from paimon_core.errors import (
     UnsupportedError,
 )
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, DataFileReader
-from paimon_core.read.merge import RETRACT_KINDS, merge_records
-from paimon_core.read.table_read import TableRead
-from paimon_core.scan.java_merge_order import Record, java_sorted_runs, loser_tree_merge
+from paimon_core.scan.java_merge_order import java_sorted_runs
 from paimon_core.scan.planner import ScanPlanner
-from paimon_core.scan.predicate import filter_table
 from paimon_core.scan.split import DataSplit
 from paimon_core.snapshot_manager import SnapshotManager
-from paimon_core.spec.binary_row import deserialize_binary_row
+from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind
 
 __all__ = [
     "IncrementalPlan",
-    "IncrementalRead",
     "ScanMode",
     "plan_incremental",
     "resolve_scan_mode",
@@ -78,11 +69,6 @@ __all__ = [
 ]
 
 ScanMode = Literal["auto", "delta", "changelog"]
-KIND_COLUMN = "_kind"
-_OCCURRENCE = "_OCCURRENCE"
-_KIND_NAMES = np.array(["+I", "-U", "+U", "-D"], dtype=object)
-
-SortKey = tuple[Any, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,172 +219,10 @@ def plan_incremental(
 # Java's file order (IntervalPartition twice: split generation, then the read)
 
 
-def _key_decoder(schema: TableSchema) -> Callable[[bytes], SortKey]:
-    types = [schema.field(k).type for k in schema.trimmed_primary_keys]
-
-    def decode(b: bytes) -> SortKey:
-        return tuple(deserialize_binary_row(b, types))
-
-    return decode
-
-
 def _split_file_order(schema: TableSchema) -> Callable[[list[DataFileMeta]], list[DataFileMeta]]:
-    decode = _key_decoder(schema)
+    decode = key_decoder(schema)
 
     def order(files: list[DataFileMeta]) -> list[DataFileMeta]:
         return [f for section in java_sorted_runs(files, decode) for run in section for f in run]
 
     return order
-
-
-# ---------------------------------------------------------------------------------------------
-# reading
-
-
-class IncrementalRead:
-    """Reads an :class:`IncrementalPlan` merged per key, with retractions and a ``_kind``
-    column first (Java 0.9 ``incremental-between`` on ``t$audit_log``).
-
-    Args:
-        read: a :class:`TableRead` of the table (columns and predicate are taken from it).
-        mode: the plan's mode (changelog files may repeat a key: see the module docstring).
-    """
-
-    def __init__(self, read: TableRead, mode: Literal["delta", "changelog"]) -> None:
-        self.read = read
-        self.mode = mode
-        self.schema = read.schema
-        self.options = CoreOptions(self.schema.options)
-        self.reader: DataFileReader = read.reader
-
-    def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
-        r = self.read
-        if not r.is_pk:
-            out_schema = pa.schema([pa.field(KIND_COLUMN, pa.string()), *r.output_schema])
-            return r.read_changes(splits, KIND_COLUMN).cast(out_schema)
-        parts = [self._read_pk_split(s) for s in splits]
-        parts = [p for p in parts if p.num_rows]
-        if not parts:
-            return pa.schema(
-                [pa.field(KIND_COLUMN, pa.string()), *r.output_schema]
-            ).empty_table()
-        return pa.concat_tables(parts)
-
-    def _read_pk_split(self, split: DataSplit) -> pa.Table:
-        r = self.read
-        decode = _key_decoder(self.schema)
-        keys = [KEY_PREFIX + k for k in self.schema.trimmed_primary_keys]
-        seq = [*self.options.sequence_fields, SEQUENCE_NUMBER]
-        group_keys = [*keys, _OCCURRENCE] if self.mode == "changelog" else keys
-        out_schema = pa.schema([pa.field(KIND_COLUMN, pa.string()), *r.output_schema])
-        outs = []
-        for section in java_sorted_runs(split.files, decode):
-            runs: list[pa.Table] = []
-            for run in section:
-                tables = []
-                for f in run:
-                    t = self.reader.read(split.bucket_path, f, r.read_columns, system=True)
-                    if self.mode == "changelog":
-                        t = t.append_column(_OCCURRENCE, pa.array(_occurrences(t, keys)))
-                    tables.append(t)
-                runs.append(pa.concat_tables(tables) if len(tables) > 1 else tables[0])
-            t = self._merge(runs, keys, group_keys, seq)
-            codes = np.asarray(t.column(VALUE_KIND).to_numpy(), dtype=np.int64)
-            t = t.append_column(KIND_COLUMN, pa.array(_KIND_NAMES[codes], type=pa.string()))
-            if r.predicate is not None and t.num_rows:
-                t = filter_table(t, r.predicate, [self.schema.field(c) for c in r.read_columns])
-            outs.append(t.select([KIND_COLUMN, *r.columns]))
-        outs = [o for o in outs if o.num_rows]
-        if not outs:
-            return out_schema.empty_table()
-        return pa.concat_tables(outs).cast(out_schema)
-
-    def _merge(
-        self, runs: list[pa.Table], keys: list[str], group_keys: list[str], seq: list[str]
-    ) -> pa.Table:
-        """One section's merge result (retractions kept)."""
-        t = pa.concat_tables(runs) if len(runs) > 1 else runs[0]
-        if self.options.ignore_delete():
-            kinds = t.column(VALUE_KIND).to_numpy()
-            t = t.filter(pa.array(~np.isin(kinds, RETRACT_KINDS)))
-            return merge_records(t, group_keys, seq, VALUE_KIND, self.options)
-        # data files of a bucket never share a key's sequence number (spec 7.3); changelog
-        # files of lookup / full-compaction producers do
-        if (
-            self.mode == "changelog"
-            and len(runs) > 1
-            and self.options.merge_engine == "deduplicate"
-            and _has_sequence_tie(t, group_keys, seq)
-        ):
-            # who wins a tie depends on Java's loser tree: replay it for this section
-            records: list[list[Record]] = []
-            offset = 0
-            for run in runs:
-                key_rows = _rows(run, keys)
-                seq_rows = _rows(run, seq)
-                records.append(
-                    [(k, q, offset + i) for i, (k, q) in enumerate(zip(key_rows, seq_rows))]
-                )
-                offset += run.num_rows
-            winners = [g[-1] for g in loser_tree_merge(records)]
-            return t.take(pa.array(winners, type=pa.int64()))
-        return merge_records(t, group_keys, seq, VALUE_KIND, self.options)
-
-
-def _rows(t: pa.Table, columns: Sequence[str]) -> list[SortKey]:
-    """Row tuples of some columns, nulls first in comparisons (``(False,)`` < ``(True, v)``)."""
-    cols = [t.column(c).to_pylist() for c in columns]
-    return [tuple((v is not None, v) for v in row) for row in zip(*cols)]
-
-
-def _adjacent_equal(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """``col[i] == col[i + 1]`` (nulls equal each other)."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    n = len(col)
-    a, b = col.slice(0, n - 1), col.slice(1)
-    eq = pc.equal(a, b).fill_null(False).to_numpy(zero_copy_only=False)
-    both_null = pc.and_(pc.is_null(a), pc.is_null(b)).to_numpy(zero_copy_only=False)
-    return np.asarray(eq | both_null, dtype=bool)
-
-
-def _has_sequence_tie(t: pa.Table, group_keys: Sequence[str], seq: Sequence[str]) -> bool:
-    """Whether some merge group's highest sequence appears twice (then the row order decides
-    the winner)."""
-    n = t.num_rows
-    if n <= 1:
-        return False
-    order = pc.sort_indices(
-        t, sort_keys=[(c, "ascending", "at_start") for c in (*group_keys, *seq)]
-    )
-    s = t.select([*group_keys, *seq]).take(order)
-    same_group = np.ones(n - 1, dtype=bool)
-    for c in group_keys:
-        same_group &= _adjacent_equal(s.column(c))
-    same_seq = same_group.copy()
-    for c in seq:
-        same_seq &= _adjacent_equal(s.column(c))
-    last = np.ones(n, dtype=bool)
-    last[:-1] = ~same_group
-    return bool(np.any(same_seq & last[1:]))
-
-
-def _occurrences(t: pa.Table, keys: Sequence[str]) -> np.ndarray:
-    """For every row, how many earlier rows of the same file have its key (0, 1, ...)."""
-    n = t.num_rows
-    if n <= 1:
-        return np.zeros(n, dtype=np.int64)
-    order = pc.sort_indices(t, sort_keys=[(k, "ascending") for k in keys]).to_numpy()
-    new = np.zeros(n, dtype=bool)
-    new[0] = True
-    for k in keys:
-        col = t.column(k).take(pa.array(order))
-        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        neq = pc.not_equal(col.slice(0, n - 1), col.slice(1)).fill_null(True)
-        new[1:] |= neq.to_numpy(zero_copy_only=False)
-    pos = np.arange(n, dtype=np.int64)
-    starts = pos[new]
-    occ_sorted = pos - starts[np.cumsum(new) - 1]
-    occ = np.empty(n, dtype=np.int64)
-    occ[order] = occ_sorted
-    return occ

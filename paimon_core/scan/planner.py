@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from paimon_core.bucket import bucket_of, hash_binary_row
-from paimon_core.io.file_io import join
+from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestIO
 from paimon_core.options import CoreOptions
-from paimon_core.scan.file_entries import live_files
 from paimon_core.scan.predicate import (
     ColumnStats,
     Predicate,
@@ -32,13 +31,14 @@ from paimon_core.scan.predicate import (
 from paimon_core.scan.split import DataSplit, DeletionFile, Plan
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.binary_row import deserialize_binary_row, encode_binary_row
+from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_core.spec.manifest_list import ManifestFileMeta
-from paimon_core.spec.partition import partition_path
+from paimon_core.spec.partition import decode_partition
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
 from paimon_core.spec.stats import SimpleStats
-from paimon_core.types import AtomicType, DataType, TypeRoot
+from paimon_core.types import DataType
 
 DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 
@@ -174,6 +174,7 @@ class ScanPlanner:
         self.table_path = table_path
         self.predicate = predicate
         self.options = CoreOptions(schema.options)
+        self.layout = TableLayout.of(table_path, schema)
         self.max_workers = max_workers
         self.is_pk = bool(schema.primary_keys)
         # tables whose readers only see levels >= 1, where keys are unique (Java reads raw)
@@ -290,7 +291,7 @@ class ScanPlanner:
         for ie in self.manifests.index_manifest(snapshot.index_manifest):
             if ie.index_type != DELETION_VECTORS_INDEX or ie.kind.name != "ADD" or not ie.dv_ranges:
                 continue
-            path = join(self.table_path, "index", ie.file_name)
+            path = self.layout.index_file(ie.file_name)
             for r in ie.dv_ranges:
                 out[(ie.partition, ie.bucket)][r.data_file_name] = DeletionFile(
                     path, r.offset, r.length
@@ -310,17 +311,9 @@ class ScanPlanner:
         for e in entries:
             groups[(e.partition, e.bucket)].append(e)
         splits = []
-        default_name = self.options.partition_default_name
         for (part, bucket), group in groups.items():
             values = pr.partition_values(part)
-            ppath = partition_path(
-                list(values), list(self.schema.partition_keys), pr.part_types, default_name
-            )
-            bucket_dir = (
-                join(self.table_path, ppath, f"bucket-{bucket}")
-                if ppath
-                else join(self.table_path, f"bucket-{bucket}")
-            )
+            bucket_dir = self.layout.bucket_dir_of_values(values, bucket)
             files = sorted((e.file for e in group), key=_file_order)
             dv = dvs.get((part, bucket), {})
             split_dvs = tuple((f.file_name, dv[f.file_name]) for f in files if f.file_name in dv)
@@ -340,24 +333,6 @@ class ScanPlanner:
             )
         splits.sort(key=lambda s: (s.partition, s.bucket))
         return tuple(splits)
-
-
-def decode_partition(partition: bytes, types: Sequence[DataType]) -> tuple[Any, ...]:
-    """Partition values in the project's value convention (TIMESTAMP/LTZ of precision 7..9 as
-    exact ``int`` epoch nanoseconds, like predicate literals)."""
-    plain = deserialize_binary_row(partition, types)
-    if any(_is_nano_timestamp(t) for t in types):
-        exact = deserialize_binary_row(partition, types, exact_timestamps=True)
-        plain = [e if _is_nano_timestamp(t) else p for p, e, t in zip(plain, exact, types)]
-    return tuple(plain)
-
-
-def _is_nano_timestamp(t: DataType) -> bool:
-    return (
-        t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ)
-        and isinstance(t, AtomicType)
-        and (t.precision or 0) > 6
-    )
 
 
 def _file_order(f: DataFileMeta) -> tuple[int, int, str]:

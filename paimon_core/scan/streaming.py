@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 import pyarrow as pa
 
@@ -63,18 +63,24 @@ from paimon_core.errors import (
     SnapshotNotExistError,
     UnsupportedError,
 )
-from paimon_core.io.file_io import join
+from paimon_core.io.file_io import FileIO
+from paimon_core.layout import CHANGELOG_FILE_PREFIX, TableLayout
 from paimon_core.options import CoreOptions, parse_duration_millis
-from paimon_core.read.table_read import TableRead
-from paimon_core.scan.predicate import Predicate, bind, parse_filters
+from paimon_core.scan.planner import ScanPlanner
 from paimon_core.scan.predicate_literal import text_timestamp_nanos
 from paimon_core.scan.split import DataSplit
+from paimon_core.snapshot_manager import SnapshotManager
+from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind, Snapshot, decode_snapshot
 
-if TYPE_CHECKING:
-    from paimon_core.table import FileStoreTable
-
-__all__ = ["KIND_COLUMN", "StreamPlan", "StreamTableScan", "read_stream_plan"]
+__all__ = [
+    "KIND_COLUMN",
+    "PlanReader",
+    "StreamPlan",
+    "StreamSource",
+    "StreamTableScan",
+    "read_plan",
+]
 
 KIND_COLUMN = "_kind"
 FIRST_SNAPSHOT_ID = 1
@@ -122,40 +128,50 @@ class StreamPlan:
         return sum(s.row_count for s in self.splits)
 
 
-def read_stream_plan(
-    table: FileStoreTable,
-    plan: StreamPlan,
-    *,
-    columns: Sequence[str] | None = None,
-    filter: str | Sequence[str] | Predicate | None = None,
-) -> pa.Table:
-    """Reads a plan (possibly made elsewhere) into Arrow with a ``_kind`` column first:
-    ``+I`` for every row of a full plan, the stored row kinds of delta / changelog files."""
-    predicate = _predicate(table, filter)
-    read = TableRead(table.file_io, table.schema, table.schema_manager, columns, predicate)
-    return _read(read, plan)
+class PlanReader(Protocol):
+    """What reading a plan needs (``paimon_core.read.table_read.TableRead`` is one)."""
+
+    @property
+    def output_schema(self) -> pa.Schema: ...
+
+    def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table: ...
+
+    def read_changes(self, splits: Sequence[DataSplit], kind_column: str = ...) -> pa.Table: ...
 
 
-def _read(read: TableRead, plan: StreamPlan) -> pa.Table:
+@dataclass(frozen=True)
+class StreamSource:
+    """The pieces of a table a streaming scan needs (``FileStoreTable.new_stream_scan``
+    builds it).
+
+    Attributes:
+        file_io: storage.
+        table_path: the table directory.
+        name: the table's name, for messages.
+        schema: the table's schema.
+        snapshots: the table's snapshots.
+        planner: plans with the scan's predicate.
+        new_read: makes the reader of the scan's columns and predicate (called once, lazily).
+    """
+
+    file_io: FileIO
+    table_path: str
+    name: str
+    schema: TableSchema
+    snapshots: SnapshotManager
+    planner: ScanPlanner
+    new_read: Callable[[], PlanReader]
+
+
+def read_plan(read: PlanReader, plan: StreamPlan) -> pa.Table:
+    """Rows of ``plan`` with a ``_kind`` column first: ``+I`` for every row of a full plan,
+    the stored row kinds of delta / changelog files."""
     schema = pa.schema([pa.field(KIND_COLUMN, pa.string()), *read.output_schema])
     if plan.source != "full":
         return read.read_changes(plan.splits, KIND_COLUMN).cast(schema)
     data = read.to_arrow(plan.splits)
     kinds = pa.array(["+I"] * data.num_rows, type=pa.string())
     return data.add_column(0, pa.field(KIND_COLUMN, pa.string()), kinds).cast(schema)
-
-
-def _predicate(
-    table: FileStoreTable, filter: str | Sequence[str] | Predicate | None
-) -> Predicate | None:
-    if filter is None:
-        return None
-    fields = list(table.schema.fields)
-    if isinstance(filter, str):
-        return parse_filters([filter], fields)
-    if isinstance(filter, Predicate):
-        return bind(filter, fields)
-    return parse_filters(list(filter), fields)
 
 
 def _above_level_zero(level: int) -> bool:
@@ -172,11 +188,10 @@ class StreamTableScan:
     """Plans a streaming read of one table (``DataTableStreamScan``); see the module docs.
 
     Args:
-        table: the table.
+        source: the table's pieces, with the planner and reader of the scan's projection and
+            filter (which also prunes partitions and buckets when planning).
         consumer_id: persist progress under ``consumer/consumer-<id>`` (option ``consumer-id``
             works too); a stored consumer overrides the startup position.
-        columns: projection of :meth:`read` (None = all).
-        filter: row filter of :meth:`read`; also prunes partitions and buckets when planning.
         options: dynamic options overriding the table's (``scan.mode``, ``scan.snapshot-id``,
             ``scan.timestamp-millis``, ``consumer.ignore-progress``, ``changelog-producer``...).
         **kwargs: shortcuts for options: ``scan_mode``, ``snapshot_id``, ``timestamp_millis``,
@@ -189,15 +204,13 @@ class StreamTableScan:
 
     def __init__(
         self,
-        table: FileStoreTable,
+        source: StreamSource,
         *,
         consumer_id: str | None = None,
-        columns: Sequence[str] | None = None,
-        filter: str | Sequence[str] | Predicate | None = None,
         options: Mapping[str, str] | None = None,
         **kwargs: str | int | bool,
     ) -> None:
-        merged = dict(table.schema.options)
+        merged = dict(source.schema.options)
         merged.update({k: _option_text(v) for k, v in (options or {}).items()})
         for k, v in kwargs.items():
             key = KEYWORD_OPTIONS.get(k)
@@ -209,20 +222,19 @@ class StreamTableScan:
             merged[key] = _option_text(v)
         if consumer_id is not None:
             merged["consumer-id"] = consumer_id
-        self.table = table
+        self.source = source
+        self.layout = TableLayout(source.table_path)
         self.options = CoreOptions(merged)
         self.consumer_id = merged.get("consumer-id") or None
-        self.predicate = _predicate(table, filter)
-        self.columns = list(columns) if columns is not None else None
-        self.snapshots = table.snapshot_manager
-        self.consumers = ConsumerManager(table.file_io, table.path)
+        self.snapshots = source.snapshots
+        self.consumers = ConsumerManager(source.file_io, source.table_path)
         self.producer = self.options.changelog_producer
         if self.producer not in ("none", "input", "full-compaction", "lookup"):
             raise SchemaError(f"unknown changelog-producer {self.producer!r}")
         if self.options.get_bool("streaming-read-overwrite", False):
             raise UnsupportedError("streaming-read-overwrite=true is not supported")
         self.mode = self._startup_mode()
-        self._read: TableRead | None = None
+        self._read: PlanReader | None = None
         self._next: int | None = None
         # ContinuousLatestStartingScanner remembers the latest snapshot at creation time
         self._latest_at_start = self.snapshots.latest_snapshot_id()
@@ -248,19 +260,16 @@ class StreamTableScan:
 
     def read(self, plan: StreamPlan) -> pa.Table:
         """Rows of ``plan`` with a ``_kind`` column (``+I``/``-U``/``+U``/``-D``) first."""
-        return _read(self._table_read(), plan)
+        return read_plan(self._table_read(), plan)
 
     def empty_table(self) -> pa.Table:
         """An empty table with the schema of :meth:`read`'s results."""
         schema = self._table_read().output_schema
         return pa.schema([pa.field(KIND_COLUMN, pa.string()), *schema]).empty_table()
 
-    def _table_read(self) -> TableRead:
+    def _table_read(self) -> PlanReader:
         if self._read is None:
-            t = self.table
-            self._read = TableRead(
-                t.file_io, t.schema, t.schema_manager, self.columns, self.predicate
-            )
+            self._read = self.source.new_read()
         return self._read
 
     def next_batch(self) -> pa.Table | None:
@@ -422,7 +431,7 @@ class StreamTableScan:
 
     def _full_plan(self, snap: Snapshot) -> StreamPlan:
         o = self.options
-        is_pk = bool(self.table.schema.primary_keys)
+        is_pk = bool(self.source.schema.primary_keys)
         dv = o.deletion_vectors_enabled
         lookup = self.producer == "lookup"
         need_lookup = is_pk and (
@@ -434,8 +443,7 @@ class StreamTableScan:
         elif is_pk and self.producer == "full-compaction":
             top = self._num_levels() - 1
             level_filter = top.__eq__
-        planner = self.table._planner(self.table.schema, self.predicate)
-        plan = planner.plan(snap, level_filter=level_filter)
+        plan = self.source.planner.plan(snap, level_filter=level_filter)
         # deletion vectors without a lookup changelog: level-0 files of this snapshot come
         # with the follow-up of the same snapshot (Java: nextSnapshotId = current)
         nxt = snap.id if (need_lookup and dv and not lookup) else snap.id + 1
@@ -454,7 +462,7 @@ class StreamTableScan:
         return snap.commit_kind is CommitKind.COMPACT
 
     def _follow(self) -> StreamPlan | None:
-        planner = self.table._planner(self.table.schema, self.predicate)
+        planner = self.source.planner
         while True:
             assert self._next is not None
             snap = self._fetch(self._next)
@@ -501,7 +509,7 @@ class StreamTableScan:
             "from expiring)"
         )
         return SnapshotExpiredError(
-            f"snapshot {snapshot_id} of {self.table.identifier} has expired before this "
+            f"snapshot {snapshot_id} of {self.source.name} has expired before this "
             f"streaming read got to it (earliest is {earliest}). Keep snapshots longer: "
             f"raise 'snapshot.num-retained.min' (now {retained}) and/or "
             f"'snapshot.time-retained' (now {retained_time}), {hint}"
@@ -509,21 +517,22 @@ class StreamTableScan:
 
     # ------------------------------------------------------------------ decoupled changelog
     def _changelog_path(self, snapshot_id: int) -> str:
-        return join(self.table.path, "changelog", f"changelog-{snapshot_id}")
+        return self.layout.changelog_file(snapshot_id)
 
     def _changelog(self, snapshot_id: int) -> Snapshot | None:
         """A long-lived changelog (``changelog/changelog-<id>``) kept after its snapshot
         expired (decoupled changelog lifecycle)."""
         path = self._changelog_path(snapshot_id)
-        fio = self.table.file_io
+        fio = self.source.file_io
         if not fio.exists(path):
             return None
         return decode_snapshot(fio.read_bytes(path), path, expected_id=snapshot_id)
 
     def _earliest_changelog_id(self) -> int | None:
         ids = []
-        for name in self.table.file_io.list_names(join(self.table.path, "changelog")):
-            rest = name[len("changelog-"):] if name.startswith("changelog-") else ""
+        for name in self.source.file_io.list_names(self.layout.changelog_dir):
+            prefix = CHANGELOG_FILE_PREFIX
+            rest = name[len(prefix):] if name.startswith(prefix) else ""
             if rest.isdigit():
                 ids.append(int(rest))
         return min(ids) if ids else None

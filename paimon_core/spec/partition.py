@@ -43,6 +43,7 @@ from paimon_core.errors import SchemaError, UnsupportedError
 from paimon_core.spec.binary_row import (
     date_to_days,
     decimal_to_unscaled,
+    deserialize_binary_row,
     time_to_millis,
     timestamp_to_millis_nanos,
 )
@@ -57,6 +58,7 @@ from paimon_core.types import (
 
 __all__ = [
     "DEFAULT_PARTITION_NAME",
+    "decode_partition",
     "escape_path_name",
     "java_double_to_string",
     "java_float_to_string",
@@ -518,6 +520,25 @@ def _rounds_to(c: Fraction, v: float, single: bool) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # paths
+
+
+def decode_partition(partition: bytes, types: Sequence[DataType]) -> tuple[Any, ...]:
+    """The values of a serialized partition BinaryRow in the project's value convention
+    (TIMESTAMP/LTZ of precision 7..9 as exact ``int`` epoch nanoseconds, like predicate
+    literals)."""
+    plain = deserialize_binary_row(partition, types)
+    if any(_is_nano_timestamp(t) for t in types):
+        exact = deserialize_binary_row(partition, types, exact_timestamps=True)
+        plain = [e if _is_nano_timestamp(t) else p for p, e, t in zip(plain, exact, types)]
+    return tuple(plain)
+
+
+def _is_nano_timestamp(t: DataType) -> bool:
+    return (
+        t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ)
+        and isinstance(t, AtomicType)
+        and (t.precision or 0) > 6
+    )
 
 
 def partition_path(

@@ -51,23 +51,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.bucket import bucket_ids
+from paimon_core.commit_message import CommitMessage
 from paimon_core.errors import (
     PaimonError,
     SchemaError,
     SnapshotNotExistError,
     UnsupportedError,
 )
-from paimon_core.io.file_io import FileIO, join
+from paimon_core.io.file_io import FileIO
+from paimon_core.layout import TableLayout
 from paimon_core.options import CoreOptions, parse_memory_size
 from paimon_core.read import engines
 from paimon_core.read.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.read.merge import deduplicate, merge_records
-from paimon_core.scan.file_entries import live_files
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import serialize_binary_row
+from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.manifest import FileKind, ManifestEntry
-from paimon_core.spec.partition import partition_path
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import DataType
 from paimon_core.write.buffer import (
@@ -82,7 +83,6 @@ from paimon_core.write.buffer import (
     take_rows,
     with_system_columns,
 )
-from paimon_core.write.commit_message import CommitMessage
 from paimon_core.write.data_file_writer import (
     DataFilePathFactory,
     DataFileWriter,
@@ -170,7 +170,7 @@ class TableWrite:
         self.rowkind_field = self.options.get("rowkind.field")
         if self.rowkind_field is not None:
             schema.field(self.rowkind_field)
-        self.default_partition = self.options.partition_default_name
+        self.layout = TableLayout.of(table_path, schema)
         default_target = 128 * _MIB if self.is_pk else 256 * _MIB
         raw_target = self.options.get("target-file-size")
         self.target_file_size = (
@@ -430,12 +430,7 @@ class TableWrite:
         key = (partition, bucket)
         state = self._buckets.get(key)
         if state is None:
-            ppath = partition_path(values, self.part_keys, self.part_types, self.default_partition)
-            bucket_dir = (
-                join(self.table_path, ppath, f"bucket-{bucket}")
-                if ppath
-                else join(self.table_path, f"bucket-{bucket}")
-            )
+            bucket_dir = self.layout.bucket_dir_of_values(values, bucket)
             state = BucketState(partition, bucket, bucket_dir)
             self._buckets[key] = state
         if key not in self._touched:

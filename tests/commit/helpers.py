@@ -6,11 +6,11 @@ from __future__ import annotations
 import itertools
 import uuid
 
+from paimon_core.commit_message import CommitMessage
 from paimon_core.spec.binary_row import EMPTY_ROW_SERIALIZED, serialize_binary_row
 from paimon_core.spec.manifest import DataFileMeta, FileSource
 from paimon_core.spec.stats import EMPTY_STATS, unknown_stats
 from paimon_core.types import parse_sql_type
-from paimon_core.write.commit_message import CommitMessage
 
 _counter = itertools.count()
 STRING = parse_sql_type("STRING")

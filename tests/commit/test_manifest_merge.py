@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
+from paimon_core.commit_message import CommitMessage
 from paimon_core.schema_builder import Schema
-from paimon_core.write.commit_message import CommitMessage
 from tests.commit.helpers import data_file, message, part
 
 
@@ -58,7 +58,7 @@ def test_merged_lists_fold_to_the_model(tmp_path: Path, seed: int, opts: dict[st
     lists_sizes = []
     for sid, expected in enumerate(history, start=1):
         snap = t.snapshot_manager.snapshot(sid)
-        plan = t._planner(t.schema, None).plan(snap)
+        plan = t.new_planner(t.schema, None).plan(snap)
         assert {f.file_name for s in plan.splits for f in s.files} == expected, f"snapshot {sid}"
         lists_sizes.append(len(t.manifest_io.manifest_list(snap.base_manifest_list)))
     # merging kept the base list short (without it, it grows by one manifest per commit)

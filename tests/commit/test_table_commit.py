@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
+from paimon_core.commit_message import CommitMessage, InvalidCommitMessageError
 from paimon_core.errors import CommitConflictError, CommitStateUnknownError, SchemaError
 from paimon_core.io.file_io import FileIO
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.snapshot import CommitKind
 from paimon_core.table import FileStoreTable
-from paimon_core.write.commit_message import CommitMessage, InvalidCommitMessageError
 from tests.commit.helpers import data_file, message, part
 
 
@@ -36,7 +36,7 @@ def _pk_table(tmp_path: Path) -> FileStoreTable:
 
 def _live_names(t: FileStoreTable, snapshot_id: int | None = None) -> set[str]:
     snap = t.snapshot_manager.snapshot(snapshot_id) if snapshot_id else t.latest_snapshot()
-    plan = t._planner(t.schema, None).plan(snap)
+    plan = t.new_planner(t.schema, None).plan(snap)
     return {f.file_name for s in plan.splits for f in s.files}
 
 

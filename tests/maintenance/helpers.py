@@ -10,13 +10,13 @@ from typing import Any
 import pyarrow as pa
 
 from paimon_core.catalog import FileSystemCatalog
+from paimon_core.commit_message import CommitMessage
 from paimon_core.fsck import fsck
 from paimon_core.io.file_io import FileIO, join
-from paimon_core.scan.file_entries import live_files
 from paimon_core.schema_builder import Schema
+from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.manifest import FileKind
 from paimon_core.table import FileStoreTable
-from paimon_core.write.commit_message import CommitMessage
 
 COLUMNS = [("pt", "STRING"), ("id", "INT"), ("v", "STRING")]
 FAR_FUTURE = 2**62  # an older_than cutoff every snapshot is older than

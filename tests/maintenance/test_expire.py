@@ -18,8 +18,8 @@ from paimon_core.expire import INT_MAX, ExpireConfig, ExpireSnapshots, _Tally, e
 from paimon_core.fsck import fsck, orphan_files
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.orphans import remove_orphan_files
-from paimon_core.scan.file_entries import live_files
 from paimon_core.schema_change import SetOption
+from paimon_core.spec.file_entries import live_files
 from paimon_core.table import FileStoreTable
 from tests.maintenance.helpers import (
     FAR_FUTURE,

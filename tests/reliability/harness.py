@@ -27,9 +27,9 @@ from paimon_core.errors import PaimonError
 from paimon_core.identifier import Identifier
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.options import CoreOptions
-from paimon_core.scan.file_entries import live_files, merge_entries
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.binary_row import deserialize_binary_row
+from paimon_core.spec.file_entries import live_files, merge_entries
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.partition import partition_path
 from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot

@@ -20,16 +20,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paimon_core.bucket import bucket_ids
+from paimon_core.commit_message import CommitMessage
 from paimon_core.io.file_io import join
 from paimon_core.options import CoreOptions
-from paimon_core.scan.file_entries import live_files
 from paimon_core.spec.binary_row import EMPTY_ROW_SERIALIZED, serialize_binary_row
+from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.manifest import DataFileMeta, FileSource
 from paimon_core.spec.partition import partition_path
 from paimon_core.spec.stats import EMPTY_STATS, unknown_stats
 from paimon_core.table import FileStoreTable
 from paimon_core.types import to_arrow_type
-from paimon_core.write.commit_message import CommitMessage
 
 SEQ, KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
 

@@ -19,13 +19,13 @@ import pyarrow as pa
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
+from paimon_core.commit_message import CommitMessage
 from paimon_core.compact import manager
 from paimon_core.compact.manager import compact_bucket, live_bucket_files
 from paimon_core.errors import CommitConflictError
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.snapshot import CommitKind
 from paimon_core.table import FileStoreTable
-from paimon_core.write.commit_message import CommitMessage
 from tests.reliability.harness import assert_fsck_clean, orphan_files, run_processes
 
 COLUMNS = [("k", "INT NOT NULL"), ("v", "STRING"), ("writer", "INT")]

@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
+from paimon_core.commit_message import InvalidCommitMessageError
 from paimon_core.errors import InvalidIdentifierError, PaimonError
 from paimon_core.identifier import Identifier
 from paimon_core.schema_builder import Schema
-from paimon_core.write.commit_message import InvalidCommitMessageError
 from tests.reliability.harness import assert_fsck_clean, open_table, rows_of
 from tests.reliability.minwrite import writer_for
 

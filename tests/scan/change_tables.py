@@ -18,9 +18,9 @@ import pyarrow as pa
 
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
+from paimon_core.commit_message import CommitMessage
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
-from paimon_core.write.commit_message import CommitMessage
 
 COLS = [("pt", "STRING"), ("id", "INT"), ("v", "STRING")]
 USER = "change-tests"

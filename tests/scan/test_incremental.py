@@ -16,8 +16,8 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.main import main
 from paimon_core.errors import SchemaError, SnapshotExpiredError, SnapshotNotExistError
+from paimon_core.read.incremental import IncrementalRead
 from paimon_core.scan.incremental import (
-    IncrementalRead,
     plan_incremental,
     resolve_scan_mode,
     resolve_timestamp_range,
@@ -181,7 +181,7 @@ def test_between_timestamp(pk: FileStoreTable) -> None:
 
 
 def test_plan_is_picklable_and_ordered(pk: FileStoreTable) -> None:
-    planner = pk._planner(pk.schema, None)
+    planner = pk.new_planner(pk.schema, None)
     plan = plan_incremental(pk.snapshot_manager, planner, 0, 6, "delta")
     assert [(s.partition_values, s.bucket) for s in plan.splits] == sorted(
         (s.partition_values, s.bucket) for s in plan.splits
@@ -300,8 +300,8 @@ def test_result_schema_keeps_not_null(pk: FileStoreTable) -> None:
 def _changelog_commit(t: FileStoreTable, pt: str, rows: list[tuple[int, str, int, str]]) -> int:
     """A COMPACT snapshot whose only content is one changelog file of partition ``pt``
     (bucket 0) holding ``rows`` = (id, kind, sequence number, v), sorted by key."""
+    from paimon_core.commit_message import CommitMessage
     from paimon_core.spec.binary_row import serialize_binary_row
-    from paimon_core.write.commit_message import CommitMessage
     from paimon_core.write.data_file_writer import DataFilePathFactory, DataFileWriter
 
     codes = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}

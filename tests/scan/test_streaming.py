@@ -19,7 +19,8 @@ from paimon_core.cli.main import main
 from paimon_core.consumer import Consumer, ConsumerManager
 from paimon_core.errors import SchemaError, SnapshotExpiredError, UnsupportedError
 from paimon_core.io.file_io import join
-from paimon_core.scan.streaming import StreamPlan, StreamTableScan, read_stream_plan
+from paimon_core.read.stream import read_stream_plan
+from paimon_core.scan.streaming import StreamPlan, StreamTableScan
 from paimon_core.table import FileStoreTable
 from tests.scan.change_tables import (
     S1,

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from paimon_core.bucket import bucket_ids
 from paimon_core.catalog import FileSystemCatalog
+from paimon_core.commit_message import CommitMessage
 from paimon_core.errors import PaimonError, SchemaError, UnsupportedError
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
 from paimon_core.table import FileStoreTable
 from paimon_core.types import parse_sql_type
-from paimon_core.write.commit_message import CommitMessage
 
 PK_COLS = [("dt", "STRING"), ("id", "BIGINT"), ("v", "STRING")]
 

@@ -1,0 +1,221 @@
+"""Where everything of one table lives: directories, partition and bucket paths, file names.
+
+Mirrors Java's ``org.apache.paimon.utils.FileStorePathFactory`` (pypaimon
+``utils/file_store_path_factory.py``; pyiceberg's ``LocationProvider`` plays the same part):
+one object owns every path of a table, so no module spells ``bucket-N`` or ``dt=.../``
+itself. It also owns the partition decoding and matching that go with those paths.
+
+Layout of a table directory (Paimon 0.9)::
+
+    <table>/snapshot/snapshot-<id>, EARLIEST, LATEST
+    <table>/schema/schema-<id>
+    <table>/manifest/manifest-..., manifest-list-..., index-manifest-...
+    <table>/index/<index file>
+    <table>/statistics/<statistics file>
+    <table>/tag/tag-<name>
+    <table>/consumer/consumer-<id>
+    <table>/changelog/changelog-<id>          (decoupled changelog lifecycle)
+    <table>/branch/branch-<name>/...
+    <table>/[k1=v1/k2=v2/]bucket-<N>/data-<uuid>-<n>.<format>, changelog-<uuid>-<n>.<format>
+
+Pure: builds strings, never touches storage.
+
+Example:
+    >>> layout = TableLayout.of("/wh/db.db/t", schema)                   # doctest: +SKIP
+    >>> layout.bucket_dir(partition_bytes, 3)                            # doctest: +SKIP
+    '/wh/db.db/t/dt=2024-01-01/bucket-3'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from paimon_core.errors import SchemaError
+from paimon_core.io.file_io import join
+from paimon_core.options import CoreOptions
+from paimon_core.scan.predicate_literal import literal_from_text
+from paimon_core.scan.predicate_model import Predicate, equal, evaluate_row, is_null
+from paimon_core.spec.partition import DEFAULT_PARTITION_NAME, decode_partition, partition_path
+from paimon_core.spec.schema import TableSchema
+from paimon_core.types import DataField, DataType
+
+__all__ = [
+    "BUCKET_DIR_PREFIX",
+    "POSTPONE_BUCKET",
+    "TableLayout",
+    "bucket_dir_name",
+]
+
+BUCKET_DIR_PREFIX = "bucket-"
+#: the bucket number of ``bucket = -2`` tables' postponed files (``bucket-postpone/``)
+POSTPONE_BUCKET = -2
+
+SNAPSHOT_DIR = "snapshot"
+SCHEMA_DIR = "schema"
+MANIFEST_DIR = "manifest"
+INDEX_DIR = "index"
+STATISTICS_DIR = "statistics"
+TAG_DIR = "tag"
+CONSUMER_DIR = "consumer"
+CHANGELOG_DIR = "changelog"
+BRANCH_DIR = "branch"
+CHANGELOG_FILE_PREFIX = "changelog-"
+
+
+def bucket_dir_name(bucket: int) -> str:
+    """``bucket-<N>``, or ``bucket-postpone`` for the postponed bucket ``-2``
+    (``FileStorePathFactory.bucketPath``)."""
+    return f"{BUCKET_DIR_PREFIX}postpone" if bucket == POSTPONE_BUCKET else (
+        f"{BUCKET_DIR_PREFIX}{bucket}")
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """Every path of one table (``FileStorePathFactory``), plus partition decoding.
+
+    Args:
+        table_path: the table directory.
+        partition_keys: the partition columns, in order.
+        partition_types: their types.
+        default_partition_name: ``partition.default-name`` (null / blank values).
+        fields: the table's fields (partition matchers evaluate predicates over them).
+    """
+
+    table_path: str
+    partition_keys: tuple[str, ...] = ()
+    partition_types: tuple[DataType, ...] = ()
+    default_partition_name: str = DEFAULT_PARTITION_NAME
+    fields: tuple[DataField, ...] = field(default=(), compare=False)
+
+    @classmethod
+    def of(cls, table_path: str, schema: TableSchema) -> TableLayout:
+        """The layout of the table at ``table_path`` with ``schema``."""
+        keys = tuple(schema.partition_keys)
+        return cls(
+            table_path=table_path,
+            partition_keys=keys,
+            partition_types=tuple(schema.field(k).type for k in keys),
+            default_partition_name=CoreOptions(schema.options).partition_default_name,
+            fields=tuple(schema.fields),
+        )
+
+    # ---- metadata directories
+    @property
+    def snapshot_dir(self) -> str:
+        return join(self.table_path, SNAPSHOT_DIR)
+
+    @property
+    def schema_dir(self) -> str:
+        return join(self.table_path, SCHEMA_DIR)
+
+    @property
+    def manifest_dir(self) -> str:
+        return join(self.table_path, MANIFEST_DIR)
+
+    @property
+    def index_dir(self) -> str:
+        return join(self.table_path, INDEX_DIR)
+
+    @property
+    def statistics_dir(self) -> str:
+        return join(self.table_path, STATISTICS_DIR)
+
+    @property
+    def tag_dir(self) -> str:
+        return join(self.table_path, TAG_DIR)
+
+    @property
+    def consumer_dir(self) -> str:
+        return join(self.table_path, CONSUMER_DIR)
+
+    @property
+    def changelog_dir(self) -> str:
+        return join(self.table_path, CHANGELOG_DIR)
+
+    @property
+    def branch_dir(self) -> str:
+        return join(self.table_path, BRANCH_DIR)
+
+    def index_file(self, name: str) -> str:
+        """An index file (deletion vectors, hash index) by its name in an index manifest."""
+        return join(self.index_dir, name)
+
+    def changelog_file(self, snapshot_id: int) -> str:
+        """The long-lived changelog of a snapshot (decoupled changelog lifecycle)."""
+        return join(self.changelog_dir, f"{CHANGELOG_FILE_PREFIX}{snapshot_id}")
+
+    # ---- partitions
+    def decode_partition(self, partition: bytes) -> tuple[Any, ...]:
+        """The values of a serialized partition (see
+        :func:`paimon_core.spec.partition.decode_partition`)."""
+        return decode_partition(partition, self.partition_types)
+
+    def partition_path_of_values(self, values: Sequence[Any]) -> str:
+        """``dt=2024-01-01/hr=3`` of partition values (``""`` when unpartitioned).
+
+        Raises:
+            SchemaError: a value does not fit its type.
+            UnsupportedError: BINARY or nested partition columns.
+        """
+        return partition_path(list(values), list(self.partition_keys),
+                              list(self.partition_types), self.default_partition_name)
+
+    def partition_path(self, partition: bytes) -> str:
+        """``dt=2024-01-01/hr=3`` of a serialized partition (``""`` when unpartitioned)."""
+        return self.partition_path_of_values(self.decode_partition(partition))
+
+    def partition_matcher(self, specs: Sequence[Mapping[str, Any]] | None
+                          ) -> Callable[[bytes], bool]:
+        """Matcher of serialized partitions against partition specs (any of them; a spec
+        may be partial; a None value or the default partition name matches NULL; text values
+        are parsed by the column's type). None matches everything.
+
+        Raises:
+            SchemaError: a spec names a column that is not a partition key.
+        """
+        if specs is None:
+            return lambda _p: True
+        keys = list(self.partition_keys)
+        types = dict(zip(keys, self.partition_types))
+        preds: list[list[Predicate]] = []
+        for spec in specs:
+            one: list[Predicate] = []
+            for k, raw in spec.items():
+                if k not in types:
+                    raise SchemaError(f"{k!r} is not a partition key of {keys}")
+                if raw is None or raw == self.default_partition_name:
+                    one.append(is_null(k))
+                else:
+                    one.append(equal(k, literal_from_text(raw, types[k], k)
+                                     if isinstance(raw, str) else raw))
+            preds.append(one)
+        fields = list(self.fields)
+        cache: dict[bytes, bool] = {}
+
+        def match(p: bytes) -> bool:
+            hit = cache.get(p)
+            if hit is None:
+                row = dict(zip(keys, self.decode_partition(p)))
+                hit = any(all(evaluate_row(pr, row, fields=fields) for pr in one)
+                          for one in preds)
+                cache[p] = hit
+            return hit
+
+        return match
+
+    # ---- buckets and data files
+    def bucket_dir_of_values(self, values: Sequence[Any], bucket: int) -> str:
+        """The bucket directory of a partition given by its values."""
+        ppath = self.partition_path_of_values(values)
+        name = bucket_dir_name(bucket)
+        return join(self.table_path, ppath, name) if ppath else join(self.table_path, name)
+
+    def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        """``<table>/[k=v/...]bucket-<N>`` of a serialized partition."""
+        return self.bucket_dir_of_values(self.decode_partition(partition), bucket)
+
+    def data_file(self, partition: bytes, bucket: int, file_name: str) -> str:
+        """The path of a data (or changelog) file stored in its bucket directory."""
+        return join(self.bucket_dir(partition, bucket), file_name)
