@@ -20,6 +20,7 @@ from paimon_core.errors import (
 )
 from paimon_core.identifier import Identifier, validate_name
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestCache
 from paimon_core.options import parse_bool, parse_memory_size
 from paimon_core.schema_builder import Schema
@@ -107,13 +108,13 @@ class FileSystemCatalog:
         out = []
         for st in self.file_io.list_status(self.database_path(database)):
             name = st.path.rsplit("/", 1)[-1]
-            if st.is_dir and self.file_io.exists(join(st.path, "schema")):
+            if st.is_dir and self.file_io.exists(TableLayout(st.path).schema_dir):
                 out.append(name)
         return sorted(out)
 
     def table_exists(self, identifier: str | Identifier) -> bool:
         ident = Identifier.parse(identifier)
-        return bool(self.file_io.list_names(join(self.table_path(ident), "schema")))
+        return bool(self.file_io.list_names(TableLayout(self.table_path(ident)).schema_dir))
 
     def get_table(self, identifier: str | Identifier) -> FileStoreTable:
         ident = Identifier.parse(identifier)

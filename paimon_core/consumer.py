@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from paimon_core.errors import CorruptMetadataError, FileNotFoundInTableError
 from paimon_core.identifier import validate_name
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.layout import TableLayout
 
 CONSUMER_PREFIX = "consumer-"
 
@@ -52,7 +53,7 @@ class ConsumerManager:
     def __init__(self, file_io: FileIO, table_path: str) -> None:
         self.file_io = file_io
         self.table_path = table_path
-        self.consumer_dir = join(table_path, "consumer")
+        self.consumer_dir = TableLayout(table_path).consumer_dir
 
     def consumer_path(self, consumer_id: str) -> str:
         validate_name(consumer_id, "consumer id")

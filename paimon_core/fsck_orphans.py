@@ -34,6 +34,20 @@ from collections.abc import Iterator
 
 from paimon_core.errors import CorruptMetadataError, FileNotFoundInTableError, StorageError
 from paimon_core.io.file_io import FileIO, FileStatus, join
+from paimon_core.layout import (
+    BRANCH_DIR,
+    BUCKET_DIR_PREFIX,
+    CHANGELOG_DIR,
+    CHANGELOG_FILE_PREFIX,
+    CONSUMER_DIR,
+    INDEX_DIR,
+    MANIFEST_DIR,
+    SCHEMA_DIR,
+    SNAPSHOT_DIR,
+    STATISTICS_DIR,
+    TAG_DIR,
+    TableLayout,
+)
 from paimon_core.spec.index_manifest import decode_index_manifest
 from paimon_core.spec.manifest import decode_manifest
 from paimon_core.spec.manifest_list import decode_manifest_list
@@ -50,12 +64,14 @@ __all__ = [
 ]
 
 #: Top-level directories of a table that hold metadata JSON, never data or manifests.
-METADATA_DIRS = frozenset({"schema", "snapshot", "tag", "changelog", "consumer", "branch"})
+METADATA_DIRS = frozenset({SCHEMA_DIR, SNAPSHOT_DIR, TAG_DIR, CHANGELOG_DIR, CONSUMER_DIR,
+                           BRANCH_DIR})
 
 #: Top-level directories of a table that hold manifests, index and statistics files.
-_FILE_DIRS = frozenset({"manifest", "index", "statistics"})
+_FILE_DIRS = frozenset({MANIFEST_DIR, INDEX_DIR, STATISTICS_DIR})
 
-_SNAPSHOT_LIKE = (("snapshot", "snapshot-"), ("tag", "tag-"), ("changelog", "changelog-"))
+_SNAPSHOT_LIKE = ((SNAPSHOT_DIR, "snapshot-"), (TAG_DIR, "tag-"),
+                  (CHANGELOG_DIR, CHANGELOG_FILE_PREFIX))
 #: Listing rounds after which a table that keeps committing is taken as it is (snapshots
 #: published later only reference files that were live before them or are too young).
 _MAX_ROUNDS = 10
@@ -63,7 +79,7 @@ _MAX_ROUNDS = 10
 
 def _roots(file_io: FileIO, table_path: str) -> list[str]:
     roots = [table_path]
-    for st in file_io.list_status(join(table_path, "branch")):
+    for st in file_io.list_status(TableLayout(table_path).branch_dir):
         name = st.path.rsplit("/", 1)[-1]
         if st.is_dir and name.startswith("branch-"):
             roots.append(st.path)
@@ -98,7 +114,7 @@ class ReferencedFiles:
     def __init__(self, table: FileStoreTable) -> None:
         self.table = table
         self.file_io = table.file_io
-        self.manifest_dir = join(table.path, "manifest")
+        self.manifest_dir = TableLayout(table.path).manifest_dir
         self.names: set[str] = set()
         self.snapshots_seen = 0
         self._visited: set[str] = set()
@@ -126,7 +142,7 @@ class ReferencedFiles:
 
     def _check_latest(self) -> None:
         for root in _roots(self.file_io, self.table.path):
-            sdir = join(root, "snapshot")
+            sdir = TableLayout(root).snapshot_dir
             try:
                 text = self.file_io.read_text(join(sdir, "LATEST")).strip()
             except (FileNotFoundInTableError, StorageError):
@@ -262,11 +278,11 @@ def is_temp_file(name: str) -> bool:
 def _data_files(file_io: FileIO, directory: str) -> Iterator[FileStatus]:
     """Files of the bucket directories under ``directory`` (partition directories are
     ``k=v``; a file directly in a partition directory is nobody's business)."""
-    in_bucket = directory.rsplit("/", 1)[-1].startswith("bucket-")
+    in_bucket = directory.rsplit("/", 1)[-1].startswith(BUCKET_DIR_PREFIX)
     for st in file_io.list_status(directory):
         name = st.path.rsplit("/", 1)[-1]
         if st.is_dir:
-            if "=" in name or name.startswith("bucket-"):
+            if "=" in name or name.startswith(BUCKET_DIR_PREFIX):
                 yield from _data_files(file_io, st.path)
         elif in_bucket:
             yield st
@@ -285,7 +301,7 @@ def _candidates(file_io: FileIO, table_path: str, older_than_millis: int) -> lis
                 s for s in _walk(file_io, st.path) if is_temp_file(s.path.rsplit("/", 1)[-1]))
         elif top in _FILE_DIRS:
             candidates = _walk(file_io, st.path)
-        elif "=" in top or top.startswith("bucket-"):
+        elif "=" in top or top.startswith(BUCKET_DIR_PREFIX):
             candidates = _data_files(file_io, st.path)
         else:
             continue  # not a directory of this format

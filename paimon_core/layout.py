@@ -42,8 +42,18 @@ from paimon_core.spec.schema import TableSchema
 from paimon_core.types import DataField, DataType
 
 __all__ = [
+    "BRANCH_DIR",
     "BUCKET_DIR_PREFIX",
+    "CHANGELOG_DIR",
+    "CHANGELOG_FILE_PREFIX",
+    "CONSUMER_DIR",
+    "INDEX_DIR",
+    "MANIFEST_DIR",
     "POSTPONE_BUCKET",
+    "SCHEMA_DIR",
+    "SNAPSHOT_DIR",
+    "STATISTICS_DIR",
+    "TAG_DIR",
     "TableLayout",
     "bucket_dir_name",
 ]

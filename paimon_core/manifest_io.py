@@ -9,6 +9,7 @@ from typing import TypeVar, cast
 
 from paimon_core.errors import CorruptMetadataError, FileNotFoundInTableError
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.layout import TableLayout
 from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_manifest
 from paimon_core.spec.manifest import ManifestEntry, decode_manifest
 from paimon_core.spec.manifest_list import ManifestFileMeta, decode_manifest_list
@@ -65,7 +66,7 @@ class ManifestIO:
         self, file_io: FileIO, table_path: str, cache: ManifestCache | None = None
     ) -> None:
         self.file_io = file_io
-        self.manifest_dir = join(table_path, "manifest")
+        self.manifest_dir = TableLayout(table_path).manifest_dir
         self.cache = cache if cache is not None else ManifestCache(32 << 20)
 
     def path(self, name: str) -> str:

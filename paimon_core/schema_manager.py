@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from paimon_core.errors import CorruptMetadataError, FileNotFoundInTableError, SchemaError
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.layout import TableLayout
 from paimon_core.spec.schema import TableSchema, decode_schema
 
 SCHEMA_PREFIX = "schema-"
@@ -13,7 +14,7 @@ class SchemaManager:
     def __init__(self, file_io: FileIO, table_path: str) -> None:
         self.file_io = file_io
         self.table_path = table_path
-        self.schema_dir = join(table_path, "schema")
+        self.schema_dir = TableLayout(table_path).schema_dir
         self._cache: dict[int, TableSchema] = {}
 
     def schema_path(self, schema_id: int) -> str:

@@ -18,6 +18,7 @@ from paimon_core.errors import (
     TagNotExistError,
 )
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.layout import TableLayout
 from paimon_core.spec.snapshot import Snapshot, decode_snapshot
 
 SNAPSHOT_PREFIX = "snapshot-"
@@ -44,8 +45,8 @@ class SnapshotManager:
     def __init__(self, file_io: FileIO, table_path: str) -> None:
         self.file_io = file_io
         self.table_path = table_path
-        self.snapshot_dir = join(table_path, "snapshot")
-        self.tag_dir = join(table_path, "tag")
+        self.snapshot_dir = TableLayout(table_path).snapshot_dir
+        self.tag_dir = TableLayout(table_path).tag_dir
 
     def snapshot_path(self, snapshot_id: int) -> str:
         return join(self.snapshot_dir, f"{SNAPSHOT_PREFIX}{snapshot_id}")

@@ -36,6 +36,7 @@ from paimon_core.errors import (
 )
 from paimon_core.identifier import validate_name
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.layout import TableLayout
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.snapshot import Snapshot, decode_snapshot
 
@@ -110,7 +111,7 @@ class TagManager:
     def __init__(self, file_io: FileIO, table_path: str) -> None:
         self.file_io = file_io
         self.table_path = table_path
-        self.tag_dir = join(table_path, "tag")
+        self.tag_dir = TableLayout(table_path).tag_dir
         self.snapshots = SnapshotManager(file_io, table_path)
 
     def tag_path(self, name: str) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestCache
 from paimon_core.scan.predicate_literal import java_compare
 from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
@@ -82,7 +83,7 @@ class ManifestWriter:
         # what we write is what a reader would decode (the codecs round-trip exactly), so
         # the next plan or commit of this process is served without reading it back
         self.cache = cache
-        self.dir = join(table_path, "manifest")
+        self.dir = TableLayout(table_path).manifest_dir
         self.partition_types = list(partition_types)
         self.codec = _codec(options)
         self.schema_id = schema_id

@@ -29,8 +29,8 @@ import pyarrow as pa
 from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.rewriter import BucketFiles
 from paimon_core.compact.task import CompactResult
+from paimon_core.datafile.writer import split_by_size
 from paimon_core.spec.manifest import DataFileMeta, FileSource
-from paimon_core.write.data_file_writer import split_by_size
 
 __all__ = [
     "FULL_COMPACT_MIN_FILE",

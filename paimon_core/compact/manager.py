@@ -44,6 +44,8 @@ from paimon_core.compact.picker import (
 )
 from paimon_core.compact.rewriter import BucketFiles, MergeTreeRewriter
 from paimon_core.compact.task import CompactResult, run_compact_task
+from paimon_core.datafile.parquet_layout import ParquetOptions
+from paimon_core.datafile.writer import DataFilePathFactory, DataFileWriter
 from paimon_core.errors import CommitConflictError, UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableLayout
@@ -57,8 +59,6 @@ from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
-from paimon_core.write.data_file_writer import DataFilePathFactory, DataFileWriter
-from paimon_core.write.parquet_layout import ParquetOptions
 
 __all__ = [
     "BucketCompactor",

@@ -29,7 +29,6 @@ from paimon_core.read.data_file import (
 )
 from paimon_core.read.merge import (
     RETRACT_KINDS,
-    SortKey,
     drop_retracts,
     merge_records,
     sections,
@@ -37,9 +36,9 @@ from paimon_core.read.merge import (
 from paimon_core.scan.predicate import Predicate, filter_table, referenced_fields
 from paimon_core.scan.split import DataSplit
 from paimon_core.schema_manager import SchemaManager
-from paimon_core.spec.binary_row import deserialize_binary_row
 from paimon_core.spec.deletion_vector import decode_deletion_vectors
 from paimon_core.spec.index_manifest import DeletionVectorMeta
+from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import AtomicType, DataType, TypeRoot, to_arrow_schema, to_arrow_type
@@ -257,12 +256,7 @@ class TableRead:
         if split.raw_convertible:
             groups = [[f] for f in split.files]
         else:
-            types = [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
-
-            def decode(b: bytes) -> SortKey:
-                return tuple(deserialize_binary_row(b, types))
-
-            groups = sections(split.files, decode)
+            groups = sections(split.files, key_decoder(self.schema))
         # Java's AggregateMergeFunction applies retractions even with ignore-delete
         ignore_delete = self.options.ignore_delete() and self.options.merge_engine != "aggregation"
         const = self._constants(split)

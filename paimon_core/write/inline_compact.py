@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from paimon_core.compact.manager import BucketCompactor
 from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult
+from paimon_core.datafile.writer import DataFileWriter
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.io.file_io import FileIO
 from paimon_core.options import CoreOptions
@@ -32,7 +33,6 @@ from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_core.spec.schema import TableSchema
 from paimon_core.write.buffer import BucketState
-from paimon_core.write.data_file_writer import DataFileWriter
 
 __all__ = ["InlineCompaction", "inline_compaction_enabled"]
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from paimon_core.datafile.writer import DataFileWriter
 from paimon_core.read.data_file import SEQUENCE_NUMBER
 from paimon_core.read.merge import deduplicate
 from paimon_core.spec.stats import SimpleStats
 from paimon_core.write.buffer import BucketState, gather, order_columns, with_system_columns
-from paimon_core.write.data_file_writer import DataFileWriter
 
 __all__ = ["SMALL_BUCKET_BYTES", "SmallFile", "batches", "is_small", "plan_small_files"]
 

@@ -52,6 +52,13 @@ import pyarrow.compute as pc
 
 from paimon_core.bucket import bucket_ids
 from paimon_core.commit_message import CommitMessage
+from paimon_core.datafile.parquet_layout import ParquetOptions
+from paimon_core.datafile.writer import (
+    DataFilePathFactory,
+    DataFileWriter,
+    epoch_nanos_value,
+    split_by_size,
+)
 from paimon_core.errors import (
     PaimonError,
     SchemaError,
@@ -83,15 +90,8 @@ from paimon_core.write.buffer import (
     take_rows,
     with_system_columns,
 )
-from paimon_core.write.data_file_writer import (
-    DataFilePathFactory,
-    DataFileWriter,
-    epoch_nanos_value,
-    split_by_size,
-)
 from paimon_core.write.inline_compact import InlineCompaction, inline_compaction_enabled
 from paimon_core.write.input import conform_input, parse_row_kinds
-from paimon_core.write.parquet_layout import ParquetOptions
 from paimon_core.write.small_buckets import (
     SMALL_BUCKET_BYTES,
     SmallFile,

@@ -2,7 +2,7 @@
 
 Java stores precision <= 3 as INT64 TIMESTAMP(MILLIS), 4..6 as INT64 TIMESTAMP(MICROS) and >= 7
 as INT96, per Parquet leaf, and reads each precision only from that physical type; our writer
-produces that per leaf in one file (``paimon_core/write/parquet_layout.py``). Checked here, each
+produces that per leaf in one file (``paimon_core/datafile/parquet_layout.py``). Checked here, each
 against hand-written expected lines (the input rows are written at the column's precision,
 so each expected value is its input text; the two truncations and the offsets are spelled
 out):

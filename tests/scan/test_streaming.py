@@ -59,7 +59,7 @@ def drain(scan: StreamTableScan) -> list[StreamPlan]:
 def changes(scan: StreamTableScan, plans: list[StreamPlan]) -> list[str]:
     if not plans:
         return []
-    return lines(scan.table, pa.concat_tables([scan.read(p) for p in plans]))
+    return lines(scan.source, pa.concat_tables([scan.read(p) for p in plans]))  # type: ignore[arg-type]
 
 
 # Java 0.9 stream (scan.mode=from-snapshot) over snapshots 1..6 of build_history

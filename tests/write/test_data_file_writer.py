@@ -13,6 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from paimon_core.datafile.parquet_layout import ParquetOptions
+from paimon_core.datafile.writer import (
+    DataFilePathFactory,
+    DataFileWriter,
+    local_now_millis,
+    split_by_size,
+)
 from paimon_core.errors import StorageError, UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.schema_builder import Schema
@@ -21,14 +28,7 @@ from paimon_core.spec.manifest import FileSource
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.stats import EMPTY_ROW, EMPTY_STATS
 from paimon_core.types import parse_sql_type
-from paimon_core.write.data_file_writer import (
-    DataFilePathFactory,
-    DataFileWriter,
-    local_now_millis,
-    split_by_size,
-)
 from paimon_core.write.input import conform_input
-from paimon_core.write.parquet_layout import ParquetOptions
 
 D = decimal.Decimal
 

@@ -12,10 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from paimon_core.errors import SchemaError
-from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
-from paimon_core.types import AtomicType, DataType, TypeRoot, parse_sql_type
-from paimon_core.write.stats import (
+from paimon_core.datafile.stats import (
     DEFAULT_STATS_MODE,
     KEY_STATS_MODE,
     StatsMode,
@@ -27,6 +24,9 @@ from paimon_core.write.stats import (
     stats_modes,
     truncate_max,
 )
+from paimon_core.errors import SchemaError
+from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
+from paimon_core.types import AtomicType, DataType, TypeRoot, parse_sql_type
 from tests.rowgen import ALL_TYPES, arrow_column, random_rows
 
 FULL = StatsMode("full")

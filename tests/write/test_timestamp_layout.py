@@ -22,6 +22,7 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.cli.rows_input import rows_to_arrow
+from paimon_core.datafile.writer import DataFilePathFactory, DataFileWriter
 from paimon_core.errors import SchemaError
 from paimon_core.io.file_io import FileIO
 from paimon_core.schema_builder import Schema
@@ -34,7 +35,6 @@ from paimon_core.spec.parquet_footer import (
 )
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.thrift_compact import TStruct
-from paimon_core.write.data_file_writer import DataFilePathFactory, DataFileWriter
 from paimon_core.write.input import conform_input
 
 REPO = Path(__file__).resolve().parents[2]

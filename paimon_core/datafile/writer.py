@@ -6,7 +6,7 @@ Mirrors ``org.apache.paimon.io.RowDataFileWriter`` (append tables),
 (spec §7.1, §8, §14.3): columns in schema order; primary-key files start with ``_KEY_<k>``
 (trimmed primary key), ``_SEQUENCE_NUMBER`` (INT64) and ``_VALUE_KIND`` (INT32 annotated
 INT(8)). The Parquet layout of each type (per-leaf timestamp encodings, decimals...) is
-:mod:`paimon_core.write.parquet_layout`.
+:mod:`paimon_core.datafile.parquet_layout`.
 
 File names are ``data-<uuid>-<n>.parquet`` / ``changelog-<uuid>-<n>.parquet`` with one uuid per
 :class:`DataFilePathFactory` and a counter that never repeats, so a retried write never
@@ -26,6 +26,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from paimon_core.datafile.parquet_layout import (
+    FileLayout,
+    ParquetOptions,
+    annotate_buffer,
+    annotate_file,
+)
+from paimon_core.datafile.stats import (
+    StatsMode,
+    collect_stats,
+    column_stats_runs,
+    simple_stats,
+    stats_modes,
+)
 from paimon_core.errors import SchemaError, StorageError
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.read.data_file import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
@@ -40,19 +53,6 @@ from paimon_core.types import (
     TypeRoot,
     bigint_type,
     tinyint_type,
-)
-from paimon_core.write.parquet_layout import (
-    FileLayout,
-    ParquetOptions,
-    annotate_buffer,
-    annotate_file,
-)
-from paimon_core.write.stats import (
-    StatsMode,
-    collect_stats,
-    column_stats_runs,
-    simple_stats,
-    stats_modes,
 )
 
 __all__ = [
