@@ -38,7 +38,7 @@ from paimon_core.layout import (
     BRANCH_DIR,
     BUCKET_DIR_PREFIX,
     CHANGELOG_DIR,
-    CHANGELOG_FILE_PREFIX,
+    CHANGELOG_PREFIX,
     CONSUMER_DIR,
     INDEX_DIR,
     MANIFEST_DIR,
@@ -71,7 +71,7 @@ METADATA_DIRS = frozenset({SCHEMA_DIR, SNAPSHOT_DIR, TAG_DIR, CHANGELOG_DIR, CON
 _FILE_DIRS = frozenset({MANIFEST_DIR, INDEX_DIR, STATISTICS_DIR})
 
 _SNAPSHOT_LIKE = ((SNAPSHOT_DIR, "snapshot-"), (TAG_DIR, "tag-"),
-                  (CHANGELOG_DIR, CHANGELOG_FILE_PREFIX))
+                  (CHANGELOG_DIR, CHANGELOG_PREFIX))
 #: Listing rounds after which a table that keeps committing is taken as it is (snapshots
 #: published later only reference files that were live before them or are too young).
 _MAX_ROUNDS = 10

@@ -28,6 +28,9 @@ Example:
 
 from __future__ import annotations
 
+import itertools
+import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +49,9 @@ __all__ = [
     "BUCKET_DIR_PREFIX",
     "CHANGELOG_DIR",
     "CHANGELOG_FILE_PREFIX",
+    "CHANGELOG_PREFIX",
     "CONSUMER_DIR",
+    "DATA_FILE_PREFIX",
     "INDEX_DIR",
     "MANIFEST_DIR",
     "POSTPONE_BUCKET",
@@ -54,6 +59,7 @@ __all__ = [
     "SNAPSHOT_DIR",
     "STATISTICS_DIR",
     "TAG_DIR",
+    "DataFilePathFactory",
     "TableLayout",
     "bucket_dir_name",
 ]
@@ -71,6 +77,10 @@ TAG_DIR = "tag"
 CONSUMER_DIR = "consumer"
 CHANGELOG_DIR = "changelog"
 BRANCH_DIR = "branch"
+#: long-lived changelogs ``changelog/changelog-<id>`` (``ChangelogManager.CHANGELOG_PREFIX``)
+CHANGELOG_PREFIX = "changelog-"
+#: data and changelog file names (defaults of ``data-file.prefix`` / ``changelog-file.prefix``)
+DATA_FILE_PREFIX = "data-"
 CHANGELOG_FILE_PREFIX = "changelog-"
 
 
@@ -79,6 +89,27 @@ def bucket_dir_name(bucket: int) -> str:
     (``FileStorePathFactory.bucketPath``)."""
     return f"{BUCKET_DIR_PREFIX}postpone" if bucket == POSTPONE_BUCKET else (
         f"{BUCKET_DIR_PREFIX}{bucket}")
+
+
+class DataFilePathFactory:
+    """Unique file names for one writer (``DataFilePathFactory``): one random uuid, one
+    thread-safe counter shared by data and changelog files."""
+
+    def __init__(self, file_format: str = "parquet") -> None:
+        self.uuid = str(uuid.uuid4())
+        self.file_format = file_format
+        self._counter = itertools.count()
+        self._lock = threading.Lock()
+
+    def _next(self) -> int:
+        with self._lock:
+            return next(self._counter)
+
+    def new_data_file_name(self) -> str:
+        return f"{DATA_FILE_PREFIX}{self.uuid}-{self._next()}.{self.file_format}"
+
+    def new_changelog_file_name(self) -> str:
+        return f"{CHANGELOG_FILE_PREFIX}{self.uuid}-{self._next()}.{self.file_format}"
 
 
 @dataclass(frozen=True)
@@ -91,6 +122,7 @@ class TableLayout:
         partition_types: their types.
         default_partition_name: ``partition.default-name`` (null / blank values).
         fields: the table's fields (partition matchers evaluate predicates over them).
+        file_format: ``file.format`` (the extension of new data files).
     """
 
     table_path: str
@@ -98,6 +130,7 @@ class TableLayout:
     partition_types: tuple[DataType, ...] = ()
     default_partition_name: str = DEFAULT_PARTITION_NAME
     fields: tuple[DataField, ...] = field(default=(), compare=False)
+    file_format: str = "parquet"
 
     @classmethod
     def of(cls, table_path: str, schema: TableSchema) -> TableLayout:
@@ -109,6 +142,7 @@ class TableLayout:
             partition_types=tuple(schema.field(k).type for k in keys),
             default_partition_name=CoreOptions(schema.options).partition_default_name,
             fields=tuple(schema.fields),
+            file_format=schema.file_format,
         )
 
     # ---- metadata directories
@@ -154,7 +188,7 @@ class TableLayout:
 
     def changelog_file(self, snapshot_id: int) -> str:
         """The long-lived changelog of a snapshot (decoupled changelog lifecycle)."""
-        return join(self.changelog_dir, f"{CHANGELOG_FILE_PREFIX}{snapshot_id}")
+        return join(self.changelog_dir, f"{CHANGELOG_PREFIX}{snapshot_id}")
 
     # ---- partitions
     def decode_partition(self, partition: bytes) -> tuple[Any, ...]:
@@ -225,6 +259,10 @@ class TableLayout:
     def bucket_dir(self, partition: bytes, bucket: int) -> str:
         """``<table>/[k=v/...]bucket-<N>`` of a serialized partition."""
         return self.bucket_dir_of_values(self.decode_partition(partition), bucket)
+
+    def new_file_names(self) -> DataFilePathFactory:
+        """Names for the new data and changelog files of one writer."""
+        return DataFilePathFactory(self.file_format)
 
     def data_file(self, partition: bytes, bucket: int, file_name: str) -> str:
         """The path of a data (or changelog) file stored in its bucket directory."""

@@ -45,7 +45,7 @@ from paimon_core.compact.picker import (
 from paimon_core.compact.rewriter import BucketFiles, MergeTreeRewriter
 from paimon_core.compact.task import CompactResult, run_compact_task
 from paimon_core.datafile.parquet_layout import ParquetOptions
-from paimon_core.datafile.writer import DataFilePathFactory, DataFileWriter
+from paimon_core.datafile.writer import DataFileWriter
 from paimon_core.errors import CommitConflictError, UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableLayout
@@ -134,8 +134,8 @@ class BucketCompactor:
         return self.layout.bucket_dir(partition, bucket)
 
     def new_writer(self) -> DataFileWriter:
-        return DataFileWriter(self.file_io, self.schema, DataFilePathFactory(
-            self.schema.file_format), parquet=self._parquet)
+        return DataFileWriter(self.file_io, self.schema, self.layout.new_file_names(),
+                              parquet=self._parquet)
 
     # ---- planning (metadata only)
     def levels(self, files: Sequence[DataFileMeta]) -> Levels:

@@ -16,10 +16,8 @@ reuses a name. Local files are created exclusively (``O_EXCL``).
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import os
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -41,6 +39,7 @@ from paimon_core.datafile.stats import (
 )
 from paimon_core.errors import SchemaError, StorageError
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.layout import DataFilePathFactory
 from paimon_core.read.data_file import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.spec.binary_row import serialize_binary_row
 from paimon_core.spec.manifest import DataFileMeta, FileSource
@@ -56,7 +55,6 @@ from paimon_core.types import (
 )
 
 __all__ = [
-    "DataFilePathFactory",
     "DataFileWriter",
     "epoch_nanos_value",
     "local_now_millis",
@@ -64,27 +62,6 @@ __all__ = [
 ]
 
 RETRACT_KINDS = (1, 3)
-
-
-class DataFilePathFactory:
-    """Unique file names for one writer (``DataFilePathFactory``): one random uuid, one
-    thread-safe counter shared by data and changelog files."""
-
-    def __init__(self, file_format: str = "parquet") -> None:
-        self.uuid = str(uuid.uuid4())
-        self.file_format = file_format
-        self._counter = itertools.count()
-        self._lock = threading.Lock()
-
-    def _next(self) -> int:
-        with self._lock:
-            return next(self._counter)
-
-    def new_data_file_name(self) -> str:
-        return f"data-{self.uuid}-{self._next()}.{self.file_format}"
-
-    def new_changelog_file_name(self) -> str:
-        return f"changelog-{self.uuid}-{self._next()}.{self.file_format}"
 
 
 def local_now_millis() -> int:

@@ -64,7 +64,7 @@ from paimon_core.errors import (
     UnsupportedError,
 )
 from paimon_core.io.file_io import FileIO
-from paimon_core.layout import CHANGELOG_FILE_PREFIX, TableLayout
+from paimon_core.layout import CHANGELOG_PREFIX, TableLayout
 from paimon_core.options import CoreOptions, parse_duration_millis
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.scan.predicate_literal import text_timestamp_nanos
@@ -531,7 +531,7 @@ class StreamTableScan:
     def _earliest_changelog_id(self) -> int | None:
         ids = []
         for name in self.source.file_io.list_names(self.layout.changelog_dir):
-            prefix = CHANGELOG_FILE_PREFIX
+            prefix = CHANGELOG_PREFIX
             rest = name[len(prefix):] if name.startswith(prefix) else ""
             if rest.isdigit():
                 ids.append(int(rest))

@@ -54,7 +54,6 @@ from paimon_core.bucket import bucket_ids
 from paimon_core.commit_message import CommitMessage
 from paimon_core.datafile.parquet_layout import ParquetOptions
 from paimon_core.datafile.writer import (
-    DataFilePathFactory,
     DataFileWriter,
     epoch_nanos_value,
     split_by_size,
@@ -182,7 +181,7 @@ class TableWrite:
         )
         if self.target_file_size <= 0 or self.write_buffer_size <= 0:
             raise SchemaError("target-file-size and write-buffer-size must be positive")
-        self.path_factory = DataFilePathFactory(schema.file_format)
+        self.path_factory = self.layout.new_file_names()
         self.writer = DataFileWriter(
             file_io, schema, self.path_factory, parquet=ParquetOptions.from_schema(schema)
         )

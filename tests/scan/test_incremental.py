@@ -301,7 +301,8 @@ def _changelog_commit(t: FileStoreTable, pt: str, rows: list[tuple[int, str, int
     """A COMPACT snapshot whose only content is one changelog file of partition ``pt``
     (bucket 0) holding ``rows`` = (id, kind, sequence number, v), sorted by key."""
     from paimon_core.commit_message import CommitMessage
-    from paimon_core.datafile.writer import DataFilePathFactory, DataFileWriter
+    from paimon_core.datafile.writer import DataFileWriter
+    from paimon_core.layout import DataFilePathFactory
     from paimon_core.spec.binary_row import serialize_binary_row
 
     codes = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}

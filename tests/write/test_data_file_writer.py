@@ -15,13 +15,13 @@ import pytest
 
 from paimon_core.datafile.parquet_layout import ParquetOptions
 from paimon_core.datafile.writer import (
-    DataFilePathFactory,
     DataFileWriter,
     local_now_millis,
     split_by_size,
 )
 from paimon_core.errors import StorageError, UnsupportedError
 from paimon_core.io.file_io import FileIO
+from paimon_core.layout import DataFilePathFactory
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
 from paimon_core.spec.manifest import FileSource

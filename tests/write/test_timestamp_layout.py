@@ -22,9 +22,10 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.cli.rows_input import rows_to_arrow
-from paimon_core.datafile.writer import DataFilePathFactory, DataFileWriter
+from paimon_core.datafile.writer import DataFileWriter
 from paimon_core.errors import SchemaError
 from paimon_core.io.file_io import FileIO
+from paimon_core.layout import DataFilePathFactory
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.binary_row import deserialize_binary_row
 from paimon_core.spec.parquet_footer import (
