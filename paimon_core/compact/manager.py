@@ -5,11 +5,16 @@
   None when there is nothing to do. It depends only on the snapshot's live files, so a Spark
   task can run it (the table and the message pickle); commit the messages of all tasks with
   ``table.new_commit(user).commit(messages)`` (one COMPACT snapshot).
-* :func:`compact_table` (``FileStoreTable.compact``) plans every (partition, bucket), compacts
-  them and commits one COMPACT snapshot; when the commit conflicts (another compaction or an
-  overwrite removed a file first) it deletes what it wrote, re-plans from the fresh snapshot
-  and tries again, a bounded number of times. Like Paimon's batch compaction it is a full
-  compaction unless ``strategy="minor"`` asks for the universal picker's choice.
+* :func:`compact_with_retries` is the one compaction loop: it plans every (partition, bucket)
+  (:func:`plan_compaction`), has a :class:`CompactExecutor` compact them and commits one
+  COMPACT snapshot; when the commit conflicts (another compaction or an overwrite removed a
+  file first) it deletes what was written, re-plans from the fresh snapshot and tries again,
+  a bounded number of times. :func:`compact_table` (``FileStoreTable.compact``) runs it with
+  the in-process :class:`LocalExecutor`; ``pipelines.compact`` passes one that runs the tasks
+  on Spark. Like Paimon's batch compaction it is a full compaction unless
+  ``strategy="minor"`` asks for the universal picker's choice.
+* Everything here takes a :class:`CompactSource` (file io, schema and snapshot managers,
+  manifests, a committer factory), not a ``FileStoreTable``.
 * :class:`BucketCompactor` is the engine under both and under the writer's inline
   compaction (``MergeTreeCompactManager`` / ``BucketedAppendCompactManager`` /
   ``UnawareAppendCompactionTask``): universal compaction (or the forced full one) for
