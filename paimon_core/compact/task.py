@@ -11,12 +11,13 @@ retractions can be dropped). The rewriting itself is the :class:`Rewriter`'s job
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from paimon_core.compact.picker import CompactUnit
 from paimon_core.read.merge import sections as interval_partition
+from paimon_core.spec.keys import KeyDecoder
 from paimon_core.spec.manifest import DataFileMeta
 
 __all__ = ["CompactResult", "Rewriter", "run_compact_task"]
@@ -57,7 +58,7 @@ def run_compact_task(
     max_level: int,
     compaction_file_size: int,
     rewriter: Rewriter,
-    decode_key: Callable[[bytes], tuple[Any, ...]],
+    decode_key: KeyDecoder,
 ) -> CompactResult:
     """Compact ``unit`` (``MergeTreeCompactTask.doCompact``)."""
     out_level = unit.output_level

@@ -13,7 +13,7 @@ files whose key ranges cannot overlap are read without merging.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from paimon_core.options import CoreOptions
 from paimon_core.read import engines
 from paimon_core.read.engines.reference import reference_deduplicate
+from paimon_core.spec.keys import KeyDecoder
 from paimon_core.spec.manifest import DataFileMeta
 
 RETRACT_KINDS = (1, 3)  # -U, -D
@@ -34,7 +35,7 @@ SortKey = tuple[Any, ...]
 
 
 def sections(
-    files: Sequence[DataFileMeta], decode_key: Callable[[bytes], SortKey]
+    files: Sequence[DataFileMeta], decode_key: KeyDecoder
 ) -> list[list[DataFileMeta]]:
     """Split files into groups whose key ranges do not overlap each other
     (``org.apache.paimon.mergetree.compact.IntervalPartition``)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
+from paimon_core.spec.keys import KeyDecoder
 from paimon_core.spec.manifest import DataFileMeta
 
 __all__ = ["JavaPriorityQueue", "Record", "java_sorted_runs", "loser_tree_merge"]
@@ -81,7 +82,7 @@ class JavaPriorityQueue(Generic[T]):
 
 
 def java_sorted_runs(
-    files: Sequence[DataFileMeta], decode_key: Callable[[bytes], SortKey]
+    files: Sequence[DataFileMeta], decode_key: KeyDecoder
 ) -> list[list[list[DataFileMeta]]]:
     """Sections of sorted runs exactly as ``IntervalPartition.partition()`` builds them."""
     keyed = [(decode_key(f.min_key), decode_key(f.max_key), f) for f in files]
