@@ -35,7 +35,7 @@ Mirrors Paimon 0.9's ``org.apache.paimon.table.source.DataTableStreamScan``:
   from expiry.
 
 Plans (:class:`StreamPlan`) are frozen, picklable and self-contained: ship one to a worker
-and read it there with :func:`read_stream_plan`.
+and read it there with :func:`paimon_core.read.stream.read_stream_plan`.
 
 Not supported: ``from-file-creation-time``, ``scan.tag-name`` / ``scan.watermark`` (Java 0.9
 refuses them in streaming mode too), ``streaming-read-overwrite=true``, bounded watermarks and
