@@ -32,7 +32,9 @@ from assets.metadata import accepts_properties, context_properties, snapshot_met
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import CUSTOMERS, DAILY_START, ORDERS, TableSpec
-from paimon_core.table import FileStoreTable
+from paimon_core import (
+    FileStoreTable,
+)
 from pipelines.cdc_ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest_batch
 
 __all__ = [

@@ -42,11 +42,15 @@ from assets.metadata import (
 from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import ALL_TABLES, DAILY_START, TableSpec
-from paimon_core.compact import BucketCompactor, live_bucket_files
-from paimon_core.compact.manager import partition_filter
-from paimon_core.compact.options import CompactStrategy
-from paimon_core.spec.manifest import FileKind
-from paimon_core.table import FileStoreTable
+from paimon_core import (
+    BucketCompactor,
+    CompactStrategy,
+    FileKind,
+    FileStoreTable,
+    decode_partition,
+    live_bucket_files,
+    partition_filter,
+)
 from pipelines.compact import compact, plan_compaction
 from pipelines.config import TableHandle
 from pipelines.expire import expire
@@ -295,8 +299,6 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
 
 
 def _partition_spec(table: FileStoreTable, partition: bytes) -> dict[str, str] | None:
-    from paimon_core.scan.planner import decode_partition
-
     keys = list(table.schema.partition_keys)
     if not keys:
         return None

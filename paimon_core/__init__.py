@@ -39,15 +39,17 @@ The names, by concept:
 * **types**: :class:`DataField`, :data:`DataType` (:class:`AtomicType`, :class:`ArrayType`,
   :class:`MapType`, :class:`MultisetType`, :class:`RowType`), :class:`TypeRoot` and its groups,
   :func:`parse_sql_type`, :func:`to_arrow_schema`, :func:`from_arrow_type`.
-* **predicates**: :class:`Predicate`, builders (:func:`equal`, :func:`and_`, ...),
-  :func:`parse_filter` / :func:`parse_filters`.
+* **predicates**: :data:`Predicate` (:class:`Leaf` with an :class:`Op`, :class:`And`,
+  :class:`Or`), builders (:func:`equal`, :func:`and_`, ...), :func:`parse_filter` /
+  :func:`parse_filters`, :func:`bind` (normalise literals to the column types).
 * **maintenance**: compaction (:class:`BucketCompactor`, :func:`compact_table`, ...),
   expiry (:class:`ExpireSnapshots`, :class:`ExpireConfig`), orphans
   (:func:`remove_orphan_files`), checks (:func:`fsck`).
 * **engine helpers** (for Spark / Dagster integrations): :func:`bucket_ids` (Paimon's bucket
   of every row), :func:`conform_column`, :func:`deduplicate`, :func:`decode_partition`,
-  :func:`live_files`, :func:`parse_memory_size`, manifest rows (:class:`ManifestEntry`,
-  :class:`DataFileMeta`, :class:`FileKind`).
+  :func:`live_files`, :func:`parse_memory_size`, :class:`ScanPlanner` (plans one
+  snapshot), manifest rows (:class:`ManifestEntry`, :class:`DataFileMeta`, :class:`FileKind`),
+  :data:`BulkDelete` (a batched deleter for expiry).
 * **errors**: :class:`PaimonError` is the root of every error raised; its leaves are listed
   below.
 """
@@ -87,7 +89,7 @@ from paimon_core.errors import (
     TagNotExistError,
     UnsupportedError,
 )
-from paimon_core.expire import ExpireSnapshots
+from paimon_core.expire import BulkDelete, ExpireSnapshots
 from paimon_core.expire_config import ExpireConfig, ExpireResult
 from paimon_core.fsck import FsckReport, fsck
 from paimon_core.identifier import Identifier
@@ -97,10 +99,15 @@ from paimon_core.orphans import OrphanResult, remove_orphan_files
 from paimon_core.read.merge import deduplicate
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.file_entries import live_files
-from paimon_core.scan.planner import decode_partition
+from paimon_core.scan.planner import ScanPlanner, decode_partition
 from paimon_core.scan.predicate import (
+    And,
+    Leaf,
+    Op,
+    Or,
     Predicate,
     and_,
+    bind,
     equal,
     greater_or_equal,
     greater_than,
@@ -140,6 +147,7 @@ from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snaps
 from paimon_core.table import FileStoreTable, ReadBuilder, TableScan
 from paimon_core.types import (
     BINARY_ROOTS,
+    INT_RANGES,
     INTEGER_ROOTS,
     STRING_ROOTS,
     ArrayType,
@@ -164,14 +172,17 @@ __all__ = [
     "BATCH_COMMIT_IDENTIFIER",
     "BINARY_ROOTS",
     "INTEGER_ROOTS",
+    "INT_RANGES",
     "KIND_COLUMN",
     "STRING_ROOTS",
     "AddColumn",
+    "And",
     "ArrayType",
     "AtomicType",
     "BatchTableCommit",
     "BatchWriteBuilder",
     "BucketCompactor",
+    "BulkDelete",
     "CommitConflictError",
     "CommitKind",
     "CommitMessage",
@@ -203,12 +214,15 @@ __all__ = [
     "FsckReport",
     "Identifier",
     "InvalidIdentifierError",
+    "Leaf",
     "ManifestEntry",
     "MapType",
     "Move",
     "MoveType",
     "MultisetType",
     "NotFoundError",
+    "Op",
+    "Or",
     "OrphanResult",
     "PaimonError",
     "Plan",
@@ -217,6 +231,7 @@ __all__ = [
     "RemoveOption",
     "RenameColumn",
     "RowType",
+    "ScanPlanner",
     "Schema",
     "SchemaChange",
     "SchemaError",
@@ -243,6 +258,7 @@ __all__ = [
     "UpdateColumnType",
     "UpdateComment",
     "and_",
+    "bind",
     "bucket_ids",
     "compact_bucket",
     "compact_table",

@@ -35,10 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paimon_core.errors import PaimonError, SchemaError
-from paimon_core.io.file_io import FileIO
-from paimon_core.spec.schema import TableSchema
-from paimon_core.types import DataField
+from paimon_core import (
+    DataField,
+    FileIO,
+    PaimonError,
+    SchemaError,
+    TableSchema,
+)
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,

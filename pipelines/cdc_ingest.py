@@ -51,13 +51,18 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from paimon_core.errors import PaimonError, SchemaError, UnsupportedError
-from paimon_core.io.file_io import FileIO, join
-from paimon_core.read.merge import deduplicate
-from paimon_core.schema_builder import Schema
-from paimon_core.schema_change import AddColumn
-from paimon_core.types import DataField
-from paimon_core.write.commit_message import CommitMessage
+from paimon_core import (
+    AddColumn,
+    CommitMessage,
+    DataField,
+    FileIO,
+    PaimonError,
+    Schema,
+    SchemaError,
+    UnsupportedError,
+    deduplicate,
+    join,
+)
 from pipelines.cdc_decode import decode_file, output_schema, split_text
 from pipelines.cdc_events import (
     ERROR_COLUMN,

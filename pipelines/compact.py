@@ -39,13 +39,19 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from paimon_core import (
+    BucketCompactor,
+    CommitConflictError,
+    CommitMessage,
+    CompactStrategy,
+    DataFileMeta,
+    PaimonError,
+    decode_partition,
+    is_full,
+    live_bucket_files,
+    partition_filter,
+)
 from paimon_core.cli.compact_cmds import add_strategy_args
-from paimon_core.compact import BucketCompactor, live_bucket_files
-from paimon_core.compact.manager import partition_filter
-from paimon_core.compact.options import CompactStrategy, is_full
-from paimon_core.errors import CommitConflictError, PaimonError
-from paimon_core.spec.manifest import DataFileMeta
-from paimon_core.write.commit_message import CommitMessage
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -208,8 +214,6 @@ def compact(
 
 
 def _partition_text(table: Any, partition: bytes) -> str:
-    from paimon_core.scan.planner import decode_partition
-
     keys = list(table.schema.partition_keys)
     values = decode_partition(partition, [table.schema.field(k).type for k in keys])
     return ",".join(f"{k}={v}" for k, v in zip(keys, values))

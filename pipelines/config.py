@@ -25,11 +25,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from paimon_core.catalog import FileSystemCatalog
-from paimon_core.identifier import Identifier
-from paimon_core.io.file_io import FileIO
-from paimon_core.spec.schema import TableSchema
-from paimon_core.table import FileStoreTable
+from paimon_core import (
+    FileIO,
+    FileStoreTable,
+    FileSystemCatalog,
+    Identifier,
+    TableSchema,
+)
 
 __all__ = [
     "CatalogSettings",

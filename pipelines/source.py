@@ -70,14 +70,23 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from paimon_core.errors import SchemaError, SnapshotExpiredError
-from paimon_core.options import parse_memory_size
-from paimon_core.read.table_read import TableRead
-from paimon_core.scan.predicate import Predicate, and_, parse_filters
-from paimon_core.scan.split import DataSplit
-from paimon_core.scan.streaming import KIND_COLUMN, StreamPlan, StreamTableScan, read_stream_plan
-from paimon_core.spec.schema import TableSchema
-from paimon_core.write.commit_message import CommitMessage
+from paimon_core import (
+    KIND_COLUMN,
+    CommitMessage,
+    DataSplit,
+    Predicate,
+    ScanPlanner,
+    SchemaError,
+    SnapshotExpiredError,
+    StreamPlan,
+    StreamTableScan,
+    TableRead,
+    TableSchema,
+    and_,
+    parse_filters,
+    parse_memory_size,
+    read_stream_plan,
+)
 from pipelines.config import CatalogSettings, TableHandle
 from pipelines.filters import to_predicate
 from pipelines.spark_types import arrow_for_spark, conform_to_spark, spark_schema
@@ -296,8 +305,6 @@ class PaimonBatchReader(DataSourceReader):
 
     def _plan_latest(self, table: Any) -> tuple[DataSplit, ...]:
         """The splits of the snapshot resolved at construction, with the latest schema."""
-        from paimon_core.scan.planner import ScanPlanner
-
         snap = table.snapshot_manager.snapshot(self.snapshot_id)
         planner = ScanPlanner(schema=self.read_schema, schemas=table.schema_manager,
                               manifests=table.manifest_io, table_path=table.path,

@@ -29,12 +29,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from paimon_core.bucket import bucket_ids
-from paimon_core.errors import CommitStateUnknownError, PaimonError, SchemaError
-from paimon_core.read.merge import deduplicate
-from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER
-from paimon_core.write.commit_message import CommitMessage
-from paimon_core.write.input import conform_column
+from paimon_core import (
+    BATCH_COMMIT_IDENTIFIER,
+    AtomicType,
+    CommitMessage,
+    CommitStateUnknownError,
+    PaimonError,
+    SchemaError,
+    TypeRoot,
+    bucket_ids,
+    conform_column,
+    deduplicate,
+)
 from pipelines.config import CatalogSettings, TableHandle
 
 if TYPE_CHECKING:
@@ -253,8 +259,6 @@ def align_timestamps(df: DataFrame, handle: TableHandle) -> DataFrame:
     ``TIMESTAMP``. Every other value is checked by the writer exactly (nothing is rounded)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-
-    from paimon_core.types import AtomicType, TypeRoot
 
     cols = []
     changed = False
