@@ -43,8 +43,10 @@ from paimon_core import (
     BucketCompactor,
     CommitConflictError,
     CommitMessage,
+    CommitOptions,
     CompactStrategy,
     DataFileMeta,
+    FileStoreTable,
     PaimonError,
     decode_partition,
     is_full,
@@ -66,7 +68,10 @@ from pipelines.config import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["CompactReport", "compact", "main", "plan_compaction"]
+__all__ = [
+    "BucketFiles", "CompactReport", "compact", "list_buckets", "main", "pick_buckets",
+    "plan_compaction",
+]
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_ATTEMPTS = 5
@@ -99,6 +104,40 @@ class CompactReport:
         return json.dumps(asdict(self), sort_keys=True)
 
 
+#: the live files of buckets: (partition, bucket) -> (total buckets, files)
+BucketFiles = dict[tuple[bytes, int], tuple[int, list[DataFileMeta]]]
+
+
+def list_buckets(
+    handle: TableHandle,
+    *,
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    buckets: Sequence[int] | None = None,
+) -> tuple[int | None, BucketFiles]:
+    """The latest snapshot id and the live files of the selected buckets in it (one listing
+    of the manifests; metadata only)."""
+    table = handle.open()
+    snap = table.snapshot_manager.latest_snapshot()
+    if snap is None:
+        return None, {}
+    accept_part = partition_filter(table.schema, partitions)
+    wanted = set(buckets) if buckets is not None else None
+    groups = live_bucket_files(
+        table.manifest_io, snap,
+        lambda p, b: accept_part(p) and (wanted is None or b in wanted))
+    return snap.id, groups
+
+
+def pick_buckets(handle: TableHandle, groups: BucketFiles, *,
+                 strategy: CompactStrategy = "full") -> list[BucketWork]:
+    """The buckets of ``groups`` (:func:`list_buckets`) the strategy would compact."""
+    full = is_full(strategy)
+    table = handle.open()
+    compactor = BucketCompactor(table.file_io, table.path, table.schema, table.schema_manager)
+    return [(p, b, total, files) for (p, b), (total, files) in sorted(groups.items())
+            if compactor.needs_compaction(files, full=full)]
+
+
 def plan_compaction(
     handle: TableHandle,
     *,
@@ -107,20 +146,8 @@ def plan_compaction(
     buckets: Sequence[int] | None = None,
 ) -> tuple[int | None, list[BucketWork]]:
     """The latest snapshot id and the buckets the strategy would compact (metadata only)."""
-    full = is_full(strategy)
-    table = handle.open()
-    snap = table.snapshot_manager.latest_snapshot()
-    if snap is None:
-        return None, []
-    accept_part = partition_filter(table.schema, partitions)
-    wanted = set(buckets) if buckets is not None else None
-    groups = live_bucket_files(
-        table.manifest_io, snap,
-        lambda p, b: accept_part(p) and (wanted is None or b in wanted))
-    compactor = BucketCompactor(table.file_io, table.path, table.schema, table.schema_manager)
-    todo = [(p, b, total, files) for (p, b), (total, files) in sorted(groups.items())
-            if compactor.needs_compaction(files, full=full)]
-    return snap.id, todo
+    sid, groups = list_buckets(handle, partitions=partitions, buckets=buckets)
+    return sid, pick_buckets(handle, groups, strategy=strategy)
 
 
 def _run_tasks(spark: SparkSession, handle: TableHandle, todo: Sequence[BucketWork],
@@ -172,10 +199,14 @@ def compact(
     commit_user: str | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     properties: Mapping[str, str] | None = None,
+    table: FileStoreTable | None = None,
+    planned: Sequence[BucketWork] | None = None,
 ) -> CompactReport:
     """Compact the table's buckets into one COMPACT snapshot (module docs): fully by default,
     the universal picker's choice with ``strategy="minor"``; ``properties`` go into the
-    snapshot's properties.
+    snapshot's properties. ``table`` (opened from ``settings``' catalog) and ``planned``
+    (:func:`plan_compaction`'s buckets on it): what the caller already opened and planned,
+    used by the first round instead of opening and planning again.
 
     Raises:
         CommitConflictError: every one of ``max_attempts`` rounds conflicted.
@@ -186,17 +217,23 @@ def compact(
     last: CommitConflictError | None = None
     for attempt in range(1, max(1, max_attempts) + 1):
         report.attempts = attempt
-        handle = TableHandle.load(settings, identifier)
-        _, todo = plan_compaction(handle, strategy=strategy, partitions=partitions,
-                                  buckets=buckets)
+        first = attempt == 1 and table is not None
+        handle = (TableHandle.of(settings, table) if first and table is not None
+                  else TableHandle.load(settings, identifier))
+        if attempt == 1 and planned is not None:
+            todo = list(planned)
+        else:
+            _, todo = plan_compaction(handle, strategy=strategy, partitions=partitions,
+                                      buckets=buckets)
         if not todo:
             return report
         messages, tasks = _run_tasks(spark, handle, todo, is_full(strategy))
         if not messages:
             return report
-        committer = handle.open().new_commit(user)
+        committer = handle.open().new_commit(
+            user, options=CommitOptions(properties=properties or {}))
         try:
-            ids = committer.commit(messages, properties=properties)
+            ids = committer.commit(messages)
         except CommitConflictError as e:
             log.info("compaction round %d conflicted (%s); planning again", attempt, e)
             committer.abort(messages)
