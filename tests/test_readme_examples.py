@@ -67,7 +67,8 @@ def with_table(wh: Path) -> dict[str, Any]:
 
 def old_table(wh: Path) -> dict[str, Any]:
     table = orders_table(wh)
-    age_snapshots(table, table.latest_snapshot().id, 2 * 3600 * 1000)  # past snapshot.time-retained
+    latest = table.snapshot_manager.latest_snapshot_id() or 0
+    age_snapshots(table, latest, 2 * 3600 * 1000)  # older than snapshot.time-retained
     return {"table": table}
 
 
