@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import doctest
 import re
 import time
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+import paimon_core
+import paimon_core.table
 from paimon_core import FileStoreTable, FileSystemCatalog, Schema
 from tests.readme_harness import README, age_snapshots, arrow_rows, orders_rows, schema_json
 
@@ -219,3 +222,10 @@ def test_readme_block_runs(line: int, code: str, tmp_path: Path) -> None:
     source = code.replace(WAREHOUSE, str(wh))
     exec(compile(source, f"README.md:{line}", "exec"), ns)
     example.check(ns)
+
+
+@pytest.mark.parametrize("module", [paimon_core, paimon_core.table], ids=lambda m: m.__name__)
+def test_docstring_examples_run(module: Any) -> None:
+    """The examples of the package's and the table's docstrings (each in a temp warehouse)."""
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted and not result.failed
