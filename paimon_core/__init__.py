@@ -44,7 +44,9 @@ The names, by concept:
   :func:`parse_filters`, :func:`bind` (normalise literals to the column types).
 * **maintenance**: compaction (:class:`BucketCompactor`, :func:`compact_table`, ...),
   expiry (:class:`ExpireSnapshots`, :class:`ExpireConfig`), orphans
-  (:func:`remove_orphan_files`), checks (:func:`fsck`).
+  (:func:`remove_orphan_files`), the invariant checker's :class:`FsckReport` (run it with
+  :func:`paimon_core.fsck.fsck`: the public submodule ``paimon_core.fsck`` keeps its name, so
+  ``import paimon_core.fsck`` still gives the module).
 * **engine helpers** (for Spark / Dagster integrations): :func:`bucket_ids` (Paimon's bucket
   of every row), :func:`conform_column`, :func:`deduplicate`, :func:`decode_partition`,
   :func:`live_files`, :func:`parse_memory_size`, :class:`ScanPlanner` (plans one
@@ -91,7 +93,7 @@ from paimon_core.errors import (
 )
 from paimon_core.expire import BulkDelete, ExpireSnapshots
 from paimon_core.expire_config import ExpireConfig, ExpireResult
-from paimon_core.fsck import FsckReport, fsck
+from paimon_core.fsck import FsckReport
 from paimon_core.identifier import Identifier
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.options import CoreOptions, parse_memory_size
@@ -267,7 +269,6 @@ __all__ = [
     "deduplicate",
     "equal",
     "from_arrow_type",
-    "fsck",
     "greater_or_equal",
     "greater_than",
     "is_full",

@@ -5,6 +5,7 @@ settings)."""
 from __future__ import annotations
 
 import dataclasses
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,9 @@ def test_front_door_exports_resolve_and_import_no_engine() -> None:
     assert sorted(paimon_core.__all__) == sorted(set(paimon_core.__all__))
     assert all(hasattr(paimon_core, name) for name in paimon_core.__all__)
     assert issubclass(paimon_core.CommitConflictError, PaimonError)
+    # an export named like a submodule would replace it (``import paimon_core.fsck as m``)
+    submodules = {m.name for m in pkgutil.iter_modules(paimon_core.__path__)}
+    assert not submodules & set(paimon_core.__all__)
     code = ("import sys, paimon_core; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'dagster')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
