@@ -32,7 +32,9 @@ from assets.metadata import accepts_properties, context_properties, snapshot_met
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import CUSTOMERS, DAILY_START, ORDERS, TableSpec
-from paimon_core.table import FileStoreTable
+from paimon_core import (
+    FileStoreTable,
+)
 from pipelines.cdc_ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest_batch
 
 __all__ = [
@@ -121,9 +123,10 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
         landing: LandingZone,
         spark: SparkResource,
     ) -> dg.MaterializeResult:
-        cat = catalog.load()
-        table = spec.ensure(cat)
+        # one catalog (one FileIO) and one table for the whole run, shared with the Spark job
         settings = catalog.settings()
+        cat = settings.catalog()
+        table = spec.ensure(cat)
         fio = landing.file_io()
         quarantine = landing.path(spec.identifier, "_quarantine")
         started = time.monotonic()
@@ -140,6 +143,7 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
             if not files:
                 context.log.info(f"{day}: the landing directory is empty, nothing to ingest")
                 continue
+            # "already committed?" asked once per day, here; the job is told (checked=True)
             if not table.new_commit(user).filter_committed([ident]):  # metadata only
                 already.append(day)
                 sid = _committed_snapshot(table, user, ident)
@@ -153,7 +157,7 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
                 report = ingest_batch(
                     spark.session(), settings, spec.identifier, ident, files,
                     _options(config, user, props), landing_io=fio, quarantine_root=quarantine,
-                    **extra,
+                    table=table, checked=True, **extra,
                 )
             except ErrorRatioExceeded as e:
                 raise non_retryable(context, str(e), metadata={
@@ -162,7 +166,6 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
             reports.append(report)
             if report.skipped:  # committed since the check above
                 already.append(day)
-                table = cat.get_table(spec.identifier)
                 sid = _committed_snapshot(table, user, ident)
                 context.log.info(f"{day}: already committed (snapshot {sid}); nothing applied")
             else:
@@ -172,7 +175,6 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
                     f"{report.malformed} quarantined -> {report.rows_written} rows, "
                     f"snapshots {report.snapshot_ids}"
                 )
-        table = cat.get_table(spec.identifier)
         return dg.MaterializeResult(metadata=snapshot_metadata(table, created, **{
             "cdc/days": dg.MetadataValue.json(sorted(context.partition_keys)),
             "cdc/already_committed_days": dg.MetadataValue.json(already),

@@ -12,7 +12,7 @@ import dagster as dg
 from assets.metadata import table_stats
 from assets.resources import PaimonCatalog
 from assets.tables import TableSpec
-from paimon_core.fsck import fsck
+from paimon_core.fsck import fsck  # the public submodule (the root keeps its name for it)
 
 __all__ = ["build_table_checks", "check_names"]
 

@@ -28,7 +28,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from paimon_core.io.file_io import FileIO, join
+from paimon_core import (
+    FileIO,
+    join,
+)
 
 __all__ = ["DEMO_DAYS", "Feed", "epoch_millis", "generate"]
 

@@ -2,7 +2,7 @@
 
 ``mart.orders_enriched`` mirrors ``cdc.orders`` with derived columns. It never re-reads the
 whole source: each run reads the changes of a snapshot range ``(start, end]``
-(``FileStoreTable.incremental_between``) for the keys they touch, then the source's **merged**
+(``FileStoreTable.read_merged_changes``) for the keys they touch, then the source's **merged**
 rows of those keys at ``end`` (a keyed read, the key filter pushed down to the scan), and
 upserts what changed / deletes what the source no longer holds.
 
@@ -61,11 +61,19 @@ from assets.metadata import context_properties, snapshot_metadata
 from assets.resources import PaimonCatalog
 from assets.runs import DERIVED_POOL
 from assets.tables import ORDERS, ORDERS_ENRICHED, TableSpec
-from paimon_core.consumer import Consumer, ConsumerManager
-from paimon_core.errors import SnapshotNotExistError
-from paimon_core.scan.predicate import Predicate, and_, greater_or_equal, is_in, less_or_equal
-from paimon_core.spec.snapshot import CommitKind
-from paimon_core.table import FileStoreTable
+from paimon_core import (
+    CommitKind,
+    CommitOptions,
+    Consumer,
+    ConsumerManager,
+    FileStoreTable,
+    Predicate,
+    SnapshotNotExistError,
+    and_,
+    greater_or_equal,
+    is_in,
+    less_or_equal,
+)
 
 __all__ = [
     "DERIVED_COMMIT_USER",
@@ -307,7 +315,7 @@ def _incremental(
     if CommitKind.APPEND not in kinds:  # compaction only: nothing changed
         return DerivedResult("incremental", begin, end)
     # the keys the range touched (any version, stale or not) ...
-    changes = source.incremental_between(begin, end, mode="delta", columns=[ORDER_KEY])
+    changes = source.read_merged_changes(begin, end, mode="delta", columns=[ORDER_KEY])
     keys = pc.unique(changes.column(ORDER_KEY).combine_chunks())
     if len(keys) == 0:
         return DerivedResult("incremental", begin, end)
@@ -320,17 +328,19 @@ def _incremental(
     deletes = pa.table({ORDER_KEY: keys.filter(gone)})
     if upserts.num_rows == 0 and deletes.num_rows == 0:  # stale or repeated versions only
         return DerivedResult("incremental", begin, end, changes.num_rows, keys=len(keys))
-    with target.new_write(commit_user) as write:
+    builder = target.new_batch_write_builder(
+        commit_user, options=CommitOptions(properties=properties or {}))
+    with builder.new_write() as write:
         if upserts.num_rows:
             write.write_arrow(upserts)
         if deletes.num_rows:
             write.delete_arrow(deletes)
         messages = write.prepare_commit()
-    commit = target.new_commit(commit_user)
+    commit = builder.new_commit()
     if not _still_ours(target, commit_user, end):
         commit.abort(messages)
         return DerivedResult("skipped", begin, end, changes.num_rows, keys=len(keys))
-    ids = commit.commit(messages, commit_identifier=end, properties=properties)
+    ids = commit.commit(messages, commit_identifier=end)
     return DerivedResult("incremental", begin, end, changes.num_rows, upserts.num_rows,
                          deletes.num_rows, tuple(ids), len(keys))
 
@@ -341,15 +351,16 @@ def _rebuild(
 ) -> DerivedResult:
     rows = source.to_arrow(snapshot_id=end, columns=SOURCE_COLUMNS)
     upserts, _ = stamp(enrich_orders(rows, end), target.to_arrow())
-    with target.new_write(commit_user) as write:
+    builder = target.new_batch_write_builder(commit_user, options=CommitOptions(
+        properties=properties or {}, dynamic_partition_overwrite=False)).overwrite({})
+    with builder.new_write() as write:
         write.write_arrow(upserts)
         messages = write.prepare_commit()
-    commit = target.new_commit(commit_user)
+    commit = builder.new_commit()
     if not _still_ours(target, commit_user, end):
         commit.abort(messages)
         return DerivedResult("skipped", begin, end, rows_read=rows.num_rows)
-    ids = commit.overwrite(messages, {}, commit_identifier=end, dynamic=False,
-                              properties=properties)
+    ids = commit.commit(messages, commit_identifier=end)
     return DerivedResult("full", begin, end, rows.num_rows, upserts.num_rows, 0, tuple(ids))
 
 

@@ -27,6 +27,7 @@ snapshot.
 """
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,12 +43,16 @@ from assets.metadata import (
 from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import ALL_TABLES, DAILY_START, TableSpec
-from paimon_core.compact import BucketCompactor, live_bucket_files
-from paimon_core.compact.options import CompactStrategy
-from paimon_core.layout import TableLayout
-from paimon_core.spec.manifest import FileKind
-from paimon_core.table import FileStoreTable
-from pipelines.compact import compact, plan_compaction
+from paimon_core import (
+    BucketCompactor,
+    CompactStrategy,
+    DataFileMeta,
+    FileKind,
+    FileStoreTable,
+    TableLayout,
+    live_bucket_files,
+)
+from pipelines.compact import compact, list_buckets, pick_buckets, plan_compaction
 from pipelines.config import TableHandle
 from pipelines.expire import expire
 
@@ -61,6 +66,7 @@ __all__ = [
     "build_expiry_asset",
     "compaction_assets",
     "expiry_assets",
+    "files_state",
     "partition_key_of",
     "split_key",
 ]
@@ -87,7 +93,11 @@ def bucket_state(table: FileStoreTable, partition: dict[str, str] | None,
     match = TableLayout.of(table.path, table.schema).partition_matcher(
         [partition] if partition else None)
     groups = live_bucket_files(table.manifest_io, snap, lambda p, b: b == bucket and match(p))
-    files = [f for _, fs in groups.values() for f in fs]
+    return files_state(table, [f for _, fs in groups.values() for f in fs])
+
+
+def files_state(table: FileStoreTable, files: Sequence[DataFileMeta]) -> BucketState:
+    """Files, sorted runs and bytes of one bucket's live ``files``."""
     if not files:
         return BucketState(0, 0, 0, {})
     compactor = BucketCompactor(table.file_io, table.path, table.schema, table.schema_manager)
@@ -210,31 +220,34 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
                 "run per partition (a partition-range run escapes the one-compaction-per-"
                 "bucket limit)")
         partition, bucket = split_key(spec, context.partition_key)
-        cat = catalog.load()
+        # one catalog (one FileIO) and one table for the run, shared with the Spark job
+        settings = catalog.settings()
+        cat = settings.catalog()
         if not cat.table_exists(spec.identifier):
             return dg.MaterializeResult(metadata={"compact/status": "no table yet"})
         table = cat.get_table(spec.identifier)
-        before = bucket_state(table, partition, bucket)
         started = time.monotonic()
-        handle = TableHandle.of(catalog.settings(), table)
+        handle = TableHandle.of(settings, table)
         parts_arg = [partition] if partition else None
-        _, todo = plan_compaction(handle, strategy=config.strategy, partitions=parts_arg,
-                                  buckets=[bucket])
+        # the bucket's live files, listed once: its state before and the job's first plan
+        _, groups = list_buckets(handle, partitions=parts_arg, buckets=[bucket])
+        before = files_state(table, [f for _, fs in groups.values() for f in fs])
+        todo = pick_buckets(handle, groups, strategy=config.strategy)
         snapshot_ids: list[int] = []
         status = "nothing to compact"
         if todo:  # only now start Spark
             kwargs: dict[str, Any] = {}
             if accepts_properties(compact):
                 kwargs["properties"] = context_properties(context)
-            report = compact(spark.session(), catalog.settings(), spec.identifier,
+            report = compact(spark.session(), settings, spec.identifier,
                              strategy=config.strategy, partitions=parts_arg,
                              buckets=[bucket],
-                             commit_user=run_commit_user(context.run.run_id), **kwargs)
+                             commit_user=run_commit_user(context.run.run_id),
+                             table=table, planned=todo, **kwargs)
             if report.snapshot_id is not None:
                 snapshot_ids = [report.snapshot_id]
                 status = "compacted"
-        table = cat.get_table(spec.identifier)
-        after = bucket_state(table, partition, bucket)
+        after = bucket_state(table, partition, bucket)  # the compacted snapshot's files
         rewritten, written = (_rewritten_bytes(table, snapshot_ids[-1]) if snapshot_ids
                               else (0, 0))
         context.log.info(
@@ -274,12 +287,12 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
     )
     def _schedule(context: dg.ScheduleEvaluationContext,
                   catalog: PaimonCatalog) -> dg.SkipReason | list[dg.RunRequest]:
-        cat = catalog.load()
+        settings = catalog.settings()
+        cat = settings.catalog()
         if not cat.table_exists(spec.identifier):
             return dg.SkipReason(f"{spec.identifier} does not exist yet")
         table = cat.get_table(spec.identifier)
-        _, todo = plan_compaction(TableHandle.of(catalog.settings(), table),
-                                  strategy="minor")
+        _, todo = plan_compaction(TableHandle.of(settings, table), strategy="minor")
         stamp = context.scheduled_execution_time.isoformat()
         requests = []
         for part_bytes, bucket, _total, _files in todo:

@@ -12,15 +12,16 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from paimon_core.spec.file_entries import live_files
-from paimon_core.spec.manifest import FileKind, ManifestEntry
-from paimon_core.spec.snapshot import CommitKind, Snapshot
-
-if TYPE_CHECKING:
-
-    from paimon_core.table import FileStoreTable
+from paimon_core import (
+    CommitKind,
+    FileKind,
+    FileStoreTable,
+    ManifestEntry,
+    Snapshot,
+    live_files,
+)
 
 __all__ = [
     "RUN_ID_PROPERTY",

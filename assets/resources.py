@@ -21,10 +21,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import dagster as dg
 from pydantic import Field
 
-from paimon_core.catalog import FileSystemCatalog
-from paimon_core.identifier import Identifier
-from paimon_core.io.file_io import FileIO, join
-from paimon_core.table import FileStoreTable
+from paimon_core import (
+    FileIO,
+    FileStoreTable,
+    FileSystemCatalog,
+    Identifier,
+    join,
+)
 from pipelines.config import CatalogSettings, SparkSettings, parse_pairs
 
 if TYPE_CHECKING:

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paimon_core.catalog import FileSystemCatalog
-from paimon_core.schema_builder import Schema
-from paimon_core.table import FileStoreTable
+from paimon_core import (
+    FileStoreTable,
+    FileSystemCatalog,
+    Schema,
+)
 
 __all__ = [
     "ALL_TABLES",

@@ -45,8 +45,7 @@ sys.path.insert(0, str(REPO))
 
 import pyarrow as pa  # noqa: E402
 
-from paimon_core.catalog import FileSystemCatalog  # noqa: E402
-from paimon_core.schema_builder import Schema  # noqa: E402
+from paimon_core import FileSystemCatalog, Schema  # noqa: E402
 from tests.pipelines.cdcgen import SCHEMA, CdcStream, generate, write_landing  # noqa: E402
 
 SEED = 20240101

@@ -35,7 +35,7 @@ def child_main(cache: Path, gen_path: str, reps: int) -> int:
     import pyarrow.dataset  # noqa: F401
     import pyarrow.parquet as pq
 
-    from paimon_core.catalog import FileSystemCatalog
+    from paimon_core import FileSystemCatalog
 
     gen = load_gen(gen_path)
     out: dict[str, Any] = {}

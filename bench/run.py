@@ -95,7 +95,7 @@ def child_main(args: argparse.Namespace) -> int:
     cache = Path(args.cache)
     step, lib = args.step, args.child
     if lib == "ours":
-        from paimon_core.catalog import FileSystemCatalog
+        from paimon_core import FileSystemCatalog
 
         wh = str(cache / "wh")
         name = "db.w2" if step == "w2_merged" else "db.w1"

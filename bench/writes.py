@@ -64,8 +64,7 @@ def child_main(args: argparse.Namespace) -> int:
     parts: dict[str, float] = {}
     out: dict[str, Any] = {}
     if args.child == "ours":
-        from paimon_core.catalog import FileSystemCatalog
-        from paimon_core.schema_builder import Schema
+        from paimon_core import FileSystemCatalog, Schema
 
         cat = FileSystemCatalog(str(wh))
         user = f"bench-{uuid.uuid4()}"

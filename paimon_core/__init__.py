@@ -1,1 +1,320 @@
-"""Apache Paimon, in pure Python."""
+"""Apache Paimon, in pure Python: the public API.
+
+Everything an application, a Spark job or a Dagster asset needs is importable from here
+(as ``deltalake/__init__.py`` does for delta-rs); the submodules are the implementation and
+may move. ``import paimon_core`` pulls in pyarrow, numpy, fsspec and pydantic only (never
+pyspark or dagster).
+
+Example:
+    >>> import tempfile
+    >>> import pyarrow as pa
+    >>> from paimon_core import FileSystemCatalog, Schema
+    >>> catalog = FileSystemCatalog(tempfile.mkdtemp())
+    >>> data = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]})
+    >>> table = catalog.create_table("db.t", Schema.from_arrow(data.schema))
+    >>> builder = table.new_batch_write_builder()      # one commit user for both phases
+    >>> with builder.new_write() as write:
+    ...     write.write_arrow(data)
+    ...     messages = write.prepare_commit()
+    >>> builder.new_commit().commit(messages)
+    [1]
+    >>> table.to_arrow().num_rows
+    2
+
+The names, by concept:
+
+* **catalog and table**: :class:`FileSystemCatalog`, :class:`Identifier`,
+  :class:`FileStoreTable`, :class:`Snapshot`, :class:`CommitKind`, :class:`CoreOptions`,
+  :class:`FileIO` (storage by URL scheme) and :func:`join` (path joining).
+* **reading**: :class:`ReadBuilder` -> :class:`TableScan` -> :class:`Plan` of
+  :class:`DataSplit` -> :class:`TableRead`; streaming: :class:`StreamTableScan`,
+  :class:`StreamPlan`, :func:`read_stream_plan`, :data:`KIND_COLUMN`; consumers:
+  :class:`Consumer`, :class:`ConsumerManager`.
+* **writing**: :class:`BatchWriteBuilder` (one commit user for both phases) ->
+  :class:`TableWrite` -> :class:`CommitMessage` -> :class:`BatchTableCommit` /
+  :class:`TableCommit`; per-commit settings: :class:`CommitOptions`;
+  :data:`BATCH_COMMIT_IDENTIFIER`.
+* **schema**: :class:`Schema` (builder), :class:`TableSchema`, :data:`SchemaChange` and its
+  changes (:class:`AddColumn`, :class:`DropColumn`, ...).
+* **types**: :class:`DataField`, :data:`DataType` (:class:`AtomicType`, :class:`ArrayType`,
+  :class:`MapType`, :class:`MultisetType`, :class:`RowType`), :class:`TypeRoot` and its groups,
+  :func:`parse_sql_type`, :func:`to_arrow_schema`, :func:`from_arrow_type`.
+* **predicates**: :data:`Predicate` (:class:`Leaf` with an :class:`Op`, :class:`And`,
+  :class:`Or`), builders (:func:`equal`, :func:`and_`, ...), :func:`parse_filter` /
+  :func:`parse_filters`, :func:`bind` (normalise literals to the column types).
+* **maintenance**: compaction (:class:`BucketCompactor`, :func:`compact_table`, ...),
+  expiry (:class:`ExpireSnapshots`, :class:`ExpireConfig`), orphans
+  (:func:`remove_orphan_files`), the invariant checker's :class:`FsckReport` (run it with
+  :func:`paimon_core.fsck.fsck`: the public submodule ``paimon_core.fsck`` keeps its name, so
+  ``import paimon_core.fsck`` still gives the module).
+* **engine helpers** (for Spark / Dagster integrations): :func:`bucket_ids` (Paimon's bucket
+  of every row), :func:`conform_column`, :func:`deduplicate`, :func:`decode_partition`,
+  :func:`live_files`, :func:`parse_memory_size`, :class:`ScanPlanner` (plans one
+  snapshot), manifest rows (:class:`ManifestEntry`, :class:`DataFileMeta`, :class:`FileKind`),
+  :data:`BulkDelete` (a batched deleter for expiry).
+* **errors**: :class:`PaimonError` is the root of every error raised; its leaves are listed
+  below.
+"""
+
+from paimon_core.bucket import bucket_ids
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.commit.options import CommitOptions
+from paimon_core.commit.table_commit import TableCommit
+from paimon_core.commit_message import CommitMessage
+from paimon_core.compact import (
+    BucketCompactor,
+    CompactExecutor,
+    CompactOptions,
+    CompactSource,
+    LocalExecutor,
+    compact_bucket,
+    compact_table,
+    compact_with_retries,
+    live_bucket_files,
+)
+from paimon_core.compact.manager import (
+    DEFAULT_MAX_ATTEMPTS,
+    BucketWork,
+    list_buckets,
+    new_compactor,
+    pick_buckets,
+    plan_compaction,
+)
+from paimon_core.compact.options import CompactStrategy, is_full
+from paimon_core.consumer import Consumer, ConsumerManager
+from paimon_core.errors import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    DatabaseAlreadyExistError,
+    DatabaseNotEmptyError,
+    DatabaseNotExistError,
+    FileNotFoundInTableError,
+    FilterError,
+    InvalidIdentifierError,
+    NotFoundError,
+    PaimonError,
+    SchemaError,
+    SnapshotExpiredError,
+    SnapshotNotExistError,
+    StorageError,
+    TableAlreadyExistError,
+    TableNotExistError,
+    TagNotExistError,
+    UnsupportedError,
+)
+from paimon_core.expire import BulkDelete, ExpireSnapshots
+from paimon_core.expire_config import ExpireConfig, ExpireResult
+from paimon_core.fsck import FsckReport
+from paimon_core.identifier import Identifier
+from paimon_core.io.file_io import FileIO, join
+from paimon_core.layout import TableLayout
+from paimon_core.options import CoreOptions, parse_memory_size
+from paimon_core.orphans import OrphanResult, remove_orphan_files
+from paimon_core.read.merge import deduplicate
+from paimon_core.read.stream import read_stream_plan
+from paimon_core.read.table_read import TableRead
+from paimon_core.scan.planner import ScanPlanner
+from paimon_core.scan.predicate import (
+    And,
+    Leaf,
+    Op,
+    Or,
+    Predicate,
+    and_,
+    bind,
+    equal,
+    greater_or_equal,
+    greater_than,
+    is_in,
+    is_not_in,
+    is_not_null,
+    is_null,
+    less_or_equal,
+    less_than,
+    not_equal,
+    or_,
+    parse_filter,
+    parse_filters,
+    starts_with,
+)
+from paimon_core.scan.split import DataSplit, Plan
+from paimon_core.scan.streaming import KIND_COLUMN, StreamPlan, StreamTableScan
+from paimon_core.schema_builder import Schema
+from paimon_core.schema_change import (
+    AddColumn,
+    DropColumn,
+    Move,
+    MoveType,
+    RemoveOption,
+    RenameColumn,
+    SchemaChange,
+    SetOption,
+    UpdateColumnComment,
+    UpdateColumnNullability,
+    UpdateColumnPosition,
+    UpdateColumnType,
+    UpdateComment,
+)
+from paimon_core.spec.file_entries import live_files
+from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
+from paimon_core.spec.partition import decode_partition
+from paimon_core.spec.schema import TableSchema
+from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from paimon_core.table import FileStoreTable, ReadBuilder, TableScan
+from paimon_core.types import (
+    BINARY_ROOTS,
+    INT_RANGES,
+    INTEGER_ROOTS,
+    STRING_ROOTS,
+    ArrayType,
+    AtomicType,
+    DataField,
+    DataType,
+    MapType,
+    MultisetType,
+    RowType,
+    TypeRoot,
+    from_arrow_type,
+    parse_sql_type,
+    to_arrow_schema,
+    to_arrow_type,
+)
+from paimon_core.write.builder import BatchTableCommit, BatchWriteBuilder
+from paimon_core.write.input import conform_column
+from paimon_core.write.table_write import TableWrite
+
+__all__ = [
+    "BATCH_COMMIT_IDENTIFIER",
+    "BINARY_ROOTS",
+    "DEFAULT_MAX_ATTEMPTS",
+    "INTEGER_ROOTS",
+    "INT_RANGES",
+    "KIND_COLUMN",
+    "STRING_ROOTS",
+    "AddColumn",
+    "And",
+    "ArrayType",
+    "AtomicType",
+    "BatchTableCommit",
+    "BatchWriteBuilder",
+    "BucketCompactor",
+    "BucketWork",
+    "BulkDelete",
+    "CommitConflictError",
+    "CommitKind",
+    "CommitMessage",
+    "CommitOptions",
+    "CommitStateUnknownError",
+    "CompactExecutor",
+    "CompactOptions",
+    "CompactSource",
+    "CompactStrategy",
+    "Consumer",
+    "ConsumerManager",
+    "CoreOptions",
+    "CorruptMetadataError",
+    "DataField",
+    "DataFileMeta",
+    "DataSplit",
+    "DataType",
+    "DatabaseAlreadyExistError",
+    "DatabaseNotEmptyError",
+    "DatabaseNotExistError",
+    "DropColumn",
+    "ExpireConfig",
+    "ExpireResult",
+    "ExpireSnapshots",
+    "FileIO",
+    "FileKind",
+    "FileNotFoundInTableError",
+    "FileStoreTable",
+    "FileSystemCatalog",
+    "FilterError",
+    "FsckReport",
+    "Identifier",
+    "InvalidIdentifierError",
+    "Leaf",
+    "LocalExecutor",
+    "ManifestEntry",
+    "MapType",
+    "Move",
+    "MoveType",
+    "MultisetType",
+    "NotFoundError",
+    "Op",
+    "Or",
+    "OrphanResult",
+    "PaimonError",
+    "Plan",
+    "Predicate",
+    "ReadBuilder",
+    "RemoveOption",
+    "RenameColumn",
+    "RowType",
+    "ScanPlanner",
+    "Schema",
+    "SchemaChange",
+    "SchemaError",
+    "SetOption",
+    "Snapshot",
+    "SnapshotExpiredError",
+    "SnapshotNotExistError",
+    "StorageError",
+    "StreamPlan",
+    "StreamTableScan",
+    "TableAlreadyExistError",
+    "TableCommit",
+    "TableLayout",
+    "TableNotExistError",
+    "TableRead",
+    "TableScan",
+    "TableSchema",
+    "TableWrite",
+    "TagNotExistError",
+    "TypeRoot",
+    "UnsupportedError",
+    "UpdateColumnComment",
+    "UpdateColumnNullability",
+    "UpdateColumnPosition",
+    "UpdateColumnType",
+    "UpdateComment",
+    "and_",
+    "bind",
+    "bucket_ids",
+    "compact_bucket",
+    "compact_table",
+    "compact_with_retries",
+    "conform_column",
+    "decode_partition",
+    "deduplicate",
+    "equal",
+    "from_arrow_type",
+    "greater_or_equal",
+    "greater_than",
+    "is_full",
+    "is_in",
+    "is_not_in",
+    "is_not_null",
+    "is_null",
+    "join",
+    "less_or_equal",
+    "less_than",
+    "list_buckets",
+    "live_bucket_files",
+    "live_files",
+    "new_compactor",
+    "not_equal",
+    "or_",
+    "parse_filter",
+    "parse_filters",
+    "parse_memory_size",
+    "parse_sql_type",
+    "pick_buckets",
+    "plan_compaction",
+    "read_stream_plan",
+    "remove_orphan_files",
+    "starts_with",
+    "to_arrow_schema",
+    "to_arrow_type",
+]

@@ -1,12 +1,27 @@
-"""A Paimon table on storage: schema, snapshots, and the read API.
+"""A Paimon table on storage: schema, snapshots, and the read and write API.
 
 Example:
-    >>> from paimon_core import FileSystemCatalog
-    >>> table = FileSystemCatalog("/tmp/wh").get_table("db.orders")      # doctest: +SKIP
-    >>> table.to_arrow(columns=["id", "amount"], filter="amount > 10")   # doctest: +SKIP
-    >>> rb = table.new_read_builder().with_filter("dt = '2024-01-02'")  # doctest: +SKIP
-    >>> plan = rb.new_scan().plan()                                      # doctest: +SKIP
-    >>> rb.new_read().to_arrow(plan.splits)                              # doctest: +SKIP
+    >>> import tempfile
+    >>> import pyarrow as pa
+    >>> from paimon_core import FileSystemCatalog, Schema
+    >>> catalog = FileSystemCatalog(tempfile.mkdtemp())
+    >>> data = pa.table({"id": pa.array([1, 2], pa.int64()), "amount": [5.0, 20.0],
+    ...                  "dt": ["2024-01-02", "2024-01-02"]})
+    >>> table = catalog.create_table("db.orders", Schema.from_arrow(data.schema,
+    ...                              primary_keys=["dt", "id"], partition_keys=["dt"],
+    ...                              options={"bucket": "1"}))
+    >>> builder = table.new_batch_write_builder("orders-ingest")
+    >>> with builder.new_write() as write:
+    ...     write.write_arrow(data)
+    ...     messages = write.prepare_commit()
+    >>> builder.new_commit().commit(messages)
+    [1]
+    >>> table.to_arrow(columns=["id", "amount"], filter="amount > 10").to_pylist()
+    [{'id': 2, 'amount': 20.0}]
+    >>> rb = table.new_read_builder().with_filter("dt = '2024-01-02'")
+    >>> plan = rb.new_scan().plan()
+    >>> rb.new_read().to_arrow(plan.splits).num_rows
+    2
 """
 
 from __future__ import annotations
@@ -20,6 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from paimon_core.commit.options import CommitOptions
 from paimon_core.commit.table_commit import TableCommit
 from paimon_core.compact.manager import DEFAULT_MAX_ATTEMPTS, compact_table
 from paimon_core.compact.options import CompactStrategy
@@ -46,6 +62,7 @@ from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind, Snapshot
 from paimon_core.tags import TagManager
+from paimon_core.write.builder import BatchWriteBuilder
 from paimon_core.write.table_write import TableWrite
 
 FilterArg = str | Sequence[str] | Predicate | None
@@ -135,21 +152,38 @@ class FileStoreTable:
         return self.schema
 
     # ---- writing
-    def new_write(self, commit_user: str | None = None) -> TableWrite:
-        """The writer (phase one) of this table; see :class:`TableWrite`. Without
-        ``commit_user`` a random one is made (read it back from ``.commit_user``)."""
+    def new_batch_write_builder(
+        self, commit_user: str | None = None, *, options: CommitOptions | None = None
+    ) -> BatchWriteBuilder:
+        """A :class:`~paimon_core.write.builder.BatchWriteBuilder`: the writer and the
+        committer of one batch write, both for ``commit_user`` (default: a random uuid, made
+        here once) and committing with ``options`` (as pypaimon's ``new_batch_write_builder``).
+        """
+        return BatchWriteBuilder(self, commit_user or str(uuid.uuid4()),
+                                 options or CommitOptions())
+
+    def new_write(self, commit_user: str) -> TableWrite:
+        """The writer (phase one) for ``commit_user`` (Java's ``newWrite(commitUser)``); see
+        :class:`TableWrite`. Use :meth:`new_batch_write_builder` to have one user made for
+        both phases."""
         return TableWrite(
-            self.file_io, self.path, self.schema,
-            commit_user=commit_user or str(uuid.uuid4()),
+            self.file_io, self.path, self.schema, commit_user=commit_user,
             snapshot_manager=self.snapshot_manager, planner=self.new_planner(self.schema, None),
         )
 
-    def new_commit(self, commit_user: str, *, max_retries: int | None = None) -> TableCommit:
-        """The committer (phase two) for ``commit_user``; see :class:`TableCommit`."""
+    def new_commit(
+        self,
+        commit_user: str,
+        *,
+        options: CommitOptions | None = None,
+        max_retries: int | None = None,
+    ) -> TableCommit:
+        """The committer (phase two) for ``commit_user``, committing with ``options``
+        (``max_retries`` overrides ``options.max_retries``); see :class:`TableCommit`."""
         return TableCommit(
             self.file_io, self.path, commit_user=commit_user, schema_manager=self.schema_manager,
             snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io,
-            max_retries=max_retries,
+            options=options, max_retries=max_retries,
         )
 
     def compact(
@@ -237,7 +271,8 @@ class FileStoreTable:
         )
         return rb.new_read().to_arrow(rb.new_scan().plan().splits)
 
-    def changes(
+    # ---- change reads: unmerged (what each snapshot wrote) and merged (net change per key)
+    def read_unmerged_changes(
         self,
         from_snapshot: int,
         to_snapshot: int,
@@ -245,9 +280,11 @@ class FileStoreTable:
         columns: Sequence[str] | None = None,
         filter: FilterArg = None,
     ) -> pa.Table:
-        """Unmerged changes of snapshots ``(from_snapshot, to_snapshot]`` as a streaming reader
-        sees them, with a ``_kind`` column first: delta files of APPEND snapshots (no
-        changelog producer), or the changelog files (``changelog-producer`` set)."""
+        """Every change of snapshots ``(from_snapshot, to_snapshot]``, snapshot by snapshot and
+        NOT merged per key, as a streaming reader (:meth:`new_stream_scan`) sees them, with a
+        ``_kind`` column first: the delta files of APPEND snapshots (no changelog producer),
+        or the changelog files (``changelog-producer`` set). A key written twice appears
+        twice. For the net change per key use :meth:`read_merged_changes`."""
         producer = self.options.changelog_producer
         predicate = _to_predicate(filter, self.schema)
         planner = self.new_planner(self.schema, predicate)
@@ -270,8 +307,7 @@ class FileStoreTable:
             return read.read_changes([])
         return pa.concat_tables(parts)
 
-    # ---- incremental and streaming reads (paimon_core.scan.incremental / .streaming)
-    def incremental_between(
+    def read_merged_changes(
         self,
         start: int,
         end: int,
@@ -280,9 +316,10 @@ class FileStoreTable:
         columns: Sequence[str] | None = None,
         filter: FilterArg = None,
     ) -> pa.Table:
-        """Changes of snapshots ``(start, end]`` merged per key, with a ``_kind`` column first
-        (``incremental-between = 'start,end'`` of Paimon 0.9, as read from ``t$audit_log``:
-        retractions are kept, e.g. insert-then-delete yields one ``-D``). ``mode``:
+        """The net change per key of snapshots ``(start, end]`` (MERGED per key), with a
+        ``_kind`` column first: Paimon's ``incremental-between = 'start,end'`` (0.9) as read
+        from ``t$audit_log``; retractions are kept, e.g. insert-then-delete yields one ``-D``.
+        For every change of every snapshot unmerged use :meth:`read_unmerged_changes`. ``mode``:
         ``auto`` / ``delta`` / ``changelog`` (``incremental-between-scan-mode``). Keep only
         ``+I``/``+U`` rows for what a plain Java table read returns. See
         :mod:`paimon_core.scan.incremental`."""
@@ -294,7 +331,7 @@ class FileStoreTable:
         read = TableRead(self.file_io, self.schema, self.schema_manager, columns, predicate)
         return IncrementalRead(read, scan_mode).to_arrow(plan.splits)
 
-    def incremental_between_timestamp(
+    def read_merged_changes_between_timestamps(
         self,
         start_millis: int,
         end_millis: int,
@@ -303,13 +340,13 @@ class FileStoreTable:
         columns: Sequence[str] | None = None,
         filter: FilterArg = None,
     ) -> pa.Table:
-        """:meth:`incremental_between` over the snapshots committed in ``(start_millis,
-        end_millis]`` (``incremental-between-timestamp``)."""
+        """:meth:`read_merged_changes` over the snapshots committed in ``(start_millis,
+        end_millis]`` (Paimon's ``incremental-between-timestamp``)."""
         rng = resolve_timestamp_range(self.snapshot_manager, start_millis, end_millis)
         if rng is None:
             read = TableRead(self.file_io, self.schema, self.schema_manager, columns, None)
             return IncrementalRead(read, "delta").to_arrow([])
-        return self.incremental_between(
+        return self.read_merged_changes(
             rng[0], rng[1], mode=mode, columns=columns, filter=filter
         )
 
@@ -320,12 +357,11 @@ class FileStoreTable:
         columns: Sequence[str] | None = None,
         filter: FilterArg = None,
         options: Mapping[str, str] | None = None,
-        **kwargs: str | int | bool,
     ) -> StreamTableScan:
         """A streaming scan (``DataTableStreamScan``): a starting plan by ``scan.mode``, then
-        the changes snapshot by snapshot. ``options`` are dynamic table options
-        (``{"scan.mode": "from-snapshot", "scan.snapshot-id": "5"}``); keyword shortcuts such as
-        ``scan_mode=..., snapshot_id=..., timestamp_millis=...`` are accepted too. See
+        the unmerged changes snapshot by snapshot. ``consumer_id``: ``consumer-id`` (progress
+        kept under ``consumer/``); ``options``: dynamic table options, Paimon's keys only
+        (``{"scan.mode": "from-snapshot", "scan.snapshot-id": "5"}``). See
         :class:`paimon_core.scan.streaming.StreamTableScan`."""
         predicate = _to_predicate(filter, self.schema)
         source = StreamSource(
@@ -335,7 +371,7 @@ class FileStoreTable:
             new_read=functools.partial(
                 TableRead, self.file_io, self.schema, self.schema_manager, columns, predicate),
         )
-        return StreamTableScan(source, consumer_id=consumer_id, options=options, **kwargs)
+        return StreamTableScan(source, consumer_id=consumer_id, options=options)
 
     def new_planner(self, schema: TableSchema, predicate: Predicate | None) -> ScanPlanner:
         """The scan planner of ``schema`` (a past one for time travel) under ``predicate``."""

@@ -35,10 +35,14 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paimon_core.errors import PaimonError, SchemaError
-from paimon_core.io.file_io import FileIO
-from paimon_core.spec.schema import TableSchema
-from paimon_core.types import DataField
+from paimon_core import (
+    CommitOptions,
+    DataField,
+    FileIO,
+    PaimonError,
+    SchemaError,
+    TableSchema,
+)
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -193,10 +197,11 @@ def overwrite(
     df = conform_to_table(source, handle.schema, partition)
     spec: Mapping[str, Any] | None = dict(partition) if partition is not None else (
         {} if whole_table else None)
+    options = CommitOptions(properties={"job": "batch_overwrite", **(properties or {})},
+                            dynamic_partition_overwrite=False if (whole_table or static) else None)
     return write_dataframe(df, settings, identifier, mode="overwrite", overwrite_partition=spec,
-                           dynamic=False if (whole_table or static) else None,
                            commit_user=commit_user, commit_identifier=commit_identifier,
-                           properties={"job": "batch_overwrite", **(properties or {})})
+                           commit_options=options, handle=handle)
 
 
 def build_parser() -> argparse.ArgumentParser:

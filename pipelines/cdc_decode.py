@@ -37,17 +37,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from paimon_core.bucket import bucket_ids
-from paimon_core.spec.schema import TableSchema
-from paimon_core.types import (
+from paimon_core import (
     BINARY_ROOTS,
     INTEGER_ROOTS,
     STRING_ROOTS,
     AtomicType,
     DataField,
+    TableSchema,
     TypeRoot,
+    bucket_ids,
+    conform_column,
 )
-from paimon_core.write.input import conform_column
 from pipelines.cdc_events import ERROR_COLUMN, KIND_COLUMN, OPS, TOMBSTONE, position_columns
 from pipelines.cdc_values import Fields, convert, digits, json_text
 from pipelines.spark_types import arrow_for_spark, spark_schema

@@ -34,12 +34,12 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from paimon_core.spec.schema import TableSchema
-from paimon_core.types import (
+from paimon_core import (
     BINARY_ROOTS,
     STRING_ROOTS,
     AtomicType,
     DataType,
+    TableSchema,
     TypeRoot,
 )
 from pipelines.spark_types import spark_type

@@ -51,13 +51,20 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from paimon_core.commit_message import CommitMessage
-from paimon_core.errors import PaimonError, SchemaError, UnsupportedError
-from paimon_core.io.file_io import FileIO, join
-from paimon_core.read.merge import deduplicate
-from paimon_core.schema_builder import Schema
-from paimon_core.schema_change import AddColumn
-from paimon_core.types import DataField
+from paimon_core import (
+    AddColumn,
+    CommitMessage,
+    CommitOptions,
+    DataField,
+    FileIO,
+    FileStoreTable,
+    PaimonError,
+    Schema,
+    SchemaError,
+    UnsupportedError,
+    deduplicate,
+    join,
+)
 from pipelines.cdc_decode import decode_file, output_schema, split_text
 from pipelines.cdc_events import (
     ERROR_COLUMN,
@@ -440,12 +447,13 @@ def _last_changes(data: pa.Table, keys: Sequence[str], order: Sequence[str]) -> 
 
 def _evolve(settings: CatalogSettings, handle: TableHandle,
             samples: dict[str, list[str]]) -> tuple[TableHandle, dict[str, str]]:
-    """Add the new columns, typed from the JSON values of sample events."""
+    """Add the new columns, typed from the JSON values of sample events (altering the
+    handle's table: no second load)."""
     names = sorted(samples)
     lines = [x for k in names for x in samples[k]]
     values = sample_new_column_values(lines, names)
     added = {n: infer_column_type(values[n]) for n in names}
-    table = settings.catalog().get_table(handle.identifier)
+    table = handle.open()
     table.alter([AddColumn(n, t) for n, t in added.items()])
     log.info("table %s: added columns %s", handle.identifier, added)
     return TableHandle.of(settings, table), added
@@ -462,16 +470,23 @@ def ingest_batch(
     landing_io: FileIO | None = None,
     quarantine_root: str | None = None,
     properties: Mapping[str, str] | None = None,
+    table: FileStoreTable | None = None,
+    checked: bool = False,
 ) -> BatchReport:
     """Ingest one batch (see the module docs); returns its report. ``properties`` are added to
-    the snapshot's properties (e.g. the orchestrator's run id).
+    the snapshot's properties (e.g. the orchestrator's run id). ``table``: the table
+    ``identifier`` as the caller opened it (from ``settings``' catalog; default: opened here);
+    ``checked``: the caller already asked whether the commit user committed ``batch`` (it did
+    not), so the question is not asked again.
 
     Raises:
         ErrorRatioExceeded: too many malformed events (quarantine written, nothing committed).
         SchemaError / UnsupportedError: a table the events cannot be written to.
     """
     opts = options or CdcOptions()
-    handle = TableHandle.load(settings, identifier)
+    # the table is opened once: every driver step below uses handle.open() (the same object)
+    handle = (TableHandle.of(settings, table) if table is not None
+              else TableHandle.load(settings, identifier))
     if not handle.schema.primary_keys:
         raise SchemaError(f"CDC needs a primary-key table; {identifier} has no primary key")
     for f in handle.schema.fields:
@@ -480,7 +495,8 @@ def ingest_batch(
                                    "from change events")
     user = opts.commit_user or f"cdc-{identifier}"
     report = BatchReport(batch)
-    if not handle.open().new_commit(user).filter_committed([batch]):
+    # "already committed?" is asked once; commit_messages is told (checked=True)
+    if not checked and not handle.open().new_commit(user).filter_committed([batch]):
         report.skipped = True
         return report
     if handle.schema.num_buckets <= 0:
@@ -522,9 +538,10 @@ def ingest_batch(
             abort(res.messages)
             raise ErrorRatioExceeded(report, opts.max_error_ratio)
     report.snapshot_ids = commit_messages(
-        handle, user, res.messages, commit_identifier=batch,
-        properties={**(properties or {}), "cdc.batch": str(batch),
-                    "cdc.events": str(report.events), "cdc.malformed": str(report.malformed)},
+        handle, user, res.messages, commit_identifier=batch, checked=True,
+        options=CommitOptions(properties={
+            **(properties or {}), "cdc.batch": str(batch), "cdc.events": str(report.events),
+            "cdc.malformed": str(report.malformed)}),
     )
     report.rows_written = res.rows
     report.skipped = not report.snapshot_ids and bool(res.messages)
@@ -545,17 +562,19 @@ def ingest(
     the table is created from ``schema`` when missing. Stops at the first failing batch."""
     opts = options or CdcOptions()
     catalog = settings.catalog()
-    if schema is not None:
-        catalog.create_table(identifier, schema, ignore_if_exists=True)
+    table = (catalog.create_table(identifier, schema, ignore_if_exists=True)
+             if schema is not None else None)
     fio = FileIO(landing, dict(settings.storage_options))
     q_root = opts.quarantine or join(landing, "_quarantine")
     reports = []
     for bid, files in list_batches(fio, landing):
         if batches is not None and bid not in batches:
             continue
+        if table is None:  # opened once, for the first batch
+            table = catalog.get_table(identifier)
         reports.append(ingest_batch(spark, settings, identifier, bid, files, opts,
                                     landing_io=fio, quarantine_root=q_root,
-                                    properties=properties))
+                                    properties=properties, table=table))
     return reports
 
 

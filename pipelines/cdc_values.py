@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.types import (
+from paimon_core import (
     BINARY_ROOTS,
     INT_RANGES,
     INTEGER_ROOTS,

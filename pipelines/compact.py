@@ -39,20 +39,24 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paimon_core.cli.compact_cmds import add_strategy_args
-from paimon_core.commit_message import CommitMessage
-from paimon_core.compact.manager import (
+from paimon_core import (
     DEFAULT_MAX_ATTEMPTS,
     BucketWork,
+    CommitMessage,
+    CommitOptions,
     CompactSource,
+    CompactStrategy,
+    DataFileMeta,
+    FileStoreTable,
+    PaimonError,
+    TableLayout,
     compact_with_retries,
+    is_full,
     new_compactor,
 )
-from paimon_core.compact.manager import plan_compaction as core_plan_compaction
-from paimon_core.compact.options import CompactStrategy, is_full
-from paimon_core.errors import PaimonError
-from paimon_core.layout import TableLayout
-from paimon_core.table import FileStoreTable
+from paimon_core import list_buckets as core_list_buckets
+from paimon_core import pick_buckets as core_pick_buckets
+from paimon_core.cli.compact_cmds import add_strategy_args
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -67,7 +71,10 @@ from pipelines.config import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["CompactReport", "compact", "main", "plan_compaction"]
+__all__ = [
+    "BucketFiles", "CompactReport", "compact", "list_buckets", "main", "pick_buckets",
+    "plan_compaction",
+]
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +103,27 @@ class CompactReport:
         return json.dumps(asdict(self), sort_keys=True)
 
 
+#: the live files of buckets: (partition, bucket) -> (total buckets, files)
+BucketFiles = dict[tuple[bytes, int], tuple[int, list[DataFileMeta]]]
+
+
+def list_buckets(
+    handle: TableHandle,
+    *,
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    buckets: Sequence[int] | None = None,
+) -> tuple[int | None, BucketFiles]:
+    """The latest snapshot id and the live files of the selected buckets in it (one listing
+    of the manifests; metadata only)."""
+    return core_list_buckets(handle.open(), partitions=partitions, buckets=buckets)
+
+
+def pick_buckets(handle: TableHandle, groups: BucketFiles, *,
+                 strategy: CompactStrategy = "full") -> list[BucketWork]:
+    """The buckets of ``groups`` (:func:`list_buckets`) the strategy would compact."""
+    return core_pick_buckets(handle.open(), groups, full=is_full(strategy))
+
+
 def plan_compaction(
     handle: TableHandle,
     *,
@@ -104,8 +132,8 @@ def plan_compaction(
     buckets: Sequence[int] | None = None,
 ) -> tuple[int | None, list[BucketWork]]:
     """The latest snapshot id and the buckets the strategy would compact (metadata only)."""
-    return core_plan_compaction(handle.open(), full=is_full(strategy), partitions=partitions,
-                                buckets=buckets)
+    sid, groups = list_buckets(handle, partitions=partitions, buckets=buckets)
+    return sid, pick_buckets(handle, groups, strategy=strategy)
 
 
 def _run_tasks(spark: SparkSession, handle: TableHandle, todo: Sequence[BucketWork],
@@ -147,16 +175,21 @@ def _run_tasks(spark: SparkSession, handle: TableHandle, todo: Sequence[BucketWo
 @dataclass
 class SparkExecutor:
     """Runs each bucket's compaction as a Spark task (a :class:`CompactExecutor`); the
-    table is opened from a fresh :class:`TableHandle` every round (:meth:`open`)."""
+    table is opened from a fresh :class:`TableHandle` every round (:meth:`open`), but for
+    the first round's ``table`` when the caller has it open already."""
 
     spark: SparkSession
     settings: CatalogSettings
     identifier: str
+    table: FileStoreTable | None = None
     handle: TableHandle | None = None
     tasks: list[tuple[int, int]] = field(default_factory=list)
 
     def open(self) -> FileStoreTable:
-        self.handle = TableHandle.load(self.settings, self.identifier)
+        if self.table is not None:
+            self.handle, self.table = TableHandle.of(self.settings, self.table), None
+        else:
+            self.handle = TableHandle.load(self.settings, self.identifier)
         return self.handle.open()
 
     def __call__(self, source: CompactSource, work: Sequence[BucketWork], *, full: bool,
@@ -178,20 +211,25 @@ def compact(
     commit_user: str | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     properties: Mapping[str, str] | None = None,
+    table: FileStoreTable | None = None,
+    planned: Sequence[BucketWork] | None = None,
 ) -> CompactReport:
     """Compact the table's buckets into one COMPACT snapshot (module docs): fully by default,
     the universal picker's choice with ``strategy="minor"``; ``properties`` go into the
-    snapshot's properties.
+    snapshot's properties. ``table`` (opened from ``settings``' catalog) and ``planned``
+    (:func:`plan_compaction`'s buckets on it): what the caller already opened and planned,
+    used by the first round instead of opening and planning again.
 
     Raises:
         CommitConflictError: every one of ``max_attempts`` rounds conflicted.
         CommitStateUnknownError: the commit's outcome is unknown (nothing was cleaned up).
     """
-    executor = SparkExecutor(spark, settings, identifier)
+    executor = SparkExecutor(spark, settings, identifier, table=table)
     outcome = compact_with_retries(
         executor.open, strategy=strategy, partitions=partitions, buckets=buckets,
         commit_user=commit_user or f"spark-compact-{uuid.uuid4()}", max_attempts=max_attempts,
-        executor=executor, properties=properties)
+        executor=executor, options=CommitOptions(properties=dict(properties or {})),
+        planned=planned)
     report = CompactReport(identifier, attempts=outcome.attempts)
     messages = outcome.messages
     if not messages or outcome.source is None:

@@ -25,11 +25,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from paimon_core.catalog import FileSystemCatalog
-from paimon_core.identifier import Identifier
-from paimon_core.io.file_io import FileIO
-from paimon_core.spec.schema import TableSchema
-from paimon_core.table import FileStoreTable
+from paimon_core import (
+    FileIO,
+    FileStoreTable,
+    FileSystemCatalog,
+    Identifier,
+    TableSchema,
+)
+
+_CATALOG = "_catalog"  # CatalogSettings' catalog, built once
+_TABLE = "_table"  # TableHandle's table, opened once
 
 __all__ = [
     "CatalogSettings",
@@ -75,7 +80,12 @@ def _pairs(items: Sequence[str] | None, what: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class CatalogSettings:
-    """A warehouse and the storage options to reach it (picklable; shipped to tasks)."""
+    """A warehouse and the storage options to reach it (picklable; shipped to tasks).
+
+    :meth:`catalog` is built once per settings object (and so per job run on the driver, and
+    per task on an executor, which unpickles its own copy): one catalog, one FileIO and one
+    manifest cache however many times a job asks for them.
+    """
 
     warehouse: str
     storage_options: Mapping[str, str] = field(default_factory=dict)
@@ -97,16 +107,29 @@ class CatalogSettings:
         return cls(warehouse, opts)
 
     def catalog(self) -> FileSystemCatalog:
-        return FileSystemCatalog(self.warehouse, dict(self.storage_options))
+        """The catalog of the warehouse, built on the first call."""
+        cat: FileSystemCatalog | None = self.__dict__.get(_CATALOG)
+        if cat is None:
+            cat = FileSystemCatalog(self.warehouse, dict(self.storage_options))
+            object.__setattr__(self, _CATALOG, cat)
+        return cat
 
     def file_io(self) -> FileIO:
-        return FileIO(self.catalog().warehouse, dict(self.storage_options))
+        """The catalog's FileIO (storage of the warehouse)."""
+        return self.catalog().file_io
+
+    def __getstate__(self) -> dict[str, object]:
+        # ship the settings, not the catalog (its manifest cache holds locks)
+        return {k: v for k, v in self.__dict__.items() if k != _CATALOG}
 
 
 @dataclass(frozen=True)
 class TableHandle:
     """A picklable handle on one table with its schema pinned: made on the driver, opened in
     Spark tasks without touching storage (every task then writes / reads with the same schema).
+
+    :meth:`open` returns one table object per handle (on the driver, the table the handle was
+    made from): a job opens its table once and passes the handle down.
     """
 
     settings: CatalogSettings
@@ -116,7 +139,10 @@ class TableHandle:
 
     @classmethod
     def of(cls, settings: CatalogSettings, table: FileStoreTable) -> TableHandle:
-        return cls(settings, str(table.identifier), table.path, table.schema)
+        """A handle on ``table`` (already open: :meth:`open` returns it)."""
+        handle = cls(settings, str(table.identifier), table.path, table.schema)
+        object.__setattr__(handle, _TABLE, table)
+        return handle
 
     @classmethod
     def load(cls, settings: CatalogSettings, identifier: str) -> TableHandle:
@@ -124,8 +150,18 @@ class TableHandle:
         return cls.of(settings, settings.catalog().get_table(identifier))
 
     def open(self) -> FileStoreTable:
-        return FileStoreTable(self.settings.file_io(), self.path,
-                              Identifier.parse(self.identifier), self.schema)
+        """The table with the pinned schema, made on the first call (none of storage read)."""
+        table: FileStoreTable | None = self.__dict__.get(_TABLE)
+        if table is None or table.schema.id != self.schema.id:  # altered since: a fresh one
+            cat = self.settings.catalog()
+            table = FileStoreTable(cat.file_io, self.path, Identifier.parse(self.identifier),
+                                   self.schema, cat.manifest_cache)
+            object.__setattr__(self, _TABLE, table)
+        return table
+
+    def __getstate__(self) -> dict[str, object]:
+        # a task opens its own table from the settings
+        return {k: v for k, v in self.__dict__.items() if k != _TABLE}
 
 
 @dataclass(frozen=True)

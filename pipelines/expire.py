@@ -34,10 +34,14 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
-from paimon_core.errors import PaimonError
-from paimon_core.expire import BulkDelete, ExpireSnapshots
-from paimon_core.expire_config import ExpireConfig
-from paimon_core.orphans import remove_orphan_files
+from paimon_core import (
+    BulkDelete,
+    ExpireConfig,
+    ExpireSnapshots,
+    FileNotFoundInTableError,
+    PaimonError,
+    remove_orphan_files,
+)
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -112,8 +116,6 @@ def bulk_deleter(
         ).repartitionById(n, F.col("idx")).select("path", "size")
 
         def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            from paimon_core.errors import FileNotFoundInTableError
-
             fio = handle.settings.file_io()
             for b in batches:
                 paths, freed = [], []

@@ -22,15 +22,19 @@ import decimal
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from paimon_core.errors import FilterError
-from paimon_core.scan.predicate import (
+from paimon_core import (
+    INTEGER_ROOTS,
+    STRING_ROOTS,
+    AtomicType,
+    DataField,
+    FilterError,
     Leaf,
     Op,
     Predicate,
+    TypeRoot,
     and_,
     bind,
 )
-from paimon_core.types import INTEGER_ROOTS, STRING_ROOTS, AtomicType, DataField, TypeRoot
 
 __all__ = ["to_predicate", "translate"]
 

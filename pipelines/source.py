@@ -70,18 +70,27 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from paimon_core.commit_message import CommitMessage
-from paimon_core.errors import SchemaError, SnapshotExpiredError
-from paimon_core.options import parse_memory_size
-from paimon_core.read.stream import read_stream_plan
-from paimon_core.read.table_read import TableRead
-from paimon_core.scan.predicate import Predicate, and_, parse_filters
-from paimon_core.scan.split import DataSplit
-from paimon_core.scan.streaming import KIND_COLUMN, StreamPlan, StreamTableScan
-from paimon_core.spec.schema import TableSchema
-from pipelines.config import CatalogSettings, TableHandle
+from paimon_core import (
+    KIND_COLUMN,
+    CommitMessage,
+    CommitOptions,
+    DataSplit,
+    Predicate,
+    SchemaError,
+    SnapshotExpiredError,
+    StreamPlan,
+    StreamTableScan,
+    TableRead,
+    TableSchema,
+    and_,
+    parse_filters,
+    parse_memory_size,
+    read_stream_plan,
+)
+from pipelines.config import CatalogSettings, TableHandle, parse_pairs
 from pipelines.filters import to_predicate
 from pipelines.spark_types import arrow_for_spark, conform_to_spark, spark_schema
+from pipelines.writer import commit_messages, write_batches
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -456,26 +465,21 @@ class PaimonWriter(DataSourceArrowWriter):
         raw = _first(options, "overwrite.partition")
         self.overwrite_partition: dict[str, str] | None = None
         if raw is not None:
-            from pipelines.config import parse_pairs
-
             self.overwrite_partition = parse_pairs(raw.replace(",", ";"), what="partition")
         dyn = _first(options, "dynamic-partition-overwrite")
         self.dynamic: bool | None = None if dyn is None else dyn.strip().lower() == "true"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
-        from pipelines.writer import write_batches
-
         messages, rows = write_batches(self.handle, self.commit_user, iterator,
                                        row_kind_column=self.row_kind_column)
         return PaimonCommitMessage(pickle.dumps(messages), rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        from pipelines.writer import commit_messages
-
         commit_messages(
             self.handle, self.commit_user, _unpickle(messages),
             commit_identifier=self.commit_identifier, overwrite=self.overwrite,
-            overwrite_partition=self.overwrite_partition, dynamic=self.dynamic,
+            overwrite_partition=self.overwrite_partition,
+            options=CommitOptions(dynamic_partition_overwrite=self.dynamic),
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.errors import SchemaError
-from paimon_core.types import (
+from paimon_core import (
     BINARY_ROOTS,
     STRING_ROOTS,
     ArrayType,
@@ -34,6 +33,7 @@ from paimon_core.types import (
     MapType,
     MultisetType,
     RowType,
+    SchemaError,
     TypeRoot,
     parse_sql_type,
 )

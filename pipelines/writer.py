@@ -2,9 +2,9 @@
 
 :func:`write_dataframe` is Paimon's two-phase commit spread over Spark:
 
-1. the driver loads the table and pins its schema (:class:`~pipelines.config.TableHandle`);
-   with a ``commit_identifier`` already committed by ``commit_user`` nothing is written
-   (exactly-once re-runs);
+1. the driver opens the table once and pins its schema (:class:`~pipelines.config.TableHandle`,
+   whose table every driver step reuses); it asks once whether ``commit_identifier`` was
+   already committed by ``commit_user``, and then nothing is written (exactly-once re-runs);
 2. an Arrow UDF computes every row's bucket with ``paimon_core.bucket`` (Paimon's bucket hash
    is not Spark's ``hash()``), and ``repartitionById`` sends each bucket to exactly one task,
    so one ``TableWrite`` owns a (partition, bucket) and its sequence numbers;
@@ -29,12 +29,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from paimon_core.bucket import bucket_ids
-from paimon_core.commit_message import CommitMessage
-from paimon_core.errors import CommitStateUnknownError, PaimonError, SchemaError
-from paimon_core.read.merge import deduplicate
-from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER
-from paimon_core.write.input import conform_column
+from paimon_core import (
+    BATCH_COMMIT_IDENTIFIER,
+    AtomicType,
+    CommitMessage,
+    CommitOptions,
+    CommitStateUnknownError,
+    PaimonError,
+    SchemaError,
+    TypeRoot,
+    bucket_ids,
+    conform_column,
+    deduplicate,
+)
 from pipelines.config import CatalogSettings, TableHandle
 
 if TYPE_CHECKING:
@@ -212,29 +219,31 @@ def commit_messages(
     commit_identifier: int | None = None,
     overwrite: bool = False,
     overwrite_partition: Mapping[str, Any] | None = None,
-    dynamic: bool | None = None,
-    properties: Mapping[str, str] | None = None,
+    options: CommitOptions | None = None,
+    checked: bool = False,
 ) -> list[int]:
     """Commit task messages once, on the driver: one APPEND snapshot, or an OVERWRITE
-    (``overwrite_partition`` a static spec, None / ``{}`` = the whole table; ``dynamic``
-    overrides the table's ``dynamic-partition-overwrite``: see
-    :meth:`paimon_core.commit.table_commit.TableCommit.overwrite`).
+    (``overwrite_partition`` a static spec, None / ``{}`` = the whole table;
+    ``options.dynamic_partition_overwrite`` overrides the table's
+    ``dynamic-partition-overwrite``: see
+    :meth:`paimon_core.commit.table_commit.TableCommit.overwrite`). ``options``: snapshot
+    properties and the other settings of the commit.
 
     A commit that fails (conflict, invalid message...) deletes the messages' files; a commit
     whose state is unknown keeps them. An identifier already committed by ``commit_user``
-    applies nothing (the messages' files are deleted) and returns ``[]``.
+    applies nothing (the messages' files are deleted) and returns ``[]``; ``checked``: the
+    caller asked that already, before writing (the commit itself still never applies an
+    identifier twice: it then returns the snapshots found).
     """
-    table = handle.open()
-    commit = table.new_commit(commit_user)
+    commit = handle.open().new_commit(commit_user, options=options)
     ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
-    if commit_identifier is not None and not commit.filter_committed([ident]):
+    if commit_identifier is not None and not checked and not commit.filter_committed([ident]):
         commit.abort(messages)
         return []
     try:
         if overwrite:
-            return commit.overwrite(messages, overwrite_partition, ident, dynamic=dynamic,
-                                    properties=properties)
-        return commit.commit(messages, ident, properties=properties)
+            return commit.overwrite(messages, overwrite_partition, ident)
+        return commit.commit(messages, ident)
     except CommitStateUnknownError:
         raise  # the snapshot may have landed: keep every file
     except BaseException:
@@ -253,8 +262,6 @@ def align_timestamps(df: DataFrame, handle: TableHandle) -> DataFrame:
     ``TIMESTAMP``. Every other value is checked by the writer exactly (nothing is rounded)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-
-    from paimon_core.types import AtomicType, TypeRoot
 
     cols = []
     changed = False
@@ -280,13 +287,13 @@ def write_dataframe(
     *,
     mode: Literal["append", "overwrite"] = "append",
     overwrite_partition: Mapping[str, Any] | None = None,
-    dynamic: bool | None = None,
     commit_user: str | None = None,
     commit_identifier: int | None = None,
     row_kind_column: str | None = None,
     dedup_order: Sequence[str] | None = None,
-    properties: Mapping[str, str] | None = None,
+    commit_options: CommitOptions | None = None,
     fault_hook: FaultHook | None = None,
+    handle: TableHandle | None = None,
 ) -> WriteResult:
     """Write ``df`` into table ``identifier`` with one commit (see the module docs).
 
@@ -298,8 +305,6 @@ def write_dataframe(
         overwrite_partition: ``overwrite`` only: a static partition spec (None or ``{}`` =
             the whole table). With ``dynamic-partition-overwrite`` (Paimon's default) only the
             partitions present in ``df`` are replaced, within the spec.
-        dynamic: ``overwrite`` only: overrides the table's ``dynamic-partition-overwrite``
-            (``False`` = replace everything the spec matches, even by nothing).
         commit_user: the pipeline's stable identity (default: a random one).
         commit_identifier: a monotonically increasing batch id: a re-run of a committed id
             writes nothing (exactly-once).
@@ -308,8 +313,12 @@ def write_dataframe(
             columns (e.g. a source position), in the write tasks (no extra shuffle). Without
             it, two rows of one key in ``df`` are merged by the table (``sequence.field``,
             else the arrival order within the task, which Spark does not define).
-        properties: snapshot properties.
+        commit_options: the commit's settings: snapshot properties; for ``overwrite``,
+            ``dynamic_partition_overwrite`` overrides the table's
+            ``dynamic-partition-overwrite`` (``False`` = replace everything the spec matches,
+            even by nothing).
         fault_hook: fault injection for tests (see ``FaultHook``).
+        handle: the table ``identifier`` as the caller opened it (default: opened here).
 
     Returns:
         A :class:`WriteResult`.
@@ -320,9 +329,10 @@ def write_dataframe(
     """
     if mode not in ("append", "overwrite"):
         raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
-    handle = TableHandle.load(settings, identifier)
+    if handle is None:
+        handle = TableHandle.load(settings, identifier)  # the table, opened once for the job
     user = commit_user or f"spark-{uuid.uuid4()}"
-    if commit_identifier is not None:
+    if commit_identifier is not None:  # asked once; commit_messages is told (checked=True)
         done = not handle.open().new_commit(user).filter_committed([commit_identifier])
         if done:
             return WriteResult(handle.identifier, (), 0, 0, user, commit_identifier, skipped=True)
@@ -345,7 +355,7 @@ def write_dataframe(
                                      dedup_order=dedup_order, fault_hook=fault_hook)
     ids = commit_messages(handle, user, messages, commit_identifier=commit_identifier,
                           overwrite=mode == "overwrite", overwrite_partition=overwrite_partition,
-                          dynamic=dynamic, properties=properties)
+                          options=commit_options, checked=True)
     files = sum(len(m.new_files) + len(m.changelog_files) for m in messages)
     return WriteResult(handle.identifier, tuple(ids), rows, files, user, commit_identifier)
 

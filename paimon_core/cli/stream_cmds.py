@@ -5,7 +5,7 @@
   ``incremental`` command): ``stream`` (default) = what a streaming reader sees, unmerged,
   snapshot by snapshot (:class:`~paimon_core.scan.streaming.StreamTableScan` from snapshot
   ``A + 1``); ``between`` = Paimon 0.9 ``incremental-between``, merged per key
-  (:meth:`FileStoreTable.incremental_between`, ``--scan-mode auto|delta|changelog``).
+  (:meth:`FileStoreTable.read_merged_changes`, ``--scan-mode auto|delta|changelog``).
 * ``paimon stream [--consumer-id ID] [--max-snapshots N] [--follow]`` runs a streaming read:
   the startup plan (``--scan-mode``, ``--snapshot``, ``--timestamp-ms``, ``--option K=V``) and
   then every new snapshot, each snapshot's rows as sorted canonical JSON lines
@@ -102,7 +102,7 @@ def cmd_incremental(args: argparse.Namespace, out: TextIO) -> int:
     table = _table(args)
     filters = args.filter or None
     if args.mode == "between":
-        data = table.incremental_between(
+        data = table.read_merged_changes(
             args.from_, args.to, mode=args.scan_mode or "auto", filter=filters
         )
     else:

@@ -34,12 +34,13 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from paimon_core.commit.conflicts import check_conflicts
 from paimon_core.commit.manifest_merge import merge_manifests, merge_settings
 from paimon_core.commit.manifest_writer import ManifestWriter
+from paimon_core.commit.options import CommitOptions
 from paimon_core.commit_message import CommitMessage, validate_messages
 from paimon_core.errors import (
     CommitConflictError,
@@ -89,8 +90,10 @@ class TableCommit:
         file_io: storage.
         table_path: the table directory.
         commit_user: stable identity of the writing pipeline (exactly-once is per user).
+        options: this committer's :class:`CommitOptions` (snapshot properties, retries,
+            overwrite mode, watermark); a call's own ``options`` replace them.
         max_retries: attempts after losing the race for a snapshot id (option
-            ``commit.max-retries``).
+            ``commit.max-retries``); overrides ``options.max_retries``.
     """
 
     def __init__(
@@ -102,6 +105,7 @@ class TableCommit:
         schema_manager: SchemaManager | None = None,
         snapshot_manager: SnapshotManager | None = None,
         manifest_io: ManifestIO | None = None,
+        options: CommitOptions | None = None,
         max_retries: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -113,7 +117,9 @@ class TableCommit:
         self.schemas = schema_manager or SchemaManager(file_io, table_path)
         self.snapshots = snapshot_manager or SnapshotManager(file_io, table_path)
         self.manifests = manifest_io or ManifestIO(file_io, table_path)
-        self._max_retries = max_retries
+        self.options = options or CommitOptions()
+        if max_retries is not None:
+            self.options = replace(self.options, max_retries=max_retries)
         self._sleep = sleep
 
     # ------------------------------------------------------------------ public API
@@ -122,12 +128,13 @@ class TableCommit:
         messages: Sequence[CommitMessage],
         commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
         *,
-        properties: Mapping[str, str] | None = None,
-        watermark: int | None = None,
+        options: CommitOptions | None = None,
     ) -> list[int]:
         """Commit new files (one APPEND snapshot) and compaction results (one COMPACT
         snapshot), both with ``commit_identifier``. Returns the ids of the snapshots created or
-        found already committed; empty when there was nothing to commit."""
+        found already committed; empty when there was nothing to commit. ``options``: this
+        commit's settings (default: the committer's)."""
+        opts = options or self.options
         schema = self._schema()
         self._validate(messages, schema)
         landed = self._landed(commit_identifier)
@@ -143,8 +150,8 @@ class TableCommit:
             group = [m for m in messages if any(pick(m))]
             if not group:
                 continue
-            sid = self._try_commit(kind, _changes_of(group, pick), commit_identifier,
-                                   properties, watermark, touched=_touched(group))
+            sid = self._try_commit(kind, _changes_of(group, pick), commit_identifier, opts,
+                                   touched=_touched(group))
             if sid is not None:
                 out.append(sid)
         return out
@@ -155,15 +162,16 @@ class TableCommit:
         partition: Mapping[str, Any] | None = None,
         commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
         *,
+        options: CommitOptions | None = None,
         dynamic: bool | None = None,
-        properties: Mapping[str, str] | None = None,
     ) -> list[int]:
         """INSERT OVERWRITE (one OVERWRITE snapshot), as Paimon's
         ``FileStoreCommitImpl.overwrite``:
 
-        * **dynamic** (``dynamic-partition-overwrite``, default true; ``dynamic`` overrides
-          the option; partitioned tables only): exactly the partitions that receive new files
-          are replaced, and no new files means no snapshot. A static ``partition`` spec
+        * **dynamic** (``dynamic-partition-overwrite``, default true;
+          ``options.dynamic_partition_overwrite`` or ``dynamic`` override the option;
+          partitioned tables only): exactly the partitions that receive new files are replaced,
+          and no new files means no snapshot. A static ``partition`` spec
           (possibly partial) only bounds the new files: within it, partitions that receive
           no rows keep theirs.
         * **static** (the option false, ``dynamic=False``, or an unpartitioned table): every
@@ -171,7 +179,11 @@ class TableCommit:
           nothing if there are no new files.
 
         Every new file must lie in ``partition`` when one is given (:class:`SchemaError`).
+        ``options``: this commit's settings (default: the committer's).
         """
+        opts = options or self.options
+        if dynamic is None:
+            dynamic = opts.dynamic_partition_overwrite
         schema = self._schema()
         self._validate(messages, schema)
         part_types = [schema.field(k).type for k in schema.partition_keys]
@@ -208,18 +220,19 @@ class TableCommit:
             data += [_entry(FileKind.ADD, m, f) for m, f in new]
             return _Changes(data, [])
 
-        sid = self._try_commit(CommitKind.OVERWRITE, build, commit_identifier, properties, None,
-                               touched=None, check_bucket_counts=False)
+        sid = self._try_commit(CommitKind.OVERWRITE, build, commit_identifier,
+                               replace(opts, watermark=None), touched=None,
+                               check_bucket_counts=False)
         return [sid] if sid is not None else []
 
     def truncate(
         self,
         commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
         *,
-        properties: Mapping[str, str] | None = None,
+        options: CommitOptions | None = None,
     ) -> list[int]:
         """Remove every row (an OVERWRITE snapshot deleting all live files)."""
-        return self.overwrite([], {}, commit_identifier, dynamic=False, properties=properties)
+        return self.overwrite([], {}, commit_identifier, options=options, dynamic=False)
 
     def drop_partitions(
         self,
@@ -239,7 +252,8 @@ class TableCommit:
                     for e in live if any(match(e.partition) for match in matchers)]
             return _Changes(data, [])
 
-        sid = self._try_commit(CommitKind.OVERWRITE, build, commit_identifier, None, None,
+        sid = self._try_commit(CommitKind.OVERWRITE, build, commit_identifier,
+                               replace(self.options, properties={}, watermark=None),
                                touched=None, check_bucket_counts=False, allow_empty=False)
         return [sid] if sid is not None else []
 
@@ -358,15 +372,14 @@ class TableCommit:
         kind: CommitKind,
         build: ChangeBuilder,
         identifier: int,
-        properties: Mapping[str, str] | None,
-        watermark: int | None,
+        opts: CommitOptions,
         *,
         touched: set[bytes] | None,
         check_bucket_counts: bool = True,
         allow_empty: bool = True,
     ) -> int | None:
         first_latest: int | None = None
-        max_retries = self._max_retries
+        max_retries = opts.max_retries
         attempt = 0
         while True:
             latest = self.snapshots.latest_snapshot()
@@ -391,8 +404,8 @@ class TableCommit:
                       if schema.primary_keys else None)
             check_conflicts(live, changes.data, decode_key=decode,
                             check_bucket_counts=check_bucket_counts)
-            outcome = self._attempt(kind, schema, latest, prev, changes, identifier, properties,
-                                    watermark)
+            outcome = self._attempt(kind, schema, latest, prev, changes, identifier,
+                                    opts.properties, opts.watermark)
             if outcome is not None:
                 return outcome
             attempt += 1

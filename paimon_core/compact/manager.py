@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from paimon_core.commit.options import CommitOptions
 from paimon_core.commit.table_commit import TableCommit
 from paimon_core.commit_message import CommitMessage
 from paimon_core.compact.append import plan_append, rewrite_append
@@ -76,8 +77,10 @@ __all__ = [
     "compact_bucket",
     "compact_table",
     "compact_with_retries",
+    "list_buckets",
     "live_bucket_files",
     "new_compactor",
+    "pick_buckets",
     "plan_compaction",
 ]
 
@@ -257,7 +260,8 @@ class CompactSource(Protocol):
     @property
     def manifest_io(self) -> ManifestIO: ...
 
-    def new_commit(self, commit_user: str) -> TableCommit: ...
+    def new_commit(self, commit_user: str, *,
+                   options: CommitOptions | None = None) -> TableCommit: ...
 
 
 def new_compactor(source: CompactSource) -> BucketCompactor:
@@ -302,6 +306,33 @@ def compact_bucket(
     return compactor.message(partition, bucket, slot[0], result)
 
 
+def list_buckets(
+    source: CompactSource,
+    *,
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    buckets: Sequence[int] | None = None,
+) -> tuple[int | None, BucketFilesMap]:
+    """The latest snapshot id and the live files of the selected buckets in it (one listing
+    of the manifests; metadata only)."""
+    snap = source.snapshot_manager.latest_snapshot()
+    if snap is None:
+        return None, {}
+    accept_part = TableLayout.of(source.path, source.schema).partition_matcher(partitions)
+    wanted = set(buckets) if buckets is not None else None
+    return snap.id, live_bucket_files(
+        source.manifest_io, snap,
+        lambda p, b: accept_part(p) and (wanted is None or b in wanted))
+
+
+def pick_buckets(source: CompactSource, groups: BucketFilesMap, *,
+                 full: bool) -> list[BucketWork]:
+    """The buckets of ``groups`` (:func:`list_buckets`) that need compaction, in
+    (partition, bucket) order."""
+    compactor = new_compactor(source)
+    return [(p, b, total, files) for (p, b), (total, files) in sorted(groups.items())
+            if compactor.needs_compaction(files, full=full)]
+
+
 def plan_compaction(
     source: CompactSource,
     *,
@@ -311,17 +342,8 @@ def plan_compaction(
 ) -> tuple[int | None, list[BucketWork]]:
     """The latest snapshot id and the selected buckets that need compaction, in
     (partition, bucket) order (metadata only)."""
-    snap = source.snapshot_manager.latest_snapshot()
-    if snap is None:
-        return None, []
-    accept_part = TableLayout.of(source.path, source.schema).partition_matcher(partitions)
-    wanted = set(buckets) if buckets is not None else None
-    groups = live_bucket_files(
-        source.manifest_io, snap,
-        lambda p, b: accept_part(p) and (wanted is None or b in wanted))
-    compactor = new_compactor(source)
-    return snap.id, [(p, b, total, files) for (p, b), (total, files) in sorted(groups.items())
-                     if compactor.needs_compaction(files, full=full)]
+    sid, groups = list_buckets(source, partitions=partitions, buckets=buckets)
+    return sid, pick_buckets(source, groups, full=full)
 
 
 class CompactExecutor(Protocol):
@@ -373,7 +395,8 @@ def compact_with_retries(
     commit_user: str,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     executor: CompactExecutor | None = None,
-    properties: Mapping[str, str] | None = None,
+    options: CommitOptions | None = None,
+    planned: Sequence[BucketWork] | None = None,
 ) -> CompactOutcome:
     """The compaction loop: plan the latest snapshot, run the tasks with ``executor``, commit
     one COMPACT snapshot; on a commit conflict delete what was written and plan again from
@@ -387,7 +410,9 @@ def compact_with_retries(
         commit_user: the commit user.
         max_attempts: rounds tried when commits conflict.
         executor: runs the tasks (default: :class:`LocalExecutor`).
-        properties: snapshot properties of the COMPACT snapshot.
+        options: the commit's options (e.g. the COMPACT snapshot's properties).
+        planned: the first round's work, planned by the caller on the table ``open_source``
+            returns first (:func:`plan_compaction`); later rounds plan afresh.
 
     Raises:
         CommitConflictError: every one of ``max_attempts`` rounds conflicted.
@@ -402,15 +427,18 @@ def compact_with_retries(
         outcome.attempts = attempt
         source = open_source()
         outcome.source = source
-        _, work = plan_compaction(source, full=full, partitions=partitions, buckets=buckets)
+        if attempt == 1 and planned is not None:
+            work = list(planned)
+        else:
+            _, work = plan_compaction(source, full=full, partitions=partitions, buckets=buckets)
         if not work:
             return outcome
-        committer = source.new_commit(commit_user)
+        committer = source.new_commit(commit_user, options=options)
         messages = run(source, work, full=full, abort=committer.abort)
         if not messages:
             return outcome
         try:
-            ids = committer.commit(messages, properties=properties)
+            ids = committer.commit(messages)
         except CommitConflictError as e:
             log.info("compaction attempt %d conflicted (%s); planning again", attempt, e)
             committer.abort(messages)

@@ -42,11 +42,12 @@ refuses them in streaming mode too), ``streaming-read-overwrite=true``, bounded 
 ``streaming-read.snapshot.delay``.
 
 Example:
-    >>> scan = table.new_stream_scan("etl", scan_mode="from-snapshot", snapshot_id=1)  # doctest: +SKIP
+    >>> scan = table.new_stream_scan(                                # doctest: +SKIP
+    ...     "etl", options={"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     >>> while (plan := scan.plan()) is not None:                          # doctest: +SKIP
     ...     handle(scan.read(plan))                                       # _kind first
     ...     scan.notify_checkpoint_complete(scan.checkpoint())            # persist progress
-"""  # noqa: E501
+"""
 
 from __future__ import annotations
 
@@ -85,18 +86,6 @@ __all__ = [
 KIND_COLUMN = "_kind"
 FIRST_SNAPSHOT_ID = 1
 Source = Literal["full", "delta", "changelog"]
-
-#: keyword shortcuts of ``FileStoreTable.new_stream_scan(**kwargs)`` -> option keys
-KEYWORD_OPTIONS = {
-    "scan_mode": "scan.mode",
-    "snapshot_id": "scan.snapshot-id",
-    "scan_snapshot_id": "scan.snapshot-id",
-    "timestamp_millis": "scan.timestamp-millis",
-    "scan_timestamp_millis": "scan.timestamp-millis",
-    "scan_timestamp": "scan.timestamp",
-    "consumer_ignore_progress": "consumer.ignore-progress",
-    "ignore_progress": "consumer.ignore-progress",
-}
 
 _MODES = (
     "default", "full", "latest-full", "latest", "from-snapshot", "from-snapshot-full",
@@ -208,18 +197,9 @@ class StreamTableScan:
         *,
         consumer_id: str | None = None,
         options: Mapping[str, str] | None = None,
-        **kwargs: str | int | bool,
     ) -> None:
         merged = dict(source.schema.options)
         merged.update({k: _option_text(v) for k, v in (options or {}).items()})
-        for k, v in kwargs.items():
-            key = KEYWORD_OPTIONS.get(k)
-            if key is None:
-                raise SchemaError(
-                    f"new_stream_scan() got an unknown option keyword {k!r} (known: "
-                    f"{sorted(KEYWORD_OPTIONS)}; pass other keys in options={{...}})"
-                )
-            merged[key] = _option_text(v)
         if consumer_id is not None:
             merged["consumer-id"] = consumer_id
         self.source = source
@@ -321,7 +301,7 @@ class StreamTableScan:
             mode = "latest-full"
         if mode == "incremental":
             raise UnsupportedError(
-                "incremental-between is a batch read (FileStoreTable.incremental_between); "
+                "incremental-between is a batch read (FileStoreTable.read_merged_changes); "
                 "it cannot start a streaming read"
             )
         if mode == "from-file-creation-time":

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from paimon_core import CommitOptions
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.commit_message import CommitMessage, InvalidCommitMessageError
 from paimon_core.errors import CommitConflictError, CommitStateUnknownError, SchemaError
@@ -57,7 +58,8 @@ def test_commit_counts_and_exactly_once(tmp_path: Path) -> None:
     assert t.snapshot_manager.latest_snapshot_id() == 1
     assert c.filter_committed([1, 2, 3]) == [2, 3]
     assert t.new_commit("someone-else").filter_committed([1]) == [1]
-    c.commit([message(t.path, "x", data_file(1))], 2, properties={"dagster/run_id": "r-1"})
+    c.commit([message(t.path, "x", data_file(1))], 2,
+             options=CommitOptions(properties={"dagster/run_id": "r-1"}))
     assert t.latest_snapshot().properties == {"dagster/run_id": "r-1"}  # type: ignore[union-attr]
     assert (tmp_path / "db.db" / "t" / "snapshot" / "LATEST").read_text() == "2"
 

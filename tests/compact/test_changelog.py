@@ -59,8 +59,8 @@ def write_all(table: FileStoreTable, writes: list[list[tuple[int, str, str]]]) -
 
 
 def lines(table: FileStoreTable, sid: int) -> list[str]:
-    return sorted(f"{r['_kind']} {r['id']} {r['v']}" for r in table.changes(sid - 1, sid)
-                  .to_pylist())
+    rows = table.read_unmerged_changes(sid - 1, sid).to_pylist()
+    return sorted(f"{r['_kind']} {r['id']} {r['v']}" for r in rows)
 
 
 def changelog_files(table: FileStoreTable, sid: int) -> list[Any]:
@@ -122,7 +122,7 @@ def test_input_changelog_is_every_input_record(tmp_path: Path) -> None:
     [[sid]] = write_all(table, [batch])
     snap = table.snapshot_manager.snapshot(sid)
     assert snap.commit_kind is CommitKind.APPEND and snap.changelog_record_count == 5
-    got = [(r["_kind"], r["id"], r["v"]) for r in table.changes(0, sid).to_pylist()]
+    got = [(r["_kind"], r["id"], r["v"]) for r in table.read_unmerged_changes(0, sid).to_pylist()]
     assert got == [("+I", 1, "a"), ("-U", 1, "a"), ("+U", 1, "a2"), ("+I", 2, "b"),
                    ("-D", 3, "x")]
     [f] = changelog_files(table, sid)
@@ -173,6 +173,6 @@ def test_lookup_upgrade_rewrites_with_sequence_field(tmp_path: Path) -> None:
     assert moved[0].max_sequence_number < added.min_sequence_number  # the record from above
     assert [(r["id"], r["s"], r["v"]) for r in table.to_arrow(filter="id = 1").to_pylist()] \
         == [(1, 10, "old")]
-    log = sorted((r["_kind"], r["s"], r["v"]) for r in table.changes(append, compact)
+    log = sorted((r["_kind"], r["s"], r["v"]) for r in table.read_unmerged_changes(append, compact)
                  .to_pylist())
     assert log == [("+U", 10, "old"), ("-U", 10, "old")]

@@ -37,7 +37,7 @@ def test_the_slowest_consumer_holds_snapshots(table: FileStoreTable) -> None:
     r = table.expire_snapshots(retain_min=1, older_than_millis=FAR_FUTURE)
     assert r.expired_ids == (1, 2, 3)
     # every consumer still reads from its position on
-    assert table.changes(3, 8).num_rows == 5
+    assert table.read_unmerged_changes(3, 8).num_rows == 5
     m.reset_consumer("slow", Consumer(7))
     assert table.expire_snapshots(retain_min=1, older_than_millis=FAR_FUTURE).expired_ids == (
         4, 5, 6)

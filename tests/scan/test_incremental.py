@@ -97,7 +97,7 @@ JAVA_INPUT_BETWEEN = {
 
 @pytest.mark.parametrize("rng", sorted(JAVA_PK_BETWEEN), ids=lambda r: f"{r[0]}-{r[1]}")
 def test_pk_delta_between_matches_java(pk: FileStoreTable, rng: tuple[int, int]) -> None:
-    assert lines(pk, pk.incremental_between(*rng)) == JAVA_PK_BETWEEN[rng]
+    assert lines(pk, pk.read_merged_changes(*rng)) == JAVA_PK_BETWEEN[rng]
 
 
 def test_input_changelog_between_matches_java(catalog: FileSystemCatalog) -> None:
@@ -105,16 +105,16 @@ def test_input_changelog_between_matches_java(catalog: FileSystemCatalog) -> Non
     build_history(t)
     assert t.latest_snapshot().changelog_manifest_list is not None  # type: ignore[union-attr]
     for rng, expected in JAVA_INPUT_BETWEEN.items():
-        assert lines(t, t.incremental_between(*rng)) == expected, rng
+        assert lines(t, t.read_merged_changes(*rng)) == expected, rng
     # delta mode on the same table = the merged data files (like a table without producer)
-    assert lines(t, t.incremental_between(0, 6, mode="delta")) == JAVA_PK_BETWEEN[(0, 6)]
+    assert lines(t, t.read_merged_changes(0, 6, mode="delta")) == JAVA_PK_BETWEEN[(0, 6)]
 
 
 def test_append_table_between(catalog: FileSystemCatalog) -> None:
     t = append_table(catalog, "db.ap")
     build_history(t)
     # append tables: rows added by APPEND snapshots, +I (the snapshot-5 overwrite is skipped)
-    got = lines(t, t.incremental_between(1, 6))
+    got = lines(t, t.read_merged_changes(1, 6))
     expected = klines(
         ("+I", "a", 1, "v3_a1"), ("+I", "a", 2, "v3_a2"), ("+I", "b", 7, "v2_b7"),
         ("+I", "c", 1, "v3_c1"), ("+I", "x", 0, "filler"), ("+I", "b", 1, "v6_b1"),
@@ -126,43 +126,43 @@ def test_append_table_between(catalog: FileSystemCatalog) -> None:
 
 
 def test_projection_and_filter(pk: FileStoreTable) -> None:
-    got = pk.incremental_between(0, 6, columns=["id", "v"], filter="pt = 'b'")
+    got = pk.read_merged_changes(0, 6, columns=["id", "v"], filter="pt = 'b'")
     assert got.column_names == ["_kind", "id", "v"]
     rows = sorted(zip(got.column("_kind").to_pylist(), got.column("id").to_pylist()))
     assert rows == [("+I", 2), ("+I", 3), ("+I", 4), ("+I", 5), ("+U", 1), ("-D", 7)]
     # the filter applies after merging: key b7 was inserted then deleted -> one -D row
-    got = pk.incremental_between(0, 6, filter=["pt = 'b'", "id = 7"])
+    got = pk.read_merged_changes(0, 6, filter=["pt = 'b'", "id = 7"])
     assert lines(pk, got) == klines(("-D", "b", 7, "v2_b7"))
 
 
 def test_scan_modes(pk: FileStoreTable) -> None:
     # no changelog producer: changelog mode finds no changelog files
-    assert pk.incremental_between(0, 6, mode="changelog").num_rows == 0
-    assert lines(pk, pk.incremental_between(0, 6, mode="DELTA")) == JAVA_PK_BETWEEN[(0, 6)]
+    assert pk.read_merged_changes(0, 6, mode="changelog").num_rows == 0
+    assert lines(pk, pk.read_merged_changes(0, 6, mode="DELTA")) == JAVA_PK_BETWEEN[(0, 6)]
     with pytest.raises(SchemaError, match="auto, delta or changelog"):
-        pk.incremental_between(0, 6, mode="all")
+        pk.read_merged_changes(0, 6, mode="all")
 
 
 def test_range_checks(pk: FileStoreTable) -> None:
-    assert pk.incremental_between(6, 6).num_rows == 0
+    assert pk.read_merged_changes(6, 6).num_rows == 0
     with pytest.raises(SchemaError, match="must not exceed"):
-        pk.incremental_between(4, 3)
+        pk.read_merged_changes(4, 3)
     with pytest.raises(SnapshotNotExistError, match="snapshot 7 does not exist"):
-        pk.incremental_between(0, 7)
+        pk.read_merged_changes(0, 7)
     # expire snapshots 1 and 2 (metadata only): (1, 6] is still readable, (0, 6] is not
     for sid in (1, 2):
         pk.file_io.delete(pk.snapshot_manager.snapshot_path(sid))
-    assert lines(pk, pk.incremental_between(2, 6)) == klines(
+    assert lines(pk, pk.read_merged_changes(2, 6)) == klines(
         ("+I", "a", 2, "v3_a2"), ("+U", "a", 1, "v3_a1"), ("+U", "a", 10, "v6_a10"),
         ("+U", "b", 1, "v6_b1"), ("-D", "b", 7, "v2_b7"), ("-D", "c", 1, "x"),
     )
     with pytest.raises(SnapshotExpiredError, match="snapshot 2 has expired"):
-        pk.incremental_between(1, 6)
+        pk.read_merged_changes(1, 6)
 
 
 def test_empty_table(catalog: FileSystemCatalog) -> None:
     t = pk_table(catalog, "db.empty")
-    got = t.incremental_between(0, 3)
+    got = t.read_merged_changes(0, 3)
     assert got.num_rows == 0 and got.column_names == ["_kind", "pt", "id", "v"]
 
 
@@ -175,9 +175,9 @@ def test_between_timestamp(pk: FileStoreTable) -> None:
     assert resolve_timestamp_range(sm, snaps[1] - 1, snaps[6]) == (0, 6)
     assert resolve_timestamp_range(sm, snaps[6] + 1, snaps[6] + 5) is None
     assert resolve_timestamp_range(sm, 0, snaps[1] - 1) is None
-    got = pk.incremental_between_timestamp(snaps[1], snaps[3])
+    got = pk.read_merged_changes_between_timestamps(snaps[1], snaps[3])
     assert lines(pk, got) == JAVA_PK_BETWEEN[(1, 3)]
-    assert pk.incremental_between_timestamp(snaps[6] + 1, snaps[6] + 9).num_rows == 0
+    assert pk.read_merged_changes_between_timestamps(snaps[6] + 1, snaps[6] + 9).num_rows == 0
 
 
 def test_plan_is_picklable_and_ordered(pk: FileStoreTable) -> None:
@@ -287,13 +287,13 @@ def test_cli_incremental_between(pk: FileStoreTable, catalog: FileSystemCatalog,
 
 
 def test_result_schema_keeps_not_null(pk: FileStoreTable) -> None:
-    got = pk.incremental_between(0, 6)
+    got = pk.read_merged_changes(0, 6)
     assert got.schema.field("_kind").type == pa.string()
     assert got.schema.field("id").nullable is False
 
 
 # ---------------------------------------------------------------------------------------------
-# sequence ties through incremental_between: hand-written compaction changelogs shaped like
+# sequence ties through read_merged_changes: hand-written compaction changelogs shaped like
 # the ones Java 0.9's lookup producer wrote (the "before" row repeats the old sequence number)
 
 
@@ -344,7 +344,7 @@ def test_sequence_ties_follow_javas_loser_tree(catalog: FileSystemCatalog) -> No
     # "b7"-like: file [3 -U seq 0, 3 +U seq 2, 7 +I seq 1], later file [7 -D seq 1]
     _changelog_commit(t, "d", [(3, "-U", 0, "a"), (3, "+U", 2, "b"), (7, "+I", 1, "x")])
     _changelog_commit(t, "d", [(7, "-D", 1, "x")])
-    got = lines(t, t.incremental_between(0, 6))
+    got = lines(t, t.read_merged_changes(0, 6))
     # Java 0.9 answered these shapes with: -U b1 and +U b1 (no +I b1), +I c1 (not -D),
     # and +I for key 7 of partition d (the file reaching key 7 later wins the tie)
     assert got == klines(
@@ -353,5 +353,5 @@ def test_sequence_ties_follow_javas_loser_tree(catalog: FileSystemCatalog) -> No
         ("+I", "d", 7, "x"),
     )
     # ranges holding only one of the tied files have no tie
-    assert lines(t, t.incremental_between(2, 3)) == klines(("+I", "c", 1, "v3"))
-    assert lines(t, t.incremental_between(3, 4)) == klines(("-D", "c", 1, "v3"))
+    assert lines(t, t.read_merged_changes(2, 3)) == klines(("+I", "c", 1, "v3"))
+    assert lines(t, t.read_merged_changes(3, 4)) == klines(("-D", "c", 1, "v3"))

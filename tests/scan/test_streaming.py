@@ -79,7 +79,7 @@ CURRENT = klines(  # the merged state at snapshot 6, as +I rows
 
 
 def test_from_snapshot_follows_append_snapshots_only(pk: FileStoreTable) -> None:
-    scan = pk.new_stream_scan(scan_mode="from-snapshot", snapshot_id=1)
+    scan = pk.new_stream_scan(options={"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     plans = drain(scan)
     # 4 = COMPACT and 5 = OVERWRITE are skipped (changelog-producer none)
     assert [(p.snapshot_id, p.next_snapshot, p.source) for p in plans] == [
@@ -103,7 +103,7 @@ def test_latest_full_then_follow(pk: FileStoreTable) -> None:
 
 
 def test_latest_reads_only_new_snapshots(pk: FileStoreTable) -> None:
-    scan = pk.new_stream_scan(scan_mode="latest")
+    scan = pk.new_stream_scan(options={"scan.mode": "latest"})
     assert scan.plan() is None and scan.checkpoint() == 7
     write(pk, [("+I", "z", 1, "new")])
     plan = scan.plan()
@@ -115,7 +115,7 @@ def test_latest_on_an_empty_table_starts_at_the_first_snapshot(
     catalog: FileSystemCatalog,
 ) -> None:
     t = pk_table(catalog, "db.empty")
-    scan = t.new_stream_scan(scan_mode="latest")
+    scan = t.new_stream_scan(options={"scan.mode": "latest"})
     assert scan.plan() is None and scan.checkpoint() is None
     write(t, S1)
     write(t, S2)
@@ -133,7 +133,7 @@ def test_latest_full_on_an_empty_table_waits(catalog: FileSystemCatalog) -> None
 
 
 def test_from_snapshot_full(pk: FileStoreTable) -> None:
-    scan = pk.new_stream_scan(scan_mode="from-snapshot-full", snapshot_id=2)
+    scan = pk.new_stream_scan(options={"scan.mode": "from-snapshot-full", "scan.snapshot-id": "2"})
     plans = drain(scan)
     assert [(p.snapshot_id, p.source) for p in plans] == [(2, "full"), (3, "delta"), (6, "delta")]
     assert lines(pk, scan.read(plans[0])) == lines(pk, _as_insert(pk.to_arrow(snapshot_id=2)))
@@ -152,13 +152,15 @@ def test_from_snapshot_before_earliest_starts_at_earliest(pk: FileStoreTable) ->
 
 def test_from_timestamp(pk: FileStoreTable) -> None:
     times = {s.id: s.time_millis for s in pk.snapshot_manager.snapshots()}
-    scan = pk.new_stream_scan(timestamp_millis=times[3])  # default -> from-timestamp
+    # scan.mode default -> from-timestamp
+    scan = pk.new_stream_scan(options={"scan.timestamp-millis": str(times[3])})
     assert [p.snapshot_id for p in drain(scan)] == [3, 6]
-    scan = pk.new_stream_scan(scan_mode="from-timestamp", timestamp_millis=times[3] + 1)
+    scan = pk.new_stream_scan(
+        options={"scan.mode": "from-timestamp", "scan.timestamp-millis": str(times[3] + 1)})
     assert [p.snapshot_id for p in drain(scan)] == [6]
-    scan = pk.new_stream_scan(timestamp_millis=0)
+    scan = pk.new_stream_scan(options={"scan.timestamp-millis": "0"})
     assert [p.snapshot_id for p in drain(scan)] == [1, 2, 3, 6]
-    scan = pk.new_stream_scan(timestamp_millis=times[6] + 1)
+    scan = pk.new_stream_scan(options={"scan.timestamp-millis": str(times[6] + 1)})
     assert drain(scan) == [] and scan.checkpoint() == 7
 
 
@@ -168,12 +170,12 @@ def test_scan_timestamp_text_is_utc(pk: FileStoreTable) -> None:
     t3 = pk.snapshot_manager.snapshot(3).time_millis
     text = datetime.datetime.fromtimestamp(t3 / 1000, datetime.UTC).strftime(
         "%Y-%m-%d %H:%M:%S.%f")[:-3]
-    scan = pk.new_stream_scan(scan_timestamp=text)
+    scan = pk.new_stream_scan(options={"scan.timestamp": text})
     assert [p.snapshot_id for p in drain(scan)] == [3, 6]
 
 
 def test_compacted_full(pk: FileStoreTable) -> None:
-    scan = pk.new_stream_scan(scan_mode="compacted-full")
+    scan = pk.new_stream_scan(options={"scan.mode": "compacted-full"})
     plans = drain(scan)
     assert [(p.snapshot_id, p.source) for p in plans] == [(4, "full"), (6, "delta")]
     assert plans[0].commit_kind == "COMPACT"
@@ -202,23 +204,23 @@ def test_compacted_full_without_compaction_reads_latest(catalog: FileSystemCatal
     t = pk_table(catalog, "db.nocompact")
     write(t, S1)
     write(t, S2)
-    plan = t.new_stream_scan(scan_mode="compacted-full").plan()
+    plan = t.new_stream_scan(options={"scan.mode": "compacted-full"}).plan()
     assert plan is not None and (plan.snapshot_id, plan.source) == (2, "full")
 
 
 def test_unsupported_startups(pk: FileStoreTable) -> None:
     with pytest.raises(UnsupportedError, match="streaming"):
         pk.new_stream_scan(options={"scan.tag-name": "t1"})
-    with pytest.raises(UnsupportedError, match="incremental_between"):
+    with pytest.raises(UnsupportedError, match="read_merged_changes"):
         pk.new_stream_scan(options={"incremental-between": "1,3"})
     with pytest.raises(UnsupportedError, match="file-creation"):
-        pk.new_stream_scan(scan_mode="from-file-creation-time")
+        pk.new_stream_scan(options={"scan.mode": "from-file-creation-time"})
     with pytest.raises(SchemaError, match=r"scan\.mode"):
-        pk.new_stream_scan(scan_mode="nope")
+        pk.new_stream_scan(options={"scan.mode": "nope"})
     with pytest.raises(SchemaError, match=r"needs scan\.snapshot-id"):
-        pk.new_stream_scan(scan_mode="from-snapshot-full")
-    with pytest.raises(SchemaError, match="unknown option keyword"):
-        pk.new_stream_scan(snapshot=3)
+        pk.new_stream_scan(options={"scan.mode": "from-snapshot-full"})
+    with pytest.raises(TypeError, match="snapshot"):  # Paimon option keys go in options={}
+        pk.new_stream_scan(snapshot=3)  # type: ignore[call-arg]
     with pytest.raises(UnsupportedError, match="streaming-read-overwrite"):
         pk.new_stream_scan(options={"streaming-read-overwrite": "true"})
 
@@ -230,7 +232,7 @@ def test_unsupported_startups(pk: FileStoreTable) -> None:
 def test_input_producer_reads_changelog_of_append_snapshots(catalog: FileSystemCatalog) -> None:
     t = pk_table(catalog, "db.pki", **{"changelog-producer": "input"})
     build_history(t)
-    scan = t.new_stream_scan(scan_mode="from-snapshot", snapshot_id=1)
+    scan = t.new_stream_scan(options={"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     plans = drain(scan)
     assert [(p.snapshot_id, p.source) for p in plans] == [
         (1, "changelog"), (2, "changelog"), (3, "changelog"), (6, "changelog"),
@@ -282,16 +284,15 @@ def test_full_plan_level_filters(catalog: FileSystemCatalog) -> None:
 def test_append_table_stream(catalog: FileSystemCatalog) -> None:
     t = append_table(catalog, "db.ap")
     build_history(t)
-    scan = t.new_stream_scan(scan_mode="from-snapshot", snapshot_id=5)
+    scan = t.new_stream_scan(options={"scan.mode": "from-snapshot", "scan.snapshot-id": "5"})
     plans = drain(scan)
     assert [p.snapshot_id for p in plans] == [6]  # 5 is the overwrite
     assert changes(scan, plans) == klines(*[("+I", r[1], r[2], r[3]) for r in S6])
 
 
 def test_projection_and_filter(pk: FileStoreTable) -> None:
-    scan = pk.new_stream_scan(
-        scan_mode="from-snapshot", snapshot_id=2, columns=["id"], filter="pt = 'a'"
-    )
+    scan = pk.new_stream_scan(options={"scan.mode": "from-snapshot", "scan.snapshot-id": "2"},
+                              columns=["id"], filter="pt = 'a'")
     plans = drain(scan)
     data = pa.concat_tables([scan.read(p) for p in plans])
     assert data.column_names == ["_kind", "id"]
@@ -307,11 +308,11 @@ def test_projection_and_filter(pk: FileStoreTable) -> None:
 
 
 def test_checkpoint_and_restore(pk: FileStoreTable) -> None:
-    a = pk.new_stream_scan(scan_mode="from-snapshot", snapshot_id=1)
+    a = pk.new_stream_scan(options={"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     first = [a.plan(), a.plan()]
     cp = a.checkpoint()
     assert cp == 3
-    b = pk.new_stream_scan(scan_mode="latest")  # the startup is bypassed by restore
+    b = pk.new_stream_scan(options={"scan.mode": "latest"})  # the startup is bypassed by restore
     b.restore(cp)
     rest = drain(b)
     assert [p.snapshot_id for p in rest] == [3, 6]
@@ -321,7 +322,8 @@ def test_checkpoint_and_restore(pk: FileStoreTable) -> None:
 
 def test_consumer_resume_without_loss_or_repetition(pk: FileStoreTable) -> None:
     seen: list[pa.Table] = []
-    reader = pk.new_stream_scan("etl", scan_mode="from-snapshot", snapshot_id=1)
+    reader = pk.new_stream_scan(
+        "etl", options={"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     for _ in range(2):
         plan = reader.plan()
         assert plan is not None
@@ -333,7 +335,7 @@ def test_consumer_resume_without_loss_or_repetition(pk: FileStoreTable) -> None:
     # other commits happen meanwhile
     write(pk, [("+I", "q", 1, "later")])
     # a new reader with the same consumer resumes at snapshot 3, whatever its scan.mode says
-    again = pk.new_stream_scan("etl", scan_mode="latest-full")
+    again = pk.new_stream_scan("etl", options={"scan.mode": "latest-full"})
     rest = drain(again)
     assert [p.snapshot_id for p in rest] == [3, 6, 7]
     for p in rest:
@@ -344,7 +346,7 @@ def test_consumer_resume_without_loss_or_repetition(pk: FileStoreTable) -> None:
     )
     assert ConsumerManager(pk.file_io, pk.path).consumer("etl") == Consumer(8)
     # consumer.ignore-progress: the stored position is ignored
-    fresh = pk.new_stream_scan("etl", consumer_ignore_progress=True)
+    fresh = pk.new_stream_scan("etl", options={"consumer.ignore-progress": "true"})
     plan = fresh.plan()
     assert plan is not None and plan.source == "full"
     # no consumer id: notify is a no-op
@@ -360,7 +362,7 @@ def test_consumer_id_option(pk: FileStoreTable) -> None:
 
 
 def test_expired_snapshot_raises(pk: FileStoreTable) -> None:
-    scan = pk.new_stream_scan(scan_mode="from-snapshot", snapshot_id=1)
+    scan = pk.new_stream_scan(options={"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     assert scan.plan().snapshot_id == 1  # type: ignore[union-attr]
     # snapshots 2 and 3 expire under the reader
     sm = pk.snapshot_manager
@@ -383,14 +385,14 @@ def test_decoupled_changelog_is_read_after_snapshot_expiry(pk: FileStoreTable) -
         fio.write_bytes(join(pk.path, "changelog", f"changelog-{sid}"),
                         fio.read_bytes(sm.snapshot_path(sid)))
         fio.delete(sm.snapshot_path(sid))
-    scan = pk.new_stream_scan(scan_mode="from-snapshot", snapshot_id=1)
+    scan = pk.new_stream_scan(options={"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     plans = drain(scan)
     assert [p.snapshot_id for p in plans] == [1, 2, 3, 6]
     assert changes(scan, plans) == JAVA_STREAM_0_6
 
 
 def test_plans_are_picklable(pk: FileStoreTable) -> None:
-    scan = pk.new_stream_scan(scan_mode="from-snapshot-full", snapshot_id=3)
+    scan = pk.new_stream_scan(options={"scan.mode": "from-snapshot-full", "scan.snapshot-id": "3"})
     plans = drain(scan)
     back = pickle.loads(pickle.dumps(plans))
     assert back == plans
@@ -403,7 +405,7 @@ def test_plans_are_picklable(pk: FileStoreTable) -> None:
 
 
 def test_next_batch(pk: FileStoreTable) -> None:
-    scan = pk.new_stream_scan(scan_mode="from-snapshot", snapshot_id=6)
+    scan = pk.new_stream_scan(options={"scan.mode": "from-snapshot", "scan.snapshot-id": "6"})
     batch = scan.next_batch()
     assert batch is not None and lines(pk, batch) == klines(*S6)
     assert scan.next_batch() is None
@@ -449,8 +451,8 @@ def test_cli_stream_with_consumer(pk: FileStoreTable, catalog: FileSystemCatalog
 
 @pytest.mark.parametrize("producer", ["none", "input", "full-compaction", "lookup"])
 def test_table_changes_equals_the_stream_scan(tmp_path: Path, producer: str) -> None:
-    # FileStoreTable.changes(a, b) = what a streaming reader sees for (a, b]; it used to fail
-    # on full-compaction / lookup tables (parts with different nullability)
+    # FileStoreTable.read_unmerged_changes(a, b) = what a streaming reader sees for (a, b]; it
+    # used to fail on full-compaction / lookup tables (parts with different nullability)
     cat = FileSystemCatalog(str(tmp_path / "wh"))
     t = pk_table(cat, "db.c", **{"changelog-producer": producer})
     write(t, S1)
@@ -460,8 +462,8 @@ def test_table_changes_equals_the_stream_scan(tmp_path: Path, producer: str) -> 
     t = cat.get_table("db.c")
     latest = t.snapshot_manager.latest_snapshot_id()
     assert latest is not None
-    got = lines(t, t.changes(0, latest))
-    scan = t.new_stream_scan(scan_mode="from-snapshot", snapshot_id=1)
+    got = lines(t, t.read_unmerged_changes(0, latest))
+    scan = t.new_stream_scan(options={"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     expected: list[str] = []
     while (plan := scan.plan()) is not None and plan.snapshot_id <= latest:
         expected += lines(t, scan.read(plan))

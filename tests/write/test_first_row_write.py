@@ -69,7 +69,7 @@ def test_first_row_writer_compacts_every_commit(tmp_path: Path, producer: str) -
         assert 0 not in live_levels(table)
         if producer == "lookup":
             new = set(model_after(k)) - set(model_after(k - 1))
-            log = table.changes(append - 1, compact).to_pylist()
+            log = table.read_unmerged_changes(append - 1, compact).to_pylist()
             assert sorted((r["_kind"], r["pt"], r["id"], r["v"]) for r in log) == sorted(
                 ("+I", *r) for r in new)
     w.close()

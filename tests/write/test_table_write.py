@@ -178,7 +178,7 @@ def test_changelog_producer_input(catalog: FileSystemCatalog) -> None:
     assert data.column("_SEQUENCE_NUMBER").to_pylist() == [1, 0, 2]
     assert data.column("_VALUE_KIND").to_pylist() == [0, 0, 2]
     commit(t, msgs, 1)
-    ch = t.changes(0, 1)
+    ch = t.read_unmerged_changes(0, 1)
     assert sorted(zip(ch.column("_kind").to_pylist(), ch.column("v").to_pylist())) == [
         ("+I", "x"), ("+I", "y"), ("+U", "x2")]
 
