@@ -1,0 +1,634 @@
+"""Metadata questions answered as Arrow tables: ``table.inspect.<name>()``.
+
+Paimon's system tables (``db.t$snapshots``, ``db.t$files`` ...) for Python, in the shape of
+pyiceberg's ``Table.inspect``. Every method returns a ``pa.Table`` with the column names, order,
+types and nullability of Paimon 0.9's system table of the same name
+(``org.apache.paimon.table.system.*Table``); ``buckets`` is this project's own (0.9 has no
+``$buckets`` system table; later Paimon versions have one with the same first six columns).
+Everything is planned from metadata (snapshots, schemas, manifests, tags, consumers); only
+``audit_log`` and ``ro`` read data files.
+
+Where the values follow Java's text forms:
+
+* ``files.partition`` / ``partitions.partition`` are ``Arrays.toString`` of the partition values
+  (``[2024-01-01, 3]``), ``files.min_key`` / ``max_key`` that of the trimmed primary key (None
+  for tables without one), and ``null_value_counts`` / ``min_value_stats`` /
+  ``max_value_stats`` the ``TreeMap.toString`` of per-column values (``{a=1, b=x}``) over the
+  table's current columns (a column a file's schema does not have: null bounds, and as null
+  count the file's row count, as ``SimpleStatsEvolution``). Values are printed as Java prints
+  Paimon's internal values: DATE as days since the epoch, TIMESTAMP as ``LocalDateTime``.
+* Times (``commit_time``, ``update_time``, ``creation_time`` ...) are ``timestamp[ms]`` without a
+  zone holding the stored epoch millis, i.e. UTC. Java shows a snapshot's or schema's millis in
+  the JVM's zone; both agree when that zone is UTC. File creation times are stored as local
+  wall-clock times by the writer and are shown as stored by both.
+
+Example:
+    >>> table.inspect.snapshots().to_pylist()[0]["commit_kind"]        # doctest: +SKIP
+    'APPEND'
+    >>> table.inspect.files(snapshot_id=3).column("level")             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pyarrow as pa
+
+from paimon_core.compact.manager import live_bucket_files
+from paimon_core.compact.options import CompactOptions
+from paimon_core.consumer import ConsumerManager
+from paimon_core.errors import FileNotFoundInTableError
+from paimon_core.read.table_read import TableRead
+from paimon_core.scan.incremental import KIND_COLUMN, IncrementalRead
+from paimon_core.scan.planner import ScanPlanner, decode_partition
+from paimon_core.spec.binary_row import deserialize_binary_row
+from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.spec.schema import TableSchema
+from paimon_core.spec.snapshot import Snapshot
+from paimon_core.spec.stats import SimpleStats
+from paimon_core.tags import TagManager
+from paimon_core.types import DataField, DataType, TypeRoot
+
+if TYPE_CHECKING:
+    from paimon_core.table import FileStoreTable
+
+__all__ = ["SYSTEM_TABLES", "InspectTable", "SystemTableName", "split_system_table"]
+
+SystemTableName = Literal[
+    "snapshots", "schemas", "options", "files", "manifests", "partitions", "buckets", "tags",
+    "consumers", "audit_log", "ro",
+]
+SYSTEM_TABLES: tuple[str, ...] = (
+    "snapshots", "schemas", "options", "files", "manifests", "partitions", "buckets", "tags",
+    "consumers", "audit_log", "ro",
+)
+SYSTEM_TABLE_SPLITTER = "$"
+ROWKIND_COLUMN = "rowkind"
+
+_MS = pa.timestamp("ms")
+
+
+def _f(name: str, type_: pa.DataType, nullable: bool = True) -> pa.Field:
+    return pa.field(name, type_, nullable=nullable)
+
+
+SNAPSHOTS_SCHEMA = pa.schema([
+    _f("snapshot_id", pa.int64(), False),
+    _f("schema_id", pa.int64(), False),
+    _f("commit_user", pa.string(), False),
+    _f("commit_identifier", pa.int64(), False),
+    _f("commit_kind", pa.string(), False),
+    _f("commit_time", _MS, False),
+    _f("base_manifest_list", pa.string(), False),
+    _f("delta_manifest_list", pa.string(), False),
+    _f("changelog_manifest_list", pa.string()),
+    _f("total_record_count", pa.int64()),
+    _f("delta_record_count", pa.int64()),
+    _f("changelog_record_count", pa.int64()),
+    _f("watermark", pa.int64()),
+])
+SCHEMAS_SCHEMA = pa.schema([
+    _f("schema_id", pa.int64(), False),
+    _f("fields", pa.string(), False),
+    _f("partition_keys", pa.string(), False),
+    _f("primary_keys", pa.string(), False),
+    _f("options", pa.string(), False),
+    _f("comment", pa.string()),
+    _f("update_time", _MS, False),
+])
+OPTIONS_SCHEMA = pa.schema([_f("key", pa.string(), False), _f("value", pa.string(), False)])
+FILES_SCHEMA = pa.schema([
+    _f("partition", pa.string()),
+    _f("bucket", pa.int32(), False),
+    _f("file_path", pa.string(), False),
+    _f("file_format", pa.string(), False),
+    _f("schema_id", pa.int64(), False),
+    _f("level", pa.int32(), False),
+    _f("record_count", pa.int64(), False),
+    _f("file_size_in_bytes", pa.int64(), False),
+    _f("min_key", pa.string()),
+    _f("max_key", pa.string()),
+    _f("null_value_counts", pa.string(), False),
+    _f("min_value_stats", pa.string(), False),
+    _f("max_value_stats", pa.string(), False),
+    _f("min_sequence_number", pa.int64()),
+    _f("max_sequence_number", pa.int64()),
+    _f("creation_time", _MS),
+])
+MANIFESTS_SCHEMA = pa.schema([
+    _f("file_name", pa.string(), False),
+    _f("file_size", pa.int64(), False),
+    _f("num_added_files", pa.int64(), False),
+    _f("num_deleted_files", pa.int64(), False),
+    _f("schema_id", pa.int64(), False),
+])
+PARTITIONS_SCHEMA = pa.schema([
+    _f("partition", pa.string()),
+    _f("record_count", pa.int64(), False),
+    _f("file_size_in_bytes", pa.int64(), False),
+    _f("file_count", pa.int64(), False),
+    _f("last_update_time", _MS),
+])
+BUCKETS_SCHEMA = pa.schema([
+    _f("partition", pa.string()),
+    _f("bucket", pa.int32(), False),
+    _f("record_count", pa.int64(), False),
+    _f("file_size_in_bytes", pa.int64(), False),
+    _f("file_count", pa.int64(), False),
+    _f("last_update_time", _MS),
+    # this project's: LSM sorted runs (level-0 files + non-empty levels; every file of an
+    # append table), the compaction debt of the bucket, and the highest level holding a file
+    _f("sorted_runs", pa.int64(), False),
+    _f("max_level", pa.int32(), False),
+])
+TAGS_SCHEMA = pa.schema([
+    _f("tag_name", pa.string(), False),
+    _f("snapshot_id", pa.int64(), False),
+    _f("schema_id", pa.int64(), False),
+    _f("commit_time", _MS, False),
+    _f("record_count", pa.int64()),
+    _f("create_time", _MS),
+    _f("time_retained", pa.string()),
+])
+CONSUMERS_SCHEMA = pa.schema([
+    _f("consumer_id", pa.string(), False), _f("next_snapshot_id", pa.int64(), False)
+])
+
+
+def split_system_table(name: str) -> tuple[str, str | None]:
+    """``"t$files"`` -> ``("t", "files")``; ``"t"`` -> ``("t", None)``.
+
+    Raises:
+        ValueError: an unknown system table name.
+    """
+    base, sep, system = name.partition(SYSTEM_TABLE_SPLITTER)
+    if not sep:
+        return name, None
+    system = system.lower()
+    if system not in SYSTEM_TABLES:
+        raise ValueError(
+            f"unknown system table {system!r} (known: {', '.join(SYSTEM_TABLES)})"
+        )
+    return base, system
+
+
+class InspectTable:
+    """The system tables of one table (``table.inspect``); see the module docstring.
+
+    Methods taking ``snapshot_id`` / ``tag`` answer for that snapshot (time travel, Java's
+    ``scan.snapshot-id`` / ``scan.tag-name`` on the system table); default: the latest.
+    """
+
+    def __init__(self, table: FileStoreTable) -> None:
+        self.table = table
+
+    # ---------------------------------------------------------------- by name
+    def system_table(
+        self, name: str, *, snapshot_id: int | None = None, tag: str | None = None
+    ) -> pa.Table:
+        """The system table ``name`` (one of :data:`SYSTEM_TABLES`), time-travelled where the
+        table supports it."""
+        if name not in SYSTEM_TABLES:
+            raise ValueError(f"unknown system table {name!r} (known: {', '.join(SYSTEM_TABLES)})")
+        method: Callable[..., pa.Table] = getattr(self, name)
+        if name in _TIME_TRAVEL:
+            return method(snapshot_id=snapshot_id, tag=tag)
+        if snapshot_id is not None or tag is not None:
+            raise ValueError(f"system table {name!r} has no time travel")
+        return method()
+
+    # ---------------------------------------------------------------- metadata tables
+    def snapshots(self) -> pa.Table:
+        """Every snapshot still on storage, by id (``$snapshots``)."""
+        rows = [_snapshot_row(s) for s in self.table.snapshot_manager.snapshots()]
+        return pa.Table.from_pylist(rows, schema=SNAPSHOTS_SCHEMA)
+
+    def schemas(self) -> pa.Table:
+        """Every schema version (``$schemas``); ``fields`` / keys / ``options`` as JSON."""
+        sm = self.table.schema_manager
+        rows = []
+        for sid in sm.list_schema_ids():
+            s = sm.schema(sid)
+            rows.append({
+                "schema_id": s.id,
+                "fields": _flat_json([f.to_json() for f in s.fields]),
+                "partition_keys": _flat_json(list(s.partition_keys)),
+                "primary_keys": _flat_json(list(s.primary_keys)),
+                "options": _flat_json(dict(s.options)),
+                "comment": s.comment,
+                "update_time": s.time_millis,
+            })
+        return pa.Table.from_pylist(rows, schema=SCHEMAS_SCHEMA)
+
+    def options(self) -> pa.Table:
+        """The options of the latest schema (``$options``)."""
+        schema = self.table.schema_manager.latest() or self.table.schema
+        rows = [{"key": k, "value": v} for k, v in schema.options.items()]
+        return pa.Table.from_pylist(rows, schema=OPTIONS_SCHEMA)
+
+    def tags(self) -> pa.Table:
+        """Every tag, by name (``$tags``): the tagged snapshot, and the tag's creation time and
+        retention when it was created with one."""
+        tm = TagManager(self.table.file_io, self.table.path)
+        rows = []
+        for name, _ in sorted(tm.list()):
+            try:
+                raw = self.table.file_io.read_bytes(tm.tag_path(name))
+            except FileNotFoundInTableError:
+                continue  # deleted while listing
+            snap = tm.get(name)
+            extra = json.loads(raw.decode("utf-8"))
+            rows.append({
+                "tag_name": name,
+                "snapshot_id": snap.id,
+                "schema_id": snap.schema_id,
+                "commit_time": snap.time_millis,
+                "record_count": snap.total_record_count,
+                "create_time": _local_date_time(extra.get("tagCreateTime")),
+                "time_retained": _duration_text(extra.get("tagTimeRetained")),
+            })
+        return pa.Table.from_pylist(rows, schema=TAGS_SCHEMA)
+
+    def consumers(self) -> pa.Table:
+        """Every consumer and the next snapshot it will read (``$consumers``)."""
+        cm = ConsumerManager(self.table.file_io, self.table.path)
+        rows = [
+            {"consumer_id": cid, "next_snapshot_id": nxt}
+            for cid, nxt in sorted(cm.consumers().items())
+        ]
+        return pa.Table.from_pylist(rows, schema=CONSUMERS_SCHEMA)
+
+    def manifests(self, *, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+        """The data manifests of a snapshot: its base list, then its delta list
+        (``$manifests``)."""
+        snap = self._snapshot(snapshot_id, tag)
+        rows = [
+            {
+                "file_name": m.file_name,
+                "file_size": m.file_size,
+                "num_added_files": m.num_added_files,
+                "num_deleted_files": m.num_deleted_files,
+                "schema_id": m.schema_id,
+            }
+            for m in self.table.manifest_io.data_manifests(snap)
+        ]
+        return pa.Table.from_pylist(rows, schema=MANIFESTS_SCHEMA)
+
+    # ---------------------------------------------------------------- live files
+    def files(self, *, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+        """Every live data file of a snapshot, all levels, by (partition, bucket)
+        (``$files``)."""
+        snap = self._snapshot(snapshot_id, tag)
+        stats = _StatsFormatter(self.table)
+        part = _PartitionFormatter(self.table.schema)
+        rows = []
+        for (partition, bucket), (_, files) in _sorted_groups(self.table, snap):
+            ptext = part(partition)
+            for f in files:
+                min_key, max_key = stats.keys(f)
+                nulls, mins, maxs = stats.values(f)
+                rows.append({
+                    "partition": ptext,
+                    "bucket": bucket,
+                    "file_path": f.file_name,
+                    "file_format": f.file_name.rsplit(".", 1)[-1],
+                    "schema_id": f.schema_id,
+                    "level": f.level,
+                    "record_count": f.row_count,
+                    "file_size_in_bytes": f.file_size,
+                    "min_key": min_key,
+                    "max_key": max_key,
+                    "null_value_counts": nulls,
+                    "min_value_stats": mins,
+                    "max_value_stats": maxs,
+                    "min_sequence_number": f.min_sequence_number,
+                    "max_sequence_number": f.max_sequence_number,
+                    "creation_time": f.creation_time,
+                })
+        return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)
+
+    def partitions(self, *, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+        """Records, bytes and files per partition, and the newest file's creation time
+        (``$partitions``)."""
+        snap = self._snapshot(snapshot_id, tag)
+        part = _PartitionFormatter(self.table.schema)
+        acc: dict[bytes, list[int]] = {}
+        times: dict[bytes, int | None] = {}
+        for (partition, _), (_, files) in _sorted_groups(self.table, snap):
+            a = acc.setdefault(partition, [0, 0, 0])
+            for f in files:
+                a[0] += f.row_count
+                a[1] += f.file_size
+                a[2] += 1
+                times[partition] = _max_opt(times.get(partition), f.creation_time)
+        rows = [
+            {
+                "partition": part(p),
+                "record_count": a[0],
+                "file_size_in_bytes": a[1],
+                "file_count": a[2],
+                "last_update_time": times.get(p),
+            }
+            for p, a in acc.items()
+        ]
+        return pa.Table.from_pylist(rows, schema=PARTITIONS_SCHEMA)
+
+    def buckets(self, *, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+        """Records, bytes, files and sorted runs per (partition, bucket) (``$buckets``; see
+        :data:`BUCKETS_SCHEMA`). Sorted runs above ``num-sorted-run.compaction-trigger`` are
+        what the next compaction of a primary-key table will fold."""
+        snap = self._snapshot(snapshot_id, tag)
+        part = _PartitionFormatter(self.table.schema)
+        is_pk = bool(self.table.schema.primary_keys)
+        rows = []
+        for (partition, bucket), (_, files) in _sorted_groups(self.table, snap):
+            levels = {f.level for f in files if f.level > 0}
+            level0 = sum(1 for f in files if f.level == 0)
+            last: int | None = None
+            for f in files:
+                last = _max_opt(last, f.creation_time)
+            rows.append({
+                "partition": part(partition),
+                "bucket": bucket,
+                "record_count": sum(f.row_count for f in files),
+                "file_size_in_bytes": sum(f.file_size for f in files),
+                "file_count": len(files),
+                "last_update_time": last,
+                "sorted_runs": level0 + len(levels) if is_pk else len(files),
+                "max_level": max((f.level for f in files), default=0),
+            })
+        return pa.Table.from_pylist(rows, schema=BUCKETS_SCHEMA)
+
+    # ---------------------------------------------------------------- data tables
+    def audit_log(self, *, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+        """The table's rows with their row kind first (``$audit_log``): a primary-key table's
+        rows merged per key, a key whose last record retracts it kept as ``-D`` /
+        ``-U``."""
+        snap = self._snapshot(snapshot_id, tag)
+        schema = self._read_schema(snap, snapshot_id, tag)
+        read = TableRead(self.table.file_io, schema, self.table.schema_manager)
+        plan = self._planner(schema).plan(snap)
+        out = IncrementalRead(read, "delta").to_arrow(plan.splits)
+        return out.rename_columns([ROWKIND_COLUMN if c == KIND_COLUMN else c
+                                   for c in out.column_names])
+
+    def ro(self, *, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+        """Read-optimized rows (``$ro``): of a primary-key table only the files on the top
+        level (``num-levels - 1``, what a full compaction writes), so no merging; of an
+        append table everything."""
+        snap = self._snapshot(snapshot_id, tag)
+        schema = self._read_schema(snap, snapshot_id, tag)
+        read = TableRead(self.table.file_io, schema, self.table.schema_manager)
+        planner = self._planner(schema)
+        if schema.primary_keys:
+            top = CompactOptions.from_schema(schema).max_level
+            plan = planner.plan(snap, level_filter=lambda level: level == top)
+        else:
+            plan = planner.plan(snap)
+        return read.to_arrow(plan.splits)
+
+    # ---------------------------------------------------------------- helpers
+    def _snapshot(self, snapshot_id: int | None, tag: str | None) -> Snapshot | None:
+        return self.table.resolve_snapshot(snapshot_id=snapshot_id, tag=tag)
+
+    def _read_schema(
+        self, snap: Snapshot | None, snapshot_id: int | None, tag: str | None
+    ) -> TableSchema:
+        return self.table.schema_for(snap, snapshot_id is not None or tag is not None)
+
+    def _planner(self, schema: TableSchema) -> ScanPlanner:
+        t = self.table
+        return ScanPlanner(schema=schema, schemas=t.schema_manager, manifests=t.manifest_io,
+                           table_path=t.path)
+
+
+_TIME_TRAVEL = frozenset({"manifests", "files", "partitions", "buckets", "audit_log", "ro"})
+
+
+# -------------------------------------------------------------------- row helpers
+def _snapshot_row(s: Snapshot) -> dict[str, Any]:
+    return {
+        "snapshot_id": s.id,
+        "schema_id": s.schema_id,
+        "commit_user": s.commit_user,
+        "commit_identifier": s.commit_identifier,
+        "commit_kind": s.commit_kind.value,
+        "commit_time": s.time_millis,
+        "base_manifest_list": s.base_manifest_list,
+        "delta_manifest_list": s.delta_manifest_list,
+        "changelog_manifest_list": s.changelog_manifest_list,
+        "total_record_count": s.total_record_count,
+        "delta_record_count": s.delta_record_count,
+        "changelog_record_count": s.changelog_record_count,
+        "watermark": s.watermark,
+    }
+
+
+def _sorted_groups(
+    table: FileStoreTable, snap: Snapshot | None
+) -> list[tuple[tuple[bytes, int], tuple[int, list[DataFileMeta]]]]:
+    groups = live_bucket_files(table.manifest_io, snap)
+    return sorted(groups.items(), key=lambda kv: kv[0])
+
+
+def _max_opt(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def _flat_json(obj: Any) -> str:
+    """Jackson's compact form (``JsonSerdeUtil.toFlatJson``)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _local_date_time(value: Any) -> int | None:
+    """Epoch millis (as UTC) of a Jackson ``LocalDateTime`` array ``[y, m, d, H, M(, S(, ns))]``
+    or ISO string."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        parts = [int(x) for x in value] + [0] * (7 - len(value))
+        y, mo, d, h, mi, sec, ns = parts[:7]
+        t = dt.datetime(y, mo, d, h, mi, sec, ns // 1000, tzinfo=dt.UTC)
+    else:
+        t = dt.datetime.fromisoformat(str(value)).replace(tzinfo=dt.UTC)
+    return int(t.timestamp() * 1000)
+
+
+def _duration_text(value: Any) -> str | None:
+    """Java's ``Duration.toString`` (``PT1H30M``) of Jackson's decimal seconds."""
+    if value is None:
+        return None
+    total = Decimal(str(value))
+    if total == 0:
+        return "PT0S"
+    sign = "-" if total < 0 else ""
+    total = abs(total)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    out = "PT"
+    if hours:
+        out += f"{sign}{int(hours)}H"
+    if minutes:
+        out += f"{sign}{int(minutes)}M"
+    if secs:
+        text = format(secs.normalize(), "f")
+        out += f"{sign}{text}S"
+    return out
+
+
+# -------------------------------------------------------------------- Java text forms
+def java_text(value: Any, type_: DataType | None = None) -> str:
+    """A Paimon internal value as Java's ``String.valueOf`` prints it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _java_double(value, type_ is not None and type_.root is TypeRoot.FLOAT)
+    if isinstance(value, dt.datetime):
+        return _local_date_time_text(value)
+    if isinstance(value, dt.date):
+        return str((value - dt.date(1970, 1, 1)).days)
+    if isinstance(value, dt.time):
+        return str((value.hour * 3600 + value.minute * 60 + value.second) * 1000
+                   + value.microsecond // 1000)
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, bytes | bytearray):
+        return repr(bytes(value))  # Java prints an identity hash here: never comparable
+    return str(value)
+
+
+def _java_double(v: float, single: bool = False) -> str:
+    """``Double.toString`` (``Float.toString`` when ``single``): the shortest digits, plain
+    for ``1e-3 <= |v| < 1e7``, else ``d.dddE±n``."""
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "Infinity" if v > 0 else "-Infinity"
+    text = str(np.float32(v)) if single else repr(v)
+    sign, digits, exp = Decimal(text).as_tuple()
+    assert isinstance(exp, int)
+    ds = "".join(map(str, digits)).lstrip("0") or "0"
+    point = len("".join(map(str, digits))) + exp  # digits before the decimal point
+    point -= len("".join(map(str, digits))) - len(ds)
+    ds = ds.rstrip("0") or "0"
+    neg = "-" if sign else ""
+    a = abs(v)
+    if a == 0 or 1e-3 <= a < 1e7:
+        if point <= 0:
+            return f"{neg}0.{'0' * -point}{ds}"
+        if point >= len(ds):
+            return f"{neg}{ds}{'0' * (point - len(ds))}.0"
+        return f"{neg}{ds[:point]}.{ds[point:]}"
+    return f"{neg}{ds[0]}.{ds[1:] or '0'}E{point - 1}"
+
+
+def _local_date_time_text(t: dt.datetime) -> str:
+    """``LocalDateTime.toString``: seconds and fraction only when non-zero."""
+    out = t.strftime("%Y-%m-%dT%H:%M")
+    if t.second or t.microsecond:
+        out += f":{t.second:02d}"
+    if t.microsecond:
+        frac = f"{t.microsecond:06d}"
+        out += "." + (frac[:3] if frac.endswith("000") else frac)
+    return out
+
+
+class _PartitionFormatter:
+    """``Arrays.toString`` of a serialized partition's values."""
+
+    def __init__(self, schema: TableSchema) -> None:
+        self.types = [schema.field(k).type for k in schema.partition_keys]
+        self._cache: dict[bytes, str] = {}
+
+    def __call__(self, partition: bytes) -> str:
+        hit = self._cache.get(partition)
+        if hit is None:
+            values = decode_partition(partition, self.types) if self.types else ()
+            hit = "[" + ", ".join(java_text(v, t) for v, t in zip(values, self.types)) + "]"
+            self._cache[partition] = hit
+        return hit
+
+
+class _StatsFormatter:
+    """Keys and value statistics of data files as the ``$files`` table prints them."""
+
+    def __init__(self, table: FileStoreTable) -> None:
+        self.table = table
+        self.current = list(table.schema.fields)
+        self._schemas: dict[int, TableSchema] = {}
+
+    def _schema(self, schema_id: int) -> TableSchema:
+        s = self._schemas.get(schema_id)
+        if s is None:
+            s = (self.table.schema if schema_id == self.table.schema.id
+                 else self.table.schema_manager.schema(schema_id))
+            self._schemas[schema_id] = s
+        return s
+
+    def keys(self, f: DataFileMeta) -> tuple[str | None, str | None]:
+        schema = self._schema(f.schema_id)
+        names = schema.trimmed_primary_keys
+        if not names:
+            return None, None
+        types = [schema.field(n).type for n in names]
+        return (_row_text(f.min_key, types), _row_text(f.max_key, types))
+
+    def values(self, f: DataFileMeta) -> tuple[str, str, str]:
+        schema = self._schema(f.schema_id)
+        cols = list(f.value_stats_cols) if f.value_stats_cols is not None else schema.field_names
+        by_name = {fd.name: fd for fd in schema.fields}
+        stat_fields = [by_name[c] for c in cols if c in by_name]
+        decoded = _decode_stats(f.value_stats, stat_fields)
+        by_id = {fd.id: i for i, fd in enumerate(stat_fields)}
+        nulls: dict[str, str] = {}
+        mins: dict[str, str] = {}
+        maxs: dict[str, str] = {}
+        for field in self.current:
+            i = by_id.get(field.id)
+            if i is None or decoded is None:
+                in_file = field.id in {fd.id for fd in schema.fields}
+                nulls[field.name] = "null" if in_file else str(f.row_count)
+                mins[field.name] = maxs[field.name] = "null"
+                continue
+            lo, hi, nc = decoded[0][i], decoded[1][i], decoded[2][i]
+            nulls[field.name] = "null" if nc is None else str(nc)
+            mins[field.name] = java_text(lo, field.type)
+            maxs[field.name] = java_text(hi, field.type)
+        return _tree_map(nulls), _tree_map(mins), _tree_map(maxs)
+
+
+def _decode_stats(
+    stats: SimpleStats, fields: Sequence[DataField]
+) -> tuple[list[Any], list[Any], list[int | None]] | None:
+    types = [fd.type.with_nullable(True) for fd in fields]
+    try:
+        mins = deserialize_binary_row(stats.min_values, types)
+        maxs = deserialize_binary_row(stats.max_values, types)
+    except Exception:  # stats of another arity (an old writer): unknown
+        return None
+    counts = list(stats.null_counts or [])
+    nulls: list[int | None] = [counts[i] if i < len(counts) else None for i in range(len(types))]
+    return list(mins), list(maxs), nulls
+
+
+def _row_text(data: bytes, types: Sequence[DataType]) -> str:
+    values = deserialize_binary_row(data, types)
+    return "[" + ", ".join(java_text(v, t) for v, t in zip(values, types)) + "]"
+
+
+def _tree_map(values: dict[str, str]) -> str:
+    """``TreeMap.toString``: keys in Java ``String`` order (UTF-16 code units)."""
+    keys = sorted(values, key=lambda k: k.encode("utf-16-be"))
+    return "{" + ", ".join(f"{k}={values[k]}" for k in keys) + "}"
+
