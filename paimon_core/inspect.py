@@ -264,9 +264,14 @@ class InspectTable:
         return pa.Table.from_pylist(rows, schema=CONSUMERS_SCHEMA)
 
     def manifests(self, *, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
-        """The data manifests of a snapshot: its base list, then its delta list
-        (``$manifests``)."""
+        """The manifests of a snapshot: its base list, its delta list, then its changelog list
+        (``$manifests``, ``Snapshot.allManifests``)."""
         snap = self._snapshot(snapshot_id, tag)
+        mio = self.table.manifest_io
+        metas = mio.data_manifests(snap)
+        if snap is not None and snap.changelog_manifest_list:
+            metas += mio.manifest_list(snap.changelog_manifest_list,
+                                       snap.changelog_manifest_list_size)
         rows = [
             {
                 "file_name": m.file_name,
@@ -275,7 +280,7 @@ class InspectTable:
                 "num_deleted_files": m.num_deleted_files,
                 "schema_id": m.schema_id,
             }
-            for m in self.table.manifest_io.data_manifests(snap)
+            for m in metas
         ]
         return pa.Table.from_pylist(rows, schema=MANIFESTS_SCHEMA)
 
@@ -535,7 +540,8 @@ def _java_double(v: float, single: bool = False) -> str:
 
 def _local_date_time_text(t: dt.datetime) -> str:
     """``LocalDateTime.toString``: seconds and fraction only when non-zero."""
-    out = t.strftime("%Y-%m-%dT%H:%M")
+    year = f"{t.year:04d}" if t.year <= 9999 else f"+{t.year}"
+    out = f"{year}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}"
     if t.second or t.microsecond:
         out += f":{t.second:02d}"
     if t.microsecond:
@@ -586,6 +592,8 @@ class _StatsFormatter:
 
     def values(self, f: DataFileMeta) -> tuple[str, str, str]:
         schema = self._schema(f.schema_id)
+        if f.value_stats_cols is not None and not f.value_stats_cols:
+            return "{}", "{}", "{}"  # no column has stats (Java's evolved stats have no field)
         cols = list(f.value_stats_cols) if f.value_stats_cols is not None else schema.field_names
         by_name = {fd.name: fd for fd in schema.fields}
         stat_fields = [by_name[c] for c in cols if c in by_name]

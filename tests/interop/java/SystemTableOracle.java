@@ -7,6 +7,7 @@
 //       lines (rows in read order). Dynamic options (e.g. scan.snapshot-id=3) are applied with
 //       Table.copy. Schema JSON: [[name, type string], ...].
 //   CONSUMER <wh> <db.table> <id> <nextSnapshot>  -> OK (ConsumerManager.resetConsumer)
+//   TAG <wh> <db.table> <name> <snapshotId> [retainedMillis]  -> OK (Table.createTag)
 // Values: null, JSON numbers / booleans, strings for STRING, timestamps as epoch MICROseconds,
 // arrays as JSON arrays; BYTES as lowercase hex.
 import java.io.BufferedReader;
@@ -142,6 +143,16 @@ public class SystemTableOracle {
                 FileStoreTable t = (FileStoreTable) cat.getTable(id);
                 new ConsumerManager(t.fileIO(), t.location())
                         .resetConsumer(f[3], new Consumer(Long.parseLong(f[4])));
+                return "";
+            }
+            case "TAG": {
+                Table t = cat.getTable(id);
+                if (f.length > 5) {
+                    t.createTag(f[3], Long.parseLong(f[4]),
+                            java.time.Duration.ofMillis(Long.parseLong(f[5])));
+                } else {
+                    t.createTag(f[3], Long.parseLong(f[4]));
+                }
                 return "";
             }
             default:
