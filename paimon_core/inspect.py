@@ -52,12 +52,15 @@ from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
 from paimon_core.spec.stats import SimpleStats
 from paimon_core.tags import TagManager
-from paimon_core.types import DataField, DataType, TypeRoot
+from paimon_core.types import DataField, DataType, TypeRoot, parse_sql_type
 
 if TYPE_CHECKING:
     from paimon_core.table import FileStoreTable
 
-__all__ = ["SYSTEM_TABLES", "InspectTable", "SystemTableName", "split_system_table"]
+__all__ = [
+    "ROWKIND_COLUMN", "SYSTEM_TABLES", "InspectTable", "SystemTableName", "java_text",
+    "split_system_table",
+]
 
 SystemTableName = Literal[
     "snapshots", "schemas", "options", "files", "manifests", "partitions", "buckets", "tags",
@@ -201,6 +204,24 @@ class InspectTable:
         if snapshot_id is not None or tag is not None:
             raise ValueError(f"system table {name!r} has no time travel")
         return method()
+
+    def fields(
+        self, name: str, *, snapshot_id: int | None = None, tag: str | None = None
+    ) -> list[DataField]:
+        """The Paimon columns of system table ``name`` (what a Spark schema or the CLI's
+        canonical JSON is made from): the metadata tables' ``BIGINT`` / ``INT`` / ``STRING``
+        / ``TIMESTAMP(3)`` columns, or the data columns of ``audit_log`` / ``ro`` (with
+        ``rowkind STRING`` first for ``audit_log``) at the given snapshot."""
+        if name in ("audit_log", "ro"):
+            snap = self._snapshot(snapshot_id, tag)
+            data = list(self._read_schema(snap, snapshot_id, tag).fields)
+            if name == "ro":
+                return data
+            return [DataField(-1, ROWKIND_COLUMN, parse_sql_type("STRING")), *data]
+        schema = _SCHEMAS.get(name)
+        if schema is None:
+            raise ValueError(f"unknown system table {name!r} (known: {', '.join(SYSTEM_TABLES)})")
+        return [DataField(i, f.name, _paimon_type(f)) for i, f in enumerate(schema)]
 
     # ---------------------------------------------------------------- metadata tables
     def snapshots(self) -> pa.Table:
@@ -410,6 +431,20 @@ class InspectTable:
         t = self.table
         return ScanPlanner(schema=schema, schemas=t.schema_manager, manifests=t.manifest_io,
                            table_path=t.path)
+
+
+_SCHEMAS = {
+    "snapshots": SNAPSHOTS_SCHEMA, "schemas": SCHEMAS_SCHEMA, "options": OPTIONS_SCHEMA,
+    "files": FILES_SCHEMA, "manifests": MANIFESTS_SCHEMA, "partitions": PARTITIONS_SCHEMA,
+    "buckets": BUCKETS_SCHEMA, "tags": TAGS_SCHEMA, "consumers": CONSUMERS_SCHEMA,
+}
+_PAIMON_TYPES = {pa.int64(): "BIGINT", pa.int32(): "INT", pa.string(): "STRING", _MS:
+                 "TIMESTAMP(3)"}
+
+
+def _paimon_type(field: pa.Field) -> DataType:
+    sql = _PAIMON_TYPES[field.type]
+    return parse_sql_type(sql if field.nullable else f"{sql} NOT NULL")
 
 
 _TIME_TRAVEL = frozenset({"manifests", "files", "partitions", "buckets", "audit_log", "ro"})

@@ -22,14 +22,11 @@ import argparse
 import json
 from typing import Any, TextIO
 
-import pyarrow as pa
-
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import json_fragments
 from paimon_core.cli.write_cmds import UsageError
-from paimon_core.inspect import ROWKIND_COLUMN, SYSTEM_TABLES
+from paimon_core.inspect import SYSTEM_TABLES
 from paimon_core.table import FileStoreTable
-from paimon_core.types import DataField, DataType, parse_sql_type
 
 __all__ = ["add_inspect_parser", "cmd_inspect", "inspect_lines"]
 
@@ -46,31 +43,11 @@ def _table(args: argparse.Namespace) -> FileStoreTable:
     return FileSystemCatalog(args.warehouse, opts).get_table(args.table)
 
 
-def _metadata_type(field: pa.Field) -> DataType:
-    t = field.type
-    if pa.types.is_int64(t):
-        sql = "BIGINT"
-    elif pa.types.is_int32(t):
-        sql = "INT"
-    elif pa.types.is_timestamp(t):
-        sql = "TIMESTAMP(3)"
-    else:
-        sql = "STRING"
-    return parse_sql_type(sql if field.nullable else f"{sql} NOT NULL")
-
-
 def inspect_lines(table: FileStoreTable, name: str, *, snapshot_id: int | None = None,
                   tag: str | None = None) -> list[str]:
     """The system table ``name`` of ``table`` as canonical JSON lines."""
     data = table.inspect.system_table(name, snapshot_id=snapshot_id, tag=tag)
-    if name in _DATA_TABLES:
-        snap = table.resolve_snapshot(snapshot_id=snapshot_id, tag=tag)
-        schema = table.schema_for(snap, snapshot_id is not None or tag is not None)
-        by_name = {f.name: f for f in schema.fields}
-        kind = DataField(-1, ROWKIND_COLUMN, parse_sql_type("STRING"))
-        fields = [by_name.get(c, kind) for c in data.column_names]
-    else:
-        fields = [DataField(i, f.name, _metadata_type(f)) for i, f in enumerate(data.schema)]
+    fields = table.inspect.fields(name, snapshot_id=snapshot_id, tag=tag)
     cols = [
         [json.dumps(f.name, ensure_ascii=False) + ":" + v
          for v in json_fragments(data.column(i), f.type)]
