@@ -27,10 +27,12 @@ snapshot.
 """
 
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
+import pyarrow.compute as pc
 from pydantic import Field
 
 from assets.metadata import (
@@ -42,10 +44,7 @@ from assets.metadata import (
 from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import ALL_TABLES, DAILY_START, TableSpec
-from paimon_core.compact import BucketCompactor, live_bucket_files
-from paimon_core.compact.manager import partition_filter
 from paimon_core.compact.options import CompactStrategy
-from paimon_core.spec.manifest import FileKind
 from paimon_core.table import FileStoreTable
 from pipelines.compact import compact, plan_compaction
 from pipelines.config import TableHandle
@@ -82,32 +81,23 @@ class BucketState:
 
 def bucket_state(table: FileStoreTable, partition: dict[str, str] | None,
                  bucket: int) -> BucketState:
-    """Files, sorted runs and bytes of one (partition, bucket) at the latest snapshot."""
-    snap = table.latest_snapshot()
-    match = partition_filter(table.schema, [partition] if partition else None)
-    groups = live_bucket_files(table.manifest_io, snap, lambda p, b: b == bucket and match(p))
-    files = [f for _, fs in groups.values() for f in fs]
-    if not files:
+    """Files, sorted runs and bytes of one (partition, bucket) at the latest snapshot
+    (``table.inspect``: metadata only)."""
+    files = table.inspect.files(partition=partition, bucket=bucket)
+    if files.num_rows == 0:
         return BucketState(0, 0, 0, {})
-    compactor = BucketCompactor(table.file_io, table.path, table.schema, table.schema_manager)
-    levels: dict[int, int] = {}
-    for f in files:
-        levels[f.level] = levels.get(f.level, 0) + 1
-    runs = compactor.levels(files).number_of_sorted_runs() if table.schema.primary_keys else (
-        len(files))
-    return BucketState(len(files), runs, sum(f.file_size for f in files), levels)
+    buckets = table.inspect.buckets(partition=partition, bucket=bucket)
+    levels = Counter(files.column("level").to_pylist())
+    return BucketState(files.num_rows, int(pc.sum(buckets.column("sorted_runs")).as_py()),
+                       int(pc.sum(files.column("file_size_in_bytes")).as_py()), dict(levels))
 
 
 def _rewritten_bytes(table: FileStoreTable, snapshot_id: int) -> tuple[int, int]:
     """(bytes of the input files rewritten, bytes of the new files) of a COMPACT snapshot;
     files only moved to another level (upgrades) count in neither."""
-    snap = table.snapshot_manager.snapshot(snapshot_id)
-    mio = table.manifest_io
-    metas = mio.manifest_list(snap.delta_manifest_list, snap.delta_manifest_list_size)
-    entries = [e for m in metas for e in mio.manifest(m.file_name, m.file_size)]
-    added = {e.file.file_name: e.file.file_size for e in entries if e.kind is FileKind.ADD}
-    deleted = {e.file.file_name: e.file.file_size for e in entries
-               if e.kind is FileKind.DELETE}
+    delta = table.inspect.delta_files(snapshot_id).to_pylist()
+    added = {r["file_path"]: r["file_size_in_bytes"] for r in delta if r["kind"] == "ADD"}
+    deleted = {r["file_path"]: r["file_size_in_bytes"] for r in delta if r["kind"] == "DELETE"}
     moved = added.keys() & deleted.keys()
     return (sum(v for k, v in deleted.items() if k not in moved),
             sum(v for k, v in added.items() if k not in moved))

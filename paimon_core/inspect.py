@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyarrow as pa
 
-from paimon_core.compact.manager import live_bucket_files
+from paimon_core.compact.manager import live_bucket_files, partition_filter
 from paimon_core.compact.options import CompactOptions
 from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import FileNotFoundInTableError
@@ -148,6 +148,17 @@ BUCKETS_SCHEMA = pa.schema([
     # append table), the compaction debt of the bucket, and the highest level holding a file
     _f("sorted_runs", pa.int64(), False),
     _f("max_level", pa.int32(), False),
+])
+# this project's (no Java system table): the file changes one snapshot committed
+DELTA_FILES_SCHEMA = pa.schema([
+    _f("kind", pa.string(), False),
+    _f("partition", pa.string()),
+    _f("bucket", pa.int32(), False),
+    _f("file_path", pa.string(), False),
+    _f("level", pa.int32(), False),
+    _f("record_count", pa.int64(), False),
+    _f("delete_row_count", pa.int64()),
+    _f("file_size_in_bytes", pa.int64(), False),
 ])
 TAGS_SCHEMA = pa.schema([
     _f("tag_name", pa.string(), False),
@@ -306,21 +317,29 @@ class InspectTable:
         return pa.Table.from_pylist(rows, schema=MANIFESTS_SCHEMA)
 
     # ---------------------------------------------------------------- live files
-    def files(self, *, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+    def files(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        partition: Mapping[str, Any] | None = None,
+        bucket: int | None = None,
+    ) -> pa.Table:
         """Every live data file of a snapshot, all levels, by (partition, bucket)
-        (``$files``)."""
+        (``$files``); ``partition`` (a spec such as ``{"dt": "2024-01-01"}``, may be partial)
+        and ``bucket`` keep only those files (Java pushes such filters down the same way)."""
         snap = self._snapshot(snapshot_id, tag)
         stats = _StatsFormatter(self.table)
         part = _PartitionFormatter(self.table.schema)
         rows = []
-        for (partition, bucket), (_, files) in _sorted_groups(self.table, snap):
-            ptext = part(partition)
+        for (pbytes, b), (_, files) in self._groups(snap, partition, bucket):
+            ptext = part(pbytes)
             for f in files:
                 min_key, max_key = stats.keys(f)
                 nulls, mins, maxs = stats.values(f)
                 rows.append({
                     "partition": ptext,
-                    "bucket": bucket,
+                    "bucket": b,
                     "file_path": f.file_name,
                     "file_format": f.file_name.rsplit(".", 1)[-1],
                     "schema_id": f.schema_id,
@@ -338,20 +357,26 @@ class InspectTable:
                 })
         return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)
 
-    def partitions(self, *, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+    def partitions(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        partition: Mapping[str, Any] | None = None,
+    ) -> pa.Table:
         """Records, bytes and files per partition, and the newest file's creation time
-        (``$partitions``)."""
+        (``$partitions``); ``partition``: only the partitions matching that spec."""
         snap = self._snapshot(snapshot_id, tag)
         part = _PartitionFormatter(self.table.schema)
         acc: dict[bytes, list[int]] = {}
         times: dict[bytes, int | None] = {}
-        for (partition, _), (_, files) in _sorted_groups(self.table, snap):
-            a = acc.setdefault(partition, [0, 0, 0])
+        for (pbytes, _), (_, files) in self._groups(snap, partition, None):
+            a = acc.setdefault(pbytes, [0, 0, 0])
             for f in files:
                 a[0] += f.row_count
                 a[1] += f.file_size
                 a[2] += 1
-                times[partition] = _max_opt(times.get(partition), f.creation_time)
+                times[pbytes] = _max_opt(times.get(pbytes), f.creation_time)
         rows = [
             {
                 "partition": part(p),
@@ -364,23 +389,31 @@ class InspectTable:
         ]
         return pa.Table.from_pylist(rows, schema=PARTITIONS_SCHEMA)
 
-    def buckets(self, *, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+    def buckets(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        partition: Mapping[str, Any] | None = None,
+        bucket: int | None = None,
+    ) -> pa.Table:
         """Records, bytes, files and sorted runs per (partition, bucket) (``$buckets``; see
         :data:`BUCKETS_SCHEMA`). Sorted runs above ``num-sorted-run.compaction-trigger`` are
-        what the next compaction of a primary-key table will fold."""
+        what the next compaction of a primary-key table will fold. ``partition`` /
+        ``bucket``: only those buckets."""
         snap = self._snapshot(snapshot_id, tag)
         part = _PartitionFormatter(self.table.schema)
         is_pk = bool(self.table.schema.primary_keys)
         rows = []
-        for (partition, bucket), (_, files) in _sorted_groups(self.table, snap):
+        for (pbytes, b), (_, files) in self._groups(snap, partition, bucket):
             levels = {f.level for f in files if f.level > 0}
             level0 = sum(1 for f in files if f.level == 0)
             last: int | None = None
             for f in files:
                 last = _max_opt(last, f.creation_time)
             rows.append({
-                "partition": part(partition),
-                "bucket": bucket,
+                "partition": part(pbytes),
+                "bucket": b,
                 "record_count": sum(f.row_count for f in files),
                 "file_size_in_bytes": sum(f.file_size for f in files),
                 "file_count": len(files),
@@ -389,6 +422,31 @@ class InspectTable:
                 "max_level": max((f.level for f in files), default=0),
             })
         return pa.Table.from_pylist(rows, schema=BUCKETS_SCHEMA)
+
+    def delta_files(self, snapshot_id: int) -> pa.Table:
+        """The file changes snapshot ``snapshot_id`` committed, from its delta manifest list
+        (this project's; Java has no such system table): ``kind`` ``ADD`` / ``DELETE``, where
+        the file is, its level, records (``delete_row_count``: its retract records, when the
+        writer recorded them) and bytes. A compaction deletes its inputs and adds its outputs;
+        a file only moved to another level is deleted and added under the same name."""
+        snap = self.table.snapshot_manager.snapshot(snapshot_id)
+        mio = self.table.manifest_io
+        part = _PartitionFormatter(self.table.schema)
+        rows = []
+        for meta in mio.manifest_list(snap.delta_manifest_list, snap.delta_manifest_list_size):
+            for e in mio.manifest(meta.file_name, meta.file_size):
+                f = e.file
+                rows.append({
+                    "kind": e.kind.name,
+                    "partition": part(e.partition),
+                    "bucket": e.bucket,
+                    "file_path": f.file_name,
+                    "level": f.level,
+                    "record_count": f.row_count,
+                    "delete_row_count": f.delete_row_count,
+                    "file_size_in_bytes": f.file_size,
+                })
+        return pa.Table.from_pylist(rows, schema=DELTA_FILES_SCHEMA)
 
     # ---------------------------------------------------------------- data tables
     def audit_log(self, *, snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
@@ -426,6 +484,20 @@ class InspectTable:
         self, snap: Snapshot | None, snapshot_id: int | None, tag: str | None
     ) -> TableSchema:
         return self.table.schema_for(snap, snapshot_id is not None or tag is not None)
+
+    def _groups(
+        self, snap: Snapshot | None, partition: Mapping[str, Any] | None, bucket: int | None
+    ) -> list[tuple[tuple[bytes, int], tuple[int, list[DataFileMeta]]]]:
+        """Live files of ``snap`` per (partition, bucket), in that order, filtered."""
+        accept: Callable[[bytes, int], bool] | None = None
+        if partition is not None or bucket is not None:
+            match = partition_filter(self.table.schema, [partition] if partition else None)
+
+            def accept(p: bytes, b: int) -> bool:
+                return (bucket is None or b == bucket) and match(p)
+
+        groups = live_bucket_files(self.table.manifest_io, snap, accept)
+        return sorted(groups.items(), key=lambda kv: kv[0])
 
     def _planner(self, schema: TableSchema) -> ScanPlanner:
         t = self.table
@@ -467,13 +539,6 @@ def _snapshot_row(s: Snapshot) -> dict[str, Any]:
         "changelog_record_count": s.changelog_record_count,
         "watermark": s.watermark,
     }
-
-
-def _sorted_groups(
-    table: FileStoreTable, snap: Snapshot | None
-) -> list[tuple[tuple[bytes, int], tuple[int, list[DataFileMeta]]]]:
-    groups = live_bucket_files(table.manifest_io, snap)
-    return sorted(groups.items(), key=lambda kv: kv[0])
 
 
 def _max_opt(a: int | None, b: int | None) -> int | None:
