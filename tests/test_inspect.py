@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
@@ -182,3 +183,27 @@ def test_no_time_travel_where_java_has_none(pk: FileStoreTable) -> None:
 ])
 def test_java_text(value: Any, sql: str, text: str) -> None:
     assert java_text(value, parse_sql_type(sql)) == text
+
+
+def test_filters(pk: FileStoreTable) -> None:
+    b = pk.inspect.files(partition={"dt": "b"})
+    assert set(b.column("partition").to_pylist()) == {"[b]"} and b.num_rows == 2
+    assert pk.inspect.files(bucket=1).num_rows == 0
+    assert pk.inspect.buckets(partition={"dt": "a"}, bucket=0).column(
+        "sorted_runs").to_pylist() == [1]
+    assert pk.inspect.partitions(partition={"dt": "a"}).column("partition").to_pylist() == [
+        "[a]"]
+
+
+def test_delta_files(pk: FileStoreTable) -> None:
+    d1 = pk.inspect.delta_files(1).to_pylist()
+    assert sorted((r["kind"], r["partition"], r["record_count"]) for r in d1) == [
+        ("ADD", "[a]", 2), ("ADD", "[b]", 1)]
+    d3 = pk.inspect.delta_files(3).to_pylist()
+    assert [(r["kind"], r["record_count"], r["delete_row_count"]) for r in d3] == [
+        ("ADD", 1, 1)]
+    compact = pk.inspect.delta_files(4)
+    kinds = compact.column("kind").to_pylist()
+    assert kinds.count("DELETE") == 3 and kinds.count("ADD") == 1
+    assert compact.filter(pc.equal(compact.column("kind"), "ADD")).column(
+        "level").to_pylist() == [5]
