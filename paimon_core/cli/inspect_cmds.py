@@ -22,25 +22,14 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import json_fragments
-from paimon_core.cli.write_cmds import UsageError
+from paimon_core.cli.write_cmds import UsageError, _table
 from paimon_core.inspect import SYSTEM_TABLES
 from paimon_core.table import FileStoreTable
 
 __all__ = ["add_inspect_parser", "cmd_inspect", "inspect_lines"]
 
 _DATA_TABLES = ("audit_log", "ro")
-
-
-def _table(args: argparse.Namespace) -> FileStoreTable:
-    opts: dict[str, str] = {}
-    for item in getattr(args, "storage_option", None) or []:
-        if "=" not in item:
-            raise UsageError(f"--storage-option expects KEY=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        opts[k.strip()] = v
-    return FileSystemCatalog(args.warehouse, opts).get_table(args.table)
 
 
 def inspect_lines(table: FileStoreTable, name: str, *, snapshot_id: int | None = None,
