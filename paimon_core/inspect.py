@@ -3,8 +3,12 @@
 Paimon's system tables (``db.t$snapshots``, ``db.t$files`` ...) for Python, in the shape of
 pyiceberg's ``Table.inspect``. Every method returns a ``pa.Table`` with the column names, order,
 types and nullability of Paimon 0.9's system table of the same name
-(``org.apache.paimon.table.system.*Table``); ``buckets`` is this project's own (0.9 has no
-``$buckets`` system table; later Paimon versions have one with the same first six columns).
+(``org.apache.paimon.table.system.*Table``). This project's own: ``buckets`` (0.9 has no
+``$buckets`` system table; later Paimon versions have one with the same first six columns; we
+add ``sorted_runs`` and ``max_level``) and ``delta_files`` (the file changes of one snapshot).
+Time travel (``snapshot_id`` / ``tag``) goes further than Java 0.9, whose ``$files`` and
+``$partitions`` ignore ``scan.snapshot-id``. ``files`` / ``partitions`` / ``buckets`` take
+partition and bucket filters (Java pushes those down in ``$files``).
 Everything is planned from metadata (snapshots, schemas, manifests, tags, consumers); only
 ``audit_log`` and ``ro`` read data files.
 
@@ -30,36 +34,37 @@ Example:
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from collections.abc import Callable, Mapping, Sequence
-from decimal import Decimal
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 import pyarrow as pa
 
 from paimon_core.compact.manager import live_bucket_files, partition_filter
 from paimon_core.compact.options import CompactOptions
 from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import FileNotFoundInTableError
+from paimon_core.inspect_text import (
+    PartitionFormatter,
+    StatsFormatter,
+    duration_text,
+    flat_json,
+    local_date_time_millis,
+)
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.incremental import KIND_COLUMN, IncrementalRead
-from paimon_core.scan.planner import ScanPlanner, decode_partition
-from paimon_core.spec.binary_row import deserialize_binary_row
+from paimon_core.scan.planner import ScanPlanner
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
-from paimon_core.spec.snapshot import Snapshot
-from paimon_core.spec.stats import SimpleStats
+from paimon_core.spec.snapshot import Snapshot, decode_snapshot
 from paimon_core.tags import TagManager
-from paimon_core.types import DataField, DataType, TypeRoot, parse_sql_type
+from paimon_core.types import DataField, DataType, parse_sql_type
 
 if TYPE_CHECKING:
     from paimon_core.table import FileStoreTable
 
 __all__ = [
-    "ROWKIND_COLUMN", "SYSTEM_TABLES", "InspectTable", "SystemTableName", "java_text",
-    "split_system_table",
+    "ROWKIND_COLUMN", "SYSTEM_TABLES", "InspectTable", "SystemTableName", "split_system_table",
 ]
 
 SystemTableName = Literal[
@@ -248,10 +253,10 @@ class InspectTable:
             s = sm.schema(sid)
             rows.append({
                 "schema_id": s.id,
-                "fields": _flat_json([f.to_json() for f in s.fields]),
-                "partition_keys": _flat_json(list(s.partition_keys)),
-                "primary_keys": _flat_json(list(s.primary_keys)),
-                "options": _flat_json(dict(s.options)),
+                "fields": flat_json([f.to_json() for f in s.fields]),
+                "partition_keys": flat_json(list(s.partition_keys)),
+                "primary_keys": flat_json(list(s.primary_keys)),
+                "options": flat_json(dict(s.options)),
                 "comment": s.comment,
                 "update_time": s.time_millis,
             })
@@ -269,20 +274,21 @@ class InspectTable:
         tm = TagManager(self.table.file_io, self.table.path)
         rows = []
         for name, _ in sorted(tm.list()):
+            path = tm.tag_path(name)
             try:
-                raw = self.table.file_io.read_bytes(tm.tag_path(name))
+                raw = self.table.file_io.read_bytes(path)
             except FileNotFoundInTableError:
                 continue  # deleted while listing
-            snap = tm.get(name)
-            extra = json.loads(raw.decode("utf-8"))
+            snap = decode_snapshot(raw, path)
+            extra = json.loads(raw.decode("utf-8"))  # tagCreateTime / tagTimeRetained
             rows.append({
                 "tag_name": name,
                 "snapshot_id": snap.id,
                 "schema_id": snap.schema_id,
                 "commit_time": snap.time_millis,
                 "record_count": snap.total_record_count,
-                "create_time": _local_date_time(extra.get("tagCreateTime")),
-                "time_retained": _duration_text(extra.get("tagTimeRetained")),
+                "create_time": local_date_time_millis(extra.get("tagCreateTime")),
+                "time_retained": duration_text(extra.get("tagTimeRetained")),
             })
         return pa.Table.from_pylist(rows, schema=TAGS_SCHEMA)
 
@@ -329,8 +335,8 @@ class InspectTable:
         (``$files``); ``partition`` (a spec such as ``{"dt": "2024-01-01"}``, may be partial)
         and ``bucket`` keep only those files (Java pushes such filters down the same way)."""
         snap = self._snapshot(snapshot_id, tag)
-        stats = _StatsFormatter(self.table)
-        part = _PartitionFormatter(self.table.schema)
+        stats = StatsFormatter(self.table.schema, self.table.schema_manager)
+        part = PartitionFormatter(self.table.schema)
         rows = []
         for (pbytes, b), (_, files) in self._groups(snap, partition, bucket):
             ptext = part(pbytes)
@@ -367,7 +373,7 @@ class InspectTable:
         """Records, bytes and files per partition, and the newest file's creation time
         (``$partitions``); ``partition``: only the partitions matching that spec."""
         snap = self._snapshot(snapshot_id, tag)
-        part = _PartitionFormatter(self.table.schema)
+        part = PartitionFormatter(self.table.schema)
         acc: dict[bytes, list[int]] = {}
         times: dict[bytes, int | None] = {}
         for (pbytes, _), (_, files) in self._groups(snap, partition, None):
@@ -402,7 +408,7 @@ class InspectTable:
         what the next compaction of a primary-key table will fold. ``partition`` /
         ``bucket``: only those buckets."""
         snap = self._snapshot(snapshot_id, tag)
-        part = _PartitionFormatter(self.table.schema)
+        part = PartitionFormatter(self.table.schema)
         is_pk = bool(self.table.schema.primary_keys)
         rows = []
         for (pbytes, b), (_, files) in self._groups(snap, partition, bucket):
@@ -431,7 +437,7 @@ class InspectTable:
         a file only moved to another level is deleted and added under the same name."""
         snap = self.table.snapshot_manager.snapshot(snapshot_id)
         mio = self.table.manifest_io
-        part = _PartitionFormatter(self.table.schema)
+        part = PartitionFormatter(self.table.schema)
         rows = []
         for meta in mio.manifest_list(snap.delta_manifest_list, snap.delta_manifest_list_size):
             for e in mio.manifest(meta.file_name, meta.file_size):
@@ -547,196 +553,3 @@ def _max_opt(a: int | None, b: int | None) -> int | None:
     if b is None:
         return a
     return max(a, b)
-
-
-def _flat_json(obj: Any) -> str:
-    """Jackson's compact form (``JsonSerdeUtil.toFlatJson``)."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
-def _local_date_time(value: Any) -> int | None:
-    """Epoch millis (as UTC) of a Jackson ``LocalDateTime`` array ``[y, m, d, H, M(, S(, ns))]``
-    or ISO string."""
-    if value is None:
-        return None
-    if isinstance(value, list):
-        parts = [int(x) for x in value] + [0] * (7 - len(value))
-        y, mo, d, h, mi, sec, ns = parts[:7]
-        t = dt.datetime(y, mo, d, h, mi, sec, ns // 1000, tzinfo=dt.UTC)
-    else:
-        t = dt.datetime.fromisoformat(str(value)).replace(tzinfo=dt.UTC)
-    return int(t.timestamp() * 1000)
-
-
-def _duration_text(value: Any) -> str | None:
-    """Java's ``Duration.toString`` (``PT1H30M``) of Jackson's decimal seconds."""
-    if value is None:
-        return None
-    total = Decimal(str(value))
-    if total == 0:
-        return "PT0S"
-    sign = "-" if total < 0 else ""
-    total = abs(total)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    out = "PT"
-    if hours:
-        out += f"{sign}{int(hours)}H"
-    if minutes:
-        out += f"{sign}{int(minutes)}M"
-    if secs:
-        text = format(secs.normalize(), "f")
-        out += f"{sign}{text}S"
-    return out
-
-
-# -------------------------------------------------------------------- Java text forms
-def java_text(value: Any, type_: DataType | None = None) -> str:
-    """A Paimon internal value as Java's ``String.valueOf`` prints it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return _java_double(value, type_ is not None and type_.root is TypeRoot.FLOAT)
-    if isinstance(value, dt.datetime):
-        return _local_date_time_text(value)
-    if isinstance(value, dt.date):
-        return str((value - dt.date(1970, 1, 1)).days)
-    if isinstance(value, dt.time):
-        return str((value.hour * 3600 + value.minute * 60 + value.second) * 1000
-                   + value.microsecond // 1000)
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    if isinstance(value, bytes | bytearray):
-        return repr(bytes(value))  # Java prints an identity hash here: never comparable
-    return str(value)
-
-
-def _java_double(v: float, single: bool = False) -> str:
-    """``Double.toString`` (``Float.toString`` when ``single``): the shortest digits, plain
-    for ``1e-3 <= |v| < 1e7``, else ``d.dddE±n``."""
-    if v != v:
-        return "NaN"
-    if v in (float("inf"), float("-inf")):
-        return "Infinity" if v > 0 else "-Infinity"
-    text = str(np.float32(v)) if single else repr(v)
-    sign, digits, exp = Decimal(text).as_tuple()
-    assert isinstance(exp, int)
-    ds = "".join(map(str, digits)).lstrip("0") or "0"
-    point = len("".join(map(str, digits))) + exp  # digits before the decimal point
-    point -= len("".join(map(str, digits))) - len(ds)
-    ds = ds.rstrip("0") or "0"
-    neg = "-" if sign else ""
-    a = abs(v)
-    if a == 0 or 1e-3 <= a < 1e7:
-        if point <= 0:
-            return f"{neg}0.{'0' * -point}{ds}"
-        if point >= len(ds):
-            return f"{neg}{ds}{'0' * (point - len(ds))}.0"
-        return f"{neg}{ds[:point]}.{ds[point:]}"
-    return f"{neg}{ds[0]}.{ds[1:] or '0'}E{point - 1}"
-
-
-def _local_date_time_text(t: dt.datetime) -> str:
-    """``LocalDateTime.toString``: seconds and fraction only when non-zero."""
-    year = f"{t.year:04d}" if t.year <= 9999 else f"+{t.year}"
-    out = f"{year}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}"
-    if t.second or t.microsecond:
-        out += f":{t.second:02d}"
-    if t.microsecond:
-        frac = f"{t.microsecond:06d}"
-        out += "." + (frac[:3] if frac.endswith("000") else frac)
-    return out
-
-
-class _PartitionFormatter:
-    """``Arrays.toString`` of a serialized partition's values."""
-
-    def __init__(self, schema: TableSchema) -> None:
-        self.types = [schema.field(k).type for k in schema.partition_keys]
-        self._cache: dict[bytes, str] = {}
-
-    def __call__(self, partition: bytes) -> str:
-        hit = self._cache.get(partition)
-        if hit is None:
-            values = decode_partition(partition, self.types) if self.types else ()
-            hit = "[" + ", ".join(java_text(v, t) for v, t in zip(values, self.types)) + "]"
-            self._cache[partition] = hit
-        return hit
-
-
-class _StatsFormatter:
-    """Keys and value statistics of data files as the ``$files`` table prints them."""
-
-    def __init__(self, table: FileStoreTable) -> None:
-        self.table = table
-        self.current = list(table.schema.fields)
-        self._schemas: dict[int, TableSchema] = {}
-
-    def _schema(self, schema_id: int) -> TableSchema:
-        s = self._schemas.get(schema_id)
-        if s is None:
-            s = (self.table.schema if schema_id == self.table.schema.id
-                 else self.table.schema_manager.schema(schema_id))
-            self._schemas[schema_id] = s
-        return s
-
-    def keys(self, f: DataFileMeta) -> tuple[str | None, str | None]:
-        schema = self._schema(f.schema_id)
-        names = schema.trimmed_primary_keys
-        if not names:
-            return None, None
-        types = [schema.field(n).type for n in names]
-        return (_row_text(f.min_key, types), _row_text(f.max_key, types))
-
-    def values(self, f: DataFileMeta) -> tuple[str, str, str]:
-        schema = self._schema(f.schema_id)
-        if f.value_stats_cols is not None and not f.value_stats_cols:
-            return "{}", "{}", "{}"  # no column has stats (Java's evolved stats have no field)
-        cols = list(f.value_stats_cols) if f.value_stats_cols is not None else schema.field_names
-        by_name = {fd.name: fd for fd in schema.fields}
-        stat_fields = [by_name[c] for c in cols if c in by_name]
-        decoded = _decode_stats(f.value_stats, stat_fields)
-        by_id = {fd.id: i for i, fd in enumerate(stat_fields)}
-        nulls: dict[str, str] = {}
-        mins: dict[str, str] = {}
-        maxs: dict[str, str] = {}
-        for field in self.current:
-            i = by_id.get(field.id)
-            if i is None or decoded is None:
-                in_file = field.id in {fd.id for fd in schema.fields}
-                nulls[field.name] = "null" if in_file else str(f.row_count)
-                mins[field.name] = maxs[field.name] = "null"
-                continue
-            lo, hi, nc = decoded[0][i], decoded[1][i], decoded[2][i]
-            nulls[field.name] = "null" if nc is None else str(nc)
-            mins[field.name] = java_text(lo, field.type)
-            maxs[field.name] = java_text(hi, field.type)
-        return _tree_map(nulls), _tree_map(mins), _tree_map(maxs)
-
-
-def _decode_stats(
-    stats: SimpleStats, fields: Sequence[DataField]
-) -> tuple[list[Any], list[Any], list[int | None]] | None:
-    types = [fd.type.with_nullable(True) for fd in fields]
-    try:
-        mins = deserialize_binary_row(stats.min_values, types)
-        maxs = deserialize_binary_row(stats.max_values, types)
-    except Exception:  # stats of another arity (an old writer): unknown
-        return None
-    counts = list(stats.null_counts or [])
-    nulls: list[int | None] = [counts[i] if i < len(counts) else None for i in range(len(types))]
-    return list(mins), list(maxs), nulls
-
-
-def _row_text(data: bytes, types: Sequence[DataType]) -> str:
-    values = deserialize_binary_row(data, types)
-    return "[" + ", ".join(java_text(v, t) for v, t in zip(values, types)) + "]"
-
-
-def _tree_map(values: dict[str, str]) -> str:
-    """``TreeMap.toString``: keys in Java ``String`` order (UTF-16 code units)."""
-    keys = sorted(values, key=lambda k: k.encode("utf-16-be"))
-    return "{" + ", ".join(f"{k}={values[k]}" for k in keys) + "}"
-

@@ -18,9 +18,9 @@ from paimon_core.inspect import (
     FILES_SCHEMA,
     SNAPSHOTS_SCHEMA,
     SYSTEM_TABLES,
-    java_text,
     split_system_table,
 )
+from paimon_core.inspect_text import java_text
 from paimon_core.schema_builder import Schema
 from paimon_core.schema_change import AddColumn
 from paimon_core.table import FileStoreTable
