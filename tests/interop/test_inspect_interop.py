@@ -13,6 +13,9 @@ schema evolution, compaction levels, tags (one with a retention) and consumers. 
 Java 0.9's ``$files`` and ``$partitions`` ignore it and show the latest snapshot, so our time
 travel of those is checked by hand in ``tests/test_inspect.py``).
 
+``buckets`` (Java 0.9 has none) is checked against Java's ``$files`` grouped by (partition,
+bucket).
+
 Columns that may legitimately differ, and how they are compared:
 
 * ``schemas.fields`` / ``schemas.options``: JSON compared as parsed (Java's option map is a
@@ -290,3 +293,31 @@ def test_time_travel_matches_java(
     inspect: InspectTable = _table(wh, table).inspect
     _compare(name, inspect.system_table(name, snapshot_id=snap),
              answers[(table, name, str(snap))], table=table)
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_buckets_agree_with_java_files(
+    table: str, warehouses: dict[str, Path], answers: dict[tuple[str, ...], Any]
+) -> None:
+    """Java 0.9 has no ``$buckets``: ours must be Java's ``$files`` grouped by (partition,
+    bucket), with sorted runs = level-0 files + non-empty higher levels (every file of an
+    append table)."""
+    java_files = answers[(table, "files")]
+    assert java_files.ok, java_files.error
+    names = [n for n, _ in java_files.columns]
+    idx = {n: names.index(n) for n in ("partition", "bucket", "level", "record_count",
+                                       "file_size_in_bytes", "creation_time")}
+    t = _table(warehouses[table], table)
+    groups: dict[tuple[Any, int], list[list[Any]]] = {}
+    for row in java_files.rows:
+        groups.setdefault((row[idx["partition"]], row[idx["bucket"]]), []).append(row)
+    expected = []
+    for (part, bucket), rows in groups.items():
+        levels = [r[idx["level"]] for r in rows]
+        runs = (levels.count(0) + len({lv for lv in levels if lv > 0})
+                if t.schema.primary_keys else len(rows))
+        times = [r[idx["creation_time"]] for r in rows if r[idx["creation_time"]] is not None]
+        expected.append([part, bucket, sum(r[idx["record_count"]] for r in rows),
+                         sum(r[idx["file_size_in_bytes"]] for r in rows), len(rows),
+                         max(times) if times else None, runs, max(levels)])
+    assert sorted(rows_of(t.inspect.buckets()), key=sort_key) == sorted(expected, key=sort_key)
