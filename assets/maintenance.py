@@ -27,11 +27,13 @@ snapshot.
 """
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
+import pyarrow.compute as pc
 from pydantic import Field
 
 from assets.metadata import (
@@ -44,13 +46,11 @@ from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import ALL_TABLES, DAILY_START, TableSpec
 from paimon_core import (
-    BucketCompactor,
     CompactStrategy,
     DataFileMeta,
-    FileKind,
     FileStoreTable,
     TableLayout,
-    live_bucket_files,
+    sorted_runs,
 )
 from pipelines.compact import compact, list_buckets, pick_buckets, plan_compaction
 from pipelines.config import TableHandle
@@ -88,37 +88,33 @@ class BucketState:
 
 def bucket_state(table: FileStoreTable, partition: dict[str, str] | None,
                  bucket: int) -> BucketState:
-    """Files, sorted runs and bytes of one (partition, bucket) at the latest snapshot."""
-    snap = table.latest_snapshot()
-    match = TableLayout.of(table.path, table.schema).partition_matcher(
-        [partition] if partition else None)
-    groups = live_bucket_files(table.manifest_io, snap, lambda p, b: b == bucket and match(p))
-    return files_state(table, [f for _, fs in groups.values() for f in fs])
+    """Files, sorted runs and bytes of one (partition, bucket) at the latest snapshot
+    (``table.inspect``: metadata only)."""
+    files = table.inspect.files(partition=partition, bucket=bucket)
+    if files.num_rows == 0:
+        return BucketState(0, 0, 0, {})
+    buckets = table.inspect.buckets(partition=partition, bucket=bucket)
+    levels = Counter(files.column("level").to_pylist())
+    return BucketState(files.num_rows, int(pc.sum(buckets.column("sorted_runs")).as_py()),
+                       int(pc.sum(files.column("file_size_in_bytes")).as_py()), dict(levels))
 
 
 def files_state(table: FileStoreTable, files: Sequence[DataFileMeta]) -> BucketState:
-    """Files, sorted runs and bytes of one bucket's live ``files``."""
+    """Files, sorted runs and bytes of one bucket's live ``files`` (as :func:`bucket_state`
+    says of a listed bucket)."""
     if not files:
         return BucketState(0, 0, 0, {})
-    compactor = BucketCompactor(table.file_io, table.path, table.schema, table.schema_manager)
-    levels: dict[int, int] = {}
-    for f in files:
-        levels[f.level] = levels.get(f.level, 0) + 1
-    runs = compactor.levels(files).number_of_sorted_runs() if table.schema.primary_keys else (
-        len(files))
-    return BucketState(len(files), runs, sum(f.file_size for f in files), levels)
+    levels = Counter(f.level for f in files)
+    return BucketState(len(files), sorted_runs(files, bool(table.schema.primary_keys)),
+                       sum(f.file_size for f in files), dict(levels))
 
 
 def _rewritten_bytes(table: FileStoreTable, snapshot_id: int) -> tuple[int, int]:
     """(bytes of the input files rewritten, bytes of the new files) of a COMPACT snapshot;
     files only moved to another level (upgrades) count in neither."""
-    snap = table.snapshot_manager.snapshot(snapshot_id)
-    mio = table.manifest_io
-    metas = mio.manifest_list(snap.delta_manifest_list, snap.delta_manifest_list_size)
-    entries = [e for m in metas for e in mio.manifest(m.file_name, m.file_size)]
-    added = {e.file.file_name: e.file.file_size for e in entries if e.kind is FileKind.ADD}
-    deleted = {e.file.file_name: e.file.file_size for e in entries
-               if e.kind is FileKind.DELETE}
+    delta = table.inspect.delta_files(snapshot_id).to_pylist()
+    added = {r["file_path"]: r["file_size_in_bytes"] for r in delta if r["kind"] == "ADD"}
+    deleted = {r["file_path"]: r["file_size_in_bytes"] for r in delta if r["kind"] == "DELETE"}
     moved = added.keys() & deleted.keys()
     return (sum(v for k, v in deleted.items() if k not in moved),
             sum(v for k, v in added.items() if k not in moved))

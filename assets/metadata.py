@@ -14,14 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from paimon_core import (
-    CommitKind,
-    FileKind,
-    FileStoreTable,
-    ManifestEntry,
-    Snapshot,
-    live_files,
-)
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_core import CommitKind, FileStoreTable, Snapshot
 
 __all__ = [
     "RUN_ID_PROPERTY",
@@ -95,27 +91,25 @@ class SnapshotStats:
     properties: Mapping[str, str]
 
 
-def _delta_entries(table: FileStoreTable, snap: Snapshot) -> list[ManifestEntry]:
-    mio = table.manifest_io
-    metas = mio.manifest_list(snap.delta_manifest_list, snap.delta_manifest_list_size)
-    return [e for m in metas for e in mio.manifest(m.file_name, m.file_size)]
+def _sum(table: pa.Table, column: str) -> int:
+    return int(pc.sum(table.column(column)).as_py() or 0)
 
 
 def snapshot_stats(table: FileStoreTable, snapshot_id: int) -> SnapshotStats:
-    """Counts of one snapshot (reads its delta manifests only)."""
+    """Counts of one snapshot (``table.inspect.delta_files``: its delta manifests only)."""
     snap = table.snapshot_manager.snapshot(snapshot_id)
-    entries = _delta_entries(table, snap)
-    adds = [e.file for e in entries if e.kind is FileKind.ADD]
-    dels = [e.file for e in entries if e.kind is FileKind.DELETE]
+    delta = table.inspect.delta_files(snapshot_id)
+    adds = delta.filter(pc.equal(delta.column("kind"), "ADD"))
+    dels = delta.filter(pc.equal(delta.column("kind"), "DELETE"))
     kind = snap.commit_kind
     if kind is CommitKind.COMPACT:
         rows_added = rows_deleted = 0
     else:
-        retract = sum(f.delete_row_count or 0 for f in adds)
-        rows_added = sum(f.row_count for f in adds) - retract
+        retract = _sum(adds, "delete_row_count")
+        rows_added = _sum(adds, "record_count") - retract
         rows_deleted = retract
         if kind is CommitKind.OVERWRITE:
-            rows_deleted += sum(f.row_count - (f.delete_row_count or 0) for f in dels)
+            rows_deleted += _sum(dels, "record_count") - _sum(dels, "delete_row_count")
     return SnapshotStats(
         snapshot_id=snap.id,
         commit_kind=kind.value,
@@ -123,10 +117,10 @@ def snapshot_stats(table: FileStoreTable, snapshot_id: int) -> SnapshotStats:
         commit_identifier=snap.commit_identifier,
         rows_added=rows_added,
         rows_deleted=rows_deleted,
-        files_added=len(adds),
-        files_deleted=len(dels),
-        bytes_added=sum(f.file_size for f in adds),
-        bytes_deleted=sum(f.file_size for f in dels),
+        files_added=adds.num_rows,
+        files_deleted=dels.num_rows,
+        bytes_added=_sum(adds, "file_size_in_bytes"),
+        bytes_deleted=_sum(dels, "file_size_in_bytes"),
         total_records=snap.total_record_count,
         properties=dict(snap.properties or {}),
     )
@@ -146,19 +140,19 @@ class TableStats:
 def table_stats(
     table: FileStoreTable, *, small_file_bytes: int, snapshot: Snapshot | None = None
 ) -> TableStats:
-    """Live files of the latest (or given) snapshot (metadata only)."""
+    """Live files of the latest (or given) snapshot (``table.inspect.files``: metadata
+    only)."""
     snap = snapshot if snapshot is not None else table.latest_snapshot()
     if snap is None:
         return TableStats(None, 0, 0, 0, 0)
-    mio = table.manifest_io
-    entries = [e for m in mio.data_manifests(snap) for e in mio.manifest(m.file_name, m.file_size)]
-    files = [e.file for e in live_files(entries, source=mio.path(snap.base_manifest_list))]
+    files = table.inspect.files(snapshot_id=snap.id)
+    sizes = files.column("file_size_in_bytes")
     return TableStats(
         snapshot_id=snap.id,
-        files=len(files),
-        bytes=sum(f.file_size for f in files),
-        records=sum(f.row_count for f in files),
-        small_files=sum(1 for f in files if f.file_size < small_file_bytes),
+        files=files.num_rows,
+        bytes=_sum(files, "file_size_in_bytes"),
+        records=_sum(files, "record_count"),
+        small_files=int(pc.sum(pc.less(sizes, small_file_bytes)).as_py() or 0),
     )
 
 

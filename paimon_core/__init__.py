@@ -107,6 +107,7 @@ from paimon_core.expire import BulkDelete, ExpireSnapshots
 from paimon_core.expire_config import ExpireConfig, ExpireResult
 from paimon_core.fsck import FsckReport
 from paimon_core.identifier import Identifier
+from paimon_core.inspect import InspectTable, sorted_runs, split_system_table
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
 from paimon_core.options import CoreOptions, parse_memory_size
@@ -233,6 +234,7 @@ __all__ = [
     "FilterError",
     "FsckReport",
     "Identifier",
+    "InspectTable",
     "InvalidIdentifierError",
     "Leaf",
     "LocalExecutor",
@@ -314,6 +316,8 @@ __all__ = [
     "plan_compaction",
     "read_stream_plan",
     "remove_orphan_files",
+    "sorted_runs",
+    "split_system_table",
     "starts_with",
     "to_arrow_schema",
     "to_arrow_type",

@@ -42,6 +42,7 @@ from paimon_core.compact.options import CompactStrategy
 from paimon_core.errors import SnapshotNotExistError
 from paimon_core.expire import ExpireConfig, ExpireResult, ExpireSnapshots
 from paimon_core.identifier import Identifier
+from paimon_core.inspect import InspectTable
 from paimon_core.io.file_io import FileIO
 from paimon_core.manifest_io import ManifestCache, ManifestIO
 from paimon_core.options import CoreOptions
@@ -110,6 +111,12 @@ class FileStoreTable:
     @property
     def options(self) -> CoreOptions:
         return CoreOptions(self.schema.options)
+
+    @property
+    def inspect(self) -> InspectTable:
+        """Metadata as Arrow tables, Paimon's system tables (``table.inspect.files()``); see
+        :mod:`paimon_core.inspect`."""
+        return InspectTable(self)
 
     @property
     def is_primary_key_table(self) -> bool:

@@ -47,6 +47,12 @@ Options (case-insensitive):
 ``row-kind-column``             writes: input column holding each row's kind
 ==============================  ===============================================================
 
+System tables (``table.inspect``, Paimon's ``t$snapshots`` ...): ``load("db.t$files")``
+reads one of ``snapshots``, ``schemas``, ``options``, ``files``, ``manifests``, ``partitions``,
+``buckets``, ``tags``, ``consumers``, ``audit_log``, ``ro`` (``scan.snapshot-id`` /
+``scan.tag-name`` time-travel those that allow it). They are computed on the driver from
+metadata (``audit_log`` / ``ro`` read the data there too) and served as one input partition.
+
 Filters Spark pushes are translated by :mod:`pipelines.filters` (partition / bucket / stats
 pruning plus exact row filtering in the scan); the rest stays with Spark.
 """
@@ -86,6 +92,7 @@ from paimon_core import (
     parse_filters,
     parse_memory_size,
     read_stream_plan,
+    split_system_table,
 )
 from pipelines.config import CatalogSettings, TableHandle, parse_pairs
 from pipelines.filters import to_predicate
@@ -205,6 +212,11 @@ class PaimonDataSource(DataSource):
         return TableHandle.load(options_settings(self.options), table_identifier(self.options))
 
     def schema(self) -> StructType:
+        base, system = split_system_table(table_identifier(self.options))
+        if system is not None:
+            table = TableHandle.load(options_settings(self.options), base).open()
+            snapshot_id, tag = _system_time_travel(table, self.options)
+            return spark_schema(table.inspect.fields(system, snapshot_id=snapshot_id, tag=tag))
         handle = self._handle()
         table = handle.open()
         tt = _time_travel(self.options)
@@ -215,6 +227,8 @@ class PaimonDataSource(DataSource):
                               _bool_option(self.options, "read.changelog"))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if split_system_table(table_identifier(self.options))[1] is not None:
+            return SystemTableReader(dict(self.options), schema)
         return PaimonBatchReader(dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -322,6 +336,52 @@ class PaimonBatchReader(DataSourceReader):
             if self.with_kind:
                 data = data.add_column(0, KIND, pa.array(["+I"] * data.num_rows, pa.string()))
             yield from conform_to_spark(data, target).to_batches(max_chunksize=65536)
+
+
+# ---------------------------------------------------------------------------- system tables
+
+
+def _system_time_travel(table: Any, options: Mapping[str, str]) -> tuple[int | None, str | None]:
+    """(snapshot id, tag) of a system table read; a timestamp resolves to its snapshot."""
+    tt = _time_travel(options)
+    if tt["timestamp_millis"] is not None:
+        snap = table.resolve_snapshot(timestamp_millis=tt["timestamp_millis"])
+        return (snap.id if snap is not None else None), None
+    return tt["snapshot_id"], tt["tag"]
+
+
+@dataclass
+class SystemTablePartition(InputPartition):
+    """A whole system table, computed on the driver (Arrow IPC bytes)."""
+
+    data: bytes
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(0)
+        self.data = data
+
+
+class SystemTableReader(DataSourceReader):
+    """``load("db.t$<name>")``: ``table.inspect.<name>()`` in one input partition."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        base, system = split_system_table(table_identifier(options))
+        assert system is not None
+        table = TableHandle.load(options_settings(options), base).open()
+        snapshot_id, tag = _system_time_travel(table, options)
+        data = table.inspect.system_table(system, snapshot_id=snapshot_id, tag=tag)
+        data = conform_to_spark(data.select(schema.names), arrow_for_spark(schema))
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, data.schema) as w:
+            w.write_table(data)
+        self.data = sink.getvalue().to_pybytes()
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [SystemTablePartition(self.data)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, SystemTablePartition)
+        yield from pa.ipc.open_stream(partition.data).read_all().to_batches(max_chunksize=65536)
 
 
 # ---------------------------------------------------------------------------- streaming read

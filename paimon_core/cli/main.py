@@ -11,7 +11,8 @@ pypaimon::
 
 and change it (:mod:`paimon_core.cli.write_cmds`): ``create``, ``write``, ``alter``, ``tag``,
 ``fsck``; maintain it (:mod:`paimon_core.cli.maintenance_cmds`): ``expire``,
-``remove-orphans``, ``consumer``; follow it (:mod:`paimon_core.cli.stream_cmds`): ``stream``.
+``remove-orphans``, ``consumer``; follow it (:mod:`paimon_core.cli.stream_cmds`): ``stream``;
+ask about it (:mod:`paimon_core.cli.inspect_cmds`): ``inspect NAME`` (the system tables).
 
 Exit codes: 0 ok, 1 a Paimon error (message on stderr) or an fsck that found errors,
 2 usage error.
@@ -29,6 +30,7 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli import stream_cmds
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.cli.compact_cmds import add_compact_parser
+from paimon_core.cli.inspect_cmds import add_inspect_parser
 from paimon_core.cli.maintenance_cmds import add_maintenance_parsers
 from paimon_core.cli.write_cmds import UsageError, add_parsers
 from paimon_core.errors import PaimonError
@@ -176,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_describe)
     add_parsers(sub, common)
     add_compact_parser(sub, common)
+    add_inspect_parser(sub, common)
     add_maintenance_parsers(sub, common)
     stream_cmds.add_stream_parsers(sub, common)
     return p
