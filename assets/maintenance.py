@@ -89,24 +89,20 @@ class BucketState:
 def bucket_state(table: FileStoreTable, partition: dict[str, str] | None,
                  bucket: int) -> BucketState:
     """Files, sorted runs and bytes of one (partition, bucket) at the latest snapshot
-    (``table.inspect``: metadata only)."""
+    (``table.inspect``: metadata only, one listing)."""
     files = table.inspect.files(partition=partition, bucket=bucket)
-    if files.num_rows == 0:
-        return BucketState(0, 0, 0, {})
-    buckets = table.inspect.buckets(partition=partition, bucket=bucket)
-    levels = Counter(files.column("level").to_pylist())
-    return BucketState(files.num_rows, int(pc.sum(buckets.column("sorted_runs")).as_py()),
-                       int(pc.sum(files.column("file_size_in_bytes")).as_py()), dict(levels))
+    levels = files.column("level").to_pylist()
+    return BucketState(files.num_rows, sorted_runs(levels, bool(table.schema.primary_keys)),
+                       int(pc.sum(files.column("file_size_in_bytes")).as_py() or 0),
+                       dict(Counter(levels)))
 
 
 def files_state(table: FileStoreTable, files: Sequence[DataFileMeta]) -> BucketState:
-    """Files, sorted runs and bytes of one bucket's live ``files`` (as :func:`bucket_state`
-    says of a listed bucket)."""
-    if not files:
-        return BucketState(0, 0, 0, {})
-    levels = Counter(f.level for f in files)
-    return BucketState(len(files), sorted_runs(files, bool(table.schema.primary_keys)),
-                       sum(f.file_size for f in files), dict(levels))
+    """Files, sorted runs and bytes of one bucket's live ``files`` (what :func:`bucket_state`
+    says of a bucket listed already)."""
+    levels = [f.level for f in files]
+    return BucketState(len(files), sorted_runs(levels, bool(table.schema.primary_keys)),
+                       sum(f.file_size for f in files), dict(Counter(levels)))
 
 
 def _rewritten_bytes(table: FileStoreTable, snapshot_id: int) -> tuple[int, int]:

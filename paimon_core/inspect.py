@@ -199,14 +199,13 @@ def split_system_table(name: str) -> tuple[str, str | None]:
     return base, system
 
 
-def sorted_runs(files: Sequence[DataFileMeta], primary_key: bool) -> int:
-    """Sorted runs of one bucket's live ``files`` (Java's ``Levels.numberOfSortedRuns``):
-    every level-0 file plus every non-empty higher level of a primary-key table; every file
-    of an append table. What the next compaction folds."""
+def sorted_runs(levels: Sequence[int], primary_key: bool) -> int:
+    """Sorted runs of one bucket whose live files sit on ``levels`` (one entry a file; Java's
+    ``Levels.numberOfSortedRuns``): every level-0 file plus every non-empty higher level of a
+    primary-key table; every file of an append table. What the next compaction folds."""
     if not primary_key:
-        return len(files)
-    return (sum(1 for f in files if f.level == 0)
-            + len({f.level for f in files if f.level > 0}))
+        return len(levels)
+    return sum(1 for lv in levels if lv == 0) + len({lv for lv in levels if lv > 0})
 
 
 class InspectTable:
@@ -435,7 +434,7 @@ class InspectTable:
                 "file_size_in_bytes": sum(f.file_size for f in files),
                 "file_count": len(files),
                 "last_update_time": last,
-                "sorted_runs": sorted_runs(files, is_pk),
+                "sorted_runs": sorted_runs([f.level for f in files], is_pk),
                 "max_level": max((f.level for f in files), default=0),
             })
         return pa.Table.from_pylist(rows, schema=BUCKETS_SCHEMA)
@@ -518,9 +517,7 @@ class InspectTable:
         return sorted(groups.items(), key=lambda kv: kv[0])
 
     def _planner(self, schema: TableSchema) -> ScanPlanner:
-        t = self.table
-        return ScanPlanner(schema=schema, schemas=t.schema_manager, manifests=t.manifest_io,
-                           table_path=t.path)
+        return self.table.new_planner(schema, None)
 
 
 _SCHEMAS = {

@@ -28,7 +28,7 @@ from paimon_core.types import parse_sql_type
 
 
 def _write(table: FileStoreTable, rows: dict[str, list[Any]], delete: bool = False) -> None:
-    w = table.new_write()
+    w = table.new_write("u")
     if delete:
         w.delete_arrow(pa.table(rows))
     else:

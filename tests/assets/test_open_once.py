@@ -21,8 +21,8 @@ from typing import Any
 import dagster as dg
 import pytest
 
-import assets.maintenance
-import pipelines.compact
+import paimon_core.compact.manager
+import paimon_core.inspect
 from assets.cdc import cdc_customers
 from assets.demo_data import Feed, generate
 from assets.maintenance import compactions
@@ -58,7 +58,7 @@ def counts(monkeypatch: pytest.MonkeyPatch, lake: dict[str, Path]) -> Iterator[C
     monkeypatch.setattr(FileStoreTable, "__init__", counting("tables", FileStoreTable.__init__))
     monkeypatch.setattr(TableCommit, "filter_committed",
                         counting("filter_committed", TableCommit.filter_committed))
-    for module in (pipelines.compact, assets.maintenance):
+    for module in (paimon_core.compact.manager, paimon_core.inspect):
         monkeypatch.setattr(module, "live_bucket_files",
                             counting("listings", module.live_bucket_files))
     yield seen

@@ -33,7 +33,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "1"}))
     for rows in ({"dt": ["a", "b"], "id": [1, 2], "v": ["x", "y"]},
                  {"dt": ["a"], "id": [1], "v": ["x2"]}):
-        w = t.new_write()
+        w = t.new_write("u")
         w.write_arrow(pa.table(rows))
         t.new_commit(w.commit_user).commit(w.prepare_commit())
     t.create_tag("first", 1)

@@ -90,7 +90,7 @@ def java(tmp_path_factory: pytest.TempPathFactory) -> SystemTableJava:
 
 
 def _write(table: FileStoreTable, rows: dict[str, list[Any]]) -> None:
-    w = table.new_write()
+    w = table.new_write("u")
     w.write_arrow(pa.table(rows))
     table.new_commit(w.commit_user).commit(w.prepare_commit())
 
