@@ -52,11 +52,6 @@ def _write(t: FileStoreTable, ids: Sequence[int], tag: str, pt: str = "a", *,
 
 
 @pytest.fixture
-def catalog(tmp_path: Path) -> FileSystemCatalog:
-    return FileSystemCatalog(str(tmp_path / "wh"))
-
-
-@pytest.fixture
 def pk(catalog: FileSystemCatalog) -> FileStoreTable:
     """Partitioned PK table, bucket=2, 3 snapshots (keys overlap between commits)."""
     t = catalog.create_table("db.pk", Schema.of(

@@ -51,11 +51,6 @@ def _apply(schema: TableSchema, *changes: Any, has_snapshots: bool = False) -> T
     return apply_changes(schema, list(changes), has_snapshots=has_snapshots)
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> FileSystemCatalog:
-    return FileSystemCatalog(str(tmp_path / "wh"))
-
-
 def _write(table: FileStoreTable, rows: dict[str, list[Any]], types: dict[str, pa.DataType]) -> int:
     w = table.new_write("u")
     w.write_arrow(pa.table({k: pa.array(v, types.get(k)) for k, v in rows.items()}))

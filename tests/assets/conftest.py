@@ -28,20 +28,3 @@ def resources(lake: dict[str, Path]) -> dict[str, Any]:
         "spark": SparkResource(master="local[2]"),
     }
 
-
-@pytest.fixture(scope="session")
-def spark() -> Any:
-    """The one local SparkSession of the test session (the pipelines tests' settings: a
-    session started by either suite is reused by the other)."""
-    pytest.importorskip("pyspark")
-    from pipelines.session import get_session
-
-    session = get_session(
-        master="local[2,2]",
-        app_name="paimon-pipelines-tests",
-        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
-              "spark.sql.adaptive.enabled": "false"},
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()

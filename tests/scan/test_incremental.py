@@ -8,7 +8,6 @@ The expected lines were produced by Paimon Java 0.9 through the oracle
 from __future__ import annotations
 
 import pickle
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -32,11 +31,6 @@ from tests.scan.change_tables import (
     lines,
     pk_table,
 )
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> FileSystemCatalog:
-    return FileSystemCatalog(str(tmp_path / "wh"))
 
 
 @pytest.fixture

@@ -37,11 +37,6 @@ from tests.scan.change_tables import (
 
 
 @pytest.fixture
-def catalog(tmp_path: Path) -> FileSystemCatalog:
-    return FileSystemCatalog(str(tmp_path / "wh"))
-
-
-@pytest.fixture
 def pk(catalog: FileSystemCatalog) -> FileStoreTable:
     t = pk_table(catalog, "db.pk")
     build_history(t)

@@ -27,11 +27,6 @@ from paimon_core.write.commit_message import CommitMessage
 PK_COLS = [("dt", "STRING"), ("id", "BIGINT"), ("v", "STRING")]
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> FileSystemCatalog:
-    return FileSystemCatalog(str(tmp_path / "wh"))
-
-
 def pk_table(catalog: FileSystemCatalog, name: str = "db.pk", **options: str) -> FileStoreTable:
     opts = {"bucket": "2", **options}
     return catalog.create_table(
