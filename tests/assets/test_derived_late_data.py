@@ -40,6 +40,7 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.consumer import ConsumerManager
 from paimon_core.table import FileStoreTable
 from tests.assets.helpers import CDC_USER, commit_orders, order_rows
+from tests.profiles import examples
 
 STATUSES = ("new", "paid", "shipped", "delivered", "cancelled")
 SNAPSHOT_COLUMN = "source_snapshot"
@@ -206,7 +207,7 @@ def _overwrite_without(src: FileStoreTable, drop_key: int, identifier: int) -> N
     src.new_commit(CDC_USER).overwrite(msgs, {}, commit_identifier=identifier)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow])
 @given(h=histories())
 def test_derived_table_equals_recompute_for_any_arrival_order(
     tmp_path_factory: pytest.TempPathFactory, h: dict[str, Any]

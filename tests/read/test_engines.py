@@ -22,6 +22,7 @@ from paimon_core.read.engines.reference import reference_merge
 from paimon_core.read.merge import merge_records
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import DataField, parse_sql_type
+from tests.profiles import examples
 
 SEQ = "_SEQUENCE_NUMBER"
 KIND = "_VALUE_KIND"
@@ -116,7 +117,7 @@ def check(table: pa.Table, options: dict[str, str], seq_fields: list[str],
         assert not bad, (bad, g, e)
 
 
-SETTINGS = settings(max_examples=150, deadline=None,
+SETTINGS = settings(max_examples=examples(150),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

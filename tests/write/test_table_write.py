@@ -23,6 +23,7 @@ from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary
 from paimon_core.table import FileStoreTable
 from paimon_core.types import parse_sql_type
 from paimon_core.write.commit_message import CommitMessage
+from tests.profiles import examples
 
 PK_COLS = [("dt", "STRING"), ("id", "BIGINT"), ("v", "STRING")]
 
@@ -401,7 +402,7 @@ def test_composite_keys_sorted_unique_with_exact_bounds(catalog: FileSystemCatal
     assert f.max_key == serialize_binary_row(list(keys[-1]), types)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25))
 @given(
     batches=st.lists(
         st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["+I", "-U", "+U", "-D"]),
@@ -514,7 +515,7 @@ def _written(d: str, batches: list[pa.Table], opts: dict[str, str]) -> tuple[lis
     return metas, contents
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20))
 @given(
     commits=st.lists(st.lists(st.lists(st.tuples(
         st.sampled_from(["a", "b", "c"]), st.integers(0, 25), st.sampled_from(["x", "yy", ""]),
