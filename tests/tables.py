@@ -48,6 +48,29 @@ def make_table(
         columns, partition_keys=partition_keys, primary_keys=primary_keys, options=options))
 
 
+#: the small partitioned table of the scan, maintenance and change tests
+PT_ID_V: list[tuple[str, str]] = [("pt", "STRING"), ("id", "INT"), ("v", "STRING")]
+
+
+def pk_table(where: str | Path | FileSystemCatalog, name: str = "db.pk", *,
+             storage: Mapping[str, str] | None = None, **options: str) -> FileStoreTable:
+    """The :data:`PT_ID_V` primary-key table (partition ``pt``, key ``(pt, id)``),
+    ``bucket=2`` and ``write-only`` unless told otherwise: no inline compaction, so every
+    commit makes exactly the snapshots and files a test declares (pass
+    ``**{"write-only": "false"}`` for a writer that compacts like Java's)."""
+    return make_table(where, PT_ID_V, name=name, partition_keys=["pt"],
+                      primary_keys=["pt", "id"], storage=storage,
+                      options={"bucket": "2", "write-only": "true", **options})
+
+
+def append_table(where: str | Path | FileSystemCatalog, name: str = "db.ap", *,
+                 storage: Mapping[str, str] | None = None, **options: str) -> FileStoreTable:
+    """The :data:`PT_ID_V` append table (partition ``pt``, unaware bucket unless told
+    otherwise), ``write-only`` unless told otherwise."""
+    return make_table(where, PT_ID_V, name=name, partition_keys=["pt"], storage=storage,
+                      options={"write-only": "true", **options})
+
+
 def write_rows(
     table: FileStoreTable,
     data: pa.Table,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import decimal
 import itertools
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -47,12 +46,6 @@ SNAPSHOT_COLUMN = "source_snapshot"
 Rows = dict[int, dict[str, Any]]
 
 _dirs = itertools.count()
-
-
-@pytest.fixture
-def tables(lake: dict[str, Path]) -> tuple[FileStoreTable, FileStoreTable]:
-    cat = FileSystemCatalog(str(lake["warehouse"]))
-    return ORDERS.ensure(cat), ORDERS_ENRICHED.ensure(cat)
 
 
 def recompute(source: FileStoreTable, snapshot: int) -> Rows:

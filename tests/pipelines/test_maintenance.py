@@ -26,14 +26,14 @@ from pipelines.compact import compact
 from pipelines.config import CatalogSettings
 from pipelines.expire import expire
 from pipelines.expire import main as expire_main
+from tests.tables import make_table
 
 pytestmark = pytest.mark.spark
 
 
 def _pk_table(wh: Path, commits: int) -> FileStoreTable:
-    schema = Schema.of([("id", "BIGINT"), ("v", "STRING")], primary_keys=["id"],
-                       options={"bucket": "4", "write-only": "true"})
-    t = FileSystemCatalog(str(wh)).create_table("db.pk", schema)
+    t = make_table(wh, [("id", "BIGINT"), ("v", "STRING")], name="db.pk", primary_keys=["id"],
+                   options={"bucket": "4", "write-only": "true"})
     for c in range(commits):
         w = t.new_write("w")
         ids = list(range(c * 10, c * 10 + 60))

@@ -16,6 +16,7 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
+from tests.tables import make_table
 
 pytestmark = pytest.mark.spark
 
@@ -143,9 +144,8 @@ def test_projection_and_time_travel(spark: Any, table: FileStoreTable) -> None:
 
 
 def _stream_table(tmp: Path) -> FileStoreTable:
-    schema = Schema.of([("id", "BIGINT"), ("v", "STRING"), ("batch", "INT")],
-                       primary_keys=["id"], options={"bucket": "2"})
-    return FileSystemCatalog(str(tmp / "wh")).create_table("db.s", schema)
+    return make_table(tmp / "wh", [("id", "BIGINT"), ("v", "STRING"), ("batch", "INT")],
+                      name="db.s", primary_keys=["id"], options={"bucket": "2"})
 
 
 def _append(t: FileStoreTable, ident: int, ids: list[int], kinds: list[str] | None = None

@@ -23,6 +23,7 @@ from paimon_core.read.merge import merge_records
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import DataField, parse_sql_type
 from tests.profiles import examples
+from tests.tables import make_table
 
 SEQ = "_SEQUENCE_NUMBER"
 KIND = "_VALUE_KIND"
@@ -424,14 +425,9 @@ def test_validate_and_projection() -> None:
 
 
 def _pk_table(tmp_path: Any, options: dict[str, str]) -> Any:
-    from paimon_core.catalog import FileSystemCatalog
-    from paimon_core.schema_builder import Schema
-
-    cat = FileSystemCatalog(str(tmp_path / "wh"))
     cols = [("pt", "STRING"), ("id", "INT"), ("g", "INT"), ("a", "BIGINT"), ("s", "STRING")]
-    return cat.create_table("db.t", Schema.of(
-        cols, partition_keys=["pt"], primary_keys=["pt", "id"],
-        options={"bucket": "1", "write-only": "true", **options}))
+    return make_table(tmp_path / "wh", cols, partition_keys=["pt"], primary_keys=["pt", "id"],
+                      options={"bucket": "1", "write-only": "true", **options})
 
 
 def _commit(t: Any, rows: list[tuple[Any, ...]], ident: int) -> None:

@@ -32,14 +32,6 @@ from tests.scan.change_tables import (
     pk_table,
 )
 
-
-@pytest.fixture
-def pk(catalog: FileSystemCatalog) -> FileStoreTable:
-    t = pk_table(catalog, "db.pk")
-    build_history(t)
-    return t
-
-
 # Java 0.9 `incremental --mode between` on the same history (changelog-producer none)
 JAVA_PK_BETWEEN = {
     (0, 6): klines(

@@ -24,15 +24,14 @@ from paimon_core.table import FileStoreTable
 from paimon_core.types import parse_sql_type
 from paimon_core.write.commit_message import CommitMessage
 from tests.profiles import examples
+from tests.tables import make_table
 
 PK_COLS = [("dt", "STRING"), ("id", "BIGINT"), ("v", "STRING")]
 
 
 def pk_table(catalog: FileSystemCatalog, name: str = "db.pk", **options: str) -> FileStoreTable:
-    opts = {"bucket": "2", **options}
-    return catalog.create_table(
-        name, Schema.of(PK_COLS, partition_keys=["dt"], primary_keys=["dt", "id"],
-                        options=opts))
+    return make_table(catalog, PK_COLS, name=name, partition_keys=["dt"],
+                      primary_keys=["dt", "id"], options={"bucket": "2", **options})
 
 
 def rows(dt: list[str], ids: list[int], v: list[str | None]) -> pa.Table:
