@@ -14,7 +14,7 @@ from paimon_core.spec.manifest import FileSource
 from paimon_core.spec.snapshot import CommitKind
 from paimon_core.table import FileStoreTable
 from tests.compact.helpers import fmeta
-from tests.tables import make_table
+from tests.tables import make_table, write_rows
 
 
 def names(files: list | None) -> list[str] | None:
@@ -78,13 +78,10 @@ def append_table(tmp_path: Path, **options: str) -> FileStoreTable:
 
 
 def write(table: FileStoreTable, k: int, pts: list[str | None]) -> list[int]:
-    w = table.new_write("u")
     n = len(pts)
-    w.write_arrow(pa.table({"pt": pts, "id": pa.array(range(k * 100, k * 100 + n), pa.int64()),
-                            "s": [f"s{k}"] * n}))
-    ids = table.new_commit("u").commit(w.prepare_commit(), k)
-    w.close()
-    return ids
+    return write_rows(table, pa.table({
+        "pt": pts, "id": pa.array(range(k * 100, k * 100 + n), pa.int64()), "s": [f"s{k}"] * n,
+    }), k)
 
 
 def content(table: FileStoreTable) -> Counter[tuple[object, ...]]:

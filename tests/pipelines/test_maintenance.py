@@ -26,7 +26,7 @@ from pipelines.compact import compact
 from pipelines.config import CatalogSettings
 from pipelines.expire import expire
 from pipelines.expire import main as expire_main
-from tests.tables import make_table
+from tests.tables import make_table, write_rows
 
 pytestmark = pytest.mark.spark
 
@@ -35,10 +35,8 @@ def _pk_table(wh: Path, commits: int) -> FileStoreTable:
     t = make_table(wh, [("id", "BIGINT"), ("v", "STRING")], name="db.pk", primary_keys=["id"],
                    options={"bucket": "4", "write-only": "true"})
     for c in range(commits):
-        w = t.new_write("w")
         ids = list(range(c * 10, c * 10 + 60))
-        w.write_arrow(pa.table({"id": ids, "v": [f"v{i}-{c}" for i in ids]}))
-        t.new_commit("w").commit(w.prepare_commit(), c + 1)
+        write_rows(t, pa.table({"id": ids, "v": [f"v{i}-{c}" for i in ids]}), c + 1, user="w")
     return t
 
 

@@ -16,7 +16,7 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
-from tests.tables import make_table
+from tests.tables import make_table, write_rows
 
 pytestmark = pytest.mark.spark
 
@@ -45,11 +45,10 @@ def _rows(lo: int, hi: int, tag: str) -> pa.Table:
 
 def _commit(table: FileStoreTable, data: pa.Table, ident: int, *, kinds: list[str] | None = None
             ) -> None:
-    w = table.new_write("fixture")
     if kinds is not None:
         data = data.append_column("_k", pa.array(kinds))
-    w.write_arrow(data, row_kind_column="_k" if kinds is not None else None)
-    table.new_commit("fixture").commit(w.prepare_commit(), ident)
+    write_rows(table, data, ident, user="fixture",
+               row_kind_column="_k" if kinds is not None else None)
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from paimon_core.read.merge import merge_records
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import DataField, parse_sql_type
 from tests.profiles import examples
-from tests.tables import make_table
+from tests.tables import make_table, write_rows
 
 SEQ = "_SEQUENCE_NUMBER"
 KIND = "_VALUE_KIND"
@@ -437,10 +437,7 @@ def _commit(t: Any, rows: list[tuple[Any, ...]], ident: int) -> None:
         "a": pa.array([r[3] for r in rows], pa.int64()), "s": [r[4] for r in rows],
         "_k": [r[5] for r in rows],
     })
-    w = t.new_write("u")
-    w.write_arrow(data, row_kind_column="_k")
-    t.new_commit("u").commit(w.prepare_commit(), ident)
-    w.close()
+    write_rows(t, data, ident, row_kind_column="_k")
 
 
 def _rows(t: Any, columns: list[str] | None = None) -> list[tuple[Any, ...]]:
