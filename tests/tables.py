@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -90,8 +91,8 @@ def write_rows(
     return commit.commit(messages, identifier)
 
 
-def sorted_rows(table: FileStoreTable, *columns: str, snapshot_id: int | None = None
-                ) -> list[tuple[object, ...]]:
-    """The table's rows (at ``snapshot_id``) as tuples of ``columns``, sorted."""
-    got = table.to_arrow(snapshot_id=snapshot_id).to_pylist()
+def sorted_rows(table: FileStoreTable, *columns: str, **travel: Any) -> list[tuple[Any, ...]]:
+    """The table's rows as tuples of ``columns``, sorted; ``travel`` (``snapshot_id``,
+    ``tag``, ``timestamp_millis``) reads a past version."""
+    got = table.to_arrow(**travel).to_pylist()
     return sorted(tuple(r[c] for c in columns) for r in got)

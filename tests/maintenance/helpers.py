@@ -17,6 +17,7 @@ from paimon_core.table import FileStoreTable
 from paimon_core.write.commit_message import CommitMessage
 from tests.tables import append_table as append_table  # re-exported for the suites
 from tests.tables import pk_table as pk_table  # re-exported for the suites
+from tests.tables import sorted_rows
 
 FAR_FUTURE = 2**62  # an older_than cutoff every snapshot is older than
 
@@ -94,9 +95,7 @@ def _live(t: FileStoreTable, sid: int | None) -> list[Any]:
 
 
 def rows(t: FileStoreTable, **travel: Any) -> list[tuple[Any, ...]]:
-    data = t.to_arrow(**travel)
-    cols = [data.column(c).to_pylist() for c in ("pt", "id", "v")]
-    return sorted(zip(*cols))
+    return sorted_rows(t, "pt", "id", "v", **travel)
 
 
 def state(t: FileStoreTable) -> dict[str, list[tuple[Any, ...]]]:

@@ -19,7 +19,7 @@ from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
 from pipelines.batch_overwrite import conform_to_table, load_files, main, overwrite
 from pipelines.config import CatalogSettings
-from tests.tables import make_catalog, write_rows
+from tests.tables import make_catalog, sorted_rows, write_rows
 
 pytestmark = pytest.mark.spark
 
@@ -29,7 +29,7 @@ DAYS = [datetime.date(2024, 1, d) for d in (1, 2, 3)]
 
 
 def _rows(t: FileStoreTable) -> list[tuple[Any, ...]]:
-    return sorted((r["dt"], r["id"], r["v"], r["qty"]) for r in t.to_arrow().to_pylist())
+    return sorted_rows(t, "dt", "id", "v", "qty")
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from pipelines.compact import compact
 from pipelines.config import CatalogSettings
 from pipelines.expire import expire
 from pipelines.expire import main as expire_main
-from tests.tables import make_table, write_rows
+from tests.tables import make_table, sorted_rows, write_rows
 
 pytestmark = pytest.mark.spark
 
@@ -41,7 +41,7 @@ def _pk_table(wh: Path, commits: int) -> FileStoreTable:
 
 
 def _sorted_rows(t: FileStoreTable) -> list[tuple[Any, ...]]:
-    return sorted((r["id"], r["v"]) for r in t.to_arrow().to_pylist())
+    return sorted_rows(t, "id", "v")
 
 
 def test_compaction_in_parallel_tasks_one_snapshot(spark: Any, tmp_path: Path) -> None:
