@@ -25,7 +25,10 @@ _REFERENCE = 100
 def register_profiles() -> str:
     """Register ``dev`` and ``ci`` and load the one the environment selects; returns its
     name."""
-    settings.register_profile(DEV, max_examples=BASE_EXAMPLES[DEV], deadline=None)
+    # explicit parents: a profile registered without one inherits whatever is loaded (and
+    # Hypothesis loads its own "ci" profile on import when it detects CI)
+    settings.register_profile(DEV, settings.get_profile("default"),
+                              max_examples=BASE_EXAMPLES[DEV], deadline=None)
     settings.register_profile(
         CI, settings.get_profile("ci"), max_examples=BASE_EXAMPLES[CI], deadline=None,
         suppress_health_check=[HealthCheck.too_slow])
@@ -41,4 +44,6 @@ def _in_ci() -> bool:
 def examples(n: int) -> int:
     """The example count for a test that wants ``n`` at Hypothesis' default scale, under the
     loaded profile (at least 2)."""
-    return max(2, n * settings.default.max_examples // _REFERENCE)
+    current = settings.default
+    base = current.max_examples if current is not None else _REFERENCE
+    return max(2, n * base // _REFERENCE)
