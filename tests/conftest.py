@@ -4,16 +4,19 @@ plugin (``tests/_timing.py``)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
 from tests._timing import FolderTimes
+from tests.interop.oracle import ORACLE_PY
 from tests.profiles import register_profiles
 from tests.tables import make_catalog
 
@@ -61,6 +64,23 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def oracle() -> ModuleType:
+    """The oracle's Python module (``shared/oracle/paimon_oracle.py``: stdlib-only at import),
+    loaded by path, one instance per test module. Skipped when shared/ is not beside the repo
+    (fails under ``CI=true``)."""
+    if not ORACLE_PY.is_file():
+        msg = f"oracle module not found at {ORACLE_PY}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    spec = importlib.util.spec_from_file_location("paimon_oracle", ORACLE_PY)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @pytest.fixture(scope="session")
