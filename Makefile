@@ -38,6 +38,10 @@ typecheck: install
 unit: install
 	$(VENV)/bin/pytest -q -m "not oracle" $(PYTEST_ARGS)
 
+# Hypothesis: the thorough "ci" profile when CI is set, the fast "dev" one otherwise (an
+# explicit HYPOTHESIS_PROFILE wins); see tests/profiles.py. PAIMON_TEST_TIMES=path also
+# writes the per-folder time table that pytest prints at the end.
+test: export HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
 test: install oracle lint typecheck
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 

@@ -1,14 +1,86 @@
-"""Shared fixtures: a moto S3 server on loopback, temporary warehouses."""
+"""Shared fixtures: temporary warehouses and catalogs, the one local SparkSession, a moto S3
+server on loopback; the Hypothesis profiles (``tests/profiles.py``) and the per-folder timing
+plugin (``tests/_timing.py``)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
 
+from paimon_core.catalog import FileSystemCatalog
+from tests._timing import FolderTimes
+from tests.interop.oracle import ORACLE_PY
+from tests.profiles import register_profiles
+from tests.tables import make_catalog
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 os.environ.setdefault("TZ", "UTC")
+HYPOTHESIS_PROFILE = register_profiles()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(FolderTimes(Path(__file__).parent), "paimon-folder-times")
+
+
+def pytest_report_header() -> str:
+    return f"hypothesis profile: {HYPOTHESIS_PROFILE}"
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    """A temporary warehouse directory (``tmp_path / "wh"``, created by the first table)."""
+    return tmp_path / "wh"
+
+
+@pytest.fixture
+def catalog(warehouse: Path) -> FileSystemCatalog:
+    """A catalog over :func:`warehouse`."""
+    return make_catalog(warehouse)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """The one local SparkSession of the test session (``local[2,2]``: two cores, and one
+    retry per task so that the task-retry tests can kill an attempt)."""
+    pytest.importorskip("pyspark")
+    # pyspark is optional for the paimon_core suites: imported only when a test asks for Spark
+    from pipelines.session import get_session
+
+    session = get_session(
+        master="local[2,2]",
+        app_name="paimon-pipelines-tests",
+        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+              "spark.sql.adaptive.enabled": "false"},
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def oracle() -> ModuleType:
+    """The oracle's Python module (``shared/oracle/paimon_oracle.py``: stdlib-only at import),
+    loaded by path, one instance per test module. Skipped when shared/ is not beside the repo
+    (fails under ``CI=true``)."""
+    if not ORACLE_PY.is_file():
+        msg = f"oracle module not found at {ORACLE_PY}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    spec = importlib.util.spec_from_file_location("paimon_oracle", ORACLE_PY)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ from paimon_core.compact import live_bucket_files
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.snapshot import CommitKind
 from paimon_core.table import FileStoreTable
+from tests.tables import write_rows
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -160,9 +161,7 @@ def arrow_rows(rows: list[dict[str, Any]]) -> pa.Table:
 
 
 def commit_rows(table: FileStoreTable, rows: list[dict[str, Any]], identifier: int) -> None:
-    w = table.new_write("prep")
-    w.write_arrow(arrow_rows(rows))
-    table.new_commit("prep").commit(w.prepare_commit(), identifier)
+    write_rows(table, arrow_rows(rows), identifier, user="prep")
 
 
 def make_table(wh: Path, identifier: str, commits: int) -> FileStoreTable:

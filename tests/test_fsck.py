@@ -26,6 +26,7 @@ from paimon_core.spec.index_manifest import IndexManifestEntry, encode_index_man
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.snapshot import CommitKind, Snapshot
 from paimon_core.table import FileStoreTable
+from tests.tables import PT_ID_V, make_table
 
 
 def _write(t: FileStoreTable, ids: Sequence[int], tag: str, pt: str = "a", *,
@@ -52,16 +53,10 @@ def _write(t: FileStoreTable, ids: Sequence[int], tag: str, pt: str = "a", *,
 
 
 @pytest.fixture
-def catalog(tmp_path: Path) -> FileSystemCatalog:
-    return FileSystemCatalog(str(tmp_path / "wh"))
-
-
-@pytest.fixture
 def pk(catalog: FileSystemCatalog) -> FileStoreTable:
     """Partitioned PK table, bucket=2, 3 snapshots (keys overlap between commits)."""
-    t = catalog.create_table("db.pk", Schema.of(
-        [("pt", "STRING"), ("id", "INT"), ("v", "STRING")], partition_keys=["pt"],
-        primary_keys=["pt", "id"], options={"bucket": "2"}))
+    t = make_table(catalog, PT_ID_V, name="db.pk", partition_keys=["pt"],
+                   primary_keys=["pt", "id"], options={"bucket": "2"})
     _write(t, range(0, 20), "s1")
     _write(t, range(10, 30), "s2", "b")
     _write(t, range(5, 15), "s3")
@@ -70,7 +65,7 @@ def pk(catalog: FileSystemCatalog) -> FileStoreTable:
 
 @pytest.fixture
 def append(catalog: FileSystemCatalog) -> FileStoreTable:
-    t = catalog.create_table("db.ap", Schema.of([("id", "INT"), ("v", "STRING")]))
+    t = make_table(catalog, [("id", "INT"), ("v", "STRING")], name="db.ap")
     _write(t, range(5), "a")
     _write(t, range(5, 9), "b")
     return t

@@ -12,17 +12,15 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.manifest_io import ManifestCache
-from paimon_core.schema_builder import Schema
+from tests.tables import make_catalog, make_table, write_rows
 
 
 def _table(wh: Path, options: dict[str, str] | None = None) -> FileSystemCatalog:
-    cat = FileSystemCatalog(str(wh), options)
-    t = cat.create_table("db.t", Schema.of([("id", "BIGINT"), ("v", "STRING")],
-                                          primary_keys=["id"], options={"bucket": "2"}))
+    cat = make_catalog(wh, options)
+    t = make_table(cat, [("id", "BIGINT"), ("v", "STRING")], primary_keys=["id"],
+                   options={"bucket": "2"})
     for i in range(3):
-        w = t.new_write("u")
-        w.write_arrow(pa.table({"id": pa.array([i, i + 10], pa.int64()), "v": ["a", "b"]}))
-        t.new_commit("u").commit(w.prepare_commit(), i)
+        write_rows(t, pa.table({"id": pa.array([i, i + 10], pa.int64()), "v": ["a", "b"]}), i)
     return cat
 
 

@@ -33,6 +33,7 @@ from paimon_core.schema_change import (
 from paimon_core.spec.schema import TableSchema, encode_schema
 from paimon_core.table import FileStoreTable
 from paimon_core.types import DataField, RowType, parse_sql_type
+from tests.tables import write_rows
 
 
 def _schema(
@@ -51,17 +52,8 @@ def _apply(schema: TableSchema, *changes: Any, has_snapshots: bool = False) -> T
     return apply_changes(schema, list(changes), has_snapshots=has_snapshots)
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> FileSystemCatalog:
-    return FileSystemCatalog(str(tmp_path / "wh"))
-
-
 def _write(table: FileStoreTable, rows: dict[str, list[Any]], types: dict[str, pa.DataType]) -> int:
-    w = table.new_write("u")
-    w.write_arrow(pa.table({k: pa.array(v, types.get(k)) for k, v in rows.items()}))
-    ids = table.new_commit("u").commit(w.prepare_commit())
-    w.close()
-    return ids[-1]
+    return write_rows(table, pa.table({k: pa.array(v, types.get(k)) for k, v in rows.items()}))[-1]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,18 +15,15 @@ from paimon_core.errors import InvalidIdentifierError, SnapshotNotExistError, Ta
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
 from paimon_core.tags import TagAlreadyExistError, TagManager, encode_tag
+from tests.tables import make_table, write_rows
 
 
 @pytest.fixture
 def table(tmp_path: Path) -> FileStoreTable:
-    t = FileSystemCatalog(str(tmp_path / "wh")).create_table(
-        "db.t", Schema.of([("id", "INT"), ("v", "STRING")], primary_keys=["id"],
-                          options={"bucket": "2"}))
+    t = make_table(tmp_path / "wh", [("id", "INT"), ("v", "STRING")], primary_keys=["id"],
+                   options={"bucket": "2"})
     for i in range(3):
-        w = t.new_write("u")
-        w.write_arrow(pa.table({"id": pa.array([1, 2 + i], pa.int32()), "v": [f"s{i}"] * 2}))
-        t.new_commit("u").commit(w.prepare_commit())
-        w.close()
+        write_rows(t, pa.table({"id": pa.array([1, 2 + i], pa.int32()), "v": [f"s{i}"] * 2}))
     return t
 
 

@@ -1,4 +1,5 @@
-"""Fixtures of the assets tests: a temporary warehouse + landing zone and the resources."""
+"""Fixtures of the assets tests: a temporary warehouse + landing zone, the resources, a
+catalog over the warehouse and the ``cdc.orders`` / derived tables in it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ from typing import Any
 import pytest
 
 from assets.resources import LandingZone, PaimonCatalog, SparkResource
+from assets.tables import ORDERS, ORDERS_ENRICHED
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.table import FileStoreTable
+from tests.tables import make_catalog
 
 
 @pytest.fixture
@@ -29,19 +34,19 @@ def resources(lake: dict[str, Path]) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="session")
-def spark() -> Any:
-    """The one local SparkSession of the test session (the pipelines tests' settings: a
-    session started by either suite is reused by the other)."""
-    pytest.importorskip("pyspark")
-    from pipelines.session import get_session
+@pytest.fixture
+def lake_catalog(lake: dict[str, Path]) -> FileSystemCatalog:
+    """A catalog over the temporary lake's warehouse."""
+    return make_catalog(lake["warehouse"])
 
-    session = get_session(
-        master="local[2,2]",
-        app_name="paimon-pipelines-tests",
-        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
-              "spark.sql.adaptive.enabled": "false"},
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+
+@pytest.fixture
+def orders(lake_catalog: FileSystemCatalog) -> FileStoreTable:
+    """``cdc.orders``, created empty."""
+    return ORDERS.ensure(lake_catalog)
+
+
+@pytest.fixture
+def tables(lake_catalog: FileSystemCatalog) -> tuple[FileStoreTable, FileStoreTable]:
+    """``cdc.orders`` and its derived table, created empty."""
+    return ORDERS.ensure(lake_catalog), ORDERS_ENRICHED.ensure(lake_catalog)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from paimon_core.table import FileStoreTable
+from tests.tables import write_rows
 
 CDC_USER = "test-cdc"
 
@@ -51,10 +52,7 @@ def _next_lsn() -> int:
 
 def commit_orders(table: FileStoreTable, rows: pa.Table, identifier: int) -> int:
     """One APPEND snapshot of ``rows`` (kinds in ``_k``); returns its id."""
-    with table.new_write(CDC_USER) as w:
-        w.write_arrow(rows, row_kind_column="_k")
-        msgs = w.prepare_commit()
-    ids = table.new_commit(CDC_USER).commit(msgs, commit_identifier=identifier)
+    ids = write_rows(table, rows, identifier, user=CDC_USER, row_kind_column="_k")
     assert len(ids) == 1
     return ids[0]
 

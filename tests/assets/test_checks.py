@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import pytest
 
 from assets.checks import build_table_checks
 from assets.tables import ORDERS
-from paimon_core.catalog import FileSystemCatalog
 from paimon_core.table import FileStoreTable
 from tests.assets.helpers import commit_orders, order_rows
 
@@ -26,11 +24,6 @@ def _run(spec: Any, resources: dict[str, Any]) -> dict[str, dg.AssetCheckEvaluat
     )
     assert result.success
     return {e.check_name: e for e in result.get_asset_check_evaluations()}
-
-
-@pytest.fixture
-def orders(lake: dict[str, Path]) -> FileStoreTable:
-    return ORDERS.ensure(FileSystemCatalog(str(lake["warehouse"])))
 
 
 def test_checks_on_a_healthy_table(orders: FileStoreTable, resources: dict[str, Any]) -> None:

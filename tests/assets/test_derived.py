@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import decimal
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
-import pytest
 
 from assets.derived import (
     DERIVED_COMMIT_USER,
@@ -19,17 +17,10 @@ from assets.derived import (
     orders_snapshot_sensor,
 )
 from assets.metadata import RUN_ID_PROPERTY, snapshots_of_run
-from assets.tables import ORDERS, ORDERS_ENRICHED
-from paimon_core.catalog import FileSystemCatalog
+from assets.tables import ORDERS_ENRICHED
 from paimon_core.consumer import Consumer, ConsumerManager
 from paimon_core.table import FileStoreTable
 from tests.assets.helpers import by_key, commit_orders, order_rows
-
-
-@pytest.fixture
-def tables(lake: dict[str, Path]) -> tuple[FileStoreTable, FileStoreTable]:
-    cat = FileSystemCatalog(str(lake["warehouse"]))
-    return ORDERS.ensure(cat), ORDERS_ENRICHED.ensure(cat)
 
 
 def _consumer(table: FileStoreTable) -> int | None:

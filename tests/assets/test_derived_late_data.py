@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import decimal
 import itertools
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -40,18 +39,13 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.consumer import ConsumerManager
 from paimon_core.table import FileStoreTable
 from tests.assets.helpers import CDC_USER, commit_orders, order_rows
+from tests.profiles import examples
 
 STATUSES = ("new", "paid", "shipped", "delivered", "cancelled")
 SNAPSHOT_COLUMN = "source_snapshot"
 Rows = dict[int, dict[str, Any]]
 
 _dirs = itertools.count()
-
-
-@pytest.fixture
-def tables(lake: dict[str, Path]) -> tuple[FileStoreTable, FileStoreTable]:
-    cat = FileSystemCatalog(str(lake["warehouse"]))
-    return ORDERS.ensure(cat), ORDERS_ENRICHED.ensure(cat)
 
 
 def recompute(source: FileStoreTable, snapshot: int) -> Rows:
@@ -206,7 +200,7 @@ def _overwrite_without(src: FileStoreTable, drop_key: int, identifier: int) -> N
     src.new_commit(CDC_USER).overwrite(msgs, {}, commit_identifier=identifier)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow])
 @given(h=histories())
 def test_derived_table_equals_recompute_for_any_arrival_order(
     tmp_path_factory: pytest.TempPathFactory, h: dict[str, Any]

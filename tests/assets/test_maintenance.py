@@ -35,9 +35,9 @@ ORDERS_EXPIRY = next(a for a in expiry_assets if a.key.path[-1] == "cdc_orders_e
 
 
 @pytest.fixture
-def orders(lake: dict[str, Path]) -> FileStoreTable:
+def orders(lake_catalog: FileSystemCatalog) -> FileStoreTable:
     """cdc.orders after 6 commits that touch every bucket: 6 level-0 files per bucket."""
-    table = ORDERS.ensure(FileSystemCatalog(str(lake["warehouse"])))
+    table = ORDERS.ensure(lake_catalog)
     for i in range(6):
         commit_orders(table, order_rows(range(1, 41), f"s{i}"), i + 1)
     return table

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import importlib.util
 import json
-import os
 import random
 from types import ModuleType
 from typing import Any
@@ -23,21 +21,6 @@ import pytest
 from paimon_core.cli.canonical import canon_values, canonical_lines
 from paimon_core.errors import SchemaError
 from paimon_core.types import DataField, parse_sql_type, to_arrow_type
-from tests.interop.oracle import ORACLE_PY
-
-
-@pytest.fixture(scope="module")
-def oracle() -> ModuleType:
-    if not ORACLE_PY.is_file():
-        msg = f"oracle module not found at {ORACLE_PY}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    spec = importlib.util.spec_from_file_location("paimon_oracle_canon", ORACLE_PY)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _fields(cols: list[tuple[str, str]]) -> list[DataField]:

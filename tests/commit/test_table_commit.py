@@ -11,28 +11,21 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.commit_message import CommitMessage, InvalidCommitMessageError
 from paimon_core.errors import CommitConflictError, CommitStateUnknownError, SchemaError
 from paimon_core.io.file_io import FileIO
-from paimon_core.schema_builder import Schema
 from paimon_core.spec.snapshot import CommitKind
 from paimon_core.table import FileStoreTable
 from tests.commit.helpers import data_file, message, part
+from tests.tables import make_table
 
 
 def _append_table(tmp_path: Path, **opts: str) -> FileStoreTable:
-    return FileSystemCatalog(str(tmp_path)).create_table(
-        "db.t", Schema.of([("pt", "STRING"), ("v", "BIGINT")], partition_keys=["pt"], options=opts)
-    )
+    return make_table(tmp_path, [("pt", "STRING"), ("v", "BIGINT")], partition_keys=["pt"],
+                      options=opts)
 
 
 def _pk_table(tmp_path: Path) -> FileStoreTable:
-    return FileSystemCatalog(str(tmp_path)).create_table(
-        "db.pk",
-        Schema.of(
-            [("pt", "STRING"), ("k", "INT"), ("v", "STRING")],
-            partition_keys=["pt"],
-            primary_keys=["pt", "k"],
-            options={"bucket": "2"},
-        ),
-    )
+    return make_table(tmp_path, [("pt", "STRING"), ("k", "INT"), ("v", "STRING")],
+                      name="db.pk", partition_keys=["pt"], primary_keys=["pt", "k"],
+                      options={"bucket": "2"})
 
 
 def _live_names(t: FileStoreTable, snapshot_id: int | None = None) -> set[str]:

@@ -7,14 +7,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from paimon_core.catalog import FileSystemCatalog
 from paimon_core.compact.levels import LevelSortedRun
-from paimon_core.schema_builder import Schema
 from paimon_core.spec.binary_row import serialize_binary_row
 from paimon_core.spec.manifest import DataFileMeta, FileSource
 from paimon_core.spec.stats import EMPTY_STATS, unknown_stats
 from paimon_core.table import FileStoreTable
 from paimon_core.types import parse_sql_type
+from tests.tables import make_table
 
 INT = parse_sql_type("INT NOT NULL")
 _n = itertools.count()
@@ -51,8 +50,8 @@ def pk_table(root: str, name: str = "db.t", *, partitioned: bool = False,
         pks = ["pt", "id"]
         parts = ["pt"]
     opts = {"bucket": "2", **options}
-    return FileSystemCatalog(root).create_table(
-        name, Schema.of(cols, partition_keys=parts, primary_keys=pks, options=opts))
+    return make_table(root, cols, name=name, partition_keys=parts, primary_keys=pks,
+                      options=opts)
 
 
 def rows(ids: list[int], v: list[str | None], *, pt: list[str] | None = None,

@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from paimon_core.catalog import FileSystemCatalog
 from paimon_core.compact.append import pack_unaware, pick_bucketed, pick_bucketed_full
 from paimon_core.compact.manager import live_bucket_files
 from paimon_core.fsck import fsck
-from paimon_core.schema_builder import Schema
 from paimon_core.spec.manifest import FileSource
 from paimon_core.spec.snapshot import CommitKind
 from paimon_core.table import FileStoreTable
 from tests.compact.helpers import fmeta
+from tests.tables import make_table, write_rows
 
 
 def names(files: list | None) -> list[str] | None:
@@ -74,19 +73,15 @@ def test_pack_unaware() -> None:
 
 
 def append_table(tmp_path: Path, **options: str) -> FileStoreTable:
-    return FileSystemCatalog(str(tmp_path / "wh")).create_table("db.a", Schema.of(
-        [("pt", "STRING"), ("id", "BIGINT"), ("s", "STRING")], partition_keys=["pt"],
-        options=options))
+    return make_table(tmp_path / "wh", [("pt", "STRING"), ("id", "BIGINT"), ("s", "STRING")],
+                      name="db.a", partition_keys=["pt"], options=options)
 
 
 def write(table: FileStoreTable, k: int, pts: list[str | None]) -> list[int]:
-    w = table.new_write("u")
     n = len(pts)
-    w.write_arrow(pa.table({"pt": pts, "id": pa.array(range(k * 100, k * 100 + n), pa.int64()),
-                            "s": [f"s{k}"] * n}))
-    ids = table.new_commit("u").commit(w.prepare_commit(), k)
-    w.close()
-    return ids
+    return write_rows(table, pa.table({
+        "pt": pts, "id": pa.array(range(k * 100, k * 100 + n), pa.int64()), "s": [f"s{k}"] * n,
+    }), k)
 
 
 def content(table: FileStoreTable) -> Counter[tuple[object, ...]]:

@@ -15,6 +15,7 @@ from paimon_core.schema_builder import Schema
 from paimon_core.spec.manifest import DataFileMeta, FileSource
 from paimon_core.spec.snapshot import CommitKind
 from paimon_core.table import FileStoreTable
+from tests.tables import make_table
 
 R1 = [(1, "a", "+I"), (2, "b", "+I")]
 R2 = [(1, "a2", "+I"), (3, "c", "+I")]
@@ -41,9 +42,8 @@ JAVA_FULL = {
 
 
 def make(tmp_path: Path, **options: str) -> FileStoreTable:
-    return FileSystemCatalog(str(tmp_path / "wh")).create_table("db.t", Schema.of(
-        [("id", "INT NOT NULL"), ("v", "STRING")], primary_keys=["id"],
-        options={"bucket": "1", **options}))
+    return make_table(tmp_path / "wh", [("id", "INT NOT NULL"), ("v", "STRING")],
+                      primary_keys=["id"], options={"bucket": "1", **options})
 
 
 def write_all(table: FileStoreTable, writes: list[list[tuple[int, str, str]]]) -> list[list[int]]:

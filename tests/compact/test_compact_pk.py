@@ -23,6 +23,7 @@ from paimon_core.spec.manifest import FileSource
 from paimon_core.spec.snapshot import CommitKind
 from paimon_core.table import FileStoreTable
 from tests.compact.helpers import pk_table, read_sorted, rows
+from tests.profiles import examples
 
 _dirs = itertools.count()
 KINDS = ["+I", "+U", "-U", "-D"]
@@ -91,7 +92,7 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), suppress_health_check=[HealthCheck.too_slow])
 @given(ops=ops, producer=st.sampled_from(["none", "lookup", "full-compaction"]),
        write_only=st.booleans())
 def test_compaction_keeps_reads(tmp_path_factory: pytest.TempPathFactory,

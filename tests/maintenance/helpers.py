@@ -9,34 +9,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from paimon_core.catalog import FileSystemCatalog
 from paimon_core.commit_message import CommitMessage
 from paimon_core.fsck import fsck
 from paimon_core.io.file_io import FileIO, join
-from paimon_core.schema_builder import Schema
 from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.manifest import FileKind
 from paimon_core.table import FileStoreTable
+from tests.tables import append_table as append_table  # re-exported for the suites
+from tests.tables import pk_table as pk_table  # re-exported for the suites
+from tests.tables import sorted_rows
 
-COLUMNS = [("pt", "STRING"), ("id", "INT"), ("v", "STRING")]
 FAR_FUTURE = 2**62  # an older_than cutoff every snapshot is older than
-
-
-def pk_table(warehouse: str, *, name: str = "db.pk", storage: Mapping[str, str] | None = None,
-             **table_options: str) -> FileStoreTable:
-    """Partitioned PK table (pt, id), bucket=2; ``write-only`` unless told otherwise (file
-    counts stay deterministic: writers do not compact)."""
-    opts = {"bucket": "2", "write-only": "true", **table_options}
-    return FileSystemCatalog(warehouse, storage).create_table(name, Schema.of(
-        COLUMNS, partition_keys=["pt"], primary_keys=["pt", "id"], options=opts))
-
-
-def append_table(warehouse: str, *, name: str = "db.ap", storage: Mapping[str, str] | None = None,
-                 **table_options: str) -> FileStoreTable:
-    """Partitioned unaware-bucket append table (``write-only`` unless told otherwise)."""
-    opts = {"write-only": "true", **table_options}
-    return FileSystemCatalog(warehouse, storage).create_table(name, Schema.of(
-        COLUMNS, partition_keys=["pt"], options=opts))
 
 
 def write(t: FileStoreTable, ids: Sequence[int], tag: str, pt: str = "a", *,
@@ -112,9 +95,7 @@ def _live(t: FileStoreTable, sid: int | None) -> list[Any]:
 
 
 def rows(t: FileStoreTable, **travel: Any) -> list[tuple[Any, ...]]:
-    data = t.to_arrow(**travel)
-    cols = [data.column(c).to_pylist() for c in ("pt", "id", "v")]
-    return sorted(zip(*cols))
+    return sorted_rows(t, "pt", "id", "v", **travel)
 
 
 def state(t: FileStoreTable) -> dict[str, list[tuple[Any, ...]]]:

@@ -19,6 +19,7 @@ from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
 from pipelines.batch_overwrite import conform_to_table, load_files, main, overwrite
 from pipelines.config import CatalogSettings
+from tests.tables import make_catalog, sorted_rows, write_rows
 
 pytestmark = pytest.mark.spark
 
@@ -28,17 +29,16 @@ DAYS = [datetime.date(2024, 1, d) for d in (1, 2, 3)]
 
 
 def _rows(t: FileStoreTable) -> list[tuple[Any, ...]]:
-    return sorted((r["dt"], r["id"], r["v"], r["qty"]) for r in t.to_arrow().to_pylist())
+    return sorted_rows(t, "dt", "id", "v", "qty")
 
 
 @pytest.fixture
 def table(tmp_path: Path) -> FileStoreTable:
-    t = FileSystemCatalog(str(tmp_path / "wh")).create_table("db.t", SCHEMA)
-    w = t.new_write("seed")
-    w.write_arrow(pa.table({"dt": [d for d in DAYS for _ in range(3)],
+    t = make_catalog(tmp_path / "wh").create_table("db.t", SCHEMA)
+    write_rows(t, pa.table({"dt": [d for d in DAYS for _ in range(3)],
                             "id": [i for _ in DAYS for i in range(3)],
-                            "v": ["old"] * 9, "qty": pa.array([1] * 9, pa.int32())}))
-    t.new_commit("seed").commit(w.prepare_commit())
+                            "v": ["old"] * 9, "qty": pa.array([1] * 9, pa.int32())}),
+               user="seed")
     return t
 
 

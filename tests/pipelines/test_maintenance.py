@@ -26,24 +26,22 @@ from pipelines.compact import compact
 from pipelines.config import CatalogSettings
 from pipelines.expire import expire
 from pipelines.expire import main as expire_main
+from tests.tables import make_table, sorted_rows, write_rows
 
 pytestmark = pytest.mark.spark
 
 
 def _pk_table(wh: Path, commits: int) -> FileStoreTable:
-    schema = Schema.of([("id", "BIGINT"), ("v", "STRING")], primary_keys=["id"],
-                       options={"bucket": "4", "write-only": "true"})
-    t = FileSystemCatalog(str(wh)).create_table("db.pk", schema)
+    t = make_table(wh, [("id", "BIGINT"), ("v", "STRING")], name="db.pk", primary_keys=["id"],
+                   options={"bucket": "4", "write-only": "true"})
     for c in range(commits):
-        w = t.new_write("w")
         ids = list(range(c * 10, c * 10 + 60))
-        w.write_arrow(pa.table({"id": ids, "v": [f"v{i}-{c}" for i in ids]}))
-        t.new_commit("w").commit(w.prepare_commit(), c + 1)
+        write_rows(t, pa.table({"id": ids, "v": [f"v{i}-{c}" for i in ids]}), c + 1, user="w")
     return t
 
 
 def _sorted_rows(t: FileStoreTable) -> list[tuple[Any, ...]]:
-    return sorted((r["id"], r["v"]) for r in t.to_arrow().to_pylist())
+    return sorted_rows(t, "id", "v")
 
 
 def test_compaction_in_parallel_tasks_one_snapshot(spark: Any, tmp_path: Path) -> None:

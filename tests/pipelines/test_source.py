@@ -16,6 +16,7 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
+from tests.tables import make_table, write_rows
 
 pytestmark = pytest.mark.spark
 
@@ -44,11 +45,10 @@ def _rows(lo: int, hi: int, tag: str) -> pa.Table:
 
 def _commit(table: FileStoreTable, data: pa.Table, ident: int, *, kinds: list[str] | None = None
             ) -> None:
-    w = table.new_write("fixture")
     if kinds is not None:
         data = data.append_column("_k", pa.array(kinds))
-    w.write_arrow(data, row_kind_column="_k" if kinds is not None else None)
-    table.new_commit("fixture").commit(w.prepare_commit(), ident)
+    write_rows(table, data, ident, user="fixture",
+               row_kind_column="_k" if kinds is not None else None)
 
 
 @pytest.fixture(scope="module")
@@ -143,9 +143,8 @@ def test_projection_and_time_travel(spark: Any, table: FileStoreTable) -> None:
 
 
 def _stream_table(tmp: Path) -> FileStoreTable:
-    schema = Schema.of([("id", "BIGINT"), ("v", "STRING"), ("batch", "INT")],
-                       primary_keys=["id"], options={"bucket": "2"})
-    return FileSystemCatalog(str(tmp / "wh")).create_table("db.s", schema)
+    return make_table(tmp / "wh", [("id", "BIGINT"), ("v", "STRING"), ("batch", "INT")],
+                      name="db.s", primary_keys=["id"], options={"bucket": "2"})
 
 
 def _append(t: FileStoreTable, ident: int, ids: list[int], kinds: list[str] | None = None

@@ -12,14 +12,13 @@ import numpy as np
 import pytest
 
 from paimon_core.bucket import bucket_ids
-from paimon_core.catalog import FileSystemCatalog
 from paimon_core.errors import SchemaError
 from paimon_core.fsck import fsck
 from paimon_core.orphans import remove_orphan_files
-from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
 from pipelines.config import CatalogSettings
 from pipelines.writer import write_dataframe
+from tests.tables import make_table
 
 pytestmark = pytest.mark.spark
 
@@ -28,10 +27,9 @@ DDL = "pt string, id long, v string"
 
 
 def _table(wh: Path, **options: str) -> FileStoreTable:
-    schema = Schema.of([("pt", "STRING"), ("id", "BIGINT"), ("v", "STRING")],
-                       partition_keys=["pt"], primary_keys=["pt", "id"],
-                       options={"bucket": "4", **options})
-    return FileSystemCatalog(str(wh)).create_table("db.t", schema)
+    return make_table(wh, [("pt", "STRING"), ("id", "BIGINT"), ("v", "STRING")],
+                      partition_keys=["pt"], primary_keys=["pt", "id"],
+                      options={"bucket": "4", **options})
 
 
 def _data_files(t: FileStoreTable) -> set[str]:

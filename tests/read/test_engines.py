@@ -22,6 +22,8 @@ from paimon_core.read.engines.reference import reference_merge
 from paimon_core.read.merge import merge_records
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import DataField, parse_sql_type
+from tests.profiles import examples
+from tests.tables import make_table, write_rows
 
 SEQ = "_SEQUENCE_NUMBER"
 KIND = "_VALUE_KIND"
@@ -116,7 +118,7 @@ def check(table: pa.Table, options: dict[str, str], seq_fields: list[str],
         assert not bad, (bad, g, e)
 
 
-SETTINGS = settings(max_examples=150, deadline=None,
+SETTINGS = settings(max_examples=examples(150),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -423,14 +425,9 @@ def test_validate_and_projection() -> None:
 
 
 def _pk_table(tmp_path: Any, options: dict[str, str]) -> Any:
-    from paimon_core.catalog import FileSystemCatalog
-    from paimon_core.schema_builder import Schema
-
-    cat = FileSystemCatalog(str(tmp_path / "wh"))
     cols = [("pt", "STRING"), ("id", "INT"), ("g", "INT"), ("a", "BIGINT"), ("s", "STRING")]
-    return cat.create_table("db.t", Schema.of(
-        cols, partition_keys=["pt"], primary_keys=["pt", "id"],
-        options={"bucket": "1", "write-only": "true", **options}))
+    return make_table(tmp_path / "wh", cols, partition_keys=["pt"], primary_keys=["pt", "id"],
+                      options={"bucket": "1", "write-only": "true", **options})
 
 
 def _commit(t: Any, rows: list[tuple[Any, ...]], ident: int) -> None:
@@ -440,10 +437,7 @@ def _commit(t: Any, rows: list[tuple[Any, ...]], ident: int) -> None:
         "a": pa.array([r[3] for r in rows], pa.int64()), "s": [r[4] for r in rows],
         "_k": [r[5] for r in rows],
     })
-    w = t.new_write("u")
-    w.write_arrow(data, row_kind_column="_k")
-    t.new_commit("u").commit(w.prepare_commit(), ident)
-    w.close()
+    write_rows(t, data, ident, row_kind_column="_k")
 
 
 def _rows(t: Any, columns: list[str] | None = None) -> list[tuple[Any, ...]]:

@@ -14,6 +14,7 @@ from paimon_core.read.merge import (
     reference_deduplicate,
     sections,
 )
+from tests.profiles import examples
 
 row = st.fixed_dictionaries(
     {
@@ -43,7 +44,7 @@ def _unique_seq(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [dict(r, seq=r["seq"] * 1000 + i) for i, r in enumerate(rows)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(st.lists(row, max_size=60))
 def test_vectorised_equals_reference_two_keys(rows: list[dict[str, Any]]) -> None:
     rows = _unique_seq(rows)
@@ -53,7 +54,7 @@ def test_vectorised_equals_reference_two_keys(rows: list[dict[str, Any]]) -> Non
     assert got_rows == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(st.lists(row, max_size=60))
 def test_vectorised_equals_reference_int_key_fast_path(rows: list[dict[str, Any]]) -> None:
     rows = [dict(r, k2="x") for r in _unique_seq(rows)]
@@ -62,7 +63,7 @@ def test_vectorised_equals_reference_int_key_fast_path(rows: list[dict[str, Any]
     assert sorted(got.to_pylist(), key=lambda r: r["k1"]) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(st.lists(row, max_size=60), st.sampled_from([1, 2**40, 2**61]),
        st.booleans(), st.booleans())
 def test_vectorised_equals_reference_several_int_keys(
@@ -84,7 +85,7 @@ def test_vectorised_equals_reference_several_int_keys(
     assert sorted(got.to_pylist(), key=lambda r: (r["k1"], r["k2"])) == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100))
 @given(st.lists(row, max_size=40))
 def test_user_sequence_field_orders_before_system_sequence(rows: list[dict[str, Any]]) -> None:
     rows = _unique_seq(rows)
@@ -123,7 +124,7 @@ def test_sections_split_non_overlapping_ranges() -> None:
     assert got == [["a"], ["b", "c"], ["d", "e"]]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100))
 @given(st.lists(row, max_size=40), st.booleans())
 def test_date_and_int_keys_merge_as_their_day_numbers(
     rows: list[dict[str, Any]], ordered: bool

@@ -12,27 +12,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_core.catalog import FileSystemCatalog
 from paimon_core.errors import CorruptMetadataError
 from paimon_core.read import data_file
 from paimon_core.read.data_file import repeat
-from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
+from tests.tables import make_table
 
 COLS = [("dt", "STRING"), ("p", "INT"), ("d", "DATE"), ("id", "BIGINT"), ("v", "STRING")]
 
 
 def _table(tmp_path: Path, **options: str) -> FileStoreTable:
-    cat = FileSystemCatalog(str(tmp_path / "wh"))
-    return cat.create_table(
-        "db.t",
-        Schema.of(
-            COLS,
-            partition_keys=["dt", "p", "d"],
-            primary_keys=["dt", "p", "d", "id"],
-            options={"bucket": "2", **options},
-        ),
-    )
+    return make_table(tmp_path / "wh", COLS, partition_keys=["dt", "p", "d"],
+                      primary_keys=["dt", "p", "d", "id"], options={"bucket": "2", **options})
 
 
 def _batch(keys: list[tuple[str, int, datetime.date, int]], tag: str) -> pa.Table:

@@ -19,10 +19,10 @@ import pyarrow as pa
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.commit_message import CommitMessage
-from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
+from tests.tables import append_table as _append_table
+from tests.tables import pk_table as pk_table  # re-exported for the suites
 
-COLS = [("pt", "STRING"), ("id", "INT"), ("v", "STRING")]
 USER = "change-tests"
 BATCH_IDENTIFIER = 2**63 - 1
 
@@ -42,19 +42,10 @@ S5_OVERWRITE: list[KRow] = [("+I", "a", 10, "ow_a10"), ("+I", "a", 1, "ow_a1")]
 S6: list[KRow] = [("+U", "b", 1, "v6_b1"), ("-D", "c", 1, "x"), ("+U", "a", 10, "v6_a10")]
 
 
-def pk_table(catalog: FileSystemCatalog, name: str, **options: str) -> FileStoreTable:
-    """``write-only=true`` by default: no inline compaction, so every commit makes exactly
-    the snapshots the tests declare (pass ``**{"write-only": "false"}`` for a writer that
-    compacts like Java's)."""
-    opts = {"bucket": "2", "write-only": "true", **options}
-    return catalog.create_table(
-        name, Schema.of(COLS, partition_keys=["pt"], primary_keys=["pt", "id"], options=opts)
-    )
-
-
 def append_table(catalog: FileSystemCatalog, name: str, **options: str) -> FileStoreTable:
-    opts = {"bucket": "-1", "write-only": "true", **options}
-    return catalog.create_table(name, Schema.of(COLS, partition_keys=["pt"], options=opts))
+    """The shared append table with ``bucket=-1`` written into its schema (as Java's table
+    of the recorded history has it)."""
+    return _append_table(catalog, name, **{"bucket": "-1", **options})
 
 
 def batch(rows: Sequence[KRow]) -> pa.Table:

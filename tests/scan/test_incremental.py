@@ -8,7 +8,6 @@ The expected lines were produced by Paimon Java 0.9 through the oracle
 from __future__ import annotations
 
 import pickle
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -32,19 +31,6 @@ from tests.scan.change_tables import (
     lines,
     pk_table,
 )
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> FileSystemCatalog:
-    return FileSystemCatalog(str(tmp_path / "wh"))
-
-
-@pytest.fixture
-def pk(catalog: FileSystemCatalog) -> FileStoreTable:
-    t = pk_table(catalog, "db.pk")
-    build_history(t)
-    return t
-
 
 # Java 0.9 `incremental --mode between` on the same history (changelog-producer none)
 JAVA_PK_BETWEEN = {

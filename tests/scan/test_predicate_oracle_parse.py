@@ -9,10 +9,7 @@ timestamps compared as epoch nanos). Inputs the oracle mishandles are listed sep
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import math
-import os
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -22,23 +19,6 @@ from paimon_core.errors import FilterError
 from paimon_core.scan.predicate import Leaf, parse_filter
 from paimon_core.scan.predicate_literal import timestamp_nanos, to_float32
 from paimon_core.types import DataField, parse_sql_type
-
-ORACLE_PY = Path(__file__).resolve().parents[2].parent / "shared" / "oracle" / "paimon_oracle.py"
-
-
-@pytest.fixture(scope="module")
-def oracle() -> ModuleType:
-    if not ORACLE_PY.is_file():
-        msg = f"oracle module not found at {ORACLE_PY}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    spec = importlib.util.spec_from_file_location("paimon_oracle_filter", ORACLE_PY)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 LITERALS: dict[str, list[str]] = {
     "BOOLEAN": ["true", "false", "'TRUE'", "'false'", "0", "1", "NULL"],

@@ -33,6 +33,7 @@ from paimon_core.scan.predicate import (
 )
 from paimon_core.scan.predicate_literal import java_compare
 from paimon_core.types import DataField, parse_sql_type, to_arrow_type
+from tests.profiles import examples
 
 UTC = dt.UTC
 SPECIAL_F = [0.0, -0.0, math.nan, math.inf, -math.inf, 1.0, -1.0]
@@ -147,7 +148,7 @@ def _stats_variants(tname: str, arr: pa.Array, data: list[Any]) -> list[ColumnSt
     return out
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_arrow_equals_rows_and_stats_never_prune_a_match(case: tuple[str, list[Any], Any]) -> None:
     tname, data, pred = case
@@ -166,7 +167,7 @@ def test_arrow_equals_rows_and_stats_never_prune_a_match(case: tuple[str, list[A
             assert might_match(p, {"c": stats}, len(data), **kw), (str(bound), stats, data, kw)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80))
 @given(st.lists(st.sampled_from(SPECIAL_F) | st.floats(), max_size=8), st.sampled_from(SPECIAL_F))
 def test_float_rows_match_double_compare_to(data: list[float], x: float) -> None:
     """Cross-check against an independent definition of Double.compareTo (bit patterns)."""

@@ -37,18 +37,6 @@ from tests.scan.change_tables import (
 )
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> FileSystemCatalog:
-    return FileSystemCatalog(str(tmp_path / "wh"))
-
-
-@pytest.fixture
-def pk(catalog: FileSystemCatalog) -> FileStoreTable:
-    t = pk_table(catalog, "db.pk")
-    build_history(t)
-    return t
-
-
 def drain(scan: StreamTableScan) -> list[StreamPlan]:
     out = []
     while (plan := scan.plan()) is not None:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from paimon_core.errors import CorruptMetadataError, SchemaError
 from paimon_core.spec import _avro, _avro_columns, _avro_schema, _bulk
+from tests.profiles import examples
 
 # One schema with every Avro type the column decoder handles.
 SCHEMA: dict[str, Any] = {
@@ -116,7 +117,7 @@ def _same(a: Any, b: Any) -> bool:
     return bool(type(a) is type(b) and a == b)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(RECORD, max_size=60), st.sampled_from([1, 200, 2000, 64000]))
 def test_columns_match_fastavro(records: list[dict[str, Any]], sync_interval: int) -> None:
     data = _avro.encode_container(SCHEMA, records, codec="null", sync_interval=sync_interval)
@@ -354,7 +355,7 @@ def _single_block_file() -> bytes:  # > 256 records in one block: the fastavro f
 _FILES = {"multi": _small_file(), "single": _single_block_file()}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.data(), st.sampled_from(sorted(_FILES)))
 def test_random_corruption_never_escapes(data: st.DataObject, which: str) -> None:
     original = bytearray(_FILES[which])
@@ -365,7 +366,7 @@ def test_random_corruption_never_escapes(data: st.DataObject, which: str) -> Non
         _avro.decode_columns(bytes(original), "p")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.integers(0, 40), st.binary(max_size=200))
 def test_garbage_blocks_never_escape(count: int, block: bytes) -> None:
     from paimon_core.spec.manifest import MANIFEST_ENTRY_AVRO_SCHEMA
@@ -386,7 +387,7 @@ _json = st.recursive(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(_json, st.binary(max_size=30))
 def test_garbage_schemas_never_escape(schema: Any, block: bytes) -> None:
     from paimon_core.spec.manifest import _ENTRY_DESC

@@ -30,6 +30,7 @@ from paimon_core.spec.binary_row import (
     timestamp_to_millis_nanos,
 )
 from paimon_core.types import AtomicType, DataType, TypeRoot, parse_sql_type
+from tests.profiles import examples
 
 T = parse_sql_type
 UTC = dt.UTC
@@ -456,7 +457,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 @pytest.mark.parametrize("type_", ROUND_TRIP_TYPES)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(data=st.data())
 def test_round_trip_every_atomic_type(type_: str, data: st.DataObject) -> None:
     t = T(type_)

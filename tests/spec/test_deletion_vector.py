@@ -21,6 +21,7 @@ from paimon_core.spec.deletion_vector import (
     serialize_roaring32,
 )
 from paimon_core.spec.index_manifest import DeletionVectorMeta
+from tests.profiles import examples
 from tests.spec.roaring_cases import roaring_cases
 
 DATA = Path(__file__).parent / "data"
@@ -81,7 +82,7 @@ def test_run_cookie_layout_by_hand() -> None:
     assert end == len(raw)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(
     st.lists(
         st.one_of(
@@ -166,7 +167,7 @@ def test_corrupt_bitmap_with_valid_crc() -> None:
         decode_deletion_vectors(file, [DeletionVectorMeta("x", 1, len(bad), None)], "p")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(st.binary(max_size=64))
 def test_garbage_bitmap_never_crashes(raw: bytes) -> None:
     vector = struct.pack(">i", BITMAP_MAGIC) + raw
@@ -181,7 +182,7 @@ def test_garbage_bitmap_never_crashes(raw: bytes) -> None:
 _VALID = {name: np.load(DATA / "roaring_pyroaring.npz")[name].tobytes() for name in roaring_cases()}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.sampled_from(sorted(n for n in _VALID if n != "b64")), st.data())
 def test_mutated_bitmaps_never_crash(name: str, data: st.DataObject) -> None:
     """Valid CRoaring serializations with a few bytes changed (CRC recomputed)."""

@@ -24,6 +24,7 @@ from paimon_core.spec.index_manifest import (
     encode_index_manifest,
 )
 from paimon_core.spec.manifest import FileKind
+from tests.profiles import examples
 
 DATA = Path(__file__).parent / "data"
 PT_X = bytes.fromhex("00000001" "0000000000000000" "7800000000000081")
@@ -141,7 +142,7 @@ _entries = st.builds(
 )  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(st.lists(_entries, max_size=15))
 def test_roundtrip(entries: list[IndexManifestEntry]) -> None:
     assert decode_index_manifest(encode_index_manifest(entries), "i") == entries

@@ -26,6 +26,7 @@ from paimon_core.spec.manifest import (
     encode_manifest,
 )
 from paimon_core.spec.stats import EMPTY_ROW, EMPTY_STATS, SimpleStats, unknown_stats
+from tests.profiles import examples
 
 DATA = Path(__file__).parent / "data"
 PT_X = bytes.fromhex("00000001" "0000000000000000" "7800000000000081")  # partition ('x')
@@ -334,7 +335,7 @@ _files = st.builds(
 _entries = st.builds(ManifestEntry, st.sampled_from(FileKind), _rows, _i32, _i32, _files)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(st.lists(_entries, max_size=20))
 def test_roundtrip(entries: list[ManifestEntry]) -> None:
     assert decode_manifest(encode_manifest(entries), "m") == entries

@@ -21,6 +21,7 @@ from paimon_core.spec.manifest_list import (
     encode_manifest_list,
 )
 from paimon_core.spec.stats import EMPTY_ROW, SimpleStats, unknown_stats
+from tests.profiles import examples
 
 DATA = Path(__file__).parent / "data"
 PT_X = bytes.fromhex("00000001" "0000000000000000" "7800000000000081")
@@ -99,7 +100,7 @@ _metas = st.builds(
 )  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(st.lists(_metas, max_size=30))
 def test_roundtrip(metas: list[ManifestFileMeta]) -> None:
     assert decode_manifest_list(encode_manifest_list(metas), "l") == metas

@@ -27,6 +27,7 @@ from paimon_core.datafile.stats import (
 from paimon_core.errors import SchemaError
 from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
 from paimon_core.types import AtomicType, DataType, TypeRoot, parse_sql_type
+from tests.profiles import examples
 from tests.rowgen import ALL_TYPES, arrow_column, random_rows
 
 FULL = StatsMode("full")
@@ -67,7 +68,7 @@ def bits(row: bytes) -> bytes:
     return row
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(seed=st.integers(0, 2**32), n=st.integers(1, 40), null_rate=st.sampled_from([0, 0.3, 1]))
 def test_full_stats_match_row_by_row_model(seed: int, n: int, null_rate: float) -> None:
     types: list[DataType] = [parse_sql_type(s) for s in TYPES]
@@ -184,7 +185,7 @@ def test_chunked_columns() -> None:
     assert s.min == -2.0 and math.isnan(s.max) and s.null_count == 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(seed=st.integers(0, 2**32), lengths=st.lists(st.integers(1, 12), min_size=1, max_size=6),
        null_rate=st.sampled_from([0, 0.3, 1]),
        mode=st.sampled_from([FULL, DEFAULT_STATS_MODE, StatsMode("truncate", 2),

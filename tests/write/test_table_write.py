@@ -23,20 +23,15 @@ from paimon_core.schema_builder import Schema
 from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
 from paimon_core.table import FileStoreTable
 from paimon_core.types import parse_sql_type
+from tests.profiles import examples
+from tests.tables import make_table
 
 PK_COLS = [("dt", "STRING"), ("id", "BIGINT"), ("v", "STRING")]
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> FileSystemCatalog:
-    return FileSystemCatalog(str(tmp_path / "wh"))
-
-
 def pk_table(catalog: FileSystemCatalog, name: str = "db.pk", **options: str) -> FileStoreTable:
-    opts = {"bucket": "2", **options}
-    return catalog.create_table(
-        name, Schema.of(PK_COLS, partition_keys=["dt"], primary_keys=["dt", "id"],
-                        options=opts))
+    return make_table(catalog, PK_COLS, name=name, partition_keys=["dt"],
+                      primary_keys=["dt", "id"], options={"bucket": "2", **options})
 
 
 def rows(dt: list[str], ids: list[int], v: list[str | None]) -> pa.Table:
@@ -406,7 +401,7 @@ def test_composite_keys_sorted_unique_with_exact_bounds(catalog: FileSystemCatal
     assert f.max_key == serialize_binary_row(list(keys[-1]), types)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25))
 @given(
     batches=st.lists(
         st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["+I", "-U", "+U", "-D"]),
@@ -519,7 +514,7 @@ def _written(d: str, batches: list[pa.Table], opts: dict[str, str]) -> tuple[lis
     return metas, contents
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20))
 @given(
     commits=st.lists(st.lists(st.lists(st.tuples(
         st.sampled_from(["a", "b", "c"]), st.integers(0, 25), st.sampled_from(["x", "yy", ""]),
