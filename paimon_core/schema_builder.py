@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from paimon_core.errors import SchemaError
 from paimon_core.spec.schema import CURRENT_VERSION, TableSchema
+from paimon_core.spec.system_fields import is_system_field
 from paimon_core.types import (
     AtomicType,
     DataField,
@@ -115,7 +116,7 @@ class Schema:
         if len(set(names)) != len(names):
             raise SchemaError(f"duplicate column names in {names}")
         for n in names:
-            if not n or n.startswith("_KEY_") or n in ("_SEQUENCE_NUMBER", "_VALUE_KIND"):
+            if not n or is_system_field(n):
                 raise SchemaError(f"column name {n!r} is reserved or empty")
         # primary-key columns are NOT NULL
         fields = [

@@ -48,6 +48,7 @@ from paimon_core.schema_builder import validate_table_schema
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.schema import CURRENT_VERSION, TableSchema, encode_schema
+from paimon_core.spec.system_fields import is_system_field
 from paimon_core.types import (
     INTEGER_ROOTS,
     ArrayType,
@@ -85,9 +86,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRIES = 50
-
-_RESERVED = ("_SEQUENCE_NUMBER", "_VALUE_KIND")
-
 
 def _type(t: DataType | str) -> DataType:
     return parse_sql_type(t) if isinstance(t, str) else t
@@ -347,7 +345,7 @@ def _check_key_column(schema: TableSchema, name: str, what: str) -> None:
 def _check_new_name(fields: list[DataField], name: str) -> None:
     if not isinstance(name, str) or not name or name.strip() != name:
         raise SchemaError(f"invalid column name {name!r}")
-    if name in _RESERVED or name.startswith("_KEY_"):
+    if is_system_field(name):
         raise SchemaError(f"column name {name!r} is reserved by Paimon")
     if any(f.name == name for f in fields):
         raise SchemaError(f"column {name!r} already exists")

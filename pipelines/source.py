@@ -76,6 +76,7 @@ from paimon_core.read.table_read import TableRead
 from paimon_core.scan.predicate import Predicate, and_, parse_filters
 from paimon_core.scan.split import DataSplit
 from paimon_core.scan.streaming import KIND_COLUMN, StreamPlan, StreamTableScan, read_stream_plan
+from paimon_core.spec.row_kind import RowKind, arrow_short_retract_mask
 from paimon_core.spec.schema import TableSchema
 from paimon_core.write.commit_message import CommitMessage
 from pipelines.config import CatalogSettings, TableHandle
@@ -90,7 +91,6 @@ __all__ = ["PaimonDataSource", "options_settings", "table_identifier"]
 FORMAT = "paimon"
 KIND = KIND_COLUMN
 _DEFAULT_SPLIT_TARGET = 128 * 1024 * 1024
-_RETRACT = ("-U", "-D")
 
 
 # ---------------------------------------------------------------------------- options
@@ -315,7 +315,8 @@ class PaimonBatchReader(DataSourceReader):
             if data.num_rows == 0:
                 continue
             if self.with_kind:
-                data = data.add_column(0, KIND, pa.array(["+I"] * data.num_rows, pa.string()))
+                inserts = [RowKind.INSERT.short_string] * data.num_rows
+                data = data.add_column(0, KIND, pa.array(inserts, pa.string()))
             yield from conform_to_spark(data, target).to_batches(max_chunksize=65536)
 
 
@@ -419,8 +420,7 @@ class PaimonStreamReader(DataSourceStreamReader):
                                 filter=self.filters)
         if not self.with_kind:
             if partition.plan.source != "full":
-                data = data.filter(pc.invert(pc.is_in(data.column(KIND),
-                                                      pa.array(_RETRACT, pa.string()))))
+                data = data.filter(pc.invert(arrow_short_retract_mask(data.column(KIND))))
             data = data.drop_columns([KIND])
         if data.num_rows == 0:
             return

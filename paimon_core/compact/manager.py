@@ -46,7 +46,7 @@ from paimon_core.errors import CommitConflictError, SchemaError, UnsupportedErro
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.manifest_io import ManifestIO
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import KEY_PREFIX, SEQUENCE_NUMBER, DataFileReader
+from paimon_core.read.data_file import DataFileReader
 from paimon_core.scan.file_entries import live_files
 from paimon_core.scan.planner import decode_partition
 from paimon_core.scan.predicate_literal import literal_from_text
@@ -57,6 +57,7 @@ from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.partition import partition_path
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
+from paimon_core.spec.system_fields import KEY_PREFIX, SEQUENCE_NUMBER
 from paimon_core.write.commit_message import CommitMessage
 from paimon_core.write.data_file_writer import DataFilePathFactory, DataFileWriter
 from paimon_core.write.parquet_layout import ParquetOptions

@@ -41,9 +41,10 @@ from paimon_core.compact.levels import KeyDecoder, Levels
 from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult, Section
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import VALUE_KIND, DataFileReader
+from paimon_core.read.data_file import DataFileReader
 from paimon_core.read.merge import drop_retracts
 from paimon_core.spec.manifest import DataFileMeta, FileSource
+from paimon_core.spec.system_fields import VALUE_KIND
 from paimon_core.write.data_file_writer import DataFileWriter, split_by_size
 
 __all__ = ["BucketFiles", "MergeTreeRewriter", "upgrade_file"]

@@ -55,8 +55,8 @@ from paimon_core.errors import (
     UnsupportedError,
 )
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, DataFileReader
-from paimon_core.read.merge import RETRACT_KINDS, merge_records
+from paimon_core.read.data_file import DataFileReader
+from paimon_core.read.merge import merge_records
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.java_merge_order import Record, java_sorted_runs, loser_tree_merge
 from paimon_core.scan.planner import ScanPlanner
@@ -65,8 +65,10 @@ from paimon_core.scan.split import DataSplit
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import deserialize_binary_row
 from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.spec.row_kind import retract_mask, to_short_strings
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind
+from paimon_core.spec.system_fields import KEY_PREFIX, KIND_COLUMN, SEQUENCE_NUMBER, VALUE_KIND
 
 __all__ = [
     "IncrementalPlan",
@@ -78,9 +80,7 @@ __all__ = [
 ]
 
 ScanMode = Literal["auto", "delta", "changelog"]
-KIND_COLUMN = "_kind"
 _OCCURRENCE = "_OCCURRENCE"
-_KIND_NAMES = np.array(["+I", "-U", "+U", "-D"], dtype=object)
 
 SortKey = tuple[Any, ...]
 
@@ -303,8 +303,7 @@ class IncrementalRead:
                     tables.append(t)
                 runs.append(pa.concat_tables(tables) if len(tables) > 1 else tables[0])
             t = self._merge(runs, keys, group_keys, seq)
-            codes = np.asarray(t.column(VALUE_KIND).to_numpy(), dtype=np.int64)
-            t = t.append_column(KIND_COLUMN, pa.array(_KIND_NAMES[codes], type=pa.string()))
+            t = t.append_column(KIND_COLUMN, to_short_strings(t.column(VALUE_KIND)))
             if r.predicate is not None and t.num_rows:
                 t = filter_table(t, r.predicate, [self.schema.field(c) for c in r.read_columns])
             outs.append(t.select([KIND_COLUMN, *r.columns]))
@@ -320,7 +319,7 @@ class IncrementalRead:
         t = pa.concat_tables(runs) if len(runs) > 1 else runs[0]
         if self.options.ignore_delete():
             kinds = t.column(VALUE_KIND).to_numpy()
-            t = t.filter(pa.array(~np.isin(kinds, RETRACT_KINDS)))
+            t = t.filter(pa.array(~retract_mask(kinds)))
             return merge_records(t, group_keys, seq, VALUE_KIND, self.options)
         # data files of a bucket never share a key's sequence number (spec 7.3); changelog
         # files of lookup / full-compaction producers do

@@ -69,14 +69,15 @@ from paimon_core.read.table_read import TableRead
 from paimon_core.scan.predicate import Predicate, bind, parse_filters
 from paimon_core.scan.predicate_literal import text_timestamp_nanos
 from paimon_core.scan.split import DataSplit
+from paimon_core.spec.row_kind import RowKind
 from paimon_core.spec.snapshot import CommitKind, Snapshot, decode_snapshot
+from paimon_core.spec.system_fields import KIND_COLUMN
 
 if TYPE_CHECKING:
     from paimon_core.table import FileStoreTable
 
 __all__ = ["KIND_COLUMN", "StreamPlan", "StreamTableScan", "read_stream_plan"]
 
-KIND_COLUMN = "_kind"
 FIRST_SNAPSHOT_ID = 1
 Source = Literal["full", "delta", "changelog"]
 
@@ -141,7 +142,7 @@ def _read(read: TableRead, plan: StreamPlan) -> pa.Table:
     if plan.source != "full":
         return read.read_changes(plan.splits, KIND_COLUMN).cast(schema)
     data = read.to_arrow(plan.splits)
-    kinds = pa.array(["+I"] * data.num_rows, type=pa.string())
+    kinds = pa.array([RowKind.INSERT.short_string] * data.num_rows, type=pa.string())
     return data.add_column(0, pa.field(KIND_COLUMN, pa.string()), kinds).cast(schema)
 
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from paimon_core.read.data_file import SEQUENCE_NUMBER
 from paimon_core.read.merge import deduplicate
 from paimon_core.spec.stats import SimpleStats
+from paimon_core.spec.system_fields import SEQUENCE_NUMBER
 from paimon_core.write.buffer import BucketState, gather, order_columns, with_system_columns
 from paimon_core.write.data_file_writer import DataFileWriter
 

@@ -60,7 +60,6 @@ from paimon_core.errors import (
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.options import CoreOptions, parse_memory_size
 from paimon_core.read import engines
-from paimon_core.read.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.read.merge import deduplicate, merge_records
 from paimon_core.scan.file_entries import live_files
 from paimon_core.scan.planner import ScanPlanner
@@ -68,7 +67,9 @@ from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import serialize_binary_row
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.partition import partition_path
+from paimon_core.spec.row_kind import RowKind, retract_mask
 from paimon_core.spec.schema import TableSchema
+from paimon_core.spec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.types import DataType
 from paimon_core.write.buffer import (
     BucketState,
@@ -340,19 +341,19 @@ class TableWrite:
     def _write(self, table: pa.Table, kinds: np.ndarray | None) -> None:
         if kinds is not None:
             if not self.is_pk:
-                if bool((kinds != 0).any()):
-                    i = int(np.argmax(kinds != 0))
+                if bool((kinds != RowKind.INSERT).any()):
+                    i = int(np.argmax(kinds != RowKind.INSERT))
                     raise UnsupportedError(
                         f"append tables accept only +I rows; row {i} has kind "
-                        f"{['+I', '-U', '+U', '-D'][int(kinds[i])]}"
+                        f"{RowKind(int(kinds[i])).short_string}"
                     )
                 kinds = None
             elif self.ignore_delete:
-                keep = (kinds != 1) & (kinds != 3)
+                keep = ~retract_mask(kinds)
                 if not bool(keep.all()):
                     table = table.filter(pa.array(keep))
                     kinds = kinds[keep]
-            elif self.refuse_retract and bool(((kinds == 1) | (kinds == 3)).any()):
+            elif self.refuse_retract and bool(retract_mask(kinds).any()):
                 raise UnsupportedError(
                     "merge-engine 'first-row' accepts no DELETE/UPDATE_BEFORE records (Java's "
                     "compaction refuses them); set 'first-row.ignore-delete' (or "

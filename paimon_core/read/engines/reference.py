@@ -28,11 +28,11 @@ from paimon_core.read.engines.javanum import (
     java_float_key,
     wrap_int,
 )
+from paimon_core.spec.row_kind import RETRACT_KINDS, RowKind
 
 __all__ = ["reference_deduplicate", "reference_merge"]
 
 Row = dict[str, Any]
-RETRACT_KINDS = (1, 3)
 
 
 def _nulls_first(values: Sequence[Any]) -> tuple[Any, ...]:
@@ -449,7 +449,7 @@ class PartialUpdate(MergeFunction):
                 self._retract_groups(kv)
                 return
             if self.remove:
-                if kv[self.ctx.kind] == 3:
+                if kv[self.ctx.kind] == RowKind.DELETE:
                     self.row = None
                 return
             raise UnsupportedError("By default, Partial update can not accept delete records")
