@@ -53,6 +53,7 @@ import pyarrow as pa
 
 from paimon_core.errors import PaimonError, SchemaError, UnsupportedError
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.options import CoreOptions
 from paimon_core.read.merge import deduplicate
 from paimon_core.schema_builder import Schema
 from paimon_core.schema_change import AddColumn
@@ -305,7 +306,7 @@ def _sequence_column(handle: TableHandle, opts: CdcOptions) -> str | None:
     if opts.sequence_column is not None:
         handle.schema.field(opts.sequence_column)
         return opts.sequence_column
-    raw = handle.schema.options.get("sequence.field")
+    raw = handle.schema.options.get(CoreOptions.SEQUENCE_FIELD)
     if raw and "," not in raw and raw.strip() in handle.schema.field_names:
         return raw.strip()
     return None

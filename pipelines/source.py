@@ -71,11 +71,12 @@ from pyspark.sql.datasource import (
 )
 
 from paimon_core.errors import SchemaError, SnapshotExpiredError
-from paimon_core.options import parse_memory_size
+from paimon_core.options import CoreOptions, parse_memory_size
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.predicate import Predicate, and_, parse_filters
 from paimon_core.scan.split import DataSplit
 from paimon_core.scan.streaming import KIND_COLUMN, StreamPlan, StreamTableScan, read_stream_plan
+from paimon_core.spec.option_enums import StartupMode
 from paimon_core.spec.row_kind import RowKind, arrow_short_retract_mask
 from paimon_core.spec.schema import TableSchema
 from paimon_core.write.commit_message import CommitMessage
@@ -162,9 +163,10 @@ def _columns(options: Mapping[str, str], schema: TableSchema) -> list[str]:
 
 def _time_travel(options: Mapping[str, str]) -> dict[str, Any]:
     return {
-        "snapshot_id": _int_option(options, "scan.snapshot-id", "snapshot-id"),
-        "tag": _first(options, "scan.tag-name", "tag"),
-        "timestamp_millis": _int_option(options, "scan.timestamp-millis", "timestamp-millis"),
+        "snapshot_id": _int_option(options, CoreOptions.SCAN_SNAPSHOT_ID, "snapshot-id"),
+        "tag": _first(options, CoreOptions.SCAN_TAG_NAME, "tag"),
+        "timestamp_millis": _int_option(options, CoreOptions.SCAN_TIMESTAMP_MILLIS,
+                                        "timestamp-millis"),
     }
 
 
@@ -353,11 +355,12 @@ class PaimonStreamReader(DataSourceStreamReader):
         self.spark_schema = schema
         self.filters = _filter_texts(options) or None
         self.split_target = _split_target(options)
-        self.consumer_id = _first(options, "consumer-id")
+        self.consumer_id = _first(options, CoreOptions.CONSUMER_ID)
 
     def _scan_options(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-        keys = ("scan.mode", "scan.snapshot-id", "scan.timestamp-millis", "scan.timestamp",
-                "consumer.ignore-progress", "changelog-producer")
+        keys = (CoreOptions.SCAN_MODE, CoreOptions.SCAN_SNAPSHOT_ID,
+                CoreOptions.SCAN_TIMESTAMP_MILLIS, CoreOptions.SCAN_TIMESTAMP,
+                CoreOptions.CONSUMER_IGNORE_PROGRESS, CoreOptions.CHANGELOG_PRODUCER)
         out = {k: str(self.options[k]) for k in keys if self.options.get(k) is not None}
         out.update(overrides or {})
         return out
@@ -393,8 +396,8 @@ class PaimonStreamReader(DataSourceStreamReader):
             earliest = table.snapshot_manager.earliest_snapshot_id()
             if earliest is not None and first < earliest:
                 table.snapshot_manager.snapshot(first)  # raises SnapshotExpiredError
-            scan = self._scan(overrides={"scan.mode": "from-snapshot-full",
-                                         "scan.snapshot-id": str(first)})
+            scan = self._scan(overrides={CoreOptions.SCAN_MODE: StartupMode.FROM_SNAPSHOT_FULL,
+                                         CoreOptions.SCAN_SNAPSHOT_ID: str(first)})
             full = scan.plan()
             if full is None or full.snapshot_id != first:
                 raise SnapshotExpiredError(f"snapshot {first} to start from is gone")
@@ -463,7 +466,7 @@ class PaimonWriter(DataSourceArrowWriter):
             from pipelines.config import parse_pairs
 
             self.overwrite_partition = parse_pairs(raw.replace(",", ";"), what="partition")
-        dyn = _first(options, "dynamic-partition-overwrite")
+        dyn = _first(options, CoreOptions.DYNAMIC_PARTITION_OVERWRITE)
         self.dynamic: bool | None = None if dyn is None else dyn.strip().lower() == "true"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:

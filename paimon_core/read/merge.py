@@ -24,6 +24,7 @@ from paimon_core.options import CoreOptions
 from paimon_core.read import engines
 from paimon_core.read.engines.reference import reference_deduplicate
 from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.spec.option_enums import MergeEngine
 from paimon_core.spec.row_kind import arrow_retract_mask
 
 SortKey = tuple[Any, ...]
@@ -214,7 +215,7 @@ def merge_records(
         SchemaError: invalid engine options (unknown aggregate function...).
     """
     engine = options.merge_engine
-    if engine == "deduplicate":
+    if engine is MergeEngine.DEDUPLICATE:
         has_retract = (
             kind_column in table.column_names
             and options.ignore_delete()

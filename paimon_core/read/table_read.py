@@ -38,6 +38,7 @@ from paimon_core.spec.binary_row import deserialize_binary_row
 from paimon_core.spec.deletion_vector import decode_deletion_vectors
 from paimon_core.spec.index_manifest import DeletionVectorMeta
 from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.spec.option_enums import MergeEngine
 from paimon_core.spec.row_kind import retract_mask, to_short_strings
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.system_fields import KIND_COLUMN, SEQUENCE_NUMBER, VALUE_KIND
@@ -262,13 +263,14 @@ class TableRead:
 
             groups = sections(split.files, decode)
         # Java's AggregateMergeFunction applies retractions even with ignore-delete
-        ignore_delete = self.options.ignore_delete() and self.options.merge_engine != "aggregation"
+        ignore_delete = (self.options.ignore_delete()
+                         and self.options.merge_engine is not MergeEngine.AGGREGATE)
         const = self._constants(split)
         reads: list[FileRead] = []
         # LookupMergeFunction (lookup changelog, deletion vectors) needs each record's level
         lookup = engines.lookup_wrapped(self.options)
         plain_dedup = (
-            self.options.merge_engine == "deduplicate"
+            self.options.merge_engine is MergeEngine.DEDUPLICATE
             and not self.options.sequence_fields
             and not lookup
         )

@@ -65,6 +65,7 @@ from paimon_core.scan.split import DataSplit
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import deserialize_binary_row
 from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
 from paimon_core.spec.row_kind import retract_mask, to_short_strings
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind
@@ -108,7 +109,7 @@ def resolve_scan_mode(mode: str, options: CoreOptions) -> Literal["delta", "chan
     changelog producer, delta files otherwise (``AbstractDataTableScan``)."""
     m = mode.strip().lower()
     if m == "auto":
-        return "delta" if options.changelog_producer == "none" else "changelog"
+        return "delta" if options.changelog_producer is ChangelogProducer.NONE else "changelog"
     if m == "delta":
         return "delta"
     if m == "changelog":
@@ -326,7 +327,7 @@ class IncrementalRead:
         if (
             self.mode == "changelog"
             and len(runs) > 1
-            and self.options.merge_engine == "deduplicate"
+            and self.options.merge_engine is MergeEngine.DEDUPLICATE
             and _has_sequence_tie(t, group_keys, seq)
         ):
             # who wins a tie depends on Java's loser tree: replay it for this section

@@ -28,6 +28,7 @@ from paimon_core.read.engines.javanum import (
     java_float_key,
     wrap_int,
 )
+from paimon_core.spec.option_enums import MergeEngine
 from paimon_core.spec.row_kind import RETRACT_KINDS, RowKind
 
 __all__ = ["reference_deduplicate", "reference_merge"]
@@ -515,11 +516,11 @@ class PartialUpdate(MergeFunction):
         return out
 
 
-_ENGINES: dict[str, Callable[[Ctx], MergeFunction]] = {
-    "deduplicate": Deduplicate,
-    "first-row": FirstRow,
-    "partial-update": PartialUpdate,
-    "aggregation": Aggregate,
+_ENGINES: dict[MergeEngine, Callable[[Ctx], MergeFunction]] = {
+    MergeEngine.DEDUPLICATE: Deduplicate,
+    MergeEngine.FIRST_ROW: FirstRow,
+    MergeEngine.PARTIAL_UPDATE: PartialUpdate,
+    MergeEngine.AGGREGATE: Aggregate,
 }
 
 
