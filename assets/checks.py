@@ -13,6 +13,7 @@ from assets.metadata import table_stats
 from assets.resources import PaimonCatalog
 from assets.tables import TableSpec
 from paimon_core.fsck import fsck  # the public submodule (the root keeps its name for it)
+from paimon_core.options import CoreOptions
 
 __all__ = ["build_table_checks", "check_names"]
 
@@ -90,7 +91,7 @@ def build_table_checks(spec: TableSpec) -> list[dg.AssetChecksDefinition]:
         sm = table.snapshot_manager
         earliest, latest = sm.earliest_snapshot_id(), sm.latest_snapshot_id()
         count = 0 if earliest is None or latest is None else latest - earliest + 1
-        limit = int(table.options.get("snapshot.num-retained.max") or spec.retain_max)
+        limit = int(table.options.get(CoreOptions.SNAPSHOT_NUM_RETAINED_MAX) or spec.retain_max)
         return dg.AssetCheckResult(
             passed=count <= limit,
             severity=dg.AssetCheckSeverity.WARN,

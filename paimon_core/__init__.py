@@ -140,7 +140,7 @@ from paimon_core.scan.predicate import (
     starts_with,
 )
 from paimon_core.scan.split import DataSplit, Plan
-from paimon_core.scan.streaming import KIND_COLUMN, StreamPlan, StreamTableScan
+from paimon_core.scan.streaming import StreamPlan, StreamTableScan
 from paimon_core.schema_builder import Schema
 from paimon_core.schema_change import (
     AddColumn,
@@ -159,9 +159,12 @@ from paimon_core.schema_change import (
 )
 from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
+from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine, StartupMode
 from paimon_core.spec.partition import decode_partition
+from paimon_core.spec.row_kind import RowKind, arrow_short_retract_mask
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from paimon_core.spec.system_fields import KIND_COLUMN
 from paimon_core.table import FileStoreTable, ReadBuilder, TableScan
 from paimon_core.types import (
     BINARY_ROOTS,
@@ -202,6 +205,7 @@ __all__ = [
     "BucketCompactor",
     "BucketWork",
     "BulkDelete",
+    "ChangelogProducer",
     "CommitConflictError",
     "CommitKind",
     "CommitMessage",
@@ -240,6 +244,7 @@ __all__ = [
     "LocalExecutor",
     "ManifestEntry",
     "MapType",
+    "MergeEngine",
     "Move",
     "MoveType",
     "MultisetType",
@@ -253,6 +258,7 @@ __all__ = [
     "ReadBuilder",
     "RemoveOption",
     "RenameColumn",
+    "RowKind",
     "RowType",
     "ScanPlanner",
     "Schema",
@@ -262,6 +268,7 @@ __all__ = [
     "Snapshot",
     "SnapshotExpiredError",
     "SnapshotNotExistError",
+    "StartupMode",
     "StorageError",
     "StreamPlan",
     "StreamTableScan",
@@ -282,6 +289,7 @@ __all__ = [
     "UpdateColumnType",
     "UpdateComment",
     "and_",
+    "arrow_short_retract_mask",
     "bind",
     "bucket_ids",
     "compact_bucket",

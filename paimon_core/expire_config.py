@@ -14,18 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from paimon_core.errors import SchemaError
-from paimon_core.options import CoreOptions, parse_duration_millis
+from paimon_core.options import INT_MAX, CoreOptions
 
 __all__ = ["INT_MAX", "ExpireConfig", "ExpireResult", "expire_end"]
 
-#: ``Integer.MAX_VALUE``: the default of ``snapshot.num-retained.max``.
-INT_MAX = 2**31 - 1
 _HOUR_MILLIS = 3_600_000
-
-
-def _duration(options: CoreOptions, key: str, default: int | None) -> int | None:
-    raw = options.get(key)
-    return default if raw is None else parse_duration_millis(key, raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,21 +59,19 @@ class ExpireConfig:
         """The configuration a table's options give (Java 0.9 defaults: min 10, max
         Integer.MAX, 1 h, limit 10)."""
         o = CoreOptions(options)
-        retain_min = o.get_int("snapshot.num-retained.min", 10, minimum=1)
-        retain_max = o.get_int("snapshot.num-retained.max", INT_MAX, minimum=1)
-        time_retained = _duration(o, "snapshot.time-retained", _HOUR_MILLIS)
-        assert time_retained is not None
-        limit = o.get_int("snapshot.expire.limit", 10, minimum=1)
-        cl_min = o.get_int("changelog.num-retained.min", retain_min, minimum=1)
-        cl_max = o.get_int("changelog.num-retained.max", retain_max, minimum=1)
-        cl_time = _duration(o, "changelog.time-retained", time_retained)
-        assert cl_time is not None
+        retain_min = o.snapshot_num_retained_min
+        retain_max = o.snapshot_num_retained_max
+        time_retained = o.snapshot_time_retained_millis
+        limit = o.snapshot_expire_limit
+        cl_min = o.changelog_num_retained_min
+        cl_max = o.changelog_num_retained_max
+        cl_time = o.changelog_time_retained_millis
         return cls(
             retain_min=retain_min,
             retain_max=retain_max,
             time_retained_millis=time_retained,
             max_deletes=limit,
-            consumer_expiration_millis=_duration(o, "consumer.expiration-time", None),
+            consumer_expiration_millis=o.consumer_expiration_millis,
             changelog_decoupled=(cl_max > retain_max or cl_time > time_retained
                                  or cl_min > retain_min),
         )

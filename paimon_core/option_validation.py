@@ -7,46 +7,49 @@ Mirrors the option checks of ``org.apache.paimon.schema.SchemaValidation`` and
 from __future__ import annotations
 
 from paimon_core.errors import SchemaError
-from paimon_core.options import parse_duration_millis, parse_memory_size
+from paimon_core.options import CoreOptions, parse_duration_millis, parse_memory_size
+from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
 from paimon_core.spec.schema import TableSchema
 
 __all__ = ["IMMUTABLE_OPTIONS", "check_alter_option", "validate_options"]
 
 _MAX_INT = 2**31 - 1
+_O = CoreOptions
 
 #: ``CoreOptions`` annotated ``@Immutable`` in Paimon 0.9: not alterable once the table has data.
 IMMUTABLE_OPTIONS = frozenset({
-    "bucket-key", "merge-engine", "ignore-delete", "sequence.field",
-    "partial-update.remove-record-on-delete", "rowkind.field", "primary-key", "partition",
-    "force-lookup",
+    _O.BUCKET_KEY, _O.MERGE_ENGINE, _O.IGNORE_DELETE, _O.SEQUENCE_FIELD,
+    _O.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE, _O.ROWKIND_FIELD, _O.PRIMARY_KEY, _O.PARTITION,
+    _O.FORCE_LOOKUP,
 })
 
 _BOOL_OPTIONS = (
-    "dynamic-partition-overwrite", "deletion-vectors.enabled", "ignore-delete",
-    "write-only", "partial-update.remove-record-on-delete", "metadata.stats-dense-store",
-    "partition.legacy-name", "commit.force-compact", "streaming-read-overwrite",
+    _O.DYNAMIC_PARTITION_OVERWRITE, _O.DELETION_VECTORS_ENABLED, _O.IGNORE_DELETE,
+    _O.WRITE_ONLY, _O.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE, _O.METADATA_STATS_DENSE_STORE,
+    _O.PARTITION_LEGACY_NAME, _O.COMMIT_FORCE_COMPACT, _O.STREAMING_READ_OVERWRITE,
 )
 _INT_OPTIONS = {
-    "snapshot.num-retained.min": 1, "snapshot.num-retained.max": 1, "snapshot.expire.limit": 1,
-    "changelog.num-retained.min": 1, "changelog.num-retained.max": 1,
-    "num-sorted-run.compaction-trigger": 1, "num-sorted-run.stop-trigger": 1, "num-levels": 1,
-    "manifest.merge-min-count": 1, "commit.max-retries": 0, "compaction.min.file-num": 1,
-    "compaction.max.file-num": 1, "compaction.max-size-amplification-percent": 0,
-    "compaction.size-ratio": 0, "full-compaction.delta-commits": 1,
-    "dynamic-bucket.target-row-num": 1, "file.compression.zstd-level": 1,
+    _O.SNAPSHOT_NUM_RETAINED_MIN: 1, _O.SNAPSHOT_NUM_RETAINED_MAX: 1,
+    _O.SNAPSHOT_EXPIRE_LIMIT: 1, _O.CHANGELOG_NUM_RETAINED_MIN: 1,
+    _O.CHANGELOG_NUM_RETAINED_MAX: 1, _O.NUM_SORTED_RUNS_COMPACTION_TRIGGER: 1,
+    _O.NUM_SORTED_RUNS_STOP_TRIGGER: 1, _O.NUM_LEVELS: 1, _O.MANIFEST_MERGE_MIN_COUNT: 1,
+    _O.COMMIT_MAX_RETRIES: 0, _O.COMPACTION_MIN_FILE_NUM: 1, _O.COMPACTION_MAX_FILE_NUM: 1,
+    _O.COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT: 0, _O.COMPACTION_SIZE_RATIO: 0,
+    _O.FULL_COMPACTION_DELTA_COMMITS: 1, _O.DYNAMIC_BUCKET_TARGET_ROW_NUM: 1,
+    _O.FILE_COMPRESSION_ZSTD_LEVEL: 1,
 }
 _DURATION_OPTIONS = (
-    "snapshot.time-retained", "changelog.time-retained", "partition.expiration-time",
-    "partition.expiration-check-interval", "consumer.expiration-time", "commit.timeout",
+    _O.SNAPSHOT_TIME_RETAINED, _O.CHANGELOG_TIME_RETAINED, _O.PARTITION_EXPIRATION_TIME,
+    _O.PARTITION_EXPIRATION_CHECK_INTERVAL, _O.CONSUMER_EXPIRATION_TIME, _O.COMMIT_TIMEOUT,
 )
 _MEMORY_OPTIONS = (
-    "target-file-size", "write-buffer-size", "manifest.target-file-size",
-    "manifest.full-compaction-threshold-size", "page-size",
+    _O.TARGET_FILE_SIZE, _O.WRITE_BUFFER_SIZE, _O.MANIFEST_TARGET_FILE_SIZE,
+    _O.MANIFEST_FULL_COMPACTION_FILE_SIZE, _O.PAGE_SIZE,
 )
-_ENUM_OPTIONS = {
-    "merge-engine": ("deduplicate", "partial-update", "aggregation", "first-row"),
-    "changelog-producer": ("none", "input", "full-compaction", "lookup"),
-    "manifest.format": ("avro", "orc", "parquet"),
+_ENUM_OPTIONS: dict[str, tuple[str, ...]] = {
+    _O.MERGE_ENGINE: tuple(e.value for e in MergeEngine),
+    _O.CHANGELOG_PRODUCER: tuple(e.value for e in ChangelogProducer),
+    _O.MANIFEST_FORMAT: ("avro", "orc", "parquet"),
 }
 
 
@@ -73,13 +76,13 @@ def validate_options(schema: TableSchema) -> None:
         ints[key] = number
         if not minimum <= number <= _MAX_INT:
             raise SchemaError(f"option {key}={raw!r} must be in {minimum}..{_MAX_INT}")
-    for prefix in ("snapshot", "changelog"):
-        lo = ints.get(f"{prefix}.num-retained.min", 10)
-        hi = ints.get(f"{prefix}.num-retained.max", _MAX_INT)
+    for min_key, max_key in ((_O.SNAPSHOT_NUM_RETAINED_MIN, _O.SNAPSHOT_NUM_RETAINED_MAX),
+                             (_O.CHANGELOG_NUM_RETAINED_MIN, _O.CHANGELOG_NUM_RETAINED_MAX)):
+        lo = ints.get(min_key, 10)
+        hi = ints.get(max_key, _MAX_INT)
         if lo > hi:
             raise SchemaError(
-                f"option {prefix}.num-retained.min ({lo}) must not be larger than "
-                f"{prefix}.num-retained.max ({hi})"
+                f"option {min_key} ({lo}) must not be larger than {max_key} ({hi})"
             )
     for key in _DURATION_OPTIONS:
         if key in opts:
@@ -91,18 +94,18 @@ def validate_options(schema: TableSchema) -> None:
         raw = opts.get(key)
         if raw is not None and raw.strip().lower() not in allowed:
             raise SchemaError(f"option {key}={raw!r} must be one of {list(allowed)}")
-    producer = opts.get("changelog-producer", "none").strip().lower()
-    if not schema.primary_keys and producer != "none":
+    producer = opts.get(_O.CHANGELOG_PRODUCER, ChangelogProducer.NONE).strip().lower()
+    if not schema.primary_keys and producer != ChangelogProducer.NONE:
         raise SchemaError("option changelog-producer needs a primary-key table")
     names = set(schema.field_names)
-    for key in ("sequence.field", "rowkind.field"):
+    for key in (_O.SEQUENCE_FIELD, _O.ROWKIND_FIELD):
         raw = opts.get(key)
         if raw is None:
             continue
         missing = [c.strip() for c in raw.split(",") if c.strip() not in names]
         if missing or not raw.strip():
             raise SchemaError(f"option {key}={raw!r} names columns {missing} that do not exist")
-    if "partition.expiration-time" in opts and not schema.partition_keys:
+    if _O.PARTITION_EXPIRATION_TIME in opts and not schema.partition_keys:
         raise SchemaError("option partition.expiration-time needs a partitioned table")
 
 
@@ -110,7 +113,7 @@ def check_alter_option(key: str, old: str | None, new: str | None) -> None:
     """``SchemaManager.checkAlterTableOption`` / ``checkResetTableOption`` (tables with data)."""
     if key in IMMUTABLE_OPTIONS:
         raise SchemaError(f"option {key!r} cannot be changed once the table has snapshots")
-    if key == "bucket":
+    if key == _O.BUCKET:
         if new is None:
             raise SchemaError("option 'bucket' cannot be reset")
         try:

@@ -19,7 +19,9 @@ from typing import Any
 import pyarrow as pa
 
 from paimon_core.errors import SchemaError
+from paimon_core.options import CoreOptions
 from paimon_core.spec.schema import CURRENT_VERSION, TableSchema
+from paimon_core.spec.system_fields import is_system_field
 from paimon_core.types import (
     AtomicType,
     DataField,
@@ -102,20 +104,20 @@ class Schema:
         pks = list(self.primary_keys)
         parts = list(self.partition_keys)
         # options 'primary-key' / 'partition' move into the arrays (as Java does)
-        if "primary-key" in options:
+        if CoreOptions.PRIMARY_KEY in options:
             if pks:
                 raise SchemaError("give primary keys either as primary_keys or as an option")
-            pks = [k.strip() for k in options.pop("primary-key").split(",") if k.strip()]
-        if "partition" in options:
+            pks = [k.strip() for k in options.pop(CoreOptions.PRIMARY_KEY).split(",") if k.strip()]
+        if CoreOptions.PARTITION in options:
             if parts:
                 raise SchemaError("give partition keys either as partition_keys or as an option")
-            parts = [k.strip() for k in options.pop("partition").split(",") if k.strip()]
+            parts = [k.strip() for k in options.pop(CoreOptions.PARTITION).split(",") if k.strip()]
         fields = list(self.fields)
         names = [f.name for f in fields]
         if len(set(names)) != len(names):
             raise SchemaError(f"duplicate column names in {names}")
         for n in names:
-            if not n or n.startswith("_KEY_") or n in ("_SEQUENCE_NUMBER", "_VALUE_KIND"):
+            if not n or is_system_field(n):
                 raise SchemaError(f"column name {n!r} is reserved or empty")
         # primary-key columns are NOT NULL
         fields = [
@@ -153,7 +155,7 @@ def validate_table_schema(s: TableSchema) -> None:
         s.trimmed_primary_keys  # noqa: B018 - raises when the PK is only partition keys
     if len(s.partition_keys) == len(s.fields) and s.fields:
         raise SchemaError("a table needs at least one column that is not a partition key")
-    raw_bucket = s.options.get("bucket")
+    raw_bucket = s.options.get(CoreOptions.BUCKET)
     if raw_bucket is not None:
         try:
             bucket = int(raw_bucket)
@@ -167,7 +169,7 @@ def validate_table_schema(s: TableSchema) -> None:
         if bucket == -2:
             raise SchemaError("option bucket=-2 (postpone) is not supported by Paimon 0.9")
     bucket = s.num_buckets
-    bucket_key = s.options.get("bucket-key")
+    bucket_key = s.options.get(CoreOptions.BUCKET_KEY)
     if bucket_key is not None:
         keys = [k.strip() for k in bucket_key.split(",") if k.strip()]
         if not keys:
@@ -191,6 +193,6 @@ def validate_table_schema(s: TableSchema) -> None:
     for key in s.primary_keys:
         if not isinstance(s.field(key).type, AtomicType):
             raise SchemaError(f"primary key column {key!r} must have an atomic type")
-    fmt = s.options.get("file.format", "parquet").lower()
+    fmt = s.options.get(CoreOptions.FILE_FORMAT, "parquet").lower()
     if fmt not in ("parquet", "orc", "avro"):
         raise SchemaError(f"option file.format={fmt!r} is not a Paimon file format")

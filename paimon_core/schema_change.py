@@ -44,10 +44,12 @@ from dataclasses import dataclass, replace
 from paimon_core.errors import PaimonError, SchemaError, TableNotExistError
 from paimon_core.io.file_io import FileIO
 from paimon_core.option_validation import check_alter_option, validate_options
+from paimon_core.options import CoreOptions
 from paimon_core.schema_builder import validate_table_schema
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.schema import CURRENT_VERSION, TableSchema, encode_schema
+from paimon_core.spec.system_fields import is_system_field
 from paimon_core.types import (
     INTEGER_ROOTS,
     ArrayType,
@@ -85,9 +87,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRIES = 50
-
-_RESERVED = ("_SEQUENCE_NUMBER", "_VALUE_KIND")
-
 
 def _type(t: DataType | str) -> DataType:
     return parse_sql_type(t) if isinstance(t, str) else t
@@ -347,7 +346,7 @@ def _check_key_column(schema: TableSchema, name: str, what: str) -> None:
 def _check_new_name(fields: list[DataField], name: str) -> None:
     if not isinstance(name, str) or not name or name.strip() != name:
         raise SchemaError(f"invalid column name {name!r}")
-    if name in _RESERVED or name.startswith("_KEY_"):
+    if is_system_field(name):
         raise SchemaError(f"column name {name!r} is reserved by Paimon")
     if any(f.name == name for f in fields):
         raise SchemaError(f"column {name!r} already exists")
@@ -358,10 +357,10 @@ def _upgrade_options(old: TableSchema) -> dict[str, str]:
     the new schema as version 3 does not change their meaning (§2: version <= 1 without
     ``bucket`` means bucket 1; version <= 2 without ``file.format`` means orc)."""
     options = dict(old.options)
-    if old.version <= 1 and "bucket" not in options:
-        options["bucket"] = "1"
-    if old.version <= 2 and "file.format" not in options:
-        options["file.format"] = "orc"
+    if old.version <= 1 and CoreOptions.BUCKET not in options:
+        options[CoreOptions.BUCKET] = "1"
+    if old.version <= 2 and CoreOptions.FILE_FORMAT not in options:
+        options[CoreOptions.FILE_FORMAT] = "orc"
     return options
 
 
@@ -381,7 +380,7 @@ def apply_changes(
                 raise SchemaError(f"option {change.key!r}={change.value!r} must be strings")
             if has_snapshots:
                 check_alter_option(change.key, old_options.get(change.key), change.value)
-            if change.key in ("primary-key", "partition"):
+            if change.key in (CoreOptions.PRIMARY_KEY, CoreOptions.PARTITION):
                 raise SchemaError(f"option {change.key!r} cannot be altered")
             options[change.key] = change.value
         elif isinstance(change, RemoveOption):

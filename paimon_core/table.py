@@ -60,6 +60,7 @@ from paimon_core.scan.streaming import StreamSource, StreamTableScan
 from paimon_core.schema_change import SchemaChange, commit_changes
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
+from paimon_core.spec.option_enums import ChangelogProducer
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind, Snapshot
 from paimon_core.tags import TagManager
@@ -299,11 +300,11 @@ class FileStoreTable:
         parts = []
         for sid in range(from_snapshot + 1, to_snapshot + 1):
             snap = self.snapshot_manager.snapshot(sid)
-            if producer == "none":
+            if producer is ChangelogProducer.NONE:
                 if snap.commit_kind is not CommitKind.APPEND:
                     continue
                 plan = planner.plan_delta(snap)
-            elif producer == "input":
+            elif producer is ChangelogProducer.INPUT:
                 if snap.commit_kind is not CommitKind.APPEND:
                     continue
                 plan = planner.plan_delta(snap, changelog=True)

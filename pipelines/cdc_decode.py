@@ -43,6 +43,7 @@ from paimon_core import (
     STRING_ROOTS,
     AtomicType,
     DataField,
+    RowKind,
     TableSchema,
     TypeRoot,
     bucket_ids,
@@ -61,6 +62,9 @@ EXTRA_COLUMNS = (ERROR_COLUMN, "_event", "_value", "_unknown")
 _READ_OPTIONS = {threads: pj.ReadOptions(block_size=8 << 20, use_threads=threads)
                  for threads in (False, True)}
 _ERROR_ROW = re.compile(r" in row (\d+)$")
+_INSERT = RowKind.INSERT.short_string
+_UPDATE_AFTER = RowKind.UPDATE_AFTER.short_string
+_DELETE = RowKind.DELETE.short_string
 _JSON_TYPES = {TypeRoot.BOOLEAN: pa.bool_(), TypeRoot.FLOAT: pa.float64(),
                TypeRoot.DOUBLE: pa.float64()}
 
@@ -296,7 +300,7 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     for cond, reason in reversed(reasons):
         err = pc.if_else(pc.fill_null(cond, False), reason, err)
     out[ERROR_COLUMN] = err
-    out[KIND_COLUMN] = pc.if_else(is_d, "-D", pc.if_else(is_u, "+U", "+I"))
+    out[KIND_COLUMN] = pc.if_else(is_d, _DELETE, pc.if_else(is_u, _UPDATE_AFTER, _INSERT))
     changed = pa.array(np.zeros(n, bool))
     for k in schema.primary_keys:
         a_k, b_k = out[k], typed_before[k]
@@ -581,7 +585,7 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
         extra = extra.set_column(extra.schema.get_field_index(f.name), target.field(f.name),
                                  pc.struct_field(tb, f.name))
     extra = extra.set_column(extra.schema.get_field_index(KIND_COLUMN), KIND_COLUMN,
-                             pa.array(["-D"] * extra.num_rows, pa.string()))
+                             pa.array([_DELETE] * extra.num_rows, pa.string()))
     extra = extra.set_column(extra.schema.get_field_index("_event"), "_event",
                              pa.array(np.ones(extra.num_rows, np.int32)))
     return [main, extra]

@@ -36,9 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 from paimon_core import (
     BINARY_ROOTS,
+    KIND_COLUMN,
     STRING_ROOTS,
     AtomicType,
     DataType,
+    RowKind,
     TableSchema,
     TypeRoot,
 )
@@ -62,7 +64,6 @@ __all__ = [
     "unknown_columns",
 ]
 
-KIND_COLUMN = "_kind"
 ERROR_COLUMN = "_error"
 POSITION_PREFIX = "_pos_"
 _IMAGE = "map<string,string>"
@@ -289,12 +290,15 @@ def to_changes(
         key_changed = key_changed | (F.col("before").isNotNull()
                                      & ~F.col("before")[k].eqNullSafe(F.col("after")[k]))
     main = F.struct(
-        F.when(op == "d", F.lit("-D")).when(op == "u", F.lit("+U")).otherwise(F.lit("+I"))
+        F.when(op == "d", F.lit(RowKind.DELETE.short_string))
+        .when(op == "u", F.lit(RowKind.UPDATE_AFTER.short_string))
+        .otherwise(F.lit(RowKind.INSERT.short_string))
         .alias("k"),
         F.when(op == "d", F.col("before")).otherwise(F.col("after")).alias("img"),
     )
     extra = F.when((op == "u") & key_changed,
-                   F.struct(F.lit("-D").alias("k"), F.col("before").alias("img")))
+                   F.struct(F.lit(RowKind.DELETE.short_string).alias("k"),
+                            F.col("before").alias("img")))
     changes = F.filter(F.array(main, extra), lambda x: x.isNotNull())
     pos = position_columns(position_fields)
     if keep_rejected:

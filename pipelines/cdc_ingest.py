@@ -55,6 +55,7 @@ from paimon_core import (
     AddColumn,
     CommitMessage,
     CommitOptions,
+    CoreOptions,
     DataField,
     FileIO,
     FileStoreTable,
@@ -312,7 +313,7 @@ def _sequence_column(handle: TableHandle, opts: CdcOptions) -> str | None:
     if opts.sequence_column is not None:
         handle.schema.field(opts.sequence_column)
         return opts.sequence_column
-    raw = handle.schema.options.get("sequence.field")
+    raw = handle.schema.options.get(CoreOptions.SEQUENCE_FIELD)
     if raw and "," not in raw and raw.strip() in handle.schema.field_names:
         return raw.strip()
     return None

@@ -80,15 +80,19 @@ from paimon_core import (
     KIND_COLUMN,
     CommitMessage,
     CommitOptions,
+    CoreOptions,
     DataSplit,
     Predicate,
+    RowKind,
     SchemaError,
     SnapshotExpiredError,
+    StartupMode,
     StreamPlan,
     StreamTableScan,
     TableRead,
     TableSchema,
     and_,
+    arrow_short_retract_mask,
     parse_filters,
     parse_memory_size,
     read_stream_plan,
@@ -107,7 +111,6 @@ __all__ = ["PaimonDataSource", "options_settings", "table_identifier"]
 FORMAT = "paimon"
 KIND = KIND_COLUMN
 _DEFAULT_SPLIT_TARGET = 128 * 1024 * 1024
-_RETRACT = ("-U", "-D")
 
 
 # ---------------------------------------------------------------------------- options
@@ -179,9 +182,10 @@ def _columns(options: Mapping[str, str], schema: TableSchema) -> list[str]:
 
 def _time_travel(options: Mapping[str, str]) -> dict[str, Any]:
     return {
-        "snapshot_id": _int_option(options, "scan.snapshot-id", "snapshot-id"),
-        "tag": _first(options, "scan.tag-name", "tag"),
-        "timestamp_millis": _int_option(options, "scan.timestamp-millis", "timestamp-millis"),
+        "snapshot_id": _int_option(options, CoreOptions.SCAN_SNAPSHOT_ID, "snapshot-id"),
+        "tag": _first(options, CoreOptions.SCAN_TAG_NAME, "tag"),
+        "timestamp_millis": _int_option(options, CoreOptions.SCAN_TIMESTAMP_MILLIS,
+                                        "timestamp-millis"),
     }
 
 
@@ -334,7 +338,8 @@ class PaimonBatchReader(DataSourceReader):
             if data.num_rows == 0:
                 continue
             if self.with_kind:
-                data = data.add_column(0, KIND, pa.array(["+I"] * data.num_rows, pa.string()))
+                inserts = [RowKind.INSERT.short_string] * data.num_rows
+                data = data.add_column(0, KIND, pa.array(inserts, pa.string()))
             yield from conform_to_spark(data, target).to_batches(max_chunksize=65536)
 
 
@@ -417,11 +422,12 @@ class PaimonStreamReader(DataSourceStreamReader):
         self.spark_schema = schema
         self.filters = _filter_texts(options) or None
         self.split_target = _split_target(options)
-        self.consumer_id = _first(options, "consumer-id")
+        self.consumer_id = _first(options, CoreOptions.CONSUMER_ID)
 
     def _scan_options(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-        keys = ("scan.mode", "scan.snapshot-id", "scan.timestamp-millis", "scan.timestamp",
-                "consumer.ignore-progress", "changelog-producer")
+        keys = (CoreOptions.SCAN_MODE, CoreOptions.SCAN_SNAPSHOT_ID,
+                CoreOptions.SCAN_TIMESTAMP_MILLIS, CoreOptions.SCAN_TIMESTAMP,
+                CoreOptions.CONSUMER_IGNORE_PROGRESS, CoreOptions.CHANGELOG_PRODUCER)
         out = {k: str(self.options[k]) for k in keys if self.options.get(k) is not None}
         out.update(overrides or {})
         return out
@@ -457,8 +463,8 @@ class PaimonStreamReader(DataSourceStreamReader):
             earliest = table.snapshot_manager.earliest_snapshot_id()
             if earliest is not None and first < earliest:
                 table.snapshot_manager.snapshot(first)  # raises SnapshotExpiredError
-            scan = self._scan(overrides={"scan.mode": "from-snapshot-full",
-                                         "scan.snapshot-id": str(first)})
+            scan = self._scan(overrides={CoreOptions.SCAN_MODE: StartupMode.FROM_SNAPSHOT_FULL,
+                                         CoreOptions.SCAN_SNAPSHOT_ID: str(first)})
             full = scan.plan()
             if full is None or full.snapshot_id != first:
                 raise SnapshotExpiredError(f"snapshot {first} to start from is gone")
@@ -484,8 +490,7 @@ class PaimonStreamReader(DataSourceStreamReader):
                                 filter=self.filters)
         if not self.with_kind:
             if partition.plan.source != "full":
-                data = data.filter(pc.invert(pc.is_in(data.column(KIND),
-                                                      pa.array(_RETRACT, pa.string()))))
+                data = data.filter(pc.invert(arrow_short_retract_mask(data.column(KIND))))
             data = data.drop_columns([KIND])
         if data.num_rows == 0:
             return
@@ -526,7 +531,7 @@ class PaimonWriter(DataSourceArrowWriter):
         self.overwrite_partition: dict[str, str] | None = None
         if raw is not None:
             self.overwrite_partition = parse_pairs(raw.replace(",", ";"), what="partition")
-        dyn = _first(options, "dynamic-partition-overwrite")
+        dyn = _first(options, CoreOptions.DYNAMIC_PARTITION_OVERWRITE)
         self.dynamic: bool | None = None if dyn is None else dyn.strip().lower() == "true"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:

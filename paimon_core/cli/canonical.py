@@ -53,6 +53,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.errors import SchemaError
+from paimon_core.spec.row_kind import SHORT_STRINGS
+from paimon_core.spec.system_fields import KIND_COLUMN
 from paimon_core.types import (
     BINARY_ROOTS,
     INTEGER_ROOTS,
@@ -69,10 +71,9 @@ from paimon_core.types import (
 
 __all__ = ["KIND_KEY", "canon_values", "canonical_lines", "json_fragments"]
 
-KIND_KEY = "_kind"
+KIND_KEY = KIND_COLUMN
 """Key of the row kind in change output (always first)."""
 
-_ROW_KIND_CODES = {0: "+I", 1: "-U", 2: "+U", 3: "-D"}
 
 # Decimal arithmetic never uses the thread's default context (28 digits): DECIMAL(38, s)
 # values need up to 38 (same context as the oracle's).
@@ -445,7 +446,7 @@ def _kind_fragments(arr: Any) -> list[str]:
     out: list[str] = []
     for v in vals:
         if isinstance(v, int) and not isinstance(v, bool):
-            v = _ROW_KIND_CODES.get(v, v)
+            v = SHORT_STRINGS[v] if 0 <= v < len(SHORT_STRINGS) else v
         out.append(_frag_value(v))
     return out
 

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from paimon_core.errors import SchemaError
 from paimon_core.scan.predicate_literal import text_timestamp_nanos
+from paimon_core.spec.row_kind import RowKind
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import (
     ArrayType,
@@ -149,7 +150,7 @@ def rows_to_arrow(
     if kind_column is not None:
         kinds = [r.get(kind_column) for r in rows]
         out = out.append_column(kind_column, pa.array(
-            ["+I" if k is None else str(k) for k in kinds], pa.string()))
+            [RowKind.INSERT.short_string if k is None else str(k) for k in kinds], pa.string()))
     return out
 
 

@@ -29,7 +29,9 @@ import pyarrow as pa
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.errors import PaimonError, SnapshotExpiredError, SnapshotNotExistError
-from paimon_core.scan.streaming import KIND_COLUMN
+from paimon_core.options import CoreOptions
+from paimon_core.spec.option_enums import StartupMode
+from paimon_core.spec.system_fields import KIND_COLUMN
 from paimon_core.table import FileStoreTable
 
 __all__ = ["add_stream_parsers", "cmd_incremental", "cmd_stream", "stream_changes"]
@@ -85,7 +87,8 @@ def stream_changes(
     scan = table.new_stream_scan(
         columns=columns,
         filter=filter,
-        options={"scan.mode": "from-snapshot", "scan.snapshot-id": str(start + 1)},
+        options={CoreOptions.SCAN_MODE: StartupMode.FROM_SNAPSHOT,
+                 CoreOptions.SCAN_SNAPSHOT_ID: str(start + 1)},
     )
     parts = []
     while True:
@@ -121,13 +124,13 @@ def _scan_options(args: argparse.Namespace) -> dict[str, str]:
         k, v = item.split("=", 1)
         opts[k.strip()] = v.strip()
     if args.scan_mode:
-        opts["scan.mode"] = args.scan_mode
+        opts[CoreOptions.SCAN_MODE] = args.scan_mode
     if args.snapshot is not None:
-        opts["scan.snapshot-id"] = str(args.snapshot)
-        opts.setdefault("scan.mode", "from-snapshot")
+        opts[CoreOptions.SCAN_SNAPSHOT_ID] = str(args.snapshot)
+        opts.setdefault(CoreOptions.SCAN_MODE, StartupMode.FROM_SNAPSHOT)
     if args.timestamp_ms is not None:
-        opts["scan.timestamp-millis"] = str(args.timestamp_ms)
-        opts.setdefault("scan.mode", "from-timestamp")
+        opts[CoreOptions.SCAN_TIMESTAMP_MILLIS] = str(args.timestamp_ms)
+        opts.setdefault(CoreOptions.SCAN_MODE, StartupMode.FROM_TIMESTAMP)
     return opts
 
 

@@ -40,6 +40,7 @@ from paimon_core.schema_change import (
     SetOption,
     UpdateColumnType,
 )
+from paimon_core.spec.row_kind import RowKind
 from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_core.table import FileStoreTable
 from paimon_core.types import parse_sql_type
@@ -128,12 +129,13 @@ def cmd_write(args: argparse.Namespace, out: TextIO) -> int:
         if args.kind is not None and args.kind in data.column_names:
             col = data.column(args.kind).cast(pa.string())
             data = data.set_column(data.column_names.index(args.kind), args.kind,
-                                   col.fill_null("+I"))
+                                   col.fill_null(RowKind.INSERT.short_string))
         arrow = data
     else:
         arrow = rows_to_arrow(data, table.schema, kind_column=args.kind, text_cells=text_cells)
     if args.kind is not None and args.kind not in arrow.column_names:
-        arrow = arrow.append_column(args.kind, pa.array(["+I"] * arrow.num_rows, pa.string()))
+        inserts = [RowKind.INSERT.short_string] * arrow.num_rows
+        arrow = arrow.append_column(args.kind, pa.array(inserts, pa.string()))
     user = args.commit_user or str(uuid.uuid4())
     identifier = (BATCH_COMMIT_IDENTIFIER if args.commit_identifier is None
                   else args.commit_identifier)

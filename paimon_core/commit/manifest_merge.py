@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from paimon_core.commit.manifest_writer import ManifestWriter
-from paimon_core.options import CoreOptions, parse_memory_size
+from paimon_core.options import CoreOptions
 from paimon_core.spec.file_entries import merge_entries
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.manifest_list import ManifestFileMeta
@@ -28,15 +28,8 @@ ReadManifest = Callable[[str], list[ManifestEntry]]
 
 
 def merge_settings(options: CoreOptions) -> tuple[int, int, int]:
-    target = parse_memory_size(
-        "manifest.target-file-size", options.get("manifest.target-file-size") or "8 mb"
-    )
-    min_count = options.get_int("manifest.merge-min-count", 30, minimum=1)
-    full = parse_memory_size(
-        "manifest.full-compaction-threshold-size",
-        options.get("manifest.full-compaction-threshold-size") or "16 mb",
-    )
-    return target, min_count, full
+    return (options.manifest_target_file_size, options.manifest_merge_min_count,
+            options.manifest_full_compaction_file_size)
 
 
 def merge_manifests(

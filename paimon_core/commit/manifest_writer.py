@@ -16,6 +16,7 @@ from typing import Any
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestCache
+from paimon_core.options import CoreOptions
 from paimon_core.scan.predicate_literal import java_compare
 from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
 from paimon_core.spec.manifest import FileKind, ManifestEntry, encode_manifest
@@ -28,7 +29,7 @@ _ROLL_CHECK = 1000
 
 
 def _codec(options: dict[str, str]) -> str:
-    c = options.get("manifest.compression", "zstd").lower()
+    c = CoreOptions(options).manifest_compression
     return {"zstd": "zstandard", "zstandard": "zstandard", "none": "null", "null": "null",
             "deflate": "deflate", "snappy": "snappy"}.get(c, "zstandard")
 

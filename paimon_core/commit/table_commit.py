@@ -191,7 +191,7 @@ class TableCommit:
         if any(m.compact_before or m.compact_after or m.deleted_files for m in messages):
             raise SchemaError("overwrite takes only new files (no compaction or deletions)")
         if dynamic is None:
-            dynamic = CoreOptions(schema.options).get_bool("dynamic-partition-overwrite", True)
+            dynamic = CoreOptions(schema.options).dynamic_partition_overwrite
         dynamic = dynamic and bool(schema.partition_keys)
         if dynamic and not new:
             return []
@@ -393,7 +393,7 @@ class TableCommit:
             schema = self._schema()
             options = CoreOptions(schema.options)
             if max_retries is None:
-                max_retries = options.get_int("commit.max-retries", DEFAULT_MAX_RETRIES, minimum=0)
+                max_retries = options.commit_max_retries(DEFAULT_MAX_RETRIES)
             prev = self.manifests.data_manifests(latest)
             live = self._live(prev, touched)
             changes = build(latest, live)

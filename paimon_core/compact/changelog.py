@@ -38,8 +38,9 @@ import pyarrow.compute as pc
 
 from paimon_core.errors import PaimonError
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.read.merge import merge_records
+from paimon_core.spec.row_kind import RowKind, add_mask
+from paimon_core.spec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 
 __all__ = [
     "KeyedRecords",
@@ -49,9 +50,6 @@ __all__ = [
     "lookup_changelog",
     "sort_by_key",
 ]
-
-INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
-
 
 @dataclass(frozen=True)
 class KeyedRecords:
@@ -122,11 +120,6 @@ def group_rows(table: pa.Table, rec: KeyedRecords) -> tuple[np.ndarray, np.ndarr
     return order, gid, int(gid[-1]) + 1
 
 
-def _is_add(kinds: np.ndarray) -> np.ndarray:
-    add: np.ndarray = (kinds == INSERT) | (kinds == UPDATE_AFTER)
-    return add
-
-
 def _kinds(table: pa.Table) -> np.ndarray:
     return np.asarray(table.column(VALUE_KIND).to_numpy(), dtype=np.int8)
 
@@ -171,7 +164,7 @@ def _changes(
 ) -> pa.Table:
     """The changelog of keys ``emit`` given each key's before-record (index into ``before``,
     -1 = none) and after-record (row g of ``after``)."""
-    add = _is_add(_kinds(after))
+    add = add_mask(_kinds(after))
     has_before = before_of >= 0
     g = np.arange(groups)
     ins = emit & ~has_before & add
@@ -182,11 +175,11 @@ def _changes(
         same = _equal_values(rec, before, before_of[cand], after, cand)
         upd[cand[same]] = False
     b_groups = np.concatenate([g[dele], g[upd]])
-    b_kind = np.concatenate([np.full(int(dele.sum()), DELETE, np.int8),
-                             np.full(int(upd.sum()), UPDATE_BEFORE, np.int8)])
+    b_kind = np.concatenate([np.full(int(dele.sum()), RowKind.DELETE, np.int8),
+                             np.full(int(upd.sum()), RowKind.UPDATE_BEFORE, np.int8)])
     a_groups = np.concatenate([g[ins], g[upd]])
-    a_kind = np.concatenate([np.full(int(ins.sum()), INSERT, np.int8),
-                             np.full(int(upd.sum()), UPDATE_AFTER, np.int8)])
+    a_kind = np.concatenate([np.full(int(ins.sum()), RowKind.INSERT, np.int8),
+                             np.full(int(upd.sum()), RowKind.UPDATE_AFTER, np.int8)])
     return _assemble(rec, before, after, groups, before_of[b_groups], b_kind, b_groups,
                      a_groups, a_kind, a_groups)
 
@@ -257,7 +250,7 @@ def lookup_changelog(
     _aligned(merged, len(kept))
     # changelog only for keys with level-0 records; a retracted before counts as absent
     before_kind = np.where(before_of >= 0, _kinds(base)[np.maximum(before_of, 0)], -1)
-    before_of = np.where(_is_add(before_kind), before_of, -1)
+    before_of = np.where(add_mask(before_kind), before_of, -1)
     log = _changes(rec, base, merged, len(kept), before_of[kept], has_l0[kept],
                    np.zeros(len(kept), dtype=bool))
     return merged, log

@@ -57,7 +57,7 @@ from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestIO
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import KEY_PREFIX, SEQUENCE_NUMBER, DataFileReader
+from paimon_core.read.data_file import DataFileReader
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.file_entries import live_files
@@ -65,6 +65,7 @@ from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
+from paimon_core.spec.system_fields import KEY_PREFIX, SEQUENCE_NUMBER
 
 __all__ = [
     "BucketCompactor",

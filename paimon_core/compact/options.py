@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from paimon_core.errors import SchemaError
-from paimon_core.options import CoreOptions, parse_memory_size
+from paimon_core.options import CoreOptions
+from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
 from paimon_core.spec.schema import TableSchema
 
 __all__ = ["COMPACT_STRATEGIES", "CompactOptions", "CompactStrategy", "is_full"]
 
 _MIB = 1024 * 1024
-CHANGELOG_PRODUCERS = ("none", "input", "full-compaction", "lookup")
 
 #: What an explicit compaction (``table.compact``, ``paimon compact``, ``pipelines.compact``)
 #: does: ``full`` rewrites every bucket into one sorted run on the max level (append tables:
@@ -78,7 +78,7 @@ class CompactOptions:
     min_file_num: int = 5
     max_file_num: int = 5
     write_only: bool = False
-    changelog_producer: str = "none"
+    changelog_producer: ChangelogProducer = ChangelogProducer.NONE
     row_deduplicate: bool = False
     full_compaction_delta_commits: int | None = None
     first_row: bool = False
@@ -93,41 +93,29 @@ class CompactOptions:
         """
         o = CoreOptions(schema.options)
         pk = bool(schema.primary_keys)
-        trigger = o.get_int("num-sorted-run.compaction-trigger", 5, minimum=1)
-        num_levels = o.get_int("num-levels", trigger + 1, minimum=2)
-        raw = o.get("target-file-size")
-        target = parse_memory_size("target-file-size", raw) if raw else (
-            128 * _MIB if pk else 256 * _MIB)
+        num_levels = o.num_levels
+        if num_levels < 2:  # Levels: "Number of levels must be at least 2."
+            raise SchemaError(f"option {o.NUM_LEVELS}={o.get(o.NUM_LEVELS)!r} must be >= 2")
+        target = o.target_file_size(pk)
         if target <= 0:
             raise SchemaError("target-file-size must be positive")
         buckets = schema.num_buckets
-        max_default = 50 if buckets == -1 else 5
-        max_key = "compaction.max.file-num"
-        if o.get(max_key) is None and o.get("compaction.early-max.file-num") is not None:
-            max_key = "compaction.early-max.file-num"
-        producer = o.changelog_producer
-        if producer not in CHANGELOG_PRODUCERS:
-            raise SchemaError(f"changelog-producer={producer!r} is not one of "
-                              f"{', '.join(CHANGELOG_PRODUCERS)}")
-        raw_delta = o.get("full-compaction.delta-commits")
-        delta = None if raw_delta is None else o.get_int(
-            "full-compaction.delta-commits", 1, minimum=1)
         return cls(
             primary_key=pk,
             num_buckets=buckets,
-            trigger=trigger,
+            trigger=o.num_sorted_runs_compaction_trigger,
             num_levels=num_levels,
-            max_size_amp=o.get_int("compaction.max-size-amplification-percent", 200, minimum=0),
-            size_ratio=o.get_int("compaction.size-ratio", 1, minimum=0),
+            max_size_amp=o.compaction_max_size_amplification_percent,
+            size_ratio=o.compaction_size_ratio,
             target_file_size=target,
-            min_file_num=o.get_int("compaction.min.file-num", 5, minimum=1),
-            max_file_num=o.get_int(max_key, max_default, minimum=1),
-            write_only=o.get_bool("write-only", False),
-            changelog_producer=producer,
-            row_deduplicate=o.get_bool("changelog-producer.row-deduplicate", False),
-            full_compaction_delta_commits=delta,
-            first_row=pk and o.merge_engine == "first-row",
-            force_lookup=o.get_bool("force-lookup", False),
+            min_file_num=o.compaction_min_file_num,
+            max_file_num=o.compaction_max_file_num(buckets),
+            write_only=o.write_only,
+            changelog_producer=o.changelog_producer,
+            row_deduplicate=o.changelog_producer_row_deduplicate,
+            full_compaction_delta_commits=o.full_compaction_delta_commits,
+            first_row=pk and o.merge_engine is MergeEngine.FIRST_ROW,
+            force_lookup=o.force_lookup,
         )
 
     @property
@@ -145,5 +133,6 @@ class CompactOptions:
         """Compaction pushes every level-0 file up and merges it with the keys' records on the
         levels above (``CoreOptions.needLookup``: the lookup producer, the first-row engine or
         ``force-lookup``; deletion vectors are not written here)."""
-        return self.primary_key and (self.changelog_producer == "lookup" or self.first_row
+        return self.primary_key and (self.changelog_producer is ChangelogProducer.LOOKUP
+                                     or self.first_row
                                      or self.force_lookup)

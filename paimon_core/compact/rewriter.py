@@ -42,10 +42,12 @@ from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult, Section
 from paimon_core.datafile.writer import DataFileWriter, split_by_size
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import VALUE_KIND, DataFileReader
+from paimon_core.read.data_file import DataFileReader
 from paimon_core.read.merge import drop_retracts
 from paimon_core.spec.keys import KeyDecoder
 from paimon_core.spec.manifest import DataFileMeta, FileSource
+from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
+from paimon_core.spec.system_fields import VALUE_KIND
 
 __all__ = ["BucketFiles", "MergeTreeRewriter", "upgrade_file"]
 
@@ -136,9 +138,9 @@ class MergeTreeRewriter:
         self.levels = levels
         self.decode_key = decode_key
         self.producer = options.changelog_producer
-        self.first_row = core.merge_engine == "first-row"
+        self.first_row = core.merge_engine is MergeEngine.FIRST_ROW
         self.lookup = options.lookup
-        self.lookup_log = self.producer == "lookup"  # lookup: changelog files too
+        self.lookup_log = self.producer is ChangelogProducer.LOOKUP  # changelog files too
         self.max_level = levels.max_level
         self._ignore_delete = core.ignore_delete()
         self._lookup_cache: dict[str, pa.Table] = {}
@@ -159,21 +161,22 @@ class MergeTreeRewriter:
 
     # ---- decisions (per changelog producer)
     def _changelog_on_rewrite(self, output_level: int, sections: Sequence[Section]) -> bool:
-        if self.producer == "full-compaction" and not self.first_row:
+        if self.producer is ChangelogProducer.FULL_COMPACTION and not self.first_row:
             return output_level == self.max_level
         if self.lookup:
             return output_level != 0 and any(f.level == 0 for s in sections for f in s)
         return False
 
     def _upgrade_strategy(self, output_level: int, f: DataFileMeta) -> _Upgrade:
-        if self.producer == "full-compaction" and not self.first_row:
+        if self.producer is ChangelogProducer.FULL_COMPACTION and not self.first_row:
             return (_Upgrade.CHANGELOG_NO_REWRITE if output_level == self.max_level
                     else _Upgrade.NO_CHANGELOG)
         if self.lookup:
             if f.level != 0:
                 return _Upgrade.NO_CHANGELOG
             if output_level == self.max_level or (
-                    self.core.merge_engine == "deduplicate" and not self.core.sequence_fields):
+                    self.core.merge_engine is MergeEngine.DEDUPLICATE
+                    and not self.core.sequence_fields):
                 # deduplicate keeps the newest record: upgrading keeps the merge result
                 return _Upgrade.CHANGELOG_NO_REWRITE
             return _Upgrade.CHANGELOG_WITH_REWRITE
@@ -241,7 +244,7 @@ class MergeTreeRewriter:
                 lookup, _ = self._lookup_records(output_level, section)
                 merged, log = first_row_lookup(table, levels, lookup, self.records,
                                                produce_changelog=self.lookup_log)
-            elif self.producer == "full-compaction":
+            elif self.producer is ChangelogProducer.FULL_COMPACTION:
                 merged, log = full_changelog(table, levels, self.max_level, self.records)
                 merged = drop_retracts(merged, VALUE_KIND)  # the max level keeps no deletes
             else:
@@ -249,7 +252,8 @@ class MergeTreeRewriter:
                 merged, log = lookup_changelog(table, levels, lookup, lookup_levels,
                                                self.records)
             outs.append(self._finish(merged, drop_delete))
-            if self.producer in ("lookup", "full-compaction"):  # else: a lookup merge only
+            # else (first-row without the lookup producer): a lookup merge only
+            if self.producer in (ChangelogProducer.LOOKUP, ChangelogProducer.FULL_COMPACTION):
                 logs.append(log)
         changelog = self._write(logs, output_level, files, changelog=True)
         if rewrite_files:

@@ -100,13 +100,13 @@ class ParquetOptions:
                 f"file.format={schema.file_format!r}: this writer only writes parquet"
             )
         opts = CoreOptions(schema.options)
-        raw = (opts.get("file.compression") or "zstd").strip().lower()
+        raw = opts.file_compression
         codec = _CODECS.get(raw)
         if codec is None:
             raise UnsupportedError(f"file.compression={raw!r} is not supported for parquet")
         level: int | None = None
         if codec == "zstd":
-            level = opts.get_int("file.compression.zstd-level", 1)
+            level = opts.file_compression_zstd_level
         nanos = any(p >= 7 for f in schema.fields for p in _timestamp_precisions(f.type))
         return cls(codec, level, nanos)
 

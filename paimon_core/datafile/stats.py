@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.errors import SchemaError
+from paimon_core.options import CoreOptions
 from paimon_core.spec.binary_row import serialize_binary_row
 from paimon_core.spec.stats import SimpleStats
 from paimon_core.types import (
@@ -85,7 +86,7 @@ class ColumnStats:
     null_count: int | None
 
 
-def parse_stats_mode(raw: str, key: str = "metadata.stats-mode") -> StatsMode:
+def parse_stats_mode(raw: str, key: str = CoreOptions.METADATA_STATS_MODE) -> StatsMode:
     """``none`` / ``counts`` / ``full`` / ``truncate(N)``, case-insensitive.
 
     Raises:
@@ -113,7 +114,7 @@ def stats_modes(
     ``fields.<name>.stats-mode`` wins; else columns in ``key_names`` (primary-key columns and
     their ``_KEY_`` copies) use ``truncate(128)`` as Java 1.x does; else ``metadata.stats-mode``.
     """
-    default_raw = options.get("metadata.stats-mode")
+    default_raw = options.get(CoreOptions.METADATA_STATS_MODE)
     default = (
         parse_stats_mode(default_raw) if default_raw is not None else DEFAULT_STATS_MODE
     )

@@ -40,11 +40,12 @@ from paimon_core.datafile.stats import (
 from paimon_core.errors import SchemaError, StorageError
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import DataFilePathFactory
-from paimon_core.read.data_file import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.spec.binary_row import serialize_binary_row
 from paimon_core.spec.manifest import DataFileMeta, FileSource
+from paimon_core.spec.row_kind import retract_mask
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.stats import EMPTY_ROW, EMPTY_STATS, SimpleStats
+from paimon_core.spec.system_fields import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.types import (
     AtomicType,
     DataField,
@@ -61,7 +62,6 @@ __all__ = [
     "split_by_size",
 ]
 
-RETRACT_KINDS = (1, 3)
 
 
 def local_now_millis() -> int:
@@ -208,7 +208,7 @@ class DataFileWriter:
             key_stats, value_stats = stats
         seq_np = seq.to_numpy()
         kinds = np.asarray(kind.to_numpy(), dtype=np.int8)
-        delete_rows = int(np.count_nonzero((kinds == 1) | (kinds == 3)))
+        delete_rows = int(np.count_nonzero(retract_mask(kinds)))
         min_key = serialize_binary_row(
             [epoch_nanos_value(k[0], t) for k, t in zip(keys, self.key_types)], self.key_types
         )

@@ -26,11 +26,9 @@ from paimon_core.io.file_io import FileIO, join
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
+from paimon_core.spec.system_fields import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.types import DataField, DataType, bigint_type, tinyint_type, to_arrow_type
 
-SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
-VALUE_KIND = "_VALUE_KIND"
-KEY_PREFIX = "_KEY_"
 _BIGINT: DataType = bigint_type(False)
 _TINYINT: DataType = tinyint_type(False)
 

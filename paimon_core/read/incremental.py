@@ -15,19 +15,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, DataFileReader
-from paimon_core.read.merge import RETRACT_KINDS, merge_records
+from paimon_core.read.data_file import DataFileReader
+from paimon_core.read.merge import merge_records
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.java_merge_order import Record, java_sorted_runs, loser_tree_merge
 from paimon_core.scan.predicate import filter_table
 from paimon_core.scan.split import DataSplit
-from paimon_core.scan.streaming import KIND_COLUMN
 from paimon_core.spec.keys import key_decoder
+from paimon_core.spec.option_enums import MergeEngine
+from paimon_core.spec.row_kind import retract_mask, to_short_strings
+from paimon_core.spec.system_fields import KEY_PREFIX, KIND_COLUMN, SEQUENCE_NUMBER, VALUE_KIND
 
 __all__ = ["IncrementalRead"]
 
 _OCCURRENCE = "_OCCURRENCE"
-_KIND_NAMES = np.array(["+I", "-U", "+U", "-D"], dtype=object)
 
 SortKey = tuple[Any, ...]
 
@@ -84,8 +85,7 @@ class IncrementalRead:
                     tables.append(t)
                 runs.append(pa.concat_tables(tables) if len(tables) > 1 else tables[0])
             t = self._merge(runs, keys, group_keys, seq)
-            codes = np.asarray(t.column(VALUE_KIND).to_numpy(), dtype=np.int64)
-            t = t.append_column(KIND_COLUMN, pa.array(_KIND_NAMES[codes], type=pa.string()))
+            t = t.append_column(KIND_COLUMN, to_short_strings(t.column(VALUE_KIND)))
             if r.predicate is not None and t.num_rows:
                 t = filter_table(t, r.predicate, [self.schema.field(c) for c in r.read_columns])
             outs.append(t.select([KIND_COLUMN, *r.columns]))
@@ -101,14 +101,14 @@ class IncrementalRead:
         t = pa.concat_tables(runs) if len(runs) > 1 else runs[0]
         if self.options.ignore_delete():
             kinds = t.column(VALUE_KIND).to_numpy()
-            t = t.filter(pa.array(~np.isin(kinds, RETRACT_KINDS)))
+            t = t.filter(pa.array(~retract_mask(kinds)))
             return merge_records(t, group_keys, seq, VALUE_KIND, self.options)
         # data files of a bucket never share a key's sequence number (spec 7.3); changelog
         # files of lookup / full-compaction producers do
         if (
             self.mode == "changelog"
             and len(runs) > 1
-            and self.options.merge_engine == "deduplicate"
+            and self.options.merge_engine is MergeEngine.DEDUPLICATE
             and _has_sequence_tie(t, group_keys, seq)
         ):
             # who wins a tie depends on Java's loser tree: replay it for this section

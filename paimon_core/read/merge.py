@@ -25,8 +25,9 @@ from paimon_core.read import engines
 from paimon_core.read.engines.reference import reference_deduplicate
 from paimon_core.spec.keys import KeyDecoder
 from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.spec.option_enums import MergeEngine
+from paimon_core.spec.row_kind import arrow_retract_mask
 
-RETRACT_KINDS = (1, 3)  # -U, -D
 SortKey = tuple[Any, ...]
 
 
@@ -215,12 +216,11 @@ def merge_records(
         SchemaError: invalid engine options (unknown aggregate function...).
     """
     engine = options.merge_engine
-    if engine == "deduplicate":
+    if engine is MergeEngine.DEDUPLICATE:
         has_retract = (
             kind_column in table.column_names
             and options.ignore_delete()
-            and bool(pc.any(pc.is_in(table.column(kind_column),
-                                     pa.array(RETRACT_KINDS, pa.int8()))).as_py())
+            and bool(pc.any(arrow_retract_mask(table.column(kind_column))).as_py())
         )
         if not has_retract:
             return deduplicate(
@@ -236,7 +236,7 @@ def merge_records(
 def drop_retracts(table: pa.Table, kind_column: str) -> pa.Table:
     """Remove ``-U`` / ``-D`` rows."""
     kinds = table.column(kind_column)
-    retract = pc.is_in(kinds, pa.array(RETRACT_KINDS, kinds.type))
+    retract = arrow_retract_mask(kinds)
     if not pc.any(retract).as_py():
         return table
     return table.filter(pc.invert(retract))
@@ -246,7 +246,6 @@ def drop_retracts(table: pa.Table, kind_column: str) -> pa.Table:
 # reference (row-at-a-time) implementation, for tests: see paimon_core.read.engines.reference
 
 __all__ = [
-    "RETRACT_KINDS",
     "deduplicate",
     "drop_retracts",
     "merge_records",

@@ -21,14 +21,11 @@ from paimon_core.io.file_io import FileIO
 from paimon_core.options import CoreOptions
 from paimon_core.read import engines
 from paimon_core.read.data_file import (
-    SEQUENCE_NUMBER,
-    VALUE_KIND,
     DataFileReader,
     FileRead,
     repeat,
 )
 from paimon_core.read.merge import (
-    RETRACT_KINDS,
     drop_retracts,
     merge_records,
     sections,
@@ -40,10 +37,12 @@ from paimon_core.spec.deletion_vector import decode_deletion_vectors
 from paimon_core.spec.index_manifest import DeletionVectorMeta
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.spec.option_enums import MergeEngine
+from paimon_core.spec.row_kind import retract_mask, to_short_strings
 from paimon_core.spec.schema import TableSchema
+from paimon_core.spec.system_fields import KIND_COLUMN, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.types import AtomicType, DataType, TypeRoot, to_arrow_schema, to_arrow_type
 
-ROW_KIND_NAMES = {0: "+I", 1: "-U", 2: "+U", 3: "-D"}
 _CONSTANT_ROOTS = frozenset(
     {
         TypeRoot.CHAR,
@@ -258,13 +257,14 @@ class TableRead:
         else:
             groups = sections(split.files, key_decoder(self.schema))
         # Java's AggregateMergeFunction applies retractions even with ignore-delete
-        ignore_delete = self.options.ignore_delete() and self.options.merge_engine != "aggregation"
+        ignore_delete = (self.options.ignore_delete()
+                         and self.options.merge_engine is not MergeEngine.AGGREGATE)
         const = self._constants(split)
         reads: list[FileRead] = []
         # LookupMergeFunction (lookup changelog, deletion vectors) needs each record's level
         lookup = engines.lookup_wrapped(self.options)
         plain_dedup = (
-            self.options.merge_engine == "deduplicate"
+            self.options.merge_engine is MergeEngine.DEDUPLICATE
             and not self.options.sequence_fields
             and not lookup
         )
@@ -326,7 +326,7 @@ class TableRead:
                     if lookup else None
                 )
                 if ignore_delete:
-                    live = ~np.isin(np.asarray(t.column(VALUE_KIND).to_numpy()), RETRACT_KINDS)
+                    live = ~retract_mask(np.asarray(t.column(VALUE_KIND).to_numpy()))
                     t = t.filter(pa.array(live))
                     levels = None if levels is None else levels[live]
                 if n > 1:
@@ -345,7 +345,7 @@ class TableRead:
         return _SplitPlan(reads, finish)
 
     # ---- incremental (unmerged) reading
-    def read_changes(self, splits: Sequence[DataSplit], kind_column: str = "_kind") -> pa.Table:
+    def read_changes(self, splits: Sequence[DataSplit], kind_column: str = KIND_COLUMN) -> pa.Table:
         """Rows of the given (delta / changelog) splits as written, each with its row kind
         (``+I``, ``-U``, ``+U``, ``-D``) in ``kind_column``, first."""
         # one schema for all parts (files may declare NOT NULL columns optional, or not)
@@ -371,8 +371,4 @@ class TableRead:
 
     @staticmethod
     def _with_kind(t: pa.Table, kinds: pa.Array | pa.ChunkedArray, name: str) -> pa.Table:
-        lookup = np.array(["+I", "-U", "+U", "-D"], dtype=object)
-        codes = np.asarray(
-            kinds.to_numpy() if hasattr(kinds, "to_numpy") else kinds, dtype=np.int64
-        )
-        return t.append_column(name, pa.array(lookup[codes], type=pa.string()))
+        return t.append_column(name, to_short_strings(kinds))

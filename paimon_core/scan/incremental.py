@@ -57,6 +57,7 @@ from paimon_core.scan.split import DataSplit
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.spec.option_enums import ChangelogProducer
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind
 
@@ -94,7 +95,7 @@ def resolve_scan_mode(mode: str, options: CoreOptions) -> Literal["delta", "chan
     changelog producer, delta files otherwise (``AbstractDataTableScan``)."""
     m = mode.strip().lower()
     if m == "auto":
-        return "delta" if options.changelog_producer == "none" else "changelog"
+        return "delta" if options.changelog_producer is ChangelogProducer.NONE else "changelog"
     if m == "delta":
         return "delta"
     if m == "changelog":

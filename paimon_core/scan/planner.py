@@ -34,6 +34,7 @@ from paimon_core.spec.binary_row import deserialize_binary_row, encode_binary_ro
 from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_core.spec.manifest_list import ManifestFileMeta
+from paimon_core.spec.option_enums import MergeEngine
 from paimon_core.spec.partition import decode_partition
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
@@ -179,7 +180,8 @@ class ScanPlanner:
         self.is_pk = bool(schema.primary_keys)
         # tables whose readers only see levels >= 1, where keys are unique (Java reads raw)
         self._read_raw_levels = self.is_pk and (
-            self.options.deletion_vectors_enabled or self.options.merge_engine == "first-row"
+            self.options.deletion_vectors_enabled
+            or self.options.merge_engine is MergeEngine.FIRST_ROW
         )
 
     # ---- manifest reading
@@ -271,7 +273,7 @@ class ScanPlanner:
             entries = [
                 e for e in entries if might_match(pred, pr.key_stats(e.file), e.file.row_count)
             ]
-        if self.options.merge_engine != "deduplicate":
+        if self.options.merge_engine is not MergeEngine.DEDUPLICATE:
             return entries
         by_bucket: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
         for e in entries:

@@ -66,13 +66,16 @@ from paimon_core.errors import (
 )
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import CHANGELOG_PREFIX, TableLayout
-from paimon_core.options import CoreOptions, parse_duration_millis
+from paimon_core.options import CoreOptions
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.scan.predicate_literal import text_timestamp_nanos
 from paimon_core.scan.split import DataSplit
 from paimon_core.snapshot_manager import SnapshotManager
+from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine, StartupMode
+from paimon_core.spec.row_kind import RowKind
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind, Snapshot, decode_snapshot
+from paimon_core.spec.system_fields import KIND_COLUMN
 
 __all__ = [
     "KIND_COLUMN",
@@ -83,7 +86,6 @@ __all__ = [
     "read_plan",
 ]
 
-KIND_COLUMN = "_kind"
 FIRST_SNAPSHOT_ID = 1
 Source = Literal["full", "delta", "changelog"]
 
@@ -159,7 +161,7 @@ def read_plan(read: PlanReader, plan: StreamPlan) -> pa.Table:
     if plan.source != "full":
         return read.read_changes(plan.splits, KIND_COLUMN).cast(schema)
     data = read.to_arrow(plan.splits)
-    kinds = pa.array(["+I"] * data.num_rows, type=pa.string())
+    kinds = pa.array([RowKind.INSERT.short_string] * data.num_rows, type=pa.string())
     return data.add_column(0, pa.field(KIND_COLUMN, pa.string()), kinds).cast(schema)
 
 
@@ -201,17 +203,15 @@ class StreamTableScan:
         merged = dict(source.schema.options)
         merged.update({k: _option_text(v) for k, v in (options or {}).items()})
         if consumer_id is not None:
-            merged["consumer-id"] = consumer_id
+            merged[CoreOptions.CONSUMER_ID] = consumer_id
         self.source = source
         self.layout = TableLayout(source.table_path)
         self.options = CoreOptions(merged)
-        self.consumer_id = merged.get("consumer-id") or None
+        self.consumer_id = self.options.consumer_id
         self.snapshots = source.snapshots
         self.consumers = ConsumerManager(source.file_io, source.table_path)
         self.producer = self.options.changelog_producer
-        if self.producer not in ("none", "input", "full-compaction", "lookup"):
-            raise SchemaError(f"unknown changelog-producer {self.producer!r}")
-        if self.options.get_bool("streaming-read-overwrite", False):
+        if self.options.streaming_read_overwrite:
             raise UnsupportedError("streaming-read-overwrite=true is not supported")
         self.mode = self._startup_mode()
         self._read: PlanReader | None = None
@@ -275,50 +275,48 @@ class StreamTableScan:
         self.consumers.reset_consumer(self.consumer_id, Consumer(next_snapshot))
 
     # ------------------------------------------------------------------ startup
-    def _startup_mode(self) -> str:
+    def _startup_mode(self) -> StartupMode:
         o = self.options
-        mode = (o.get("scan.mode") or "default").strip().lower()
-        if mode not in _MODES:
-            raise SchemaError(f"scan.mode {mode!r}: expected one of {', '.join(_MODES)}")
-        if mode == "default":
-            if o.get("scan.timestamp-millis") is not None or o.get("scan.timestamp") is not None:
-                mode = "from-timestamp"
+        mode = o.scan_mode
+        if mode is StartupMode.DEFAULT:
+            if o.get(o.SCAN_TIMESTAMP_MILLIS) is not None or o.get(o.SCAN_TIMESTAMP) is not None:
+                mode = StartupMode.FROM_TIMESTAMP
             elif any(
                 o.get(k) is not None
-                for k in ("scan.snapshot-id", "scan.tag-name", "scan.watermark", "scan.version")
+                for k in (o.SCAN_SNAPSHOT_ID, o.SCAN_TAG_NAME, o.SCAN_WATERMARK, o.SCAN_VERSION)
             ):
-                mode = "from-snapshot"
-            elif o.get("scan.file-creation-time-millis") is not None:
-                mode = "from-file-creation-time"
+                mode = StartupMode.FROM_SNAPSHOT
+            elif o.get(o.SCAN_FILE_CREATION_TIME_MILLIS) is not None:
+                mode = StartupMode.FROM_FILE_CREATION_TIME
             elif (
-                o.get("incremental-between") is not None
-                or o.get("incremental-between-timestamp") is not None
+                o.get(o.INCREMENTAL_BETWEEN) is not None
+                or o.get(o.INCREMENTAL_BETWEEN_TIMESTAMP) is not None
             ):
-                mode = "incremental"
+                mode = StartupMode.INCREMENTAL
             else:
-                mode = "latest-full"
-        elif mode == "full":
-            mode = "latest-full"
-        if mode == "incremental":
+                mode = StartupMode.LATEST_FULL
+        elif mode is StartupMode.FULL:
+            mode = StartupMode.LATEST_FULL
+        if mode is StartupMode.INCREMENTAL:
             raise UnsupportedError(
                 "incremental-between is a batch read (FileStoreTable.read_merged_changes); "
                 "it cannot start a streaming read"
             )
-        if mode == "from-file-creation-time":
+        if mode is StartupMode.FROM_FILE_CREATION_TIME:
             raise UnsupportedError("scan.mode=from-file-creation-time is not supported")
-        if mode == "from-snapshot" and o.get("scan.snapshot-id") is None:
+        if mode is StartupMode.FROM_SNAPSHOT and o.get(o.SCAN_SNAPSHOT_ID) is None:
             raise UnsupportedError(
                 "streaming reads start from a snapshot id: scan.tag-name / scan.watermark / "
                 "scan.version cannot start a streaming read (as in Paimon 0.9)"
             )
-        if mode in ("from-snapshot", "from-snapshot-full"):
+        if mode in (StartupMode.FROM_SNAPSHOT, StartupMode.FROM_SNAPSHOT_FULL):
             self._snapshot_option()
-        if mode == "from-timestamp":
+        if mode is StartupMode.FROM_TIMESTAMP:
             self._timestamp_option()
         return mode
 
     def _snapshot_option(self) -> int:
-        raw = self.options.get("scan.snapshot-id")
+        raw = self.options.get(CoreOptions.SCAN_SNAPSHOT_ID)
         if raw is None:
             raise SchemaError("scan.mode=from-snapshot(-full) needs scan.snapshot-id")
         try:
@@ -328,40 +326,38 @@ class StreamTableScan:
 
     def _timestamp_option(self) -> int:
         o = self.options
-        raw = o.get("scan.timestamp-millis")
+        raw = o.get(o.SCAN_TIMESTAMP_MILLIS)
         if raw is not None:
             try:
                 return int(raw.strip())
             except ValueError as e:
                 raise SchemaError(f"scan.timestamp-millis={raw!r} is not an integer") from e
-        text = o.get("scan.timestamp")
+        text = o.get(o.SCAN_TIMESTAMP)
         if text is None:
             raise SchemaError("scan.mode=from-timestamp needs scan.timestamp-millis")
         return text_timestamp_nanos(text) // 1_000_000  # naive text = UTC (Java: JVM zone)
 
     def _start(self) -> StreamPlan | int | None:
         """A full plan, the first snapshot id to follow, or None (no snapshot yet)."""
-        if self.consumer_id is not None and not self.options.get_bool(
-            "consumer.ignore-progress", False
-        ):
+        if self.consumer_id is not None and not self.options.consumer_ignore_progress:
             consumer = self.consumers.consumer(self.consumer_id)
             if consumer is not None:
                 earliest = self._earliest_id()
                 return None if earliest is None else max(consumer.next_snapshot, earliest)
         mode = self.mode
-        if mode == "latest":
+        if mode is StartupMode.LATEST:
             latest = self.snapshots.latest_snapshot_id()
             if latest is None:
                 return None
             return FIRST_SNAPSHOT_ID if self._latest_at_start is None else latest + 1
-        if mode == "from-snapshot":
+        if mode is StartupMode.FROM_SNAPSHOT:
             earliest = self._earliest_id()
             return None if earliest is None else max(self._snapshot_option(), earliest)
-        if mode == "from-timestamp":
+        if mode is StartupMode.FROM_TIMESTAMP:
             return self._from_timestamp(self._timestamp_option())
-        if mode == "latest-full":
+        if mode is StartupMode.LATEST_FULL:
             snap = self.snapshots.latest_snapshot()
-        elif mode == "from-snapshot-full":
+        elif mode is StartupMode.FROM_SNAPSHOT_FULL:
             earliest = self.snapshots.earliest_snapshot_id()
             if earliest is None:
                 return None
@@ -391,9 +387,9 @@ class StreamTableScan:
 
     def _compacted(self) -> Snapshot | None:
         o = self.options
-        raw = o.get("full-compaction.delta-commits")
-        full = self.producer == "full-compaction" or raw is not None
-        delta_commits = o.get_int("full-compaction.delta-commits", 1, minimum=1)
+        delta = o.full_compaction_delta_commits
+        full = self.producer is ChangelogProducer.FULL_COMPACTION or delta is not None
+        delta_commits = 1 if delta is None else delta
         latest = self.snapshots.latest_snapshot_id()
         earliest = self.snapshots.earliest_snapshot_id()
         if latest is None or earliest is None:
@@ -413,15 +409,15 @@ class StreamTableScan:
         o = self.options
         is_pk = bool(self.source.schema.primary_keys)
         dv = o.deletion_vectors_enabled
-        lookup = self.producer == "lookup"
+        lookup = self.producer is ChangelogProducer.LOOKUP
         need_lookup = is_pk and (
-            lookup or dv or o.merge_engine == "first-row" or o.get_bool("force-lookup", False)
+            lookup or dv or o.merge_engine is MergeEngine.FIRST_ROW or o.force_lookup
         )
         level_filter: Callable[[int], bool] | None = None
         if need_lookup:
             level_filter = _above_level_zero
-        elif is_pk and self.producer == "full-compaction":
-            top = self._num_levels() - 1
+        elif is_pk and self.producer is ChangelogProducer.FULL_COMPACTION:
+            top = o.num_levels - 1
             level_filter = top.__eq__
         plan = self.source.planner.plan(snap, level_filter=level_filter)
         # deletion vectors without a lookup changelog: level-0 files of this snapshot come
@@ -430,14 +426,9 @@ class StreamTableScan:
         self._next = nxt
         return StreamPlan(snap.id, nxt, "full", snap.commit_kind.value, plan.splits)
 
-    def _num_levels(self) -> int:
-        o = self.options
-        trigger = o.get_int("num-sorted-run.compaction-trigger", 5, minimum=1)
-        return o.get_int("num-levels", trigger + 1, minimum=1)
-
     # ------------------------------------------------------------------ follow-up
     def _should_scan(self, snap: Snapshot) -> bool:
-        if self.producer in ("none", "input"):
+        if self.producer in (ChangelogProducer.NONE, ChangelogProducer.INPUT):
             return snap.commit_kind is CommitKind.APPEND
         return snap.commit_kind is CommitKind.COMPACT
 
@@ -451,7 +442,7 @@ class StreamTableScan:
             self._next = snap.id + 1
             if not self._should_scan(snap):
                 continue  # Java: OVERWRITE, and COMPACT / APPEND by changelog producer
-            changelog = self.producer != "none"
+            changelog = self.producer is not ChangelogProducer.NONE
             plan = planner.plan_delta(snap, changelog=changelog)
             source: Source = "changelog" if changelog else "delta"
             return StreamPlan(snap.id, self._next, source, snap.commit_kind.value, plan.splits)
@@ -474,12 +465,10 @@ class StreamTableScan:
 
     def _expired(self, snapshot_id: int) -> SnapshotExpiredError:
         earliest = self.snapshots.earliest_snapshot_id()
-        retained = self.options.get_int("snapshot.num-retained.min", 10, minimum=1)
-        time_raw = self.options.get("snapshot.time-retained")
+        retained = self.options.snapshot_num_retained_min
+        time_raw = self.options.get(CoreOptions.SNAPSHOT_TIME_RETAINED)
         retained_time = (
-            f"{parse_duration_millis('snapshot.time-retained', time_raw)} ms"
-            if time_raw
-            else "1 h (default)"
+            f"{self.options.snapshot_time_retained_millis} ms" if time_raw else "1 h (default)"
         )
         hint = (
             f"and notify progress of consumer {self.consumer_id!r} in time (it only protects "

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from paimon_core.errors import CorruptMetadataError, SchemaError, UnsupportedError
+from paimon_core.spec.row_kind import RowKind
 from paimon_core.types import (
     BINARY_ROOTS,
     INT_RANGES,
@@ -280,11 +281,10 @@ def encode_binary_row(values: Sequence[Any], types: Sequence[DataType], row_kind
     n = len(types)
     if len(values) != n:
         raise SchemaError(f"row has {len(values)} values but {n} types")
-    if not 0 <= int(row_kind) <= 3:
-        raise SchemaError(f"invalid row kind {row_kind}")
+    kind = RowKind.from_byte_value(row_kind)
     w = null_bits_size(n)
     fixed = bytearray(w + 8 * n)
-    fixed[0] = int(row_kind)
+    fixed[0] = kind.value
     var = bytearray()
     cursor = len(fixed)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from paimon_core.errors import CorruptMetadataError, SchemaError
+from paimon_core.options import CoreOptions
 from paimon_core.types import DataField, RowType, highest_field_id, parse_field_json
 
 CURRENT_VERSION = 3
@@ -63,14 +64,14 @@ class TableSchema:
     @property
     def bucket_keys(self) -> tuple[str, ...]:
         """``bucket-key`` option, else the trimmed primary key (``TableSchema.bucketKeys``)."""
-        bk = self.options.get("bucket-key")
+        bk = self.options.get(CoreOptions.BUCKET_KEY)
         if bk:
             return tuple(k.strip() for k in bk.split(",") if k.strip())
         return self.trimmed_primary_keys
 
     @property
     def num_buckets(self) -> int:
-        raw = self.options.get("bucket")
+        raw = self.options.get(CoreOptions.BUCKET)
         if raw is None:
             return 1 if self.version <= 1 else -1
         try:
@@ -80,7 +81,7 @@ class TableSchema:
 
     @property
     def file_format(self) -> str:
-        fmt = self.options.get("file.format")
+        fmt = self.options.get(CoreOptions.FILE_FORMAT)
         if fmt is None:
             return "orc" if self.version <= 2 else "parquet"
         return fmt.lower()

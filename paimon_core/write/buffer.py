@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from paimon_core.read.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.spec.manifest import DataFileMeta
+from paimon_core.spec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 
 __all__ = [
     "BucketState",

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.errors import SchemaError
+from paimon_core.spec.row_kind import SHORT_STRINGS, short_string_codes
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import (
     BINARY_ROOTS,
@@ -43,10 +44,7 @@ from paimon_core.types import (
     to_arrow_type,
 )
 
-__all__ = ["ROW_KIND_CODES", "conform_input", "parse_row_kinds"]
-
-#: ``org.apache.paimon.types.RowKind`` short strings -> byte values.
-ROW_KIND_CODES: dict[str, int] = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
+__all__ = ["conform_input", "parse_row_kinds"]
 
 _INT_TYPES = {
     TypeRoot.TINYINT: pa.int8(),
@@ -130,12 +128,12 @@ def parse_row_kinds(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
         i = _first_true(col.is_null())
         raise SchemaError(f"row kind column {name!r} is null at row {i}")
     if _is_string(t):
-        idx = pc.index_in(col, value_set=pa.array(list(ROW_KIND_CODES), pa.string()))
+        idx = short_string_codes(col)
         if idx.null_count:
             i = _first_true(idx.is_null())
             raise SchemaError(
                 f"row kind column {name!r} has {_value(col, i)!r} at row {i}; expected one of "
-                f"{list(ROW_KIND_CODES)}"
+                f"{list(SHORT_STRINGS)}"
             )
         return np.asarray(idx.to_numpy(), dtype=np.int8)
     if pa.types.is_integer(t):

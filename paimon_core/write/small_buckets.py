@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_core.datafile.writer import DataFileWriter
-from paimon_core.read.data_file import SEQUENCE_NUMBER
 from paimon_core.read.merge import deduplicate
 from paimon_core.spec.stats import SimpleStats
+from paimon_core.spec.system_fields import SEQUENCE_NUMBER
 from paimon_core.write.buffer import BucketState, gather, order_columns, with_system_columns
 
 __all__ = ["SMALL_BUCKET_BYTES", "SmallFile", "batches", "is_small", "plan_small_files"]

@@ -66,16 +66,18 @@ from paimon_core.errors import (
 )
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableLayout
-from paimon_core.options import CoreOptions, parse_memory_size
+from paimon_core.options import CoreOptions
 from paimon_core.read import engines
-from paimon_core.read.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.read.merge import deduplicate, merge_records
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import serialize_binary_row
 from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.manifest import FileKind, ManifestEntry
+from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
+from paimon_core.spec.row_kind import RowKind, retract_mask
 from paimon_core.spec.schema import TableSchema
+from paimon_core.spec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.types import DataType
 from paimon_core.write.buffer import (
     BucketState,
@@ -104,7 +106,6 @@ __all__ = ["TableWrite"]
 
 _T = TypeVar("_T")
 _REGROUP_BYTES = 16 * 1024 * 1024
-_MIB = 1024 * 1024
 
 
 class TableWrite:
@@ -160,25 +161,20 @@ class TableWrite:
             schema.field(c)  # typed error for an unknown column
         self.ignore_delete = self.options.ignore_delete()
         # first-row keeps no retraction: Java's compaction fails on one (FirstRowMergeFunction)
-        self.refuse_retract = (self.is_pk and self.options.merge_engine == "first-row"
+        self.refuse_retract = (self.is_pk and self.options.merge_engine is MergeEngine.FIRST_ROW
                                and not self.ignore_delete)
-        self.changelog_input = self.is_pk and self.options.changelog_producer == "input"
+        self.changelog_input = (self.is_pk and self.options.changelog_producer
+                                is ChangelogProducer.INPUT)
         # small buckets are flushed in one pass (paimon_core.write.small_buckets)
-        self._small_together = (self.is_pk and self.options.merge_engine == "deduplicate"
+        self._small_together = (self.is_pk
+                                and self.options.merge_engine is MergeEngine.DEDUPLICATE
                                 and not self.changelog_input)
-        self.rowkind_field = self.options.get("rowkind.field")
+        self.rowkind_field = self.options.rowkind_field
         if self.rowkind_field is not None:
             schema.field(self.rowkind_field)
         self.layout = TableLayout.of(table_path, schema)
-        default_target = 128 * _MIB if self.is_pk else 256 * _MIB
-        raw_target = self.options.get("target-file-size")
-        self.target_file_size = (
-            parse_memory_size("target-file-size", raw_target) if raw_target else default_target
-        )
-        raw_buffer = self.options.get("write-buffer-size")
-        self.write_buffer_size = (
-            parse_memory_size("write-buffer-size", raw_buffer) if raw_buffer else 256 * _MIB
-        )
+        self.target_file_size = self.options.target_file_size(self.is_pk)
+        self.write_buffer_size = self.options.write_buffer_size
         if self.target_file_size <= 0 or self.write_buffer_size <= 0:
             raise SchemaError("target-file-size and write-buffer-size must be positive")
         self.path_factory = self.layout.new_file_names()
@@ -215,9 +211,9 @@ class TableWrite:
                 )
         if n == -2 or n == 0 or n < -2:
             raise UnsupportedError(f"bucket={n} is not supported by this writer")
-        if o.get_bool("partition.legacy-name", True) is False:
+        if not o.partition_legacy_name:
             raise UnsupportedError("partition.legacy-name=false is not supported (Paimon 0.9)")
-        bf = (o.get("bucket-function.type") or "default").strip().lower()
+        bf = o.bucket_function_type
         if bf != "default":
             raise UnsupportedError(f"bucket-function.type={bf!r} is not supported")
 
@@ -339,19 +335,19 @@ class TableWrite:
     def _write(self, table: pa.Table, kinds: np.ndarray | None) -> None:
         if kinds is not None:
             if not self.is_pk:
-                if bool((kinds != 0).any()):
-                    i = int(np.argmax(kinds != 0))
+                if bool((kinds != RowKind.INSERT).any()):
+                    i = int(np.argmax(kinds != RowKind.INSERT))
                     raise UnsupportedError(
                         f"append tables accept only +I rows; row {i} has kind "
-                        f"{['+I', '-U', '+U', '-D'][int(kinds[i])]}"
+                        f"{RowKind(int(kinds[i])).short_string}"
                     )
                 kinds = None
             elif self.ignore_delete:
-                keep = (kinds != 1) & (kinds != 3)
+                keep = ~retract_mask(kinds)
                 if not bool(keep.all()):
                     table = table.filter(pa.array(keep))
                     kinds = kinds[keep]
-            elif self.refuse_retract and bool(((kinds == 1) | (kinds == 3)).any()):
+            elif self.refuse_retract and bool(retract_mask(kinds).any()):
                 raise UnsupportedError(
                     "merge-engine 'first-row' accepts no DELETE/UPDATE_BEFORE records (Java's "
                     "compaction refuses them); set 'first-row.ignore-delete' (or "
@@ -626,7 +622,7 @@ class TableWrite:
                 )
         if ascending:
             merged = wide(None)
-        elif self.options.merge_engine != "deduplicate":
+        elif self.options.merge_engine is not MergeEngine.DEDUPLICATE:
             # the engine's record per key, as Java merges its write buffer with the table's
             # MergeFunction (a lone retraction stays in the level-0 file)
             merged = merge_records(

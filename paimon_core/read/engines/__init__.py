@@ -28,12 +28,11 @@ from paimon_core.read.engines.deduplicate import merge_deduplicate_ignoring_dele
 from paimon_core.read.engines.first_row import merge_first_row
 from paimon_core.read.engines.partial_update import check_partial_update, merge_partial_update
 from paimon_core.read.engines.segments import last_in_group
+from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import to_arrow_type
 
-__all__ = ["ENGINES", "extra_read_columns", "lookup_wrapped", "merge", "validate"]
-
-ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+__all__ = ["extra_read_columns", "lookup_wrapped", "merge", "validate"]
 
 
 def merge(
@@ -63,16 +62,16 @@ def merge(
             primary_keys=primary_keys, sequence_ordered=sequence_ordered, levels=lookup_levels,
         )
 
-    if engine == "deduplicate":
+    if engine is MergeEngine.DEDUPLICATE:
         return run(merge_deduplicate_ignoring_deletes if options.ignore_delete() else _last)
-    if engine == "first-row":
+    if engine is MergeEngine.FIRST_ROW:
         ignore = options.ignore_delete()
         return run(lambda r: merge_first_row(r, ignore_delete=ignore))
-    if engine == "partial-update":
+    if engine is MergeEngine.PARTIAL_UPDATE:
         return run(lambda r: merge_partial_update(
             r, options, column_aggregators(r.table.schema, r.value_columns, options,
                                            with_default=False)))
-    if engine == "aggregation":
+    if engine is MergeEngine.AGGREGATE:
         return run(lambda r: merge_aggregation(
             r, column_aggregators(r.table.schema, r.value_columns, options)))
     raise UnsupportedError(f"merge-engine {engine!r} is not supported")
@@ -82,12 +81,12 @@ def lookup_wrapped(options: CoreOptions) -> bool:
     """Whether Java wraps the merge function in ``LookupMergeFunction``
     (``CoreOptions.needLookup``: ``changelog-producer=lookup``, deletion vectors or
     ``force-lookup``; never ``first-row``, and ``deduplicate`` gives the same result)."""
-    if options.merge_engine not in ("partial-update", "aggregation"):
+    if options.merge_engine not in (MergeEngine.PARTIAL_UPDATE, MergeEngine.AGGREGATE):
         return False
     return (
-        options.changelog_producer == "lookup"
+        options.changelog_producer is ChangelogProducer.LOOKUP
         or options.deletion_vectors_enabled
-        or options.get_bool("force-lookup", False)
+        or options.force_lookup
     )
 
 
@@ -106,25 +105,23 @@ def validate(schema: TableSchema) -> None:
         SchemaError: invalid engine options.
     """
     options = CoreOptions(schema.options)
-    engine = options.merge_engine
-    if engine not in ENGINES:
-        raise UnsupportedError(f"merge-engine {engine!r} is not supported")
+    engine = options.merge_engine  # UnsupportedError: an unknown merge engine
     if not schema.primary_keys:
         return
-    if engine == "first-row" and options.sequence_fields:
+    if engine is MergeEngine.FIRST_ROW and options.sequence_fields:
         raise SchemaError("Do not support use sequence field on FIRST_MERGE merge engine.")
-    if engine not in ("aggregation", "partial-update"):
+    if engine not in (MergeEngine.AGGREGATE, MergeEngine.PARTIAL_UPDATE):
         return
     pks = set(schema.primary_keys)
     aggregated = set()
     for f in schema.fields:
         fn = options.field_aggregate_function(f.name)
-        if fn is None and engine == "partial-update":
+        if fn is None and engine is MergeEngine.PARTIAL_UPDATE:
             continue
         aggregated.add(f.name)
         create_aggregator(f.name, to_arrow_type(f.type), options, primary_key=f.name in pks,
                           function=fn)
-    if engine == "partial-update":
+    if engine is MergeEngine.PARTIAL_UPDATE:
         check_partial_update(options, schema.field_names, aggregated)
 
 
@@ -132,7 +129,7 @@ def extra_read_columns(schema: TableSchema, columns: Sequence[str]) -> list[str]
     """Columns a read of ``columns`` must fetch too for the merge: the sequence fields of the
     partial-update sequence groups that ``columns`` touch (``adjustProjection``)."""
     options = CoreOptions(schema.options)
-    if options.merge_engine != "partial-update":
+    if options.merge_engine is not MergeEngine.PARTIAL_UPDATE:
         return []
     want = set(columns)
     out: list[str] = []

@@ -19,11 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.read.engines.segments import last_in_group, segment, take_or_null
+from paimon_core.spec.row_kind import retract_mask
+from paimon_core.spec.system_fields import KEY_PREFIX
 
-__all__ = ["RETRACT_KINDS", "Records", "run_engine"]
+__all__ = ["Records", "run_engine"]
 
-RETRACT_KINDS = (1, 3)  # -U, -D
-KEY_PREFIX = "_KEY_"
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,7 @@ class Records:
 
     @property
     def retract(self) -> np.ndarray:
-        r: np.ndarray = (self.kinds == 1) | (self.kinds == 3)
-        return r
+        return retract_mask(self.kinds)
 
     def column(self, name: str) -> pa.Array:
         col = self.table.column(name)

@@ -50,10 +50,10 @@ from paimon_core.read.engines.segments import (
     run_starts,
     take_or_null,
 )
+from paimon_core.spec.row_kind import RowKind
 
 __all__ = ["check_partial_update", "merge_partial_update"]
 
-DELETE = 3
 
 
 def check_partial_update(
@@ -163,7 +163,7 @@ def merge_partial_update(
                 "'partial-update.remove-record-on-delete' to remove the row on -D)"
             )
         if remove:
-            last_delete = last_in_group(gid, records.kinds == DELETE, groups)
+            last_delete = last_in_group(gid, records.kinds == RowKind.DELETE, groups)
             live = insert & (np.arange(n) > last_delete[gid])
             deleted = (last_delete >= 0) & (last_in_group(gid, live, groups) < 0)
             use_record = np.where(deleted, last_delete, use_record)

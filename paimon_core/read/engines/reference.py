@@ -28,11 +28,12 @@ from paimon_core.read.engines.javanum import (
     java_float_key,
     wrap_int,
 )
+from paimon_core.spec.option_enums import MergeEngine
+from paimon_core.spec.row_kind import RETRACT_KINDS, RowKind
 
 __all__ = ["reference_deduplicate", "reference_merge"]
 
 Row = dict[str, Any]
-RETRACT_KINDS = (1, 3)
 
 
 def _nulls_first(values: Sequence[Any]) -> tuple[Any, ...]:
@@ -449,7 +450,7 @@ class PartialUpdate(MergeFunction):
                 self._retract_groups(kv)
                 return
             if self.remove:
-                if kv[self.ctx.kind] == 3:
+                if kv[self.ctx.kind] == RowKind.DELETE:
                     self.row = None
                 return
             raise UnsupportedError("By default, Partial update can not accept delete records")
@@ -515,11 +516,11 @@ class PartialUpdate(MergeFunction):
         return out
 
 
-_ENGINES: dict[str, Callable[[Ctx], MergeFunction]] = {
-    "deduplicate": Deduplicate,
-    "first-row": FirstRow,
-    "partial-update": PartialUpdate,
-    "aggregation": Aggregate,
+_ENGINES: dict[MergeEngine, Callable[[Ctx], MergeFunction]] = {
+    MergeEngine.DEDUPLICATE: Deduplicate,
+    MergeEngine.FIRST_ROW: FirstRow,
+    MergeEngine.PARTIAL_UPDATE: PartialUpdate,
+    MergeEngine.AGGREGATE: Aggregate,
 }
 
 
