@@ -12,8 +12,8 @@ import dagster as dg
 from assets.metadata import table_stats
 from assets.resources import PaimonCatalog
 from assets.tables import TableSpec
+from paimon_core import CoreOptions
 from paimon_core.fsck import fsck  # the public submodule (the root keeps its name for it)
-from paimon_core.options import CoreOptions
 
 __all__ = ["build_table_checks", "check_names"]
 
