@@ -32,9 +32,6 @@ from assets.metadata import accepts_properties, context_properties, snapshot_met
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import CUSTOMERS, DAILY_START, ORDERS, TableSpec
-from paimon_core import (
-    FileStoreTable,
-)
 from pipelines.cdc_ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest_batch
 
 __all__ = [
@@ -80,14 +77,6 @@ def _day_files(landing: LandingZone, spec: TableSpec, day: str) -> list[str] | N
         st.path for st in fio.list_status(directory)
         if not st.is_dir and not st.path.rsplit("/", 1)[-1].startswith((".", "_"))
     )
-
-
-def _committed_snapshot(table: FileStoreTable, user: str, identifier: int) -> int | None:
-    """The retained snapshot of (user, identifier), if any."""
-    for snap in table.snapshot_manager.snapshots():
-        if snap.commit_user == user and snap.commit_identifier == identifier:
-            return snap.id
-    return None
 
 
 def _options(config: CdcConfig, user: str, props: dict[str, str]) -> CdcOptions:
@@ -144,9 +133,10 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
                 context.log.info(f"{day}: the landing directory is empty, nothing to ingest")
                 continue
             # "already committed?" asked once per day, here; the job is told (checked=True)
-            if not table.new_commit(user).filter_committed([ident]):  # metadata only
+            landed = table.new_commit(user).landed(ident)  # metadata only
+            if landed:
                 already.append(day)
-                sid = _committed_snapshot(table, user, ident)
+                sid = landed[-1]
                 context.log.info(f"{day}: already committed (snapshot {sid}); nothing applied")
                 continue
             props = context_properties(context, **{"dagster.landing-day": day})
@@ -166,7 +156,8 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
             reports.append(report)
             if report.skipped:  # committed since the check above
                 already.append(day)
-                sid = _committed_snapshot(table, user, ident)
+                ids = table.new_commit(user).landed(ident)
+                sid = ids[-1] if ids else None
                 context.log.info(f"{day}: already committed (snapshot {sid}); nothing applied")
             else:
                 created.extend(report.snapshot_ids)

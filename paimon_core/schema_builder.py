@@ -28,6 +28,7 @@ from paimon_core.types import (
     DataType,
     TypeRoot,
     assign_field_ids,
+    from_arrow_type,
     parse_sql_type,
     parse_type_json,
 )
@@ -93,8 +94,6 @@ class Schema:
         options: Mapping[str, str] | None = None,
         comment: str | None = None,
     ) -> Schema:
-        from paimon_core.types import from_arrow_type
-
         cols = [(f.name, from_arrow_type(f.type, f.nullable)) for f in schema]
         return cls.of(cols, partition_keys=partition_keys, primary_keys=primary_keys,
                       options=options, comment=comment)

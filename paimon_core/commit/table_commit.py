@@ -137,7 +137,7 @@ class TableCommit:
         opts = options or self.options
         schema = self._schema()
         self._validate(messages, schema)
-        landed = self._landed(commit_identifier)
+        landed = self.landed(commit_identifier)
         if landed:
             log.info("commit %s/%s already in snapshot(s) %s", self.commit_user,
                      commit_identifier, landed)
@@ -206,7 +206,7 @@ class TableCommit:
                         f"{dict(zip(schema.partition_keys, values))}"
                     )
         targets = {m.partition for m, _ in new}
-        landed = self._landed(commit_identifier)
+        landed = self.landed(commit_identifier)
         if landed:
             return landed[-1:]
 
@@ -243,7 +243,7 @@ class TableCommit:
         schema = self._schema()
         layout = TableLayout.of(self.table_path, schema)
         matchers = [layout.partition_matcher([p] if p else None) for p in partitions]
-        landed = self._landed(commit_identifier)
+        landed = self.landed(commit_identifier)
         if landed:
             return landed[-1:]
 
@@ -285,7 +285,7 @@ class TableCommit:
             if snap.commit_user == self.commit_user:
                 yield snap
 
-    def _landed(self, identifier: int) -> list[int]:
+    def landed(self, identifier: int) -> list[int]:
         """The snapshots (oldest first) in which this user's ``identifier`` already landed, of
         any kind: a commit of it again is a no-op (Java's committer skips the whole
         committable). The batch identifier (Long.MAX) is reused by design and never checked.
