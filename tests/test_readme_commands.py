@@ -244,6 +244,19 @@ def fsck_deep(sh: Shell, command: str) -> None:
     assert json.loads(p.stdout.splitlines()[-1])["ok"] is False
 
 
+def inspect_buckets(sh: Shell, command: str) -> None:
+    # write-only: every commit leaves one level-0 file (one sorted run) in each bucket it hits
+    t = _orders(sh, 3)
+    out = sh.json_lines(command)
+    live = live_files(t)
+    assert sorted(r["file_count"] for r in out) == sorted(len(fs) for fs in live.values())
+    assert all(r["sorted_runs"] == r["file_count"] == 3 and r["max_level"] == 0 for r in out)
+    fresh(t).compact()  # full: one sorted run on the max level per bucket
+    after = sh.json_lines(command)
+    assert [r["bucket"] for r in after] == [r["bucket"] for r in out]
+    assert all(r["sorted_runs"] == 1 and r["max_level"] == 5 for r in after)
+
+
 def compact_picker(sh: Shell, command: str) -> None:
     # eight level-0 runs per bucket: the picker's trigger (5) and a full compaction agree
     t = _orders(sh, 8)
@@ -476,6 +489,7 @@ SCENARIOS: dict[str, Callable[[Shell, str], None]] = {
     "--rename-column amount=total": alter,
     "paimon tag create month-end --warehouse wh --table db.orders": tag_create,
     "paimon fsck --warehouse wh --table db.orders --deep": fsck_deep,
+    "paimon inspect --warehouse wh --table db.orders buckets": inspect_buckets,
     "paimon expire --warehouse wh --table db.orders --retain-min 5 --time-retained 30 min":
         expire,
     "paimon expire --warehouse wh --table db.orders --retain-max 3 --older-than-ms "

@@ -141,6 +141,15 @@ def check_schema(ns: dict[str, Any]) -> None:
     assert ns["report"].ok and "total" in ns["table"].schema.field_names
 
 
+def check_inspect(ns: dict[str, Any]) -> None:
+    table: FileStoreTable = ns["table"]
+    assert ns["snaps"].column("snapshot_id").to_pylist() == [
+        s.id for s in table.snapshot_manager.snapshots()]
+    assert set(ns["files"].column("level").to_pylist()) <= set(range(6))
+    assert ns["files"].num_rows and ns["debt"].num_rows
+    assert ns["changes"].column_names[0] == "rowkind" and ns["changes"].num_rows == 8
+
+
 def check_compaction(ns: dict[str, Any]) -> None:
     assert ns["table"].latest_snapshot().commit_kind.value == "COMPACT"
 
@@ -176,6 +185,7 @@ EXAMPLES: dict[str, Example] = {
     "new_batch_write_builder(\n    \"orders-ingest\"": Example(writing, check_writing),
     "RenameColumn(\"amount\", \"total\")": Example(with_table, check_schema),
     "compact_bucket(": Example(with_table, check_compaction),
+    "table.inspect.snapshots()": Example(with_table, check_inspect),
     "\"shop.stock\"": Example(aggregation, check_aggregation),
     "expire_snapshots(": Example(old_table, check_maintenance),
 }
