@@ -42,7 +42,17 @@ The names, by concept:
 * **predicates**: :data:`Predicate` (:class:`Leaf` with an :class:`Op`, :class:`And`,
   :class:`Or`), builders (:func:`equal`, :func:`and_`, ...), :func:`parse_filter` /
   :func:`parse_filters`, :func:`bind` (normalise literals to the column types).
-* **maintenance**: compaction (:class:`BucketCompactor`, :func:`compact_table`, ...),
+* **metadata**: ``table.inspect`` (:class:`InspectTable`): Paimon's system tables
+  (``snapshots``, ``files``, ``buckets`` ...) as Arrow tables; :func:`split_system_table`
+  (``"t$files"``), :func:`sorted_runs`.
+* **kinds and enums**: :class:`RowKind` (``+I``/``-U``/``+U``/``-D``) with
+  :func:`arrow_short_retract_mask`, :class:`MergeEngine`, :class:`ChangelogProducer`,
+  :class:`StartupMode`; option keys are the constants of :class:`CoreOptions`.
+* **layout**: :class:`TableLayout`, every path of a table (partition and bucket directories,
+  file names) and its partition matcher / decoder.
+* **maintenance**: compaction (:class:`BucketCompactor`, :func:`compact_table`; the one retry
+  loop :func:`compact_with_retries` with a pluggable :class:`CompactExecutor`, planned by
+  :func:`plan_compaction` = :func:`list_buckets` + :func:`pick_buckets`, ...),
   expiry (:class:`ExpireSnapshots`, :class:`ExpireConfig`), orphans
   (:func:`remove_orphan_files`), the invariant checker's :class:`FsckReport` (run it with
   :func:`paimon_core.fsck.fsck`: the public submodule ``paimon_core.fsck`` keeps its name, so
