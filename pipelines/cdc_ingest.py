@@ -40,6 +40,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import decimal
 import json
 import logging
 import pickle
@@ -60,6 +61,7 @@ from paimon_core import (
     FileIO,
     FileStoreTable,
     PaimonError,
+    RowKind,
     Schema,
     SchemaError,
     UnsupportedError,
@@ -70,7 +72,9 @@ from pipelines.cdc_decode import decode_file, output_schema, split_text
 from pipelines.cdc_events import (
     ERROR_COLUMN,
     KIND_COLUMN,
+    MESSAGE,
     TOMBSTONE,
+    TRUNCATE,
     infer_column_type,
     is_supported_type,
     position_columns,
@@ -114,7 +118,7 @@ class ErrorRatioExceeded(PaimonError):
 
     def __init__(self, report: BatchReport, max_ratio: float) -> None:
         super().__init__(
-            f"batch {report.batch}: {report.malformed} of {report.events - report.tombstones} "
+            f"batch {report.batch}: {report.malformed} of {report.events - report.skipped_events} "
             f"events malformed ({report.error_ratio:.2%} > {max_ratio:.2%}); see "
             f"{report.quarantine}"
         )
@@ -125,7 +129,8 @@ class ErrorRatioExceeded(PaimonError):
 class CdcOptions:
     """Knobs of :func:`ingest_batch` (see the module docs)."""
 
-    position_fields: tuple[str, ...] = ("lsn",)
+    #: ``None``: the position fields of the events' ``source.connector``
+    position_fields: tuple[str, ...] | None = None
     sequence_column: str | None = None
     epoch_unit: str = "ms"
     max_error_ratio: float = 0.01
@@ -143,6 +148,7 @@ class BatchReport:
     valid: int = 0
     malformed: int = 0
     tombstones: int = 0
+    messages: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     new_columns: dict[str, str] = field(default_factory=dict)
     rows_written: int = 0
@@ -151,8 +157,13 @@ class BatchReport:
     quarantine: str | None = None
 
     @property
+    def skipped_events(self) -> int:
+        """Tombstones and logical decoding messages: events that are no change."""
+        return self.tombstones + self.messages
+
+    @property
     def error_ratio(self) -> float:
-        n = self.events - self.tombstones
+        n = self.events - self.skipped_events
         return self.malformed / n if n else 0.0
 
     def to_json(self) -> str:
@@ -327,6 +338,7 @@ class _Pass:
     rows: int
     counts: dict[str, int]
     unknown: dict[str, list[str]]  # new column -> sample event lines
+    connectors: set[str]  # the events' source.connector values
 
 
 def _write_pass(
@@ -353,6 +365,7 @@ def _write_pass(
         counts: dict[str, int] = {}
         unknown: dict[str, list[str]] = {}
         rejected: list[str] = []
+        connectors: set[str] = set()
 
         def valid() -> Iterator[pa.RecordBatch]:
             for b in (x for t in _tables(batches) for x in t.to_batches()):
@@ -370,7 +383,10 @@ def _write_pass(
                             samples = unknown.setdefault(k, [])
                             if len(samples) < 100:
                                 samples.append(line)
-                bad = pc.and_(pc.is_valid(err), pc.not_equal(err, TOMBSTONE))
+                conn = pc.unique(b.column("_connector")).to_pylist()
+                connectors.update(c for c in conn if c is not None)
+                bad = pc.and_(pc.is_valid(err), pc.invert(pc.is_in(
+                    err, pa.array([TOMBSTONE, MESSAGE, TRUNCATE]))))
                 for r in b.filter(bad).select([pos[-2], pos[-1], ERROR_COLUMN, "_value"]) \
                         .to_pylist():
                     rejected.append(json.dumps(
@@ -379,8 +395,10 @@ def _write_pass(
                 yield b.filter(pc.is_null(err))
 
         held = [b for b in valid() if b.num_rows]
-        last = (_last_changes(pa.Table.from_batches(held), handle.schema.primary_keys, pos)
-                .combine_chunks().to_batches() if held else [])
+        last = (_key_only_deletes(
+            _last_changes(pa.Table.from_batches(held), handle.schema.primary_keys, pos),
+            handle.schema.fields, handle.schema.primary_keys).combine_chunks().to_batches()
+            if held else [])
         msgs, rows = write_batches(handle, user, last, row_kind_column=KIND_COLUMN)
         if rejected and quarantine is not None:
             tc = TaskContext.get()
@@ -389,13 +407,15 @@ def _write_pass(
                                 ("\n".join(rejected) + "\n").encode("utf-8"))
         yield pa.RecordBatch.from_pydict(
             {"payload": [pickle.dumps(msgs)], "rows": [rows], "counts": [json.dumps(counts)],
-             "unknown": [json.dumps(unknown)]},
+             "unknown": [json.dumps(unknown)], "connectors": [json.dumps(sorted(connectors))]},
             schema=pa.schema([pa.field("payload", pa.binary()), pa.field("rows", pa.int64()),
-                              pa.field("counts", pa.string()), pa.field("unknown", pa.string())]))
+                              pa.field("counts", pa.string()), pa.field("unknown", pa.string()),
+                              pa.field("connectors", pa.string())]))
 
     out = StructType([StructField("payload", BinaryType()), StructField("rows", LongType()),
-                      StructField("counts", StringType()), StructField("unknown", StringType())])
-    result = _Pass([], 0, {}, {})
+                      StructField("counts", StringType()), StructField("unknown", StringType()),
+                      StructField("connectors", StringType())])
+    result = _Pass([], 0, {}, {}, set())
     for r in routed.mapInArrow(task, out).collect():
         result.messages.extend(pickle.loads(r["payload"]))
         result.rows += int(r["rows"])
@@ -403,6 +423,7 @@ def _write_pass(
             result.counts[k] = result.counts.get(k, 0) + int(v)
         for k, lines in json.loads(r["unknown"]).items():
             result.unknown.setdefault(k, []).extend(lines)
+        result.connectors.update(json.loads(r["connectors"]))
     return result
 
 
@@ -444,6 +465,50 @@ def _last_changes(data: pa.Table, keys: Sequence[str], order: Sequence[str]) -> 
         s = col[idx]
         last[:-1] |= s[1:] != s[:-1]
     return data.take(pa.array(idx[last]))
+
+
+def _zero(t: pa.DataType) -> pa.Scalar:
+    """A placeholder value of Arrow type ``t`` (zero, empty), for the value columns of a
+    ``-D`` row whose event carried only the key."""
+    if pa.types.is_struct(t):
+        return pa.scalar({f.name: _zero(f.type).as_py() for f in t}, t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        return pa.scalar([], t)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.scalar(b"", t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False, t)
+    if pa.types.is_date32(t):
+        return pa.scalar(0, pa.int32()).cast(t)
+    if pa.types.is_decimal(t):
+        return pa.scalar(decimal.Decimal(0), t)
+    return pa.scalar(0, pa.int64()).cast(t)
+
+
+def _key_only_deletes(data: pa.Table, fields: Sequence[DataField],
+                      keys: Sequence[str]) -> pa.Table:
+    """``-D`` rows need only their key (a Postgres delete under REPLICA IDENTITY DEFAULT
+    carries nothing else): their NULLs in NOT NULL value columns are filled with a placeholder
+    (:func:`_zero`) so that the file keeps the column's NOT NULL; no other row changes."""
+    import pyarrow.compute as pc
+
+    if not data.num_rows:
+        return data
+    is_d = None
+    for f in fields:
+        if f.name in keys or f.type.nullable:
+            continue
+        col = data.column(f.name).combine_chunks()
+        if not col.null_count:
+            continue
+        if is_d is None:
+            is_d = pc.fill_null(pc.equal(data.column(KIND_COLUMN), RowKind.DELETE.short_string), False)
+        fill = pc.and_(is_d, pc.is_null(col))
+        filled = pc.if_else(fill, _zero(col.type), col)
+        data = data.set_column(data.schema.get_field_index(f.name), data.field(f.name), filled)
+    return data
 
 
 def _evolve(settings: CatalogSettings, handle: TableHandle,
@@ -522,11 +587,24 @@ def ingest_batch(
         abort(res.messages)  # written with the old schema: write again with the new one
         handle, report.new_columns = _evolve(settings, handle, res.unknown)
         res = run(handle)
+    if len(res.connectors) > 1 and opts.position_fields is None:
+        abort(res.messages)
+        raise SchemaError(f"batch {batch} mixes the events of connectors "
+                          f"{', '.join(sorted(res.connectors))}: their source positions do not "
+                          "order each other; land each connector's events apart (or give "
+                          "--position-fields)")
     counts = res.counts
+    if counts.get(TRUNCATE):
+        abort(res.messages)
+        raise UnsupportedError(f"batch {batch} has {counts[TRUNCATE]} truncate event(s) "
+                               "(op 't'): applying a truncate is not supported yet; nothing "
+                               "was committed")
     report.events = sum(counts.values())
     report.valid = counts.get("", 0)
     report.tombstones = counts.get(TOMBSTONE, 0)
-    report.reasons = {k: v for k, v in sorted(counts.items()) if k not in ("", TOMBSTONE)}
+    report.messages = counts.get(MESSAGE, 0)
+    report.reasons = {k: v for k, v in sorted(counts.items())
+                      if k not in ("", TOMBSTONE, MESSAGE)}
     report.malformed = sum(report.reasons.values())
     if report.malformed:
         if base is None:
@@ -593,8 +671,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quarantine", help="where malformed events go (default <landing>/"
                                         "_quarantine)")
     p.add_argument("--max-error-ratio", type=float, default=0.01)
-    p.add_argument("--position-fields", default="lsn",
-                   help="comma-separated fields of 'source' ordering the events")
+    p.add_argument("--position-fields",
+                   help="comma-separated fields of 'source' ordering the events (default: "
+                        "those of the events' source.connector)")
     p.add_argument("--sequence-column", help="table column filled with the source position "
                                              "(default: the table's sequence.field)")
     p.add_argument("--epoch-unit", choices=["ms", "us"], default="ms",
@@ -618,7 +697,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.schema, encoding="utf-8") as fh:
             schema = Schema.from_json(json.load(fh))
     opts = CdcOptions(
-        position_fields=tuple(x.strip() for x in args.position_fields.split(",") if x.strip()),
+        position_fields=(tuple(x.strip() for x in args.position_fields.split(",") if x.strip())
+                         if args.position_fields else None),
         sequence_column=args.sequence_column, epoch_unit=args.epoch_unit,
         max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
         quarantine=args.quarantine, evolve_schema=not args.no_evolve,
