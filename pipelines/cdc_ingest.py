@@ -504,7 +504,8 @@ def _key_only_deletes(data: pa.Table, fields: Sequence[DataField],
         if not col.null_count:
             continue
         if is_d is None:
-            is_d = pc.fill_null(pc.equal(data.column(KIND_COLUMN), RowKind.DELETE.short_string), False)
+            kind = data.column(KIND_COLUMN)
+            is_d = pc.fill_null(pc.equal(kind, RowKind.DELETE.short_string), False)
         fill = pc.and_(is_d, pc.is_null(col))
         filled = pc.if_else(fill, _zero(col.type), col)
         data = data.set_column(data.schema.get_field_index(f.name), data.field(f.name), filled)

@@ -1,0 +1,214 @@
+"""Published connector output through the CDC job: every operation (c/u/d/r, m, t,
+tombstones in both printings, key-only deletes, partial ``before``, the TOAST placeholder) and
+the source position of each connector (Postgres, MySQL, SQL Server, Oracle, Db2, MongoDB),
+found from ``source.connector`` without a flag. The events are the connectors' documented
+examples (``tests/pipelines/cdc_corpus/``, sources in its README); the expected rows are
+written by hand from the events."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paimon_core import SchemaError, UnsupportedError
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.schema_builder import Schema
+from pipelines.cdc_decode import decode_file
+from pipelines.cdc_events import position_columns
+from pipelines.cdc_ingest import BatchReport, CdcOptions, ingest
+from pipelines.config import CatalogSettings
+
+CORPUS = Path(__file__).parent / "cdc_corpus"
+#: the docs' ``customers`` table (the tutorial's inventory DB: every column NOT NULL)
+CUSTOMERS = [("id", "INT NOT NULL"), ("first_name", "STRING NOT NULL"),
+             ("last_name", "STRING NOT NULL"), ("email", "STRING NOT NULL")]
+UPPER = [(n.upper(), t) for n, t in CUSTOMERS]
+#: MySQL's position packed into one BIGINT: binlog index, pos, row (cdc_events.MYSQL_BITS)
+MYSQL_SEQ_484 = 3 * 2**43 + 484 * 2**11 + 0
+
+
+def _run(spark: Any, tmp: Path, files: list[list[str]], columns: list[tuple[str, str]],
+         options: dict[str, str] | None = None, **opts: Any) -> tuple[list[BatchReport],
+                                                                     list[dict[str, Any]]]:
+    """``files``: per batch, the corpus files it holds; the table's rows after the job."""
+    landing = tmp / "landing"
+    for b, names in enumerate(files, 1):
+        d = landing / f"batch-{b:06d}"
+        d.mkdir(parents=True)
+        for i, name in enumerate(names):
+            shutil.copy(CORPUS / name, d / f"part-{i}.jsonl")
+    wh = str(tmp / "wh")
+    key = columns[0][0]
+    schema = Schema.of(columns, primary_keys=[key], options={"bucket": "2", **(options or {})})
+    reports = ingest(spark, CatalogSettings(wh), "db.customers", str(landing),
+                     CdcOptions(**opts), schema=schema)
+    t = FileSystemCatalog(wh).get_table("db.customers")
+    return reports, sorted(t.to_arrow().to_pylist(), key=lambda r: r[key])
+
+
+ANNE = {"id": 1, "first_name": "Anne", "last_name": "Kretchmar", "email": "annek@noanswer.org"}
+SALLY = {"id": 2, "first_name": "Sally", "last_name": "Thomas", "email": "sally.thomas@acme.com"}
+
+
+@pytest.mark.spark
+def test_postgres_ops_messages_tombstones_key_only_delete(spark: Any, tmp_path: Path) -> None:
+    # before: the key-only delete crashed the write (NOT NULL), "m" and the envelope
+    # tombstone were "unknown op"
+    (rep,), rows = _run(spark, tmp_path, [["postgresql/ops.jsonl"]], CUSTOMERS)
+    assert rep.reasons == {} and rep.malformed == 0
+    assert (rep.events, rep.valid, rep.tombstones, rep.messages) == (8, 4, 2, 2)
+    assert rows == [SALLY]  # id 1: created, updated, deleted by its key alone
+
+
+@pytest.mark.spark
+def test_postgres_key_only_delete_in_a_later_batch(spark: Any, tmp_path: Path) -> None:
+    # the delete reaches a row written by an earlier batch: only its key is in the event
+    reports, rows = _run(spark, tmp_path, [["postgresql/partial_before.jsonl"],
+                                           ["postgresql/ops.jsonl"]], CUSTOMERS)
+    assert [r.malformed for r in reports] == [0, 0]
+    assert rows == [{**SALLY, "vip": None}]
+
+
+@pytest.mark.spark
+def test_postgres_partial_before_is_no_key_change(spark: Any, tmp_path: Path) -> None:
+    # before: the update was taken for a key change (-D of a NULL key) and the batch died
+    (rep,), rows = _run(spark, tmp_path, [["postgresql/partial_before.jsonl"]], CUSTOMERS)
+    assert rep.new_columns == {"vip": "BOOLEAN"} and rep.malformed == 0
+    assert rows == [{**ANNE, "first_name": "Anne Marie", "vip": True}]
+
+
+@pytest.mark.spark
+def test_postgres_toast_placeholder_is_never_written(spark: Any, tmp_path: Path) -> None:
+    # before: the placeholder was written as the email (silently)
+    (rep,), rows = _run(spark, tmp_path, [["postgresql/toast.jsonl"]], CUSTOMERS,
+                        max_error_ratio=0.5)
+    assert rep.reasons == {"unchanged TOAST value for email": 1}
+    assert rows == [ANNE]
+    assert all("__debezium" not in str(v) for r in rows for v in r.values())
+
+
+@pytest.mark.spark
+def test_postgres_truncate_is_a_clear_error(spark: Any, tmp_path: Path) -> None:
+    # before: "unknown op"; applying it is not done yet: nothing is committed
+    with pytest.raises(UnsupportedError, match="truncate"):
+        _run(spark, tmp_path, [["postgresql/truncate.jsonl"]], CUSTOMERS)
+    t = FileSystemCatalog(str(tmp_path / "wh")).get_table("db.customers")
+    assert t.latest_snapshot() is None
+
+
+A4 = {"id": 1004, "first_name": "Anne", "last_name": "Kretchmar", "email": "annek@noanswer.org"}
+
+
+@pytest.mark.spark
+def test_mysql_file_pos_row_orders_and_fills_the_sequence(spark: Any, tmp_path: Path) -> None:
+    # before: "missing source position" without a flag; file,pos gave a NULL sequence
+    cols = [*CUSTOMERS, ("_seq", "BIGINT")]
+    (rep,), rows = _run(spark, tmp_path, [["mysql/update_before_create.jsonl"]], cols,
+                        {"sequence.field": "_seq"})
+    assert rep.malformed == 0
+    # the update (pos 484) is later than the create (pos 154) written after it
+    assert rows == [{**A4, "first_name": "Anne Marie", "_seq": MYSQL_SEQ_484}]
+    reports, rows = _run(spark, tmp_path / "2", [["mysql/update_before_create.jsonl"],
+                                                 ["mysql/delete.jsonl"]], cols,
+                         {"sequence.field": "_seq"})
+    assert rows == [] and [r.malformed for r in reports] == [0, 0]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("folder", "columns", "email_col", "expected_key"), [
+    ("sqlserver", CUSTOMERS, "email", 1005),
+    ("db2", UPPER, "EMAIL", 1005),
+])
+def test_lsn_text_positions_order_events(spark: Any, tmp_path: Path, folder: str,
+                                         columns: list[tuple[str, str]], email_col: str,
+                                         expected_key: int) -> None:
+    # before: "missing source position" (the default position field was lsn)
+    (rep,), rows = _run(spark, tmp_path, [[f"{folder}/update_before_create.jsonl"]], columns)
+    assert rep.malformed == 0
+    assert [(r[columns[0][0]], r[email_col]) for r in rows] == [
+        (expected_key, "noreply@example.org")]
+
+
+@pytest.mark.spark
+def test_oracle_scn_orders_events(spark: Any, tmp_path: Path) -> None:
+    (rep,), rows = _run(spark, tmp_path, [["oracle/update_before_create.jsonl"]], UPPER)
+    assert rep.malformed == 0
+    assert rows == [{"ID": 1004, "FIRST_NAME": "Anne", "LAST_NAME": "Kretchmar",
+                     "EMAIL": "anne@example.com"}]
+
+
+@pytest.mark.spark
+def test_mixed_connectors_in_one_batch_are_refused(spark: Any, tmp_path: Path) -> None:
+    with pytest.raises(SchemaError, match="mixes the events of connectors mysql, sqlserver"):
+        _run(spark, tmp_path, [["mysql/update_before_create.jsonl",
+                                "sqlserver/update_before_create.jsonl"]], CUSTOMERS)
+
+
+def _decoded(name: str, columns: list[tuple[str, str]], **kw: Any) -> list[dict[str, Any]]:
+    schema = Schema.of(columns, primary_keys=[columns[0][0]],
+                       options={"bucket": "1"}).to_table_schema(0)
+    return decode_file((CORPUS / name).read_bytes(), schema, **kw).to_pylist()
+
+
+@pytest.mark.parametrize(("name", "columns", "positions"), [
+    ("postgresql/ops.jsonl", CUSTOMERS, [24023128, 24023200, 24023300, 46523128, 46523200,
+                                        46523300]),  # (the messages too)
+    ("mysql/update_before_create.jsonl", CUSTOMERS, [("mysql-bin.000003", 484, 0),
+                                                     ("mysql-bin.000003", 154, 0)]),
+    ("sqlserver/update_before_create.jsonl", CUSTOMERS, [
+        ("00000027:00000ac0:0007", "00000027:00000ac0:0002", 2),
+        ("00000027:00000758:0005", "00000027:00000758:0003", 1)]),
+    ("oracle/update_before_create.jsonl", UPPER, [2125544, 2122185]),
+    ("db2/update_before_create.jsonl", UPPER, [
+        ("00000027:00000ac0:0007", "00000027:00000ac0:0002"),
+        ("00000027:00000758:0005", "00000027:00000758:0003")]),
+    ("mongodb/create.jsonl", [("_id", "BIGINT")], [(1558965508000, 31)]),
+])
+def test_positions_of_each_connector(name: str, columns: list[tuple[str, str]],
+                                     positions: list[Any]) -> None:
+    rows = [r for r in _decoded(name, columns) if r["_pos_n0"] is not None
+            or r["_pos_s0"] is not None]
+    got = []
+    for r in rows:
+        parts = tuple(r[f"_pos_n{i}"] if r[f"_pos_n{i}"] is not None else r[f"_pos_s{i}"]
+                      for i in range(3))
+        parts = tuple(p for p in parts if p is not None)
+        got.append(parts[0] if len(parts) == 1 else parts)
+    assert got == positions
+
+
+def test_unknown_connector_is_named_and_the_flag_overrides() -> None:
+    line = (b'{"op": "c", "after": {"id": 1}, "source": {"connector": "vitess", '
+            b'"vgtid": "x", "lsn": 5}}\n')
+    schema = Schema.of([("id", "INT")], primary_keys=["id"],
+                       options={"bucket": "1"}).to_table_schema(0)
+    (row,) = decode_file(line, schema).to_pylist()
+    assert row["_error"] == "unknown source connector"
+    (row,) = decode_file(line, schema, position_fields=["lsn"]).to_pylist()
+    assert row["_error"] is None and row["_pos_n0"] == 5
+
+
+@pytest.mark.spark
+def test_corpus_decoders_agree_with_spark_reference(spark: Any) -> None:
+    from tests.pipelines.cdcref import compared_rows, spark_changes
+
+    cases = [("postgresql/ops.jsonl", CUSTOMERS), ("postgresql/partial_before.jsonl", CUSTOMERS),
+             ("postgresql/toast.jsonl", CUSTOMERS), ("postgresql/truncate.jsonl", CUSTOMERS),
+             ("mysql/update_before_create.jsonl", [*CUSTOMERS, ("_seq", "BIGINT")]),
+             ("sqlserver/update_before_create.jsonl", CUSTOMERS),
+             ("oracle/update_before_create.jsonl", UPPER),
+             ("db2/update_before_create.jsonl", UPPER)]
+    for name, columns in cases:
+        schema = Schema.of(columns, primary_keys=[columns[0][0]],
+                           options={"bucket": "1"}).to_table_schema(0)
+        seq = "_seq" if columns[-1][0] == "_seq" else None
+        ours = decode_file((CORPUS / name).read_bytes(), schema, sequence_column=seq)
+        ref = spark_changes(spark, CORPUS / name, schema, position_fields=None,
+                            epoch_unit="ms", **({"sequence_column": seq} if seq else {}))
+        assert compared_rows(ours, schema) == compared_rows(ref, schema), name
+        pos = [c for c in position_columns(None) if c != "_pos_file"]  # every slot
+        assert (sorted(ours.select(pos).to_pylist(), key=repr)
+                == sorted(ref.select(pos).to_pylist(), key=repr)), name
