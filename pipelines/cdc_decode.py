@@ -56,8 +56,10 @@ from pipelines.cdc_events import (
     ERROR_COLUMN,
     KIND_COLUMN,
     MESSAGE,
+    MONGODB_BITS,
     MYSQL_BITS,
     OPS,
+    ROW_OPS,
     TOMBSTONE,
     TOMBSTONE_ENVELOPE,
     TRUNCATE,
@@ -271,28 +273,41 @@ def _sequence_value(src: Fields, conn: pa.Array, first: pa.Array,
                     position_fields: Sequence[str] | None) -> pa.Array:
     """The BIGINT of the position for the table's sequence column (see
     ``cdc_events._sequence_value``): ``first`` (the first position as a number), for MySQL
-    events file index, pos and row packed."""
+    events file index, pos and row packed, for MongoDB the oplog second and ``ord``."""
     if position_fields is None:
+        n = len(conn)
+        null_s = pa.scalar(None, pa.string())
+        null_l = pa.nulls(n, pa.int64())
+
+        def num(raw: pa.Array) -> pa.Array:
+            text = json_text(raw)
+            return pc.if_else(digits(text), text, null_s).cast(pa.int64())
+
+        def within(v: pa.Array, hi: int) -> pa.Array:
+            return pc.and_(pc.greater_equal(v, 0), pc.less(v, hi))
+
         mysql = pc.fill_null(pc.is_in(conn, pa.array(["mysql", "mariadb"])), False)
         if pc.any(mysql).as_py():
-            n = len(conn)
-            null_s = pa.scalar(None, pa.string())
-
-            def num(raw: pa.Array) -> pa.Array:
-                text = json_text(raw)
-                return pc.if_else(digits(text), text, null_s).cast(pa.int64())
-
             idx = _file_index(json_text(src("file")))
             pos = num(src("pos"))
             row = pc.fill_null(num(src("row")), 0)
             fb, pb, rb = MYSQL_BITS
-            ok = pc.and_(pc.and_(pc.and_(pc.greater_equal(idx, 0), pc.less(idx, 2**fb)),
-                                 pc.and_(pc.greater_equal(pos, 0), pc.less(pos, 2**pb))),
-                         pc.and_(pc.greater_equal(row, 0), pc.less(row, 2**rb)))
+            ok = pc.and_(pc.and_(within(idx, 2**fb), within(pos, 2**pb)), within(row, 2**rb))
             packed = pc.add(pc.add(pc.multiply(idx, 2**(pb + rb)), pc.multiply(pos, 2**rb)),
                             row)
-            packed = pc.if_else(pc.fill_null(ok, False), packed, pa.nulls(n, pa.int64()))
-            return pc.if_else(mysql, packed, first)
+            first = pc.if_else(mysql, pc.if_else(pc.fill_null(ok, False), packed, null_l),
+                               first)
+        mongo = pc.fill_null(pc.equal(conn, "mongodb"), False)
+        if pc.any(mongo).as_py():
+            ts, ordinal = num(src("ts_ms")), num(src("ord"))
+            sb, ob = MONGODB_BITS
+            ok = pc.and_(pc.and_(within(ts, 1000 * 2**sb),
+                                 pc.equal(pc.subtract(ts, pc.multiply(pc.divide(ts, 1000),
+                                                                      1000)), 0)),
+                         within(ordinal, 2**ob))
+            packed = pc.add(pc.multiply(pc.divide(ts, 1000), 2**ob), ordinal)
+            first = pc.if_else(mongo, pc.if_else(pc.fill_null(ok, False), packed, null_l),
+                               first)
     return first
 
 
@@ -401,6 +416,11 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
         if f.name not in keys and not f.type.nullable:
             absent = pc.is_null(pc.if_else(is_d, bef(f.name), aft(f.name)))
             reasons.append((pc.and_(cru, absent), f"null for NOT NULL column {f.name}"))
+    if sequence_column is not None:
+        row_op = pc.fill_null(pc.is_in(op, pa.array(ROW_OPS)), False)
+        absent = pc.is_null(pc.if_else(is_d, bef(sequence_column), aft(sequence_column)))
+        reasons.append((pc.and_(pc.and_(row_op, absent), pc.is_null(seq_value)),
+                        f"source position does not fit the sequence column {sequence_column}"))
     err = pa.nulls(n, pa.string())
     for cond, reason in reversed(reasons):
         err = pc.if_else(pc.fill_null(cond, False), reason, err)

@@ -82,6 +82,8 @@ EVENT_SCHEMA = (
     f"payload struct<{_EVENT_FIELDS}>, _corrupt string"
 )
 OPS = ("c", "r", "u", "d", "t", "m")
+#: the operations that carry a row
+ROW_OPS = ("c", "r", "u", "d")
 #: the ``_error`` of a Kafka tombstone line (JSON ``null`` or ``{"schema": null, "payload":
 #: null}``): skipped and counted, not an error
 TOMBSTONE = "tombstone"
@@ -213,13 +215,16 @@ def classify_events(
     *,
     position_fields: Sequence[str] | None = None,
     epoch_unit: str = "ms",
+    sequence_column: str | None = None,
 ) -> DataFrame:
     """Add ``_error`` (null = a valid event, ``tombstone`` / ``message`` / ``truncate``, else
     the reason) to :func:`parse_events` output.
 
     Reasons: ``malformed JSON``, ``unknown op``, ``missing after`` / ``missing before``,
     ``unknown source connector``, ``missing source position``, ``null key <col>``,
-    ``bad value for <col>``, ``unchanged TOAST value for <col>``. Columns of the images that
+    ``bad value for <col>``, ``unchanged TOAST value for <col>``, ``null for NOT NULL column
+    <col>``, ``source position does not fit the sequence column <col>`` (with
+    ``sequence_column``: the table column filled from the position). Columns of the images that
     the table does not have are not errors (see :func:`unknown_columns`).
     ``position_fields``: ``None`` = the fields of the event's ``source.connector``.
     """
@@ -263,6 +268,10 @@ def classify_events(
         if not f.type.nullable:
             reasons.append((F.col("op").isin("c", "r", "u") & img[f.name].isNull(),
                             f"null for NOT NULL column {f.name}"))
+    if sequence_column is not None:
+        reasons.append((op.isin(*ROW_OPS) & img[sequence_column].isNull()
+                        & _sequence_value(position_fields).isNull(),
+                        f"source position does not fit the sequence column {sequence_column}"))
     err: Column = F.lit(None).cast("string")
     for cond, reason in reversed(reasons):
         err = F.when(cond, F.lit(reason)).otherwise(err)
@@ -332,6 +341,8 @@ def position_columns(position_fields: Sequence[str] | None) -> list[str]:
 
 #: bits of a MySQL position packed into one BIGINT sequence value: binlog file index, pos, row
 MYSQL_BITS = (20, 32, 11)
+#: bits of a MongoDB position packed into one BIGINT: the oplog second, ``ord``
+MONGODB_BITS = (31, 32)
 #: the binlog file index (``mysql-bin.000003`` -> 3)
 MYSQL_FILE_INDEX = r"\.([0-9]{1,9})$"
 
@@ -349,8 +360,11 @@ def _position(position_fields: Sequence[str] | None) -> list[Column]:
 
 def _sequence_value(position_fields: Sequence[str] | None) -> Column:
     """One BIGINT of the source position for the table's sequence column: the first position
-    field as a number; for MySQL (auto positions) file index, pos and row packed
-    (:data:`MYSQL_BITS`; NULL when a part is out of range)."""
+    field as a number; with the connector's positions, for MySQL file index, pos and row
+    packed (:data:`MYSQL_BITS`), for MongoDB the oplog second and ``ord``
+    (:data:`MONGODB_BITS`); NULL when a part is out of range or the position is not a number
+    (SQL Server / Db2 LSNs are 80 bits: such an event is refused when the table has a
+    sequence column, see :func:`classify_events`)."""
     from pyspark.sql import functions as F
 
     first = _slot_raws(position_fields)[0].try_cast("long")
@@ -364,7 +378,15 @@ def _sequence_value(position_fields: Sequence[str] | None) -> Column:
     ok = ((idx >= 0) & (idx < 2**fb) & (pos >= 0) & (pos < 2**pb) & (row >= 0)
           & (row < 2**rb))
     packed = F.when(ok, idx * 2**(pb + rb) + pos * 2**rb + row)
-    return F.when(src["connector"].isin("mysql", "mariadb"), packed).otherwise(first)
+    ts = src["ts_ms"].try_cast("long")
+    ordinal = src["ord"].try_cast("long")
+    sb, ob = MONGODB_BITS
+    mongo_ok = ((ts >= 0) & (ts % 1000 == 0) & (ts < 1000 * 2**sb) & (ordinal >= 0)
+                & (ordinal < 2**ob))
+    mongo = F.when(mongo_ok, (ts / 1000).cast("long") * 2**ob + ordinal)
+    conn = src["connector"]
+    return (F.when(conn.isin("mysql", "mariadb"), packed)
+            .when(conn == "mongodb", mongo).otherwise(first))
 
 
 def to_changes(

@@ -20,8 +20,7 @@ def spark_changes(spark: Any, path: Path, schema: TableSchema, **opts: Any) -> A
     from pipelines.cdc_ingest import read_lines
 
     lines = read_lines(spark, FileIO(str(path.parent)), [str(path)])
-    classify = {k: v for k, v in opts.items() if k != "sequence_column"}
-    return to_changes(classify_events(parse_events(lines), schema, **classify), schema,
+    return to_changes(classify_events(parse_events(lines), schema, **opts), schema,
                       keep_rejected=True, **opts).toArrow()
 
 

@@ -7,6 +7,7 @@ written by hand from the events."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,7 @@ def test_corpus_decoders_agree_with_spark_reference(spark: Any) -> None:
              ("postgresql/toast.jsonl", CUSTOMERS), ("postgresql/truncate.jsonl", CUSTOMERS),
              ("mysql/update_before_create.jsonl", [*CUSTOMERS, ("_seq", "BIGINT")]),
              ("sqlserver/update_before_create.jsonl", CUSTOMERS),
+             ("sqlserver/update_before_create.jsonl", [*CUSTOMERS, ("_seq", "BIGINT")]),
              ("oracle/update_before_create.jsonl", UPPER),
              ("db2/update_before_create.jsonl", UPPER)]
     for name, columns in cases:
@@ -207,8 +209,28 @@ def test_corpus_decoders_agree_with_spark_reference(spark: Any) -> None:
         seq = "_seq" if columns[-1][0] == "_seq" else None
         ours = decode_file((CORPUS / name).read_bytes(), schema, sequence_column=seq)
         ref = spark_changes(spark, CORPUS / name, schema, position_fields=None,
-                            epoch_unit="ms", **({"sequence_column": seq} if seq else {}))
+                            epoch_unit="ms", sequence_column=seq)
         assert compared_rows(ours, schema) == compared_rows(ref, schema), name
         pos = [c for c in position_columns(None) if c != "_pos_file"]  # every slot
         assert (sorted(ours.select(pos).to_pylist(), key=repr)
                 == sorted(ref.select(pos).to_pylist(), key=repr)), name
+
+
+def test_sequence_value_per_connector() -> None:
+    """The table's sequence column gets one BIGINT of the position: MySQL file index, pos and
+    row packed; MongoDB the oplog second and ``ord``; an 80-bit SQL Server LSN does not fit a
+    BIGINT: refused with the reason, never a NULL sequence."""
+    cols = [*CUSTOMERS, ("_seq", "BIGINT")]
+    rows = _decoded("mysql/update_before_create.jsonl", cols, sequence_column="_seq")
+    assert [r["_seq"] for r in rows] == [MYSQL_SEQ_484, 3 * 2**43 + 154 * 2**11]
+    # the docs' MongoDB create, its after as an object (the docs' JSON-string image is value
+    # decoding, not positions)
+    mongo = json.loads((CORPUS / "mongodb/create.jsonl").read_text())
+    mongo["payload"]["after"] = {"_id": 1004}
+    schema = Schema.of([("_id", "BIGINT"), ("_seq", "BIGINT")], primary_keys=["_id"],
+                       options={"bucket": "1"}).to_table_schema(0)
+    (row,) = decode_file(json.dumps(mongo).encode(), schema, sequence_column="_seq").to_pylist()
+    assert row["_error"] is None and row["_seq"] == 1558965508 * 2**32 + 31
+    rows = _decoded("sqlserver/update_before_create.jsonl", cols, sequence_column="_seq")
+    assert {r["_error"] for r in rows} == {
+        "source position does not fit the sequence column _seq"}
