@@ -65,6 +65,7 @@ from pipelines.cdc_events import (
     TRUNCATE,
     UNAVAILABLE,
     UNAVAILABLE_BASE64,
+    Unavailable,
     position_columns,
 )
 from pipelines.cdc_values import Fields, convert, digits, json_text
@@ -248,8 +249,8 @@ def _slot_raws(src: Fields, conn: pa.Array, position_fields: Sequence[str] | Non
     if position_fields is not None:
         return [src(p) for p in position_fields]
     names = [c for c in pc.unique(conn).to_pylist()]
-    fields_of: dict[str | None, tuple[str, ...]] = {None: DEFAULT_POSITIONS,
-                                                    **CONNECTOR_POSITIONS}
+    fields_of: dict[str | None, tuple[str, ...]] = {None: DEFAULT_POSITIONS}
+    fields_of.update(CONNECTOR_POSITIONS)
     if len(names) == 1:
         fields = fields_of.get(names[0], ())
         return [src(fields[i]) if i < len(fields) else pa.nulls(n, pa.string())
@@ -330,7 +331,7 @@ def _unavailable(raw: pa.Array, f: DataField) -> pa.Array | None:
 
 def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
                  target: pa.Schema, position_fields: Sequence[str] | None, epoch_unit: str,
-                 sequence_column: str | None) -> dict[str, pa.Array]:
+                 sequence_column: str | None, unavailable: str) -> dict[str, pa.Array]:
     """Outputs of one envelope view of a parsed chunk (one row per event; the ``-D`` of a
     key-changing update in ``_old_key``)."""
     null_s = pa.scalar(None, pa.string())
@@ -408,7 +409,7 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
             typed_before[f.name] = pc.if_else(pc.is_valid(b), b, seq_value.cast(tt))
         out[f.name] = value
     reasons += null_keys + bad_values
-    for f in schema.fields:
+    for f in schema.fields if unavailable == "refuse" else ():
         toast = _unavailable(aft(f.name), f)  # (a delete keeps no values)
         if toast is not None:
             reasons.append((pc.and_(cru, toast), f"unchanged TOAST value for {f.name}"))
@@ -574,6 +575,7 @@ def decode_file(
     position_fields: Sequence[str] | None = None,
     epoch_unit: str = "ms",
     sequence_column: str | None = None,
+    unavailable: Unavailable = "previous",
     bucket: bool = True,
     threads: bool = False,
 ) -> pa.Table:
@@ -597,7 +599,8 @@ def decode_file(
             doc = data
     return _decode(lazy, doc, count, schema, file_index=file_index, first_line=1,
                    position_fields=position_fields, epoch_unit=epoch_unit,
-                   sequence_column=sequence_column, bucket=bucket, threads=threads)
+                   sequence_column=sequence_column, unavailable=unavailable, bucket=bucket,
+                   threads=threads)
 
 
 def decode_events(
@@ -609,6 +612,7 @@ def decode_events(
     position_fields: Sequence[str] | None = None,
     epoch_unit: str = "ms",
     sequence_column: str | None = None,
+    unavailable: Unavailable = "previous",
     bucket: bool = True,
     threads: bool = False,
 ) -> pa.Table:
@@ -621,13 +625,14 @@ def decode_events(
     arr = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.string())
     return _decode(_Lazy(lambda: arr), None, 0, schema, file_index=file_index,
                    first_line=first_line, position_fields=position_fields,
-                   epoch_unit=epoch_unit, sequence_column=sequence_column, bucket=bucket,
-                   threads=threads)
+                   epoch_unit=epoch_unit, sequence_column=sequence_column,
+                   unavailable=unavailable, bucket=bucket, threads=threads)
 
 
 def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
             file_index: int, first_line: int, position_fields: Sequence[str] | None,
-            epoch_unit: str, sequence_column: str | None, bucket: bool, threads: bool) -> pa.Table:
+            epoch_unit: str, sequence_column: str | None, unavailable: str, bucket: bool,
+            threads: bool) -> pa.Table:
     """``doc`` (with its ``count`` lines): the whole file when every line is an event."""
     target = output_schema(schema, position_fields)
     chunks: list[tuple[int, pa.Table]] = []
@@ -653,7 +658,8 @@ def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
     for start, t in chunks:
         rows = events[start:start + t.num_rows]
         parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, first_line,
-                                 position_fields, epoch_unit, sequence_column))
+                                 position_fields, epoch_unit, sequence_column,
+                                 unavailable))
     special = [(int(events[j]), "malformed JSON") for j in bad] + [(int(j), TOMBSTONE)
                                                                   for j in tomb]
     if special:
@@ -679,14 +685,14 @@ def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
 def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
                 schema: TableSchema, file_index: int, first_line: int,
                 position_fields: Sequence[str] | None, epoch_unit: str,
-                sequence_column: str | None) -> list[pa.Table]:
+                sequence_column: str | None, unavailable: str) -> list[pa.Table]:
     n = t.num_rows
     top = _decode_view(_view(t, False), n, schema, target, position_fields, epoch_unit,
-                       sequence_column)
+                       sequence_column, unavailable)
     views = top
     if "payload" in t.column_names:
         pay = _decode_view(_view(t, True), n, schema, target, position_fields, epoch_unit,
-                           sequence_column)
+                           sequence_column, unavailable)
         op = t.column("op").combine_chunks() if "op" in t.column_names else pa.nulls(n)
         use = pc.and_(pc.is_valid(t.column("payload").combine_chunks()), pc.is_null(op))
         views = {k: pc.if_else(use, pay[k], top[k]) for k in top}

@@ -14,7 +14,8 @@ An event is one JSON object per line (optionally wrapped as ``{"schema": ..., "p
 hold only the key), ``m`` (logical decoding message: skipped, counted), ``t`` (truncate:
 counted; the job refuses a batch with one: not applied yet); a tombstone (``null`` or
 ``{"schema": null, "payload": null}``) is skipped and counted. An unchanged TOASTed value
-(``__debezium_unavailable_value``) is quarantined (not applied yet). Images are parsed
+(``__debezium_unavailable_value``) keeps the column's previous value (see
+:data:`Unavailable` for the options). Images are parsed
 as ``map<string, string>`` (every JSON value as its text, nested values as JSON), then cast to
 the table's column types with ``try_cast``, so that a value that does not fit its column is
 *detected* (the event is quarantined) instead of silently nulled or truncated. Value encodings:
@@ -41,7 +42,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from paimon_core import (
     BINARY_ROOTS,
@@ -99,6 +100,11 @@ TOMBSTONE_ENVELOPE = (r'^\s*\{\s*(?:"schema"\s*:\s*null\s*,\s*"payload"\s*:\s*nu
                       r'|"payload"\s*:\s*null)\s*\}\s*$')
 #: Debezium's placeholder of an unchanged TOASTed value (``unavailable.value.placeholder``)
 UNAVAILABLE = "__debezium_unavailable_value"
+#: what becomes of a value that is the placeholder: ``previous`` (the default): the column
+#: keeps its previous value (the job fills it from the key's earlier change in the batch, else
+#: from the table as the batch starts); ``store``: the placeholder is stored as the value;
+#: ``refuse``: the event is quarantined (``unchanged TOAST value for <col>``)
+Unavailable = Literal["previous", "store", "refuse"]
 #: the placeholder of a binary column (its bytes, base64 as the JSON converter writes them)
 UNAVAILABLE_BASE64 = base64.b64encode(UNAVAILABLE.encode()).decode()
 #: the source position fields of each Debezium connector (``source.connector``), most
@@ -216,6 +222,7 @@ def classify_events(
     position_fields: Sequence[str] | None = None,
     epoch_unit: str = "ms",
     sequence_column: str | None = None,
+    unavailable: Unavailable = "previous",
 ) -> DataFrame:
     """Add ``_error`` (null = a valid event, ``tombstone`` / ``message`` / ``truncate``, else
     the reason) to :func:`parse_events` output.
@@ -257,7 +264,7 @@ def classify_events(
             bad = bad | ((op == "u") & braw.isNotNull()
                          & typed_value(braw, f.type, epoch_unit=epoch_unit).isNull())
         reasons.append((bad, f"bad value for {f.name}"))
-    for f in schema.fields:
+    for f in schema.fields if unavailable == "refuse" else ():
         toast = _unavailable(img[f.name], f.type)
         if toast is not None:
             reasons.append((op.isin("c", "r", "u") & toast,

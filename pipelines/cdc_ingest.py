@@ -75,11 +75,13 @@ from pipelines.cdc_events import (
     MESSAGE,
     TOMBSTONE,
     TRUNCATE,
+    Unavailable,
     infer_column_type,
     is_supported_type,
     position_columns,
     sample_new_column_values,
 )
+from pipelines.cdc_toast import fill_unavailable
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -137,6 +139,9 @@ class CdcOptions:
     commit_user: str | None = None
     quarantine: str | None = None
     evolve_schema: bool = True
+    #: the TOAST placeholder: ``previous`` / ``store`` / ``refuse`` (see
+    #: :data:`pipelines.cdc_events.Unavailable`)
+    unavailable: Unavailable = "previous"
 
 
 @dataclass
@@ -275,6 +280,7 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                 out = decode_file(file_io.read_bytes(paths[i]), schema, file_index=i,
                                   position_fields=opts.position_fields,
                                   epoch_unit=opts.epoch_unit, sequence_column=seq,
+                                  unavailable=opts.unavailable,
                                   threads=threads)
                 ids = out.column(BUCKET_COLUMN).to_numpy(zero_copy_only=False)
                 order = np.argsort(ids, kind="stable")
@@ -343,7 +349,7 @@ class _Pass:
 
 def _write_pass(
     handle: TableHandle, user: str, blobs: DataFrame, opts: CdcOptions, file_io: FileIO,
-    quarantine: str | None, batch: int, files: Sequence[str],
+    quarantine: str | None, batch: int, files: Sequence[str], start_snapshot: int | None,
 ) -> _Pass:
     """The write half of the batch's Spark job: the decoded rows (:func:`decoded_blobs`;
     rejected events ride along with NULL keys) go to their bucket's task
@@ -358,6 +364,20 @@ def _write_pass(
 
     pos = position_columns(opts.position_fields)
     routed = blobs.repartitionById(handle.schema.num_buckets, "bucket")
+
+    def read_previous(columns: Sequence[str]) -> pa.Table:
+        """The table's rows of this task's bucket as the batch started."""
+        from pyspark import TaskContext
+
+        table = handle.open()
+        if start_snapshot is None:
+            return pa.schema([pa.field(c, pa.string()) for c in columns]).empty_table()
+        tc = TaskContext.get()
+        bucket = tc.partitionId() if tc is not None else None
+        rb = (table.new_read_builder().with_projection(columns)
+              .with_time_travel(snapshot_id=start_snapshot))
+        splits = [s for s in rb.new_scan().plan().splits if bucket is None or s.bucket == bucket]
+        return rb.new_read().to_arrow(splits)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -395,10 +415,15 @@ def _write_pass(
                 yield b.filter(pc.is_null(err))
 
         held = [b for b in valid() if b.num_rows]
+        data = pa.Table.from_batches(held) if held else None
+        if data is not None and opts.unavailable == "previous":
+            data, refused = fill_unavailable(data, handle.schema, pos, read_previous)
+            if refused:
+                data = _refuse(data, refused, counts, rejected, batch, files, pos)
         last = (_key_only_deletes(
-            _last_changes(pa.Table.from_batches(held), handle.schema.primary_keys, pos),
+            _last_changes(data, handle.schema.primary_keys, pos),
             handle.schema.fields, handle.schema.primary_keys).combine_chunks().to_batches()
-            if held else [])
+            if data is not None and data.num_rows else [])
         msgs, rows = write_batches(handle, user, last, row_kind_column=KIND_COLUMN)
         if rejected and quarantine is not None:
             tc = TaskContext.get()
@@ -425,6 +450,26 @@ def _write_pass(
             result.unknown.setdefault(k, []).extend(lines)
         result.connectors.update(json.loads(r["connectors"]))
     return result
+
+
+def _refuse(data: pa.Table, refused: Mapping[int, str], counts: dict[str, int],
+            rejected: list[str], batch: int, files: Sequence[str],
+            pos: Sequence[str]) -> pa.Table:
+    """``data`` without the rows ``refused`` (index -> reason): each is counted under its
+    reason instead of as valid, and quarantined by its file and line (the event's text is not
+    kept for valid rows)."""
+    import numpy as np
+
+    keep = np.ones(data.num_rows, bool)
+    for i, reason in sorted(refused.items()):
+        keep[i] = False
+        r = data.slice(i, 1).select([pos[-2], pos[-1], "_event"]).to_pylist()[0]
+        if r["_event"] == 0:
+            counts[""] = counts.get("", 0) - 1
+            counts[reason] = counts.get(reason, 0) + 1
+        rejected.append(json.dumps({"batch": batch, "file": files[r[pos[-2]]],
+                                    "line": r[pos[-1]], "reason": reason, "event": None}))
+    return data.filter(pa.array(keep))
 
 
 def _last_changes(data: pa.Table, keys: Sequence[str], order: Sequence[str]) -> pa.Table:
@@ -573,11 +618,14 @@ def ingest_batch(
     q_root = quarantine_root or opts.quarantine
     base = join(q_root, f"batch-{batch:06d}") if q_root is not None else None
 
+    start = handle.open().latest_snapshot()  # what a TOAST placeholder's previous value is
+    start_snapshot = start.id if start is not None else None
+
     def run(h: TableHandle) -> _Pass:
         if base is not None and fio.exists(base):
             fio.delete_dir(base)  # a re-run of a batch that was not committed
         return _write_pass(h, user, decoded_blobs(spark, fio, files, h, opts), opts, fio,
-                           base, batch, files)
+                           base, batch, files, start_snapshot)
 
     def abort(messages: Sequence[CommitMessage]) -> None:
         if messages:
@@ -681,6 +729,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="unit of numeric timestamps in the events")
     p.add_argument("--commit-user", help="stable commit user (default cdc-<db>.<table>)")
     p.add_argument("--no-evolve", action="store_true", help="do not add new columns")
+    p.add_argument("--unavailable-value", choices=["previous", "store", "refuse"],
+                   default="previous",
+                   help="Debezium's unchanged-TOAST placeholder: keep the column's previous "
+                        "value (default), store the placeholder text, or quarantine the event")
     return p
 
 
@@ -703,6 +755,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sequence_column=args.sequence_column, epoch_unit=args.epoch_unit,
         max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
         quarantine=args.quarantine, evolve_schema=not args.no_evolve,
+        unavailable=args.unavailable_value,
     )
     try:
         for r in ingest(spark, settings, args.table, args.landing, opts, schema=schema,

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from paimon_core import SchemaError, UnsupportedError
@@ -20,6 +22,7 @@ from paimon_core.schema_builder import Schema
 from pipelines.cdc_decode import decode_file
 from pipelines.cdc_events import position_columns
 from pipelines.cdc_ingest import BatchReport, CdcOptions, ingest
+from pipelines.cdc_toast import fill_unavailable
 from pipelines.config import CatalogSettings
 
 CORPUS = Path(__file__).parent / "cdc_corpus"
@@ -82,13 +85,39 @@ def test_postgres_partial_before_is_no_key_change(spark: Any, tmp_path: Path) ->
 
 
 @pytest.mark.spark
-def test_postgres_toast_placeholder_is_never_written(spark: Any, tmp_path: Path) -> None:
+def test_postgres_toast_placeholder_keeps_the_previous_value(spark: Any, tmp_path: Path) -> None:
     # before: the placeholder was written as the email (silently)
+    (rep,), rows = _run(spark, tmp_path, [["postgresql/toast.jsonl"]], CUSTOMERS)
+    assert rep.malformed == 0
+    assert rows == [{**ANNE, "first_name": "Anne Marie"}]  # email: the create's, same batch
+    # the previous value from the table as the batch starts (the create in batch 1)
+    reports, rows = _run(spark, tmp_path / "2", [["postgresql/toast_create.jsonl"],
+                                                 ["postgresql/toast_update.jsonl"]], CUSTOMERS)
+    assert [r.malformed for r in reports] == [0, 0]
+    assert rows == [{**ANNE, "first_name": "Anne Marie"}]
+
+
+@pytest.mark.spark
+def test_postgres_toast_placeholder_without_previous_value_is_refused(spark: Any,
+                                                                      tmp_path: Path) -> None:
+    (rep,), rows = _run(spark, tmp_path, [["postgresql/toast_update.jsonl"]], CUSTOMERS,
+                        max_error_ratio=1.0)
+    assert rep.reasons == {"unchanged TOAST value without a previous value for email": 1}
+    assert rows == []
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("mode", ["store", "refuse"])
+def test_postgres_toast_placeholder_options(spark: Any, tmp_path: Path, mode: str) -> None:
     (rep,), rows = _run(spark, tmp_path, [["postgresql/toast.jsonl"]], CUSTOMERS,
-                        max_error_ratio=0.5)
-    assert rep.reasons == {"unchanged TOAST value for email": 1}
-    assert rows == [ANNE]
-    assert all("__debezium" not in str(v) for r in rows for v in r.values())
+                        max_error_ratio=0.5, unavailable=mode)
+    if mode == "store":  # the documented opt-in: the placeholder text is the value
+        assert rep.malformed == 0
+        assert rows == [{**ANNE, "first_name": "Anne Marie",
+                         "email": "__debezium_unavailable_value"}]
+    else:
+        assert rep.reasons == {"unchanged TOAST value for email": 1}
+        assert rows == [ANNE]
 
 
 @pytest.mark.spark
@@ -203,13 +232,15 @@ def test_corpus_decoders_agree_with_spark_reference(spark: Any) -> None:
              ("sqlserver/update_before_create.jsonl", [*CUSTOMERS, ("_seq", "BIGINT")]),
              ("oracle/update_before_create.jsonl", UPPER),
              ("db2/update_before_create.jsonl", UPPER)]
-    for name, columns in cases:
+    for name, columns, unavailable in [*[(n, c, "previous") for n, c in cases],
+                                       ("postgresql/toast.jsonl", CUSTOMERS, "refuse")]:
         schema = Schema.of(columns, primary_keys=[columns[0][0]],
                            options={"bucket": "1"}).to_table_schema(0)
         seq = "_seq" if columns[-1][0] == "_seq" else None
-        ours = decode_file((CORPUS / name).read_bytes(), schema, sequence_column=seq)
+        ours = decode_file((CORPUS / name).read_bytes(), schema, sequence_column=seq,
+                           unavailable=unavailable)
         ref = spark_changes(spark, CORPUS / name, schema, position_fields=None,
-                            epoch_unit="ms", sequence_column=seq)
+                            epoch_unit="ms", sequence_column=seq, unavailable=unavailable)
         assert compared_rows(ours, schema) == compared_rows(ref, schema), name
         pos = [c for c in position_columns(None) if c != "_pos_file"]  # every slot
         assert (sorted(ours.select(pos).to_pylist(), key=repr)
@@ -234,3 +265,31 @@ def test_sequence_value_per_connector() -> None:
     rows = _decoded("sqlserver/update_before_create.jsonl", cols, sequence_column="_seq")
     assert {r["_error"] for r in rows} == {
         "source position does not fit the sequence column _seq"}
+
+
+def test_fill_unavailable_takes_the_latest_earlier_value_else_the_table() -> None:
+    schema = Schema.of([("id", "INT"), ("t", "STRING"), ("b", "BYTES")], primary_keys=["id"],
+                       options={"bucket": "1"}).to_table_schema(0)
+    ph = "__debezium_unavailable_value"
+    data = pa.table({
+        "id": pa.array([1, 1, 1, 2, 3, 4], pa.int32()),
+        "t": ["a", ph, ph, ph, ph, "x"],
+        "b": [b"1", ph.encode(), b"2", ph.encode(), b"3", ph.encode()],
+        "_kind": ["+I", "+U", "+U", "+U", "+U", "-D"],
+        "_pos_n0": [1, 3, 2, 5, 6, 7],  # id 1: positions 1, 3, 2: the row at 3 is last
+    })
+    asked: list[list[str]] = []
+
+    def previous(cols: Sequence[str]) -> pa.Table:
+        asked.append(list(cols))
+        return pa.table({"id": pa.array([2], pa.int32()), "t": pa.array([None], pa.string()),
+                         "b": [b"old"]})
+
+    out, refused = fill_unavailable(data, schema, ["_pos_n0"], previous)
+    got = {(r["id"], r["_pos_n0"]): (r["t"], r["b"]) for r in out.to_pylist()}
+    assert got[(1, 3)] == ("a", b"2")  # t from position 1 (2 is a placeholder too), b from 2
+    assert got[(1, 2)] == ("a", b"2")
+    assert got[(2, 5)] == (None, b"old")  # the table's value: NULL is a value
+    assert got[(4, 7)] == ("x", ph.encode())  # a delete's values are left alone
+    assert refused == {4: "unchanged TOAST value without a previous value for t"}  # id 3
+    assert asked == [["id", "t", "b"]]
