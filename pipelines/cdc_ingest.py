@@ -28,13 +28,23 @@ of the whole landing directory, applies every event exactly once). Per batch, on
 
 Across batches, events that arrive out of order are resolved by the table's
 ``sequence.field``: declare e.g. ``_seq BIGINT`` with ``'sequence.field' = '_seq'`` and the job
-fills it with the source position (``--position-fields``, first field), so an older event
-arriving late never overrides a newer one (without it, the later batch wins).
+fills it with the source position as one BIGINT (the position fields come from the events'
+``source.connector``: Postgres' ``lsn``, Oracle's ``scn``, MySQL's binlog index, pos and row
+packed, MongoDB's oplog second and ``ord`` packed; ``--position-fields`` overrides: its first
+field), so an older event arriving late never overrides a newer one (without it, the later
+batch wins). An event whose position does not fit a BIGINT (SQL Server / Db2 LSNs) is refused
+when the table has a sequence column. One batch holds the events of one connector.
+
+Operations: ``c`` / ``r`` / ``u`` / ``d`` (a delete needs only the key), ``m`` (messages) and
+tombstones are skipped and counted; a truncate (``t``) fails the batch (not applied yet).
+Debezium's unchanged-TOAST placeholder keeps the column's previous value
+(``--unavailable-value store|refuse`` for the alternatives).
 
 Run::
 
     python -m pipelines.cdc_ingest --warehouse W --table db.t --landing L [--schema s.json]
-        [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields lsn]
+        [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields F,...]
+        [--unavailable-value previous|store|refuse]
 """
 
 from __future__ import annotations
