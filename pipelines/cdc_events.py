@@ -11,8 +11,8 @@ An event is one JSON object per line (optionally wrapped as ``{"schema": ..., "p
      "source": {"lsn": 123456}}
 
 ``op``: ``c`` (create), ``r`` (snapshot read), ``u`` (update), ``d`` (delete: ``before`` may
-hold only the key), ``m`` (logical decoding message: skipped, counted), ``t`` (truncate:
-counted; the job refuses a batch with one: not applied yet); a tombstone (``null`` or
+hold only the key), ``m`` (logical decoding message: skipped, counted), ``t`` (truncate: the
+job empties the table at its position); a tombstone (``null`` or
 ``{"schema": null, "payload": null}``) is skipped and counted. An unchanged TOASTed value
 (``__debezium_unavailable_value``) keeps the column's previous value (see
 :data:`Unavailable` for the options). Images are parsed
@@ -90,7 +90,7 @@ ROW_OPS = ("c", "r", "u", "d")
 TOMBSTONE = "tombstone"
 #: the ``_error`` of a logical decoding message (``op: "m"``): skipped and counted
 MESSAGE = "message"
-#: the ``_error`` of a truncate (``op: "t"``): counted; the job refuses the batch (not applied)
+#: the ``_error`` of a truncate (``op: "t"``): counted; the job empties the table there
 TRUNCATE = "truncate"
 #: outcomes that are not malformed events
 SKIPPED = (TOMBSTONE, MESSAGE)

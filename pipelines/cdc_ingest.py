@@ -36,7 +36,8 @@ batch wins). An event whose position does not fit a BIGINT (SQL Server / Db2 LSN
 when the table has a sequence column. One batch holds the events of one connector.
 
 Operations: ``c`` / ``r`` / ``u`` / ``d`` (a delete needs only the key), ``m`` (messages) and
-tombstones are skipped and counted; a truncate (``t``) fails the batch (not applied yet).
+tombstones are skipped and counted; a truncate (``t``) empties the table at its position: the
+batch is then committed as one OVERWRITE snapshot holding the changes after its last truncate.
 Debezium's unchanged-TOAST placeholder keeps the column's previous value
 (``--unavailable-value store|refuse`` for the alternatives).
 
@@ -164,6 +165,7 @@ class BatchReport:
     malformed: int = 0
     tombstones: int = 0
     messages: int = 0
+    truncates: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     new_columns: dict[str, str] = field(default_factory=dict)
     rows_written: int = 0
@@ -173,8 +175,8 @@ class BatchReport:
 
     @property
     def skipped_events(self) -> int:
-        """Tombstones and logical decoding messages: events that are no change."""
-        return self.tombstones + self.messages
+        """Tombstones, logical decoding messages and truncates: events that are no row."""
+        return self.tombstones + self.messages + self.truncates
 
     @property
     def error_ratio(self) -> float:
@@ -355,11 +357,13 @@ class _Pass:
     counts: dict[str, int]
     unknown: dict[str, list[str]]  # new column -> sample event lines
     connectors: set[str]  # the events' source.connector values
+    truncates: list[tuple[object, ...]]  # the positions of truncate events
 
 
 def _write_pass(
     handle: TableHandle, user: str, blobs: DataFrame, opts: CdcOptions, file_io: FileIO,
     quarantine: str | None, batch: int, files: Sequence[str], start_snapshot: int | None,
+    after: Sequence[object] | None = None,
 ) -> _Pass:
     """The write half of the batch's Spark job: the decoded rows (:func:`decoded_blobs`;
     rejected events ride along with NULL keys) go to their bucket's task
@@ -396,6 +400,7 @@ def _write_pass(
         unknown: dict[str, list[str]] = {}
         rejected: list[str] = []
         connectors: set[str] = set()
+        truncates: list[list[object]] = []
 
         def valid() -> Iterator[pa.RecordBatch]:
             for b in (x for t in _tables(batches) for x in t.to_batches()):
@@ -415,6 +420,10 @@ def _write_pass(
                                 samples.append(line)
                 conn = pc.unique(b.column("_connector")).to_pylist()
                 connectors.update(c for c in conn if c is not None)
+                trunc = pc.fill_null(pc.equal(err, TRUNCATE), False)
+                if pc.any(trunc).as_py():
+                    truncates.extend(list(r.values()) for r in
+                                     b.filter(trunc).select(list(pos)).to_pylist())
                 bad = pc.and_(pc.is_valid(err), pc.invert(pc.is_in(
                     err, pa.array([TOMBSTONE, MESSAGE, TRUNCATE]))))
                 for r in b.filter(bad).select([pos[-2], pos[-1], ERROR_COLUMN, "_value"]) \
@@ -422,7 +431,10 @@ def _write_pass(
                     rejected.append(json.dumps(
                         {"batch": batch, "file": files[r[pos[-2]]], "line": r[pos[-1]],
                          "reason": r[ERROR_COLUMN], "event": r["_value"]}, ensure_ascii=False))
-                yield b.filter(pc.is_null(err))
+                valid_rows = b.filter(pc.is_null(err))
+                if after is not None:  # only the changes after the batch's last truncate
+                    valid_rows = valid_rows.filter(_after(valid_rows, pos, after))
+                yield valid_rows
 
         held = [b for b in valid() if b.num_rows]
         data = pa.Table.from_batches(held) if held else None
@@ -442,15 +454,16 @@ def _write_pass(
                                 ("\n".join(rejected) + "\n").encode("utf-8"))
         yield pa.RecordBatch.from_pydict(
             {"payload": [pickle.dumps(msgs)], "rows": [rows], "counts": [json.dumps(counts)],
-             "unknown": [json.dumps(unknown)], "connectors": [json.dumps(sorted(connectors))]},
+             "unknown": [json.dumps(unknown)],
+             "notes": [json.dumps({"connectors": sorted(connectors), "truncates": truncates})]},
             schema=pa.schema([pa.field("payload", pa.binary()), pa.field("rows", pa.int64()),
                               pa.field("counts", pa.string()), pa.field("unknown", pa.string()),
-                              pa.field("connectors", pa.string())]))
+                              pa.field("notes", pa.string())]))
 
     out = StructType([StructField("payload", BinaryType()), StructField("rows", LongType()),
                       StructField("counts", StringType()), StructField("unknown", StringType()),
-                      StructField("connectors", StringType())])
-    result = _Pass([], 0, {}, {}, set())
+                      StructField("notes", StringType())])
+    result = _Pass([], 0, {}, {}, set(), [])
     for r in routed.mapInArrow(task, out).collect():
         result.messages.extend(pickle.loads(r["payload"]))
         result.rows += int(r["rows"])
@@ -458,8 +471,31 @@ def _write_pass(
             result.counts[k] = result.counts.get(k, 0) + int(v)
         for k, lines in json.loads(r["unknown"]).items():
             result.unknown.setdefault(k, []).extend(lines)
-        result.connectors.update(json.loads(r["connectors"]))
+        notes = json.loads(r["notes"])
+        result.connectors.update(notes["connectors"])
+        result.truncates.extend(tuple(p) for p in notes["truncates"])
     return result
+
+
+def _position_key(p: Sequence[object]) -> tuple[tuple[int, object], ...]:
+    """A position (the values of the position columns) as a sort key: NULL first."""
+    return tuple((0, 0) if v is None else (1, v) for v in p)
+
+
+def _after(b: pa.RecordBatch, pos: Sequence[str], p: Sequence[object]) -> pa.Array:
+    """Rows of ``b`` whose position (the ``pos`` columns, NULL first) is after ``p``."""
+    import pyarrow.compute as pc
+
+    later = pa.array([False] * b.num_rows)
+    for name, v in reversed(list(zip(pos, p))):
+        col = b.column(name)
+        if v is None:
+            greater, equal = pc.is_valid(col), pc.is_null(col)
+        else:
+            greater = pc.fill_null(pc.greater(col, pa.scalar(v, col.type)), False)
+            equal = pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False)
+        later = pc.or_(greater, pc.and_(equal, later))
+    return later
 
 
 def _refuse(data: pa.Table, refused: Mapping[int, str], counts: dict[str, int],
@@ -631,11 +667,11 @@ def ingest_batch(
     start = handle.open().latest_snapshot()  # what a TOAST placeholder's previous value is
     start_snapshot = start.id if start is not None else None
 
-    def run(h: TableHandle) -> _Pass:
+    def run(h: TableHandle, after: Sequence[object] | None = None) -> _Pass:
         if base is not None and fio.exists(base):
             fio.delete_dir(base)  # a re-run of a batch that was not committed
         return _write_pass(h, user, decoded_blobs(spark, fio, files, h, opts), opts, fio,
-                           base, batch, files, start_snapshot)
+                           base, batch, files, start_snapshot, after)
 
     def abort(messages: Sequence[CommitMessage]) -> None:
         if messages:
@@ -652,18 +688,20 @@ def ingest_batch(
                           f"{', '.join(sorted(res.connectors))}: their source positions do not "
                           "order each other; land each connector's events apart (or give "
                           "--position-fields)")
-    counts = res.counts
-    if counts.get(TRUNCATE):
+    truncate_at = max(res.truncates, key=_position_key) if res.truncates else None
+    if truncate_at is not None:
+        # the table is emptied at the batch's last truncate: one OVERWRITE snapshot holds
+        # the changes after it (those before it are emptied with the rest)
         abort(res.messages)
-        raise UnsupportedError(f"batch {batch} has {counts[TRUNCATE]} truncate event(s) "
-                               "(op 't'): applying a truncate is not supported yet; nothing "
-                               "was committed")
+        res = run(handle, truncate_at)
+    counts = res.counts
     report.events = sum(counts.values())
     report.valid = counts.get("", 0)
     report.tombstones = counts.get(TOMBSTONE, 0)
     report.messages = counts.get(MESSAGE, 0)
+    report.truncates = counts.get(TRUNCATE, 0)
     report.reasons = {k: v for k, v in sorted(counts.items())
-                      if k not in ("", TOMBSTONE, MESSAGE)}
+                      if k not in ("", TOMBSTONE, MESSAGE, TRUNCATE)}
     report.malformed = sum(report.reasons.values())
     if report.malformed:
         if base is None:
@@ -677,6 +715,7 @@ def ingest_batch(
             raise ErrorRatioExceeded(report, opts.max_error_ratio)
     report.snapshot_ids = commit_messages(
         handle, user, res.messages, commit_identifier=batch, checked=True,
+        overwrite=truncate_at is not None,
         options=CommitOptions(properties={
             **(properties or {}), "cdc.batch": str(batch), "cdc.events": str(report.events),
             "cdc.malformed": str(report.malformed)}),

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from paimon_core import SchemaError, UnsupportedError
+from paimon_core import SchemaError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from pipelines.cdc_decode import decode_file
@@ -121,12 +121,25 @@ def test_postgres_toast_placeholder_options(spark: Any, tmp_path: Path, mode: st
 
 
 @pytest.mark.spark
-def test_postgres_truncate_is_a_clear_error(spark: Any, tmp_path: Path) -> None:
-    # before: "unknown op"; applying it is not done yet: nothing is committed
-    with pytest.raises(UnsupportedError, match="truncate"):
-        _run(spark, tmp_path, [["postgresql/truncate.jsonl"]], CUSTOMERS)
-    t = FileSystemCatalog(str(tmp_path / "wh")).get_table("db.customers")
-    assert t.latest_snapshot() is None
+def test_postgres_truncate_empties_the_table_at_its_position(spark: Any,
+                                                             tmp_path: Path) -> None:
+    # before: "unknown op" and the batch failed. Batch 1: Anne Marie and Sally; batch 2: a
+    # create of id 1 (lsn 24023128, the docs' create), the truncate (lsn 46523128), and a
+    # create of id 3 after it (lsn 46523200): only id 3 is left
+    # the create after the truncate is written first: the stream order is the position's
+    reports, rows = _run(spark, tmp_path / "run", [
+        ["postgresql/partial_before.jsonl"],
+        ["postgresql/after_truncate.jsonl", "postgresql/truncate.jsonl"]], CUSTOMERS)
+    assert [(r.truncates, r.malformed, r.valid) for r in reports] == [(0, 0, 2), (1, 0, 2)]
+    assert rows == [{"id": 3, "first_name": "Edward", "last_name": "Walker",
+                     "email": "ed@walker.com", "vip": None}]
+    t = FileSystemCatalog(str(tmp_path / "run" / "wh")).get_table("db.customers")
+    snap = t.latest_snapshot()
+    assert snap is not None and snap.commit_kind.value == "OVERWRITE"
+    # a re-run applies nothing twice
+    again = ingest(spark, CatalogSettings(str(tmp_path / "run" / "wh")), "db.customers",
+                   str(tmp_path / "run" / "landing"))
+    assert [r.skipped for r in again] == [True, True]
 
 
 A4 = {"id": 1004, "first_name": "Anne", "last_name": "Kretchmar", "email": "annek@noanswer.org"}
