@@ -77,8 +77,6 @@ __all__ = ["BAD_UTF8", "EXTRA_COLUMNS", "decode_events", "decode_file", "output_
 
 #: per-row columns besides the table's, the kind and the positions (see ``to_changes``)
 EXTRA_COLUMNS = (ERROR_COLUMN, "_event", "_value", "_unknown", "_connector")
-#: a tombstone with the envelope may be in the file: the lines are split (see decode_file)
-_ENVELOPE_NULL = re.compile(rb'"payload"\s*:\s*null')
 _READ_OPTIONS = {threads: pj.ReadOptions(block_size=8 << 20, use_threads=threads)
                  for threads in (False, True)}
 _ERROR_ROW = re.compile(r" in row (\d+)$")
@@ -594,8 +592,7 @@ def decode_file(
         starts = np.empty(count, np.int64)
         starts[0] = 0
         starts[1:] = nl[:count - 1] + 1
-        if (bool(np.all(buf[starts] == ord("{"))) and _ENVELOPE_NULL.search(data) is None
-                and _is_utf8(data)):
+        if bool(np.all(buf[starts] == ord("{"))) and _is_utf8(data):
             doc = data
     return _decode(lazy, doc, count, schema, file_index=file_index, first_line=1,
                    position_fields=position_fields, epoch_unit=epoch_unit,
@@ -682,6 +679,31 @@ def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
     return out
 
 
+def _envelope_tombstones(t: pa.Table, rows: np.ndarray, lines: _Lazy,
+                         err: pa.Array) -> pa.Array:
+    """``err`` with the tombstones printed with the envelope (``{"schema": null, "payload":
+    null}``) found among the parsed lines: only lines without ``op``, ``payload``, images and
+    source are candidates, and only their text is matched (the whole-file path has no lines
+    to look at before parsing)."""
+    if "payload" not in t.column_names:
+        return err
+    cand = pc.is_null(t.column("payload").combine_chunks())
+    for name in ("op", "before", "after", "source"):
+        if name in t.column_names:
+            cand = pc.and_(cand, pc.is_null(t.column(name).combine_chunks()))
+    if not pc.any(cand).as_py():
+        return err
+    at = np.flatnonzero(np.asarray(cand.to_numpy(zero_copy_only=False), bool))
+    text = pc.utf8_trim_whitespace(lines().take(pa.array(rows[at])))
+    hit = np.asarray(pc.match_substring_regex(text, TOMBSTONE_ENVELOPE)
+                     .to_numpy(zero_copy_only=False), bool)
+    if not hit.any():
+        return err
+    mask = np.zeros(len(err), bool)
+    mask[at[hit]] = True
+    return pc.if_else(pa.array(mask), TOMBSTONE, err)
+
+
 def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
                 schema: TableSchema, file_index: int, first_line: int,
                 position_fields: Sequence[str] | None, epoch_unit: str,
@@ -696,7 +718,8 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
         op = t.column("op").combine_chunks() if "op" in t.column_names else pa.nulls(n)
         use = pc.and_(pc.is_valid(t.column("payload").combine_chunks()), pc.is_null(op))
         views = {k: pc.if_else(use, pay[k], top[k]) for k in top}
-    err = views[ERROR_COLUMN]
+    err = _envelope_tombstones(t, rows, lines, views[ERROR_COLUMN])
+    views[ERROR_COLUMN] = err
     valid = pc.is_null(err)
     cols: dict[str, pa.Array] = {}
     for f in target:
@@ -707,7 +730,8 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
     cols["_event"] = pa.array(np.zeros(n, np.int32))
     unknown = pc.if_else(valid, views["_unknown"], pa.scalar(None, pa.string()))
     cols["_unknown"] = unknown
-    keep_text = pc.or_(pc.invert(valid), pc.is_valid(unknown))
+    keep_text = pc.and_(pc.or_(pc.invert(valid), pc.is_valid(unknown)),
+                        pc.not_equal(pc.fill_null(err, ""), TOMBSTONE))
     if pc.any(keep_text).as_py():
         raw = lines().take(pa.array(rows))
         cols["_value"] = pc.if_else(keep_text, raw, pa.scalar(None, pa.string()))

@@ -19,7 +19,7 @@ import pytest
 from paimon_core import SchemaError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
-from pipelines.cdc_decode import decode_file
+from pipelines.cdc_decode import decode_events, decode_file
 from pipelines.cdc_events import position_columns
 from pipelines.cdc_ingest import BatchReport, CdcOptions, ingest
 from pipelines.cdc_toast import fill_unavailable
@@ -306,3 +306,20 @@ def test_fill_unavailable_takes_the_latest_earlier_value_else_the_table() -> Non
     assert got[(4, 7)] == ("x", ph.encode())  # a delete's values are left alone
     assert refused == {4: "unchanged TOAST value without a previous value for t"}  # id 3
     assert asked == [["id", "t", "b"]]
+
+
+def test_envelope_tombstones_on_the_whole_file_path() -> None:
+    """Every line starts with ``{``: the file is parsed as one document (no lines split), and
+    the tombstones printed with the envelope are still found, as on the per-line path."""
+    ops = [x for x in (CORPUS / "postgresql/ops.jsonl").read_text().splitlines()
+           if x != "null"]
+    lines = [*ops, '{"schema":null,"payload":null}', '{"payload": null , "schema": null}',
+             '{"schema": null}']
+    schema = Schema.of(CUSTOMERS, primary_keys=["id"], options={"bucket": "2"}
+                       ).to_table_schema(0)
+    whole = decode_file(("\n".join(lines) + "\n").encode(), schema)
+    per_line = decode_events(lines, schema)
+    assert whole.equals(per_line)
+    errors = [r["_error"] for r in whole.to_pylist() if r["_event"] == 0]
+    assert errors.count("tombstone") == 3 and errors.count("unknown op") == 1
+    assert errors.count("message") == 2
