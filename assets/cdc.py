@@ -53,7 +53,9 @@ class CdcConfig(dg.Config):
     max_error_ratio: float = Field(
         default=0.05, description="fail the day above this share of malformed events")
     position_fields: list[str] = Field(
-        default_factory=lambda: ["lsn"], description="fields of 'source' ordering the events")
+        default_factory=list,
+        description="fields of 'source' ordering the events (empty: those of the events' "
+                    "source.connector)")
 
 
 def cdc_identifier(day: str) -> int:
@@ -81,7 +83,7 @@ def _day_files(landing: LandingZone, spec: TableSpec, day: str) -> list[str] | N
 
 def _options(config: CdcConfig, user: str, props: dict[str, str]) -> CdcOptions:
     kw: dict[str, Any] = {
-        "position_fields": tuple(config.position_fields),
+        "position_fields": tuple(config.position_fields) or None,
         "max_error_ratio": config.max_error_ratio,
         "commit_user": user,
     }

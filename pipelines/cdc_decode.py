@@ -49,7 +49,25 @@ from paimon_core import (
     bucket_ids,
     conform_column,
 )
-from pipelines.cdc_events import ERROR_COLUMN, KIND_COLUMN, OPS, TOMBSTONE, position_columns
+from pipelines.cdc_events import (
+    AUTO_SLOTS,
+    CONNECTOR_POSITIONS,
+    DEFAULT_POSITIONS,
+    ERROR_COLUMN,
+    KIND_COLUMN,
+    MESSAGE,
+    MONGODB_BITS,
+    MYSQL_BITS,
+    OPS,
+    ROW_OPS,
+    TOMBSTONE,
+    TOMBSTONE_ENVELOPE,
+    TRUNCATE,
+    UNAVAILABLE,
+    UNAVAILABLE_BASE64,
+    Unavailable,
+    position_columns,
+)
 from pipelines.cdc_values import Fields, convert, digits, json_text
 from pipelines.spark_types import arrow_for_spark, spark_schema
 from pipelines.writer import BUCKET_COLUMN as BUCKET
@@ -58,7 +76,7 @@ __all__ = ["BAD_UTF8", "EXTRA_COLUMNS", "decode_events", "decode_file", "output_
            "split_lines", "split_text"]
 
 #: per-row columns besides the table's, the kind and the positions (see ``to_changes``)
-EXTRA_COLUMNS = (ERROR_COLUMN, "_event", "_value", "_unknown")
+EXTRA_COLUMNS = (ERROR_COLUMN, "_event", "_value", "_unknown", "_connector")
 _READ_OPTIONS = {threads: pj.ReadOptions(block_size=8 << 20, use_threads=threads)
                  for threads in (False, True)}
 _ERROR_ROW = re.compile(r" in row (\d+)$")
@@ -73,7 +91,7 @@ def _nullable(fields: Sequence[DataField]) -> list[DataField]:
     return [DataField(f.id, f.name, f.type.with_nullable(True), f.description) for f in fields]
 
 
-def output_schema(schema: TableSchema, position_fields: Sequence[str]) -> pa.Schema:
+def output_schema(schema: TableSchema, position_fields: Sequence[str] | None) -> pa.Schema:
     """Arrow schema of :func:`decode_events`' result (Spark's Arrow types for the table's
     columns, then ``_kind``, the positions, the extras and ``_paimon_bucket``)."""
     table = arrow_for_spark(spark_schema(_nullable(schema.fields)))
@@ -85,7 +103,7 @@ def output_schema(schema: TableSchema, position_fields: Sequence[str]) -> pa.Sch
         fields.append(pa.field(name, t))
     fields += [pa.field(ERROR_COLUMN, pa.string()), pa.field("_event", pa.int32()),
                pa.field("_value", pa.string()), pa.field("_unknown", pa.string()),
-               pa.field(BUCKET, pa.int32())]
+               pa.field("_connector", pa.string()), pa.field(BUCKET, pa.int32())]
     return pa.schema(fields)
 
 
@@ -221,9 +239,97 @@ def _merge_images(f: DataField, raw_b: pa.Array, raw_a: pa.Array, keys: set[str]
             and raw_b.type == raw_a.type)
 
 
+def _slot_raws(src: Fields, conn: pa.Array, position_fields: Sequence[str] | None,
+               n: int) -> list[pa.Array]:
+    """The raw source position per slot (see ``cdc_events._slot_raws``): the given fields,
+    or the fields of each event's connector (as parsed when the chunk holds one connector,
+    else as JSON text)."""
+    if position_fields is not None:
+        return [src(p) for p in position_fields]
+    names = [c for c in pc.unique(conn).to_pylist()]
+    fields_of: dict[str | None, tuple[str, ...]] = {None: DEFAULT_POSITIONS}
+    fields_of.update(CONNECTOR_POSITIONS)
+    if len(names) == 1:
+        fields = fields_of.get(names[0], ())
+        return [src(fields[i]) if i < len(fields) else pa.nulls(n, pa.string())
+                for i in range(AUTO_SLOTS)]
+    null_s = pa.scalar(None, pa.string())
+    out = []
+    for i in range(AUTO_SLOTS):
+        slot = pa.nulls(n, pa.string())
+        for name in names:
+            fields = fields_of.get(name, ())
+            if i >= len(fields):
+                continue
+            mine = pc.is_null(conn) if name is None else pc.fill_null(pc.equal(conn, name),
+                                                                       False)
+            slot = pc.if_else(mine, json_text(src(fields[i])), slot)
+        out.append(pc.if_else(pc.is_valid(slot), slot, null_s))
+    return out
+
+
+def _sequence_value(src: Fields, conn: pa.Array, first: pa.Array,
+                    position_fields: Sequence[str] | None) -> pa.Array:
+    """The BIGINT of the position for the table's sequence column (see
+    ``cdc_events._sequence_value``): ``first`` (the first position as a number), for MySQL
+    events file index, pos and row packed, for MongoDB the oplog second and ``ord``."""
+    if position_fields is None:
+        n = len(conn)
+        null_s = pa.scalar(None, pa.string())
+        null_l = pa.nulls(n, pa.int64())
+
+        def num(raw: pa.Array) -> pa.Array:
+            text = json_text(raw)
+            return pc.if_else(digits(text), text, null_s).cast(pa.int64())
+
+        def within(v: pa.Array, hi: int) -> pa.Array:
+            return pc.and_(pc.greater_equal(v, 0), pc.less(v, hi))
+
+        mysql = pc.fill_null(pc.is_in(conn, pa.array(["mysql", "mariadb"])), False)
+        if pc.any(mysql).as_py():
+            idx = _file_index(json_text(src("file")))
+            pos = num(src("pos"))
+            row = pc.fill_null(num(src("row")), 0)
+            fb, pb, rb = MYSQL_BITS
+            ok = pc.and_(pc.and_(within(idx, 2**fb), within(pos, 2**pb)), within(row, 2**rb))
+            packed = pc.add(pc.add(pc.multiply(idx, 2**(pb + rb)), pc.multiply(pos, 2**rb)),
+                            row)
+            first = pc.if_else(mysql, pc.if_else(pc.fill_null(ok, False), packed, null_l),
+                               first)
+        mongo = pc.fill_null(pc.equal(conn, "mongodb"), False)
+        if pc.any(mongo).as_py():
+            ts, ordinal = num(src("ts_ms")), num(src("ord"))
+            sb, ob = MONGODB_BITS
+            ok = pc.and_(pc.and_(within(ts, 1000 * 2**sb),
+                                 pc.equal(pc.subtract(ts, pc.multiply(pc.divide(ts, 1000),
+                                                                      1000)), 0)),
+                         within(ordinal, 2**ob))
+            packed = pc.add(pc.multiply(pc.divide(ts, 1000), 2**ob), ordinal)
+            first = pc.if_else(mongo, pc.if_else(pc.fill_null(ok, False), packed, null_l),
+                               first)
+    return first
+
+
+def _file_index(text: pa.Array) -> pa.Array:
+    """The binlog file index (``mysql-bin.000003`` -> 3; NULL when the name has none)."""
+    m = pc.extract_regex(text, r"\.(?P<i>[0-9]{1,9})$")
+    return pc.struct_field(m, "i").cast(pa.int64())
+
+
+def _unavailable(raw: pa.Array, f: DataField) -> pa.Array | None:
+    """Where ``raw`` is Debezium's unchanged-TOAST placeholder (text / base64 bytes)."""
+    t = f.type
+    if not isinstance(t, AtomicType) or not (t.root in STRING_ROOTS or t.root in BINARY_ROOTS):
+        return None
+    if not (pa.types.is_string(raw.type) or pa.types.is_large_string(raw.type)):
+        return None
+    mark = UNAVAILABLE if t.root in STRING_ROOTS else UNAVAILABLE_BASE64
+    return pc.fill_null(pc.equal(raw, mark), False)
+
+
 def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
-                 target: pa.Schema, position_fields: Sequence[str], epoch_unit: str,
-                 sequence_column: str | None) -> dict[str, pa.Array]:
+                 target: pa.Schema, position_fields: Sequence[str] | None, epoch_unit: str,
+                 sequence_column: str | None, unavailable: str) -> dict[str, pa.Array]:
     """Outputs of one envelope view of a parsed chunk (one row per event; the ``-D`` of a
     key-changing update in ``_old_key``)."""
     null_s = pa.scalar(None, pa.string())
@@ -247,8 +353,10 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
         (pc.and_(is_d, pc.invert(has_before)), "missing before"),
     ]
     src = Fields(v["source"], n)
-    for i, p in enumerate(position_fields):
-        raw = src(p)
+    conn = json_text(src("connector"))
+    out["_connector"] = conn
+    raws = _slot_raws(src, conn, position_fields, n)
+    for i, raw in enumerate(raws):
         if pa.types.is_integer(raw.type):  # numbers: no text
             num = raw.cast(pa.int64())
             out[f"_pos_s{i}"] = pa.nulls(n, pa.string())
@@ -257,7 +365,14 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
             num = pc.if_else(digits(text), text, null_s).cast(pa.int64())
             out[f"_pos_s{i}"] = pc.if_else(pc.is_valid(num), null_s, text)  # non-numeric
         out[f"_pos_n{i}"] = num
+    if position_fields is None:
+        known = pc.is_in(conn, pa.array(list(CONNECTOR_POSITIONS)))
+        reasons.append((pc.and_(pc.is_valid(conn), pc.invert(pc.fill_null(known, False))),
+                        "unknown source connector"))
+        raws = raws[:1]  # the first field is required, the others may be NULL
+    for raw in raws:
         reasons.append((pc.is_null(raw), "missing source position"))
+    seq_value = _sequence_value(src, conn, out["_pos_n0"], position_fields)
     ts = v["ts_ms"]
     out["_pos_ts"] = (ts.cast(pa.int64()) if ts is not None and pa.types.is_integer(ts.type)
                       else pa.nulls(n, pa.int64()))
@@ -288,26 +403,43 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
             null_keys.append((pc.invert(raw), f"null key {f.name}"))
         bad_values.append((bad, f"bad value for {f.name}"))
         if sequence_column is not None and f.name == sequence_column:
-            value = pc.if_else(pc.is_valid(value), value, out["_pos_n0"].cast(tt))
-            typed_before[f.name] = pc.if_else(pc.is_valid(b), b, out["_pos_n0"].cast(tt))
+            value = pc.if_else(pc.is_valid(value), value, seq_value.cast(tt))
+            typed_before[f.name] = pc.if_else(pc.is_valid(b), b, seq_value.cast(tt))
         out[f.name] = value
     reasons += null_keys + bad_values
+    for f in schema.fields if unavailable == "refuse" else ():
+        toast = _unavailable(aft(f.name), f)  # (a delete keeps no values)
+        if toast is not None:
+            reasons.append((pc.and_(cru, toast), f"unchanged TOAST value for {f.name}"))
     for f in schema.fields:
         if f.name not in keys and not f.type.nullable:
             absent = pc.is_null(pc.if_else(is_d, bef(f.name), aft(f.name)))
             reasons.append((pc.and_(cru, absent), f"null for NOT NULL column {f.name}"))
+    if sequence_column is not None:
+        row_op = pc.fill_null(pc.is_in(op, pa.array(ROW_OPS)), False)
+        absent = pc.is_null(pc.if_else(is_d, bef(sequence_column), aft(sequence_column)))
+        reasons.append((pc.and_(pc.and_(row_op, absent), pc.is_null(seq_value)),
+                        f"source position does not fit the sequence column {sequence_column}"))
     err = pa.nulls(n, pa.string())
     for cond, reason in reversed(reasons):
         err = pc.if_else(pc.fill_null(cond, False), reason, err)
+    # a message / truncate carries no row: only its envelope is checked
+    is_m = pc.fill_null(pc.equal(op, "m"), False)
+    special = pc.if_else(malformed, "malformed JSON", pc.if_else(is_m, MESSAGE, TRUNCATE))
+    err = pc.if_else(pc.fill_null(pc.is_in(op, pa.array(["t", "m"])), False), special, err)
     out[ERROR_COLUMN] = err
     out[KIND_COLUMN] = pc.if_else(is_d, _DELETE, pc.if_else(is_u, _UPDATE_AFTER, _INSERT))
+    # a key change: a before image that holds the key, with another value (a partial before
+    # without the key, as after an added column, is not one)
     changed = pa.array(np.zeros(n, bool))
+    before_has_key = has_before
     for k in schema.primary_keys:
         a_k, b_k = out[k], typed_before[k]
         same = pc.or_(pc.and_(pc.is_null(a_k), pc.is_null(b_k)), pc.fill_null(pc.equal(a_k, b_k),
                                                                                False))
         changed = pc.or_(changed, pc.invert(same))
-    out["_old_key"] = pc.and_(pc.and_(is_u, has_before), changed)
+        before_has_key = pc.and_(before_has_key, pc.is_valid(bef(k)))
+    out["_old_key"] = pc.and_(pc.and_(is_u, before_has_key), changed)
     any_old = bool(pc.any(out["_old_key"]).as_py())
     for f in deferred:
         tt = target.field(f.name).type
@@ -438,9 +570,10 @@ def decode_file(
     schema: TableSchema,
     *,
     file_index: int = 0,
-    position_fields: Sequence[str] = ("lsn",),
+    position_fields: Sequence[str] | None = None,
     epoch_unit: str = "ms",
     sequence_column: str | None = None,
+    unavailable: Unavailable = "previous",
     bucket: bool = True,
     threads: bool = False,
 ) -> pa.Table:
@@ -463,7 +596,8 @@ def decode_file(
             doc = data
     return _decode(lazy, doc, count, schema, file_index=file_index, first_line=1,
                    position_fields=position_fields, epoch_unit=epoch_unit,
-                   sequence_column=sequence_column, bucket=bucket, threads=threads)
+                   sequence_column=sequence_column, unavailable=unavailable, bucket=bucket,
+                   threads=threads)
 
 
 def decode_events(
@@ -472,9 +606,10 @@ def decode_events(
     *,
     file_index: int = 0,
     first_line: int = 1,
-    position_fields: Sequence[str] = ("lsn",),
+    position_fields: Sequence[str] | None = None,
     epoch_unit: str = "ms",
     sequence_column: str | None = None,
+    unavailable: Unavailable = "previous",
     bucket: bool = True,
     threads: bool = False,
 ) -> pa.Table:
@@ -487,13 +622,14 @@ def decode_events(
     arr = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.string())
     return _decode(_Lazy(lambda: arr), None, 0, schema, file_index=file_index,
                    first_line=first_line, position_fields=position_fields,
-                   epoch_unit=epoch_unit, sequence_column=sequence_column, bucket=bucket,
-                   threads=threads)
+                   epoch_unit=epoch_unit, sequence_column=sequence_column,
+                   unavailable=unavailable, bucket=bucket, threads=threads)
 
 
 def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
-            file_index: int, first_line: int, position_fields: Sequence[str], epoch_unit: str,
-            sequence_column: str | None, bucket: bool, threads: bool) -> pa.Table:
+            file_index: int, first_line: int, position_fields: Sequence[str] | None,
+            epoch_unit: str, sequence_column: str | None, unavailable: str, bucket: bool,
+            threads: bool) -> pa.Table:
     """``doc`` (with its ``count`` lines): the whole file when every line is an event."""
     target = output_schema(schema, position_fields)
     chunks: list[tuple[int, pa.Table]] = []
@@ -505,7 +641,8 @@ def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
     else:
         arr = lazy()
         trimmed = pc.utf8_trim_whitespace(arr)
-        tomb_mask = pc.equal(trimmed, "null")
+        tomb_mask = pc.or_(pc.equal(trimmed, "null"),
+                           pc.match_substring_regex(trimmed, TOMBSTONE_ENVELOPE))
         event_mask = pc.and_(pc.not_equal(trimmed, ""), pc.invert(tomb_mask))
         events = np.flatnonzero(event_mask.to_numpy(zero_copy_only=False))
         tomb = np.flatnonzero(tomb_mask.to_numpy(zero_copy_only=False))
@@ -518,7 +655,8 @@ def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
     for start, t in chunks:
         rows = events[start:start + t.num_rows]
         parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, first_line,
-                                 position_fields, epoch_unit, sequence_column))
+                                 position_fields, epoch_unit, sequence_column,
+                                 unavailable))
     special = [(int(events[j]), "malformed JSON") for j in bad] + [(int(j), TOMBSTONE)
                                                                   for j in tomb]
     if special:
@@ -541,21 +679,47 @@ def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
     return out
 
 
+def _envelope_tombstones(t: pa.Table, rows: np.ndarray, lines: _Lazy,
+                         err: pa.Array) -> pa.Array:
+    """``err`` with the tombstones printed with the envelope (``{"schema": null, "payload":
+    null}``) found among the parsed lines: only lines without ``op``, ``payload``, images and
+    source are candidates, and only their text is matched (the whole-file path has no lines
+    to look at before parsing)."""
+    if "payload" not in t.column_names:
+        return err
+    cand = pc.is_null(t.column("payload").combine_chunks())
+    for name in ("op", "before", "after", "source"):
+        if name in t.column_names:
+            cand = pc.and_(cand, pc.is_null(t.column(name).combine_chunks()))
+    if not pc.any(cand).as_py():
+        return err
+    at = np.flatnonzero(np.asarray(cand.to_numpy(zero_copy_only=False), bool))
+    text = pc.utf8_trim_whitespace(lines().take(pa.array(rows[at])))
+    hit = np.asarray(pc.match_substring_regex(text, TOMBSTONE_ENVELOPE)
+                     .to_numpy(zero_copy_only=False), bool)
+    if not hit.any():
+        return err
+    mask = np.zeros(len(err), bool)
+    mask[at[hit]] = True
+    return pc.if_else(pa.array(mask), TOMBSTONE, err)
+
+
 def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
                 schema: TableSchema, file_index: int, first_line: int,
-                position_fields: Sequence[str], epoch_unit: str,
-                sequence_column: str | None) -> list[pa.Table]:
+                position_fields: Sequence[str] | None, epoch_unit: str,
+                sequence_column: str | None, unavailable: str) -> list[pa.Table]:
     n = t.num_rows
     top = _decode_view(_view(t, False), n, schema, target, position_fields, epoch_unit,
-                       sequence_column)
+                       sequence_column, unavailable)
     views = top
     if "payload" in t.column_names:
         pay = _decode_view(_view(t, True), n, schema, target, position_fields, epoch_unit,
-                           sequence_column)
+                           sequence_column, unavailable)
         op = t.column("op").combine_chunks() if "op" in t.column_names else pa.nulls(n)
         use = pc.and_(pc.is_valid(t.column("payload").combine_chunks()), pc.is_null(op))
         views = {k: pc.if_else(use, pay[k], top[k]) for k in top}
-    err = views[ERROR_COLUMN]
+    err = _envelope_tombstones(t, rows, lines, views[ERROR_COLUMN])
+    views[ERROR_COLUMN] = err
     valid = pc.is_null(err)
     cols: dict[str, pa.Array] = {}
     for f in target:
@@ -566,7 +730,8 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
     cols["_event"] = pa.array(np.zeros(n, np.int32))
     unknown = pc.if_else(valid, views["_unknown"], pa.scalar(None, pa.string()))
     cols["_unknown"] = unknown
-    keep_text = pc.or_(pc.invert(valid), pc.is_valid(unknown))
+    keep_text = pc.and_(pc.or_(pc.invert(valid), pc.is_valid(unknown)),
+                        pc.not_equal(pc.fill_null(err, ""), TOMBSTONE))
     if pc.any(keep_text).as_py():
         raw = lines().take(pa.array(rows))
         cols["_value"] = pc.if_else(keep_text, raw, pa.scalar(None, pa.string()))

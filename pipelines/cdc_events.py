@@ -10,7 +10,12 @@ An event is one JSON object per line (optionally wrapped as ``{"schema": ..., "p
      "before": {"id": 7, "name": "old"}, "after": {"id": 7, "name": "new"},
      "source": {"lsn": 123456}}
 
-``op``: ``c`` (create), ``r`` (snapshot read), ``u`` (update), ``d`` (delete). Images are parsed
+``op``: ``c`` (create), ``r`` (snapshot read), ``u`` (update), ``d`` (delete: ``before`` may
+hold only the key), ``m`` (logical decoding message: skipped, counted), ``t`` (truncate: the
+job empties the table at its position); a tombstone (``null`` or
+``{"schema": null, "payload": null}``) is skipped and counted. An unchanged TOASTed value
+(``__debezium_unavailable_value``) keeps the column's previous value (see
+:data:`Unavailable` for the options). Images are parsed
 as ``map<string, string>`` (every JSON value as its text, nested values as JSON), then cast to
 the table's column types with ``try_cast``, so that a value that does not fit its column is
 *detected* (the event is quarantined) instead of silently nulled or truncated. Value encodings:
@@ -24,15 +29,20 @@ the table's column types with ``try_cast``, so that a value that does not fit it
   ``io.debezium.time.Timestamp``, ``us`` = ``MicroTimestamp``) or ISO text (``ZonedTimestamp``);
 * BINARY / BYTES: base64 text; ARRAY / MAP / ROW: JSON.
 
-The source position (``position_fields`` of ``source``, numbers or zero-padded text such as
-MySQL's binlog file) orders events; ``ts_ms``, the input file and the line number break ties.
+The source position orders events: the fields of the event's ``source.connector``
+(:data:`CONNECTOR_POSITIONS`: Postgres ``lsn``, MySQL ``file, pos, row``, SQL Server
+``commit_lsn, change_lsn, event_serial_no``, Oracle ``scn``, MongoDB ``ts_ms, ord``, Db2
+``commit_lsn, change_lsn``; ``lsn`` without a connector), or ``position_fields`` when given;
+numbers, or fixed-width text such as MySQL's binlog file and SQL Server's LSNs. ``ts_ms``, the
+input file and the line number break ties.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from paimon_core import (
     BINARY_ROOTS,
@@ -72,9 +82,47 @@ EVENT_SCHEMA = (
     f"op string, ts_ms long, before {_IMAGE}, after {_IMAGE}, source {_IMAGE}, "
     f"payload struct<{_EVENT_FIELDS}>, _corrupt string"
 )
-OPS = ("c", "r", "u", "d")
-#: the ``_error`` of a Kafka tombstone line (JSON ``null``): skipped and counted, not an error
+OPS = ("c", "r", "u", "d", "t", "m")
+#: the operations that carry a row
+ROW_OPS = ("c", "r", "u", "d")
+#: the ``_error`` of a Kafka tombstone line (JSON ``null`` or ``{"schema": null, "payload":
+#: null}``): skipped and counted, not an error
 TOMBSTONE = "tombstone"
+#: the ``_error`` of a logical decoding message (``op: "m"``): skipped and counted
+MESSAGE = "message"
+#: the ``_error`` of a truncate (``op: "t"``): counted; the job empties the table there
+TRUNCATE = "truncate"
+#: outcomes that are not malformed events
+SKIPPED = (TOMBSTONE, MESSAGE)
+#: a tombstone printed with the envelope (JsonConverter with schemas enabled)
+TOMBSTONE_ENVELOPE = (r'^\s*\{\s*(?:"schema"\s*:\s*null\s*,\s*"payload"\s*:\s*null'
+                      r'|"payload"\s*:\s*null\s*,\s*"schema"\s*:\s*null'
+                      r'|"payload"\s*:\s*null)\s*\}\s*$')
+#: Debezium's placeholder of an unchanged TOASTed value (``unavailable.value.placeholder``)
+UNAVAILABLE = "__debezium_unavailable_value"
+#: what becomes of a value that is the placeholder: ``previous`` (the default): the column
+#: keeps its previous value (the job fills it from the key's earlier change in the batch, else
+#: from the table as the batch starts); ``store``: the placeholder is stored as the value;
+#: ``refuse``: the event is quarantined (``unchanged TOAST value for <col>``)
+Unavailable = Literal["previous", "store", "refuse"]
+#: the placeholder of a binary column (its bytes, base64 as the JSON converter writes them)
+UNAVAILABLE_BASE64 = base64.b64encode(UNAVAILABLE.encode()).decode()
+#: the source position fields of each Debezium connector (``source.connector``), most
+#: significant first; the first must be present, the others may be NULL (Debezium's
+#: SourceInfo of each connector)
+CONNECTOR_POSITIONS: dict[str, tuple[str, ...]] = {
+    "postgresql": ("lsn",),
+    "mysql": ("file", "pos", "row"),
+    "mariadb": ("file", "pos", "row"),
+    "sqlserver": ("commit_lsn", "change_lsn", "event_serial_no"),
+    "oracle": ("scn",),
+    "mongodb": ("ts_ms", "ord"),
+    "db2": ("commit_lsn", "change_lsn"),
+}
+#: the position fields of events whose ``source`` names no connector
+DEFAULT_POSITIONS = ("lsn",)
+#: position slots when the fields come from ``source.connector``
+AUTO_SLOTS = max(len(v) for v in CONNECTOR_POSITIONS.values())
 
 
 def parse_events(lines: DataFrame) -> DataFrame:
@@ -95,7 +143,7 @@ def parse_events(lines: DataFrame) -> DataFrame:
         "file", "line", "value",
         *[F.when(use_payload, pay[f]).otherwise(top[f]).alias(f) for f in fields],
         F.col("_e._corrupt").alias("_corrupt"),
-        (trimmed == "null").alias("_tombstone"),
+        ((trimmed == "null") | trimmed.rlike(TOMBSTONE_ENVELOPE)).alias("_tombstone"),
     )
 
 
@@ -137,19 +185,55 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms") -> Column:
     return raw.try_cast(st)
 
 
+def _slot_raws(position_fields: Sequence[str] | None) -> list[Column]:
+    """The raw source position per slot: the given fields, or (``None``) the fields of the
+    event's ``source.connector`` (:data:`CONNECTOR_POSITIONS`, padded with NULL)."""
+    from pyspark.sql import functions as F
+
+    src = F.col("source")
+    if position_fields is not None:
+        return [src[p] for p in position_fields]
+    conn = src["connector"]
+    out = []
+    for i in range(AUTO_SLOTS):
+        raw: Column = (src[DEFAULT_POSITIONS[i]] if i < len(DEFAULT_POSITIONS)
+                       else F.lit(None).cast("string"))
+        expr = F.when(conn.isNull(), raw)
+        for name, fields in CONNECTOR_POSITIONS.items():
+            expr = expr.when(conn == name, src[fields[i]] if i < len(fields)
+                             else F.lit(None).cast("string"))
+        out.append(expr)
+    return out
+
+
+def _unavailable(raw: Column, t: DataType) -> Column | None:
+    """Whether ``raw`` is Debezium's unchanged-TOAST placeholder (text / base64 bytes)."""
+    if isinstance(t, AtomicType) and t.root in STRING_ROOTS:
+        return raw == UNAVAILABLE
+    if isinstance(t, AtomicType) and t.root in BINARY_ROOTS:
+        return raw == UNAVAILABLE_BASE64
+    return None
+
+
 def classify_events(
     events: DataFrame,
     schema: TableSchema,
     *,
-    position_fields: Sequence[str],
+    position_fields: Sequence[str] | None = None,
     epoch_unit: str = "ms",
+    sequence_column: str | None = None,
+    unavailable: Unavailable = "previous",
 ) -> DataFrame:
-    """Add ``_error`` (null = a valid event, ``tombstone``, else the reason) to
-    :func:`parse_events` output.
+    """Add ``_error`` (null = a valid event, ``tombstone`` / ``message`` / ``truncate``, else
+    the reason) to :func:`parse_events` output.
 
     Reasons: ``malformed JSON``, ``unknown op``, ``missing after`` / ``missing before``,
-    ``missing source position``, ``null key <col>``, ``bad value for <col>``. Columns of the
-    images that the table does not have are not errors (see :func:`unknown_columns`).
+    ``unknown source connector``, ``missing source position``, ``null key <col>``,
+    ``bad value for <col>``, ``unchanged TOAST value for <col>``, ``null for NOT NULL column
+    <col>``, ``source position does not fit the sequence column <col>`` (with
+    ``sequence_column``: the table column filled from the position). Columns of the images that
+    the table does not have are not errors (see :func:`unknown_columns`).
+    ``position_fields``: ``None`` = the fields of the event's ``source.connector``.
     """
     from pyspark.sql import functions as F
 
@@ -161,9 +245,14 @@ def classify_events(
         (op.isin("c", "r", "u") & F.col("after").isNull(), "missing after"),
         ((op == "d") & F.col("before").isNull(), "missing before"),
     ]
-    for p in position_fields:
-        reasons.append((F.col("source").isNull() | F.col("source")[p].isNull(),
-                        "missing source position"))
+    raws = _slot_raws(position_fields)
+    if position_fields is None:
+        conn = F.col("source")["connector"]
+        reasons.append((conn.isNotNull() & ~conn.isin(*CONNECTOR_POSITIONS),
+                        "unknown source connector"))
+        raws = raws[:1]  # the first field is required, the others may be NULL
+    for raw in raws:
+        reasons.append((F.col("source").isNull() | raw.isNull(), "missing source position"))
     for k in schema.trimmed_primary_keys or schema.primary_keys:
         reasons.append((img[k].isNull(), f"null key {k}"))
     for f in schema.fields:
@@ -175,15 +264,28 @@ def classify_events(
             bad = bad | ((op == "u") & braw.isNotNull()
                          & typed_value(braw, f.type, epoch_unit=epoch_unit).isNull())
         reasons.append((bad, f"bad value for {f.name}"))
+    for f in schema.fields if unavailable == "refuse" else ():
+        toast = _unavailable(img[f.name], f.type)
+        if toast is not None:
+            reasons.append((op.isin("c", "r", "u") & toast,
+                            f"unchanged TOAST value for {f.name}"))
     for f in schema.fields:
         if f.name in schema.primary_keys:
             continue
         if not f.type.nullable:
             reasons.append((F.col("op").isin("c", "r", "u") & img[f.name].isNull(),
                             f"null for NOT NULL column {f.name}"))
+    if sequence_column is not None:
+        reasons.append((op.isin(*ROW_OPS) & img[sequence_column].isNull()
+                        & _sequence_value(position_fields).isNull(),
+                        f"source position does not fit the sequence column {sequence_column}"))
     err: Column = F.lit(None).cast("string")
     for cond, reason in reversed(reasons):
         err = F.when(cond, F.lit(reason)).otherwise(err)
+    # a message / truncate carries no row: only its envelope is checked
+    special = (F.when(F.col("_corrupt").isNotNull(), F.lit("malformed JSON"))
+               .when(op == "m", F.lit(MESSAGE)).otherwise(F.lit(TRUNCATE)))
+    err = F.when(op.isin("t", "m"), special).otherwise(err)
     return events.withColumn(ERROR_COLUMN,
                              F.when(F.col("_tombstone"), F.lit(TOMBSTONE)).otherwise(err))
 
@@ -233,33 +335,72 @@ def sample_new_column_values(lines: Sequence[str], names: Sequence[str]) -> dict
     return out
 
 
-def position_columns(position_fields: Sequence[str]) -> list[str]:
+def position_columns(position_fields: Sequence[str] | None) -> list[str]:
     """Names of the ordering columns :func:`to_changes` adds, most significant first: per
-    position field its numeric value and (when it is not a number) its text, then ``ts_ms``,
-    the file and the line."""
+    position field (``None``: per slot of :data:`CONNECTOR_POSITIONS`) its numeric value and
+    (when it is not a number) its text, then ``ts_ms``, the file and the line."""
     out = []
-    for i in range(len(position_fields)):
+    slots = AUTO_SLOTS if position_fields is None else len(position_fields)
+    for i in range(slots):
         out += [f"{POSITION_PREFIX}n{i}", f"{POSITION_PREFIX}s{i}"]
     return [*out, f"{POSITION_PREFIX}ts", f"{POSITION_PREFIX}file", f"{POSITION_PREFIX}line"]
 
 
-def _position(position_fields: Sequence[str]) -> list[Column]:
+#: bits of a MySQL position packed into one BIGINT sequence value: binlog file index, pos, row
+MYSQL_BITS = (20, 32, 11)
+#: bits of a MongoDB position packed into one BIGINT: the oplog second, ``ord``
+MONGODB_BITS = (31, 32)
+#: the binlog file index (``mysql-bin.000003`` -> 3)
+MYSQL_FILE_INDEX = r"\.([0-9]{1,9})$"
+
+
+def _position(position_fields: Sequence[str] | None) -> list[Column]:
     from pyspark.sql import functions as F
 
     parts: list[Column] = []
-    for p in position_fields:
-        raw = F.col("source")[p]
+    for raw in _slot_raws(position_fields):
         num = raw.try_cast("long")
         parts += [num, F.when(num.isNull(), raw)]  # the text only orders non-numeric values
     parts += [F.col("ts_ms"), F.col("file"), F.col("line")]
     return [c.alias(n) for c, n in zip(parts, position_columns(position_fields))]
 
 
+def _sequence_value(position_fields: Sequence[str] | None) -> Column:
+    """One BIGINT of the source position for the table's sequence column: the first position
+    field as a number; with the connector's positions, for MySQL file index, pos and row
+    packed (:data:`MYSQL_BITS`), for MongoDB the oplog second and ``ord``
+    (:data:`MONGODB_BITS`); NULL when a part is out of range or the position is not a number
+    (SQL Server / Db2 LSNs are 80 bits: such an event is refused when the table has a
+    sequence column, see :func:`classify_events`)."""
+    from pyspark.sql import functions as F
+
+    first = _slot_raws(position_fields)[0].try_cast("long")
+    if position_fields is not None:
+        return first
+    src = F.col("source")
+    idx = F.regexp_extract(src["file"], MYSQL_FILE_INDEX, 1).try_cast("long")
+    pos = src["pos"].try_cast("long")
+    row = F.coalesce(src["row"].try_cast("long"), F.lit(0))
+    fb, pb, rb = MYSQL_BITS
+    ok = ((idx >= 0) & (idx < 2**fb) & (pos >= 0) & (pos < 2**pb) & (row >= 0)
+          & (row < 2**rb))
+    packed = F.when(ok, idx * 2**(pb + rb) + pos * 2**rb + row)
+    ts = src["ts_ms"].try_cast("long")
+    ordinal = src["ord"].try_cast("long")
+    sb, ob = MONGODB_BITS
+    mongo_ok = ((ts >= 0) & (ts % 1000 == 0) & (ts < 1000 * 2**sb) & (ordinal >= 0)
+                & (ordinal < 2**ob))
+    mongo = F.when(mongo_ok, (ts / 1000).cast("long") * 2**ob + ordinal)
+    conn = src["connector"]
+    return (F.when(conn.isin("mysql", "mariadb"), packed)
+            .when(conn == "mongodb", mongo).otherwise(first))
+
+
 def to_changes(
     events: DataFrame,
     schema: TableSchema,
     *,
-    position_fields: Sequence[str],
+    position_fields: Sequence[str] | None = None,
     sequence_column: str | None = None,
     epoch_unit: str = "ms",
     keep_rejected: bool = False,
@@ -268,27 +409,34 @@ def to_changes(
     ordering columns :func:`position_columns` (largest = latest).
 
     ``c``/``r`` -> ``+I`` of ``after``; ``u`` -> ``+U`` of ``after`` (and ``-D`` of the
-    ``before`` key when the update changed the key); ``d`` -> ``-D`` of ``before``.
+    ``before`` key when the update changed the key: a ``before`` without the key is not a key
+    change); ``d`` -> ``-D`` of ``before`` (the key is enough: Postgres' REPLICA IDENTITY
+    DEFAULT). ``m`` / ``t`` carry no row.
     ``sequence_column`` (a table column missing from the images) is filled with the first
     position field as a number, so that the table's ``sequence.field`` orders versions across
     batches.
 
     Without ``keep_rejected`` only valid events are turned into rows. With it every event
     stays (one pass over the input serves the counts, the quarantine and the write): a
-    rejected event becomes one row with NULL table columns and kind, and four more columns
+    rejected event becomes one row with NULL table columns and kind, and five more columns
     are added: ``_error`` (the reason, NULL when valid), ``_event`` (0 for the first row of an
     event: count events where it is 0), ``_value`` (the raw line of a quarantined event) and
-    ``_unknown`` (image keys the table lacks, newline-separated, for valid events).
+    ``_unknown`` (image keys the table lacks, newline-separated, for valid events) and
+    ``_connector`` (``source.connector``: one batch holds the events of one connector).
     """
     from pyspark.sql import functions as F
 
     op = F.col("op")
     err = F.col(ERROR_COLUMN)
     keys = list(schema.primary_keys)
+    # a key change: a before image that holds the key, with another value (a partial
+    # before without the key, as after an added column, is not one)
     key_changed = F.lit(False)
+    before_has_key = F.col("before").isNotNull()
     for k in keys:
-        key_changed = key_changed | (F.col("before").isNotNull()
-                                     & ~F.col("before")[k].eqNullSafe(F.col("after")[k]))
+        before_has_key = before_has_key & F.col("before")[k].isNotNull()
+        key_changed = key_changed | ~F.col("before")[k].eqNullSafe(F.col("after")[k])
+    key_changed = before_has_key & key_changed
     main = F.struct(
         F.when(op == "d", F.lit(RowKind.DELETE.short_string))
         .when(op == "u", F.lit(RowKind.UPDATE_AFTER.short_string))
@@ -310,19 +458,22 @@ def to_changes(
             F.when(err.isNotNull() & (err != TOMBSTONE), F.col("value")).alias("_value"),
             F.when(err.isNull() & (F.size(unknown) > 0), F.array_join(unknown, "\n"))
             .alias("_unknown"),
+            F.col("source")["connector"].alias("_connector"),
+            _sequence_value(position_fields).alias("_seqv"),
             F.posexplode(F.when(err.isNull(), changes).otherwise(F.array(rejected)))
             .alias("_event", "_r"),
         )
-        extras = [ERROR_COLUMN, "_event", "_value", "_unknown"]
+        extras = [ERROR_COLUMN, "_event", "_value", "_unknown", "_connector"]
     else:
         rows = events.filter(err.isNull()).select(
-            *_position(position_fields), F.explode(changes).alias("_r"))
+            *_position(position_fields), _sequence_value(position_fields).alias("_seqv"),
+            F.explode(changes).alias("_r"))
         extras = []
     cols = []
     for f in schema.fields:
         value = typed_value(F.col("_r.img")[f.name], f.type, epoch_unit=epoch_unit)
         if sequence_column is not None and f.name == sequence_column:
-            value = F.coalesce(value, F.col(pos[0]).cast(spark_type(f.type)))
+            value = F.coalesce(value, F.col("_seqv").cast(spark_type(f.type)))
         cols.append(value.alias(f.name))
     return rows.select(*cols, F.col("_r.k").alias(KIND_COLUMN), *pos, *extras)
 

@@ -28,18 +28,30 @@ of the whole landing directory, applies every event exactly once). Per batch, on
 
 Across batches, events that arrive out of order are resolved by the table's
 ``sequence.field``: declare e.g. ``_seq BIGINT`` with ``'sequence.field' = '_seq'`` and the job
-fills it with the source position (``--position-fields``, first field), so an older event
-arriving late never overrides a newer one (without it, the later batch wins).
+fills it with the source position as one BIGINT (the position fields come from the events'
+``source.connector``: Postgres' ``lsn``, Oracle's ``scn``, MySQL's binlog index, pos and row
+packed, MongoDB's oplog second and ``ord`` packed; ``--position-fields`` overrides: its first
+field), so an older event arriving late never overrides a newer one (without it, the later
+batch wins). An event whose position does not fit a BIGINT (SQL Server / Db2 LSNs) is refused
+when the table has a sequence column. One batch holds the events of one connector.
+
+Operations: ``c`` / ``r`` / ``u`` / ``d`` (a delete needs only the key), ``m`` (messages) and
+tombstones are skipped and counted; a truncate (``t``) empties the table at its position: the
+batch is then committed as one OVERWRITE snapshot holding the changes after its last truncate.
+Debezium's unchanged-TOAST placeholder keeps the column's previous value
+(``--unavailable-value store|refuse`` for the alternatives).
 
 Run::
 
     python -m pipelines.cdc_ingest --warehouse W --table db.t --landing L [--schema s.json]
-        [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields lsn]
+        [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields F,...]
+        [--unavailable-value previous|store|refuse]
 """
 
 from __future__ import annotations
 
 import argparse
+import decimal
 import json
 import logging
 import pickle
@@ -60,6 +72,7 @@ from paimon_core import (
     FileIO,
     FileStoreTable,
     PaimonError,
+    RowKind,
     Schema,
     SchemaError,
     UnsupportedError,
@@ -70,12 +83,16 @@ from pipelines.cdc_decode import decode_file, output_schema, split_text
 from pipelines.cdc_events import (
     ERROR_COLUMN,
     KIND_COLUMN,
+    MESSAGE,
     TOMBSTONE,
+    TRUNCATE,
+    Unavailable,
     infer_column_type,
     is_supported_type,
     position_columns,
     sample_new_column_values,
 )
+from pipelines.cdc_toast import fill_unavailable
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -114,7 +131,7 @@ class ErrorRatioExceeded(PaimonError):
 
     def __init__(self, report: BatchReport, max_ratio: float) -> None:
         super().__init__(
-            f"batch {report.batch}: {report.malformed} of {report.events - report.tombstones} "
+            f"batch {report.batch}: {report.malformed} of {report.events - report.skipped_events} "
             f"events malformed ({report.error_ratio:.2%} > {max_ratio:.2%}); see "
             f"{report.quarantine}"
         )
@@ -125,13 +142,17 @@ class ErrorRatioExceeded(PaimonError):
 class CdcOptions:
     """Knobs of :func:`ingest_batch` (see the module docs)."""
 
-    position_fields: tuple[str, ...] = ("lsn",)
+    #: ``None``: the position fields of the events' ``source.connector``
+    position_fields: tuple[str, ...] | None = None
     sequence_column: str | None = None
     epoch_unit: str = "ms"
     max_error_ratio: float = 0.01
     commit_user: str | None = None
     quarantine: str | None = None
     evolve_schema: bool = True
+    #: the TOAST placeholder: ``previous`` / ``store`` / ``refuse`` (see
+    #: :data:`pipelines.cdc_events.Unavailable`)
+    unavailable: Unavailable = "previous"
 
 
 @dataclass
@@ -143,6 +164,8 @@ class BatchReport:
     valid: int = 0
     malformed: int = 0
     tombstones: int = 0
+    messages: int = 0
+    truncates: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     new_columns: dict[str, str] = field(default_factory=dict)
     rows_written: int = 0
@@ -151,8 +174,13 @@ class BatchReport:
     quarantine: str | None = None
 
     @property
+    def skipped_events(self) -> int:
+        """Tombstones, logical decoding messages and truncates: events that are no row."""
+        return self.tombstones + self.messages + self.truncates
+
+    @property
     def error_ratio(self) -> float:
-        n = self.events - self.tombstones
+        n = self.events - self.skipped_events
         return self.malformed / n if n else 0.0
 
     def to_json(self) -> str:
@@ -264,6 +292,7 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                 out = decode_file(file_io.read_bytes(paths[i]), schema, file_index=i,
                                   position_fields=opts.position_fields,
                                   epoch_unit=opts.epoch_unit, sequence_column=seq,
+                                  unavailable=opts.unavailable,
                                   threads=threads)
                 ids = out.column(BUCKET_COLUMN).to_numpy(zero_copy_only=False)
                 order = np.argsort(ids, kind="stable")
@@ -327,11 +356,14 @@ class _Pass:
     rows: int
     counts: dict[str, int]
     unknown: dict[str, list[str]]  # new column -> sample event lines
+    connectors: set[str]  # the events' source.connector values
+    truncates: list[tuple[object, ...]]  # the positions of truncate events
 
 
 def _write_pass(
     handle: TableHandle, user: str, blobs: DataFrame, opts: CdcOptions, file_io: FileIO,
-    quarantine: str | None, batch: int, files: Sequence[str],
+    quarantine: str | None, batch: int, files: Sequence[str], start_snapshot: int | None,
+    after: Sequence[object] | None = None,
 ) -> _Pass:
     """The write half of the batch's Spark job: the decoded rows (:func:`decoded_blobs`;
     rejected events ride along with NULL keys) go to their bucket's task
@@ -347,12 +379,28 @@ def _write_pass(
     pos = position_columns(opts.position_fields)
     routed = blobs.repartitionById(handle.schema.num_buckets, "bucket")
 
+    def read_previous(columns: Sequence[str]) -> pa.Table:
+        """The table's rows of this task's bucket as the batch started."""
+        from pyspark import TaskContext
+
+        table = handle.open()
+        if start_snapshot is None:
+            return pa.schema([pa.field(c, pa.string()) for c in columns]).empty_table()
+        tc = TaskContext.get()
+        bucket = tc.partitionId() if tc is not None else None
+        rb = (table.new_read_builder().with_projection(columns)
+              .with_time_travel(snapshot_id=start_snapshot))
+        splits = [s for s in rb.new_scan().plan().splits if bucket is None or s.bucket == bucket]
+        return rb.new_read().to_arrow(splits)
+
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         counts: dict[str, int] = {}
         unknown: dict[str, list[str]] = {}
         rejected: list[str] = []
+        connectors: set[str] = set()
+        truncates: list[list[object]] = []
 
         def valid() -> Iterator[pa.RecordBatch]:
             for b in (x for t in _tables(batches) for x in t.to_batches()):
@@ -370,17 +418,34 @@ def _write_pass(
                             samples = unknown.setdefault(k, [])
                             if len(samples) < 100:
                                 samples.append(line)
-                bad = pc.and_(pc.is_valid(err), pc.not_equal(err, TOMBSTONE))
+                conn = pc.unique(b.column("_connector")).to_pylist()
+                connectors.update(c for c in conn if c is not None)
+                trunc = pc.fill_null(pc.equal(err, TRUNCATE), False)
+                if pc.any(trunc).as_py():
+                    truncates.extend(list(r.values()) for r in
+                                     b.filter(trunc).select(list(pos)).to_pylist())
+                bad = pc.and_(pc.is_valid(err), pc.invert(pc.is_in(
+                    err, pa.array([TOMBSTONE, MESSAGE, TRUNCATE]))))
                 for r in b.filter(bad).select([pos[-2], pos[-1], ERROR_COLUMN, "_value"]) \
                         .to_pylist():
                     rejected.append(json.dumps(
                         {"batch": batch, "file": files[r[pos[-2]]], "line": r[pos[-1]],
                          "reason": r[ERROR_COLUMN], "event": r["_value"]}, ensure_ascii=False))
-                yield b.filter(pc.is_null(err))
+                valid_rows = b.filter(pc.is_null(err))
+                if after is not None:  # only the changes after the batch's last truncate
+                    valid_rows = valid_rows.filter(_after(valid_rows, pos, after))
+                yield valid_rows
 
         held = [b for b in valid() if b.num_rows]
-        last = (_last_changes(pa.Table.from_batches(held), handle.schema.primary_keys, pos)
-                .combine_chunks().to_batches() if held else [])
+        data = pa.Table.from_batches(held) if held else None
+        if data is not None and opts.unavailable == "previous":
+            data, refused = fill_unavailable(data, handle.schema, pos, read_previous)
+            if refused:
+                data = _refuse(data, refused, counts, rejected, batch, files, pos)
+        last = (_key_only_deletes(
+            _last_changes(data, handle.schema.primary_keys, pos),
+            handle.schema.fields, handle.schema.primary_keys).combine_chunks().to_batches()
+            if data is not None and data.num_rows else [])
         msgs, rows = write_batches(handle, user, last, row_kind_column=KIND_COLUMN)
         if rejected and quarantine is not None:
             tc = TaskContext.get()
@@ -389,13 +454,16 @@ def _write_pass(
                                 ("\n".join(rejected) + "\n").encode("utf-8"))
         yield pa.RecordBatch.from_pydict(
             {"payload": [pickle.dumps(msgs)], "rows": [rows], "counts": [json.dumps(counts)],
-             "unknown": [json.dumps(unknown)]},
+             "unknown": [json.dumps(unknown)],
+             "notes": [json.dumps({"connectors": sorted(connectors), "truncates": truncates})]},
             schema=pa.schema([pa.field("payload", pa.binary()), pa.field("rows", pa.int64()),
-                              pa.field("counts", pa.string()), pa.field("unknown", pa.string())]))
+                              pa.field("counts", pa.string()), pa.field("unknown", pa.string()),
+                              pa.field("notes", pa.string())]))
 
     out = StructType([StructField("payload", BinaryType()), StructField("rows", LongType()),
-                      StructField("counts", StringType()), StructField("unknown", StringType())])
-    result = _Pass([], 0, {}, {})
+                      StructField("counts", StringType()), StructField("unknown", StringType()),
+                      StructField("notes", StringType())])
+    result = _Pass([], 0, {}, {}, set(), [])
     for r in routed.mapInArrow(task, out).collect():
         result.messages.extend(pickle.loads(r["payload"]))
         result.rows += int(r["rows"])
@@ -403,7 +471,51 @@ def _write_pass(
             result.counts[k] = result.counts.get(k, 0) + int(v)
         for k, lines in json.loads(r["unknown"]).items():
             result.unknown.setdefault(k, []).extend(lines)
+        notes = json.loads(r["notes"])
+        result.connectors.update(notes["connectors"])
+        result.truncates.extend(tuple(p) for p in notes["truncates"])
     return result
+
+
+def _position_key(p: Sequence[object]) -> tuple[tuple[int, object], ...]:
+    """A position (the values of the position columns) as a sort key: NULL first."""
+    return tuple((0, 0) if v is None else (1, v) for v in p)
+
+
+def _after(b: pa.RecordBatch, pos: Sequence[str], p: Sequence[object]) -> pa.Array:
+    """Rows of ``b`` whose position (the ``pos`` columns, NULL first) is after ``p``."""
+    import pyarrow.compute as pc
+
+    later = pa.array([False] * b.num_rows)
+    for name, v in reversed(list(zip(pos, p))):
+        col = b.column(name)
+        if v is None:
+            greater, equal = pc.is_valid(col), pc.is_null(col)
+        else:
+            greater = pc.fill_null(pc.greater(col, pa.scalar(v, col.type)), False)
+            equal = pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False)
+        later = pc.or_(greater, pc.and_(equal, later))
+    return later
+
+
+def _refuse(data: pa.Table, refused: Mapping[int, str], counts: dict[str, int],
+            rejected: list[str], batch: int, files: Sequence[str],
+            pos: Sequence[str]) -> pa.Table:
+    """``data`` without the rows ``refused`` (index -> reason): each is counted under its
+    reason instead of as valid, and quarantined by its file and line (the event's text is not
+    kept for valid rows)."""
+    import numpy as np
+
+    keep = np.ones(data.num_rows, bool)
+    for i, reason in sorted(refused.items()):
+        keep[i] = False
+        r = data.slice(i, 1).select([pos[-2], pos[-1], "_event"]).to_pylist()[0]
+        if r["_event"] == 0:
+            counts[""] = counts.get("", 0) - 1
+            counts[reason] = counts.get(reason, 0) + 1
+        rejected.append(json.dumps({"batch": batch, "file": files[r[pos[-2]]],
+                                    "line": r[pos[-1]], "reason": reason, "event": None}))
+    return data.filter(pa.array(keep))
 
 
 def _last_changes(data: pa.Table, keys: Sequence[str], order: Sequence[str]) -> pa.Table:
@@ -444,6 +556,51 @@ def _last_changes(data: pa.Table, keys: Sequence[str], order: Sequence[str]) -> 
         s = col[idx]
         last[:-1] |= s[1:] != s[:-1]
     return data.take(pa.array(idx[last]))
+
+
+def _zero(t: pa.DataType) -> pa.Scalar:
+    """A placeholder value of Arrow type ``t`` (zero, empty), for the value columns of a
+    ``-D`` row whose event carried only the key."""
+    if pa.types.is_struct(t):
+        return pa.scalar({f.name: _zero(f.type).as_py() for f in t}, t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        return pa.scalar([], t)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.scalar(b"", t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False, t)
+    if pa.types.is_date32(t):
+        return pa.scalar(0, pa.int32()).cast(t)
+    if pa.types.is_decimal(t):
+        return pa.scalar(decimal.Decimal(0), t)
+    return pa.scalar(0, pa.int64()).cast(t)
+
+
+def _key_only_deletes(data: pa.Table, fields: Sequence[DataField],
+                      keys: Sequence[str]) -> pa.Table:
+    """``-D`` rows need only their key (a Postgres delete under REPLICA IDENTITY DEFAULT
+    carries nothing else): their NULLs in NOT NULL value columns are filled with a placeholder
+    (:func:`_zero`) so that the file keeps the column's NOT NULL; no other row changes."""
+    import pyarrow.compute as pc
+
+    if not data.num_rows:
+        return data
+    is_d = None
+    for f in fields:
+        if f.name in keys or f.type.nullable:
+            continue
+        col = data.column(f.name).combine_chunks()
+        if not col.null_count:
+            continue
+        if is_d is None:
+            kind = data.column(KIND_COLUMN)
+            is_d = pc.fill_null(pc.equal(kind, RowKind.DELETE.short_string), False)
+        fill = pc.and_(is_d, pc.is_null(col))
+        filled = pc.if_else(fill, _zero(col.type), col)
+        data = data.set_column(data.schema.get_field_index(f.name), data.field(f.name), filled)
+    return data
 
 
 def _evolve(settings: CatalogSettings, handle: TableHandle,
@@ -507,11 +664,14 @@ def ingest_batch(
     q_root = quarantine_root or opts.quarantine
     base = join(q_root, f"batch-{batch:06d}") if q_root is not None else None
 
-    def run(h: TableHandle) -> _Pass:
+    start = handle.open().latest_snapshot()  # what a TOAST placeholder's previous value is
+    start_snapshot = start.id if start is not None else None
+
+    def run(h: TableHandle, after: Sequence[object] | None = None) -> _Pass:
         if base is not None and fio.exists(base):
             fio.delete_dir(base)  # a re-run of a batch that was not committed
         return _write_pass(h, user, decoded_blobs(spark, fio, files, h, opts), opts, fio,
-                           base, batch, files)
+                           base, batch, files, start_snapshot, after)
 
     def abort(messages: Sequence[CommitMessage]) -> None:
         if messages:
@@ -522,11 +682,26 @@ def ingest_batch(
         abort(res.messages)  # written with the old schema: write again with the new one
         handle, report.new_columns = _evolve(settings, handle, res.unknown)
         res = run(handle)
+    if len(res.connectors) > 1 and opts.position_fields is None:
+        abort(res.messages)
+        raise SchemaError(f"batch {batch} mixes the events of connectors "
+                          f"{', '.join(sorted(res.connectors))}: their source positions do not "
+                          "order each other; land each connector's events apart (or give "
+                          "--position-fields)")
+    truncate_at = max(res.truncates, key=_position_key) if res.truncates else None
+    if truncate_at is not None:
+        # the table is emptied at the batch's last truncate: one OVERWRITE snapshot holds
+        # the changes after it (those before it are emptied with the rest)
+        abort(res.messages)
+        res = run(handle, truncate_at)
     counts = res.counts
     report.events = sum(counts.values())
     report.valid = counts.get("", 0)
     report.tombstones = counts.get(TOMBSTONE, 0)
-    report.reasons = {k: v for k, v in sorted(counts.items()) if k not in ("", TOMBSTONE)}
+    report.messages = counts.get(MESSAGE, 0)
+    report.truncates = counts.get(TRUNCATE, 0)
+    report.reasons = {k: v for k, v in sorted(counts.items())
+                      if k not in ("", TOMBSTONE, MESSAGE, TRUNCATE)}
     report.malformed = sum(report.reasons.values())
     if report.malformed:
         if base is None:
@@ -540,6 +715,7 @@ def ingest_batch(
             raise ErrorRatioExceeded(report, opts.max_error_ratio)
     report.snapshot_ids = commit_messages(
         handle, user, res.messages, commit_identifier=batch, checked=True,
+        overwrite=truncate_at is not None,
         options=CommitOptions(properties={
             **(properties or {}), "cdc.batch": str(batch), "cdc.events": str(report.events),
             "cdc.malformed": str(report.malformed)}),
@@ -593,14 +769,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quarantine", help="where malformed events go (default <landing>/"
                                         "_quarantine)")
     p.add_argument("--max-error-ratio", type=float, default=0.01)
-    p.add_argument("--position-fields", default="lsn",
-                   help="comma-separated fields of 'source' ordering the events")
+    p.add_argument("--position-fields",
+                   help="comma-separated fields of 'source' ordering the events (default: "
+                        "those of the events' source.connector)")
     p.add_argument("--sequence-column", help="table column filled with the source position "
                                              "(default: the table's sequence.field)")
     p.add_argument("--epoch-unit", choices=["ms", "us"], default="ms",
                    help="unit of numeric timestamps in the events")
     p.add_argument("--commit-user", help="stable commit user (default cdc-<db>.<table>)")
     p.add_argument("--no-evolve", action="store_true", help="do not add new columns")
+    p.add_argument("--unavailable-value", choices=["previous", "store", "refuse"],
+                   default="previous",
+                   help="Debezium's unchanged-TOAST placeholder: keep the column's previous "
+                        "value (default), store the placeholder text, or quarantine the event")
     return p
 
 
@@ -618,10 +799,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.schema, encoding="utf-8") as fh:
             schema = Schema.from_json(json.load(fh))
     opts = CdcOptions(
-        position_fields=tuple(x.strip() for x in args.position_fields.split(",") if x.strip()),
+        position_fields=(tuple(x.strip() for x in args.position_fields.split(",") if x.strip())
+                         if args.position_fields else None),
         sequence_column=args.sequence_column, epoch_unit=args.epoch_unit,
         max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
         quarantine=args.quarantine, evolve_schema=not args.no_evolve,
+        unavailable=args.unavailable_value,
     )
     try:
         for r in ingest(spark, settings, args.table, args.landing, opts, schema=schema,

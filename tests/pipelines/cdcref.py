@@ -8,7 +8,8 @@ from typing import Any
 from paimon_core.spec.schema import TableSchema
 
 #: the columns both decoders must agree on, besides the table's
-COMPARED = ("_kind", "_pos_n0", "_pos_s0", "_pos_ts", "_pos_line", "_error", "_event")
+COMPARED = ("_kind", "_pos_n0", "_pos_s0", "_pos_ts", "_pos_line", "_error", "_event",
+            "_connector")
 
 
 def spark_changes(spark: Any, path: Path, schema: TableSchema, **opts: Any) -> Any:
@@ -19,8 +20,9 @@ def spark_changes(spark: Any, path: Path, schema: TableSchema, **opts: Any) -> A
     from pipelines.cdc_ingest import read_lines
 
     lines = read_lines(spark, FileIO(str(path.parent)), [str(path)])
+    changes = {k: v for k, v in opts.items() if k != "unavailable"}
     return to_changes(classify_events(parse_events(lines), schema, **opts), schema,
-                      keep_rejected=True, **opts).toArrow()
+                      keep_rejected=True, **changes).toArrow()
 
 
 def compared_rows(t: Any, schema: TableSchema) -> list[tuple[Any, ...]]:
