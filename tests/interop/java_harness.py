@@ -37,24 +37,37 @@ def ensure_oracle() -> Path:
     return jars
 
 
+def compile_java(workdir: Path, source: Path) -> str:
+    """Compile ``source`` against the oracle's Paimon 0.9 jars into ``workdir`` (skips the test
+    without a JDK) and return the classpath to run it with."""
+    if shutil.which("javac") is None or shutil.which("java") is None:
+        pytest.skip("javac/java not installed")
+    jars = ensure_oracle()
+    classpath = os.pathsep.join([str(workdir), *sorted(glob.glob(str(jars / "*.jar")))])
+    subprocess.run(
+        ["javac", "-nowarn", "-d", str(workdir), "-cp", classpath, str(source)],
+        check=True, capture_output=True, timeout=300,
+    )
+    return classpath
+
+
+def run_java(classpath: str, main_class: str, lines: list[str], *, timeout: int = 600,
+             jvm_args: tuple[str, ...] = ()) -> list[str]:
+    """Run ``main_class`` with ``lines`` on stdin (one JVM); its stdout lines."""
+    proc = subprocess.run(
+        ["java", *jvm_args, "-cp", classpath, main_class],
+        input="\n".join(lines) + "\n", capture_output=True, text=True, encoding="utf-8",
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"{main_class} failed: {proc.stderr[-3000:]}")
+    return proc.stdout.splitlines()
+
+
 class JavaHarness:
     def __init__(self, workdir: Path) -> None:
-        if shutil.which("javac") is None or shutil.which("java") is None:
-            pytest.skip("javac/java not installed")
-        jars = ensure_oracle()
-        self.classpath = os.pathsep.join([str(workdir), *sorted(glob.glob(str(jars / "*.jar")))])
-        subprocess.run(
-            ["javac", "-nowarn", "-d", str(workdir), "-cp", self.classpath, str(SOURCE)],
-            check=True, capture_output=True, timeout=300,
-        )
+        self.classpath = compile_java(workdir, SOURCE)
 
     def run(self, lines: list[str]) -> list[str]:
         """Send protocol lines, return the output lines (``T`` lines answer ``ok``)."""
-        proc = subprocess.run(
-            ["java", "-cp", self.classpath, "BinaryRowOracle"],
-            input="\n".join(lines) + "\n", capture_output=True, text=True, encoding="utf-8",
-            timeout=600,
-        )
-        if proc.returncode != 0:
-            raise AssertionError(f"BinaryRowOracle failed: {proc.stderr[-3000:]}")
-        return proc.stdout.splitlines()
+        return run_java(self.classpath, "BinaryRowOracle", lines)

@@ -3,18 +3,12 @@ Paimon 0.9's own Java API (the oracle CLI has no alter or tag command)."""
 
 from __future__ import annotations
 
-import glob
 import json
-import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.interop.java_harness import ensure_oracle
+from tests.interop.java_harness import compile_java, run_java
 
 SOURCE = Path(__file__).with_name("java") / "SchemaTagOracle.java"
 SEP = "\u0001"
@@ -71,26 +65,13 @@ class SchemaTagJava:
     """Compiles the helper once; :meth:`run` sends a batch of commands to one JVM."""
 
     def __init__(self, workdir: Path) -> None:
-        if shutil.which("javac") is None or shutil.which("java") is None:
-            pytest.skip("javac/java not installed")
-        jars = ensure_oracle()
-        self.classpath = os.pathsep.join([str(workdir), *sorted(glob.glob(str(jars / "*.jar")))])
-        subprocess.run(
-            ["javac", "-nowarn", "-d", str(workdir), "-cp", self.classpath, str(SOURCE)],
-            check=True, capture_output=True, timeout=300,
-        )
+        self.classpath = compile_java(workdir, SOURCE)
 
     def run(self, commands: list[list[str]]) -> list[Answer]:
-        lines = ["\t".join(c) for c in commands]
-        proc = subprocess.run(
-            ["java", "-Duser.timezone=UTC", "-cp", self.classpath, "SchemaTagOracle"],
-            input="\n".join(lines) + "\n", capture_output=True, text=True, encoding="utf-8",
-            timeout=600,
-        )
-        if proc.returncode != 0:
-            raise AssertionError(f"SchemaTagOracle failed: {proc.stderr[-3000:]}")
+        lines = run_java(self.classpath, "SchemaTagOracle", ["\t".join(c) for c in commands],
+                         timeout=600, jvm_args=("-Duser.timezone=UTC",))
         answers: list[Answer] = []
-        for line in proc.stdout.splitlines():
+        for line in lines:
             if line.startswith("R "):
                 answers[-1].rows.append(line[2:])
             elif line.startswith("OK"):
@@ -99,7 +80,7 @@ class SchemaTagJava:
                 answers.append(Answer(False, line[4:], []))
             else:
                 raise AssertionError(f"unexpected output line {line!r}")
-        assert len(answers) == len(commands), proc.stdout
+        assert len(answers) == len(commands), "\n".join(lines)
         return answers
 
     def alter(self, warehouse: Path, table: str, *changes: str) -> Answer:

@@ -5,12 +5,8 @@ form, for column-by-column comparison."""
 from __future__ import annotations
 
 import datetime as dt
-import glob
 import json
 import math
-import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -18,9 +14,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pytest
 
-from tests.interop.java_harness import ensure_oracle
+from tests.interop.java_harness import compile_java, run_java
 
 SOURCE = Path(__file__).with_name("java") / "SystemTableOracle.java"
 
@@ -47,26 +42,13 @@ class SystemTableJava:
     """Compiles the helper once; :meth:`run` sends a batch of commands to one JVM."""
 
     def __init__(self, workdir: Path) -> None:
-        if shutil.which("javac") is None or shutil.which("java") is None:
-            pytest.skip("javac/java not installed")
-        jars = ensure_oracle()
-        self.classpath = os.pathsep.join([str(workdir), *sorted(glob.glob(str(jars / "*.jar")))])
-        subprocess.run(
-            ["javac", "-nowarn", "-d", str(workdir), "-cp", self.classpath, str(SOURCE)],
-            check=True, capture_output=True, timeout=300,
-        )
+        self.classpath = compile_java(workdir, SOURCE)
 
     def run(self, commands: list[list[str]]) -> list[SystemTable]:
-        lines = ["\t".join(c) for c in commands]
-        proc = subprocess.run(
-            ["java", "-Duser.timezone=UTC", "-cp", self.classpath, "SystemTableOracle"],
-            input="\n".join(lines) + "\n", capture_output=True, text=True, encoding="utf-8",
-            timeout=900,
-        )
-        if proc.returncode != 0:
-            raise AssertionError(f"SystemTableOracle failed: {proc.stderr[-3000:]}")
+        lines = run_java(self.classpath, "SystemTableOracle", ["\t".join(c) for c in commands],
+                         timeout=900, jvm_args=("-Duser.timezone=UTC",))
         out: list[SystemTable] = []
-        for line in proc.stdout.splitlines():
+        for line in lines:
             if line.startswith("S "):
                 out[-1].columns = [(n, t) for n, t in json.loads(line[2:])]
             elif line.startswith("R "):
@@ -77,7 +59,7 @@ class SystemTableJava:
                 out.append(SystemTable(False, line[4:], [], []))
             else:
                 raise AssertionError(f"unexpected output line {line!r}")
-        assert len(out) == len(commands), proc.stdout[-3000:]
+        assert len(out) == len(commands), "\n".join(lines)[-3000:]
         return out
 
     @staticmethod
