@@ -91,6 +91,17 @@ def write_rows(
     return commit.commit(messages, identifier)
 
 
+def two_commit_pk_table(where: str | Path | FileSystemCatalog) -> FileStoreTable:
+    """``db.t`` (dt, id, v), key ``(dt, id)``, partitioned by ``dt``, one bucket, with two
+    batch commits: ``(a, 1, x), (b, 2, y)``, then ``(a, 1, x2)`` (the system-table tests)."""
+    t = make_table(where, [("dt", "STRING"), ("id", "INT"), ("v", "STRING")],
+                   partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "1"})
+    for rows in ({"dt": ["a", "b"], "id": [1, 2], "v": ["x", "y"]},
+                 {"dt": ["a"], "id": [1], "v": ["x2"]}):
+        write_rows(t, pa.table(rows))
+    return t
+
+
 def sorted_rows(table: FileStoreTable, *columns: str, **travel: Any) -> list[tuple[Any, ...]]:
     """The table's rows as tuples of ``columns``, sorted; ``travel`` (``snapshot_id``,
     ``tag``, ``timestamp_millis``) reads a past version."""

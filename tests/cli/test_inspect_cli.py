@@ -9,11 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
-from paimon_core.catalog import FileSystemCatalog
-from paimon_core.schema_builder import Schema
+from tests.tables import two_commit_pk_table
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,14 +26,7 @@ def _paimon(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wh = tmp_path_factory.mktemp("inspect-cli")
-    t = FileSystemCatalog(str(wh)).create_table("db.t", Schema.of(
-        [("dt", "STRING"), ("id", "INT"), ("v", "STRING")],
-        partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "1"}))
-    for rows in ({"dt": ["a", "b"], "id": [1, 2], "v": ["x", "y"]},
-                 {"dt": ["a"], "id": [1], "v": ["x2"]}):
-        w = t.new_write("u")
-        w.write_arrow(pa.table(rows))
-        t.new_commit(w.commit_user).commit(w.prepare_commit())
+    t = two_commit_pk_table(wh)
     t.create_tag("first", 1)
     return wh
 

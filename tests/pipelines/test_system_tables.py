@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
-from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
+from tests.tables import two_commit_pk_table
 
 pytestmark = pytest.mark.spark
 
@@ -18,14 +17,7 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def wh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wh = tmp_path_factory.mktemp("system-tables")
-    t = FileSystemCatalog(str(wh)).create_table("db.t", Schema.of(
-        [("dt", "STRING"), ("id", "INT"), ("v", "STRING")],
-        partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "1"}))
-    for rows in ({"dt": ["a", "b"], "id": [1, 2], "v": ["x", "y"]},
-                 {"dt": ["a"], "id": [1], "v": ["x2"]}):
-        w = t.new_write("u")
-        w.write_arrow(pa.table(rows))
-        t.new_commit(w.commit_user).commit(w.prepare_commit())
+    two_commit_pk_table(wh)
     return wh
 
 
