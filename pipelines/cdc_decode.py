@@ -50,7 +50,7 @@ from paimon_core import (
     conform_column,
 )
 from pipelines.cdc_events import ERROR_COLUMN, KIND_COLUMN, OPS, TOMBSTONE, position_columns
-from pipelines.cdc_values import Fields, convert, digits, json_text
+from pipelines.cdc_values import Fields, convert, digits, json_text, schema_types
 from pipelines.spark_types import arrow_for_spark, spark_schema
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
@@ -202,14 +202,17 @@ def _parse_hinted(lines: pa.Array, declared: pa.Schema, start: int,
 
 
 def _view(t: pa.Table, payload: bool) -> dict[str, pa.Array | None]:
+    """The envelope's parts (``schema``: the events' own schema, beside the payload)."""
     names = ("op", "ts_ms", "before", "after", "source")
+    sch = t.column("schema").combine_chunks() if "schema" in t.column_names else None
     if payload:
         p = t.column("payload").combine_chunks() if "payload" in t.column_names else None
         if p is None:
-            return dict.fromkeys(names)
+            return {**dict.fromkeys(names), "schema": None}
         kids = Fields(p, t.num_rows)
-        return {k: kids(k) for k in names}
-    return {k: (t.column(k).combine_chunks() if k in t.column_names else None) for k in names}
+        return {**{k: kids(k) for k in names}, "schema": sch}
+    return {**{k: (t.column(k).combine_chunks() if k in t.column_names else None)
+               for k in names}, "schema": sch}
 
 
 def _merge_images(f: DataField, raw_b: pa.Array, raw_a: pa.Array, keys: set[str],
@@ -262,6 +265,7 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     out["_pos_ts"] = (ts.cast(pa.int64()) if ts is not None and pa.types.is_integer(ts.type)
                       else pa.nulls(n, pa.int64()))
     bef, aft = Fields(before, n), Fields(after, n)
+    types = schema_types(v["schema"], n, schema.field_names)
     keys = set(schema.primary_keys)
     null_keys = []
     bad_values = []
@@ -272,12 +276,12 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
         raw_b, raw_a = bef(f.name), aft(f.name)
         if _merge_images(f, raw_b, raw_a, keys, sequence_column):
             raw_v = pc.if_else(is_d, raw_b, raw_a)
-            value = convert(raw_v, f.type, tt, epoch_unit)
+            value = convert(raw_v, f.type, tt, epoch_unit, types.get(f.name))
             raw = pc.is_valid(raw_v)
             deferred.append(f)
         else:
-            b = convert(raw_b, f.type, tt, epoch_unit)
-            a = convert(raw_a, f.type, tt, epoch_unit)
+            b = convert(raw_b, f.type, tt, epoch_unit, types.get(f.name))
+            a = convert(raw_a, f.type, tt, epoch_unit, types.get(f.name))
             value = pc.if_else(is_d, b, a)
             raw = pc.if_else(is_d, pc.is_valid(raw_b), pc.is_valid(raw_a))
             typed_before[f.name] = b
@@ -311,7 +315,8 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     any_old = bool(pc.any(out["_old_key"]).as_py())
     for f in deferred:
         tt = target.field(f.name).type
-        typed_before[f.name] = (convert(bef(f.name), f.type, tt, epoch_unit) if any_old
+        typed_before[f.name] = (convert(bef(f.name), f.type, tt, epoch_unit,
+                                        types.get(f.name)) if any_old
                                 else pa.nulls(n, tt))
     out["_typed_before"] = pa.StructArray.from_arrays(
         [typed_before[f.name] for f in schema.fields], schema.field_names)
