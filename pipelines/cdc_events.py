@@ -44,6 +44,7 @@ from paimon_core import (
     TableSchema,
     TypeRoot,
 )
+from pipelines.cdc_values import CONNECT_DECIMAL, EPOCH_UNITS, VARIABLE_SCALE_DECIMAL
 from pipelines.spark_types import spark_type
 
 if TYPE_CHECKING:
@@ -51,11 +52,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_COLUMN",
+    "FIELDS_COLUMN",
     "KIND_COLUMN",
     "TOMBSTONE",
     "classify_events",
     "infer_column_type",
     "is_supported_type",
+    "logical_type",
     "parse_events",
     "position_columns",
     "sample_new_column_values",
@@ -68,10 +71,18 @@ ERROR_COLUMN = "_error"
 POSITION_PREFIX = "_pos_"
 _IMAGE = "map<string,string>"
 _EVENT_FIELDS = f"op:string,ts_ms:long,before:{_IMAGE},after:{_IMAGE},source:{_IMAGE}"
+#: the part of Debezium's ``schema`` (JSON converter with schemas enabled) that types values:
+#: per envelope field (``before`` / ``after``) its fields' logical type ``name`` and
+#: ``parameters`` (a decimal's ``scale``)
+_SCHEMA = ("struct<fields:array<struct<field:string,fields:array<struct<field:string,"
+           "name:string,parameters:map<string,string>>>>>>")
 EVENT_SCHEMA = (
     f"op string, ts_ms long, before {_IMAGE}, after {_IMAGE}, source {_IMAGE}, "
-    f"payload struct<{_EVENT_FIELDS}>, _corrupt string"
+    f"payload struct<{_EVENT_FIELDS}>, schema {_SCHEMA}, _corrupt string"
 )
+#: the column of :func:`parse_events` holding the events' own field types (see
+#: :func:`logical_type`)
+FIELDS_COLUMN = "_fields"
 OPS = ("c", "r", "u", "d")
 #: the ``_error`` of a Kafka tombstone line (JSON ``null``): skipped and counted, not an error
 TOMBSTONE = "tombstone"
@@ -94,6 +105,8 @@ def parse_events(lines: DataFrame) -> DataFrame:
     return parsed.select(
         "file", "line", "value",
         *[F.when(use_payload, pay[f]).otherwise(top[f]).alias(f) for f in fields],
+        F.try_element_at(F.filter(F.col("_e.schema.fields"), lambda x: x["field"] == "after"),
+                         F.lit(1))["fields"].alias(FIELDS_COLUMN),
         F.col("_e._corrupt").alias("_corrupt"),
         (trimmed == "null").alias("_tombstone"),
     )
@@ -103,10 +116,94 @@ def _digits(c: Column) -> Column:
     return c.rlike(r"^-?[0-9]+$")
 
 
-def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms") -> Column:
-    """The text ``raw`` as a value of Paimon type ``t`` (null when it does not fit)."""
+def logical_type(column: str) -> tuple[Column, Column]:
+    """The logical type ``name`` and ``scale`` parameter the event's own schema gives
+    ``column`` (NULLs when the event carries no schema), from :data:`FIELDS_COLUMN`."""
+    from pyspark.sql import functions as F
+
+    f = F.try_element_at(F.filter(F.col(FIELDS_COLUMN), lambda x: x["field"] == column),
+                         F.lit(1))
+    return f["name"], f["parameters"]["scale"]
+
+
+def _epoch(n: Column, name: Column | None, epoch_unit: str) -> Column:
+    """Epoch numbers as a timestamp, in the unit the logical type ``name`` gives (else in
+    ``epoch_unit``); NULL where nanoseconds are not whole microseconds."""
+    from pyspark.sql import functions as F
+
+    default = F.timestamp_micros(n) if epoch_unit == "us" else F.timestamp_millis(n)
+    if name is None:
+        return default
+    units = {u: [k for k, v in EPOCH_UNITS.items() if v == u] for u in ("ms", "us", "ns")}
+    return (F.when(name.isin(*units["ns"]),
+                   F.when(n % 1000 == 0, F.timestamp_micros(
+                       (n.cast("decimal(20,0)") / 1000).cast("long"))))
+            .when(name.isin(*units["us"]), F.timestamp_micros(n))
+            .when(name.isin(*units["ms"]), F.timestamp_millis(n))
+            .otherwise(default))
+
+
+def _unscaled_text(b64: Column, scale: Column) -> Column:
+    """Kafka Connect's decimal (base64 of the big-endian two's complement unscaled value)
+    with ``scale`` as plain decimal text; NULL when not base64, empty or beyond 38 digits."""
+    from pyspark.sql import functions as F
+
+    h = F.hex(F.try_to_binary(b64, F.lit("base64")))
+    nbytes = F.length(h) / 2
+    neg = F.conv(F.substr(h, F.lit(1), F.lit(2)), 16, 10).cast("int") >= 128
+    zero = F.lit(0).cast("decimal(38,0)")
+
+    def step(acc: Column, i: Column) -> Column:
+        b = F.conv(F.substr(h, i * 2 - 1, F.lit(2)), 16, 10).cast("int")
+        return F.try_add(F.try_multiply(acc, F.lit(256)),
+                         F.when(neg, F.lit(255) - b).otherwise(b)).cast("decimal(38,0)")
+
+    mag = F.aggregate(F.sequence(F.lit(1), nbytes.cast("int")), zero, step)
+    digits = F.when(neg, F.try_add(mag, F.lit(1)).cast("decimal(38,0)")).otherwise(mag) \
+        .cast("string")
+    k = F.when(scale.isNull(), F.lit(0)).otherwise(scale.try_cast("int"))
+    padded = F.lpad(digits, F.greatest(k + 1, F.length(digits)), "0")
+    cut = F.length(padded) - k
+    plain = F.when(k <= 0, F.concat(digits, F.repeat(F.lit("0"), -k))).otherwise(
+        F.concat(F.substr(padded, F.lit(1), cut), F.lit("."), F.substr(padded, cut + 1)))
+    sign = F.when(neg, F.lit("-")).otherwise(F.lit(""))
+    return F.when(F.length(h) > 0, F.concat(sign, plain))
+
+
+def _decoded_decimals(raw: Column, name: Column, scale: Column) -> tuple[Column, Column]:
+    """The decimal text of ``raw`` when the schema's logical type ``name`` is
+    :data:`CONNECT_DECIMAL` (base64, ``scale``) or :data:`VARIABLE_SCALE_DECIMAL` (an
+    object ``{"scale", "value"}``) and it decodes as such; NULL otherwise (the value is then
+    read by the table's type)."""
+    from pyspark.sql import functions as F
+
+    obj = raw.startswith("{")
+    scaled = F.when((name == CONNECT_DECIMAL) & ~obj, _unscaled_text(raw, scale))
+    var_scale = F.get_json_object(raw, "$.scale")
+    variable = F.when((name == VARIABLE_SCALE_DECIMAL) & obj & var_scale.rlike(r"^-?[0-9]+$"),
+                      _unscaled_text(F.get_json_object(raw, "$.value"), var_scale))
+    return scaled, variable
+
+
+def _exact_decimal(text: Column, t: AtomicType, st: Any) -> Column:
+    # Spark rounds a decimal cast to the scale: accept only text with at most ``scale``
+    # significant fraction digits, so nothing is rounded silently
+    from pyspark.sql import functions as F
+
+    scale = t.scale or 0
+    exact = text.rlike(rf"^[+-]?[0-9]+(\.[0-9]{{0,{scale}}}0*)?$")
+    return F.when(exact, text.try_cast(st))
+
+
+def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms",
+                logical: tuple[Column, Column] | None = None) -> Column:
+    """The text ``raw`` as a value of Paimon type ``t`` (null when it does not fit);
+    ``logical``: the logical type name and scale the event's own schema gives the value
+    (:func:`logical_type`), which decide its encoding where given."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
+
+    name = logical[0] if logical is not None else None
 
     st = spark_type(t)
     if not isinstance(t, AtomicType):
@@ -114,7 +211,10 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms") -> Column:
         return F.from_json(raw, st)
     r = t.root
     if r in STRING_ROOTS:
-        return raw
+        if logical is None:
+            return raw
+        scaled, variable = _decoded_decimals(raw, name, logical[1])
+        return F.coalesce(scaled, variable, raw)
     if r in BINARY_ROOTS:
         return F.try_to_binary(raw, F.lit("base64"))
     if r is TypeRoot.BOOLEAN:
@@ -126,14 +226,16 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms") -> Column:
                       ).otherwise(raw.try_cast(st))
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         n = raw.try_cast("long")
-        epoch = F.timestamp_micros(n) if epoch_unit == "us" else F.timestamp_millis(n)
+        epoch = _epoch(n, name, epoch_unit)
         return F.when(_digits(raw), epoch.cast(st)).otherwise(raw.try_cast(st))
     if r is TypeRoot.DECIMAL:
-        # Spark rounds a decimal cast to the scale: accept only text with at most ``scale``
-        # significant fraction digits, so nothing is rounded silently
-        scale = t.scale or 0
-        exact = raw.rlike(rf"^[+-]?[0-9]+(\.[0-9]{{0,{scale}}}0*)?$")
-        return F.when(exact, raw.try_cast(st))
+        plain = _exact_decimal(raw, t, st)
+        if logical is None:
+            return plain
+        scaled, variable = _decoded_decimals(raw, name, logical[1])
+        return (F.when(scaled.isNotNull(), _exact_decimal(scaled, t, st))
+                .when(variable.isNotNull(), _exact_decimal(variable, t, st))
+                .otherwise(plain))
     return raw.try_cast(st)
 
 
@@ -168,12 +270,15 @@ def classify_events(
         reasons.append((img[k].isNull(), f"null key {k}"))
     for f in schema.fields:
         raw = img[f.name]
-        bad = raw.isNotNull() & typed_value(raw, f.type, epoch_unit=epoch_unit).isNull()
+        lt = logical_type(f.name)
+        bad = raw.isNotNull() & typed_value(raw, f.type, epoch_unit=epoch_unit,
+                                            logical=lt).isNull()
         if f.name in schema.primary_keys:
             # the before image of a key-changing update must fit the key type as well
             braw = F.col("before")[f.name]
             bad = bad | ((op == "u") & braw.isNotNull()
-                         & typed_value(braw, f.type, epoch_unit=epoch_unit).isNull())
+                         & typed_value(braw, f.type, epoch_unit=epoch_unit,
+                                       logical=lt).isNull())
         reasons.append((bad, f"bad value for {f.name}"))
     for f in schema.fields:
         if f.name in schema.primary_keys:
@@ -311,16 +416,17 @@ def to_changes(
             F.when(err.isNull() & (F.size(unknown) > 0), F.array_join(unknown, "\n"))
             .alias("_unknown"),
             F.posexplode(F.when(err.isNull(), changes).otherwise(F.array(rejected)))
-            .alias("_event", "_r"),
+            .alias("_event", "_r"), FIELDS_COLUMN,
         )
         extras = [ERROR_COLUMN, "_event", "_value", "_unknown"]
     else:
         rows = events.filter(err.isNull()).select(
-            *_position(position_fields), F.explode(changes).alias("_r"))
+            *_position(position_fields), F.explode(changes).alias("_r"), FIELDS_COLUMN)
         extras = []
     cols = []
     for f in schema.fields:
-        value = typed_value(F.col("_r.img")[f.name], f.type, epoch_unit=epoch_unit)
+        value = typed_value(F.col("_r.img")[f.name], f.type, epoch_unit=epoch_unit,
+                            logical=logical_type(f.name))
         if sequence_column is not None and f.name == sequence_column:
             value = F.coalesce(value, F.col(pos[0]).cast(spark_type(f.type)))
         cols.append(value.alias(f.name))

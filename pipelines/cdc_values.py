@@ -194,35 +194,49 @@ def _unscaled(b64: str, scale: int) -> decimal.Decimal:
     return decimal.Decimal(f"{int.from_bytes(raw, 'big', signed=True)}E-{int(scale)}")
 
 
-def _connect_decimals(arr: pa.Array, logical: Logical, t: AtomicType,
+def _connect_decimals(arr: pa.Array, logical: Logical, fit: Any,
                       target: pa.DataType) -> tuple[pa.Array, pa.Array] | None:
-    """Rows whose schema says :data:`CONNECT_DECIMAL` / :data:`VARIABLE_SCALE_DECIMAL`:
-    (mask, values at the column's type; NULL where not exact). None when there are none."""
-    dec = logical.is_(CONNECT_DECIMAL)
-    var = logical.is_(VARIABLE_SCALE_DECIMAL)
-    mask = pc.or_(dec, var)
+    """Rows whose schema says :data:`CONNECT_DECIMAL` (and the value is text) or
+    :data:`VARIABLE_SCALE_DECIMAL` (and the value is an object) and that decode as such:
+    (mask, ``fit(value)`` of each in ``target``, NULL where it raises). None when there are
+    none. A value that does not decode (a plain number, text that is not base64) is left to
+    the table's type. Python per value: base64 needs Python's parser."""
+    src = arr.type
+    n = len(arr)
+    if pa.types.is_string(src):
+        mask = logical.is_(CONNECT_DECIMAL)
+    elif pa.types.is_struct(src):
+        mask = logical.is_(VARIABLE_SCALE_DECIMAL)
+    else:
+        return None
+    mask = pc.and_(mask, pc.is_valid(arr))
     if not pc.any(mask).as_py():
         return None
-    p, s = t.precision or 38, t.scale or 0
-    src = arr.type
-    texts = json_text(arr) if pa.types.is_string(src) else pa.nulls(len(arr), pa.string())
-    scales = logical.scale.to_pylist()
-    structs = arr.to_pylist() if pa.types.is_struct(src) else None
-    values: list[decimal.Decimal | None] = []
-    for i in np.flatnonzero(mask.to_numpy(zero_copy_only=False)):
+    rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    items = arr.take(pa.array(rows)).to_pylist()
+    scales = logical.scale.take(pa.array(rows)).to_pylist()
+    decoded: list[bool] = []
+    values: list[Any] = []
+    for item, scale in zip(items, scales):
         try:
-            if dec[i].as_py():
-                text = texts[i].as_py()
-                v = None if text is None else _unscaled(text, int(scales[i] or 0))
+            if isinstance(item, dict):
+                v = _unscaled(item["value"], int(item["scale"]))
             else:
-                item = structs[i] if structs is not None else None
-                v = (None if not isinstance(item, dict)
-                     else _unscaled(item["value"], int(item["scale"])))
-            values.append(None if v is None else _fit_decimal(v, p, s))
-        except (ValueError, TypeError, KeyError, binascii.Error, decimal.DecimalException):
+                v = _unscaled(item, int(scale or 0))
+        except (ValueError, TypeError, KeyError, binascii.Error):
+            decoded.append(False)
             values.append(None)
-    rows = pa.array(np.flatnonzero(mask.to_numpy(zero_copy_only=False)))
-    return mask, _scatter(pa.array(values, target), rows, len(arr))
+            continue
+        decoded.append(True)
+        try:
+            values.append(fit(v))
+        except (ValueError, decimal.DecimalException):
+            values.append(None)
+    ok = pa.array(rows[np.array(decoded, bool)])
+    if len(ok) == 0:
+        return None
+    vals = pa.array(values, target).filter(pa.array(decoded))
+    return pc.is_valid(_scatter(ok, ok, n)), _scatter(vals, ok, n)
 
 
 def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
@@ -242,6 +256,10 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
             return pa.nulls(n, target)
     r = t.root
     if r in STRING_ROOTS:
+        by_schema = (None if logical is None else _connect_decimals(
+            arr, logical, lambda v: format(v, "f"), pa.string()))
+        if by_schema is not None:  # a decimal's exact text
+            return pc.if_else(by_schema[0], by_schema[1], json_text(arr))
         return json_text(arr)
     if r in BINARY_ROOTS:
         if not pa.types.is_string(src):
@@ -285,7 +303,9 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
             return arr.cast(target)
         return _py(float, text.to_pylist(), target)
     if r is TypeRoot.DECIMAL:
-        by_schema = None if logical is None else _connect_decimals(arr, logical, t, target)
+        p, s = t.precision or 38, t.scale or 0
+        by_schema = (None if logical is None else _connect_decimals(
+            arr, logical, lambda v: _fit_decimal(v, p, s), target))
         if by_schema is not None:
             mask, values = by_schema
             rest = convert(pc.if_else(mask, pa.scalar(None, src), arr), t, target, epoch_unit)
