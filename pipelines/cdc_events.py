@@ -30,6 +30,7 @@ MySQL's binlog file) orders events; ``ts_ms``, the input file and the line numbe
 
 from __future__ import annotations
 
+import decimal
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -143,31 +144,53 @@ def _epoch(n: Column, name: Column | None, epoch_unit: str) -> Column:
             .otherwise(default))
 
 
-def _unscaled_text(b64: Column, scale: Column) -> Column:
-    """Kafka Connect's decimal (base64 of the big-endian two's complement unscaled value)
-    with ``scale`` as plain decimal text; NULL when not base64, empty or beyond 38 digits."""
+def _let(value: Column, body: Any) -> Column:
+    """``body(x)`` with ``x`` bound to ``value`` once (a one-element ``transform``): keeps
+    expressions that use a value many times small enough for Spark's planner."""
     from pyspark.sql import functions as F
 
-    h = F.hex(F.try_to_binary(b64, F.lit("base64")))
-    nbytes = F.length(h) / 2
-    neg = F.conv(F.substr(h, F.lit(1), F.lit(2)), 16, 10).cast("int") >= 128
-    zero = F.lit(0).cast("decimal(38,0)")
+    return F.element_at(F.transform(F.array(value), body), 1)
 
-    def step(acc: Column, i: Column) -> Column:
-        b = F.conv(F.substr(h, i * 2 - 1, F.lit(2)), 16, 10).cast("int")
-        return F.try_add(F.try_multiply(acc, F.lit(256)),
-                         F.when(neg, F.lit(255) - b).otherwise(b)).cast("decimal(38,0)")
 
-    mag = F.aggregate(F.sequence(F.lit(1), nbytes.cast("int")), zero, step)
-    digits = F.when(neg, F.try_add(mag, F.lit(1)).cast("decimal(38,0)")).otherwise(mag) \
-        .cast("string")
-    k = F.when(scale.isNull(), F.lit(0)).otherwise(scale.try_cast("int"))
-    padded = F.lpad(digits, F.greatest(k + 1, F.length(digits)), "0")
-    cut = F.length(padded) - k
-    plain = F.when(k <= 0, F.concat(digits, F.repeat(F.lit("0"), -k))).otherwise(
-        F.concat(F.substr(padded, F.lit(1), cut), F.lit("."), F.substr(padded, cut + 1)))
-    sign = F.when(neg, F.lit("-")).otherwise(F.lit(""))
-    return F.when(F.length(h) > 0, F.concat(sign, plain))
+def _unscaled_text(b64: Column, scale: Column) -> Column:
+    """Kafka Connect's decimal (base64 of the big-endian two's complement unscaled value)
+    with ``scale`` as plain decimal text; NULL when not base64, empty or beyond 38 digits.
+    Flat: the bytes as 32 hex digits, sign-extended (16 bytes hold every 38-digit value); a
+    negative value is -(complement + 1); the magnitude is hi * 2**64 + lo."""
+    from pyspark.sql import functions as F
+
+    def half(mag_hex: Column, start: int) -> Column:
+        return F.conv(F.substr(mag_hex, F.lit(start), F.lit(16)), 16, 10).cast("decimal(20,0)")
+
+    def text(digits: Column, k: Column, neg: Column) -> Column:
+        def cut(padded: Column) -> Column:
+            at = F.length(padded) - k
+            return F.concat(F.substr(padded, F.lit(1), at), F.lit("."), F.substr(padded, at + 1))
+
+        plain = F.when(k <= 0, F.concat(digits, F.repeat(F.lit("0"), -k))).otherwise(
+            _let(F.lpad(digits, F.greatest(k + 1, F.length(digits)), "0"), cut))
+        return F.concat(F.when(neg, F.lit("-")).otherwise(F.lit("")), plain)
+
+    def from_hex(h: Column) -> Column:
+        def signed(neg: Column) -> Column:
+            padded = F.when(F.length(h) <= 32,
+                            F.lpad(h, 32, F.when(neg, F.lit("F")).otherwise(F.lit("0"))))
+            mag_hex = F.when(neg, F.translate(padded, "0123456789ABCDEF", "FEDCBA9876543210")
+                             ).otherwise(padded)
+
+            def digits(mh: Column) -> Column:
+                mag = F.try_add(F.try_multiply(half(mh, 1), F.lit(decimal.Decimal(2**64))),
+                                half(mh, 17))
+                return F.when(neg, F.try_add(mag, F.lit(1))).otherwise(mag) \
+                    .cast("decimal(38,0)").cast("string")
+
+            k = F.when(scale.isNull(), F.lit(0)).otherwise(scale.try_cast("int"))
+            return _let(_let(mag_hex, digits), lambda d: _let(k, lambda kk: text(d, kk, neg)))
+
+        return F.when(F.length(h) > 0,
+                      _let(F.substr(h, F.lit(1), F.lit(1)).isin(*"89ABCDEF"), signed))
+
+    return _let(F.hex(F.try_to_binary(b64, F.lit("base64"))), from_hex)
 
 
 def _decoded_decimals(raw: Column, name: Column, scale: Column) -> tuple[Column, Column]:
@@ -177,12 +200,17 @@ def _decoded_decimals(raw: Column, name: Column, scale: Column) -> tuple[Column,
     read by the table's type)."""
     from pyspark.sql import functions as F
 
-    obj = raw.startswith("{")
-    scaled = F.when((name == CONNECT_DECIMAL) & ~obj, _unscaled_text(raw, scale))
-    var_scale = F.get_json_object(raw, "$.scale")
-    variable = F.when((name == VARIABLE_SCALE_DECIMAL) & obj & var_scale.rlike(r"^-?[0-9]+$"),
-                      _unscaled_text(F.get_json_object(raw, "$.value"), var_scale))
-    return scaled, variable
+    def connect(r: Column) -> Column:
+        return F.when((name == CONNECT_DECIMAL) & ~r.startswith("{"), _unscaled_text(r, scale))
+
+    def variable(r: Column) -> Column:
+        def of(vs: Column) -> Column:
+            return F.when((name == VARIABLE_SCALE_DECIMAL) & r.startswith("{")
+                          & vs.rlike(r"^-?[0-9]+$"),
+                          _unscaled_text(F.get_json_object(r, "$.value"), vs))
+        return _let(F.get_json_object(r, "$.scale"), of)
+
+    return _let(raw, connect), _let(raw, variable)
 
 
 def _exact_decimal(text: Column, t: AtomicType, st: Any) -> Column:
@@ -229,13 +257,13 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms",
         epoch = _epoch(n, name, epoch_unit)
         return F.when(_digits(raw), epoch.cast(st)).otherwise(raw.try_cast(st))
     if r is TypeRoot.DECIMAL:
-        plain = _exact_decimal(raw, t, st)
+        plain = _let(raw, lambda x: _exact_decimal(x, t, st))
         if logical is None:
             return plain
         scaled, variable = _decoded_decimals(raw, name, logical[1])
-        return (F.when(scaled.isNotNull(), _exact_decimal(scaled, t, st))
-                .when(variable.isNotNull(), _exact_decimal(variable, t, st))
-                .otherwise(plain))
+        decoded = F.coalesce(scaled, variable)
+        return _let(decoded, lambda d: F.when(d.isNotNull(), _let(
+            d, lambda x: _exact_decimal(x, t, st))).otherwise(plain))
     return raw.try_cast(st)
 
 
