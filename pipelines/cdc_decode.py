@@ -50,7 +50,15 @@ from paimon_core import (
     conform_column,
 )
 from pipelines.cdc_events import ERROR_COLUMN, KIND_COLUMN, OPS, TOMBSTONE, position_columns
-from pipelines.cdc_values import Fields, convert, digits, json_text, schema_types
+from pipelines.cdc_values import (
+    LONG_NUMBER,
+    Fields,
+    convert,
+    digits,
+    exact_numbers,
+    json_text,
+    schema_types,
+)
 from pipelines.spark_types import arrow_for_spark, spark_schema
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
@@ -62,6 +70,7 @@ EXTRA_COLUMNS = (ERROR_COLUMN, "_event", "_value", "_unknown")
 _READ_OPTIONS = {threads: pj.ReadOptions(block_size=8 << 20, use_threads=threads)
                  for threads in (False, True)}
 _ERROR_ROW = re.compile(r" in row (\d+)$")
+_LONG = re.compile(LONG_NUMBER.encode())
 _INSERT = RowKind.INSERT.short_string
 _UPDATE_AFTER = RowKind.UPDATE_AFTER.short_string
 _DELETE = RowKind.DELETE.short_string
@@ -464,7 +473,8 @@ def decode_file(
         starts = np.empty(count, np.int64)
         starts[0] = 0
         starts[1:] = nl[:count - 1] + 1
-        if bool(np.all(buf[starts] == ord("{"))) and _is_utf8(data):
+        if (bool(np.all(buf[starts] == ord("{"))) and _is_utf8(data)
+                and _LONG.search(data) is None):
             doc = data
     return _decode(lazy, doc, count, schema, file_index=file_index, first_line=1,
                    position_fields=position_fields, epoch_unit=epoch_unit,
@@ -508,7 +518,7 @@ def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
         tomb = np.zeros(0, np.int64)
         _parse(lazy, _declared(schema), 0, chunks, bad, doc, count, threads=threads)
     else:
-        arr = lazy()
+        arr = _exact(lazy())  # the lines as parsed (``lazy``: as read, for ``_value``)
         trimmed = pc.utf8_trim_whitespace(arr)
         tomb_mask = pc.equal(trimmed, "null")
         event_mask = pc.and_(pc.not_equal(trimmed, ""), pc.invert(tomb_mask))
@@ -544,6 +554,16 @@ def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
         b = pa.array(bucket_ids(cols_, types, schema.num_buckets), pa.int32())
         out = out.set_column(out.schema.get_field_index(BUCKET), BUCKET, b)
     return out
+
+
+def _exact(lines: pa.Array) -> pa.Array:
+    """``lines`` with the numbers a double / int64 cannot hold as JSON strings of their
+    text (:func:`pipelines.cdc_values.exact_numbers`, only on the lines that hold one)."""
+    long = pc.fill_null(pc.match_substring_regex(lines, LONG_NUMBER), False)
+    if not pc.any(long).as_py():
+        return lines
+    fixed = [exact_numbers(x) for x in pc.filter(lines, long).to_pylist()]
+    return pc.replace_with_mask(lines, long, pa.array(fixed, pa.string()))
 
 
 def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,

@@ -31,8 +31,8 @@ from paimon_core import (
     TypeRoot,
 )
 
-__all__ = ["CONNECT_DECIMAL", "EPOCH_UNITS", "VARIABLE_SCALE_DECIMAL", "Fields", "Logical",
-           "convert", "digits", "json_text", "schema_types"]
+__all__ = ["CONNECT_DECIMAL", "EPOCH_UNITS", "LONG_NUMBER", "VARIABLE_SCALE_DECIMAL", "Fields",
+           "Logical", "convert", "digits", "exact_numbers", "json_text", "schema_types"]
 
 #: Kafka Connect's decimal (``decimal.handling.mode=precise``, Debezium's default): base64 of
 #: the big-endian two's complement unscaled value, the scale in the field's ``parameters``
@@ -64,6 +64,37 @@ class Fields:
     def __call__(self, name: str) -> pa.Array:
         kid = self.kids.get(name)
         return kid if kid is not None else pa.nulls(self.n)
+
+
+#: text that may hold a JSON number a double or int64 cannot hold exactly: 20 digits (beyond
+#: int64) or 16 digits around a point (beyond a double's 15); RE2 and Python syntax
+LONG_NUMBER = "[0-9]{20}|[0-9]{16}\\.|" + "|".join(
+    f"[0-9]{{{k}}}\\.[0-9]{{{16 - k}}}" for k in range(1, 16))
+
+
+class _Long(str):
+    """The text of a JSON number kept exact (written back as a JSON string)."""
+
+
+def _float_token(text: str) -> float | str:
+    mantissa = text.lstrip("-").split("e")[0].split("E")[0].replace(".", "").lstrip("0")
+    return _Long(text) if len(mantissa) > 15 else float(text)
+
+
+def _int_token(text: str) -> int | str:
+    return _Long(text) if len(text.lstrip("-")) > 19 else int(text)
+
+
+def exact_numbers(line: str) -> str:
+    """``line`` with every JSON number that a double / int64 cannot hold exactly written as
+    a JSON string of its text (the JSON reader then keeps it as text: a decimal or string
+    column takes it exactly, nothing is rounded); other lines unchanged. Python's parser:
+    only for lines :data:`LONG_NUMBER` finds."""
+    try:
+        obj = json.loads(line, parse_float=_float_token, parse_int=_int_token)
+    except (ValueError, RecursionError):
+        return line
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 class Logical:

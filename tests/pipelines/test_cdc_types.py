@@ -195,3 +195,64 @@ def test_ingest_lands_exact_values(spark: Any, tmp_path: Path) -> None:
         names = sch.to_table_schema(0).field_names
         got = {r[names[0]]: {n: r[n] for n in names} for r in t.to_arrow().to_pylist()}
         assert got == rows
+
+
+#: the same event as Paimon's later resource writes it (decimals as JSON numbers; see
+#: SOURCES.md): numbers longer than a double must land exactly
+ALLTYPE_NUMBERS_ROW = {**ALLTYPE_ROW,
+                       "_big_decimal": D("2222222222222222300000001111.1234567890")}
+LONG = Schema.of([("id", "INT NOT NULL"), ("d38", "DECIMAL(38, 2)"), ("s", "STRING"),
+                  ("big", "DECIMAL(38, 0)"), ("n", "BIGINT")],
+                 primary_keys=["id"], options={"bucket": "1"})
+LONG_LINES = [  # hand-built, no schema: the table's types decide
+    '{"op": "c", "after": {"id": 1, "d38": 123456789012345678901234567890123456.78, '
+    '"s": 123456789876543212345678987654321, "big": 12345678901234567890123, "n": 1}, '
+    '"source": {"pos": 1}}',
+    # a double's worth of digits stays as it was
+    json.dumps({"op": "c", "after": {"id": 2, "d38": 1.25, "s": 1.5, "n": 1234567890123456789},
+                "source": {"pos": 2}}),
+    # longer than the column: refused, never rounded
+    json.dumps({"op": "c", "after": {"id": 3}, "source": {"pos": 3}})
+    .replace('"id": 3', '"id": 3, "d38": 1.2345678901234567891'),
+]
+LONG_ROWS = {
+    1: {"id": 1, "d38": D("123456789012345678901234567890123456.78"),
+        "s": "123456789876543212345678987654321", "big": D("12345678901234567890123"),
+        "n": 1},
+    2: {"id": 2, "d38": D("1.25"), "s": "1.5", "big": None, "n": 1234567890123456789},
+}
+
+
+def test_numbers_longer_than_a_double_land_exactly() -> None:
+    for sch, lines, rows, errors in [
+            (ALLTYPE, (CORPUS / "paimon_alltype_numbers.jsonl").read_text().splitlines(),
+             {1: ALLTYPE_NUMBERS_ROW}, {}),
+            (LONG, LONG_LINES, LONG_ROWS, {3: "bad value for d38"})]:
+        schema = sch.to_table_schema(0)
+        for data in [("\n".join(lines) + "\n").encode(), ("\r\n".join(lines)).encode()]:
+            got = decode_file(data, schema, position_fields=("pos",))
+            assert _rows(got, schema.field_names) == rows
+            assert {r["_pos_line"]: r["_error"] for r in got.to_pylist()
+                    if r["_error"]} == errors
+            bad = [r["_value"] for r in got.to_pylist() if r["_error"]]
+            assert bad == [lines[k - 1] for k in errors]  # quarantined as read
+
+
+@pytest.mark.spark
+def test_ingest_lands_long_numbers_exactly(spark: Any, tmp_path: Path) -> None:
+    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.config import CatalogSettings
+
+    wh = str(tmp_path / "wh")
+    landing = tmp_path / "long"
+    landing.mkdir()
+    (landing / "batch-000001.jsonl").write_text("\n".join(LONG_LINES) + "\n")
+    FileSystemCatalog(wh).create_table("db.long", LONG)
+    (rep,) = ingest(spark, CatalogSettings(wh), "db.long", str(landing),
+                    CdcOptions(position_fields=("pos",), max_error_ratio=0.9,
+                               evolve_schema=False))
+    assert rep.reasons == {"bad value for d38": 1}
+    names = LONG.to_table_schema(0).field_names
+    got = {r["id"]: {n: r[n] for n in names}
+           for r in FileSystemCatalog(wh).get_table("db.long").to_arrow().to_pylist()}
+    assert got == LONG_ROWS
