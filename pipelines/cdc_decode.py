@@ -14,7 +14,12 @@ timestamp); when that fails the document is split at the row the reader names (p
 one block: the exact line; each piece is checked by its row count, with bisection when a
 row number is off), and a single line that still fails is parsed again with every type
 inferred (then a value of the wrong type is a ``bad value for <col>``), and if that fails
-too it is ``malformed JSON``. JSON ``null`` lines are tombstones.
+too it is ``malformed JSON``. JSON ``null`` lines are tombstones. Lines holding a JSON
+number that a double or int64 cannot hold exactly are first re-serialised with those numbers
+as JSON strings of their text (:func:`pipelines.cdc_values.exact_numbers`), so that a 38-digit
+decimal or a long number going into a STRING column lands exactly. The events' own ``schema``
+(Debezium JSON with schemas enabled) gives each column's logical type
+(:func:`pipelines.cdc_values.schema_types`), which decides how its value is read.
 
 The job calls :func:`decode_file` with a file's bytes: when every line starts with ``{`` (no
 blank line, no tombstone, no CR) and the bytes are UTF-8, the bytes themselves are the

@@ -16,12 +16,17 @@ the table's column types with ``try_cast``, so that a value that does not fit it
 *detected* (the event is quarantined) instead of silently nulled or truncated. Value encodings:
 
 * integers / decimals / floats / booleans: JSON numbers, booleans or their text (Debezium
-  ``decimal.handling.mode=string|double``; the default base64 ``precise`` mode is rejected).
-  A decimal must be plain text with at most the column's scale of significant fraction
-  digits (``12.50`` fits ``DECIMAL(5, 2)``, ``1.005`` and ``1e3`` do not: never rounded);
+  ``decimal.handling.mode=string|double``). A decimal must be plain text with at most the
+  column's scale of significant fraction digits (``12.50`` fits ``DECIMAL(5, 2)``, ``1.005``
+  and ``1e3`` do not: never rounded);
+* decimals by the event's own schema (Debezium JSON with schemas enabled, :func:`logical_type`):
+  Kafka Connect ``Decimal`` (the default ``precise`` mode: base64 of the unscaled value, the
+  ``scale`` parameter) and ``VariableScaleDecimal`` (``{"scale", "value"}``), exact or
+  refused; into a STRING column their exact decimal text;
 * DATE: days since the epoch (``io.debezium.time.Date``) or ISO text;
-* TIMESTAMP / TIMESTAMP WITH LOCAL TIME ZONE: epoch numbers in ``epoch_unit`` (``ms`` =
-  ``io.debezium.time.Timestamp``, ``us`` = ``MicroTimestamp``) or ISO text (``ZonedTimestamp``);
+* TIMESTAMP / TIMESTAMP WITH LOCAL TIME ZONE: epoch numbers in the unit the event's schema
+  names (``Timestamp`` ms, ``MicroTimestamp`` µs, ``NanoTimestamp`` ns: refused when not
+  whole µs), else in ``epoch_unit``; or ISO text (``ZonedTimestamp``);
 * BINARY / BYTES: base64 text; ARRAY / MAP / ROW: JSON.
 
 The source position (``position_fields`` of ``source``, numbers or zero-padded text such as
