@@ -75,7 +75,6 @@ EXTRA_COLUMNS = (ERROR_COLUMN, "_event", "_value", "_unknown")
 _READ_OPTIONS = {threads: pj.ReadOptions(block_size=8 << 20, use_threads=threads)
                  for threads in (False, True)}
 _ERROR_ROW = re.compile(r" in row (\d+)$")
-_LONG = re.compile(LONG_NUMBER.encode())
 _INSERT = RowKind.INSERT.short_string
 _UPDATE_AFTER = RowKind.UPDATE_AFTER.short_string
 _DELETE = RowKind.DELETE.short_string
@@ -478,8 +477,7 @@ def decode_file(
         starts = np.empty(count, np.int64)
         starts[0] = 0
         starts[1:] = nl[:count - 1] + 1
-        if (bool(np.all(buf[starts] == ord("{"))) and _is_utf8(data)
-                and _LONG.search(data) is None):
+        if bool(np.all(buf[starts] == ord("{"))) and _is_utf8(data):
             doc = data
     return _decode(lazy, doc, count, schema, file_index=file_index, first_line=1,
                    position_fields=position_fields, epoch_unit=epoch_unit,
@@ -511,29 +509,61 @@ def decode_events(
                    threads=threads)
 
 
-def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
-            file_index: int, first_line: int, position_fields: Sequence[str], epoch_unit: str,
-            sequence_column: str | None, bucket: bool, threads: bool) -> pa.Table:
-    """``doc`` (with its ``count`` lines): the whole file when every line is an event."""
-    target = output_schema(schema, position_fields)
+def _parse_all(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema,
+               threads: bool, *, exact: bool
+               ) -> tuple[list[tuple[int, pa.Table]], list[int], np.ndarray, np.ndarray]:
+    """The parsed chunks, the indices of malformed event lines, the line index of each event
+    and of each tombstone. ``doc``: the whole file when every line is an event. ``exact``:
+    long numbers first made JSON strings (:func:`_exact`)."""
     chunks: list[tuple[int, pa.Table]] = []
     bad: list[int] = []
     if doc is not None:  # the usual case: one document, no copies
         events = np.arange(count, dtype=np.int64)
         tomb = np.zeros(0, np.int64)
         _parse(lazy, _declared(schema), 0, chunks, bad, doc, count, threads=threads)
-    else:
-        arr = _exact(lazy())  # the lines as parsed (``lazy``: as read, for ``_value``)
-        trimmed = pc.utf8_trim_whitespace(arr)
-        tomb_mask = pc.equal(trimmed, "null")
-        event_mask = pc.and_(pc.not_equal(trimmed, ""), pc.invert(tomb_mask))
-        events = np.flatnonzero(event_mask.to_numpy(zero_copy_only=False))
-        tomb = np.flatnonzero(tomb_mask.to_numpy(zero_copy_only=False))
-        if len(events) == len(arr):
-            _parse(arr, _declared(schema), 0, chunks, bad, threads=threads)
-        elif len(events):
-            _parse(arr.take(pa.array(events)), _declared(schema), 0, chunks, bad,
-                   threads=threads)
+        return chunks, bad, events, tomb
+    arr = _exact(lazy()) if exact else lazy()  # ``lazy``: the lines as read, for ``_value``
+    trimmed = pc.utf8_trim_whitespace(arr)
+    tomb_mask = pc.equal(trimmed, "null")
+    event_mask = pc.and_(pc.not_equal(trimmed, ""), pc.invert(tomb_mask))
+    events = np.flatnonzero(event_mask.to_numpy(zero_copy_only=False))
+    tomb = np.flatnonzero(tomb_mask.to_numpy(zero_copy_only=False))
+    if len(events) == len(arr):
+        _parse(arr, _declared(schema), 0, chunks, bad, threads=threads)
+    elif len(events):
+        _parse(arr.take(pa.array(events)), _declared(schema), 0, chunks, bad, threads=threads)
+    return chunks, bad, events, tomb
+
+
+def _inexact_columns(chunks: list[tuple[int, pa.Table]], schema: TableSchema) -> bool:
+    """Whether a DECIMAL or STRING column's image values were read as doubles (JSON
+    numbers) and the text may hold one a double does not hold exactly (then the file is
+    parsed again with :func:`_exact`; only then is the text scanned)."""
+    names = {f.name for f in schema.fields if isinstance(f.type, AtomicType)
+             and (f.type.root is TypeRoot.DECIMAL or f.type.root in STRING_ROOTS)}
+    found = False
+    for _, t in chunks:
+        images = [t.schema.field(c).type for c in ("before", "after") if c in t.column_names]
+        if "payload" in t.column_names and pa.types.is_struct(t.schema.field("payload").type):
+            pt = t.schema.field("payload").type
+            images += [pt.field(c).type for c in ("before", "after")
+                       if pt.get_field_index(c) >= 0]
+        for img in images:
+            if pa.types.is_struct(img) and any(
+                    f.name in names and pa.types.is_floating(f.type) for f in img):
+                found = True
+    return found
+
+
+def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
+            file_index: int, first_line: int, position_fields: Sequence[str], epoch_unit: str,
+            sequence_column: str | None, bucket: bool, threads: bool) -> pa.Table:
+    """``doc`` (with its ``count`` lines): the whole file when every line is an event."""
+    target = output_schema(schema, position_fields)
+    chunks, bad, events, tomb = _parse_all(lazy, doc, count, schema, threads, exact=False)
+    if _inexact_columns(chunks, schema) and pc.any(  # numbers read as doubles: again, exactly
+            pc.match_substring_regex(lazy(), LONG_NUMBER)).as_py():
+        chunks, bad, events, tomb = _parse_all(lazy, None, 0, schema, threads, exact=True)
     parts: list[pa.Table] = []
     for start, t in chunks:
         rows = events[start:start + t.num_rows]
