@@ -50,7 +50,12 @@ from paimon_core import (
     TableSchema,
     TypeRoot,
 )
-from pipelines.cdc_values import CONNECT_DECIMAL, EPOCH_UNITS, VARIABLE_SCALE_DECIMAL
+from pipelines.cdc_values import (
+    CONNECT_DECIMAL,
+    EPOCH_UNITS,
+    LONG_NUMBER,
+    VARIABLE_SCALE_DECIMAL,
+)
 from pipelines.spark_types import spark_type
 
 if TYPE_CHECKING:
@@ -86,6 +91,12 @@ EVENT_SCHEMA = (
     f"op string, ts_ms long, before {_IMAGE}, after {_IMAGE}, source {_IMAGE}, "
     f"payload struct<{_EVENT_FIELDS}>, schema {_SCHEMA}, _corrupt string"
 )
+#: an unquoted JSON number that :data:`pipelines.cdc_values.LONG_NUMBER` finds (Java regex:
+#: the text before it, the number)
+_LONG_TOKEN = (r"([:\[,]\s*)(-?[0-9]*(?:" + LONG_NUMBER + r")[0-9]*(?:[eE][+-]?[0-9]+)?)"
+               r"(?=\s*[,}\]])")
+#: strict base64 (as Python's ``b64decode(validate=True)``; Spark's decoder is lenient)
+_BASE64 = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 #: the column of :func:`parse_events` holding the events' own field types (see
 #: :func:`logical_type`)
 FIELDS_COLUMN = "_fields"
@@ -101,7 +112,10 @@ def parse_events(lines: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     trimmed = F.trim(F.col("value"))
-    e = F.from_json(F.col("value"), EVENT_SCHEMA,
+    # JSON numbers a double / int64 cannot hold become JSON strings of their text first
+    # (Spark's parser would print them as doubles): exact, as the fast path keeps them
+    exact = F.regexp_replace(F.col("value"), _LONG_TOKEN, '$1"$2"')
+    e = F.from_json(exact, EVENT_SCHEMA,
                     {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
     parsed = lines.filter(trimmed != "").withColumn("_e", e)
     pay = F.col("_e.payload")
@@ -206,7 +220,7 @@ def _decoded_decimals(raw: Column, name: Column, scale: Column) -> tuple[Column,
     from pyspark.sql import functions as F
 
     def connect(r: Column) -> Column:
-        return F.when((name == CONNECT_DECIMAL) & ~r.startswith("{"), _unscaled_text(r, scale))
+        return F.when((name == CONNECT_DECIMAL) & r.rlike(_BASE64), _unscaled_text(r, scale))
 
     def variable(r: Column) -> Column:
         def of(vs: Column) -> Column:

@@ -163,7 +163,9 @@ def test_spark_reference_agrees(spark: Any, tmp_path: Path) -> None:
 
     opts: dict[str, Any] = {"position_fields": ["pos"], "epoch_unit": "ms"}
     cases = [(ALLTYPE, (CORPUS / "paimon_alltype.jsonl").read_text().splitlines()),
-             (MIXED, MIXED_LINES)]
+             (MIXED, MIXED_LINES),
+             (ALLTYPE, (CORPUS / "paimon_alltype_numbers.jsonl").read_text().splitlines()),
+             (LONG, LONG_LINES)]
     for i, (sch, lines) in enumerate(cases):
         schema = sch.to_table_schema(0)
         f = tmp_path / f"events-{i}.jsonl"
