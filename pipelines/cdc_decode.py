@@ -14,7 +14,12 @@ timestamp); when that fails the document is split at the row the reader names (p
 one block: the exact line; each piece is checked by its row count, with bisection when a
 row number is off), and a single line that still fails is parsed again with every type
 inferred (then a value of the wrong type is a ``bad value for <col>``), and if that fails
-too it is ``malformed JSON``. JSON ``null`` lines are tombstones.
+too it is ``malformed JSON``. JSON ``null`` lines are tombstones. Lines holding a JSON
+number that a double or int64 cannot hold exactly are first re-serialised with those numbers
+as JSON strings of their text (:func:`pipelines.cdc_values.exact_numbers`), so that a 38-digit
+decimal or a long number going into a STRING column lands exactly. The events' own ``schema``
+(Debezium JSON with schemas enabled) gives each column's logical type
+(:func:`pipelines.cdc_values.schema_types`), which decides how its value is read.
 
 The job calls :func:`decode_file` with a file's bytes: when every line starts with ``{`` (no
 blank line, no tombstone, no CR) and the bytes are UTF-8, the bytes themselves are the
@@ -68,7 +73,15 @@ from pipelines.cdc_events import (
     Unavailable,
     position_columns,
 )
-from pipelines.cdc_values import Fields, convert, digits, json_text
+from pipelines.cdc_values import (
+    LONG_NUMBER,
+    Fields,
+    convert,
+    digits,
+    exact_numbers,
+    json_text,
+    schema_types,
+)
 from pipelines.spark_types import arrow_for_spark, spark_schema
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
@@ -220,14 +233,17 @@ def _parse_hinted(lines: pa.Array, declared: pa.Schema, start: int,
 
 
 def _view(t: pa.Table, payload: bool) -> dict[str, pa.Array | None]:
+    """The envelope's parts (``schema``: the events' own schema, beside the payload)."""
     names = ("op", "ts_ms", "before", "after", "source")
+    sch = t.column("schema").combine_chunks() if "schema" in t.column_names else None
     if payload:
         p = t.column("payload").combine_chunks() if "payload" in t.column_names else None
         if p is None:
-            return dict.fromkeys(names)
+            return {**dict.fromkeys(names), "schema": None}
         kids = Fields(p, t.num_rows)
-        return {k: kids(k) for k in names}
-    return {k: (t.column(k).combine_chunks() if k in t.column_names else None) for k in names}
+        return {**{k: kids(k) for k in names}, "schema": sch}
+    return {**{k: (t.column(k).combine_chunks() if k in t.column_names else None)
+               for k in names}, "schema": sch}
 
 
 def _merge_images(f: DataField, raw_b: pa.Array, raw_a: pa.Array, keys: set[str],
@@ -377,6 +393,7 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     out["_pos_ts"] = (ts.cast(pa.int64()) if ts is not None and pa.types.is_integer(ts.type)
                       else pa.nulls(n, pa.int64()))
     bef, aft = Fields(before, n), Fields(after, n)
+    types = schema_types(v["schema"], n, schema.field_names)
     keys = set(schema.primary_keys)
     null_keys = []
     bad_values = []
@@ -387,12 +404,12 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
         raw_b, raw_a = bef(f.name), aft(f.name)
         if _merge_images(f, raw_b, raw_a, keys, sequence_column):
             raw_v = pc.if_else(is_d, raw_b, raw_a)
-            value = convert(raw_v, f.type, tt, epoch_unit)
+            value = convert(raw_v, f.type, tt, epoch_unit, types.get(f.name))
             raw = pc.is_valid(raw_v)
             deferred.append(f)
         else:
-            b = convert(raw_b, f.type, tt, epoch_unit)
-            a = convert(raw_a, f.type, tt, epoch_unit)
+            b = convert(raw_b, f.type, tt, epoch_unit, types.get(f.name))
+            a = convert(raw_a, f.type, tt, epoch_unit, types.get(f.name))
             value = pc.if_else(is_d, b, a)
             raw = pc.if_else(is_d, pc.is_valid(raw_b), pc.is_valid(raw_a))
             typed_before[f.name] = b
@@ -443,7 +460,8 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     any_old = bool(pc.any(out["_old_key"]).as_py())
     for f in deferred:
         tt = target.field(f.name).type
-        typed_before[f.name] = (convert(bef(f.name), f.type, tt, epoch_unit) if any_old
+        typed_before[f.name] = (convert(bef(f.name), f.type, tt, epoch_unit,
+                                        types.get(f.name)) if any_old
                                 else pa.nulls(n, tt))
     out["_typed_before"] = pa.StructArray.from_arrays(
         [typed_before[f.name] for f in schema.fields], schema.field_names)
@@ -626,31 +644,63 @@ def decode_events(
                    unavailable=unavailable, bucket=bucket, threads=threads)
 
 
-def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
-            file_index: int, first_line: int, position_fields: Sequence[str] | None,
-            epoch_unit: str, sequence_column: str | None, unavailable: str, bucket: bool,
-            threads: bool) -> pa.Table:
-    """``doc`` (with its ``count`` lines): the whole file when every line is an event."""
-    target = output_schema(schema, position_fields)
+def _parse_all(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema,
+               threads: bool, *, exact: bool
+               ) -> tuple[list[tuple[int, pa.Table]], list[int], np.ndarray, np.ndarray]:
+    """The parsed chunks, the indices of malformed event lines, the line index of each event
+    and of each tombstone. ``doc``: the whole file when every line is an event. ``exact``:
+    long numbers first made JSON strings (:func:`_exact`)."""
     chunks: list[tuple[int, pa.Table]] = []
     bad: list[int] = []
     if doc is not None:  # the usual case: one document, no copies
         events = np.arange(count, dtype=np.int64)
         tomb = np.zeros(0, np.int64)
         _parse(lazy, _declared(schema), 0, chunks, bad, doc, count, threads=threads)
-    else:
-        arr = lazy()
-        trimmed = pc.utf8_trim_whitespace(arr)
-        tomb_mask = pc.or_(pc.equal(trimmed, "null"),
-                           pc.match_substring_regex(trimmed, TOMBSTONE_ENVELOPE))
-        event_mask = pc.and_(pc.not_equal(trimmed, ""), pc.invert(tomb_mask))
-        events = np.flatnonzero(event_mask.to_numpy(zero_copy_only=False))
-        tomb = np.flatnonzero(tomb_mask.to_numpy(zero_copy_only=False))
-        if len(events) == len(arr):
-            _parse(arr, _declared(schema), 0, chunks, bad, threads=threads)
-        elif len(events):
-            _parse(arr.take(pa.array(events)), _declared(schema), 0, chunks, bad,
-                   threads=threads)
+        return chunks, bad, events, tomb
+    arr = _exact(lazy()) if exact else lazy()  # ``lazy``: the lines as read, for ``_value``
+    trimmed = pc.utf8_trim_whitespace(arr)
+    tomb_mask = pc.or_(pc.equal(trimmed, "null"),
+                       pc.match_substring_regex(trimmed, TOMBSTONE_ENVELOPE))
+    event_mask = pc.and_(pc.not_equal(trimmed, ""), pc.invert(tomb_mask))
+    events = np.flatnonzero(event_mask.to_numpy(zero_copy_only=False))
+    tomb = np.flatnonzero(tomb_mask.to_numpy(zero_copy_only=False))
+    if len(events) == len(arr):
+        _parse(arr, _declared(schema), 0, chunks, bad, threads=threads)
+    elif len(events):
+        _parse(arr.take(pa.array(events)), _declared(schema), 0, chunks, bad, threads=threads)
+    return chunks, bad, events, tomb
+
+
+def _inexact_columns(chunks: list[tuple[int, pa.Table]], schema: TableSchema) -> bool:
+    """Whether a DECIMAL or STRING column's image values were read as doubles (JSON
+    numbers) and the text may hold one a double does not hold exactly (then the file is
+    parsed again with :func:`_exact`; only then is the text scanned)."""
+    names = {f.name for f in schema.fields if isinstance(f.type, AtomicType)
+             and (f.type.root is TypeRoot.DECIMAL or f.type.root in STRING_ROOTS)}
+    found = False
+    for _, t in chunks:
+        images = [t.schema.field(c).type for c in ("before", "after") if c in t.column_names]
+        if "payload" in t.column_names and pa.types.is_struct(t.schema.field("payload").type):
+            pt = t.schema.field("payload").type
+            images += [pt.field(c).type for c in ("before", "after")
+                       if pt.get_field_index(c) >= 0]
+        for img in images:
+            if pa.types.is_struct(img) and any(
+                    f.name in names and pa.types.is_floating(f.type) for f in img):
+                found = True
+    return found
+
+
+def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
+            file_index: int, first_line: int, position_fields: Sequence[str] | None,
+            epoch_unit: str, sequence_column: str | None, unavailable: str, bucket: bool,
+            threads: bool) -> pa.Table:
+    """``doc`` (with its ``count`` lines): the whole file when every line is an event."""
+    target = output_schema(schema, position_fields)
+    chunks, bad, events, tomb = _parse_all(lazy, doc, count, schema, threads, exact=False)
+    if _inexact_columns(chunks, schema) and pc.any(  # numbers read as doubles: again, exactly
+            pc.match_substring_regex(lazy(), LONG_NUMBER)).as_py():
+        chunks, bad, events, tomb = _parse_all(lazy, None, 0, schema, threads, exact=True)
     parts: list[pa.Table] = []
     for start, t in chunks:
         rows = events[start:start + t.num_rows]
@@ -702,6 +752,16 @@ def _envelope_tombstones(t: pa.Table, rows: np.ndarray, lines: _Lazy,
     mask = np.zeros(len(err), bool)
     mask[at[hit]] = True
     return pc.if_else(pa.array(mask), TOMBSTONE, err)
+
+
+def _exact(lines: pa.Array) -> pa.Array:
+    """``lines`` with the numbers a double / int64 cannot hold as JSON strings of their
+    text (:func:`pipelines.cdc_values.exact_numbers`, only on the lines that hold one)."""
+    long = pc.fill_null(pc.match_substring_regex(lines, LONG_NUMBER), False)
+    if not pc.any(long).as_py():
+        return lines
+    fixed = [exact_numbers(x) for x in pc.filter(lines, long).to_pylist()]
+    return pc.replace_with_mask(lines, long, pa.array(fixed, pa.string()))
 
 
 def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,

@@ -21,12 +21,17 @@ the table's column types with ``try_cast``, so that a value that does not fit it
 *detected* (the event is quarantined) instead of silently nulled or truncated. Value encodings:
 
 * integers / decimals / floats / booleans: JSON numbers, booleans or their text (Debezium
-  ``decimal.handling.mode=string|double``; the default base64 ``precise`` mode is rejected).
-  A decimal must be plain text with at most the column's scale of significant fraction
-  digits (``12.50`` fits ``DECIMAL(5, 2)``, ``1.005`` and ``1e3`` do not: never rounded);
+  ``decimal.handling.mode=string|double``). A decimal must be plain text with at most the
+  column's scale of significant fraction digits (``12.50`` fits ``DECIMAL(5, 2)``, ``1.005``
+  and ``1e3`` do not: never rounded);
+* decimals by the event's own schema (Debezium JSON with schemas enabled, :func:`logical_type`):
+  Kafka Connect ``Decimal`` (the default ``precise`` mode: base64 of the unscaled value, the
+  ``scale`` parameter) and ``VariableScaleDecimal`` (``{"scale", "value"}``), exact or
+  refused; into a STRING column their exact decimal text;
 * DATE: days since the epoch (``io.debezium.time.Date``) or ISO text;
-* TIMESTAMP / TIMESTAMP WITH LOCAL TIME ZONE: epoch numbers in ``epoch_unit`` (``ms`` =
-  ``io.debezium.time.Timestamp``, ``us`` = ``MicroTimestamp``) or ISO text (``ZonedTimestamp``);
+* TIMESTAMP / TIMESTAMP WITH LOCAL TIME ZONE: epoch numbers in the unit the event's schema
+  names (``Timestamp`` ms, ``MicroTimestamp`` µs, ``NanoTimestamp`` ns: refused when not
+  whole µs), else in ``epoch_unit``; or ISO text (``ZonedTimestamp``);
 * BINARY / BYTES: base64 text; ARRAY / MAP / ROW: JSON.
 
 The source position orders events: the fields of the event's ``source.connector``
@@ -40,6 +45,7 @@ input file and the line number break ties.
 from __future__ import annotations
 
 import base64
+import decimal
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -54,6 +60,12 @@ from paimon_core import (
     TableSchema,
     TypeRoot,
 )
+from pipelines.cdc_values import (
+    CONNECT_DECIMAL,
+    EPOCH_UNITS,
+    LONG_NUMBER,
+    VARIABLE_SCALE_DECIMAL,
+)
 from pipelines.spark_types import spark_type
 
 if TYPE_CHECKING:
@@ -61,11 +73,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_COLUMN",
+    "FIELDS_COLUMN",
     "KIND_COLUMN",
     "TOMBSTONE",
     "classify_events",
     "infer_column_type",
     "is_supported_type",
+    "logical_type",
     "parse_events",
     "position_columns",
     "sample_new_column_values",
@@ -78,10 +92,24 @@ ERROR_COLUMN = "_error"
 POSITION_PREFIX = "_pos_"
 _IMAGE = "map<string,string>"
 _EVENT_FIELDS = f"op:string,ts_ms:long,before:{_IMAGE},after:{_IMAGE},source:{_IMAGE}"
+#: the part of Debezium's ``schema`` (JSON converter with schemas enabled) that types values:
+#: per envelope field (``before`` / ``after``) its fields' logical type ``name`` and
+#: ``parameters`` (a decimal's ``scale``)
+_SCHEMA = ("struct<fields:array<struct<field:string,fields:array<struct<field:string,"
+           "name:string,parameters:map<string,string>>>>>>")
 EVENT_SCHEMA = (
     f"op string, ts_ms long, before {_IMAGE}, after {_IMAGE}, source {_IMAGE}, "
-    f"payload struct<{_EVENT_FIELDS}>, _corrupt string"
+    f"payload struct<{_EVENT_FIELDS}>, schema {_SCHEMA}, _corrupt string"
 )
+#: an unquoted JSON number that :data:`pipelines.cdc_values.LONG_NUMBER` finds (Java regex:
+#: the text before it, the number)
+_LONG_TOKEN = (r"([:\[,]\s*)(-?[0-9]*(?:" + LONG_NUMBER + r")[0-9]*(?:[eE][+-]?[0-9]+)?)"
+               r"(?=\s*[,}\]])")
+#: strict base64 (as Python's ``b64decode(validate=True)``; Spark's decoder is lenient)
+_BASE64 = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+#: the column of :func:`parse_events` holding the events' own field types (see
+#: :func:`logical_type`)
+FIELDS_COLUMN = "_fields"
 OPS = ("c", "r", "u", "d", "t", "m")
 #: the operations that carry a row
 ROW_OPS = ("c", "r", "u", "d")
@@ -132,7 +160,10 @@ def parse_events(lines: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     trimmed = F.trim(F.col("value"))
-    e = F.from_json(F.col("value"), EVENT_SCHEMA,
+    # JSON numbers a double / int64 cannot hold become JSON strings of their text first
+    # (Spark's parser would print them as doubles): exact, as the fast path keeps them
+    exact = F.regexp_replace(F.col("value"), _LONG_TOKEN, '$1"$2"')
+    e = F.from_json(exact, EVENT_SCHEMA,
                     {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
     parsed = lines.filter(trimmed != "").withColumn("_e", e)
     pay = F.col("_e.payload")
@@ -142,6 +173,8 @@ def parse_events(lines: DataFrame) -> DataFrame:
     return parsed.select(
         "file", "line", "value",
         *[F.when(use_payload, pay[f]).otherwise(top[f]).alias(f) for f in fields],
+        F.try_element_at(F.filter(F.col("_e.schema.fields"), lambda x: x["field"] == "after"),
+                         F.lit(1))["fields"].alias(FIELDS_COLUMN),
         F.col("_e._corrupt").alias("_corrupt"),
         ((trimmed == "null") | trimmed.rlike(TOMBSTONE_ENVELOPE)).alias("_tombstone"),
     )
@@ -151,10 +184,121 @@ def _digits(c: Column) -> Column:
     return c.rlike(r"^-?[0-9]+$")
 
 
-def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms") -> Column:
-    """The text ``raw`` as a value of Paimon type ``t`` (null when it does not fit)."""
+def logical_type(column: str) -> tuple[Column, Column]:
+    """The logical type ``name`` and ``scale`` parameter the event's own schema gives
+    ``column`` (NULLs when the event carries no schema), from :data:`FIELDS_COLUMN`."""
+    from pyspark.sql import functions as F
+
+    f = F.try_element_at(F.filter(F.col(FIELDS_COLUMN), lambda x: x["field"] == column),
+                         F.lit(1))
+    return f["name"], f["parameters"]["scale"]
+
+
+def _epoch(n: Column, name: Column | None, epoch_unit: str) -> Column:
+    """Epoch numbers as a timestamp, in the unit the logical type ``name`` gives (else in
+    ``epoch_unit``); NULL where nanoseconds are not whole microseconds."""
+    from pyspark.sql import functions as F
+
+    default = F.timestamp_micros(n) if epoch_unit == "us" else F.timestamp_millis(n)
+    if name is None:
+        return default
+    units = {u: [k for k, v in EPOCH_UNITS.items() if v == u] for u in ("ms", "us", "ns")}
+    return (F.when(name.isin(*units["ns"]),
+                   F.when(n % 1000 == 0, F.timestamp_micros(
+                       (n.cast("decimal(20,0)") / 1000).cast("long"))))
+            .when(name.isin(*units["us"]), F.timestamp_micros(n))
+            .when(name.isin(*units["ms"]), F.timestamp_millis(n))
+            .otherwise(default))
+
+
+def _let(value: Column, body: Any) -> Column:
+    """``body(x)`` with ``x`` bound to ``value`` once (a one-element ``transform``): keeps
+    expressions that use a value many times small enough for Spark's planner."""
+    from pyspark.sql import functions as F
+
+    return F.element_at(F.transform(F.array(value), body), 1)
+
+
+def _unscaled_text(b64: Column, scale: Column) -> Column:
+    """Kafka Connect's decimal (base64 of the big-endian two's complement unscaled value)
+    with ``scale`` as plain decimal text; NULL when not base64, empty or beyond 38 digits.
+    Flat: the bytes as 32 hex digits, sign-extended (16 bytes hold every 38-digit value); a
+    negative value is -(complement + 1); the magnitude is hi * 2**64 + lo."""
+    from pyspark.sql import functions as F
+
+    def half(mag_hex: Column, start: int) -> Column:
+        return F.conv(F.substr(mag_hex, F.lit(start), F.lit(16)), 16, 10).cast("decimal(20,0)")
+
+    def text(digits: Column, k: Column, neg: Column) -> Column:
+        def cut(padded: Column) -> Column:
+            at = F.length(padded) - k
+            return F.concat(F.substr(padded, F.lit(1), at), F.lit("."), F.substr(padded, at + 1))
+
+        plain = F.when(k <= 0, F.concat(digits, F.repeat(F.lit("0"), -k))).otherwise(
+            _let(F.lpad(digits, F.greatest(k + 1, F.length(digits)), "0"), cut))
+        return F.concat(F.when(neg, F.lit("-")).otherwise(F.lit("")), plain)
+
+    def from_hex(h: Column) -> Column:
+        def signed(neg: Column) -> Column:
+            padded = F.when(F.length(h) <= 32,
+                            F.lpad(h, 32, F.when(neg, F.lit("F")).otherwise(F.lit("0"))))
+            mag_hex = F.when(neg, F.translate(padded, "0123456789ABCDEF", "FEDCBA9876543210")
+                             ).otherwise(padded)
+
+            def digits(mh: Column) -> Column:
+                mag = F.try_add(F.try_multiply(half(mh, 1), F.lit(decimal.Decimal(2**64))),
+                                half(mh, 17))
+                return F.when(neg, F.try_add(mag, F.lit(1))).otherwise(mag) \
+                    .cast("decimal(38,0)").cast("string")
+
+            k = F.when(scale.isNull(), F.lit(0)).otherwise(scale.try_cast("int"))
+            return _let(_let(mag_hex, digits), lambda d: _let(k, lambda kk: text(d, kk, neg)))
+
+        return F.when(F.length(h) > 0,
+                      _let(F.substr(h, F.lit(1), F.lit(1)).isin(*"89ABCDEF"), signed))
+
+    return _let(F.hex(F.try_to_binary(b64, F.lit("base64"))), from_hex)
+
+
+def _decoded_decimals(raw: Column, name: Column, scale: Column) -> tuple[Column, Column]:
+    """The decimal text of ``raw`` when the schema's logical type ``name`` is
+    :data:`CONNECT_DECIMAL` (base64, ``scale``) or :data:`VARIABLE_SCALE_DECIMAL` (an
+    object ``{"scale", "value"}``) and it decodes as such; NULL otherwise (the value is then
+    read by the table's type)."""
+    from pyspark.sql import functions as F
+
+    def connect(r: Column) -> Column:
+        return F.when((name == CONNECT_DECIMAL) & r.rlike(_BASE64), _unscaled_text(r, scale))
+
+    def variable(r: Column) -> Column:
+        def of(vs: Column) -> Column:
+            return F.when((name == VARIABLE_SCALE_DECIMAL) & r.startswith("{")
+                          & vs.rlike(r"^-?[0-9]+$"),
+                          _unscaled_text(F.get_json_object(r, "$.value"), vs))
+        return _let(F.get_json_object(r, "$.scale"), of)
+
+    return _let(raw, connect), _let(raw, variable)
+
+
+def _exact_decimal(text: Column, t: AtomicType, st: Any) -> Column:
+    # Spark rounds a decimal cast to the scale: accept only text with at most ``scale``
+    # significant fraction digits, so nothing is rounded silently
+    from pyspark.sql import functions as F
+
+    scale = t.scale or 0
+    exact = text.rlike(rf"^[+-]?[0-9]+(\.[0-9]{{0,{scale}}}0*)?$")
+    return F.when(exact, text.try_cast(st))
+
+
+def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms",
+                logical: tuple[Column, Column] | None = None) -> Column:
+    """The text ``raw`` as a value of Paimon type ``t`` (null when it does not fit);
+    ``logical``: the logical type name and scale the event's own schema gives the value
+    (:func:`logical_type`), which decide its encoding where given."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
+
+    name = logical[0] if logical is not None else None
 
     st = spark_type(t)
     if not isinstance(t, AtomicType):
@@ -162,7 +306,10 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms") -> Column:
         return F.from_json(raw, st)
     r = t.root
     if r in STRING_ROOTS:
-        return raw
+        if logical is None:
+            return raw
+        scaled, variable = _decoded_decimals(raw, logical[0], logical[1])
+        return F.coalesce(scaled, variable, raw)
     if r in BINARY_ROOTS:
         return F.try_to_binary(raw, F.lit("base64"))
     if r is TypeRoot.BOOLEAN:
@@ -174,14 +321,16 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms") -> Column:
                       ).otherwise(raw.try_cast(st))
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         n = raw.try_cast("long")
-        epoch = F.timestamp_micros(n) if epoch_unit == "us" else F.timestamp_millis(n)
+        epoch = _epoch(n, name, epoch_unit)
         return F.when(_digits(raw), epoch.cast(st)).otherwise(raw.try_cast(st))
     if r is TypeRoot.DECIMAL:
-        # Spark rounds a decimal cast to the scale: accept only text with at most ``scale``
-        # significant fraction digits, so nothing is rounded silently
-        scale = t.scale or 0
-        exact = raw.rlike(rf"^[+-]?[0-9]+(\.[0-9]{{0,{scale}}}0*)?$")
-        return F.when(exact, raw.try_cast(st))
+        plain = _let(raw, lambda x: _exact_decimal(x, t, st))
+        if logical is None:
+            return plain
+        scaled, variable = _decoded_decimals(raw, logical[0], logical[1])
+        decoded = F.coalesce(scaled, variable)
+        return _let(decoded, lambda d: F.when(d.isNotNull(), _let(
+            d, lambda x: _exact_decimal(x, t, st))).otherwise(plain))
     return raw.try_cast(st)
 
 
@@ -257,12 +406,15 @@ def classify_events(
         reasons.append((img[k].isNull(), f"null key {k}"))
     for f in schema.fields:
         raw = img[f.name]
-        bad = raw.isNotNull() & typed_value(raw, f.type, epoch_unit=epoch_unit).isNull()
+        lt = logical_type(f.name)
+        bad = raw.isNotNull() & typed_value(raw, f.type, epoch_unit=epoch_unit,
+                                            logical=lt).isNull()
         if f.name in schema.primary_keys:
             # the before image of a key-changing update must fit the key type as well
             braw = F.col("before")[f.name]
             bad = bad | ((op == "u") & braw.isNotNull()
-                         & typed_value(braw, f.type, epoch_unit=epoch_unit).isNull())
+                         & typed_value(braw, f.type, epoch_unit=epoch_unit,
+                                       logical=lt).isNull())
         reasons.append((bad, f"bad value for {f.name}"))
     for f in schema.fields if unavailable == "refuse" else ():
         toast = _unavailable(img[f.name], f.type)
@@ -461,17 +613,18 @@ def to_changes(
             F.col("source")["connector"].alias("_connector"),
             _sequence_value(position_fields).alias("_seqv"),
             F.posexplode(F.when(err.isNull(), changes).otherwise(F.array(rejected)))
-            .alias("_event", "_r"),
+            .alias("_event", "_r"), FIELDS_COLUMN,
         )
         extras = [ERROR_COLUMN, "_event", "_value", "_unknown", "_connector"]
     else:
         rows = events.filter(err.isNull()).select(
             *_position(position_fields), _sequence_value(position_fields).alias("_seqv"),
-            F.explode(changes).alias("_r"))
+            F.explode(changes).alias("_r"), FIELDS_COLUMN)
         extras = []
     cols = []
     for f in schema.fields:
-        value = typed_value(F.col("_r.img")[f.name], f.type, epoch_unit=epoch_unit)
+        value = typed_value(F.col("_r.img")[f.name], f.type, epoch_unit=epoch_unit,
+                            logical=logical_type(f.name))
         if sequence_column is not None and f.name == sequence_column:
             value = F.coalesce(value, F.col("_seqv").cast(spark_type(f.type)))
         cols.append(value.alias(f.name))

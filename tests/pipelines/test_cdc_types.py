@@ -1,0 +1,260 @@
+"""CDC values decoded by the event's own schema (Debezium JSON with schemas enabled): each
+column's logical type (``schema.fields[after].fields[].name``, a decimal's ``scale``
+parameter) decides how its JSON value is read; without a schema the table's type does.
+
+Corpus: ``cdc_corpus/debezium_schema`` (see its SOURCES.md) and hand-built events in the
+same form. Expected values are written by hand from the connector's documented encodings:
+Kafka Connect ``Decimal`` = base64 of the big-endian two's complement unscaled value,
+``VariableScaleDecimal`` = ``{"scale", "value"}``, ``Timestamp`` = epoch ms,
+``MicroTimestamp`` = epoch µs, ``NanoTimestamp`` = epoch ns, ``Date`` = epoch days.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.schema_builder import Schema
+from pipelines.cdc_decode import decode_file
+
+CORPUS = Path(__file__).parent / "cdc_corpus" / "debezium_schema"
+D = decimal.Decimal
+
+#: the Paimon types Paimon's own CDC gives these MySQL columns (precision 40 > 38: STRING)
+ALLTYPE = Schema.of(
+    [("_id", "INT NOT NULL"), ("pt", "DECIMAL(2, 1)"), ("_bit1", "BOOLEAN"),
+     ("_bit", "BYTES"), ("_bigint", "BIGINT"), ("_bigint_unsigned", "DECIMAL(20, 0)"),
+     ("_serial", "DECIMAL(20, 0)"), ("_float", "DOUBLE"), ("_numeric", "DECIMAL(8, 3)"),
+     ("_fixed", "STRING"), ("_decimal", "DECIMAL(8, 0)"),
+     ("_decimal_unsigned_zerofill", "DECIMAL(8, 0)"), ("_big_decimal", "DECIMAL(38, 10)"),
+     ("_date", "DATE"), ("_datetime", "TIMESTAMP(0)"), ("_datetime3", "TIMESTAMP(3)"),
+     ("_datetime6", "TIMESTAMP(6)"), ("_timestamp", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
+     ("_varchar", "STRING"), ("_bin", "BYTES"), ("_json", "STRING"), ("_enum", "STRING"),
+     ("_year", "INT"), ("_set", "STRING")],
+    primary_keys=["_id"], options={"bucket": "1"})
+
+#: by hand: "Cw==" = 0x0B = 11, scale 1; "BKgXyAA=" = 0x04A817C800; "ALxfFg==" =
+#: 0x00BC5F16 = 12345110, scale 3; "F8bjwqHo0RQZ/Jj5o9PW" (15 bytes) = ...321110, scale 3;
+#: "K2c=" = 0x2B67; "AII1" = 0x008235; "ELfYJWlzSHt+L+c1GgAAAA==" scale 10; 19439 days;
+#: 1679581805000 ms / 1679581805123 ms / 1679581805123456 µs
+ALLTYPE_ROW = {
+    "_id": 1, "pt": D("1.1"), "_bit1": True, "_bit": b"\xc7\x07" + bytes(6),
+    "_bigint": 10000000000, "_bigint_unsigned": D("20000000000"),
+    "_serial": D("40000000000"), "_float": 1.5, "_numeric": D("12345.110"),
+    "_fixed": "123456789876543212345678987654321.110", "_decimal": D("11111"),
+    "_decimal_unsigned_zerofill": D("33333"),
+    "_big_decimal": D("2222222222222222400000000000.0000000000"),
+    "_date": datetime.date(2023, 3, 23),
+    "_datetime": datetime.datetime(2023, 3, 23, 14, 30, 5),
+    "_datetime3": datetime.datetime(2023, 3, 23, 14, 30, 5, 123000),
+    "_datetime6": datetime.datetime(2023, 3, 23, 14, 30, 5, 123456),
+    "_timestamp": datetime.datetime(2023, 3, 23, 22, 0, 10, 123456, tzinfo=datetime.UTC),
+    "_varchar": "Apache Paimon", "_bin": b"bytes" + bytes(5), "_json": '{"a": "b"}',
+    "_enum": "value1", "_year": 2023, "_set": "a,b",
+}
+
+#: hand-built events in Debezium's form (field schemas as in the corpus line above)
+_FIELDS = [
+    {"type": "int32", "optional": False, "field": "id"},
+    {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
+     "version": 1, "parameters": {"scale": "2", "connect.decimal.precision": "10"},
+     "field": "price"},
+    {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "scale"},
+                                  {"type": "bytes", "optional": False, "field": "value"}],
+     "optional": True, "name": "io.debezium.data.VariableScaleDecimal", "version": 1,
+     "field": "amount"},
+    {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTimestamp",
+     "version": 1, "field": "ts_us"},
+    {"type": "int64", "optional": True, "name": "io.debezium.time.NanoTimestamp",
+     "version": 1, "field": "ts_ns"},
+    {"type": "int64", "optional": True, "name": "io.debezium.time.Timestamp", "version": 1,
+     "field": "ts_ms"},
+    {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
+     "version": 1, "parameters": {"scale": "3", "connect.decimal.precision": "40"},
+     "field": "wide"},
+]
+_ENVELOPE = {"type": "struct", "name": "t.Envelope", "optional": False, "fields": [
+    {"type": "struct", "fields": _FIELDS, "optional": True, "name": "t.Value",
+     "field": "before"},
+    {"type": "struct", "fields": _FIELDS, "optional": True, "name": "t.Value",
+     "field": "after"},
+    {"type": "string", "optional": False, "field": "op"}]}
+MIXED = Schema.of(
+    [("id", "INT NOT NULL"), ("price", "DECIMAL(10, 2)"), ("amount", "DECIMAL(12, 4)"),
+     ("ts_us", "TIMESTAMP(6)"), ("ts_ns", "TIMESTAMP(6)"), ("ts_ms", "TIMESTAMP(3)"),
+     ("wide", "STRING")],
+    primary_keys=["id"], options={"bucket": "1"})
+_US, _NS, _MS = 1704067200123456, 1704067200123456000, 1704067200123
+
+
+def _with_schema(op: str, pos: int, after: dict[str, Any]) -> str:
+    return json.dumps({"schema": _ENVELOPE, "payload": {
+        "op": op, "ts_ms": 1, "before": None, "after": after, "source": {"pos": pos}}})
+
+
+MIXED_LINES = [
+    # 123456 = 0x01E240 -> "AeJA"; -123456 = 0xFE1DC0 -> "/h3A"
+    _with_schema("c", 1, {"id": 1, "price": "AeJA", "amount": {"scale": 3, "value": "AeJA"},
+                          "ts_us": _US, "ts_ns": _NS, "ts_ms": _MS, "wide": "AeJA"}),
+    _with_schema("c", 2, {"id": 2, "price": "/h3A", "amount": {"scale": 0, "value": "/h3A"},
+                          "ts_us": -1, "ts_ns": -1000, "ts_ms": -1}),
+    # nanoseconds that are not whole microseconds: never truncated
+    _with_schema("c", 3, {"id": 3, "ts_ns": _NS + 789}),
+    # 10**12 unscaled = 0xE8D4A51000 -> "6NSlEAA="... with a leading 0x00 sign byte:
+    # "AOjUpRAA"; scale 2 -> 10000000000.00: 11 integer digits > DECIMAL(10, 2)'s 8
+    _with_schema("c", 4, {"id": 4, "price": "AOjUpRAA"}),
+    # scale 5 > DECIMAL(12, 4)'s 4 and the last digit not 0: would round
+    _with_schema("c", 5, {"id": 5, "amount": {"scale": 5, "value": "AeJB"}}),
+    # no schema: the table's types decide (decimal text, epoch in the job's unit, ms)
+    json.dumps({"op": "c", "ts_ms": 1, "after": {"id": 6, "price": "12.50", "ts_us": _MS,
+                                                 "wide": 12345678987654321},
+                "source": {"pos": 6}}),
+]
+MIXED_ROWS = {
+    1: {"id": 1, "price": D("1234.56"), "amount": D("123.4560"),
+        "ts_us": datetime.datetime(2024, 1, 1, 0, 0, 0, 123456),
+        "ts_ns": datetime.datetime(2024, 1, 1, 0, 0, 0, 123456),
+        "ts_ms": datetime.datetime(2024, 1, 1, 0, 0, 0, 123000), "wide": "123.456"},
+    2: {"id": 2, "price": D("-1234.56"), "amount": D("-123456.0000"),
+        "ts_us": datetime.datetime(1969, 12, 31, 23, 59, 59, 999999),
+        "ts_ns": datetime.datetime(1969, 12, 31, 23, 59, 59, 999999),
+        "ts_ms": datetime.datetime(1969, 12, 31, 23, 59, 59, 999000), "wide": None},
+    6: {"id": 6, "price": D("12.50"), "amount": None, "ts_us":
+        datetime.datetime(2024, 1, 1, 0, 0, 0, 123000), "ts_ns": None, "ts_ms": None,
+        "wide": "12345678987654321"},
+}
+MIXED_ERRORS = {3: "bad value for ts_ns", 4: "bad value for price", 5: "bad value for amount"}
+
+
+def _rows(t: Any, names: list[str]) -> dict[Any, dict[str, Any]]:
+    out = {}
+    for r in t.to_pylist():
+        if r["_error"] is None:
+            out[r[names[0]]] = {n: r[n] for n in names}
+    return out
+
+
+def test_paimon_alltype_event_decoded_by_its_schema() -> None:
+    schema = ALLTYPE.to_table_schema(0)
+    got = decode_file((CORPUS / "paimon_alltype.jsonl").read_bytes(), schema,
+                      position_fields=("pos",))
+    assert got.column("_error").to_pylist() == [None]
+    assert _rows(got, schema.field_names) == {1: ALLTYPE_ROW}
+
+
+def test_mixed_logical_types_and_refusals() -> None:
+    schema = MIXED.to_table_schema(0)
+    got = decode_file(("\n".join(MIXED_LINES) + "\n").encode(), schema,
+                      position_fields=("pos",))
+    assert _rows(got, schema.field_names) == MIXED_ROWS
+    errors = {r["_pos_line"]: r["_error"] for r in got.to_pylist() if r["_error"]}
+    assert errors == MIXED_ERRORS
+
+
+@pytest.mark.spark
+def test_spark_reference_agrees(spark: Any, tmp_path: Path) -> None:
+    from tests.pipelines.cdcref import compared_rows, spark_changes
+
+    opts: dict[str, Any] = {"position_fields": ["pos"], "epoch_unit": "ms"}
+    cases = [(ALLTYPE, (CORPUS / "paimon_alltype.jsonl").read_text().splitlines()),
+             (MIXED, MIXED_LINES),
+             (ALLTYPE, (CORPUS / "paimon_alltype_numbers.jsonl").read_text().splitlines()),
+             (LONG, LONG_LINES)]
+    for i, (sch, lines) in enumerate(cases):
+        schema = sch.to_table_schema(0)
+        f = tmp_path / f"events-{i}.jsonl"
+        f.write_text("\n".join(lines) + "\n")
+        ref = spark_changes(spark, f, schema, **opts)
+        ours = decode_file(f.read_bytes(), schema, **opts)
+        assert compared_rows(ours, schema) == compared_rows(ref, schema)
+
+
+@pytest.mark.spark
+def test_ingest_lands_exact_values(spark: Any, tmp_path: Path) -> None:
+    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.config import CatalogSettings
+
+    wh = str(tmp_path / "wh")
+    for name, sch, lines, rows, errors in [
+            ("alltype", ALLTYPE, (CORPUS / "paimon_alltype.jsonl").read_text().splitlines(),
+             {1: ALLTYPE_ROW}, {}),
+            ("mixed", MIXED, MIXED_LINES, MIXED_ROWS, MIXED_ERRORS)]:
+        landing = tmp_path / name
+        landing.mkdir()
+        (landing / "batch-000001.jsonl").write_text("\n".join(lines) + "\n")
+        FileSystemCatalog(wh).create_table(f"db.{name}", sch)
+        (rep,) = ingest(spark, CatalogSettings(wh), f"db.{name}", str(landing),
+                        CdcOptions(position_fields=("pos",), max_error_ratio=0.9,
+                                   evolve_schema=False))
+        assert rep.reasons == {r: 1 for r in errors.values()}
+        t = FileSystemCatalog(wh).get_table(f"db.{name}")
+        names = sch.to_table_schema(0).field_names
+        got = {r[names[0]]: {n: r[n] for n in names} for r in t.to_arrow().to_pylist()}
+        assert got == rows
+
+
+#: the same event as Paimon's later resource writes it (decimals as JSON numbers; see
+#: SOURCES.md): numbers longer than a double must land exactly
+ALLTYPE_NUMBERS_ROW = {**ALLTYPE_ROW,
+                       "_big_decimal": D("2222222222222222300000001111.1234567890")}
+LONG = Schema.of([("id", "INT NOT NULL"), ("d38", "DECIMAL(38, 2)"), ("s", "STRING"),
+                  ("big", "DECIMAL(38, 0)"), ("n", "BIGINT")],
+                 primary_keys=["id"], options={"bucket": "1"})
+LONG_LINES = [  # hand-built, no schema: the table's types decide
+    '{"op": "c", "after": {"id": 1, "d38": 123456789012345678901234567890123456.78, '
+    '"s": 123456789876543212345678987654321, "big": 12345678901234567890123, "n": 1}, '
+    '"source": {"pos": 1}}',
+    # a double's worth of digits stays as it was
+    json.dumps({"op": "c", "after": {"id": 2, "d38": 1.25, "s": 1.5, "n": 1234567890123456789},
+                "source": {"pos": 2}}),
+    # longer than the column: refused, never rounded
+    json.dumps({"op": "c", "after": {"id": 3}, "source": {"pos": 3}})
+    .replace('"id": 3', '"id": 3, "d38": 1.2345678901234567891'),
+]
+LONG_ROWS = {
+    1: {"id": 1, "d38": D("123456789012345678901234567890123456.78"),
+        "s": "123456789876543212345678987654321", "big": D("12345678901234567890123"),
+        "n": 1},
+    2: {"id": 2, "d38": D("1.25"), "s": "1.5", "big": None, "n": 1234567890123456789},
+}
+
+
+def test_numbers_longer_than_a_double_land_exactly() -> None:
+    for sch, lines, rows, errors in [
+            (ALLTYPE, (CORPUS / "paimon_alltype_numbers.jsonl").read_text().splitlines(),
+             {1: ALLTYPE_NUMBERS_ROW}, {}),
+            (LONG, LONG_LINES, LONG_ROWS, {3: "bad value for d38"})]:
+        schema = sch.to_table_schema(0)
+        for data in [("\n".join(lines) + "\n").encode(), ("\r\n".join(lines)).encode()]:
+            got = decode_file(data, schema, position_fields=("pos",))
+            assert _rows(got, schema.field_names) == rows
+            assert {r["_pos_line"]: r["_error"] for r in got.to_pylist()
+                    if r["_error"]} == errors
+            bad = [r["_value"] for r in got.to_pylist() if r["_error"]]
+            assert bad == [lines[k - 1] for k in errors]  # quarantined as read
+
+
+@pytest.mark.spark
+def test_ingest_lands_long_numbers_exactly(spark: Any, tmp_path: Path) -> None:
+    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.config import CatalogSettings
+
+    wh = str(tmp_path / "wh")
+    landing = tmp_path / "long"
+    landing.mkdir()
+    (landing / "batch-000001.jsonl").write_text("\n".join(LONG_LINES) + "\n")
+    FileSystemCatalog(wh).create_table("db.long", LONG)
+    (rep,) = ingest(spark, CatalogSettings(wh), "db.long", str(landing),
+                    CdcOptions(position_fields=("pos",), max_error_ratio=0.9,
+                               evolve_schema=False))
+    assert rep.reasons == {"bad value for d38": 1}
+    names = LONG.to_table_schema(0).field_names
+    got = {r["id"]: {n: r[n] for n in names}
+           for r in FileSystemCatalog(wh).get_table("db.long").to_arrow().to_pylist()}
+    assert got == LONG_ROWS
