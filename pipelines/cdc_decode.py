@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -85,8 +86,8 @@ from pipelines.cdc_values import (
 from pipelines.spark_types import arrow_for_spark, spark_schema
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
-__all__ = ["BAD_UTF8", "EXTRA_COLUMNS", "decode_events", "decode_file", "output_schema",
-           "split_lines", "split_text"]
+__all__ = ["BAD_UTF8", "EXTRA_COLUMNS", "EventFormat", "decode_events", "decode_file",
+           "decode_view", "output_schema", "split_lines", "split_text"]
 
 #: per-row columns besides the table's, the kind and the positions (see ``to_changes``)
 EXTRA_COLUMNS = (ERROR_COLUMN, "_event", "_value", "_unknown", "_connector")
@@ -98,6 +99,19 @@ _UPDATE_AFTER = RowKind.UPDATE_AFTER.short_string
 _DELETE = RowKind.DELETE.short_string
 _JSON_TYPES = {TypeRoot.BOOLEAN: pa.bool_(), TypeRoot.FLOAT: pa.float64(),
                TypeRoot.DOUBLE: pa.float64()}
+
+
+class EventFormat(Protocol):
+    """A JSON change-event format other than Debezium's envelope (the formats of
+    :mod:`pipelines.cdc_formats`): the types declared to the JSON reader and the change rows
+    of a parsed chunk (columns as :func:`output_schema`, without buckets)."""
+
+    def declared(self, schema: TableSchema) -> pa.Schema: ...
+
+    def chunk_rows(self, t: pa.Table, rows: np.ndarray, lines: Callable[[], pa.Array],
+                   target: pa.Schema, schema: TableSchema, file_index: int, first_line: int,
+                   position_fields: Sequence[str] | None, epoch_unit: str,
+                   sequence_column: str | None) -> list[pa.Table]: ...
 
 
 def _nullable(fields: Sequence[DataField]) -> list[DataField]:
@@ -345,9 +359,11 @@ def _unavailable(raw: pa.Array, f: DataField) -> pa.Array | None:
 
 def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
                  target: pa.Schema, position_fields: Sequence[str] | None, epoch_unit: str,
-                 sequence_column: str | None, unavailable: str) -> dict[str, pa.Array]:
+                 sequence_column: str | None, unavailable: str,
+                 seq_value: pa.Array | None = None) -> dict[str, pa.Array]:
     """Outputs of one envelope view of a parsed chunk (one row per event; the ``-D`` of a
-    key-changing update in ``_old_key``)."""
+    key-changing update in ``_old_key``). ``seq_value``: the sequence column's value per row
+    when the view's format computes it (default: from the position fields)."""
     null_s = pa.scalar(None, pa.string())
     op_raw = v["op"]
     op = json_text(op_raw) if op_raw is not None else pa.nulls(n, pa.string())
@@ -388,7 +404,8 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
         raws = raws[:1]  # the first field is required, the others may be NULL
     for raw in raws:
         reasons.append((pc.is_null(raw), "missing source position"))
-    seq_value = _sequence_value(src, conn, out["_pos_n0"], position_fields)
+    if seq_value is None:
+        seq_value = _sequence_value(src, conn, out["_pos_n0"], position_fields)
     ts = v["ts_ms"]
     out["_pos_ts"] = (ts.cast(pa.int64()) if ts is not None and pa.types.is_integer(ts.type)
                       else pa.nulls(n, pa.int64()))
@@ -489,6 +506,10 @@ def _unknown_names(aft: Fields, bef: Fields, known: set[str], n: int) -> pa.Arra
     for c in cols[1:]:  # (null_handling="skip" drops rows in pyarrow 26)
         joined = pc.coalesce(pc.binary_join_element_wise(joined, c, "\n"), joined, c)
     return joined
+
+
+#: :func:`_decode_view` for the other formats' views (:mod:`pipelines.cdc_formats`)
+decode_view = _decode_view
 
 
 class _Lazy:
@@ -594,6 +615,7 @@ def decode_file(
     unavailable: Unavailable = "previous",
     bucket: bool = True,
     threads: bool = False,
+    fmt: EventFormat | None = None,
 ) -> pa.Table:
     """:func:`decode_events` of the lines of a file's bytes (:func:`split_lines`). The usual
     file, every line a JSON object (first byte ``{``), UTF-8, no CR, is parsed as it is: no
@@ -615,7 +637,7 @@ def decode_file(
     return _decode(lazy, doc, count, schema, file_index=file_index, first_line=1,
                    position_fields=position_fields, epoch_unit=epoch_unit,
                    sequence_column=sequence_column, unavailable=unavailable, bucket=bucket,
-                   threads=threads)
+                   threads=threads, fmt=fmt)
 
 
 def decode_events(
@@ -630,6 +652,7 @@ def decode_events(
     unavailable: Unavailable = "previous",
     bucket: bool = True,
     threads: bool = False,
+    fmt: EventFormat | None = None,
 ) -> pa.Table:
     """The change rows of one file's lines (see the module docs; ``lines`` as strings or a
     string array; ``threads`` as :func:`decode_file`); columns as :func:`output_schema`.
@@ -641,21 +664,22 @@ def decode_events(
     return _decode(_Lazy(lambda: arr), None, 0, schema, file_index=file_index,
                    first_line=first_line, position_fields=position_fields,
                    epoch_unit=epoch_unit, sequence_column=sequence_column,
-                   unavailable=unavailable, bucket=bucket, threads=threads)
+                   unavailable=unavailable, bucket=bucket, threads=threads, fmt=fmt)
 
 
 def _parse_all(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema,
-               threads: bool, *, exact: bool
+               threads: bool, *, exact: bool, fmt: EventFormat | None = None
                ) -> tuple[list[tuple[int, pa.Table]], list[int], np.ndarray, np.ndarray]:
     """The parsed chunks, the indices of malformed event lines, the line index of each event
     and of each tombstone. ``doc``: the whole file when every line is an event. ``exact``:
     long numbers first made JSON strings (:func:`_exact`)."""
     chunks: list[tuple[int, pa.Table]] = []
     bad: list[int] = []
+    declared = fmt.declared(schema) if fmt is not None else _declared(schema)
     if doc is not None:  # the usual case: one document, no copies
         events = np.arange(count, dtype=np.int64)
         tomb = np.zeros(0, np.int64)
-        _parse(lazy, _declared(schema), 0, chunks, bad, doc, count, threads=threads)
+        _parse(lazy, declared, 0, chunks, bad, doc, count, threads=threads)
         return chunks, bad, events, tomb
     arr = _exact(lazy()) if exact else lazy()  # ``lazy``: the lines as read, for ``_value``
     trimmed = pc.utf8_trim_whitespace(arr)
@@ -665,9 +689,9 @@ def _parse_all(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema,
     events = np.flatnonzero(event_mask.to_numpy(zero_copy_only=False))
     tomb = np.flatnonzero(tomb_mask.to_numpy(zero_copy_only=False))
     if len(events) == len(arr):
-        _parse(arr, _declared(schema), 0, chunks, bad, threads=threads)
+        _parse(arr, declared, 0, chunks, bad, threads=threads)
     elif len(events):
-        _parse(arr.take(pa.array(events)), _declared(schema), 0, chunks, bad, threads=threads)
+        _parse(arr.take(pa.array(events)), declared, 0, chunks, bad, threads=threads)
     return chunks, bad, events, tomb
 
 
@@ -677,9 +701,14 @@ def _inexact_columns(chunks: list[tuple[int, pa.Table]], schema: TableSchema) ->
     parsed again with :func:`_exact`; only then is the text scanned)."""
     names = {f.name for f in schema.fields if isinstance(f.type, AtomicType)
              and (f.type.root is TypeRoot.DECIMAL or f.type.root in STRING_ROOTS)}
+    names |= {"BI_" + n for n in names}  # AWS DMS before images
     found = False
     for _, t in chunks:
         images = [t.schema.field(c).type for c in ("before", "after") if c in t.column_names]
+        for c in ("data", "old"):  # the other formats' images (canal: lists of them)
+            if c in t.column_names:
+                img = t.schema.field(c).type
+                images.append(img.value_type if pa.types.is_list(img) else img)
         if "payload" in t.column_names and pa.types.is_struct(t.schema.field("payload").type):
             pt = t.schema.field("payload").type
             images += [pt.field(c).type for c in ("before", "after")
@@ -694,16 +723,22 @@ def _inexact_columns(chunks: list[tuple[int, pa.Table]], schema: TableSchema) ->
 def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
             file_index: int, first_line: int, position_fields: Sequence[str] | None,
             epoch_unit: str, sequence_column: str | None, unavailable: str, bucket: bool,
-            threads: bool) -> pa.Table:
+            threads: bool, fmt: EventFormat | None = None) -> pa.Table:
     """``doc`` (with its ``count`` lines): the whole file when every line is an event."""
     target = output_schema(schema, position_fields)
-    chunks, bad, events, tomb = _parse_all(lazy, doc, count, schema, threads, exact=False)
+    chunks, bad, events, tomb = _parse_all(lazy, doc, count, schema, threads, exact=False,
+                                           fmt=fmt)
     if _inexact_columns(chunks, schema) and pc.any(  # numbers read as doubles: again, exactly
             pc.match_substring_regex(lazy(), LONG_NUMBER)).as_py():
-        chunks, bad, events, tomb = _parse_all(lazy, None, 0, schema, threads, exact=True)
+        chunks, bad, events, tomb = _parse_all(lazy, None, 0, schema, threads, exact=True,
+                                               fmt=fmt)
     parts: list[pa.Table] = []
     for start, t in chunks:
         rows = events[start:start + t.num_rows]
+        if fmt is not None:
+            parts.extend(fmt.chunk_rows(t, rows, lazy, target, schema, file_index, first_line,
+                                        position_fields, epoch_unit, sequence_column))
+            continue
         parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, first_line,
                                  position_fields, epoch_unit, sequence_column,
                                  unavailable))

@@ -79,7 +79,7 @@ from paimon_core import (
     deduplicate,
     join,
 )
-from pipelines.cdc_decode import decode_file, output_schema, split_text
+from pipelines.cdc_decode import output_schema, split_text
 from pipelines.cdc_events import (
     ERROR_COLUMN,
     KIND_COLUMN,
@@ -90,8 +90,8 @@ from pipelines.cdc_events import (
     infer_column_type,
     is_supported_type,
     position_columns,
-    sample_new_column_values,
 )
+from pipelines.cdc_formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence, sample_values
 from pipelines.cdc_toast import fill_unavailable
 from pipelines.config import (
     CatalogSettings,
@@ -153,6 +153,8 @@ class CdcOptions:
     #: the TOAST placeholder: ``previous`` / ``store`` / ``refuse`` (see
     #: :data:`pipelines.cdc_events.Unavailable`)
     unavailable: Unavailable = "previous"
+    #: the events' format: a name of :data:`pipelines.cdc_formats.FORMATS`
+    format: str = DEFAULT_FORMAT
 
 
 @dataclass
@@ -166,6 +168,7 @@ class BatchReport:
     tombstones: int = 0
     messages: int = 0
     truncates: int = 0
+    ddl: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     new_columns: dict[str, str] = field(default_factory=dict)
     rows_written: int = 0
@@ -175,8 +178,9 @@ class BatchReport:
 
     @property
     def skipped_events(self) -> int:
-        """Tombstones, logical decoding messages and truncates: events that are no row."""
-        return self.tombstones + self.messages + self.truncates
+        """Tombstones, logical decoding messages, truncates and DDL / control events: events
+        that are no row."""
+        return self.tombstones + self.messages + self.truncates + self.ddl
 
     @property
     def error_ratio(self) -> float:
@@ -285,11 +289,12 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
     seq = _sequence_column(handle, opts)
     buckets = schema.num_buckets
     paths = list(files)
+    decode_fn = FORMATS[opts.format].decode
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             for i in b.column(0).to_pylist():
-                out = decode_file(file_io.read_bytes(paths[i]), schema, file_index=i,
+                out = decode_fn(file_io.read_bytes(paths[i]), schema, file_index=i,
                                   position_fields=opts.position_fields,
                                   epoch_unit=opts.epoch_unit, sequence_column=seq,
                                   unavailable=opts.unavailable,
@@ -425,7 +430,7 @@ def _write_pass(
                     truncates.extend(list(r.values()) for r in
                                      b.filter(trunc).select(list(pos)).to_pylist())
                 bad = pc.and_(pc.is_valid(err), pc.invert(pc.is_in(
-                    err, pa.array([TOMBSTONE, MESSAGE, TRUNCATE]))))
+                    err, pa.array([TOMBSTONE, MESSAGE, TRUNCATE, DDL]))))
                 for r in b.filter(bad).select([pos[-2], pos[-1], ERROR_COLUMN, "_value"]) \
                         .to_pylist():
                     rejected.append(json.dumps(
@@ -438,7 +443,8 @@ def _write_pass(
 
         held = [b for b in valid() if b.num_rows]
         data = pa.Table.from_batches(held) if held else None
-        if data is not None and opts.unavailable == "previous":
+        if (data is not None and opts.unavailable == "previous"
+                and FORMATS[opts.format].placeholder):
             data, refused = fill_unavailable(data, handle.schema, pos, read_previous)
             if refused:
                 data = _refuse(data, refused, counts, rejected, batch, files, pos)
@@ -603,13 +609,13 @@ def _key_only_deletes(data: pa.Table, fields: Sequence[DataField],
     return data
 
 
-def _evolve(settings: CatalogSettings, handle: TableHandle,
-            samples: dict[str, list[str]]) -> tuple[TableHandle, dict[str, str]]:
-    """Add the new columns, typed from the JSON values of sample events (altering the
-    handle's table: no second load)."""
+def _evolve(settings: CatalogSettings, handle: TableHandle, samples: dict[str, list[str]],
+            fmt: str = DEFAULT_FORMAT) -> tuple[TableHandle, dict[str, str]]:
+    """Add the new columns, typed from the JSON values of sample events of format ``fmt``
+    (altering the handle's table: no second load)."""
     names = sorted(samples)
     lines = [x for k in names for x in samples[k]]
-    values = sample_new_column_values(lines, names)
+    values = sample_values(fmt, lines, names)
     added = {n: infer_column_type(values[n]) for n in names}
     table = handle.open()
     table.alter([AddColumn(n, t) for n, t in added.items()])
@@ -642,6 +648,9 @@ def ingest_batch(
         SchemaError / UnsupportedError: a table the events cannot be written to.
     """
     opts = options or CdcOptions()
+    if opts.format not in FORMATS:
+        raise SchemaError(f"unknown CDC format {opts.format!r}; one of "
+                          f"{', '.join(sorted(FORMATS))}")
     # the table is opened once: every driver step below uses handle.open() (the same object)
     handle = (TableHandle.of(settings, table) if table is not None
               else TableHandle.load(settings, identifier))
@@ -660,6 +669,7 @@ def ingest_batch(
     if handle.schema.num_buckets <= 0:
         raise UnsupportedError(f"CDC needs a fixed bucket count; {identifier} has bucket="
                                f"{handle.schema.num_buckets}")
+    check_sequence(opts.format, _sequence_column(handle, opts), opts.position_fields)
     fio = landing_io or settings.file_io()
     q_root = quarantine_root or opts.quarantine
     base = join(q_root, f"batch-{batch:06d}") if q_root is not None else None
@@ -680,7 +690,7 @@ def ingest_batch(
     res = run(handle)
     if res.unknown and opts.evolve_schema:
         abort(res.messages)  # written with the old schema: write again with the new one
-        handle, report.new_columns = _evolve(settings, handle, res.unknown)
+        handle, report.new_columns = _evolve(settings, handle, res.unknown, opts.format)
         res = run(handle)
     if len(res.connectors) > 1 and opts.position_fields is None:
         abort(res.messages)
@@ -700,8 +710,9 @@ def ingest_batch(
     report.tombstones = counts.get(TOMBSTONE, 0)
     report.messages = counts.get(MESSAGE, 0)
     report.truncates = counts.get(TRUNCATE, 0)
+    report.ddl = counts.get(DDL, 0)
     report.reasons = {k: v for k, v in sorted(counts.items())
-                      if k not in ("", TOMBSTONE, MESSAGE, TRUNCATE)}
+                      if k not in ("", TOMBSTONE, MESSAGE, TRUNCATE, DDL)}
     report.malformed = sum(report.reasons.values())
     if report.malformed:
         if base is None:
@@ -764,6 +775,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_catalog_args(p)
     add_spark_args(p)
     p.add_argument("--landing", required=True, help="directory / S3 prefix of batch-<n> inputs")
+    p.add_argument("--format", choices=sorted(FORMATS), default=DEFAULT_FORMAT,
+                   help="the events' format (default %(default)s, with or without the "
+                        "schema/payload envelope)")
     p.add_argument("--schema", help="schema JSON to create the table with when it is missing")
     p.add_argument("--batch", type=int, action="append", help="only this batch (repeatable)")
     p.add_argument("--quarantine", help="where malformed events go (default <landing>/"
@@ -804,7 +818,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sequence_column=args.sequence_column, epoch_unit=args.epoch_unit,
         max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
         quarantine=args.quarantine, evolve_schema=not args.no_evolve,
-        unavailable=args.unavailable_value,
+        unavailable=args.unavailable_value, format=args.format,
     )
     try:
         for r in ingest(spark, settings, args.table, args.landing, opts, schema=schema,
