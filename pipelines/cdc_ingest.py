@@ -1,4 +1,11 @@
-"""CDC ingestion: Debezium-style JSON change events -> a primary-key Paimon table, exactly once.
+"""CDC ingestion: JSON change events -> a primary-key Paimon table, exactly once.
+
+The events are Debezium's (``--format debezium-json``, the default, with or without the
+``{"schema", "payload"}`` envelope) or those of the other CDC tools Paimon's Kafka sync reads
+(``canal-json``, ``maxwell-json``, ``ogg-json``, ``aws-dms-json``: :mod:`pipelines.cdc_formats`
+turns each into the Debezium envelope's rows; their DDL / control events are counted as
+``ddl`` and skipped). What follows is said of Debezium's events; the formats' positions are
+in :mod:`pipelines.cdc_formats`.
 
 Landing layout (local directory or S3 prefix, read through ``paimon_core``'s FileIO in the
 Python workers)::
@@ -46,6 +53,7 @@ Run::
     python -m pipelines.cdc_ingest --warehouse W --table db.t --landing L [--schema s.json]
         [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields F,...]
         [--unavailable-value previous|store|refuse]
+        [--format debezium-json|canal-json|maxwell-json|ogg-json|aws-dms-json]
 """
 
 from __future__ import annotations

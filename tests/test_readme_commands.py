@@ -402,6 +402,27 @@ def cdc_ingest(sh: Shell, command: str) -> None:
     assert fsck(t).ok
 
 
+#: the Flink inventory stream as Canal emits it (tests/pipelines/cdc_corpus/canal/SOURCES.md)
+CANAL_INVENTORY = REPO / "tests/pipelines/cdc_corpus/canal/flink_inventory.jsonl"
+
+
+def cdc_ingest_format(sh: Shell, command: str) -> None:
+    f = flags(command)
+    assert f["--format"] == "canal-json"
+    landing = Path(sh.prepare(f["--landing"])[0])
+    (landing / "batch-000001").mkdir(parents=True)
+    shutil.copy(CANAL_INVENTORY, landing / "batch-000001" / "part-0.json")
+    FileSystemCatalog(sh.subst["/data/wh"]).create_table(f["--table"], Schema.of(
+        [("id", "INT NOT NULL"), ("name", "STRING"), ("description", "STRING"),
+         ("weight", "DOUBLE")], primary_keys=["id"], options={"bucket": "2"}))
+    (report,) = sh.json_lines(command)
+    assert (report["events"], report["valid"], report["ddl"], report["malformed"]) == (
+        11, 10, 1, 0)
+    t = FileSystemCatalog(sh.subst["/data/wh"]).get_table(f["--table"])
+    assert sorted(r["id"] for r in rows_of(t)) == [101, *range(104, 111)]
+    assert fsck(t).ok
+
+
 def _sales(sh: Shell, commits: int, identifier: str = "sales.orders") -> FileStoreTable:
     return make_table(Path(sh.subst["/data/wh"]), identifier, commits)
 
@@ -502,6 +523,8 @@ SCENARIOS: dict[str, Callable[[Shell, str], None]] = {
     "python -m pipelines.cdc_ingest --warehouse /data/wh --table shop.orders --landing "
     "s3://bucket/cdc/orders --schema orders.json --max-error-ratio 0.01 --storage-option "
     "s3.endpoint=http://127.0.0.1:9000": cdc_ingest,
+    "python -m pipelines.cdc_ingest --warehouse /data/wh --table shop.products --landing "
+    "/data/landing/products --format canal-json": cdc_ingest_format,
     "python -m pipelines.batch_overwrite --warehouse /data/wh --table sales.orders --input "
     "/exports/2024-01-02.parquet --format parquet --partition dt=2024-01-02":
         overwrite_partition,
