@@ -453,6 +453,8 @@ class JsonFormat:
     view_fn: _ViewFn
     #: whether the format's own position can fill a sequence column
     fills_sequence: bool
+    #: what a sequence column needs of this format's events (said in the refusal's reason)
+    sequence_hint: str = ""
 
     def declared(self, schema: TableSchema) -> pa.Schema:
         return self.declared_fn(schema)
@@ -486,6 +488,10 @@ class JsonFormat:
         views = decode_view(env, m, schema, target, fields, epoch_unit, sequence_column,
                             "store", seq_value=seq)
         err = pc.if_else(pc.is_valid(v.outcome), v.outcome, views[ERROR_COLUMN])
+        if sequence_column is not None and self.sequence_hint:
+            generic = f"source position does not fit the sequence column {sequence_column}"
+            err = pc.if_else(pc.fill_null(pc.equal(err, generic), False),
+                             f"{generic} ({self.sequence_hint})", err)
         err = _whole_events(err, v.event)
         keep = pa.array((v.row == 0) | ~np.asarray(pc.is_valid(err).to_numpy(
             zero_copy_only=False), bool))
@@ -579,8 +585,8 @@ def _data_images(ev: Any) -> list[Any]:
 
 
 def _json(name: str, declared: Callable[[TableSchema], pa.Schema], view: _ViewFn,
-          fills_sequence: bool) -> CdcFormat:
-    f = JsonFormat(name, declared, view, fills_sequence)
+          fills_sequence: bool, sequence_hint: str = "") -> CdcFormat:
+    f = JsonFormat(name, declared, view, fills_sequence, sequence_hint)
     return CdcFormat(name, f.decode, fills_sequence, False, _data_images)
 
 
@@ -588,8 +594,10 @@ def _json(name: str, declared: Callable[[TableSchema], pa.Schema], view: _ViewFn
 FORMATS: dict[str, CdcFormat] = {
     DEFAULT_FORMAT: CdcFormat(DEFAULT_FORMAT, decode_file, True, True, _debezium_images),
     "canal-json": _json("canal-json", _canal_declared, _canal, False),
-    "maxwell-json": _json("maxwell-json", _maxwell_declared, _maxwell, True),
-    "ogg-json": _json("ogg-json", _ogg_declared, _ogg, True),
+    "maxwell-json": _json("maxwell-json", _maxwell_declared, _maxwell, True,
+                          "Maxwell's position: output_binlog_position, at most 2047 rows of "
+                          "a transaction"),
+    "ogg-json": _json("ogg-json", _ogg_declared, _ogg, True, "GoldenGate's pos"),
     "aws-dms-json": _json("aws-dms-json", _dms_declared, _dms, False),
 }
 

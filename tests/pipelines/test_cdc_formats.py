@@ -178,7 +178,8 @@ def test_maxwell_without_position_is_arrival_order_and_refuses_a_sequence() -> N
     cols = [*PRODUCTS, ("_seq", "BIGINT")]
     rows = _decode("maxwell-json", "maxwell/flink_inventory.jsonl", cols, sequence_column="_seq")
     assert {r["_error"] for r in rows} == {
-        "source position does not fit the sequence column _seq"}
+        "source position does not fit the sequence column _seq (Maxwell's position: "
+        "output_binlog_position, at most 2047 rows of a transaction)"}
 
 
 def test_ogg_pos_orders_and_fills_the_sequence() -> None:
