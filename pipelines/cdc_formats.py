@@ -15,10 +15,11 @@ Semantics, format by format (Paimon's ``*RecordParser`` of
 * ``canal-json`` (Alibaba Canal's flat message): ``type`` INSERT -> ``c``, UPDATE -> ``u``
   (``before`` = the row with ``old``'s values, ``old[i]`` holding row ``i``'s changed
   columns), DELETE -> ``d``, ROW -> ``r``; every element of ``data`` is one row of the event.
-  ``isDdl`` events are skipped and counted (``ddl``), except TRUNCATE, which empties the table
-  at its position (Paimon skips it). Values are text, typed by the table's schema: BOOLEAN
-  takes ``1`` / ``0`` (MySQL's ``tinyint(1)``), BINARY / BYTES the text's ISO-8859-1 bytes
-  (canal's encoding of binary columns; Paimon keeps the text).
+  ``isDdl`` events (and DDL types printed without it, e.g. ``QUERY``) are skipped and counted
+  (``ddl``), except TRUNCATE, which empties the table at its position (Paimon skips it).
+  Values are text, typed by the table's schema: BOOLEAN takes ``1`` / ``0`` (MySQL's
+  ``tinyint(1)``), BINARY / BYTES the text's ISO-8859-1 bytes (canal's encoding of binary
+  columns; Paimon keeps the text).
 * ``maxwell-json``: ``type`` insert / update / delete, bootstrap-insert -> ``r``; ``before`` =
   ``data`` with ``old``'s values; DDL and bootstrap-start / -complete markers are skipped and
   counted (``ddl``; Paimon skips events without ``data`` silently). BOOLEAN takes 1 / 0.
@@ -278,6 +279,9 @@ def _canal_declared(schema: TableSchema) -> pa.Schema:
 
 
 _CANAL_OPS = {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "ROW": "r", "TRUNCATE": "t"}
+#: canal's schema-change types, DDL even where ``isDdl`` is false (a ``QUERY`` such as
+#: CREATE DATABASE is printed with ``isDdl: false``)
+_CANAL_DDL = ("CREATE", "ALTER", "ERASE", "QUERY", "RENAME", "CINDEX", "DINDEX")
 
 
 def _canal(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarray) -> _View:
@@ -311,7 +315,7 @@ def _canal(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarray)
               and pa.types.is_boolean(ddl_raw.type) else np.zeros(len(event), bool))
     op = _ops(typ, _CANAL_OPS)
     is_t = _np(pc.equal(op, "t"))
-    skip = is_ddl & ~is_t
+    skip = (is_ddl | _np(pc.is_in(typ, pa.array(_CANAL_DDL)))) & ~is_t
     op = pc.if_else(pa.array(skip), "m", op)
     is_u, is_d = _np(pc.equal(op, "u")), _np(pc.equal(op, "d"))
     cru = _np(pc.is_in(op, pa.array(["c", "r", "u"])))

@@ -17,6 +17,7 @@ from pipelines.cdc_formats import DDL
 #: the position fields of the translated events
 SLOTS = ("_p0", "_p1", "_p2")
 _CANAL = {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "ROW": "r", "TRUNCATE": "t"}
+_CANAL_DDL = {"CREATE", "ALTER", "ERASE", "QUERY", "RENAME", "CINDEX", "DINDEX"}
 _MAXWELL = {"insert": "c", "bootstrap-insert": "r", "update": "u", "delete": "d"}
 _MAXWELL_SKIPPED = {"database-create", "database-alter", "database-drop", "table-create",
                     "table-alter", "table-drop", "bootstrap-start", "bootstrap-complete"}
@@ -58,29 +59,30 @@ def translate(fmt: str, line: str, file_index: int, line_no: int, booleans: set[
     if fmt == "canal-json":
         typ = ev.get("type")
         op = _CANAL.get(typ)
-        if ev.get("isDdl") is True and op != "t":
+        if (ev.get("isDdl") is True or typ in _CANAL_DDL) and op != "t":
             yield 0, _event("m", None, None, arrival), True
             return
         data = ev.get("data") or [None]
         olds = ev.get("old") or []
         for i, row in enumerate(data):
-            slots = [file_index, line_no, i]
+            row_slots = [file_index, line_no, i]
             if row is None:
-                yield i, _event(op, None, None, slots), False
+                yield i, _event(op, None, None, row_slots), False
                 continue
             img = _norm(row, booleans, binaries) if op != "t" else None
             old = olds[i] if i < len(olds) else None
             before = (_norm(_overlay(row, old), booleans, binaries) if op == "u"
                       else img if op == "d" else None)
-            yield i, _event(op, before, None if op == "d" else img, slots), False
+            yield i, _event(op, before, None if op == "d" else img, row_slots), False
     elif fmt == "maxwell-json":
         typ = ev.get("type")
         m = re.match(r"^(.*\.([0-9]{1,9})):([0-9]{1,18})$", str(ev.get("position") or ""))
-        slots = ([m.group(1), int(m.group(3)), ev.get("xoffset") or 0] if m else arrival)
+        slots: list[Any] = ([m.group(1), int(m.group(3)), ev.get("xoffset") or 0] if m
+                            else arrival)
         if typ in _MAXWELL_SKIPPED:
             yield 0, _event("m", None, None, slots), True
             return
-        op = _MAXWELL.get(typ)
+        op = _MAXWELL.get(str(typ))
         data = ev.get("data")
         img = _norm(data, booleans, binaries) if isinstance(data, dict) else data
         before = (_norm(_overlay(data, ev.get("old")), booleans, binaries)
@@ -102,7 +104,7 @@ def translate(fmt: str, line: str, file_index: int, line_no: int, booleans: set[
         if meta.get("record-type") not in (None, "data"):
             yield 0, _event("m", None, None, arrival), True
             return
-        op = _DMS.get(meta.get("operation"))
+        op = _DMS.get(str(meta.get("operation")))
         data = ev.get("data")
         plain = ({k: v for k, v in data.items() if not k.startswith("BI_")}
                  if isinstance(data, dict) else data)

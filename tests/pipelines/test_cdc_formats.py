@@ -63,7 +63,9 @@ def _decode(fmt: str, name: str, columns: list[tuple[str, str]] = PRODUCTS,
             **kw: Any) -> list[dict[str, Any]]:
     kw = {"file_index": 0, "position_fields": None, "epoch_unit": "ms",
           "sequence_column": None, "unavailable": "previous", "threads": False, **kw}
-    return FORMATS[fmt].decode((CORPUS / name).read_bytes(), _schema(columns), **kw).to_pylist()
+    rows: list[dict[str, Any]] = FORMATS[fmt].decode((CORPUS / name).read_bytes(),
+                                                     _schema(columns), **kw).to_pylist()
+    return rows
 
 
 def _run(spark: Any, tmp: Path, fmt: str, files: list[list[str]],
@@ -227,14 +229,22 @@ def test_formats_without_position_refuse_a_sequence_column() -> None:
         1589373515000, 1589373546000]
 
 
+#: canal's CREATE DATABASE as printed in the SeaTunnel canal resources (apache/seatunnel
+#: seatunnel-e2e/.../connector-kafka-e2e/src/test/resources/canal/canal_data.txt, first line)
+QUERY_DDL = ('{"data":null,"database":"canal_hvygfc","es":1697788899000,"id":1,"isDdl":true,'
+             '"mysqlType":null,"old":null,"pkNames":null,"sql":"CREATE DATABASE IF NOT EXISTS '
+             'canal_hvygfc","sqlType":null,"table":"","ts":1697788899992,"type":"QUERY"}')
+
+
 def test_malformed_lines_and_tombstones_in_other_formats() -> None:
     lines = ['{"data": "x", "type": "INSERT"}', "null", "not json",
-             '{"data":[{"id":"1"}],"type":"REPLACE"}']
+             '{"data":[{"id":"1"}],"type":"REPLACE"}', QUERY_DDL,
+             QUERY_DDL.replace('"isDdl":true', '"isDdl":false')]  # a QUERY is DDL anyway
     out = FORMATS["canal-json"].decode(("\n".join(lines) + "\n").encode(),
                                        _schema(PRODUCTS)).to_pylist()
     assert sorted((r["_pos_line"], r["_error"]) for r in out) == [
         (1, "canal-json: data is not a list of rows"), (2, "tombstone"), (3, "malformed JSON"),
-        (4, "unknown op")]
+        (4, "unknown op"), (5, DDL), (6, DDL)]
 
 
 # ---------------------------------------------------------------------------- the job
