@@ -425,3 +425,13 @@ def test_java_reads_what_the_formats_wrote(spark: Any, tmp_path: Path) -> None:
         java = (tmp_path / f"{k}.jsonl").read_text().splitlines()
         assert len(java) == len(rows) > 0
         assert java == ours
+
+
+@pytest.mark.spark
+def test_canal_typed_values_through_the_job(spark: Any, tmp_path: Path) -> None:
+    (rep,), rows = _run(spark, tmp_path, "canal-json", [["canal/paimon_event_row.jsonl"]],
+                        EVENT_ROW)
+    assert (rep.events, rep.valid, rep.malformed) == (1, 1, 0)
+    assert rows == [{"_id": 9, "pt": 1, "v1": "nine", "v2": 90000000000,
+                     "v3": decimal.Decimal("99999.999"), "v4": b"nine.bin",
+                     "v5": float(np.float32(9.9))}]
