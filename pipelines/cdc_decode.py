@@ -683,8 +683,9 @@ def _parse_all(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema,
         return chunks, bad, events, tomb
     arr = _exact(lazy()) if exact else lazy()  # ``lazy``: the lines as read, for ``_value``
     trimmed = pc.utf8_trim_whitespace(arr)
-    tomb_mask = pc.or_(pc.equal(trimmed, "null"),
-                       pc.match_substring_regex(trimmed, TOMBSTONE_ENVELOPE))
+    tomb_mask = pc.equal(trimmed, "null")
+    if fmt is None:  # Debezium's envelope printing of a tombstone (not the other formats')
+        tomb_mask = pc.or_(tomb_mask, pc.match_substring_regex(trimmed, TOMBSTONE_ENVELOPE))
     event_mask = pc.and_(pc.not_equal(trimmed, ""), pc.invert(tomb_mask))
     events = np.flatnonzero(event_mask.to_numpy(zero_copy_only=False))
     tomb = np.flatnonzero(tomb_mask.to_numpy(zero_copy_only=False))

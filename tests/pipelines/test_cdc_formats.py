@@ -236,6 +236,22 @@ QUERY_DDL = ('{"data":null,"database":"canal_hvygfc","es":1697788899000,"id":1,"
              'canal_hvygfc","sqlType":null,"table":"","ts":1697788899992,"type":"QUERY"}')
 
 
+def test_whole_file_and_line_paths_agree_in_other_formats() -> None:
+    """A file of ``{`` lines is parsed whole; with a blank line it is split into lines: the
+    same rows (a Debezium envelope tombstone is no tombstone in another format)."""
+    from pipelines.cdc_decode import decode_file
+
+    for fmt, name in [("canal-json", "canal/edited.jsonl"), ("ogg-json", "ogg/truncate.jsonl"),
+                      ("maxwell-json", "maxwell/docs_position.jsonl")]:
+        lines = [*(CORPUS / name).read_text().splitlines(), '{"schema":null,"payload":null}']
+        f = FORMATS[fmt].decode.__self__  # type: ignore[attr-defined]
+        whole = decode_file("\n".join(lines).encode(), _schema(PRODUCTS), fmt=f).to_pylist()
+        split = decode_file("\n".join([*lines, ""]).encode() + b"\n\n", _schema(PRODUCTS),
+                            fmt=f).to_pylist()
+        assert sorted(whole, key=repr) == sorted(split, key=repr), fmt
+        assert [r["_error"] for r in whole if r["_pos_line"] == len(lines)] == ["unknown op"]
+
+
 def test_malformed_lines_and_tombstones_in_other_formats() -> None:
     lines = ['{"data": "x", "type": "INSERT"}', "null", "not json",
              '{"data":[{"id":"1"}],"type":"REPLACE"}', QUERY_DDL,
