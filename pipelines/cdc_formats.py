@@ -50,6 +50,9 @@ connectors', so that the job's order columns are the same):
 
 With ``--position-fields``, the named top-level fields of the event (for DMS also those of
 ``metadata``) order the events and the first fills the sequence column, as for Debezium.
+
+The Spark SQL reference of these semantics is :mod:`pipelines.cdc_format_events` (a test
+checks that both give the same rows).
 """
 
 from __future__ import annotations
@@ -86,15 +89,15 @@ from pipelines.cdc_events import (
 from pipelines.cdc_values import Fields, json_text
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
-__all__ = ["DDL", "DEFAULT_FORMAT", "FORMATS", "CdcFormat", "JsonFormat", "check_sequence",
-           "sample_values"]
+__all__ = ["DDL", "DEFAULT_FORMAT", "FORMATS", "SLOTS", "CdcFormat", "JsonFormat",
+           "check_sequence", "sample_values"]
 
 #: the ``_error`` of a DDL or control event (canal ``isDdl``, Maxwell's schema changes and
 #: bootstrap markers, DMS control records): skipped and counted, not an error
 DDL = "ddl"
 DEFAULT_FORMAT = "debezium-json"
 #: the source fields of a format's own positions (see the module docs)
-_SLOTS = tuple(f"_p{i}" for i in range(AUTO_SLOTS))
+SLOTS = tuple(f"_p{i}" for i in range(AUTO_SLOTS))
 _SKIPPED = (DDL, TRUNCATE, MESSAGE, TOMBSTONE)
 _DELETE = RowKind.DELETE.short_string
 _NULL_S = pa.scalar(None, pa.string())
@@ -481,8 +484,8 @@ class JsonFormat:
         v = self.view_fn(t, schema, file_index, line_no)
         m = len(v.event)
         if position_fields is None:
-            source = pa.StructArray.from_arrays(v.slots, list(_SLOTS))
-            fields: Sequence[str] = _SLOTS
+            source = pa.StructArray.from_arrays(v.slots, list(SLOTS))
+            fields: Sequence[str] = SLOTS
             seq = v.sequence
             check_sequence(self.name, sequence_column if seq is None else None, None)
         else:

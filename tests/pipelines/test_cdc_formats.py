@@ -397,9 +397,9 @@ REFERENCE_CASES: list[tuple[list[tuple[str, str]], list[tuple[str, str]]]] = [
 def test_fast_path_agrees_with_the_reference(spark: Any, tmp_path: Path,
                                              columns: list[tuple[str, str]],
                                              cases: list[tuple[str, str]]) -> None:
-    """Each event translated by plain Python into Debezium events (``cdcfmtref``) and decoded
-    by the Spark SQL reference: the same rows, kinds, reasons and positions."""
-    from tests.pipelines.cdcfmtref import reference_rows
+    """The Spark SQL reference (``pipelines.cdc_format_events`` then ``cdc_events``): the same
+    rows, kinds, reasons and positions."""
+    from tests.pipelines.cdcfmtref import spark_sql_rows
 
     schema = _schema(columns)
     cols = [*schema.field_names, "_kind", "_error", "_event", "_pos_line", "_pos_ts",
@@ -408,11 +408,11 @@ def test_fast_path_agrees_with_the_reference(spark: Any, tmp_path: Path,
     def canon(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         return sorted((tuple(r[c] for c in cols) for r in rows), key=repr)
 
-    refs = reference_rows(spark, [(fmt, (CORPUS / name).read_text()) for fmt, name in cases],
-                          schema, tmp_path)
-    for i, ((fmt, name), ref) in enumerate(zip(cases, refs)):
+    texts = [(fmt, (CORPUS / name).read_text()) for fmt, name in cases]
+    sql = spark_sql_rows(spark, texts, schema, tmp_path)
+    for i, ((fmt, name), by_sql) in enumerate(zip(cases, sql)):
         ours = _decode(fmt, name, columns, file_index=i)
-        assert canon(ours) == canon(ref), name
+        assert canon(ours) == canon(by_sql), name
         assert len(ours) >= 1
 
 

@@ -1,0 +1,162 @@
+"""The Spark SQL reference of the other CDC formats (:mod:`pipelines.cdc_formats`): each
+format's events as the columns of :func:`pipelines.cdc_events.parse_events` (one row per row of
+an event, the format's position in ``source`` as :data:`SLOTS`), so that
+:func:`pipelines.cdc_events.classify_events` and :func:`pipelines.cdc_events.to_changes` (with
+``position_fields=SLOTS``) decode them as Debezium's. A test checks that the fast path gives
+the same rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from paimon_core import AtomicType, TableSchema, TypeRoot
+from pipelines.cdc_events import _LONG_TOKEN, FIELDS_COLUMN
+from pipelines.cdc_formats import SLOTS
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["SLOTS", "parse_format_events"]
+
+_IMG = "map<string,string>"
+_SCHEMAS = {
+    "canal-json": f"data array<{_IMG}>, old array<{_IMG}>, type string, isDdl boolean",
+    "maxwell-json": f"data {_IMG}, old {_IMG}, type string, position string, xoffset long",
+    "ogg-json": f"before {_IMG}, after {_IMG}, op_type string, pos string",
+    "aws-dms-json": f"data {_IMG}, metadata struct<operation:string,`record-type`:string>",
+}
+_OPS = {
+    "canal-json": {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "ROW": "r", "TRUNCATE": "t"},
+    "maxwell-json": {"insert": "c", "bootstrap-insert": "r", "update": "u", "delete": "d"},
+    "ogg-json": {"I": "c", "U": "u", "D": "d", "T": "t"},
+    "aws-dms-json": {"load": "r", "insert": "c", "update": "u", "delete": "d"},
+}
+_CANAL_DDL = ("CREATE", "ALTER", "ERASE", "QUERY", "RENAME", "CINDEX", "DINDEX")
+_MAXWELL_SKIPPED = ("database-create", "database-alter", "database-drop", "table-create",
+                    "table-alter", "table-drop", "bootstrap-start", "bootstrap-complete")
+
+
+def _op(raw: Column, fmt: str) -> Column:
+    from pyspark.sql import functions as F
+
+    out = F.lit(None).cast("string")
+    for k, v in _OPS[fmt].items():
+        out = F.when(raw == k, F.lit(v)).otherwise(out)
+    return out
+
+
+def _norm(img: Column, schema: TableSchema, canal: bool) -> Column:
+    """BOOLEAN columns take ``1`` / ``0``; (canal) BINARY columns the ISO-8859-1 text's bytes,
+    as base64 (see :mod:`pipelines.cdc_formats`)."""
+    from pyspark.sql import functions as F
+
+    roots = {f.name: f.type.root for f in schema.fields if isinstance(f.type, AtomicType)}
+    booleans = [n for n, r in roots.items() if r is TypeRoot.BOOLEAN]
+    binaries = [n for n, r in roots.items()
+                if canal and r in (TypeRoot.BINARY, TypeRoot.VARBINARY)]
+    if not booleans and not binaries:
+        return img
+
+    def value(k: Column, v: Column) -> Column:
+        out = v
+        if booleans:
+            out = F.when(k.isin(*booleans) & (v == "1"), F.lit("true")).when(
+                k.isin(*booleans) & (v == "0"), F.lit("false")).otherwise(out)
+        if binaries:
+            out = F.when(k.isin(*binaries) & v.isNotNull(),
+                         F.base64(F.encode(v, "ISO-8859-1"))).otherwise(out)
+        return out
+
+    return F.transform_values(img, value)
+
+
+def _overlay(row: Column, old: Column) -> Column:
+    """``row`` with the non-NULL values of ``old`` (an update's before image)."""
+    from pyspark.sql import functions as F
+
+    return F.map_filter(F.map_zip_with(row, F.coalesce(old, F.create_map().cast(_IMG)),
+                                       lambda k, v1, v2: F.coalesce(v2, v1)),
+                        lambda k, v: F.array_contains(F.map_keys(row), k))
+
+
+def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
+                        file_index: Mapping[str, int]) -> DataFrame:
+    """``(file, line, value)`` lines of format ``fmt`` -> the columns of
+    :func:`pipelines.cdc_events.parse_events` plus ``_ddl`` (a DDL / control event, an
+    ``op: m`` here) and ``_row`` (the row's index within its event), one row per row of an
+    event; ``file_index``: each file's ordinal (the arrival order's first part)."""
+    from pyspark.sql import functions as F
+
+    trimmed = F.trim(F.col("value"))
+    exact = F.regexp_replace(F.col("value"), _LONG_TOKEN, '$1"$2"')
+    e = F.from_json(exact, f"{_SCHEMAS[fmt]}, _corrupt string",
+                    {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
+    fidx = F.lit(None).cast("long")
+    for path, i in file_index.items():
+        fidx = F.when(F.col("file") == path, F.lit(i)).otherwise(fidx)
+    parsed = lines.filter(trimmed != "").withColumn("_e", e).withColumn("_fidx", fidx)
+    canal = fmt == "canal-json"
+    if canal:
+        parsed = parsed.select("*", F.posexplode_outer("_e.data").alias("_row", "_d"))
+        row = F.coalesce(F.col("_row"), F.lit(0))
+        data = F.col("_d")
+        old = F.try_element_at(F.col("_e.old"), row + 1)
+        typ = F.col("_e.type")
+        op = _op(typ, fmt)
+        ddl = (F.coalesce(F.col("_e.isDdl"), F.lit(False)) | typ.isin(*_CANAL_DDL)) & (
+            F.coalesce(op, F.lit("")) != "t")
+        arrival = [F.col("_fidx"), F.col("line"), row]
+        slots = arrival
+    else:
+        row = F.lit(0)
+        arrival = [F.col("_fidx"), F.col("line"), row]
+        if fmt == "maxwell-json":
+            data, old, typ = F.col("_e.data"), F.col("_e.old"), F.col("_e.type")
+            op = _op(typ, fmt)
+            ddl = typ.isin(*_MAXWELL_SKIPPED)
+            pos_re = r"^(.*\.([0-9]{1,9})):([0-9]{1,18})$"
+            has = F.col("_e.position").rlike(pos_re)
+            slots = [F.when(has, F.regexp_extract("_e.position", pos_re, 1)).otherwise(
+                         F.col("_fidx").cast("string")),
+                     F.when(has, F.regexp_extract("_e.position", pos_re, 3).cast("long"))
+                     .otherwise(F.col("line")),
+                     F.when(has, F.coalesce(F.col("_e.xoffset"), F.lit(0))).otherwise(0)]
+        elif fmt == "ogg-json":
+            op = _op(F.col("_e.op_type"), fmt)
+            ddl = F.lit(False)
+            pos = F.col("_e.pos")
+            digits = F.regexp_replace(pos, "^0+", "")
+            num = F.when(pos.rlike("^[0-9]+$") & (F.length(digits) <= 18),
+                         F.when(digits == "", F.lit("0")).otherwise(digits).cast("long"))
+            slots = [num, F.lit(0), F.lit(0)]
+        else:  # aws-dms-json
+            raw = F.col("_e.data")
+            kind = F.col("_e.metadata")["record-type"]
+            op = _op(F.col("_e.metadata")["operation"], fmt)
+            ddl = kind.isNotNull() & (kind != "data")
+            data = F.map_filter(raw, lambda k, v: ~k.startswith("BI_"))
+            old = F.transform_keys(F.map_filter(raw, lambda k, v: k.startswith("BI_")),
+                                   lambda k, v: F.substring(k, 4, 1 << 20))
+            slots = arrival
+    if fmt == "ogg-json":
+        before = F.when(op.isin("u", "d"), _norm(F.col("_e.before"), schema, False))
+        after = F.when(op.isin("c", "r", "u"), _norm(F.col("_e.after"), schema, False))
+    else:
+        before = (F.when(op == "u", _norm(_overlay(data, old), schema, canal))
+                  .when(op == "d", _norm(data, schema, canal)))
+        after = F.when(op.isin("c", "r", "u"), _norm(data, schema, canal))
+    source = F.create_map(*[x for name, s in zip(SLOTS, slots)
+                            for x in (F.lit(name), s.cast("string"))])
+    return parsed.select(
+        "file", "line", "value",
+        F.when(ddl, F.lit("m")).otherwise(op).alias("op"),
+        F.lit(None).cast("long").alias("ts_ms"),
+        F.when(~ddl, before).alias("before"), F.when(~ddl, after).alias("after"),
+        source.alias("source"),
+        F.lit(None).cast("array<struct<field:string,name:string,parameters:map<string,string>>>")
+        .alias(FIELDS_COLUMN),
+        F.col("_e._corrupt").alias("_corrupt"),
+        (trimmed == "null").alias("_tombstone"),
+        ddl.alias("_ddl"), row.alias("_row"),
+    )
