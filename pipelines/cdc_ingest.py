@@ -79,6 +79,7 @@ from paimon_core import (
     deduplicate,
     join,
 )
+from pipelines.cdc_avro import avro_file_order, decode_avro_file
 from pipelines.cdc_decode import decode_file, output_schema, split_text
 from pipelines.cdc_events import (
     ERROR_COLUMN,
@@ -122,7 +123,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-_BATCH = re.compile(r"^batch-(\d+)(?:\.jsonl?)?$")
+_BATCH = re.compile(r"^batch-(\d+)(?:\.jsonl?|\.avro)?$")
 _split_lines = split_text  # kept for callers of the old name
 
 
@@ -153,6 +154,9 @@ class CdcOptions:
     #: the TOAST placeholder: ``previous`` / ``store`` / ``refuse`` (see
     #: :data:`pipelines.cdc_events.Unavailable`)
     unavailable: Unavailable = "previous"
+    #: ``debezium-json`` (lines) or ``debezium-avro`` (Avro container files, as Kafka
+    #: Connect's S3 sink writes them: :mod:`pipelines.cdc_avro`)
+    format: str = "debezium-json"
 
 
 @dataclass
@@ -192,8 +196,9 @@ class BatchReport:
 
 def list_batches(file_io: FileIO, landing: str) -> list[tuple[int, list[str]]]:
     """``(batch id, files)`` of every ``batch-<n>`` directory or file under ``landing``,
-    ordered by id (files within a directory sorted by name; names starting with ``_`` or
-    ``.`` are ignored)."""
+    ordered by id (files within a directory sorted by name, Kafka Connect S3-sink names
+    ``<topic>+<partition>+<startOffset>.<ext>`` by partition and start offset as numbers;
+    names starting with ``_`` or ``.`` are ignored)."""
     out: list[tuple[int, list[str]]] = []
     for st in file_io.list_status(landing):
         name = st.path.rstrip("/").rsplit("/", 1)[-1]
@@ -202,9 +207,9 @@ def list_batches(file_io: FileIO, landing: str) -> list[tuple[int, list[str]]]:
             continue
         if st.is_dir:
             files = sorted(
-                s.path for s in file_io.list_status(st.path)
-                if not s.is_dir and not s.path.rsplit("/", 1)[-1].startswith(("_", "."))
-            )
+                (s.path for s in file_io.list_status(st.path)
+                 if not s.is_dir and not s.path.rsplit("/", 1)[-1].startswith(("_", "."))),
+                key=avro_file_order)
         elif "." in name:
             files = [st.path]
         else:
@@ -285,11 +290,12 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
     seq = _sequence_column(handle, opts)
     buckets = schema.num_buckets
     paths = list(files)
+    decode_this = decode_avro_file if opts.format == "debezium-avro" else decode_file
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             for i in b.column(0).to_pylist():
-                out = decode_file(file_io.read_bytes(paths[i]), schema, file_index=i,
+                out = decode_this(file_io.read_bytes(paths[i]), schema, file_index=i,
                                   position_fields=opts.position_fields,
                                   epoch_unit=opts.epoch_unit, sequence_column=seq,
                                   unavailable=opts.unavailable,
@@ -782,6 +788,10 @@ def build_parser() -> argparse.ArgumentParser:
                    default="previous",
                    help="Debezium's unchanged-TOAST placeholder: keep the column's previous "
                         "value (default), store the placeholder text, or quarantine the event")
+    p.add_argument("--format", choices=["debezium-json", "debezium-avro"],
+                   default="debezium-json",
+                   help="the landing's files: Debezium JSON lines (default) or Avro container "
+                        "files of Debezium envelopes as Kafka Connect's S3 sink writes them")
     return p
 
 
@@ -804,7 +814,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sequence_column=args.sequence_column, epoch_unit=args.epoch_unit,
         max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
         quarantine=args.quarantine, evolve_schema=not args.no_evolve,
-        unavailable=args.unavailable_value,
+        unavailable=args.unavailable_value, format=args.format,
     )
     try:
         for r in ingest(spark, settings, args.table, args.landing, opts, schema=schema,
