@@ -35,9 +35,11 @@ ordinal in the file, and the ``_value`` of a rejected record is the record as De
 tombstone; the S3 sink itself never writes tombstones (``behavior.on.null.values``: ``fail``
 by default, ``ignore`` skips them), so the Avro landing holds none in practice. A file that
 is not an Avro container, uses a codec fastavro cannot read, has a top-level schema that is
-not a record, or whose data is corrupt becomes one rejected event naming the file and the
-record where reading stopped (records before it are decoded); the job quarantines it like a
-malformed JSON line.
+not a record, or whose data is corrupt becomes one rejected event (reasons
+:data:`NOT_AVRO`, :data:`NOT_ENVELOPE`, :data:`UNSUPPORTED_SCHEMA`, :data:`CORRUPT_AVRO`; the
+quarantined ``event`` says what went wrong) at the record where reading stopped (the records
+of the blocks before it are decoded); the job quarantines it like a malformed JSON line, and
+the batch's error ratio decides.
 
 The Spark SQL reference decoder (:mod:`pipelines.cdc_events`) reads JSON only: the Avro
 path is checked against the JSON path instead (the same events as Avro and as Debezium
@@ -64,13 +66,20 @@ from pipelines.cdc_events import ERROR_COLUMN, TOMBSTONE, Unavailable
 from pipelines.cdc_values import CONNECT_DECIMAL
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
-__all__ = ["AVRO_LOGICAL_NAMES", "AVRO_MAGIC", "NOT_AVRO", "avro_file_order",
-           "decode_avro_file", "read_envelopes"]
+__all__ = ["AVRO_LOGICAL_NAMES", "AVRO_MAGIC", "CORRUPT_AVRO", "NOT_AVRO", "NOT_ENVELOPE",
+           "UNSUPPORTED_SCHEMA", "Stop", "avro_file_order", "decode_avro_file",
+           "read_envelopes"]
 
 #: the first bytes of an Avro object container file
 AVRO_MAGIC = b"Obj\x01"
 #: the reason of a file that is not an Avro object container (or cannot be read as one)
 NOT_AVRO = "not an Avro object container file"
+#: the reason of a data block that cannot be read (truncated, corrupt, unknown codec)
+CORRUPT_AVRO = "corrupt Avro data"
+#: the reason of a file whose records are not Debezium envelopes (no record at the top)
+NOT_ENVELOPE = "not a Debezium change event file"
+#: the reason of a writer schema this reader cannot map (a union of several non-null types)
+UNSUPPORTED_SCHEMA = "unsupported Avro schema"
 #: the Connect logical name of a bare Avro ``logicalType`` (a field without ``connect.name``,
 #: as written by other Avro producers); ``connect.name`` wins where both are given
 AVRO_LOGICAL_NAMES = {
@@ -99,10 +108,15 @@ _S3_SINK_NAME = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)
 class _AvroFileError(Exception):
     """Reading stopped (internal: becomes a rejected event of the file)."""
 
-    def __init__(self, reason: str, record: int) -> None:
-        super().__init__(reason)
+    def __init__(self, reason: str, record: int, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.record = record  # 0-based index of the record where reading stopped
+        self.detail = detail
+
+
+#: why reading a file stopped: (reason, 0-based record index, detail for the quarantine)
+Stop = tuple[str, int, str]
 
 
 def avro_file_order(path: str) -> tuple[str, str, int, int]:
@@ -311,7 +325,7 @@ def _unlogical(data: bytes) -> tuple[bytes, dict[str, Any]]:
     """The file with the header's schema stripped of ``logicalType`` (data blocks and sync
     marker unchanged), and the original writer schema."""
     if not data.startswith(AVRO_MAGIC):
-        raise _AvroFileError(NOT_AVRO, 0)
+        raise _AvroFileError(NOT_AVRO, 0, f"the file starts with {data[:4]!r}, not {AVRO_MAGIC!r}")
     fo = io.BytesIO(data)
     try:
         header = fastavro.schemaless_reader(fo, HEADER_SCHEMA)
@@ -319,7 +333,7 @@ def _unlogical(data: bytes) -> tuple[bytes, dict[str, Any]]:
         meta = dict(header["meta"])
         schema = json.loads(meta["avro.schema"])
     except Exception as e:  # any failure of a foreign header is the file's
-        raise _AvroFileError(f"{NOT_AVRO}: bad header ({type(e).__name__}: {e})", 0) from e
+        raise _AvroFileError(NOT_AVRO, 0, f"bad header: {type(e).__name__}: {e}") from e
     end = fo.tell()
     meta["avro.schema"] = json.dumps(_strip_logical(schema)).encode("utf-8")
     out = io.BytesIO()
@@ -327,13 +341,12 @@ def _unlogical(data: bytes) -> tuple[bytes, dict[str, Any]]:
     return out.getvalue() + data[end:], schema
 
 
-def read_envelopes(data: bytes) -> tuple[pa.Table, np.ndarray, np.ndarray,
-                                         tuple[str, int] | None]:
+def read_envelopes(data: bytes) -> tuple[pa.Table, np.ndarray, np.ndarray, Stop | None]:
     """The records of one container file as the envelope view's table (``op``, ``ts_ms``,
     ``before``, ``after``, ``source``, ``schema``: one row per non-null record, values in
     Connect JSON's form), the record index of each row, the record indices of ``null``
-    records (tombstones), and ``(reason, record index)`` when reading stopped early."""
-    stop: tuple[str, int] | None = None
+    records (tombstones), and why reading stopped early (:data:`Stop`), if it did."""
+    stop: Stop | None = None
     records: list[Any] = []
     try:
         raw, schema = _unlogical(data)
@@ -342,28 +355,28 @@ def read_envelopes(data: bytes) -> tuple[pa.Table, np.ndarray, np.ndarray,
         nullable_top = isinstance(top, list)
         top = _nullable(top, names, None, "<file>")
         if not isinstance(top, dict) or top.get("type") not in ("record", "error"):
-            raise _AvroFileError(f"not a Debezium change event file: the records are "
-                                 f"{json.dumps(top)[:200]}, not an Envelope record", 0)
+            raise _AvroFileError(NOT_ENVELOPE, 0, f"the records are {json.dumps(top)[:200]}, "
+                                 "not Envelope records")
         ns = names.define(top, None)
         fields = [f for f in top.get("fields", []) if f["name"] in _ENVELOPE]
         types = {f["name"]: _arrow_type(f["type"], names, ns, f["name"]) for f in fields}
         connect_schema = _envelope_schema(top, names, ns)
         try:
             reader = fastavro.reader(io.BytesIO(raw))
-        except Exception as e:  # not a container fastavro reads
-            raise _AvroFileError(f"{NOT_AVRO} ({type(e).__name__}: {e})", 0) from e
+        except Exception as e:  # not a container fastavro reads (e.g. an unknown codec)
+            raise _AvroFileError(NOT_AVRO, 0, f"{type(e).__name__}: {e}") from e
         try:
             for rec in reader:
                 records.append(rec)
         except Exception as e:  # corrupt block / codec: keep what was read
-            stop = (f"corrupt Avro data at record {len(records) + 1} "
-                    f"({type(e).__name__}: {e})", len(records))
+            stop = (CORRUPT_AVRO, len(records), f"reading stopped at record {len(records) + 1}"
+                    f" (the records of its block and after are lost): {type(e).__name__}: {e}")
     except _AvroFileError as e:
         return (pa.table({}), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                (e.reason, e.record))
+                (e.reason, e.record, e.detail))
     except (ValueError, KeyError, TypeError) as e:
         return (pa.table({}), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                (f"unsupported Avro schema: {e}", 0))
+                (UNSUPPORTED_SCHEMA, 0, f"{type(e).__name__}: {e}"))
     is_null = np.fromiter((r is None for r in records), bool, len(records))
     if nullable_top and is_null.any():
         rows = np.flatnonzero(~is_null)
@@ -419,14 +432,15 @@ def decode_avro_file(
         parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, 1,
                                  position_fields, epoch_unit, sequence_column, unavailable))
     special: list[tuple[int, str, str | None]] = [(int(j), TOMBSTONE, None) for j in tomb]
-    if stop is not None:
-        special.append((stop[1], stop[0], None))
+    if stop is not None:  # the quarantine's "event" holds what went wrong
+        special.append((stop[1], stop[0], stop[2]))
     if special:
         cols: dict[str, pa.Array] = {f.name: pa.nulls(len(special), f.type) for f in target}
         cols[ERROR_COLUMN] = pa.array([r for _, r, _ in special], pa.string())
         cols["_event"] = pa.array(np.zeros(len(special), np.int32))
         cols["_pos_file"] = pa.array(np.full(len(special), file_index, np.int64))
         cols["_pos_line"] = pa.array([j + 1 for j, _, _ in special], pa.int64())
+        cols["_value"] = pa.array([v for _, _, v in special], pa.string())
         parts.append(pa.table(cols, schema=target))
     out = pa.concat_tables(parts) if parts else target.empty_table()
     if bucket and schema.num_buckets > 0 and out.num_rows:
