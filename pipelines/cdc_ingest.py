@@ -492,7 +492,7 @@ def _after(b: pa.RecordBatch, pos: Sequence[str], p: Sequence[object]) -> pa.Arr
     """Rows of ``b`` whose position (the ``pos`` columns, NULL first) is after ``p``."""
     import pyarrow.compute as pc
 
-    later = pa.array([False] * b.num_rows)
+    later = pa.array([False] * b.num_rows, pa.bool_())  # typed: a batch may be empty
     for name, v in reversed(list(zip(pos, p))):
         col = b.column(name)
         if v is None:
