@@ -6,6 +6,11 @@ Python workers)::
     <landing>/batch-000001/part-0.json ...   one directory per batch (or a file
     <landing>/batch-000002.jsonl              batch-<n>.json / .jsonl), any number of files
 
+With ``--format debezium-avro`` the files are Avro container files of Debezium envelopes as
+Kafka Connect's S3 sink writes them (``<landing>/batch-<n>/<topic>+<partition>+<offset>.avro``,
+taken by partition, then start offset; or a file ``batch-<n>.avro``), decoded by
+:mod:`pipelines.cdc_avro` into the same rows.
+
 Each batch ``n`` is one commit with ``commit_identifier = n`` under a stable commit user
 (default ``cdc-<db>.<table>``): batches already committed are skipped (a re-run of a batch, or
 of the whole landing directory, applies every event exactly once). Per batch, one Spark job:
@@ -45,7 +50,7 @@ Run::
 
     python -m pipelines.cdc_ingest --warehouse W --table db.t --landing L [--schema s.json]
         [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields F,...]
-        [--unavailable-value previous|store|refuse]
+        [--unavailable-value previous|store|refuse] [--format debezium-json|debezium-avro]
 """
 
 from __future__ import annotations
