@@ -385,10 +385,14 @@ def read_envelopes(data: bytes) -> tuple[pa.Table, np.ndarray, np.ndarray, Stop 
         rows = np.arange(len(records), dtype=np.int64)
         present = records
     struct = pa.struct([pa.field(k, v) for k, v in types.items()])
-    arr = pa.array(present, struct) if present else pa.array([], struct)
     cols: dict[str, pa.Array] = {}
-    for f, kid in zip(fields, arr.flatten()):
-        cols[f["name"]] = _jsonish(kid, f["type"], names, ns)
+    try:
+        arr = pa.array(present, struct) if present else pa.array([], struct)
+        for f, kid in zip(fields, arr.flatten()):
+            cols[f["name"]] = _jsonish(kid, f["type"], names, ns)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, KeyError) as e:
+        return (pa.table({}), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                (UNSUPPORTED_SCHEMA, 0, f"{type(e).__name__}: {e}"))
     n = len(present)
     one = pa.array([connect_schema])
     cols["schema"] = one.take(pa.array(np.zeros(n, np.int64)))

@@ -65,13 +65,14 @@ def _rows(t: pa.Table, names: list[str]) -> dict[Any, dict[str, Any]]:
 
 
 def _without_value(t: pa.Table) -> list[dict[str, Any]]:
-    return t.drop_columns(["_value"]).to_pylist()
+    rows: list[dict[str, Any]] = t.drop_columns(["_value"]).to_pylist()
+    return rows
 
 
 def _pg_schema(nullable: bool) -> dict[str, Any]:
     """The docs' envelope schema; ``nullable``: its value columns optional (a table whose
     columns allow NULL: the key-only ``before`` then holds NULLs instead of fallbacks)."""
-    s = copy.deepcopy(PG["schema"])
+    s: dict[str, Any] = copy.deepcopy(PG["schema"])
     if nullable:
         for image in s["fields"][:2]:
             for f in image["fields"][1:]:
@@ -122,8 +123,9 @@ def test_paimon_alltype_event_as_avro() -> None:
 
 
 #: the hand-built events of test_cdc_types with ``source`` and ``ts_ms`` in their schema
+_ENVELOPE_FIELDS: list[Any] = _ENVELOPE["fields"]  # type: ignore[assignment]
 _MIXED_SCHEMA = {**_ENVELOPE, "fields": [
-    *_ENVELOPE["fields"], {"type": "int64", "optional": True, "field": "ts_ms"},
+    *_ENVELOPE_FIELDS, {"type": "int64", "optional": True, "field": "ts_ms"},
     {"type": "struct", "optional": False, "name": "t.Source", "field": "source",
      "fields": [{"type": "int64", "optional": False, "field": "pos"}]}]}
 MIXED_EVENTS = [{**json.loads(x), "schema": _MIXED_SCHEMA} for x in MIXED_LINES[:5]]
@@ -244,6 +246,23 @@ def test_unreadable_files_are_rejected_by_file_and_record() -> None:
     # a file of bare strings
     got = decode_avro_file(container("string", ["x"]), schema)
     assert got.column("_error").to_pylist() == [NOT_ENVELOPE]
+
+
+def test_new_column_is_sampled_for_the_schema_evolution() -> None:
+    # an added column (``vip``) in a later file's schema: the job adds it, typed from the
+    # samples (the records as Debezium JSON)
+    from pipelines.cdc_events import sample_new_column_values
+
+    s = _pg_schema(False)
+    for image in s["fields"][:2]:
+        image["fields"].append({"type": "boolean", "optional": True, "field": "vip"})
+    payload = {**PG["files"][next(iter(PG["files"]))][0]}
+    payload["after"] = {**payload["after"], "vip": True}
+    got = decode_avro_file(envelope_file([{"schema": s, "payload": avro_value(s, payload)}]),
+                           CUSTOMERS.to_table_schema(0))
+    (row,) = got.to_pylist()
+    assert (row["_error"], row["_unknown"]) == (None, "vip")
+    assert sample_new_column_values([row["_value"]], ["vip"]) == {"vip": [True]}
 
 
 def _avro_schema(connect: dict[str, Any]) -> Any:
