@@ -37,6 +37,7 @@ from pipelines.cdc_avro import (
     decode_avro_file,
 )
 from pipelines.cdc_decode import decode_file
+from pipelines.cdc_events import UNAVAILABLE, UNAVAILABLE_BASE64
 from pipelines.cdc_ingest import CdcOptions, ingest, list_batches, main
 from pipelines.config import CatalogSettings
 from tests.pipelines.connect_avro import avro_value, container, envelope_file
@@ -109,6 +110,8 @@ def test_base64_is_rfc4648() -> None:
     want = [None if v is None else base64.b64encode(v).decode() for v in values]
     assert _base64(arr).to_pylist() == want
     assert _base64(arr.slice(3, 50)).to_pylist() == want[3:53]
+    # Debezium's unchanged-TOAST placeholder of a bytes column reads as the JSON path's
+    assert _base64(pa.array([UNAVAILABLE.encode()])).to_pylist() == [UNAVAILABLE_BASE64]
 
 
 def test_paimon_alltype_event_as_avro() -> None:
