@@ -96,6 +96,8 @@ AVRO_LOGICAL_NAMES = {
     "uuid": "io.debezium.data.Uuid",
 }
 _ENVELOPE = ("op", "ts_ms", "before", "after", "source")
+#: records turned into Arrow at a time
+_CHUNK = 1 << 16
 _PRIMITIVES = {"null": pa.null(), "boolean": pa.bool_(), "int": pa.int64(),
                "long": pa.int64(), "float": pa.float64(), "double": pa.float64(),
                "bytes": pa.binary(), "string": pa.string()}
@@ -347,56 +349,59 @@ def read_envelopes(data: bytes) -> tuple[pa.Table, np.ndarray, np.ndarray, Stop 
     Connect JSON's form), the record index of each row, the record indices of ``null``
     records (tombstones), and why reading stopped early (:data:`Stop`), if it did."""
     stop: Stop | None = None
-    records: list[Any] = []
+    empty = (pa.table({}), np.zeros(0, np.int64), np.zeros(0, np.int64))
     try:
         raw, schema = _unlogical(data)
         names = _Names()
-        top = schema
-        nullable_top = isinstance(top, list)
-        top = _nullable(top, names, None, "<file>")
+        top = _nullable(schema, names, None, "<file>")
         if not isinstance(top, dict) or top.get("type") not in ("record", "error"):
             raise _AvroFileError(NOT_ENVELOPE, 0, f"the records are {json.dumps(top)[:200]}, "
                                  "not Envelope records")
         ns = names.define(top, None)
         fields = [f for f in top.get("fields", []) if f["name"] in _ENVELOPE]
-        types = {f["name"]: _arrow_type(f["type"], names, ns, f["name"]) for f in fields}
+        struct = pa.struct([pa.field(f["name"], _arrow_type(f["type"], names, ns, f["name"]))
+                            for f in fields])
         connect_schema = _envelope_schema(top, names, ns)
         try:
             reader = fastavro.reader(io.BytesIO(raw))
         except Exception as e:  # not a container fastavro reads (e.g. an unknown codec)
             raise _AvroFileError(NOT_AVRO, 0, f"{type(e).__name__}: {e}") from e
+    except _AvroFileError as e:
+        return (*empty, (e.reason, e.record, e.detail))
+    except (ValueError, KeyError, TypeError) as e:
+        return (*empty, (UNSUPPORTED_SCHEMA, 0, f"{type(e).__name__}: {e}"))
+    # records become Arrow every _CHUNK records: the Python objects of a large file are never
+    # all alive at once
+    chunks: list[pa.Array] = []
+    pending: list[Any] = []
+    rows: list[int] = []
+    tombs: list[int] = []
+    count = 0
+    try:
         try:
             for rec in reader:
-                records.append(rec)
+                if rec is None:
+                    tombs.append(count)
+                else:
+                    pending.append(rec)
+                    rows.append(count)
+                count += 1
+                if len(pending) >= _CHUNK:
+                    chunks.append(pa.array(pending, struct))
+                    pending = []
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            raise
         except Exception as e:  # corrupt block / codec: keep what was read
-            stop = (CORRUPT_AVRO, len(records), f"reading stopped at record {len(records) + 1}"
-                    f" (the records of its block and after are lost): {type(e).__name__}: {e}")
-    except _AvroFileError as e:
-        return (pa.table({}), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                (e.reason, e.record, e.detail))
-    except (ValueError, KeyError, TypeError) as e:
-        return (pa.table({}), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                (UNSUPPORTED_SCHEMA, 0, f"{type(e).__name__}: {e}"))
-    is_null = np.fromiter((r is None for r in records), bool, len(records))
-    if nullable_top and is_null.any():
-        rows = np.flatnonzero(~is_null)
-        present = [records[i] for i in rows.tolist()]
-    else:
-        rows = np.arange(len(records), dtype=np.int64)
-        present = records
-    struct = pa.struct([pa.field(k, v) for k, v in types.items()])
-    cols: dict[str, pa.Array] = {}
-    try:
-        arr = pa.array(present, struct) if present else pa.array([], struct)
-        for f, kid in zip(fields, arr.flatten()):
-            cols[f["name"]] = _jsonish(kid, f["type"], names, ns)
+            stop = (CORRUPT_AVRO, count, f"reading stopped at record {count + 1} (the records "
+                    f"of its block and after are lost): {type(e).__name__}: {e}")
+        chunks.append(pa.array(pending, struct))
+        arr = pa.concat_arrays(chunks)
+        cols = {f["name"]: _jsonish(kid, f["type"], names, ns)
+                for f, kid in zip(fields, arr.flatten())}
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, KeyError) as e:
-        return (pa.table({}), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                (UNSUPPORTED_SCHEMA, 0, f"{type(e).__name__}: {e}"))
-    n = len(present)
-    one = pa.array([connect_schema])
-    cols["schema"] = one.take(pa.array(np.zeros(n, np.int64)))
-    return pa.table(cols), rows, np.flatnonzero(is_null), stop
+        return (*empty, (UNSUPPORTED_SCHEMA, 0, f"{type(e).__name__}: {e}"))
+    cols["schema"] = pa.array([connect_schema]).take(pa.array(np.zeros(len(arr), np.int64)))
+    return (pa.table(cols), np.array(rows, np.int64), np.array(tombs, np.int64), stop)
 
 
 def _record_lines(t: pa.Table, rows: np.ndarray, total: int) -> pa.Array:

@@ -251,6 +251,18 @@ def test_unreadable_files_are_rejected_by_file_and_record() -> None:
     assert got.column("_error").to_pylist() == [NOT_ENVELOPE]
 
 
+def test_null_records_are_tombstones() -> None:
+    # the S3 sink writes none (behavior.on.null.values), but a file of ["null", Envelope]
+    # may hold them: counted and skipped, as the JSON path's ``null`` lines
+    events = [e for v in _pg_events(False).values() for e in v][:2]
+    s = _avro_schema(events[0]["schema"])
+    recs = [avro_value(events[0]["schema"], e["payload"]) for e in events]
+    got = decode_avro_file(container(["null", s], [recs[0], None, recs[1]]),
+                           CUSTOMERS.to_table_schema(0))
+    assert sorted((r["_pos_line"], r["_error"]) for r in got.to_pylist()) == [
+        (1, None), (2, "tombstone"), (3, None)]
+
+
 def test_new_column_is_sampled_for_the_schema_evolution() -> None:
     # an added column (``vip``) in a later file's schema: the job adds it, typed from the
     # samples (the records as Debezium JSON)
