@@ -36,7 +36,8 @@ tombstone; the S3 sink itself never writes tombstones (``behavior.on.null.values
 by default, ``ignore`` skips them), so the Avro landing holds none in practice. A file that
 is not an Avro container, uses a codec fastavro cannot read, has a top-level schema that is
 not a record, or whose data is corrupt becomes one rejected event (reasons
-:data:`NOT_AVRO`, :data:`NOT_ENVELOPE`, :data:`UNSUPPORTED_SCHEMA`, :data:`CORRUPT_AVRO`; the
+:data:`NOT_AVRO`, :data:`UNSUPPORTED_CODEC`, :data:`NOT_ENVELOPE`, :data:`UNSUPPORTED_SCHEMA`,
+:data:`CORRUPT_AVRO`; the
 quarantined ``event`` says what went wrong) at the record where reading stopped (the records
 of the blocks before it are decoded); the job quarantines it like a malformed JSON line, and
 the batch's error ratio decides.
@@ -48,6 +49,7 @@ JSON with schemas decode to the same rows; ``tests/pipelines/test_cdc_avro.py``)
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import re
@@ -67,7 +69,7 @@ from pipelines.cdc_values import CONNECT_DECIMAL
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
 __all__ = ["AVRO_LOGICAL_NAMES", "AVRO_MAGIC", "CORRUPT_AVRO", "NOT_AVRO", "NOT_ENVELOPE",
-           "UNSUPPORTED_SCHEMA", "Stop", "avro_file_order", "decode_avro_file",
+           "UNSUPPORTED_CODEC", "UNSUPPORTED_SCHEMA", "Stop", "avro_file_order", "decode_avro_file",
            "read_envelopes"]
 
 #: the first bytes of an Avro object container file
@@ -80,6 +82,12 @@ CORRUPT_AVRO = "corrupt Avro data"
 NOT_ENVELOPE = "not a Debezium change event file"
 #: the reason of a writer schema this reader cannot map (a union of several non-null types)
 UNSUPPORTED_SCHEMA = "unsupported Avro schema"
+#: the reason of a file compressed by a codec fastavro cannot read here (its library missing)
+UNSUPPORTED_CODEC = "unsupported Avro codec"
+#: the modules (any one of them) each codec needs besides the standard library
+_CODEC_MODULES = {"null": (), "deflate": (), "bzip2": (), "xz": (),
+                  "snappy": ("cramjam", "snappy"), "zstandard": ("cramjam", "zstandard"),
+                  "lz4": ("cramjam", "lz4")}
 #: the Connect logical name of a bare Avro ``logicalType`` (a field without ``connect.name``,
 #: as written by other Avro producers); ``connect.name`` wins where both are given
 AVRO_LOGICAL_NAMES = {
@@ -323,6 +331,13 @@ def _jsonish(arr: pa.Array, s: Any, names: _Names, namespace: str | None) -> pa.
 # ---------------------------------------------------------------------------- reading
 
 
+def _codec_readable(codec: str) -> bool:
+    needs = _CODEC_MODULES.get(codec)
+    if needs is None:
+        return False
+    return not needs or any(importlib.util.find_spec(m) is not None for m in needs)
+
+
 def _unlogical(data: bytes) -> tuple[bytes, dict[str, Any]]:
     """The file with the header's schema stripped of ``logicalType`` (data blocks and sync
     marker unchanged), and the original writer schema."""
@@ -336,6 +351,11 @@ def _unlogical(data: bytes) -> tuple[bytes, dict[str, Any]]:
         schema = json.loads(meta["avro.schema"])
     except Exception as e:  # any failure of a foreign header is the file's
         raise _AvroFileError(NOT_AVRO, 0, f"bad header: {type(e).__name__}: {e}") from e
+    codec = bytes(meta.get("avro.codec", b"null")).decode("utf-8", "replace")
+    if not _codec_readable(codec):
+        needs = " or ".join(_CODEC_MODULES.get(codec, ())) or "a codec Avro does not define"
+        raise _AvroFileError(UNSUPPORTED_CODEC, 0, f"the blocks are compressed by {codec!r}, "
+                             f"which needs {needs}")
     end = fo.tell()
     meta["avro.schema"] = json.dumps(_strip_logical(schema)).encode("utf-8")
     out = io.BytesIO()

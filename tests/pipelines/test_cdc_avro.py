@@ -14,6 +14,7 @@ import base64
 import copy
 import datetime
 import decimal
+import importlib.util
 import io
 import json
 import random
@@ -23,6 +24,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pytest
+from fastavro.read import HEADER_SCHEMA
 
 from paimon_core import FileIO
 from paimon_core.catalog import FileSystemCatalog
@@ -32,6 +34,7 @@ from pipelines.cdc_avro import (
     CORRUPT_AVRO,
     NOT_AVRO,
     NOT_ENVELOPE,
+    UNSUPPORTED_CODEC,
     _base64,
     avro_file_order,
     decode_avro_file,
@@ -249,6 +252,19 @@ def test_unreadable_files_are_rejected_by_file_and_record() -> None:
     # a file of bare strings
     got = decode_avro_file(container("string", ["x"]), schema)
     assert got.column("_error").to_pylist() == [NOT_ENVELOPE]
+    # a codec whose library is not installed (the S3 sink's avro.codec=snappy, without
+    # cramjam / python-snappy): named, not taken for corrupt data
+    fo = io.BytesIO(data)
+    header = fastavro.schemaless_reader(fo, HEADER_SCHEMA)
+    assert isinstance(header, dict)
+    header["meta"]["avro.codec"] = b"snappy"
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, HEADER_SCHEMA, header)
+    if importlib.util.find_spec("cramjam") is None and importlib.util.find_spec("snappy") is None:
+        got = decode_avro_file(out.getvalue() + data[fo.tell():], schema)
+        (row,) = got.to_pylist()
+        assert (row["_error"], row["_pos_line"]) == (UNSUPPORTED_CODEC, 1)
+        assert "snappy" in row["_value"]
 
 
 def test_null_records_are_tombstones() -> None:
