@@ -258,10 +258,10 @@ def test_unreadable_files_are_rejected_by_file_and_record() -> None:
     header = fastavro.schemaless_reader(fo, HEADER_SCHEMA)
     assert isinstance(header, dict)
     header["meta"]["avro.codec"] = b"snappy"
-    out = io.BytesIO()
-    fastavro.schemaless_writer(out, HEADER_SCHEMA, header)
+    hdr = io.BytesIO()
+    fastavro.schemaless_writer(hdr, HEADER_SCHEMA, header)
     if importlib.util.find_spec("cramjam") is None and importlib.util.find_spec("snappy") is None:
-        got = decode_avro_file(out.getvalue() + data[fo.tell():], schema)
+        got = decode_avro_file(hdr.getvalue() + data[fo.tell():], schema)
         (row,) = got.to_pylist()
         assert (row["_error"], row["_pos_line"]) == (UNSUPPORTED_CODEC, 1)
         assert "snappy" in row["_value"]
