@@ -37,10 +37,9 @@ by default, ``ignore`` skips them), so the Avro landing holds none in practice. 
 is not an Avro container, uses a codec fastavro cannot read, has a top-level schema that is
 not a record, or whose data is corrupt becomes one rejected event (reasons
 :data:`NOT_AVRO`, :data:`UNSUPPORTED_CODEC`, :data:`NOT_ENVELOPE`, :data:`UNSUPPORTED_SCHEMA`,
-:data:`CORRUPT_AVRO`; the
-quarantined ``event`` says what went wrong) at the record where reading stopped (the records
-of the blocks before it are decoded); the job quarantines it like a malformed JSON line, and
-the batch's error ratio decides.
+:data:`CORRUPT_AVRO`; the quarantined ``event`` says what went wrong) at the record where
+reading stopped (the records of the blocks before it are decoded); the job quarantines it
+like a malformed JSON line, and the batch's error ratio decides.
 
 The Spark SQL reference decoder (:mod:`pipelines.cdc_events`) reads JSON only: the Avro
 path is checked against the JSON path instead (the same events as Avro and as Debezium
@@ -283,10 +282,7 @@ def _base64(arr: pa.Array) -> pa.Array:
     chars[ends[rem == 1] - 2] = ord("=")
     chars[ends[rem != 0] - 1] = ord("=")
     if out_offsets[-1] >= 2**31:
-        return pa.array([None if x is None else x.decode("ascii") for x in
-                         pa.Array.from_buffers(pa.large_binary(), n, [
-                             validity, pa.py_buffer(out_offsets), pa.py_buffer(chars)])
-                         .to_pylist()], pa.string())
+        raise ValueError("the file's bytes values take more than 2 GiB as base64")
     return pa.Array.from_buffers(pa.string(), n, [
         validity, pa.py_buffer(out_offsets.astype(np.int32)), pa.py_buffer(chars)],
         null_count=arr.null_count)
@@ -295,13 +291,12 @@ def _base64(arr: pa.Array) -> pa.Array:
 def _shortest_float(arr: pa.Array) -> pa.Array:
     """Avro ``float`` values (float32, read as doubles) as the double of their shortest
     text (``1.1f`` -> ``1.1``), as Jackson prints a Java ``float`` in Connect's JSON."""
-    vals = arr.to_numpy(zero_copy_only=False)
-    valid = ~np.isnan(vals) if arr.null_count == 0 else np.asarray(
-        pc.is_valid(arr).to_numpy(zero_copy_only=False), bool)
-    f32 = np.where(np.isnan(vals), 0, vals).astype(np.float32)
-    short = f32.astype(str).astype(np.float64)
-    short = np.where(np.isnan(vals), vals, short)
-    return pa.array(short, pa.float64(), mask=~valid if arr.null_count else None)
+    vals = arr.to_numpy(zero_copy_only=False)  # NULL -> NaN (masked again below)
+    finite = np.isfinite(vals)
+    short = vals.copy()
+    short[finite] = vals[finite].astype(np.float32).astype(str).astype(np.float64)
+    mask = np.asarray(pc.is_null(arr).to_numpy(zero_copy_only=False), bool)
+    return pa.array(short, pa.float64(), mask=mask if arr.null_count else None)
 
 
 def _jsonish(arr: pa.Array, s: Any, names: _Names, namespace: str | None) -> pa.Array:
