@@ -199,28 +199,34 @@ LOGICAL = Schema.of(
 _UTC = datetime.UTC
 
 
-def test_avro_logical_types_decode_exactly() -> None:
-    after = {"id": 1, "d": datetime.date(2024, 2, 29),
-             "cts": datetime.datetime(2024, 1, 1, 0, 0, 0, 123000, tzinfo=_UTC),
-             "us": datetime.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=_UTC),
-             "dec": D("-1234.56"), "fdec": D("12345678901234.567"), "f32": 1.1,
-             "bin": b"\x00\xff\xfe", "e": "B", "tags": ["x", "y"]}
-    records = [{"before": None, "after": after, "source": {"pos": 1}, "op": "c", "ts_ms": 5},
-               {"before": None, "after": {"id": 2, "fdec": D("123456789012345.678")},
-                "source": {"pos": 2}, "op": "c", "ts_ms": 6}]
-    got = decode_avro_file(container(_LOGICAL_ENVELOPE, records), LOGICAL.to_table_schema(0),
-                           position_fields=("pos",))
-    # by hand: 2024-02-29; 1704067200123 ms; -1 µs; unscaled -123456 at scale 2; the
-    # float 1.1f as the double 1.1 (its shortest text, as Connect's JSON prints it)
-    assert _rows(got, LOGICAL.to_table_schema(0).field_names) == {1: {
-        "id": 1, "d": datetime.date(2024, 2, 29),
-        "cts": datetime.datetime(2024, 1, 1, 0, 0, 0, 123000),
-        "us": datetime.datetime(1969, 12, 31, 23, 59, 59, 999999),
-        "dec": D("-1234.56"), "fdec": D("12345678901234.567"), "f32": 1.1,
-        "bin": b"\x00\xff\xfe", "e": "B", "tags": ["x", "y"]}}
+_LOGICAL_AFTER = {"id": 1, "d": datetime.date(2024, 2, 29),
+                  "cts": datetime.datetime(2024, 1, 1, 0, 0, 0, 123000, tzinfo=_UTC),
+                  "us": datetime.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=_UTC),
+                  "dec": D("-1234.56"), "fdec": D("12345678901234.567"), "f32": 1.1,
+                  "bin": b"\x00\xff\xfe", "e": "B", "tags": ["x", "y"]}
+LOGICAL_RECORDS = [
+    {"before": None, "after": _LOGICAL_AFTER, "source": {"pos": 1}, "op": "c", "ts_ms": 5},
     # 15 integer digits (Avro's precision 18 holds them) do not fit DECIMAL(17, 3): refused,
     # never rounded
-    assert [r["_error"] for r in got.to_pylist()] == [None, "bad value for fdec"]
+    {"before": None, "after": {"id": 2, "fdec": D("123456789012345.678")},
+     "source": {"pos": 2}, "op": "c", "ts_ms": 6}]
+#: by hand: 2024-02-29; 1704067200123 ms; -1 µs; unscaled -123456 at scale 2; the float 1.1f
+#: as the double 1.1 (its shortest text, as Connect's JSON prints it)
+LOGICAL_ROWS = {1: {
+    "id": 1, "d": datetime.date(2024, 2, 29),
+    "cts": datetime.datetime(2024, 1, 1, 0, 0, 0, 123000),
+    "us": datetime.datetime(1969, 12, 31, 23, 59, 59, 999999),
+    "dec": D("-1234.56"), "fdec": D("12345678901234.567"), "f32": 1.1,
+    "bin": b"\x00\xff\xfe", "e": "B", "tags": ["x", "y"]}}
+LOGICAL_ERRORS = {2: "bad value for fdec"}
+
+
+def test_avro_logical_types_decode_exactly() -> None:
+    got = decode_avro_file(container(_LOGICAL_ENVELOPE, LOGICAL_RECORDS),
+                           LOGICAL.to_table_schema(0), position_fields=("pos",))
+    assert _rows(got, LOGICAL.to_table_schema(0).field_names) == LOGICAL_ROWS
+    assert {r["_pos_line"]: r["_error"] for r in got.to_pylist() if r["_error"]} == \
+        LOGICAL_ERRORS
 
 
 def test_unreadable_files_are_rejected_by_file_and_record() -> None:
@@ -387,3 +393,31 @@ def test_java_reads_the_avro_ingested_table(avro_job: Path, tmp_path: Path) -> N
     assert data.to_pylist() == [EDWARD]
     ours = canonical_lines(data, [t.schema.field(c) for c in data.column_names])
     assert out.read_text().splitlines() == ours
+
+
+@pytest.mark.spark
+def test_job_lands_exact_values_from_avro(spark: Any, tmp_path: Path) -> None:
+    # the decoding cases above through the job: one S3-sink file per table, read back
+    wh = str(tmp_path / "wh")
+    alltype = json.loads((CORPUS / "debezium_schema" / "paimon_alltype.jsonl").read_text())
+    for name, sch, data, rows, errors in [
+            ("alltype", ALLTYPE, envelope_file([alltype]), {1: ALLTYPE_ROW}, {}),
+            ("mixed", MIXED, envelope_file(MIXED_EVENTS), {k: MIXED_ROWS[k] for k in (1, 2)},
+             MIXED_ERRORS),
+            ("logical", LOGICAL, container(_LOGICAL_ENVELOPE, LOGICAL_RECORDS), LOGICAL_ROWS,
+             LOGICAL_ERRORS)]:
+        batch = tmp_path / name / "batch-000001"
+        batch.mkdir(parents=True)
+        (batch / f"db.{name}+0+0000000000.avro").write_bytes(data)
+        FileSystemCatalog(wh).create_table(f"db.{name}", sch)
+        (rep,) = ingest(spark, CatalogSettings(wh), f"db.{name}", str(tmp_path / name),
+                        CdcOptions(position_fields=("pos",), max_error_ratio=0.9,
+                                   evolve_schema=False, format="debezium-avro"))
+        assert rep.reasons == {r: 1 for r in errors.values()}, name
+        q = [json.loads(x) for p in sorted(Path(rep.quarantine or tmp_path).glob("part-*"))
+             for x in p.read_text().splitlines()]
+        assert sorted((x["line"], x["reason"]) for x in q) == sorted(errors.items())
+        names = sch.to_table_schema(0).field_names
+        got = {r[names[0]]: {n: r[n] for n in names}
+               for r in FileSystemCatalog(wh).get_table(f"db.{name}").to_arrow().to_pylist()}
+        assert got == rows, name
