@@ -47,6 +47,7 @@ from __future__ import annotations
 import base64
 import decimal
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -61,10 +62,15 @@ from paimon_core import (
     TypeRoot,
 )
 from pipelines.cdc_values import (
+    BITS,
     CONNECT_DECIMAL,
     EPOCH_UNITS,
+    FINER_THAN_MICROS,
     LONG_NUMBER,
+    TIME_TEXT,
+    TIME_UNITS,
     VARIABLE_SCALE_DECIMAL,
+    stored_time_digits,
 )
 from pipelines.spark_types import spark_type
 
@@ -211,6 +217,56 @@ def _epoch(n: Column, name: Column | None, epoch_unit: str) -> Column:
             .otherwise(default))
 
 
+def _reversed(b: Column) -> Column:
+    """The bytes of ``b`` in reverse order (Debezium's little-endian Bits -> big-endian)."""
+    from pyspark.sql import functions as F
+
+    pairs = F.regexp_extract_all(F.hex(b), F.lit("(..)"), 1)
+    return F.when(b.isNotNull(), F.unhex(F.array_join(F.reverse(pairs), "")))
+
+
+#: :data:`pipelines.cdc_values.TIME_TEXT` without group names (Java's regex syntax differs)
+_TIME_TEXT = re.sub(r"\?P<\w+>", "", TIME_TEXT)
+_DAY_NS = 86_400 * 10**9
+
+
+def _time_micros(raw: Column, name: Column | None, epoch_unit: str, digits_kept: int) -> Column:
+    """A time of day as its microseconds past midnight (BIGINT: Spark has no TIME type
+    unless enabled; the fast path's ``time64``): numbers in the unit of the logical type
+    ``name`` (:data:`pipelines.cdc_values.TIME_UNITS`, else ``epoch_unit``) or text
+    ``HH:MM:SS[.f][offset]`` (the offset taken away); NULL out of ``[00:00, 24:00)`` or finer
+    than the ``digits_kept`` fraction digits the column stores."""
+    from pyspark.sql import functions as F
+
+    unit_ns = {"ms": 10**6, "us": 10**3, "ns": 1}
+    factor: Column = F.lit(unit_ns[epoch_unit])
+    if name is not None:
+        expr = None
+        for logical, unit in TIME_UNITS.items():
+            expr = (F.when(name == logical, F.lit(unit_ns[unit])) if expr is None
+                    else expr.when(name == logical, F.lit(unit_ns[unit])))
+        assert expr is not None
+        factor = expr.otherwise(factor)
+    n = raw.try_cast("long")
+    by_number = F.when((n >= 0) & (n < F.lit(_DAY_NS) / factor), n * factor)
+
+    def group(i: int) -> Column:
+        return F.regexp_extract(raw, _TIME_TEXT, i)
+
+    h, m, s = (group(i).try_cast("long") for i in (1, 2, 3))
+    frac = F.coalesce(F.rpad(group(4), 9, "0").try_cast("long"), F.lit(0))
+    zone = F.regexp_replace(group(5), ":", "")
+    off = F.when((zone == "") | (zone == "Z"), F.lit(0)).otherwise(
+        (F.substring(zone, 2, 2).try_cast("long") * 60 + F.substring(zone, 4, 2).try_cast("long"))
+        * 60 * 10**9 * F.when(zone.startswith("-"), F.lit(-1)).otherwise(F.lit(1)))
+    clock = ((h * 60 + m) * 60 + s) * 10**9 + frac - off
+    by_text = F.when(raw.rlike(_TIME_TEXT) & (h < 24) & (m < 60) & (s < 60),
+                     F.pmod(clock, F.lit(_DAY_NS)))
+    ns = F.when(_digits(raw), by_number).otherwise(by_text)
+    step = 10 ** (9 - digits_kept)
+    return _let(ns, lambda x: F.when(x % step == 0, (x / 1000).cast("long")))
+
+
 def _let(value: Column, body: Any) -> Column:
     """``body(x)`` with ``x`` bound to ``value`` once (a one-element ``transform``): keeps
     expressions that use a value many times small enough for Spark's planner."""
@@ -311,10 +367,20 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms",
         scaled, variable = _decoded_decimals(raw, logical[0], logical[1])
         return F.coalesce(scaled, variable, raw)
     if r in BINARY_ROOTS:
-        return F.try_to_binary(raw, F.lit("base64"))
+        decoded = F.try_to_binary(raw, F.lit("base64"))
+        if name is None:
+            return decoded
+        return _let(decoded, lambda b: F.when(name == BITS, _reversed(b)).otherwise(b))
     if r is TypeRoot.BOOLEAN:
         low = F.lower(raw)
-        return F.when(low == "true", F.lit(True)).when(low == "false", F.lit(False))
+        plain = F.when(low == "true", F.lit(True)).when(low == "false", F.lit(False))
+        if name is None:
+            return plain
+        bit = F.hex(F.try_to_binary(raw, F.lit("base64")))
+        return F.when(name == BITS, F.when(bit == "01", F.lit(True))
+                      .when(bit == "00", F.lit(False))).otherwise(plain)
+    if r is TypeRoot.TIME:
+        return _time_micros(raw, name, epoch_unit, stored_time_digits(t.precision))
     if r is TypeRoot.DATE:
         return F.when(_digits(raw), F.date_add(F.lit("1970-01-01").cast("date"),
                                                raw.try_cast("int"))
@@ -322,7 +388,17 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms",
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         n = raw.try_cast("long")
         epoch = _epoch(n, name, epoch_unit)
-        return F.when(_digits(raw), epoch.cast(st)).otherwise(raw.try_cast(st))
+        # ISO text with an offset is an instant: into TIMESTAMP its UTC wall-clock time (the
+        # reference's session runs in UTC); a digit below the microsecond is refused
+        iso = F.when(raw.rlike(FINER_THAN_MICROS), F.lit(None).cast(st)).when(
+            raw.rlike(r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"),
+            raw.try_cast("timestamp").cast(st)).otherwise(raw.try_cast(st))
+        value = F.when(_digits(raw), epoch.cast(st)).otherwise(iso)
+        p = t.precision if t.precision is not None else 6
+        if p >= 6:
+            return value
+        return _let(value, lambda v: F.when(
+            F.date_format(v, "SSSSSS").cast("int") % 10 ** (6 - p) == 0, v))
     if r is TypeRoot.DECIMAL:
         plain = _let(raw, lambda x: _exact_decimal(x, t, st))
         if logical is None:
@@ -632,8 +708,8 @@ def to_changes(
 
 
 def is_supported_type(t: DataType) -> bool:
-    """Column types the event decoder handles (TIME and MULTISET are not)."""
+    """Column types the event decoder handles (MULTISET is not)."""
     if isinstance(t, AtomicType):
-        return t.root is not TypeRoot.TIME
+        return True
     return t.root is not TypeRoot.MULTISET
 

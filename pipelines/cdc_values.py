@@ -31,8 +31,9 @@ from paimon_core import (
     TypeRoot,
 )
 
-__all__ = ["CONNECT_DECIMAL", "EPOCH_UNITS", "LONG_NUMBER", "VARIABLE_SCALE_DECIMAL", "Fields",
-           "Logical", "convert", "digits", "exact_numbers", "json_text", "schema_types"]
+__all__ = ["BITS", "CONNECT_DECIMAL", "EPOCH_UNITS", "FINER_THAN_MICROS", "LONG_NUMBER",
+           "TIME_TEXT", "TIME_UNITS", "VARIABLE_SCALE_DECIMAL", "Fields", "Logical", "convert",
+           "digits", "exact_numbers", "json_text", "schema_types", "stored_time_digits"]
 
 #: Kafka Connect's decimal (``decimal.handling.mode=precise``, Debezium's default): base64 of
 #: the big-endian two's complement unscaled value, the scale in the field's ``parameters``
@@ -46,6 +47,33 @@ EPOCH_UNITS = {
     "io.debezium.time.MicroTimestamp": "us",
     "io.debezium.time.NanoTimestamp": "ns",
 }
+#: the unit of the numbers of each time-of-day logical type (time past midnight);
+#: ``io.debezium.time.ZonedTime`` is text (``HH:MM:SS[.f]`` and an offset, Debezium: GMT)
+TIME_UNITS = {
+    "io.debezium.time.Time": "ms",
+    "io.debezium.time.MicroTime": "us",
+    "io.debezium.time.NanoTime": "ns",
+}
+#: Debezium's bit string (MySQL ``BIT(n)``, n > 1; Postgres ``BIT`` / ``VARBIT``): base64 of
+#: the bits in little-endian byte order (the ``length`` parameter: the number of bits); into a
+#: BINARY / BYTES column its bytes in big-endian order (the order MySQL shows and Paimon's
+#: Debezium sync stores), into BOOLEAN ``0`` / ``1``
+BITS = "io.debezium.data.Bits"
+#: a time of day as text: hours, minutes, seconds, up to 9 fraction digits, an optional offset
+#: (``Z`` / ``+hh:mm`` / ``+hhmm``; ZonedTime): RE2 and Java syntax
+TIME_TEXT = (r"^(?P<h>[0-9]{2}):(?P<m>[0-9]{2}):(?P<s>[0-9]{2})(?:\.(?P<f>[0-9]{1,9}))?"
+             r"(?P<z>Z|[+-][0-9]{2}:?[0-9]{2})?$")
+#: ISO text with a non-zero digit below the microsecond (Spark and Python's parsers would
+#: drop it: refused instead)
+FINER_THAN_MICROS = r"\.[0-9]{6}[0-9]*[1-9]"
+_DAY_NS = 86_400 * 10**9
+_UNIT_NS = {"ms": 10**6, "us": 10**3, "ns": 1}
+
+
+def stored_time_digits(precision: int | None) -> int:
+    """The fraction digits a Paimon ``TIME(p)`` value keeps: Paimon stores a time of day as
+    milliseconds (Java ``int``, Parquet ``TIME(MILLIS)``), so at most 3 whatever ``p``."""
+    return min(precision if precision is not None else 0, 3)
 
 
 class Fields:
@@ -188,7 +216,8 @@ def _iso(v: str, ltz: bool) -> datetime.datetime:
     d = datetime.datetime.fromisoformat(v.strip().replace(" ", "T", 1))
     if ltz:
         return d if d.tzinfo else d.replace(tzinfo=datetime.UTC)
-    return d.replace(tzinfo=None)
+    # an instant (ZonedTimestamp: Debezium writes it in UTC) as its UTC wall-clock time
+    return d.astimezone(datetime.UTC).replace(tzinfo=None) if d.tzinfo else d
 
 
 def _epoch_micros(nums: pa.Array, logical: Logical | None, epoch_unit: str) -> pa.Array:
@@ -295,10 +324,20 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
     if r in BINARY_ROOTS:
         if not pa.types.is_string(src):
             return pa.nulls(n, target)
+        if logical is not None and pc.any(logical.is_(BITS)).as_py():
+            bits = logical.is_(BITS).to_pylist()
+            return _py(lambda v: _bytes(v[0], v[1]), list(zip(arr.to_pylist(), bits)), target)
         return _py(lambda v: base64.b64decode(v, validate=True), arr.to_pylist(), target)
     if r is TypeRoot.BOOLEAN:
         if pa.types.is_boolean(src):
             return arr
+        if (pa.types.is_string(src) and logical is not None
+                and pc.any(logical.is_(BITS)).as_py()):  # BIT(n) of the value 0 or 1
+            bits = logical.is_(BITS)
+            as_bits = _py(_bit, pc.if_else(bits, arr, pa.scalar(None, src)).to_pylist(),
+                          pa.bool_())
+            rest = convert(pc.if_else(bits, pa.scalar(None, src), arr), t, target, epoch_unit)
+            return pc.if_else(bits, as_bits, rest)
         low = pc.utf8_lower(json_text(arr))
         return pc.if_else(pc.equal(low, "true"), True,
                           pc.if_else(pc.equal(low, "false"), False, pa.scalar(None, pa.bool_())))
@@ -376,6 +415,81 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
             iso = _py(lambda v: _iso(v, ltz), pc.if_else(is_num, pa.scalar(None, pa.string()),
                                                          text).to_pylist(),
                       pa.timestamp(target.unit, tz="UTC") if ltz else naive)
-            out = pc.if_else(is_num, epoch, iso.cast(naive))
+            finer = pc.fill_null(pc.match_substring_regex(text, FINER_THAN_MICROS), False)
+            out = pc.if_else(is_num, epoch, pc.if_else(finer, pa.scalar(None, naive),
+                                                       iso.cast(naive)))
+        out = _within_precision(out, t.precision)
         return out.cast(target) if not ltz else pc.assume_timezone(out, "UTC").cast(target)
-    return pa.nulls(n, target)  # pragma: no cover - TIME / MULTISET are refused upfront
+    if r is TypeRoot.TIME:
+        return _time(arr, text, logical, epoch_unit, stored_time_digits(t.precision), target)
+    return pa.nulls(n, target)  # pragma: no cover - MULTISET is refused upfront
+
+
+def _bytes(b64: str, bits: bool) -> bytes:
+    raw = base64.b64decode(b64, validate=True)
+    return raw[::-1] if bits else raw  # Bits: little-endian -> big-endian
+
+
+def _bit(b64: str) -> bool:
+    raw = base64.b64decode(b64, validate=True)
+    if raw not in (b"\x00", b"\x01"):
+        raise ValueError(b64)
+    return raw == b"\x01"
+
+
+def _within_precision(ts: pa.Array, precision: int | None) -> pa.Array:
+    """``ts`` (a timestamp array in µs) NULL where finer than ``precision`` fraction digits
+    (a TIMESTAMP(3) column keeps milliseconds: a value with microseconds is not stored)."""
+    p = precision if precision is not None else 6
+    if p >= 6 or ts.type.unit != "us":
+        return ts
+    v = ts.cast(pa.int64())
+    factor = 10 ** (6 - p)
+    whole = pc.equal(pc.subtract(v, pc.multiply(pc.divide(v, factor), factor)), 0)
+    return pc.if_else(whole, ts, pa.scalar(None, ts.type))
+
+
+def _time(arr: pa.Array, text: pa.Array, logical: Logical | None, epoch_unit: str,
+          digits_kept: int, target: pa.DataType) -> pa.Array:
+    """A time of day as ``target`` (Spark's ``time64[ns]``): numbers past midnight in the
+    unit the row's logical type names (:data:`TIME_UNITS`, else ``epoch_unit``) or text
+    ``HH:MM:SS[.f][offset]`` (:data:`TIME_TEXT`; an offset is taken away: the UTC time of
+    day, as Debezium's ZonedTime is written). NULL where out of ``[00:00, 24:00)`` or finer
+    than the ``digits_kept`` fraction digits the column stores. Vectorised."""
+    n = len(arr)
+    null_l = pa.scalar(None, pa.int64())
+    if pa.types.is_integer(arr.type):
+        nums = arr.cast(pa.int64())
+        is_num = pc.is_valid(nums)
+    else:
+        is_num = pc.fill_null(digits(text), False)
+        nums = pc.if_else(is_num, text, pa.scalar(None, pa.string())).cast(pa.int64())
+    factor = pa.array(np.full(n, _UNIT_NS[epoch_unit], np.int64))
+    if logical is not None:
+        for name, unit in TIME_UNITS.items():
+            factor = pc.if_else(logical.is_(name), _UNIT_NS[unit], factor)
+    in_day = pc.and_(pc.greater_equal(nums, 0), pc.less(nums, pc.divide(_DAY_NS, factor)))
+    ns = pc.multiply(pc.if_else(in_day, nums, null_l), factor)
+    if not pa.types.is_integer(arr.type):
+        parts = pc.extract_regex(pc.if_else(is_num, pa.scalar(None, pa.string()), text),
+                                 TIME_TEXT)
+        h, m, s = (pc.struct_field(parts, k).cast(pa.int64()) for k in ("h", "m", "s"))
+        frac = pc.struct_field(parts, "f")
+        frac_ns = pc.fill_null(pc.utf8_rpad(frac, 9, "0").cast(pa.int64()), 0)
+        ok = pc.and_(pc.and_(pc.less(h, 24), pc.less(m, 60)), pc.less(s, 60))
+        clock = pc.add(pc.multiply(pc.add(pc.multiply(pc.add(pc.multiply(h, 60), m), 60), s),
+                                   10**9), frac_ns)
+        zone = pc.replace_substring(pc.struct_field(parts, "z"), ":", "")
+        zone = pc.if_else(pc.fill_null(pc.equal(pc.utf8_length(zone), 5), False), zone,
+                          pa.scalar(None, pa.string()))  # "+hhmm" ("Z", none: UTC)
+        zh = pc.utf8_slice_codeunits(zone, 1, 3).cast(pa.int64())
+        zm = pc.utf8_slice_codeunits(zone, 3, 5).cast(pa.int64())
+        off = pc.multiply(pc.add(pc.multiply(zh, 60), zm), 60 * 10**9)
+        off = pc.if_else(pc.fill_null(pc.starts_with(zone, "-"), False), pc.negate(off), off)
+        utc = pc.subtract(clock, pc.fill_null(off, 0))
+        utc = pc.add(utc, pc.if_else(pc.less(utc, 0), _DAY_NS, 0))
+        utc = pc.subtract(utc, pc.if_else(pc.greater_equal(utc, _DAY_NS), _DAY_NS, 0))
+        ns = pc.if_else(is_num, ns, pc.if_else(ok, utc, null_l))
+    step = 10 ** (9 - digits_kept)
+    whole = pc.equal(pc.subtract(ns, pc.multiply(pc.divide(ns, step), step)), 0)
+    return pc.if_else(whole, ns, null_l).cast(target)
