@@ -66,7 +66,10 @@ from pipelines.cdc_values import (
     CONNECT_DECIMAL,
     EPOCH_UNITS,
     FINER_THAN_MICROS,
+    GEOMETRY,
     LONG_NUMBER,
+    MAX_MICROS,
+    MIN_MICROS,
     TIME_TEXT,
     TIME_UNITS,
     VARIABLE_SCALE_DECIMAL,
@@ -205,15 +208,18 @@ def _epoch(n: Column, name: Column | None, epoch_unit: str) -> Column:
     ``epoch_unit``); NULL where nanoseconds are not whole microseconds."""
     from pyspark.sql import functions as F
 
-    default = F.timestamp_micros(n) if epoch_unit == "us" else F.timestamp_millis(n)
+    # years 1..9999 only: no overflow, no Postgres +-infinity
+    ms = F.when(n.between(MIN_MICROS // 1000, MAX_MICROS // 1000), n)
+    us = F.when(n.between(MIN_MICROS, MAX_MICROS), n)
+    default = F.timestamp_micros(us) if epoch_unit == "us" else F.timestamp_millis(ms)
     if name is None:
         return default
     units = {u: [k for k, v in EPOCH_UNITS.items() if v == u] for u in ("ms", "us", "ns")}
     return (F.when(name.isin(*units["ns"]),
                    F.when(n % 1000 == 0, F.timestamp_micros(
                        (n.cast("decimal(20,0)") / 1000).cast("long"))))
-            .when(name.isin(*units["us"]), F.timestamp_micros(n))
-            .when(name.isin(*units["ms"]), F.timestamp_millis(n))
+            .when(name.isin(*units["us"]), F.timestamp_micros(us))
+            .when(name.isin(*units["ms"]), F.timestamp_millis(ms))
             .otherwise(default))
 
 
@@ -365,7 +371,14 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms",
         if logical is None:
             return raw
         scaled, variable = _decoded_decimals(raw, logical[0], logical[1])
-        return F.coalesce(scaled, variable, raw)
+        name = logical[0]
+        wkb = F.get_json_object(raw, "$.wkb")
+        geometry = F.when(name.isin(*GEOMETRY) & raw.startswith("{"), F.when(
+            wkb.isNotNull(), F.concat(F.lit('{"srid":'), F.coalesce(
+                F.get_json_object(raw, "$.srid"), F.lit("null")), F.lit(',"wkb":"'), wkb,
+                F.lit('"}'))))
+        return F.when(name.isin(*GEOMETRY) & raw.startswith("{"), geometry).otherwise(
+            F.coalesce(scaled, variable, raw))
     if r in BINARY_ROOTS:
         decoded = F.try_to_binary(raw, F.lit("base64"))
         if name is None:
@@ -381,10 +394,10 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms",
                       .when(bit == "00", F.lit(False))).otherwise(plain)
     if r is TypeRoot.TIME:
         return _time_micros(raw, name, epoch_unit, stored_time_digits(t.precision))
-    if r is TypeRoot.DATE:
+    if r is TypeRoot.DATE:  # days, ISO text or IsoDate ("2017-09-15Z")
         return F.when(_digits(raw), F.date_add(F.lit("1970-01-01").cast("date"),
                                                raw.try_cast("int"))
-                      ).otherwise(raw.try_cast(st))
+                      ).otherwise(F.regexp_replace(raw, "Z$", "").try_cast(st))
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         n = raw.try_cast("long")
         epoch = _epoch(n, name, epoch_unit)

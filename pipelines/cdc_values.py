@@ -31,9 +31,10 @@ from paimon_core import (
     TypeRoot,
 )
 
-__all__ = ["BITS", "CONNECT_DECIMAL", "EPOCH_UNITS", "FINER_THAN_MICROS", "LONG_NUMBER",
-           "TIME_TEXT", "TIME_UNITS", "VARIABLE_SCALE_DECIMAL", "Fields", "Logical", "convert",
-           "digits", "exact_numbers", "json_text", "schema_types", "stored_time_digits"]
+__all__ = ["BITS", "CONNECT_DECIMAL", "EPOCH_UNITS", "FINER_THAN_MICROS", "GEOMETRY",
+           "LONG_NUMBER", "MAX_MICROS", "MIN_MICROS", "TIME_TEXT", "TIME_UNITS",
+           "VARIABLE_SCALE_DECIMAL", "Fields", "Logical", "convert", "digits", "exact_numbers",
+           "json_text", "schema_types", "stored_time_digits"]
 
 #: Kafka Connect's decimal (``decimal.handling.mode=precise``, Debezium's default): base64 of
 #: the big-endian two's complement unscaled value, the scale in the field's ``parameters``
@@ -59,6 +60,12 @@ TIME_UNITS = {
 #: BINARY / BYTES column its bytes in big-endian order (the order MySQL shows and Paimon's
 #: Debezium sync stores), into BOOLEAN ``0`` / ``1``
 BITS = "io.debezium.data.Bits"
+#: Debezium's geometry types (MySQL spatial, PostGIS; Point also carries ``x``, ``y``): a struct
+#: ``{"wkb": base64 of the OGC Well-Known Binary, "srid": int or null}``; into a STRING
+#: column as the JSON text ``{"srid":<srid|null>,"wkb":"<base64>"}`` (lossless; Paimon's
+#: MySQL sync writes GeoJSON instead, which needs a WKB parser)
+GEOMETRY = ("io.debezium.data.geometry.Geometry", "io.debezium.data.geometry.Point",
+            "io.debezium.data.geometry.Geography")
 #: a time of day as text: hours, minutes, seconds, up to 9 fraction digits, an optional offset
 #: (``Z`` / ``+hh:mm`` / ``+hhmm``; ZonedTime): RE2 and Java syntax
 TIME_TEXT = (r"^(?P<h>[0-9]{2}):(?P<m>[0-9]{2}):(?P<s>[0-9]{2})(?:\.(?P<f>[0-9]{1,9}))?"
@@ -67,6 +74,10 @@ TIME_TEXT = (r"^(?P<h>[0-9]{2}):(?P<m>[0-9]{2}):(?P<s>[0-9]{2})(?:\.(?P<f>[0-9]{
 #: drop it: refused instead)
 FINER_THAN_MICROS = r"\.[0-9]{6}[0-9]*[1-9]"
 _DAY_NS = 86_400 * 10**9
+#: the epoch microseconds of 0001-01-01T00:00 and 9999-12-31T23:59:59.999999: the timestamps
+#: Paimon (Java ``LocalDateTime`` / ``Timestamp``) and Spark hold; others are refused
+MIN_MICROS = -62_135_596_800 * 10**6
+MAX_MICROS = 253_402_300_800 * 10**6 - 1
 _UNIT_NS = {"ms": 10**6, "us": 10**3, "ns": 1}
 
 
@@ -224,17 +235,21 @@ def _epoch_micros(nums: pa.Array, logical: Logical | None, epoch_unit: str) -> p
     """Epoch numbers (int64) as microseconds: in the unit the row's logical type names
     (:data:`EPOCH_UNITS`), else in ``epoch_unit``; NULL where nanoseconds are not whole
     microseconds (never truncated)."""
-    default = pc.multiply(nums, 1000) if epoch_unit == "ms" else nums
-    if logical is None:
-        return default
-    by_ms = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "ms"])
-    by_us = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "us"])
-    by_ns = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "ns"])
-    whole = pc.divide(nums, 1000)
-    from_ns = pc.if_else(pc.equal(pc.multiply(whole, 1000), nums), whole,
-                         pa.scalar(None, pa.int64()))
-    return pc.if_else(by_ns, from_ns, pc.if_else(by_us, nums, pc.if_else(
-        by_ms, pc.multiply(nums, 1000), default)))
+    null_l = pa.scalar(None, pa.int64())
+    # years 1..9999 only (Postgres' +-infinity, 9223372036825200000, is not a time)
+    ms = pc.if_else(pc.and_(pc.greater_equal(nums, MIN_MICROS // 1000),
+                            pc.less_equal(nums, MAX_MICROS // 1000)), nums, null_l)
+    default = pc.multiply(ms, 1000) if epoch_unit == "ms" else nums
+    if logical is not None:
+        by_ms = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "ms"])
+        by_us = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "us"])
+        by_ns = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "ns"])
+        whole = pc.divide(nums, 1000)
+        from_ns = pc.if_else(pc.equal(pc.multiply(whole, 1000), nums), whole, null_l)
+        default = pc.if_else(by_ns, from_ns, pc.if_else(by_us, nums, pc.if_else(
+            by_ms, pc.multiply(ms, 1000), default)))
+    return pc.if_else(pc.and_(pc.greater_equal(default, MIN_MICROS),
+                              pc.less_equal(default, MAX_MICROS)), default, null_l)
 
 
 def _fit_decimal(v: decimal.Decimal, precision: int, scale: int) -> decimal.Decimal:
@@ -315,6 +330,13 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return pa.nulls(n, target)
     r = t.root
+    if r in STRING_ROOTS and logical is not None and pa.types.is_struct(src) and pc.any(
+            logical.is_(*GEOMETRY)).as_py():
+        geo = logical.is_(*GEOMETRY)
+        others = Logical(pc.if_else(geo, pa.scalar(None, pa.string()), logical.name),
+                         logical.scale)
+        rest = convert(pc.if_else(geo, pa.scalar(None, src), arr), t, target, epoch_unit, others)
+        return pc.if_else(geo, _geometry_text(arr), rest)
     if r in STRING_ROOTS:
         by_schema = (None if logical is None else _connect_decimals(
             arr, logical, lambda v: format(v, "f"), pa.string()))
@@ -399,7 +421,8 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
             return arr.cast(target)
         days = pc.if_else(digits(text), text, pa.scalar(None, pa.string()))
         as_days = days.cast(pa.int64()).cast(pa.int32()).cast(target)
-        parsed = pc.strptime(text, "%Y-%m-%d", "s", error_is_null=True).cast(target)
+        iso = pc.replace_substring_regex(text, "Z$", "")  # IsoDate: "2017-09-15Z"
+        parsed = pc.strptime(iso, "%Y-%m-%d", "s", error_is_null=True).cast(target)
         return pc.if_else(pc.is_valid(as_days), as_days, parsed)
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         ltz = r is TypeRoot.TIMESTAMP_LTZ
@@ -423,6 +446,17 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
     if r is TypeRoot.TIME:
         return _time(arr, text, logical, epoch_unit, stored_time_digits(t.precision), target)
     return pa.nulls(n, target)  # pragma: no cover - MULTISET is refused upfront
+
+
+def _geometry_text(arr: pa.Array) -> pa.Array:
+    """Debezium geometry structs as ``{"srid":<srid|null>,"wkb":"<base64>"}`` (NULL without
+    ``wkb``)."""
+    f = Fields(arr, len(arr))
+    wkb = f("wkb")
+    if not pa.types.is_string(wkb.type):
+        return pa.nulls(len(arr), pa.string())
+    srid = pc.fill_null(json_text(f("srid")), "null")
+    return pc.binary_join_element_wise('{"srid":', srid, ',"wkb":"', wkb, '"}', "")
 
 
 def _bytes(b64: str, bits: bool) -> bytes:
