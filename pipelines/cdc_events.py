@@ -55,9 +55,12 @@ from paimon_core import (
     BINARY_ROOTS,
     KIND_COLUMN,
     STRING_ROOTS,
+    ArrayType,
     AtomicType,
     DataType,
+    MapType,
     RowKind,
+    RowType,
     TableSchema,
     TypeRoot,
 )
@@ -73,6 +76,7 @@ from pipelines.cdc_values import (
     TIME_TEXT,
     TIME_UNITS,
     VARIABLE_SCALE_DECIMAL,
+    exact_leaves,
     stored_time_digits,
 )
 from pipelines.spark_types import spark_type
@@ -342,6 +346,48 @@ def _decoded_decimals(raw: Column, name: Column, scale: Column) -> tuple[Column,
     return _let(raw, connect), _let(raw, variable)
 
 
+def _decimals_as_text(st: Any) -> Any:
+    """The Spark type ``st`` with every decimal a string (the number's text as written)."""
+    from pyspark.sql import types as T
+
+    if isinstance(st, T.DecimalType):
+        return T.StringType()
+    if isinstance(st, T.ArrayType):
+        return T.ArrayType(_decimals_as_text(st.elementType), st.containsNull)
+    if isinstance(st, T.MapType):
+        return T.MapType(_decimals_as_text(st.keyType), _decimals_as_text(st.valueType),
+                         st.valueContainsNull)
+    if isinstance(st, T.StructType):
+        return T.StructType([T.StructField(f.name, _decimals_as_text(f.dataType), f.nullable)
+                             for f in st.fields])
+    return st
+
+
+def _exact_texts(v: Column, t: DataType) -> Column:
+    """Whether every decimal in the nested value ``v`` (decimals as text) fits its type
+    exactly (at most the scale's significant fraction digits, plain text)."""
+    from pyspark.sql import functions as F
+
+    if isinstance(t, AtomicType):
+        if t.root is not TypeRoot.DECIMAL:
+            return F.lit(True)
+        scale, ints = t.scale or 0, (t.precision or 38) - (t.scale or 0)
+        return v.isNull() | v.rlike(
+            rf"^-?0*[0-9]{{0,{ints}}}(\.[0-9]{{0,{scale}}}0*)?$")
+    if isinstance(t, ArrayType):
+        return F.coalesce(F.forall(v, lambda x: _exact_texts(x, t.element)), F.lit(True))
+    if isinstance(t, MapType):
+        return F.coalesce(F.forall(F.map_values(v), lambda x: _exact_texts(x, t.value))
+                          & F.forall(F.map_keys(v), lambda x: _exact_texts(x, t.key)),
+                          F.lit(True))
+    if isinstance(t, RowType):
+        out = F.lit(True)
+        for f in t.fields:
+            out = out & _exact_texts(v[f.name], f.type)
+        return F.coalesce(out, F.lit(True))
+    return F.lit(True)
+
+
 def _exact_decimal(text: Column, t: AtomicType, st: Any) -> Column:
     # Spark rounds a decimal cast to the scale: accept only text with at most ``scale``
     # significant fraction digits, so nothing is rounded silently
@@ -365,7 +411,12 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms",
     st = spark_type(t)
     if not isinstance(t, AtomicType):
         assert isinstance(st, (T.ArrayType, T.MapType, T.StructType))
-        return F.from_json(raw, st)
+        if not exact_leaves(t):
+            return F.from_json(raw, st)
+        # Spark rounds a JSON number into a nested decimal: the numbers' text (the value
+        # parsed with its decimals as strings) is checked first, as for a top-level decimal
+        texts = F.from_json(raw, _decimals_as_text(st))
+        return F.when(_exact_texts(texts, t), F.from_json(raw, st))
     r = t.root
     if r in STRING_ROOTS:
         if logical is None:

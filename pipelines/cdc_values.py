@@ -14,6 +14,7 @@ import binascii
 import datetime
 import decimal
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,15 +27,18 @@ from paimon_core import (
     INT_RANGES,
     INTEGER_ROOTS,
     STRING_ROOTS,
+    ArrayType,
     AtomicType,
     DataType,
+    MapType,
+    RowType,
     TypeRoot,
 )
 
 __all__ = ["BITS", "CONNECT_DECIMAL", "EPOCH_UNITS", "FINER_THAN_MICROS", "GEOMETRY",
            "LONG_NUMBER", "MAX_MICROS", "MIN_MICROS", "TIME_TEXT", "TIME_UNITS",
-           "VARIABLE_SCALE_DECIMAL", "Fields", "Logical", "convert", "digits", "exact_numbers",
-           "json_text", "schema_types", "stored_time_digits"]
+           "VARIABLE_SCALE_DECIMAL", "Fields", "Logical", "convert", "digits", "exact_leaves",
+           "exact_numbers", "json_text", "schema_types", "stored_time_digits"]
 
 #: Kafka Connect's decimal (``decimal.handling.mode=precise``, Debezium's default): base64 of
 #: the big-endian two's complement unscaled value, the scale in the field's ``parameters``
@@ -115,9 +119,48 @@ class _Long(str):
     """The text of a JSON number kept exact (written back as a JSON string)."""
 
 
+class _Float(float):
+    """A JSON number a double holds exactly, with its text."""
+
+    text: str
+
+    def __new__(cls, text: str) -> _Float:
+        out = super().__new__(cls, text)
+        out.text = text
+        return out
+
+
 def _float_token(text: str) -> float | str:
     mantissa = text.lstrip("-").split("e")[0].split("E")[0].replace(".", "").lstrip("0")
-    return _Long(text) if len(mantissa) > 15 else float(text)
+    return _Long(text) if len(mantissa) > 15 else _Float(text)
+
+
+def _quoted(v: Any) -> Any:
+    """``v`` with every number in it as a JSON string of its text."""
+    if isinstance(v, dict):
+        return {k: _quoted(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_quoted(x) for x in v]
+    if isinstance(v, _Float):
+        return _Long(v.text)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return _Long(str(v))
+    return v
+
+
+def _quote_nested(obj: Any) -> Any:
+    """The event ``obj`` with the numbers inside its images' nested values (ARRAY / MAP / ROW
+    columns) as JSON strings of their text: a nested value's numbers all become text, so
+    that the JSON reader types the value's parts alike in this line."""
+    if not isinstance(obj, dict):
+        return obj
+    env = obj["payload"] if isinstance(obj.get("payload"), dict) and "op" not in obj else obj
+    for side in ("before", "after"):
+        image = env.get(side)
+        if isinstance(image, dict):
+            env[side] = {k: _quoted(x) if isinstance(x, (dict, list)) else x
+                         for k, x in image.items()}
+    return obj
 
 
 def _int_token(text: str) -> int | str:
@@ -127,13 +170,14 @@ def _int_token(text: str) -> int | str:
 def exact_numbers(line: str) -> str:
     """``line`` with every JSON number that a double / int64 cannot hold exactly written as
     a JSON string of its text (the JSON reader then keeps it as text: a decimal or string
-    column takes it exactly, nothing is rounded); other lines unchanged. Python's parser:
-    only for lines :data:`LONG_NUMBER` finds."""
+    column takes it exactly, nothing is rounded), and every number inside the images' nested
+    values too (:func:`_quote_nested`); other lines unchanged. Python's parser: only for
+    lines :data:`LONG_NUMBER` finds."""
     try:
         obj = json.loads(line, parse_float=_float_token, parse_int=_int_token)
     except (ValueError, RecursionError):
         return line
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(_quote_nested(obj), ensure_ascii=False, separators=(",", ":"))
 
 
 class Logical:
@@ -325,6 +369,8 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
     if pa.types.is_null(src):
         return pa.nulls(n, target)
     if not isinstance(t, AtomicType):
+        if exact_leaves(t):
+            return _nested(arr, t, target)
         try:
             return arr.cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
@@ -457,6 +503,88 @@ def _geometry_text(arr: pa.Array) -> pa.Array:
         return pa.nulls(len(arr), pa.string())
     srid = pc.fill_null(json_text(f("srid")), "null")
     return pc.binary_join_element_wise('{"srid":', srid, ',"wkb":"', wkb, '"}', "")
+
+
+def exact_leaves(t: DataType) -> bool:
+    """Whether a nested type holds DECIMAL or STRING values (JSON numbers in them must land
+    exactly: see :func:`_nested`)."""
+    if isinstance(t, AtomicType):
+        return t.root is TypeRoot.DECIMAL or t.root in STRING_ROOTS
+    if isinstance(t, ArrayType):
+        return exact_leaves(t.element)
+    if isinstance(t, MapType):
+        return exact_leaves(t.key) or exact_leaves(t.value)
+    if isinstance(t, RowType):
+        return any(exact_leaves(f.type) for f in t.fields)
+    return False
+
+
+def _nested(arr: pa.Array, t: DataType, target: pa.DataType) -> pa.Array:
+    """ARRAY / MAP / ROW values holding DECIMAL or STRING leaves, value by value (Python: a
+    decimal is checked from the number's text; numbers longer than a double arrive as text,
+    :func:`exact_numbers`): NULL where a value does not fit exactly (never rounded)."""
+    out: list[Any] = []
+    for v in arr.to_pylist():
+        try:
+            out.append(None if v is None else _py_value(v, t))
+        except (ValueError, TypeError, KeyError, ArithmeticError):
+            out.append(None)
+    try:
+        return pa.array(out, target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # other leaves: row by row
+        return pa.chunked_array([_one(v, target) for v in out], target).combine_chunks()
+
+
+def _one(v: Any, target: pa.DataType) -> pa.Array:
+    try:
+        return pa.array([v], target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return pa.nulls(1, target)
+
+
+def _py_value(v: Any, t: DataType) -> Any:
+    """One parsed JSON value as a Python value of type ``t`` (raises where it does not fit)."""
+    if v is None:
+        return None
+    if isinstance(t, ArrayType):
+        if not isinstance(v, list):
+            raise TypeError(v)
+        return [_py_value(x, t.element) for x in v]
+    if isinstance(t, MapType):  # (pyarrow reads an object as a struct: an absent key is None)
+        if not isinstance(v, dict):
+            raise TypeError(v)
+        return [(_py_value(k, t.key), _py_value(x, t.value)) for k, x in v.items()
+                if x is not None]
+    if isinstance(t, RowType):
+        if not isinstance(v, dict):
+            raise TypeError(v)
+        return {f.name: _py_value(v.get(f.name), f.type) for f in t.fields}
+    assert isinstance(t, AtomicType)
+    if t.root is TypeRoot.DECIMAL:
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise TypeError(v)
+        text = repr(v) if isinstance(v, float) else str(v)
+        if not _PLAIN.match(text):  # plain decimal text only, as a top-level decimal
+            raise ValueError(text)
+        return _fit_decimal(decimal.Decimal(text), t.precision or 38, t.scale or 0)
+    if t.root in STRING_ROOTS:
+        if isinstance(v, str):
+            return v
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        return json.dumps(v, separators=(",", ":"), default=str)
+    if isinstance(v, str) and (t.root in INTEGER_ROOTS or t.root in (TypeRoot.FLOAT,
+                                                                     TypeRoot.DOUBLE)):
+        if not _NUMBER.match(v):  # a number made text (exact_numbers)
+            raise ValueError(v)
+        return float(v) if t.root in (TypeRoot.FLOAT, TypeRoot.DOUBLE) else int(v)
+    return v
+
+
+_NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
+_PLAIN = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
 
 
 def _bytes(b64: str, bits: bool) -> bytes:

@@ -170,7 +170,7 @@ def test_spark_reference_agrees(spark: Any, tmp_path: Path) -> None:
     cases = [(ALLTYPE, (CORPUS / "paimon_alltype.jsonl").read_text().splitlines()),
              (MIXED, MIXED_LINES),
              (ALLTYPE, (CORPUS / "paimon_alltype_numbers.jsonl").read_text().splitlines()),
-             (LONG, LONG_LINES), (TEMPORAL, TEMPORAL_LINES)]
+             (LONG, LONG_LINES), (TEMPORAL, TEMPORAL_LINES), (NESTED, NESTED_LINES)]
     for i, (sch, lines) in enumerate(cases):
         schema = sch.to_table_schema(0)
         f = tmp_path / f"events-{i}.jsonl"
@@ -190,7 +190,8 @@ def test_ingest_lands_exact_values(spark: Any, tmp_path: Path) -> None:
             ("alltype", ALLTYPE, (CORPUS / "paimon_alltype.jsonl").read_text().splitlines(),
              {1: ALLTYPE_ROW}, {}),
             ("mixed", MIXED, MIXED_LINES, MIXED_ROWS, MIXED_ERRORS),
-            ("temporal", TEMPORAL, TEMPORAL_LINES, TEMPORAL_ROWS, TEMPORAL_ERRORS)]:
+            ("temporal", TEMPORAL, TEMPORAL_LINES, TEMPORAL_ROWS, TEMPORAL_ERRORS),
+            ("nested", NESTED, NESTED_LINES, NESTED_ROWS, NESTED_ERRORS)]:
         landing = tmp_path / name
         landing.mkdir()
         (landing / "batch-000001.jsonl").write_text("\n".join(lines) + "\n")
@@ -468,3 +469,41 @@ def test_java_reads_documented_types(types_warehouse: Path, tmp_path: Path) -> N
         java = (tmp_path / f"{name}.jsonl").read_text().splitlines()
         assert len(java) == len(rows)
         assert java == ours
+
+
+# ------------------------------------------------------------------ nested values, exactly
+
+NESTED = Schema.of(
+    [("id", "INT NOT NULL"), ("a", "ARRAY<DECIMAL(38, 2)>"), ("r", "ROW<x DECIMAL(38, 10), "
+                                                                  "s STRING, d DOUBLE>"),
+     ("tags", "ARRAY<STRING>"), ("n", "ARRAY<BIGINT>")],
+    primary_keys=["id"], options={"bucket": "1"})
+NESTED_LINES = [  # hand-built, no schema: the table's types decide
+    '{"op": "c", "after": {"id": 1, "a": [123456789012345678901234567890123456.78, 1.5], '
+    '"r": {"x": 1234567890123456789012345678.0123456789, "s": "x", "d": 0.5}, '
+    '"tags": ["t", 123456789876543212345678987654321], "n": [1, 2]}, "source": {"pos": 1}}',
+    '{"op": "c", "after": {"id": 2, "a": [1.1, 2.25], "r": {"x": 0.1, "s": "y", "d": 1.5}, '
+    '"tags": ["u"], "n": [3]}, "source": {"pos": 2}}',
+    # a third decimal digit where DECIMAL(38, 2) keeps two: refused, never rounded
+    '{"op": "c", "after": {"id": 3, "a": [1.005]}, "source": {"pos": 3}}',
+    # 29 integer digits where DECIMAL(38, 10) keeps 28
+    '{"op": "c", "after": {"id": 4, "r": {"x": 12345678901234567890123456789, "s": "z", '
+    '"d": 1}}, "source": {"pos": 4}}',
+]
+NESTED_ROWS = {
+    1: {"id": 1, "a": [D("123456789012345678901234567890123456.78"), D("1.50")],
+        "r": {"x": D("1234567890123456789012345678.0123456789"), "s": "x", "d": 0.5},
+        "tags": ["t", "123456789876543212345678987654321"], "n": [1, 2]},
+    2: {"id": 2, "a": [D("1.10"), D("2.25")], "r": {"x": D("0.1000000000"), "s": "y", "d": 1.5},
+        "tags": ["u"], "n": [3]},
+}
+NESTED_ERRORS = {3: "bad value for a", 4: "bad value for r"}
+
+
+def test_nested_values_land_exactly() -> None:
+    schema = NESTED.to_table_schema(0)
+    for data in [("\n".join(NESTED_LINES) + "\n").encode(), "\r\n".join(NESTED_LINES).encode()]:
+        got = decode_file(data, schema, position_fields=("pos",))
+        assert _rows(got, schema.field_names) == NESTED_ROWS
+        assert {r["_pos_line"]: r["_error"] for r in got.to_pylist()
+                if r["_error"]} == NESTED_ERRORS
