@@ -35,10 +35,11 @@ from paimon_core import (
     TypeRoot,
 )
 
-__all__ = ["BITS", "CONNECT_DECIMAL", "EPOCH_UNITS", "FINER_THAN_MICROS", "GEOMETRY",
-           "LONG_NUMBER", "MAX_MICROS", "MIN_MICROS", "TIME_TEXT", "TIME_UNITS",
-           "VARIABLE_SCALE_DECIMAL", "Fields", "Logical", "convert", "digits", "exact_leaves",
-           "exact_numbers", "json_text", "schema_types", "stored_time_digits"]
+__all__ = ["BAD_VALUE", "BAD_VALUE_CHARS", "BITS", "CONNECT_DECIMAL", "EPOCH_UNITS",
+           "FINER_THAN_MICROS", "GEOMETRY", "LONG_NUMBER", "MAX_MICROS", "MIN_MICROS",
+           "TIME_TEXT", "TIME_UNITS", "VARIABLE_SCALE_DECIMAL", "Fields", "Logical",
+           "bad_value", "convert", "digits", "exact_leaves", "exact_numbers", "json_text",
+           "schema_types", "stored_time_digits"]
 
 #: Kafka Connect's decimal (``decimal.handling.mode=precise``, Debezium's default): base64 of
 #: the big-endian two's complement unscaled value, the scale in the field's ``parameters``
@@ -70,6 +71,10 @@ BITS = "io.debezium.data.Bits"
 #: MySQL sync writes GeoJSON instead, which needs a WKB parser)
 GEOMETRY = ("io.debezium.data.geometry.Geometry", "io.debezium.data.geometry.Point",
             "io.debezium.data.geometry.Geography")
+#: the longest text of a refused value :func:`bad_value` gives (longer ones are cut, "…")
+BAD_VALUE_CHARS = 80
+#: the reason of a value that does not fit its column (the column's name follows)
+BAD_VALUE = "bad value for "
 #: a time of day as text: hours, minutes, seconds, up to 9 fraction digits, an optional offset
 #: (``Z`` / ``+hh:mm`` / ``+hhmm``; ZonedTime): RE2 and Java syntax
 TIME_TEXT = (r"^(?P<h>[0-9]{2}):(?P<m>[0-9]{2}):(?P<s>[0-9]{2})(?:\.(?P<f>[0-9]{1,9}))?"
@@ -191,6 +196,45 @@ class Logical:
 
     def is_(self, *names: str) -> pa.Array:
         return pc.fill_null(pc.is_in(self.name, pa.array(names, pa.string())), False)
+
+
+def bad_value(event: str | None, reason: str | None) -> str | None:
+    """The value a ``bad value for <col>`` reason refers to, as its JSON text (a string as
+    itself), cut to :data:`BAD_VALUE_CHARS` characters: from the event's ``after`` image
+    (``before`` for a delete, or when ``after`` lacks the column); None for other reasons
+    or when the event does not hold it. For the quarantine: the reason stays the same for
+    every value (the batch summary counts reasons), the value goes beside it. Python's
+    parser, numbers kept as written: only quarantined events come here."""
+    if event is None or reason is None or not reason.startswith(BAD_VALUE):
+        return None
+    col = reason[len(BAD_VALUE):]
+    try:
+        obj = json.loads(event, parse_float=_Long, parse_int=_Long)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    env = obj["payload"] if isinstance(obj.get("payload"), dict) and "op" not in obj else obj
+    sides = ("before", "after") if env.get("op") == "d" else ("after", "before")
+    for side in sides:
+        image = env.get(side)
+        if isinstance(image, dict) and image.get(col) is not None:
+            v = image[col]
+            text = v if isinstance(v, str) and not isinstance(v, _Long) else _as_written(v)
+            return text if len(text) <= BAD_VALUE_CHARS else text[:BAD_VALUE_CHARS - 1] + "…"
+    return None
+
+
+def _as_written(v: Any) -> str:
+    """Compact JSON text of a value parsed with its numbers as :class:`_Long` text."""
+    if isinstance(v, _Long):
+        return str.__str__(v)
+    if isinstance(v, dict):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _as_written(x)
+                              for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(_as_written(x) for x in v) + "]"
+    return json.dumps(v, ensure_ascii=False)
 
 
 def _scatter(values: pa.Array, rows: pa.Array, n: int) -> pa.Array:

@@ -196,10 +196,16 @@ def test_ingest_lands_exact_values(spark: Any, tmp_path: Path) -> None:
         landing.mkdir()
         (landing / "batch-000001.jsonl").write_text("\n".join(lines) + "\n")
         FileSystemCatalog(wh).create_table(f"db.{name}", sch)
+        quarantine = tmp_path / f"q-{name}"
         (rep,) = ingest(spark, CatalogSettings(wh), f"db.{name}", str(landing),
                         CdcOptions(position_fields=("pos",), max_error_ratio=0.9,
-                                   evolve_schema=False))
+                                   evolve_schema=False, quarantine=str(quarantine)))
         assert rep.reasons == {r: list(errors.values()).count(r) for r in errors.values()}
+        if name == "temporal":  # the refused value beside its reason
+            records = [json.loads(x) for f in sorted(quarantine.rglob("part-*.jsonl"))
+                       for x in f.read_text().splitlines()]
+            assert {r["line"]: (r["reason"], r["value"]) for r in records} == {
+                k: (v, TEMPORAL_VALUES[k]) for k, v in TEMPORAL_ERRORS.items()}
         t = FileSystemCatalog(wh).get_table(f"db.{name}")
         names = sch.to_table_schema(0).field_names
         got = {r[names[0]]: {n: r[n] for n in names} for r in t.to_arrow().to_pylist()}
@@ -335,6 +341,10 @@ TEMPORAL_ROWS = {
         "ntz": datetime.datetime(2023, 3, 24, 3, 30, 10)},
     3: {**_NONE, "id": 3, "t0": datetime.time(1), "tz": datetime.time(23, 59, 59, 500000)},
 }
+#: the refused values, as the quarantine shows them (JSON text; a string as itself)
+TEMPORAL_VALUES = {4: "36803001", 5: "36803123001", 6: "86400000000000",
+                   7: "10:13:23.1234Z", 8: "1679581805123001",
+                   9: "2023-03-23T22:00:10.1234561Z", 10: "Ag==", 11: "25:00:00Z"}
 TEMPORAL_ERRORS = {4: "bad value for t0", 5: "bad value for t3", 6: "bad value for tn",
                    7: "bad value for tz", 8: "bad value for ts3", 9: "bad value for ltz",
                    10: "bad value for flag", 11: "bad value for tz"}
@@ -507,3 +517,15 @@ def test_nested_values_land_exactly() -> None:
         assert _rows(got, schema.field_names) == NESTED_ROWS
         assert {r["_pos_line"]: r["_error"] for r in got.to_pylist()
                 if r["_error"]} == NESTED_ERRORS
+
+
+def test_bad_value_names_the_refused_value() -> None:
+    from pipelines.cdc_values import BAD_VALUE_CHARS, bad_value
+
+    assert [bad_value(NESTED_LINES[k - 1], r) for k, r in NESTED_ERRORS.items()] == [
+        "[1.005]", '{"x":12345678901234567890123456789,"s":"z","d":1}']
+    delete = json.dumps({"schema": None, "payload": {"op": "d", "before": {"k": "x" * 100},
+                                                     "source": {"lsn": 1}}})
+    assert bad_value(delete, "bad value for k") == "x" * (BAD_VALUE_CHARS - 1) + "…"
+    assert bad_value(delete, "null key k") is None
+    assert bad_value("{not json", "bad value for k") is None
