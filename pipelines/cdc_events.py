@@ -28,11 +28,26 @@ the table's column types with ``try_cast``, so that a value that does not fit it
   Kafka Connect ``Decimal`` (the default ``precise`` mode: base64 of the unscaled value, the
   ``scale`` parameter) and ``VariableScaleDecimal`` (``{"scale", "value"}``), exact or
   refused; into a STRING column their exact decimal text;
-* DATE: days since the epoch (``io.debezium.time.Date``) or ISO text;
+* DATE: days since the epoch (``io.debezium.time.Date``) or ISO text (``IsoDate``'s
+  ``2017-09-15Z`` too);
 * TIMESTAMP / TIMESTAMP WITH LOCAL TIME ZONE: epoch numbers in the unit the event's schema
   names (``Timestamp`` ms, ``MicroTimestamp`` µs, ``NanoTimestamp`` ns: refused when not
-  whole µs), else in ``epoch_unit``; or ISO text (``ZonedTimestamp``);
-* BINARY / BYTES: base64 text; ARRAY / MAP / ROW: JSON.
+  whole µs), else in ``epoch_unit``; or ISO text (``ZonedTimestamp``: an instant; into
+  TIMESTAMP its UTC wall-clock time; a non-zero digit below the µs is refused). Refused
+  when finer than the column's precision or outside the years 1..9999 (Postgres' infinity);
+* TIME(p): a time of day, numbers past midnight in the unit of ``Time`` (ms) /
+  ``MicroTime`` (µs) / ``NanoTime`` (ns) (else ``epoch_unit``) or text ``HH:MM:SS[.f]`` with
+  an optional offset (``ZonedTime``, taken away: UTC); Paimon stores milliseconds, so a
+  value finer than ``min(p, 3)`` fraction digits, or not in ``[00:00, 24:00)``, is refused.
+  This reference carries TIME as its microseconds past midnight (BIGINT: Spark's TIME type
+  is off by default); the fast path as ``time64``;
+* BINARY / BYTES: base64 text; Debezium ``Bits`` (little-endian) land big-endian, as Paimon's
+  Debezium sync stores them; ``Bits`` of 0 / 1 into BOOLEAN;
+* STRING: text as is (``Json``, ``Uuid``, ``Enum``, ``EnumSet``, ``Xml``, ``Ltree``,
+  ``Interval``...); geometry structs (``Geometry`` / ``Point`` / ``Geography``) as
+  ``{"srid":...,"wkb":"<base64>"}``; ``Year`` is an INT;
+* ARRAY / MAP / ROW: JSON; their decimals must fit exactly too (checked on the numbers' text:
+  never rounded), numbers longer than a double kept as text.
 
 The source position orders events: the fields of the event's ``source.connector``
 (:data:`CONNECTOR_POSITIONS`: Postgres ``lsn``, MySQL ``file, pos, row``, SQL Server
