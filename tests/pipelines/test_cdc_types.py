@@ -529,3 +529,40 @@ def test_bad_value_names_the_refused_value() -> None:
     assert bad_value(delete, "bad value for k") == "x" * (BAD_VALUE_CHARS - 1) + "…"
     assert bad_value(delete, "null key k") is None
     assert bad_value("{not json", "bad value for k") is None
+
+
+@pytest.mark.spark
+def test_time_column_keeps_its_value_across_batches_and_toast(spark: Any,
+                                                              tmp_path: Path) -> None:
+    """A TIME column through two batches: the second one's update carries the TOAST
+    placeholder in another column, so the job fills it from the table (read back as Paimon's
+    millisecond TIME) beside the decoded times."""
+    from pipelines.cdc_events import UNAVAILABLE
+    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.config import CatalogSettings
+
+    sch = Schema.of([("id", "INT NOT NULL"), ("t", "TIME(3)"), ("note", "STRING")],
+                    primary_keys=["id"], options={"bucket": "1"})
+    fields = [_field(None, "int32", "id"), _field("io.debezium.time.MicroTime", "int64", "t"),
+              _field(None, "string", "note")]
+    env = {"type": "struct", "fields": [
+        {"type": "struct", "fields": fields, "optional": True, "field": f}
+        for f in ("before", "after")]}
+
+    def ev(op: str, pos: int, after: dict[str, Any]) -> str:
+        return json.dumps({"schema": env, "payload": {"op": op, "after": after,
+                                                      "source": {"pos": pos}}})
+
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "batch-000001.jsonl").write_text(
+        ev("c", 1, {"id": 1, "t": 45296789000, "note": "long text"}) + "\n")
+    (landing / "batch-000002.jsonl").write_text(
+        ev("u", 2, {"id": 1, "t": 1000, "note": UNAVAILABLE}) + "\n")
+    wh = str(tmp_path / "wh")
+    FileSystemCatalog(wh).create_table("db.t", sch)
+    reps = ingest(spark, CatalogSettings(wh), "db.t", str(landing),
+                  CdcOptions(position_fields=("pos",), evolve_schema=False))
+    assert [r.reasons for r in reps] == [{}, {}]
+    got = FileSystemCatalog(wh).get_table("db.t").to_arrow().to_pylist()
+    assert got == [{"id": 1, "t": datetime.time(0, 0, 0, 1000), "note": "long text"}]
