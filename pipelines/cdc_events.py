@@ -44,8 +44,8 @@ the table's column types with ``try_cast``, so that a value that does not fit it
 * BINARY / BYTES: base64 text; Debezium ``Bits`` (little-endian) land big-endian, as Paimon's
   Debezium sync stores them; ``Bits`` of 0 / 1 into BOOLEAN;
 * STRING: text as is (``Json``, ``Uuid``, ``Enum``, ``EnumSet``, ``Xml``, ``Ltree``,
-  ``Interval``...); geometry structs (``Geometry`` / ``Point`` / ``Geography``) as
-  ``{"srid":...,"wkb":"<base64>"}``; ``Year`` is an INT;
+  ``Interval``...); geometry structs (``Geometry`` / ``Point`` / ``Geography``) as the
+  GeoJSON text Paimon's sync writes (2D WKB; others refused); ``Year`` is an INT;
 * ARRAY / MAP / ROW: JSON; their decimals must fit exactly too (checked on the numbers' text:
   never rounded), numbers longer than a double kept as text.
 
@@ -60,6 +60,7 @@ input file and the line number break ties.
 from __future__ import annotations
 
 import base64
+import binascii
 import decimal
 import json
 import re
@@ -92,6 +93,7 @@ from pipelines.cdc_values import (
     TIME_UNITS,
     VARIABLE_SCALE_DECIMAL,
     exact_leaves,
+    geojson,
     stored_time_digits,
 )
 from pipelines.spark_types import spark_type
@@ -361,6 +363,15 @@ def _decoded_decimals(raw: Column, name: Column, scale: Column) -> tuple[Column,
     return _let(raw, connect), _let(raw, variable)
 
 
+def _geojson_or_null(wkb: str | None, srid: str | None) -> str | None:
+    if wkb is None:
+        return None
+    try:
+        return geojson(wkb, srid)
+    except (ValueError, TypeError, binascii.Error):
+        return None
+
+
 def _decimals_as_text(st: Any) -> Any:
     """The Spark type ``st`` with every decimal a string (the number's text as written)."""
     from pyspark.sql import types as T
@@ -438,11 +449,9 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms",
             return raw
         scaled, variable = _decoded_decimals(raw, logical[0], logical[1])
         name = logical[0]
-        wkb = F.get_json_object(raw, "$.wkb")
-        geometry = F.when(name.isin(*GEOMETRY) & raw.startswith("{"), F.when(
-            wkb.isNotNull(), F.concat(F.lit('{"srid":'), F.coalesce(
-                F.get_json_object(raw, "$.srid"), F.lit("null")), F.lit(',"wkb":"'), wkb,
-                F.lit('"}'))))
+        # (WKB -> GeoJSON needs a parser: the reference calls the same function, in a UDF)
+        geometry = F.udf(lambda w, s: _geojson_or_null(w, s), "string")(  # (no hints)
+            F.get_json_object(raw, "$.wkb"), F.get_json_object(raw, "$.srid"))
         return F.when(name.isin(*GEOMETRY) & raw.startswith("{"), geometry).otherwise(
             F.coalesce(scaled, variable, raw))
     if r in BINARY_ROOTS:

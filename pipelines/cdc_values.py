@@ -14,7 +14,9 @@ import binascii
 import datetime
 import decimal
 import json
+import math
 import re
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,8 +40,8 @@ from paimon_core import (
 __all__ = ["BAD_VALUE", "BAD_VALUE_CHARS", "BITS", "CONNECT_DECIMAL", "EPOCH_UNITS",
            "FINER_THAN_MICROS", "GEOMETRY", "LONG_NUMBER", "MAX_MICROS", "MIN_MICROS",
            "TIME_TEXT", "TIME_UNITS", "VARIABLE_SCALE_DECIMAL", "Fields", "Logical",
-           "bad_value", "convert", "digits", "exact_leaves", "exact_numbers", "json_text",
-           "schema_types", "stored_time_digits"]
+           "bad_value", "convert", "digits", "exact_leaves", "exact_numbers", "geojson",
+           "json_text", "schema_types", "stored_time_digits"]
 
 #: Kafka Connect's decimal (``decimal.handling.mode=precise``, Debezium's default): base64 of
 #: the big-endian two's complement unscaled value, the scale in the field's ``parameters``
@@ -67,8 +69,7 @@ TIME_UNITS = {
 BITS = "io.debezium.data.Bits"
 #: Debezium's geometry types (MySQL spatial, PostGIS; Point also carries ``x``, ``y``): a struct
 #: ``{"wkb": base64 of the OGC Well-Known Binary, "srid": int or null}``; into a STRING
-#: column as the JSON text ``{"srid":<srid|null>,"wkb":"<base64>"}`` (lossless; Paimon's
-#: MySQL sync writes GeoJSON instead, which needs a WKB parser)
+#: column as the GeoJSON text Paimon's Debezium / MySQL sync writes (:func:`geojson`)
 GEOMETRY = ("io.debezium.data.geometry.Geometry", "io.debezium.data.geometry.Point",
             "io.debezium.data.geometry.Geography")
 #: the longest text of a refused value :func:`bad_value` gives (longer ones are cut, "…")
@@ -539,14 +540,94 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
 
 
 def _geometry_text(arr: pa.Array) -> pa.Array:
-    """Debezium geometry structs as ``{"srid":<srid|null>,"wkb":"<base64>"}`` (NULL without
-    ``wkb``)."""
+    """Debezium geometry structs as Paimon's GeoJSON text (:func:`geojson`; NULL where
+    ``wkb`` is missing or not 2D OGC WKB). Python per value: WKB needs a parser."""
     f = Fields(arr, len(arr))
     wkb = f("wkb")
     if not pa.types.is_string(wkb.type):
         return pa.nulls(len(arr), pa.string())
-    srid = pc.fill_null(json_text(f("srid")), "null")
-    return pc.binary_join_element_wise('{"srid":', srid, ',"wkb":"', wkb, '"}', "")
+    srid = json_text(f("srid"))
+    return _py(lambda v: geojson(v[0], v[1]), list(zip(wkb.to_pylist(), srid.to_pylist())),
+               pa.string())
+
+
+_WKB_TYPES = {1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint",
+              5: "MultiLineString", 6: "MultiPolygon", 7: "GeometryCollection"}
+
+
+def geojson(wkb_b64: str, srid: str | int | None) -> str:
+    """A geometry (base64 of OGC Well-Known Binary, 2D; PostGIS' EWKB SRID flag allowed) as
+    the GeoJSON text Paimon's MySQL / Debezium sync writes:
+    ``{"coordinates":...,"type":"Point","srid":0}`` (a missing srid is 0; a collection:
+    ``{"geometries":[{"type":...,"coordinates":...}],"type":"GeometryCollection","srid":0}``;
+    whole numbers without a fraction). Raises ValueError on anything else (3D / measured
+    geometries, trailing or missing bytes)."""
+    raw = base64.b64decode(wkb_b64, validate=True)
+    try:
+        kind, body, end = _wkb(raw, 0)
+    except (struct.error, IndexError) as e:
+        raise ValueError(f"truncated WKB: {e}") from e
+    if end != len(raw):
+        raise ValueError("trailing bytes after the geometry")
+    sid = int(srid) if srid is not None else 0
+    return "{" + body + f',"type":"{kind}","srid":{sid}' + "}"
+
+
+def _wkb(raw: bytes, at: int) -> tuple[str, str, int]:
+    """(type name, ``"coordinates":...`` or ``"geometries":[...]``, end offset) of the WKB
+    geometry at ``at``."""
+    order = raw[at]
+    if order not in (0, 1):
+        raise ValueError(f"bad WKB byte order {order}")
+    e = "<" if order == 1 else ">"
+    (code,) = struct.unpack_from(e + "I", raw, at + 1)
+    at += 5
+    if code & 0x20000000:  # EWKB: an SRID follows
+        at += 4
+        code &= ~0x20000000
+    if code not in _WKB_TYPES:
+        raise ValueError(f"unsupported WKB geometry type {code} (2D only)")
+    kind = _WKB_TYPES[code]
+
+    def count() -> int:
+        nonlocal at
+        (k,) = struct.unpack_from(e + "I", raw, at)
+        at += 4
+        return int(k)
+
+    def point() -> str:
+        nonlocal at
+        x, y = struct.unpack_from(e + "dd", raw, at)
+        at += 16
+        if math.isnan(x) or math.isnan(y) or math.isinf(x) or math.isinf(y):
+            raise ValueError("empty or infinite point")
+        return f"[{_coord(x)},{_coord(y)}]"
+
+    def points() -> str:
+        return "[" + ",".join(point() for _ in range(count())) + "]"
+
+    if code == 1:
+        return kind, f'"coordinates":{point()}', at
+    if code == 2:
+        return kind, f'"coordinates":{points()}', at
+    if code == 3:
+        return kind, '"coordinates":[' + ",".join(points() for _ in range(count())) + "]", at
+    parts = []
+    for _ in range(count()):
+        sub_kind, sub_body, at = _wkb(raw, at)
+        parts.append((sub_kind, sub_body))
+    if code == 7:
+        inner = ",".join("{" + f'"type":"{k}",' + b + "}" for k, b in parts)
+        return kind, f'"geometries":[{inner}]', at
+    want = {4: "Point", 5: "LineString", 6: "Polygon"}[code]
+    if any(k != want for k, _ in parts):
+        raise ValueError(f"a {kind} holds another type than {want}")
+    coords = ",".join(b[len('"coordinates":'):] for _, b in parts)
+    return kind, f'"coordinates":[{coords}]', at
+
+
+def _coord(v: float) -> str:
+    return str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
 
 
 def exact_leaves(t: DataType) -> bool:

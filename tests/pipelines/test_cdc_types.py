@@ -37,9 +37,31 @@ ALLTYPE = Schema.of(
      ("_datetime6", "TIMESTAMP(6)"), ("_timestamp", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
      ("_varchar", "STRING"), ("_bin", "BYTES"), ("_json", "STRING"), ("_enum", "STRING"),
      ("_year", "INT"), ("_set", "STRING"), ("_time", "TIME"),
-     ("_timestamp0", "TIMESTAMP(0)")],
+     ("_timestamp0", "TIMESTAMP(0)"), ("_point", "STRING"), ("_geometry", "STRING"),
+     ("_linestring", "STRING"), ("_polygon", "STRING"), ("_multipoint", "STRING"),
+     ("_multiline", "STRING"), ("_multipolygon", "STRING"),
+     ("_geometrycollection", "STRING")],
     primary_keys=["_id"], options={"bucket": "1"})
 
+#: the GeoJSON Paimon's MySQL sync writes for the same rows (apache/paimon
+#: paimon-flink/paimon-flink-cdc/src/test/java/org/apache/paimon/flink/action/cdc/mysql/
+#: MySqlSyncTableActionITCase.java, its all-types expectations; Paimon's Debezium sync uses
+#: the same conversion, MySqlTypeUtils.convertWkbArray)
+GEOJSON = {
+    "_point": '{"coordinates":[1,1],"type":"Point","srid":0}',
+    "_geometry": '{"coordinates":[[[1,1],[2,1],[2,2],[1,2],[1,1]]],"type":"Polygon","srid":0}',
+    "_linestring": '{"coordinates":[[3,0],[3,3],[3,5]],"type":"LineString","srid":0}',
+    "_polygon": '{"coordinates":[[[1,1],[2,1],[2,2],[1,2],[1,1]]],"type":"Polygon","srid":0}',
+    "_multipoint": '{"coordinates":[[1,1],[2,2]],"type":"MultiPoint","srid":0}',
+    "_multiline": '{"coordinates":[[[1,1],[2,2],[3,3]],[[4,4],[5,5]]],'
+                  '"type":"MultiLineString","srid":0}',
+    "_multipolygon": '{"coordinates":[[[[0,0],[10,0],[10,10],[0,10],[0,0]]],'
+                     '[[[5,5],[7,5],[7,7],[5,7],[5,5]]]],"type":"MultiPolygon","srid":0}',
+    "_geometrycollection": '{"geometries":[{"type":"Point","coordinates":[10,10]},'
+                           '{"type":"Point","coordinates":[30,30]},{"type":"LineString",'
+                           '"coordinates":[[15,15],[20,20]]}],"type":"GeometryCollection",'
+                           '"srid":0}',
+}
 #: by hand: "Cw==" = 0x0B = 11, scale 1; "BKgXyAA=" = 0x04A817C800; "ALxfFg==" =
 #: 0x00BC5F16 = 12345110, scale 3; "F8bjwqHo0RQZ/Jj5o9PW" (15 bytes) = ...321110, scale 3;
 #: "K2c=" = 0x2B67; "AII1" = 0x008235; "ELfYJWlzSHt+L+c1GgAAAA==" scale 10; 19439 days;
@@ -62,6 +84,7 @@ ALLTYPE_ROW = {
     "_varchar": "Apache Paimon", "_bin": b"bytes" + bytes(5), "_json": '{"a": "b"}',
     "_enum": "value1", "_year": 2023, "_set": "a,b", "_time": datetime.time(10, 13, 23),
     "_timestamp0": datetime.datetime(2023, 3, 23, 7, 10),
+    **GEOJSON,
 }
 
 #: hand-built events in Debezium's form (field schemas as in the corpus line above)
@@ -363,7 +386,6 @@ def test_times_zoned_timestamps_and_bits() -> None:
 
 TYPES_CORPUS = Path(__file__).parent / "cdc_corpus" / "debezium_types"
 _UTC = datetime.UTC
-_POINT_WKB = "AQEAAAAAAAAAAADwPwAAAAAAAPA/"  # POINT(1 1), from Paimon's alltype resource
 
 PG_TYPES = Schema.of(
     [("id", "INT NOT NULL"), ("ts", "TIMESTAMP(6)"),
@@ -383,7 +405,7 @@ PG_TYPES_ROWS = {1: {
     "bits": b"\x02\x03", "hstore": '{"key" : "val"}', "doc": "<a>b</a>",
     "uid": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "path": "Top.Science.Astronomy",
     "mood": "happy", "span": "P1Y2M3DT4H5M6.78S", "span_us": 3600000000,
-    "geom": '{"srid":4326,"wkb":"' + _POINT_WKB + '"}'}}
+    "geom": '{"coordinates":[1,1],"type":"Point","srid":4326}'}}
 #: Postgres' +infinity / -infinity timestamps are no times Paimon (or Spark) holds
 PG_TYPES_ERRORS = {2: "bad value for ts", 3: "bad value for ts"}
 
@@ -399,7 +421,7 @@ MYSQL_TYPES_ROWS = {
         "ts_ltz": datetime.datetime(2018, 6, 20, 13, 37, 3, tzinfo=_UTC),
         "ts_ntz": datetime.datetime(2018, 6, 20, 13, 37, 3), "t": datetime.time(0),
         "d": datetime.date(2018, 6, 20), "y": 2018, "flags": b"\x02\x03", "j": '{"a": [1, 2]}',
-        "e": "small", "s": "a,c", "pt": '{"srid":null,"wkb":"' + _POINT_WKB + '"}'},
+        "e": "small", "s": "a,c", "pt": '{"coordinates":[1,1],"type":"Point","srid":0}'},
     3: {**_MY_NONE, "id": 3, "ts_ltz": datetime.datetime(1970, 1, 1, tzinfo=_UTC),
         "t": datetime.time(23, 59, 59, 999000)},
 }
@@ -566,3 +588,25 @@ def test_time_column_keeps_its_value_across_batches_and_toast(spark: Any,
     assert [r.reasons for r in reps] == [{}, {}]
     got = FileSystemCatalog(wh).get_table("db.t").to_arrow().to_pylist()
     assert got == [{"id": 1, "t": datetime.time(0, 0, 0, 1000), "note": "long text"}]
+
+
+def test_geojson_refuses_what_it_cannot_write() -> None:
+    import base64
+    import struct
+
+    from pipelines.cdc_values import geojson
+
+    def b64(raw: bytes) -> str:
+        return base64.b64encode(raw).decode()
+
+    point = struct.pack("<BIdd", 1, 1, 1.5, -2.0)
+    assert geojson(b64(point), 3857) == '{"coordinates":[1.5,-2],"type":"Point","srid":3857}'
+    # big-endian, and PostGIS' EWKB with its SRID flag
+    assert geojson(b64(struct.pack(">BIdd", 0, 1, 1.0, 2.0)), None) == \
+        '{"coordinates":[1,2],"type":"Point","srid":0}'
+    assert geojson(b64(struct.pack("<BIIdd", 1, 0x20000001, 4326, 1.0, 2.0)), "4326") == \
+        '{"coordinates":[1,2],"type":"Point","srid":4326}'
+    for bad in [point[:-1], point + b"\x00", struct.pack("<BIddd", 1, 1001, 1.0, 2.0, 3.0),
+                struct.pack("<BIdd", 1, 1, float("nan"), float("nan")), b"\x02" + point[1:]]:
+        with pytest.raises(ValueError):
+            geojson(b64(bad), None)
