@@ -59,6 +59,7 @@ EPOCH_UNITS = {
 #: ``io.debezium.time.ZonedTime`` is text (``HH:MM:SS[.f]`` and an offset, Debezium: GMT)
 TIME_UNITS = {
     "io.debezium.time.Time": "ms",
+    "org.apache.kafka.connect.data.Time": "ms",  # time.precision.mode=connect
     "io.debezium.time.MicroTime": "us",
     "io.debezium.time.NanoTime": "ns",
 }

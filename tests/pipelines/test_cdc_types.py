@@ -310,6 +310,7 @@ _TEMPORAL_FIELDS = [
     _field(None, "int32", "id"), _field("io.debezium.time.Time", "int32", "t0"),
     _field("io.debezium.time.MicroTime", "int64", "t3"),
     _field("io.debezium.time.NanoTime", "int64", "tn"),
+    _field("org.apache.kafka.connect.data.Time", "int32", "tc"),
     _field("io.debezium.time.ZonedTime", "string", "tz"),
     _field("io.debezium.time.MicroTimestamp", "int64", "ts3"),
     _field("io.debezium.time.ZonedTimestamp", "string", "ltz"),
@@ -322,12 +323,14 @@ _TEMPORAL_ENVELOPE = {"type": "struct", "name": "t.Envelope", "optional": False,
     {"type": "struct", "fields": _TEMPORAL_FIELDS, "optional": True, "field": "after"}]}
 TEMPORAL = Schema.of(
     [("id", "INT NOT NULL"), ("t0", "TIME(0)"), ("t3", "TIME(3)"), ("tn", "TIME(3)"),
-     ("tz", "TIME(6)"), ("ts3", "TIMESTAMP(3)"), ("ltz", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
-     ("ntz", "TIMESTAMP(6)"), ("bits", "BYTES"), ("flag", "BOOLEAN")],
+     ("tc", "TIME(3)"), ("tz", "TIME(6)"), ("ts3", "TIMESTAMP(3)"),
+     ("ltz", "TIMESTAMP(6) WITH LOCAL TIME ZONE"), ("ntz", "TIMESTAMP(6)"), ("bits", "BYTES"),
+     ("flag", "BOOLEAN")],
     primary_keys=["id"], options={"bucket": "1"})
 _TEMPORAL_AFTER: list[dict[str, Any]] = [
     # 36803000 ms = 10:13:23; 36803123000 µs = 10:13:23.123; 45296789000000 ns = 12:34:56.789
-    {"id": 1, "t0": 36803000, "t3": 36803123000, "tn": 45296789000000, "tz": "10:13:23.123Z",
+    {"id": 1, "t0": 36803000, "t3": 36803123000, "tn": 45296789000000, "tc": 36803123,
+     "tz": "10:13:23.123Z",
      "ts3": 1679581805123000, "ltz": "2023-03-23T22:00:10.123456Z",
      "ntz": "2023-03-23T22:00:10.123456+02:00", "bits": "xwcA", "flag": "AQ=="},
     # the edges of the day; an offset taken away (ZonedTime is GMT); "AA==" = 0 = false;
@@ -350,10 +353,11 @@ TEMPORAL_LINES = [
     else json.dumps({"schema": _TEMPORAL_ENVELOPE, "payload": {
         "op": "c", "ts_ms": 1, "before": None, "after": a, "source": {"pos": i + 1}}})
     for i, a in enumerate(_TEMPORAL_AFTER)]
-_NONE = {c: None for c in ("t0", "t3", "tn", "tz", "ts3", "ltz", "ntz", "bits", "flag")}
+_NONE = {c: None for c in ("t0", "t3", "tn", "tc", "tz", "ts3", "ltz", "ntz", "bits", "flag")}
 TEMPORAL_ROWS = {
     1: {"id": 1, "t0": datetime.time(10, 13, 23), "t3": datetime.time(10, 13, 23, 123000),
-        "tn": datetime.time(12, 34, 56, 789000), "tz": datetime.time(10, 13, 23, 123000),
+        "tn": datetime.time(12, 34, 56, 789000), "tc": datetime.time(10, 13, 23, 123000),
+        "tz": datetime.time(10, 13, 23, 123000),
         "ts3": datetime.datetime(2023, 3, 23, 14, 30, 5, 123000),
         "ltz": datetime.datetime(2023, 3, 23, 22, 0, 10, 123456, tzinfo=datetime.UTC),
         "ntz": datetime.datetime(2023, 3, 23, 20, 0, 10, 123456),
