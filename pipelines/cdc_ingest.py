@@ -25,7 +25,8 @@ of the whole landing directory, applies every event exactly once). Per batch, on
    bucket to one task;
 2. each task counts its events per outcome, notes image keys the table lacks, writes its
    malformed events to ``<quarantine>/batch-<n>/part-<task>.jsonl`` (event, file, line,
-   reason), keeps the last change of every key by source position and writes the rows;
+   reason; for ``bad value for <col>`` the refused value's text in ``value``), keeps the
+   last change of every key by source position and writes the rows;
 3. on the driver: when the images carried new columns, the files are deleted, the columns
    added (``ALTER TABLE ADD COLUMN``, type inferred from the JSON values) and the job runs
    again; ``_summary.json`` gets the counts per reason; above ``max_error_ratio`` the files are
@@ -99,6 +100,7 @@ from pipelines.cdc_events import (
     sample_new_column_values,
 )
 from pipelines.cdc_toast import fill_unavailable
+from pipelines.cdc_values import bad_value
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -441,7 +443,9 @@ def _write_pass(
                         .to_pylist():
                     rejected.append(json.dumps(
                         {"batch": batch, "file": files[r[pos[-2]]], "line": r[pos[-1]],
-                         "reason": r[ERROR_COLUMN], "event": r["_value"]}, ensure_ascii=False))
+                         "reason": r[ERROR_COLUMN],
+                         "value": bad_value(r["_value"], r[ERROR_COLUMN]),
+                         "event": r["_value"]}, ensure_ascii=False))
                 valid_rows = b.filter(pc.is_null(err))
                 if after is not None:  # only the changes after the batch's last truncate
                     valid_rows = valid_rows.filter(_after(valid_rows, pos, after))
