@@ -170,13 +170,14 @@ class FileStoreTable:
         return BatchWriteBuilder(self, commit_user or str(uuid.uuid4()),
                                  options or CommitOptions())
 
-    def new_write(self, commit_user: str) -> TableWrite:
+    def new_write(self, commit_user: str, *, overwrite: bool = False) -> TableWrite:
         """The writer (phase one) for ``commit_user`` (Java's ``newWrite(commitUser)``); see
-        :class:`TableWrite`. Use :meth:`new_batch_write_builder` to have one user made for
-        both phases."""
+        :class:`TableWrite` (``overwrite``: rows for an INSERT OVERWRITE). Use
+        :meth:`new_batch_write_builder` to have one user made for both phases."""
         return TableWrite(
             self.file_io, self.path, self.schema, commit_user=commit_user,
             snapshot_manager=self.snapshot_manager, planner=self.new_planner(self.schema, None),
+            overwrite=overwrite,
         )
 
     def new_commit(
