@@ -11,7 +11,7 @@
 //       written by <channels> assigners (channel of a row: BucketAssigner.computeAssigner, as
 //       Flink's assigner shuffle; numAssigners = min(initial-buckets, channels)); answers the
 //       bucket of every row, comma separated.
-//   READ <wh> <db.table>  -> OK <n>, then n lines "R pt\tid\tv\tbucket" (a full read: rows
+//   READ <wh> <db.table>  -> OK rows=<n>, then n lines "R pt\tid\tv\tbucket" (a full read: rows
 //       merged per bucket, with the bucket of the split they came from).
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -153,7 +153,7 @@ public class DynamicBucketOracle {
                         break;
                     case "READ":
                         List<String> rows = read(f);
-                        System.out.println("OK " + rows.size());
+                        System.out.println("OK rows=" + rows.size());
                         for (String r : rows) {
                             System.out.println(r);
                         }
