@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
-from paimon_core.bucket import hash_binary_row
+from paimon_core.bucket import hash_binary_row, hash_codes
 from paimon_core.errors import UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableLayout
@@ -43,13 +44,16 @@ from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.hash_index import decode_hash_index
 from paimon_core.spec.index_manifest import HASH_INDEX
 from paimon_core.spec.manifest import FileKind
+from paimon_core.types import DataType
 
 __all__ = [
     "MAX_BUCKETS",
+    "AssignerChannel",
     "BucketHashes",
     "DynamicBucketAssigner",
     "HashIndexReader",
     "assigner_channels",
+    "channel_ids",
     "compute_assigner",
 ]
 
@@ -74,6 +78,43 @@ def compute_assigner(partition_hash: int, key_hashes: I32, num_channels: int,
 def partition_hash(partition: bytes) -> int:
     """``BinaryRow.hashCode()`` of a serialized partition (bytes with the arity prefix)."""
     return hash_binary_row(partition[4:])
+
+
+@dataclass(frozen=True, slots=True)
+class AssignerChannel:
+    """One assigner of a distributed write (a Spark task): ``channel`` of ``num_channels``,
+    with ``num_assigners`` bucket residue classes (Flink's ``HashBucketAssignerOperator``
+    subtask; see :func:`channel_ids` for which rows it gets)."""
+
+    channel: int
+    num_channels: int
+    num_assigners: int
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.channel < self.num_channels
+                and 1 <= self.num_assigners <= self.num_channels):
+            raise ValueError(f"invalid assigner channel {self}")
+
+
+def channel_ids(partition_columns: Sequence[pa.Array | pa.ChunkedArray],
+                partition_types: Sequence[DataType],
+                key_columns: Sequence[pa.Array | pa.ChunkedArray], key_types: Sequence[DataType],
+                num_channels: int, num_assigners: int) -> npt.NDArray[np.int32]:
+    """The assigner channel of every row (``BucketAssigner.computeAssigner`` of the row's
+    partition hash and trimmed primary key hash), vectorised: route each row to the task that
+    runs that channel (Flink's shuffle in front of the assigners).
+
+    Raises:
+        SchemaError / UnsupportedError: columns that do not fit their types.
+    """
+    keys = hash_codes(key_columns, key_types).astype(np.int64)
+    if partition_columns:
+        parts = hash_codes(partition_columns, partition_types).astype(np.int64)
+    else:  # BinaryRow.EMPTY_ROW: the header word only
+        parts = np.full(len(keys), hash_binary_row(bytes(8)), np.int64)
+    start = _java_abs_rem(parts, num_channels)
+    ids = _java_abs_rem(keys, num_assigners)
+    return ((start + ids) % num_channels).astype(np.int32)
 
 
 def assigner_channels(options: CoreOptions) -> tuple[int, int]:

@@ -52,6 +52,7 @@ import pyarrow.compute as pc
 
 from paimon_core.bucket import bucket_ids, hash_codes
 from paimon_core.commit_message import CommitMessage
+from paimon_core.compact.options import CompactOptions
 from paimon_core.datafile.parquet_layout import ParquetOptions
 from paimon_core.datafile.writer import (
     DataFileWriter,
@@ -94,6 +95,7 @@ from paimon_core.write.buffer import (
     with_system_columns,
 )
 from paimon_core.write.dynamic_bucket import (
+    AssignerChannel,
     BucketHashes,
     DynamicBucketAssigner,
     HashIndexReader,
@@ -130,6 +132,13 @@ class TableWrite:
         overwrite: the rows are for an INSERT OVERWRITE: dynamic bucket tables then assign
             buckets from scratch, without loading the hash index (Java's
             ``SimpleHashBucketAssigner``; the overwrite drops the partitions' old index).
+        assigner_channel: dynamic bucket tables written by several tasks at once: this
+            writer runs only this assigner channel and gets only its rows
+            (:func:`paimon_core.write.dynamic_bucket.channel_ids`). New keys go to the
+            channel's own buckets, so the tasks' index files never collide; a key already
+            stored keeps its bucket, which another task may write too, so such a writer does
+            not compact (a dedicated compaction does) and refuses tables whose readers need
+            every level-0 file compacted (first-row, lookup changelog, ``force-lookup``).
 
     Dynamic bucket primary-key tables (``bucket=-1``) get each key's bucket from the table's
     hash index (:mod:`paimon_core.write.dynamic_bucket`: existing keys keep their bucket, new
@@ -156,6 +165,7 @@ class TableWrite:
         planner: ScanPlanner,
         max_workers: int | None = None,
         overwrite: bool = False,
+        assigner_channel: AssignerChannel | None = None,
     ) -> None:
         self.file_io = file_io
         self.table_path = table_path
@@ -182,10 +192,17 @@ class TableWrite:
             reader = None if overwrite else HashIndexReader(
                 file_io, table_path, snapshot_manager, planner.manifests)
             channels, assigners = assigner_channels(self.options)
+            own: list[int] | None = None
+            if assigner_channel is not None:
+                channels, assigners = assigner_channel.num_channels, assigner_channel.num_assigners
+                own = [assigner_channel.channel]
             self._assigner = DynamicBucketAssigner(
                 target_row_num=self.options.dynamic_bucket_target_row_num,
-                num_channels=channels, num_assigners=assigners, reader=reader)
+                num_channels=channels, num_assigners=assigners, channels=own, reader=reader)
             self._hash_index = BucketHashes(reader)
+        elif assigner_channel is not None:
+            raise UnsupportedError(f"an assigner channel is for dynamic bucket primary-key "
+                                   f"tables (bucket=-1); this table has bucket={self.num_buckets}")
         self.sequence_fields = list(self.options.sequence_fields)
         for c in self.sequence_fields:
             schema.field(c)  # typed error for an unknown column
@@ -211,9 +228,16 @@ class TableWrite:
         self.writer = DataFileWriter(
             file_io, schema, self.path_factory, parquet=ParquetOptions.from_schema(schema)
         )
+        shared_buckets = assigner_channel is not None
+        if shared_buckets and CompactOptions.from_schema(schema).lookup:
+            raise UnsupportedError(
+                "a dynamic bucket table written by several assigner tasks cannot have its "
+                "level-0 files compacted at every commit, which merge-engine=first-row, "
+                "changelog-producer=lookup and force-lookup need: write it from one task, or "
+                "give the table a fixed 'bucket' count")
         self._inline = (
             InlineCompaction(file_io, table_path, schema, planner.schemas, self.writer)
-            if inline_compaction_enabled(schema) else None
+            if inline_compaction_enabled(schema) and not shared_buckets else None
         )
         self._buckets: dict[tuple[bytes, int], BucketState] = {}
         self._touched: set[tuple[bytes, int]] = set()
