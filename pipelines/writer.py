@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from paimon_core import (
     BATCH_COMMIT_IDENTIFIER,
+    AssignerChannel,
     AtomicType,
     CommitMessage,
     CommitOptions,
@@ -152,13 +153,17 @@ def write_batches(
     row_kind_column: str | None = None,
     dedup_order: Sequence[str] | None = None,
     fault_hook: FaultHook | None = None,
+    overwrite: bool = False,
+    assigner_channel: AssignerChannel | None = None,
 ) -> tuple[list[CommitMessage], int]:
     """Write batches with one ``TableWrite`` (runs inside a Spark task) and return its commit
     messages and the number of rows written (after deduplication). Columns that are not table
     columns (nor the row kind column) are ignored. With ``dedup_order`` (primary-key tables)
     the task first keeps, per primary key, only the row with the largest ``dedup_order``
     values (later rows win ties): every row of a key is in this task when the input is
-    :func:`bucketed`. On any error the files written so far are deleted.
+    :func:`bucketed`. On any error the files written so far are deleted. ``overwrite``: the
+    rows are for an INSERT OVERWRITE; ``assigner_channel``: this task's channel of a dynamic
+    bucket table (see :class:`paimon_core.TableWrite`).
     """
     table = handle.open()
     names = list(handle.schema.field_names)
@@ -166,7 +171,8 @@ def write_batches(
         names.append(row_kind_column)
     rows = 0
     part, attempt = _task_ids()
-    with table.new_write(commit_user) as w:
+    with table.new_write(commit_user, overwrite=overwrite,
+                         assigner_channel=assigner_channel) as w:
         try:
             if dedup_order:
                 held: list[pa.RecordBatch] = []
