@@ -73,7 +73,8 @@ class Routing:
 
 
 def routing(schema: TableSchema, parallelism: int) -> Routing:
-    """The routing of a primary-key table's CDC write stage.
+    """The routing of a primary-key table's Spark write tasks (the CDC job's write stage,
+    :func:`pipelines.writer.write_dataframe`).
 
     Raises:
         UnsupportedError: a bucket mode the job cannot write, or a dynamic bucket table that
@@ -88,8 +89,8 @@ def routing(schema: TableSchema, parallelism: int) -> Routing:
                                "option 'bucket' to a fixed count (> 0) or to -1 (dynamic)")
     if CompactOptions.from_schema(schema).lookup:
         raise UnsupportedError(
-            "CDC writes a dynamic bucket table (bucket=-1) from several assigner tasks, whose "
-            "buckets may be shared, so it cannot compact every level-0 file at each commit as "
+            "a dynamic bucket table (bucket=-1) written from several assigner tasks, whose "
+            "buckets may be shared, cannot have every level-0 file compacted at each commit as "
             "merge-engine=first-row, changelog-producer=lookup and force-lookup need: set the "
             "table option 'bucket' to a fixed count (> 0) for such a table")
     options = CoreOptions(schema.options)
