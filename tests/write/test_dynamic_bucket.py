@@ -9,6 +9,7 @@ writer itself is compared in ``tests/interop/test_dynamic_bucket.py``.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -247,6 +248,37 @@ def test_compaction_and_expiry_keep_the_index(catalog: FileSystemCatalog) -> Non
     assert buckets_of(t)[("a", 1)] == 0
     assert len(buckets_of(t)) == 11
     assert fsck(t, deep=True).ok
+
+
+def test_fsck_checks_the_hash_index(catalog: FileSystemCatalog) -> None:
+    t = dyn_table(catalog)
+    write_rows(t, rows("a", [1, 2, 3, 4, 5]))
+    assert fsck(t).ok
+    snap = t.snapshot_manager.latest_snapshot()
+    assert snap is not None and snap.index_manifest
+    entries = sorted(t.new_planner(t.schema, None).manifests.index_manifest(snap.index_manifest),
+                     key=lambda e: e.bucket)
+    f0, f1 = (Path(t.path) / "index" / e.file_name for e in entries)
+    h0 = decode_hash_index(f0.read_bytes(), "")
+    h1 = decode_hash_index(f1.read_bytes(), "")
+    # bucket 1's index loses key 4's hash for one of bucket 0's: two findings
+    f1.write_bytes(encode_hash_index(np.array([h0[0], *h1[1:]], np.int32)))
+    found = [f.message for f in fsck(t).findings if f.kind.value == "hash_index_inconsistent"]
+    assert any("two buckets" in m for m in found), found
+    assert any("missing from its HASH index" in m for m in found), found
+    # no index at all for a bucket with data
+    f1.write_bytes(encode_hash_index(h1))
+    assert fsck(t).ok
+    t2 = dyn_table(catalog, name="db.dyn2")
+    write_rows(t2, rows("a", [1]))
+    s2 = t2.snapshot_manager.latest_snapshot()
+    assert s2 is not None
+    path = Path(t2.snapshot_manager.snapshot_path(s2.id))
+    doc = json.loads(path.read_text())
+    del doc["indexManifest"]
+    path.write_text(json.dumps(doc, indent=2))
+    found = [f.message for f in fsck(t2).findings if f.kind.value == "hash_index_inconsistent"]
+    assert found and "no HASH index entry" in found[0]
 
 
 def test_options_validated(catalog: FileSystemCatalog) -> None:
