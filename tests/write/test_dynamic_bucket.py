@@ -19,7 +19,7 @@ import pytest
 from paimon_core.bucket import hash_codes
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.fsck import fsck
+from paimon_core.fsck import fsck, orphan_files
 from paimon_core.spec.hash_index import decode_hash_index, encode_hash_index
 from paimon_core.spec.index_manifest import (
     HASH_INDEX,
@@ -241,9 +241,18 @@ def test_compaction_and_expiry_keep_the_index(catalog: FileSystemCatalog) -> Non
     assert "COMPACT" in kinds  # inline compaction ran
     assert t.compact() is not None  # and a full one
     idx = hash_index(t)
+    t.create_tag("early", 2)  # a tag keeps snapshot 2's index files alive
+    tagged = sorted_rows(t, "pt", "id", "v", tag="early")
+    index_dir = Path(t.path) / "index"
+    before = {p.name for p in index_dir.iterdir()}
     t.expire_snapshots(retain_min=1, retain_max=1)
-    assert fsck(t, deep=True).ok  # every index file of the retained snapshot is still there
+    assert fsck(t, deep=True).ok  # every index file of the retained snapshot / tag is there
     assert hash_index(t) == idx
+    assert sorted_rows(t, "pt", "id", "v", tag="early") == tagged
+    after = {p.name for p in index_dir.iterdir()}
+    assert after < before  # superseded index files of expired snapshots are gone
+    assert orphan_files(t, 2**62) == []  # and nothing left unreferenced
+    t.delete_tag("early")
     write_rows(t, rows("a", [1, 99], "z"))
     assert buckets_of(t)[("a", 1)] == 0
     assert len(buckets_of(t)) == 11
