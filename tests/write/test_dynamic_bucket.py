@@ -300,3 +300,22 @@ def test_options_validated(catalog: FileSystemCatalog) -> None:
 def test_schema_num_buckets_dynamic(catalog: FileSystemCatalog) -> None:
     t = dyn_table(catalog)
     assert isinstance(t.schema, TableSchema) and t.schema.num_buckets == -1
+
+
+def test_uncommitted_index_files_are_orphans(catalog: FileSystemCatalog) -> None:
+    """A task attempt whose messages never reach the commit (killed, or lost to a retry)
+    leaves index files that orphan cleaning reclaims without touching live ones."""
+    from paimon_core.orphans import remove_orphan_files
+
+    t = dyn_table(catalog)
+    write_rows(t, rows("a", [1, 2, 3, 4]))
+    live = {p.name for p in (Path(t.path) / "index").iterdir()}
+    w = t.new_write("u")
+    w.write_arrow(rows("a", [5, 6, 7, 8]))
+    lost = {ix.file_name for m in w.prepare_commit() for ix in m.index_files}
+    assert lost and not lost & live
+    found = {Path(p).name for p in orphan_files(t, 2**62)}
+    assert lost <= found and not found & live
+    remove_orphan_files(t, older_than_millis=2**62)
+    assert {p.name for p in (Path(t.path) / "index").iterdir()} == live
+    assert fsck(t, deep=True).ok
