@@ -40,6 +40,10 @@ class CommitMessage:
         schema_id: the schema the writer used.
         index_files: new HASH index files of the bucket (dynamic bucket tables; the APPEND
             snapshot replaces the bucket's previous index entry), in ``<table>/index/``.
+        replaces_index: the index file the writer extended (``""``: the bucket had none);
+            the commit refuses the message when the bucket's entry is no longer that file
+            (another writer changed the bucket's keys meanwhile). None: not checked
+            (overwrites replace everything).
     """
 
     partition: bytes
@@ -54,6 +58,7 @@ class CommitMessage:
     table_path: str = ""
     schema_id: int = 0
     index_files: tuple[IndexFileMeta, ...] = ()
+    replaces_index: str | None = None
 
     def is_empty(self) -> bool:
         return not (

@@ -58,7 +58,11 @@ from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import deserialize_binary_row
 from paimon_core.spec.file_entries import live_files
-from paimon_core.spec.index_manifest import IndexManifestEntry, combine_index_entries
+from paimon_core.spec.index_manifest import (
+    HASH_INDEX,
+    IndexManifestEntry,
+    combine_index_entries,
+)
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_core.spec.manifest_list import ManifestFileMeta
@@ -154,7 +158,10 @@ class TableCommit:
                      if any(pick(m)) or (kind is CommitKind.APPEND and m.index_files)]
             if not group:
                 continue
-            sid = self._try_commit(kind, _changes_of(group, pick), commit_identifier, opts,
+            build = _changes_of(group, pick)
+            if kind is CommitKind.APPEND:
+                build = self._check_index_base(build, group)
+            sid = self._try_commit(kind, build, commit_identifier, opts,
                                    touched=_touched(group))
             if sid is not None:
                 out.append(sid)
@@ -349,6 +356,31 @@ class TableCommit:
                     f"files written for bucket={m.total_buckets}, but the table now has "
                     f"bucket={schema.num_buckets} (a writer with a stale bucket count)"
                 )
+
+    def _check_index_base(self, build: ChangeBuilder,
+                          messages: Sequence[CommitMessage]) -> ChangeBuilder:
+        """``build``, after checking (on every attempt) that each dynamic bucket whose index a
+        message replaces still has the index file its writer extended: two writers adding
+        keys to one partition at once would otherwise lose one's keys from the index (Paimon
+        assumes one writer per partition; this makes the violation a conflict)."""
+        expect = {(m.partition, m.bucket): m.replaces_index for m in messages
+                  if m.index_files and m.replaces_index is not None}
+        if not expect:
+            return build
+
+        def checked(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
+            now = {(e.partition, e.bucket): e.file_name for e in self._index_entries(latest)
+                   if e.index_type == HASH_INDEX}
+            for (partition, bucket), base in expect.items():
+                if now.get((partition, bucket), "") != base:
+                    raise CommitConflictError(
+                        f"the hash index of dynamic bucket {bucket} (partition "
+                        f"{partition.hex()}) was changed by another writer since this writer "
+                        "loaded it: keys could land in two buckets; write each partition of a "
+                        "dynamic bucket table from one writer at a time, and retry")
+            return build(latest, live)
+
+        return checked
 
     def _index_entries(self, snapshot: Snapshot | None) -> list[IndexManifestEntry]:
         """The index manifest entries of ``snapshot`` (none without one)."""

@@ -167,14 +167,18 @@ class HashIndexReader:
             CorruptMetadataError: an index file that is not a sequence of int32.
             PaimonError: storage errors.
         """
-        out: dict[int, I32] = {}
+        return {b: hashes for b, (_, hashes) in self.load_files(partition).items()}
+
+    def load_files(self, partition: bytes) -> dict[int, tuple[str, I32]]:
+        """:meth:`load` with the name of each bucket's index file."""
+        out: dict[int, tuple[str, I32]] = {}
         for bucket, (name, _) in self._by_partition().get(partition, {}).items():
             hashes = self._files.get(name)
             if hashes is None:
                 path = self.layout.index_file(name)
                 hashes = decode_hash_index(self.file_io.read_bytes(path), path)
                 self._files[name] = hashes
-            out[bucket] = hashes
+            out[bucket] = (name, hashes)
         return out
 
 
@@ -359,13 +363,16 @@ class BucketHashes:
         self.reader = reader
         self._hashes: dict[tuple[bytes, int], I32] = {}
         self._modified: set[tuple[bytes, int]] = set()
-        self._partitions: dict[bytes, dict[int, I32]] = {}
+        self._partitions: dict[bytes, dict[int, tuple[str, I32]]] = {}
+        #: the index file each bucket's hash set was restored from, or last written to
+        self._base: dict[tuple[bytes, int], str | None] = {}
 
     def reset(self) -> None:
         """Forget everything (after an abort)."""
         self._hashes.clear()
         self._modified.clear()
         self._partitions.clear()
+        self._base.clear()
 
     def notify(self, partition: bytes, bucket: int, hashes: I32) -> None:
         """Records with key ``hashes`` were written to ``(partition, bucket)``."""
@@ -383,24 +390,33 @@ class BucketHashes:
         self._hashes[key] = have
 
     def _restore(self, partition: bytes, bucket: int) -> I32:
+        self._base[(partition, bucket)] = None
         if self.reader is None:
             return np.zeros(0, np.int32)
         files = self._partitions.get(partition)
         if files is None:
-            files = self.reader.load(partition)
+            files = self.reader.load_files(partition)
             self._partitions[partition] = files
-        got = files.get(bucket)
-        if got is None:
+        found = files.get(bucket)
+        if found is None:
             return np.zeros(0, np.int32)
-        got = np.sort(got)
+        self._base[(partition, bucket)] = found[0]
+        got = np.sort(found[1])
         if len(got) > 1 and bool((got[1:] == got[:-1]).any()):  # Java writes a set
             got = np.unique(got)
         return got
 
-    def take_changed(self) -> list[tuple[bytes, int, I32]]:
-        """(partition, bucket, every hash) of the buckets whose hash set changed since the
-        last call (``HashIndexMaintainer.prepareCommit``), sorted ascending."""
-        out = [(p, b, self._hashes[(p, b)]) for p, b in sorted(self._modified)]
+    def take_changed(self) -> list[tuple[bytes, int, I32, str | None]]:
+        """(partition, bucket, every hash, the index file they replace) of the buckets whose
+        hash set changed since the last call (``HashIndexMaintainer.prepareCommit``), hashes
+        ascending. The replaced file is the one the bucket was restored from, or the one
+        :meth:`wrote` named since (None: the bucket had no index file)."""
+        out = [(p, b, self._hashes[(p, b)], self._base.get((p, b)))
+               for p, b in sorted(self._modified)]
         self._modified.clear()
         return out
+
+    def wrote(self, partition: bytes, bucket: int, file_name: str) -> None:
+        """The bucket's hash set is now in ``file_name`` (what the next change replaces)."""
+        self._base[(partition, bucket)] = file_name
 

@@ -186,6 +186,7 @@ class TableWrite:
         self.bucket_types: list[DataType] = [schema.field(k).type for k in self.bucket_keys]
         self.dynamic = self.is_pk and self.num_buckets == -1
         self.key_types: list[DataType] = [schema.field(k).type for k in self.key_names]
+        self._overwrite = overwrite
         self._assigner: DynamicBucketAssigner | None = None
         self._hash_index: BucketHashes | None = None
         if self.dynamic:
@@ -320,8 +321,8 @@ class TableWrite:
         out = []
         for key, b in self._buckets.items():
             c = compacted.get(key)
-            ix = index_files.get(key, ())
-            if b.new_files or b.changelog_files or c is not None or ix:
+            ix, replaces = index_files.get(key, (None, None))
+            if b.new_files or b.changelog_files or c is not None or ix is not None:
                 out.append(
                     CommitMessage(
                         partition=b.partition,
@@ -334,7 +335,9 @@ class TableWrite:
                         compact_changelog=tuple(c.changelog) if c else (),
                         table_path=self.table_path,
                         schema_id=self.schema.id,
-                        index_files=ix,
+                        index_files=() if ix is None else (ix,),
+                        replaces_index=None if ix is None or self._overwrite
+                        else replaces or "",
                     )
                 )
             b.new_files = []
@@ -344,18 +347,22 @@ class TableWrite:
         self._touched.clear()
         return out
 
-    def _write_hash_indexes(self) -> dict[tuple[bytes, int], tuple[IndexFileMeta, ...]]:
-        """A new HASH index file for every bucket whose key set changed (dynamic buckets)."""
+    def _write_hash_indexes(self) -> dict[tuple[bytes, int],
+                                          tuple[IndexFileMeta | None, str | None]]:
+        """A new HASH index file for every bucket whose key set changed (dynamic buckets),
+        with the index file it replaces."""
         if self._hash_index is None:
             return {}
-        out: dict[tuple[bytes, int], tuple[IndexFileMeta, ...]] = {}
-        for partition, bucket, hashes in self._hash_index.take_changed():
+        out: dict[tuple[bytes, int], tuple[IndexFileMeta | None, str | None]] = {}
+        for partition, bucket, hashes, replaces in self._hash_index.take_changed():
             name = self.path_factory.new_index_file_name()
             path = self.layout.index_file(name)
             data = encode_hash_index(hashes)
             self.writer.written_paths.append(path)  # recorded first: abort removes a partial
             self.file_io.write_bytes(path, data)
-            out[(partition, bucket)] = (IndexFileMeta(HASH_INDEX, name, len(data), len(hashes)),)
+            self._hash_index.wrote(partition, bucket, name)
+            out[(partition, bucket)] = (IndexFileMeta(HASH_INDEX, name, len(data), len(hashes)),
+                                        replaces)
         return out
 
     def abort(self) -> None:

@@ -319,3 +319,35 @@ def test_uncommitted_index_files_are_orphans(catalog: FileSystemCatalog) -> None
     remove_orphan_files(t, older_than_millis=2**62)
     assert {p.name for p in (Path(t.path) / "index").iterdir()} == live
     assert fsck(t, deep=True).ok
+
+
+def test_two_writers_of_one_partition_conflict(catalog: FileSystemCatalog) -> None:
+    """Two writers loading the same index and adding keys: the first commit wins, the second
+    is a conflict (committing it would drop the first one's keys from the index)."""
+    from paimon_core.errors import CommitConflictError
+
+    t = dyn_table(catalog)
+    write_rows(t, rows("a", [1]))
+    w1, w2 = t.new_write("one"), t.new_write("two")
+    w1.write_arrow(rows("a", [2]))
+    w2.write_arrow(rows("a", [3]))
+    m1, m2 = w1.prepare_commit(), w2.prepare_commit()
+    assert [m.replaces_index for m in m1] == [m.replaces_index for m in m2] != [""]
+    t.new_commit("one").commit(m1, 1)
+    with pytest.raises(CommitConflictError, match="another writer"):
+        t.new_commit("two").commit(m2, 1)
+    t.new_commit("two").abort(m2)
+    # a writer's second commit extends its own first one: no conflict
+    w1.write_arrow(rows("a", [4]))
+    t.new_commit("one").commit(w1.prepare_commit(), 2)
+    assert hash_index(t) == {k: sorted(key_hashes([1, 2, 4])) for k in hash_index(t)}
+    assert fsck(t, deep=True).ok
+    # a different partition does not conflict
+    w3 = t.new_write("three")
+    w3.write_arrow(rows("b", [1]))
+    w1.write_arrow(rows("a", [5]))
+    t.new_commit("one").commit(w1.prepare_commit(), 3)
+    t.new_commit("three").commit(w3.prepare_commit(), 1)
+    assert fsck(t, deep=True).ok
+    for w in (w1, w2, w3):
+        w.close()
