@@ -188,3 +188,32 @@ def test_oracle_reads_our_dynamic_table(tmp_path: Path) -> None:
     for engine in ("java", "pypaimon"):
         got = [json.loads(x) for x in (out / f"{engine}.jsonl").read_text().splitlines()]
         assert sorted(((r["pt"], r["id"]), r["v"]) for r in got) == expected, engine
+
+
+def test_java_compacts_our_dynamic_table_and_we_continue(tmp_path: Path) -> None:
+    """Java 0.9's full compaction of our table carries our index forward (a COMPACT snapshot
+    with the same index manifest); our next write finds every stored key where it was."""
+    ensure_ready()
+    wh = tmp_path / "wh"
+    catalog = FileSystemCatalog(str(wh))
+    catalog.create_database("db", ignore_if_exists=True)
+    t = catalog.create_table("db.t", Schema.of(
+        [("pt", "STRING NOT NULL"), ("id", "INT NOT NULL"), ("v", "STRING")],
+        partition_keys=["pt"], primary_keys=["pt", "id"],
+        options={"bucket": "-1", "dynamic-bucket.target-row-num": "3"}))
+    write_ours(t, B1, 1)
+    write_ours(t, B2, 2)
+    rows, buckets = our_view(t)
+    results = run_batches({"dyn-compact": [{"cmd": "compact", "warehouse": str(wh),
+                                            "table": "db.t", "engine": "java"}]}, tmp_path)
+    assert not results["dyn-compact"].failures(), results["dyn-compact"].failures()
+    t = catalog.get_table("db.t")
+    snaps = list(t.snapshot_manager.snapshots())
+    assert [s.commit_kind.value for s in snaps] == ["APPEND", "APPEND", "COMPACT"]
+    assert snaps[2].index_manifest == snaps[1].index_manifest
+    assert our_view(t) == (rows, buckets)
+    write_ours(t, [("+I", "a", 1, "again"), ("+I", "a", 77, "new")], 3)
+    rows2, buckets2 = our_view(t)
+    assert rows2 == {**rows, ("a", 1): "again", ("a", 77): "new"}
+    assert all(buckets2[k] == b for k, b in buckets.items())
+    assert fsck(t, deep=True).ok
