@@ -28,7 +28,7 @@ buckets in runs (one numpy slice per bucket), never one Python step per row.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -193,7 +193,6 @@ class _ChannelIndex:
     residue: int
     num_assigners: int
     target: int
-    pending: list[tuple[I32, I32]] = field(default_factory=list)
 
     def assign(self, hashes: I32) -> I32:
         out = np.empty(len(hashes), dtype=np.int32)
@@ -214,7 +213,9 @@ class _ChannelIndex:
         return out
 
     def _deal(self, m: int) -> I32:
-        """Buckets for ``m`` new keys: fill the non-full buckets lowest first, then new ones."""
+        """Buckets for ``m`` new keys: fill the non-full buckets lowest first, then new ones
+        (Java iterates a ``HashMap``: ascending while bucket numbers stay below its capacity;
+        a partition normally has one non-full bucket per assigner anyway)."""
         out = np.empty(m, dtype=np.int32)
         i = 0
         for b in sorted(self.counts):
