@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from paimon_core.commit.conflicts import check_conflicts
+from paimon_core.commit.index_changes import check_index_bases, index_adds, index_deletes
 from paimon_core.commit.manifest_merge import merge_manifests, merge_settings
 from paimon_core.commit.manifest_writer import ManifestWriter
 from paimon_core.commit.options import CommitOptions
@@ -58,11 +59,7 @@ from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import deserialize_binary_row
 from paimon_core.spec.file_entries import live_files
-from paimon_core.spec.index_manifest import (
-    HASH_INDEX,
-    IndexManifestEntry,
-    combine_index_entries,
-)
+from paimon_core.spec.index_manifest import IndexManifestEntry, combine_index_entries
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_core.spec.manifest_list import ManifestFileMeta
@@ -229,9 +226,7 @@ class TableCommit:
                     for e in live if replaced(e.partition)]
             data += [_entry(FileKind.ADD, m, f) for m, f in new]
             # the replaced partitions' index files go too (FileStoreCommitImpl.tryOverwrite)
-            index = [replace(e, kind=FileKind.DELETE) for e in self._index_entries(latest)
-                     if replaced(e.partition)]
-            index += _index_adds(messages)
+            index = index_deletes(self._index_entries(latest), replaced) + index_adds(messages)
             return _Changes(data, [], index)
 
         sid = self._try_commit(CommitKind.OVERWRITE, build, commit_identifier,
@@ -267,8 +262,7 @@ class TableCommit:
 
             data = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
                     for e in live if dropped(e.partition)]
-            index = [replace(e, kind=FileKind.DELETE) for e in self._index_entries(latest)
-                     if dropped(e.partition)]
+            index = index_deletes(self._index_entries(latest), dropped)
             return _Changes(data, [], index)
 
         sid = self._try_commit(CommitKind.OVERWRITE, build, commit_identifier,
@@ -359,25 +353,13 @@ class TableCommit:
 
     def _check_index_base(self, build: ChangeBuilder,
                           messages: Sequence[CommitMessage]) -> ChangeBuilder:
-        """``build``, after checking (on every attempt) that each dynamic bucket whose index a
-        message replaces still has the index file its writer extended: two writers adding
-        keys to one partition at once would otherwise lose one's keys from the index (Paimon
-        assumes one writer per partition; this makes the violation a conflict)."""
-        expect = {(m.partition, m.bucket): m.replaces_index for m in messages
-                  if m.index_files and m.replaces_index is not None}
-        if not expect:
+        """``build``, after :func:`check_index_bases` against the snapshot followed (on every
+        attempt)."""
+        if not any(m.index_files and m.replaces_index is not None for m in messages):
             return build
 
         def checked(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
-            now = {(e.partition, e.bucket): e.file_name for e in self._index_entries(latest)
-                   if e.index_type == HASH_INDEX}
-            for (partition, bucket), base in expect.items():
-                if now.get((partition, bucket), "") != base:
-                    raise CommitConflictError(
-                        f"the hash index of dynamic bucket {bucket} (partition "
-                        f"{partition.hex()}) was changed by another writer since this writer "
-                        "loaded it: keys could land in two buckets; write each partition of a "
-                        "dynamic bucket table from one writer at a time, and retry")
+            check_index_bases(messages, self._index_entries(latest))
             return build(latest, live)
 
         return checked
@@ -636,16 +618,10 @@ def _changes_of(
             data += [_entry(FileKind.ADD, m, f) for f in added]
             log_ += [_entry(FileKind.ADD, m, f) for f in changelog]
         # hash index files go with the APPEND snapshot (FileStoreCommitImpl.commit)
-        index = _index_adds(messages) if pick is _append_files else []
+        index = index_adds(messages) if pick is _append_files else []
         return _Changes(data, log_, index)
 
     return build
-
-
-def _index_adds(messages: Sequence[CommitMessage]) -> list[IndexManifestEntry]:
-    """ADD entries of the messages' new index files."""
-    return [ix.entry(FileKind.ADD, m.partition, m.bucket) for m in messages
-            for ix in m.index_files]
 
 
 def _touched(messages: Sequence[CommitMessage]) -> set[bytes]:
