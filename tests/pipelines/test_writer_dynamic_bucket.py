@@ -95,3 +95,35 @@ def test_data_source_refuses_dynamic_pk_tables(spark: Any, tmp_path: Path) -> No
     df = spark.createDataFrame([("a", 1, "x")], DDL)
     with pytest.raises(Exception, match="bucket=-1"):
         df.write.format("paimon").options(warehouse=str(tmp_path)).mode("append").save("db.t")
+
+
+def test_killed_assigner_task_is_retried(spark: Any, tmp_path: Path) -> None:
+    """A task (assigner channel 0) killed mid-write is retried: the new attempt loads the
+    index again and assigns as the first would have; rows land once, the index agrees."""
+    import os
+
+    t = _table(tmp_path)
+    settings = CatalogSettings(str(tmp_path))
+    base = [(("a", "b")[i % 2], i, f"v{i}") for i in range(100)]
+    write_dataframe(spark.createDataFrame(base, DDL), settings, "db.t", commit_user="w",
+                    commit_identifier=1)
+    _, buckets = _state(t)
+    ups = [(("a", "b")[i % 2], i, f"u{i}") for i in range(50, 250)]
+
+    def kill_first_attempt(partition: int, attempt: int, batches: int) -> None:
+        if partition == 0 and attempt == 0 and batches >= 2:
+            os._exit(13)  # the Python worker vanishes: no cleanup, no message
+
+    old = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "20")
+    try:
+        res = write_dataframe(spark.createDataFrame(ups, DDL), settings, "db.t",
+                              commit_user="w", commit_identifier=2,
+                              fault_hook=kill_first_attempt)
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", old)
+    assert res.rows == 200
+    rows, buckets2 = _state(t)
+    assert rows == {**{(p, i): v for p, i, v in base}, **{(p, i): v for p, i, v in ups}}
+    assert all(buckets2[k] == b for k, b in buckets.items())
+    assert fsck(t, deep=True).ok
