@@ -99,6 +99,7 @@ from pipelines.cdc_events import (
     position_columns,
     sample_new_column_values,
 )
+from pipelines.cdc_routing import routing
 from pipelines.cdc_toast import fill_unavailable
 from pipelines.cdc_values import bad_value
 from pipelines.config import (
@@ -295,7 +296,8 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
 
     schema = handle.schema
     seq = _sequence_column(handle, opts)
-    buckets = schema.num_buckets
+    route = routing(schema, spark.sparkContext.defaultParallelism)
+    buckets = route.tasks
     paths = list(files)
     decode_this = decode_avro_file if opts.format == "debezium-avro" else decode_file
 
@@ -307,7 +309,7 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                                   epoch_unit=opts.epoch_unit, sequence_column=seq,
                                   unavailable=opts.unavailable,
                                   threads=threads)
-                ids = out.column(BUCKET_COLUMN).to_numpy(zero_copy_only=False)
+                ids = route.task_ids(out, schema, BUCKET_COLUMN)
                 order = np.argsort(ids, kind="stable")
                 counts = np.bincount(ids, minlength=max(buckets, 1))
                 out = out.take(pa.array(order))
@@ -390,7 +392,8 @@ def _write_pass(
     from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
     pos = position_columns(opts.position_fields)
-    routed = blobs.repartitionById(handle.schema.num_buckets, "bucket")
+    route = routing(handle.schema, blobs.sparkSession.sparkContext.defaultParallelism)
+    routed = blobs.repartitionById(route.tasks, "bucket")
 
     def read_previous(columns: Sequence[str]) -> pa.Table:
         """The table's rows of this task's bucket as the batch started."""
@@ -400,7 +403,8 @@ def _write_pass(
         if start_snapshot is None:
             return pa.schema([pa.field(c, pa.string()) for c in columns]).empty_table()
         tc = TaskContext.get()
-        bucket = tc.partitionId() if tc is not None else None
+        # a dynamic bucket task's keys may be in any bucket
+        bucket = tc.partitionId() if tc is not None and not route.dynamic else None
         rb = (table.new_read_builder().with_projection(columns)
               .with_time_travel(snapshot_id=start_snapshot))
         splits = [s for s in rb.new_scan().plan().splits if bucket is None or s.bucket == bucket]
@@ -461,7 +465,10 @@ def _write_pass(
             _last_changes(data, handle.schema.primary_keys, pos),
             handle.schema.fields, handle.schema.primary_keys).combine_chunks().to_batches()
             if data is not None and data.num_rows else [])
-        msgs, rows = write_batches(handle, user, last, row_kind_column=KIND_COLUMN)
+        tc = TaskContext.get()
+        msgs, rows = write_batches(
+            handle, user, last, row_kind_column=KIND_COLUMN, overwrite=after is not None,
+            assigner_channel=route.channel(tc.partitionId() if tc is not None else 0))
         if rejected and quarantine is not None:
             tc = TaskContext.get()
             pid = tc.partitionId() if tc is not None else 0
@@ -672,9 +679,7 @@ def ingest_batch(
     if not checked and not handle.open().new_commit(user).filter_committed([batch]):
         report.skipped = True
         return report
-    if handle.schema.num_buckets <= 0:
-        raise UnsupportedError(f"CDC needs a fixed bucket count; {identifier} has bucket="
-                               f"{handle.schema.num_buckets}")
+    routing(handle.schema, 1)  # a bucket mode the job can write (else an error naming it)
     fio = landing_io or settings.file_io()
     q_root = quarantine_root or opts.quarantine
     base = join(q_root, f"batch-{batch:06d}") if q_root is not None else None
