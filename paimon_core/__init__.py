@@ -58,7 +58,8 @@ The names, by concept:
   :func:`paimon_core.fsck.fsck`: the public submodule ``paimon_core.fsck`` keeps its name, so
   ``import paimon_core.fsck`` still gives the module).
 * **engine helpers** (for Spark / Dagster integrations): :func:`bucket_ids` (Paimon's bucket
-  of every row), :func:`conform_column`, :func:`deduplicate`, :func:`decode_partition`,
+  of every row), :func:`channel_ids` and :class:`AssignerChannel` (distributed writes of
+  dynamic bucket tables), :func:`conform_column`, :func:`deduplicate`, :func:`decode_partition`,
   :func:`live_files`, :func:`parse_memory_size`, :class:`ScanPlanner` (plans one
   snapshot), manifest rows (:class:`ManifestEntry`, :class:`DataFileMeta`, :class:`FileKind`),
   :data:`BulkDelete` (a batched deleter for expiry).
@@ -195,6 +196,7 @@ from paimon_core.types import (
     to_arrow_type,
 )
 from paimon_core.write.builder import BatchTableCommit, BatchWriteBuilder
+from paimon_core.write.dynamic_bucket import AssignerChannel, channel_ids
 from paimon_core.write.input import conform_column
 from paimon_core.write.table_write import TableWrite
 
@@ -209,6 +211,7 @@ __all__ = [
     "AddColumn",
     "And",
     "ArrayType",
+    "AssignerChannel",
     "AtomicType",
     "BatchTableCommit",
     "BatchWriteBuilder",
@@ -302,6 +305,7 @@ __all__ = [
     "arrow_short_retract_mask",
     "bind",
     "bucket_ids",
+    "channel_ids",
     "compact_bucket",
     "compact_table",
     "compact_with_retries",

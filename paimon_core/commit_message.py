@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from paimon_core.errors import PaimonError
 from paimon_core.spec.binary_row import binary_row_arity
+from paimon_core.spec.index_manifest import HASH_INDEX, IndexFileMeta
 from paimon_core.spec.manifest import DataFileMeta
 
 
@@ -37,6 +38,12 @@ class CommitMessage:
             outputs (ADD) and changelog.
         table_path: the table the files were written for (checked by the committer).
         schema_id: the schema the writer used.
+        index_files: new HASH index files of the bucket (dynamic bucket tables; the APPEND
+            snapshot replaces the bucket's previous index entry), in ``<table>/index/``.
+        replaces_index: the index file the writer extended (``""``: the bucket had none);
+            the commit refuses the message when the bucket's entry is no longer that file
+            (another writer changed the bucket's keys meanwhile). None: not checked
+            (overwrites replace everything).
     """
 
     partition: bytes
@@ -50,11 +57,14 @@ class CommitMessage:
     compact_changelog: tuple[DataFileMeta, ...] = ()
     table_path: str = ""
     schema_id: int = 0
+    index_files: tuple[IndexFileMeta, ...] = ()
+    replaces_index: str | None = None
 
     def is_empty(self) -> bool:
         return not (
             self.new_files or self.deleted_files or self.changelog_files
             or self.compact_before or self.compact_after or self.compact_changelog
+            or self.index_files
         )
 
     def all_files(self) -> tuple[DataFileMeta, ...]:
@@ -126,3 +136,13 @@ def validate_messages(
                     f"file {f.file_name} has an external path; only files under the table "
                     "are accepted"
                 )
+        for ix in m.index_files:
+            _check_name(ix.file_name, "index file")
+            if ix.index_type != HASH_INDEX:
+                raise InvalidCommitMessageError(
+                    f"index file {ix.file_name} of type {ix.index_type!r}: only {HASH_INDEX} "
+                    "index files are committed from messages")
+            if num_buckets != -1:
+                raise InvalidCommitMessageError(
+                    f"hash index file {ix.file_name} for a table with bucket={num_buckets} "
+                    "(only dynamic bucket tables, bucket=-1, have one)")

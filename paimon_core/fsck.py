@@ -12,6 +12,9 @@ Works on tables written by Paimon Java, pypaimon or this project; it only reads.
   primary-key table the files of each level >= 1 do not overlap in key range; the live files of
   a partition were all written for one bucket count; ``totalRecordCount`` equals the sum of the
   live files' row counts.
+* I3 dynamic bucket tables (``bucket=-1``): the latest snapshot's HASH index agrees with its
+  data (:mod:`paimon_core.fsck_index`: one entry per bucket, no key hash in two buckets of a
+  partition, every live key's hash in its bucket's index).
 * I2: no (commitUser, commitIdentifier, commitKind) in two snapshots (batch commits, which all
   use Long.MAX, excepted).
 * I4: the latest snapshot (every snapshot with ``deep=True``) reads in full through time
@@ -43,6 +46,7 @@ from paimon_core.errors import (
     PaimonError,
     UnsupportedError,
 )
+from paimon_core.fsck_index import check_hash_index
 from paimon_core.fsck_orphans import list_orphans
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
@@ -89,6 +93,7 @@ class FindingKind(str, enum.Enum):
     HINT_LAG = "hint_lag"
     HINT_INVALID = "hint_invalid"
     STRAY_SNAPSHOT = "stray_snapshot"
+    HASH_INDEX_INCONSISTENT = "hash_index_inconsistent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +231,8 @@ class _Checker:
                          snapshot=snap.id, path=self.table.schema_manager.schema_path(
                              snap.schema_id))
             fold = self._check_snapshot(snap, fold)
+        if snapshots and self.is_pk and self.schema.num_buckets == -1:
+            self._check_hash_index(snapshots[-1], fold)
         tags = self._check_tags({s.id: s for s in snapshots})
         targets = snapshots if deep else snapshots[-1:]
         for snap in targets:
@@ -539,6 +546,23 @@ class _Checker:
                 continue  # checked as a snapshot
             self._check_snapshot(snap, _Fold())
         return names
+
+    def _check_hash_index(self, snap: Snapshot, fold: _Fold) -> None:
+        """Dynamic bucket tables: the latest snapshot's HASH index agrees with its data
+        (:mod:`paimon_core.fsck_index`)."""
+        entries = (self._index_manifest(snap.index_manifest, snap.id) or []
+                   if snap.index_manifest else [])
+        live = [k for k, ids in fold.by_bucket.items() if ids]
+        try:
+            problems = check_hash_index(self.table, snap.id, entries, live)
+        except Exception as e:  # a failing read is reported by the read check
+            self.add(FindingKind.UNVERIFIABLE, f"cannot check the hash index of snapshot "
+                     f"{snap.id}: {type(e).__name__}: {e}", snapshot=snap.id,
+                     severity=Severity.WARNING)
+            return
+        for p in problems:
+            self.add(FindingKind.HASH_INDEX_INCONSISTENT, p.message, snapshot=snap.id,
+                     path=p.path)
 
     def _check_readable(self, snap: Snapshot) -> None:
         try:

@@ -53,6 +53,7 @@ __all__ = [
     "CONSUMER_DIR",
     "DATA_FILE_PREFIX",
     "INDEX_DIR",
+    "INDEX_FILE_PREFIX",
     "MANIFEST_DIR",
     "POSTPONE_BUCKET",
     "SCHEMA_DIR",
@@ -72,6 +73,7 @@ SNAPSHOT_DIR = "snapshot"
 SCHEMA_DIR = "schema"
 MANIFEST_DIR = "manifest"
 INDEX_DIR = "index"
+INDEX_FILE_PREFIX = "index-"
 STATISTICS_DIR = "statistics"
 TAG_DIR = "tag"
 CONSUMER_DIR = "consumer"
@@ -110,6 +112,10 @@ class DataFilePathFactory:
 
     def new_changelog_file_name(self) -> str:
         return f"{CHANGELOG_FILE_PREFIX}{self.uuid}-{self._next()}.{self.file_format}"
+
+    def new_index_file_name(self) -> str:
+        """A hash index file in ``<table>/index/`` (``indexFileFactory``: ``index-<uuid>-<n>``)."""
+        return f"{INDEX_FILE_PREFIX}{self.uuid}-{self._next()}"
 
 
 @dataclass(frozen=True)

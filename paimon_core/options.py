@@ -130,6 +130,8 @@ class CoreOptions:
     BUCKET_KEY: ClassVar[str] = "bucket-key"
     BUCKET_FUNCTION_TYPE: ClassVar[str] = "bucket-function.type"
     DYNAMIC_BUCKET_TARGET_ROW_NUM: ClassVar[str] = "dynamic-bucket.target-row-num"
+    DYNAMIC_BUCKET_INITIAL_BUCKETS: ClassVar[str] = "dynamic-bucket.initial-buckets"
+    DYNAMIC_BUCKET_ASSIGNER_PARALLELISM: ClassVar[str] = "dynamic-bucket.assigner-parallelism"
     FILE_FORMAT: ClassVar[str] = "file.format"
     FILE_COMPRESSION: ClassVar[str] = "file.compression"
     FILE_COMPRESSION_ZSTD_LEVEL: ClassVar[str] = "file.compression.zstd-level"
@@ -365,6 +367,25 @@ class CoreOptions:
     def write_buffer_size(self) -> int:
         """``write-buffer-size`` in bytes (default 256 MiB)."""
         return self.get_memory_size(self.WRITE_BUFFER_SIZE, 256 * _MIB)
+
+    @property
+    def dynamic_bucket_target_row_num(self) -> int:
+        """``dynamic-bucket.target-row-num`` (>= 1, default 2,000,000): keys per bucket."""
+        return self.get_int(self.DYNAMIC_BUCKET_TARGET_ROW_NUM, 2_000_000, minimum=1)
+
+    @property
+    def dynamic_bucket_initial_buckets(self) -> int | None:
+        """``dynamic-bucket.initial-buckets`` (>= 1, no default)."""
+        if self.raw.get(self.DYNAMIC_BUCKET_INITIAL_BUCKETS) is None:
+            return None
+        return self.get_int(self.DYNAMIC_BUCKET_INITIAL_BUCKETS, 1, minimum=1)
+
+    @property
+    def dynamic_bucket_assigner_parallelism(self) -> int | None:
+        """``dynamic-bucket.assigner-parallelism`` (>= 1, no default)."""
+        if self.raw.get(self.DYNAMIC_BUCKET_ASSIGNER_PARALLELISM) is None:
+            return None
+        return self.get_int(self.DYNAMIC_BUCKET_ASSIGNER_PARALLELISM, 1, minimum=1)
 
     @property
     def num_sorted_runs_compaction_trigger(self) -> int:

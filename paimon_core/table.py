@@ -65,6 +65,7 @@ from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind, Snapshot
 from paimon_core.tags import TagManager
 from paimon_core.write.builder import BatchWriteBuilder
+from paimon_core.write.dynamic_bucket import AssignerChannel
 from paimon_core.write.table_write import TableWrite
 
 FilterArg = str | Sequence[str] | Predicate | None
@@ -170,13 +171,16 @@ class FileStoreTable:
         return BatchWriteBuilder(self, commit_user or str(uuid.uuid4()),
                                  options or CommitOptions())
 
-    def new_write(self, commit_user: str) -> TableWrite:
+    def new_write(self, commit_user: str, *, overwrite: bool = False,
+                  assigner_channel: AssignerChannel | None = None) -> TableWrite:
         """The writer (phase one) for ``commit_user`` (Java's ``newWrite(commitUser)``); see
-        :class:`TableWrite`. Use :meth:`new_batch_write_builder` to have one user made for
-        both phases."""
+        :class:`TableWrite` (``overwrite``: rows for an INSERT OVERWRITE;
+        ``assigner_channel``: one task of a distributed dynamic bucket write). Use
+        :meth:`new_batch_write_builder` to have one user made for both phases."""
         return TableWrite(
             self.file_io, self.path, self.schema, commit_user=commit_user,
             snapshot_manager=self.snapshot_manager, planner=self.new_planner(self.schema, None),
+            overwrite=overwrite, assigner_channel=assigner_channel,
         )
 
     def new_commit(

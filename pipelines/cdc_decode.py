@@ -79,6 +79,7 @@ from pipelines.cdc_values import (
     Fields,
     convert,
     digits,
+    exact_leaves,
     exact_numbers,
     json_text,
     schema_types,
@@ -703,6 +704,8 @@ def _inexact_columns(chunks: list[tuple[int, pa.Table]], schema: TableSchema) ->
     names = {f.name for f in schema.fields if isinstance(f.type, AtomicType)
              and (f.type.root is TypeRoot.DECIMAL or f.type.root in STRING_ROOTS)}
     names |= {"BI_" + n for n in names}  # AWS DMS before images
+    nested = {f.name for f in schema.fields
+              if not isinstance(f.type, AtomicType) and exact_leaves(f.type)}
     found = False
     for _, t in chunks:
         images = [t.schema.field(c).type for c in ("before", "after") if c in t.column_names]
@@ -716,9 +719,21 @@ def _inexact_columns(chunks: list[tuple[int, pa.Table]], schema: TableSchema) ->
                        if pt.get_field_index(c) >= 0]
         for img in images:
             if pa.types.is_struct(img) and any(
-                    f.name in names and pa.types.is_floating(f.type) for f in img):
+                    (f.name in names and pa.types.is_floating(f.type))
+                    or (f.name in nested and _holds_floats(f.type)) for f in img):
                 found = True
     return found
+
+
+def _holds_floats(t: pa.DataType) -> bool:
+    """Whether a parsed nested value's type holds doubles somewhere."""
+    if pa.types.is_floating(t):
+        return True
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _holds_floats(t.value_type)
+    if pa.types.is_struct(t):
+        return any(_holds_floats(f.type) for f in t)
+    return False
 
 
 def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,

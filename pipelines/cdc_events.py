@@ -28,11 +28,26 @@ the table's column types with ``try_cast``, so that a value that does not fit it
   Kafka Connect ``Decimal`` (the default ``precise`` mode: base64 of the unscaled value, the
   ``scale`` parameter) and ``VariableScaleDecimal`` (``{"scale", "value"}``), exact or
   refused; into a STRING column their exact decimal text;
-* DATE: days since the epoch (``io.debezium.time.Date``) or ISO text;
+* DATE: days since the epoch (``io.debezium.time.Date``) or ISO text (``IsoDate``'s
+  ``2017-09-15Z`` too);
 * TIMESTAMP / TIMESTAMP WITH LOCAL TIME ZONE: epoch numbers in the unit the event's schema
   names (``Timestamp`` ms, ``MicroTimestamp`` µs, ``NanoTimestamp`` ns: refused when not
-  whole µs), else in ``epoch_unit``; or ISO text (``ZonedTimestamp``);
-* BINARY / BYTES: base64 text; ARRAY / MAP / ROW: JSON.
+  whole µs), else in ``epoch_unit``; or ISO text (``ZonedTimestamp``: an instant; into
+  TIMESTAMP its UTC wall-clock time; a non-zero digit below the µs is refused). Refused
+  when finer than the column's precision or outside the years 1..9999 (Postgres' infinity);
+* TIME(p): a time of day, numbers past midnight in the unit of ``Time`` (ms) /
+  ``MicroTime`` (µs) / ``NanoTime`` (ns) (else ``epoch_unit``) or text ``HH:MM:SS[.f]`` with
+  an optional offset (``ZonedTime``, taken away: UTC); Paimon stores milliseconds, so a
+  value finer than ``min(p, 3)`` fraction digits, or not in ``[00:00, 24:00)``, is refused.
+  This reference carries TIME as its microseconds past midnight (BIGINT: Spark's TIME type
+  is off by default); the fast path as ``time64``;
+* BINARY / BYTES: base64 text; Debezium ``Bits`` (little-endian) land big-endian, as Paimon's
+  Debezium sync stores them; ``Bits`` of 0 / 1 into BOOLEAN;
+* STRING: text as is (``Json``, ``Uuid``, ``Enum``, ``EnumSet``, ``Xml``, ``Ltree``,
+  ``Interval``...); geometry structs (``Geometry`` / ``Point`` / ``Geography``) as the
+  GeoJSON text Paimon's sync writes (2D WKB; others refused); ``Year`` is an INT;
+* ARRAY / MAP / ROW: JSON; their decimals must fit exactly too (checked on the numbers' text:
+  never rounded), numbers longer than a double kept as text.
 
 The source position orders events: the fields of the event's ``source.connector``
 (:data:`CONNECTOR_POSITIONS`: Postgres ``lsn``, MySQL ``file, pos, row``, SQL Server
@@ -45,8 +60,10 @@ input file and the line number break ties.
 from __future__ import annotations
 
 import base64
+import binascii
 import decimal
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -54,17 +71,30 @@ from paimon_core import (
     BINARY_ROOTS,
     KIND_COLUMN,
     STRING_ROOTS,
+    ArrayType,
     AtomicType,
     DataType,
+    MapType,
     RowKind,
+    RowType,
     TableSchema,
     TypeRoot,
 )
 from pipelines.cdc_values import (
+    BITS,
     CONNECT_DECIMAL,
     EPOCH_UNITS,
+    FINER_THAN_MICROS,
+    GEOMETRY,
     LONG_NUMBER,
+    MAX_MICROS,
+    MIN_MICROS,
+    TIME_TEXT,
+    TIME_UNITS,
     VARIABLE_SCALE_DECIMAL,
+    exact_leaves,
+    geojson,
+    stored_time_digits,
 )
 from pipelines.spark_types import spark_type
 
@@ -199,16 +229,69 @@ def _epoch(n: Column, name: Column | None, epoch_unit: str) -> Column:
     ``epoch_unit``); NULL where nanoseconds are not whole microseconds."""
     from pyspark.sql import functions as F
 
-    default = F.timestamp_micros(n) if epoch_unit == "us" else F.timestamp_millis(n)
+    # years 1..9999 only: no overflow, no Postgres +-infinity
+    ms = F.when(n.between(MIN_MICROS // 1000, MAX_MICROS // 1000), n)
+    us = F.when(n.between(MIN_MICROS, MAX_MICROS), n)
+    default = F.timestamp_micros(us) if epoch_unit == "us" else F.timestamp_millis(ms)
     if name is None:
         return default
     units = {u: [k for k, v in EPOCH_UNITS.items() if v == u] for u in ("ms", "us", "ns")}
     return (F.when(name.isin(*units["ns"]),
                    F.when(n % 1000 == 0, F.timestamp_micros(
                        (n.cast("decimal(20,0)") / 1000).cast("long"))))
-            .when(name.isin(*units["us"]), F.timestamp_micros(n))
-            .when(name.isin(*units["ms"]), F.timestamp_millis(n))
+            .when(name.isin(*units["us"]), F.timestamp_micros(us))
+            .when(name.isin(*units["ms"]), F.timestamp_millis(ms))
             .otherwise(default))
+
+
+def _reversed(b: Column) -> Column:
+    """The bytes of ``b`` in reverse order (Debezium's little-endian Bits -> big-endian)."""
+    from pyspark.sql import functions as F
+
+    pairs = F.regexp_extract_all(F.hex(b), F.lit("(..)"), 1)
+    return F.when(b.isNotNull(), F.unhex(F.array_join(F.reverse(pairs), "")))
+
+
+#: :data:`pipelines.cdc_values.TIME_TEXT` without group names (Java's regex syntax differs)
+_TIME_TEXT = re.sub(r"\?P<\w+>", "", TIME_TEXT)
+_DAY_NS = 86_400 * 10**9
+
+
+def _time_micros(raw: Column, name: Column | None, epoch_unit: str, digits_kept: int) -> Column:
+    """A time of day as its microseconds past midnight (BIGINT: Spark has no TIME type
+    unless enabled; the fast path's ``time64``): numbers in the unit of the logical type
+    ``name`` (:data:`pipelines.cdc_values.TIME_UNITS`, else ``epoch_unit``) or text
+    ``HH:MM:SS[.f][offset]`` (the offset taken away); NULL out of ``[00:00, 24:00)`` or finer
+    than the ``digits_kept`` fraction digits the column stores."""
+    from pyspark.sql import functions as F
+
+    unit_ns = {"ms": 10**6, "us": 10**3, "ns": 1}
+    factor: Column = F.lit(unit_ns[epoch_unit])
+    if name is not None:
+        expr = None
+        for logical, unit in TIME_UNITS.items():
+            expr = (F.when(name == logical, F.lit(unit_ns[unit])) if expr is None
+                    else expr.when(name == logical, F.lit(unit_ns[unit])))
+        assert expr is not None
+        factor = expr.otherwise(factor)
+    n = raw.try_cast("long")
+    by_number = F.when((n >= 0) & (n < F.lit(_DAY_NS) / factor), n * factor)
+
+    def group(i: int) -> Column:
+        return F.regexp_extract(raw, _TIME_TEXT, i)
+
+    h, m, s = (group(i).try_cast("long") for i in (1, 2, 3))
+    frac = F.coalesce(F.rpad(group(4), 9, "0").try_cast("long"), F.lit(0))
+    zone = F.regexp_replace(group(5), ":", "")
+    off = F.when((zone == "") | (zone == "Z"), F.lit(0)).otherwise(
+        (F.substring(zone, 2, 2).try_cast("long") * 60 + F.substring(zone, 4, 2).try_cast("long"))
+        * 60 * 10**9 * F.when(zone.startswith("-"), F.lit(-1)).otherwise(F.lit(1)))
+    clock = ((h * 60 + m) * 60 + s) * 10**9 + frac - off
+    by_text = F.when(raw.rlike(_TIME_TEXT) & (h < 24) & (m < 60) & (s < 60),
+                     F.pmod(clock, F.lit(_DAY_NS)))
+    ns = F.when(_digits(raw), by_number).otherwise(by_text)
+    step = 10 ** (9 - digits_kept)
+    return _let(ns, lambda x: F.when(x % step == 0, (x / 1000).cast("long")))
 
 
 def _let(value: Column, body: Any) -> Column:
@@ -280,6 +363,57 @@ def _decoded_decimals(raw: Column, name: Column, scale: Column) -> tuple[Column,
     return _let(raw, connect), _let(raw, variable)
 
 
+def _geojson_or_null(wkb: str | None, srid: str | None) -> str | None:
+    if wkb is None:
+        return None
+    try:
+        return geojson(wkb, srid)
+    except (ValueError, TypeError, binascii.Error):
+        return None
+
+
+def _decimals_as_text(st: Any) -> Any:
+    """The Spark type ``st`` with every decimal a string (the number's text as written)."""
+    from pyspark.sql import types as T
+
+    if isinstance(st, T.DecimalType):
+        return T.StringType()
+    if isinstance(st, T.ArrayType):
+        return T.ArrayType(_decimals_as_text(st.elementType), st.containsNull)
+    if isinstance(st, T.MapType):
+        return T.MapType(_decimals_as_text(st.keyType), _decimals_as_text(st.valueType),
+                         st.valueContainsNull)
+    if isinstance(st, T.StructType):
+        return T.StructType([T.StructField(f.name, _decimals_as_text(f.dataType), f.nullable)
+                             for f in st.fields])
+    return st
+
+
+def _exact_texts(v: Column, t: DataType) -> Column:
+    """Whether every decimal in the nested value ``v`` (decimals as text) fits its type
+    exactly (at most the scale's significant fraction digits, plain text)."""
+    from pyspark.sql import functions as F
+
+    if isinstance(t, AtomicType):
+        if t.root is not TypeRoot.DECIMAL:
+            return F.lit(True)
+        scale, ints = t.scale or 0, (t.precision or 38) - (t.scale or 0)
+        return v.isNull() | v.rlike(
+            rf"^-?0*[0-9]{{0,{ints}}}(\.[0-9]{{0,{scale}}}0*)?$")
+    if isinstance(t, ArrayType):
+        return F.coalesce(F.forall(v, lambda x: _exact_texts(x, t.element)), F.lit(True))
+    if isinstance(t, MapType):
+        return F.coalesce(F.forall(F.map_values(v), lambda x: _exact_texts(x, t.value))
+                          & F.forall(F.map_keys(v), lambda x: _exact_texts(x, t.key)),
+                          F.lit(True))
+    if isinstance(t, RowType):
+        out = F.lit(True)
+        for f in t.fields:
+            out = out & _exact_texts(v[f.name], f.type)
+        return F.coalesce(out, F.lit(True))
+    return F.lit(True)
+
+
 def _exact_decimal(text: Column, t: AtomicType, st: Any) -> Column:
     # Spark rounds a decimal cast to the scale: accept only text with at most ``scale``
     # significant fraction digits, so nothing is rounded silently
@@ -303,26 +437,56 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms",
     st = spark_type(t)
     if not isinstance(t, AtomicType):
         assert isinstance(st, (T.ArrayType, T.MapType, T.StructType))
-        return F.from_json(raw, st)
+        if not exact_leaves(t):
+            return F.from_json(raw, st)
+        # Spark rounds a JSON number into a nested decimal: the numbers' text (the value
+        # parsed with its decimals as strings) is checked first, as for a top-level decimal
+        texts = F.from_json(raw, _decimals_as_text(st))
+        return F.when(_exact_texts(texts, t), F.from_json(raw, st))
     r = t.root
     if r in STRING_ROOTS:
         if logical is None:
             return raw
         scaled, variable = _decoded_decimals(raw, logical[0], logical[1])
-        return F.coalesce(scaled, variable, raw)
+        name = logical[0]
+        # (WKB -> GeoJSON needs a parser: the reference calls the same function, in a UDF)
+        geometry = F.udf(lambda w, s: _geojson_or_null(w, s), "string")(  # (no hints)
+            F.get_json_object(raw, "$.wkb"), F.get_json_object(raw, "$.srid"))
+        return F.when(name.isin(*GEOMETRY) & raw.startswith("{"), geometry).otherwise(
+            F.coalesce(scaled, variable, raw))
     if r in BINARY_ROOTS:
-        return F.try_to_binary(raw, F.lit("base64"))
+        decoded = F.try_to_binary(raw, F.lit("base64"))
+        if name is None:
+            return decoded
+        return _let(decoded, lambda b: F.when(name == BITS, _reversed(b)).otherwise(b))
     if r is TypeRoot.BOOLEAN:
         low = F.lower(raw)
-        return F.when(low == "true", F.lit(True)).when(low == "false", F.lit(False))
-    if r is TypeRoot.DATE:
+        plain = F.when(low == "true", F.lit(True)).when(low == "false", F.lit(False))
+        if name is None:
+            return plain
+        bit = F.hex(F.try_to_binary(raw, F.lit("base64")))
+        return F.when(name == BITS, F.when(bit == "01", F.lit(True))
+                      .when(bit == "00", F.lit(False))).otherwise(plain)
+    if r is TypeRoot.TIME:
+        return _time_micros(raw, name, epoch_unit, stored_time_digits(t.precision))
+    if r is TypeRoot.DATE:  # days, ISO text or IsoDate ("2017-09-15Z")
         return F.when(_digits(raw), F.date_add(F.lit("1970-01-01").cast("date"),
                                                raw.try_cast("int"))
-                      ).otherwise(raw.try_cast(st))
+                      ).otherwise(F.regexp_replace(raw, "Z$", "").try_cast(st))
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         n = raw.try_cast("long")
         epoch = _epoch(n, name, epoch_unit)
-        return F.when(_digits(raw), epoch.cast(st)).otherwise(raw.try_cast(st))
+        # ISO text with an offset is an instant: into TIMESTAMP its UTC wall-clock time (the
+        # reference's session runs in UTC); a digit below the microsecond is refused
+        iso = F.when(raw.rlike(FINER_THAN_MICROS), F.lit(None).cast(st)).when(
+            raw.rlike(r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"),
+            raw.try_cast("timestamp").cast(st)).otherwise(raw.try_cast(st))
+        value = F.when(_digits(raw), epoch.cast(st)).otherwise(iso)
+        p = t.precision if t.precision is not None else 6
+        if p >= 6:
+            return value
+        return _let(value, lambda v: F.when(
+            F.date_format(v, "SSSSSS").cast("int") % 10 ** (6 - p) == 0, v))
     if r is TypeRoot.DECIMAL:
         plain = _let(raw, lambda x: _exact_decimal(x, t, st))
         if logical is None:
@@ -632,8 +796,8 @@ def to_changes(
 
 
 def is_supported_type(t: DataType) -> bool:
-    """Column types the event decoder handles (TIME and MULTISET are not)."""
+    """Column types the event decoder handles (MULTISET is not)."""
     if isinstance(t, AtomicType):
-        return t.root is not TypeRoot.TIME
+        return True
     return t.root is not TypeRoot.MULTISET
 

@@ -1,7 +1,8 @@
 """The change-event formats of the CDC job (``--format``): Debezium JSON (the default, with or
-without the ``{"schema", "payload"}`` envelope) and the other JSON formats Paimon's Kafka CDC
-sync reads (``canal-json``, ``maxwell-json``, ``ogg-json``, ``aws-dms-json``), as their tools
-emit them with default settings.
+without the ``{"schema", "payload"}`` envelope), Debezium Avro container files
+(:mod:`pipelines.cdc_avro`) and the other JSON formats Paimon's Kafka CDC sync reads
+(``canal-json``, ``maxwell-json``, ``ogg-json``, ``aws-dms-json``), as their tools emit them
+with default settings.
 
 Each format turns a parsed Arrow chunk of its events into the envelope view the Debezium path
 decodes (:func:`pipelines.cdc_decode.decode_view`: op ``c/u/d/r/t``, ``before``, ``after``,
@@ -76,6 +77,7 @@ from paimon_core import (
     TableSchema,
     TypeRoot,
 )
+from pipelines.cdc_avro import decode_avro_file
 from pipelines.cdc_decode import decode_file, decode_view
 from pipelines.cdc_events import (
     AUTO_SLOTS,
@@ -600,6 +602,7 @@ def _json(name: str, declared: Callable[[TableSchema], pa.Schema], view: _ViewFn
 #: every ``--format``, by name (a format of its own module adds one entry)
 FORMATS: dict[str, CdcFormat] = {
     DEFAULT_FORMAT: CdcFormat(DEFAULT_FORMAT, decode_file, True, True, _debezium_images),
+    "debezium-avro": CdcFormat("debezium-avro", decode_avro_file, True, True, _debezium_images),
     "canal-json": _json("canal-json", _canal_declared, _canal, False),
     "maxwell-json": _json("maxwell-json", _maxwell_declared, _maxwell, True,
                           "Maxwell's position: output_binlog_position, at most 2047 rows of "

@@ -1,17 +1,22 @@
-"""CDC ingestion: JSON change events -> a primary-key Paimon table, exactly once.
+"""CDC ingestion: change events -> a primary-key Paimon table, exactly once.
 
 The events are Debezium's (``--format debezium-json``, the default, with or without the
-``{"schema", "payload"}`` envelope) or those of the other CDC tools Paimon's Kafka sync reads
-(``canal-json``, ``maxwell-json``, ``ogg-json``, ``aws-dms-json``: :mod:`pipelines.cdc_formats`
-turns each into the Debezium envelope's rows; their DDL / control events are counted as
-``ddl`` and skipped). What follows is said of Debezium's events; the formats' positions are
-in :mod:`pipelines.cdc_formats`.
+``{"schema", "payload"}`` envelope; ``debezium-avro``, see below) or those of the other CDC
+tools Paimon's Kafka sync reads (``canal-json``, ``maxwell-json``, ``ogg-json``,
+``aws-dms-json``: :mod:`pipelines.cdc_formats` turns each into the Debezium envelope's rows;
+their DDL / control events are counted as ``ddl`` and skipped). What follows is said of
+Debezium's events; the formats' positions are in :mod:`pipelines.cdc_formats`.
 
 Landing layout (local directory or S3 prefix, read through ``paimon_core``'s FileIO in the
 Python workers)::
 
     <landing>/batch-000001/part-0.json ...   one directory per batch (or a file
     <landing>/batch-000002.jsonl              batch-<n>.json / .jsonl), any number of files
+
+With ``--format debezium-avro`` the files are Avro container files of Debezium envelopes as
+Kafka Connect's S3 sink writes them (``<landing>/batch-<n>/<topic>+<partition>+<offset>.avro``,
+taken by partition, then start offset; or a file ``batch-<n>.avro``), decoded by
+:mod:`pipelines.cdc_avro` into the same rows.
 
 Each batch ``n`` is one commit with ``commit_identifier = n`` under a stable commit user
 (default ``cdc-<db>.<table>``): batches already committed are skipped (a re-run of a batch, or
@@ -27,7 +32,8 @@ of the whole landing directory, applies every event exactly once). Per batch, on
    bucket to one task;
 2. each task counts its events per outcome, notes image keys the table lacks, writes its
    malformed events to ``<quarantine>/batch-<n>/part-<task>.jsonl`` (event, file, line,
-   reason), keeps the last change of every key by source position and writes the rows;
+   reason; for ``bad value for <col>`` the refused value's text in ``value``), keeps the
+   last change of every key by source position and writes the rows;
 3. on the driver: when the images carried new columns, the files are deleted, the columns
    added (``ALTER TABLE ADD COLUMN``, type inferred from the JSON values) and the job runs
    again; ``_summary.json`` gets the counts per reason; above ``max_error_ratio`` the files are
@@ -53,7 +59,7 @@ Run::
     python -m pipelines.cdc_ingest --warehouse W --table db.t --landing L [--schema s.json]
         [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields F,...]
         [--unavailable-value previous|store|refuse]
-        [--format debezium-json|canal-json|maxwell-json|ogg-json|aws-dms-json]
+        [--format debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json|aws-dms-json]
 """
 
 from __future__ import annotations
@@ -87,6 +93,7 @@ from paimon_core import (
     deduplicate,
     join,
 )
+from pipelines.cdc_avro import avro_file_order
 from pipelines.cdc_decode import output_schema, split_text
 from pipelines.cdc_events import (
     ERROR_COLUMN,
@@ -100,7 +107,9 @@ from pipelines.cdc_events import (
     position_columns,
 )
 from pipelines.cdc_formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence, sample_values
+from pipelines.cdc_routing import routing
 from pipelines.cdc_toast import fill_unavailable
+from pipelines.cdc_values import bad_value
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -130,7 +139,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-_BATCH = re.compile(r"^batch-(\d+)(?:\.jsonl?)?$")
+_BATCH = re.compile(r"^batch-(\d+)(?:\.jsonl?|\.avro)?$")
 _split_lines = split_text  # kept for callers of the old name
 
 
@@ -161,7 +170,8 @@ class CdcOptions:
     #: the TOAST placeholder: ``previous`` / ``store`` / ``refuse`` (see
     #: :data:`pipelines.cdc_events.Unavailable`)
     unavailable: Unavailable = "previous"
-    #: the events' format: a name of :data:`pipelines.cdc_formats.FORMATS`
+    #: the events' format: a name of :data:`pipelines.cdc_formats.FORMATS` (``debezium-avro``:
+    #: Avro container files, as Kafka Connect's S3 sink writes them, :mod:`pipelines.cdc_avro`)
     format: str = DEFAULT_FORMAT
 
 
@@ -204,8 +214,9 @@ class BatchReport:
 
 def list_batches(file_io: FileIO, landing: str) -> list[tuple[int, list[str]]]:
     """``(batch id, files)`` of every ``batch-<n>`` directory or file under ``landing``,
-    ordered by id (files within a directory sorted by name; names starting with ``_`` or
-    ``.`` are ignored)."""
+    ordered by id (files within a directory sorted by name, Kafka Connect S3-sink names
+    ``<topic>+<partition>+<startOffset>.<ext>`` by partition and start offset as numbers;
+    names starting with ``_`` or ``.`` are ignored)."""
     out: list[tuple[int, list[str]]] = []
     for st in file_io.list_status(landing):
         name = st.path.rstrip("/").rsplit("/", 1)[-1]
@@ -214,9 +225,9 @@ def list_batches(file_io: FileIO, landing: str) -> list[tuple[int, list[str]]]:
             continue
         if st.is_dir:
             files = sorted(
-                s.path for s in file_io.list_status(st.path)
-                if not s.is_dir and not s.path.rsplit("/", 1)[-1].startswith(("_", "."))
-            )
+                (s.path for s in file_io.list_status(st.path)
+                 if not s.is_dir and not s.path.rsplit("/", 1)[-1].startswith(("_", "."))),
+                key=avro_file_order)
         elif "." in name:
             files = [st.path]
         else:
@@ -295,7 +306,8 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
 
     schema = handle.schema
     seq = _sequence_column(handle, opts)
-    buckets = schema.num_buckets
+    route = routing(schema, spark.sparkContext.defaultParallelism)
+    buckets = route.tasks
     paths = list(files)
     decode_fn = FORMATS[opts.format].decode
 
@@ -307,7 +319,7 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                                   epoch_unit=opts.epoch_unit, sequence_column=seq,
                                   unavailable=opts.unavailable,
                                   threads=threads)
-                ids = out.column(BUCKET_COLUMN).to_numpy(zero_copy_only=False)
+                ids = route.task_ids(out, schema, BUCKET_COLUMN)
                 order = np.argsort(ids, kind="stable")
                 counts = np.bincount(ids, minlength=max(buckets, 1))
                 out = out.take(pa.array(order))
@@ -390,7 +402,8 @@ def _write_pass(
     from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
     pos = position_columns(opts.position_fields)
-    routed = blobs.repartitionById(handle.schema.num_buckets, "bucket")
+    route = routing(handle.schema, blobs.sparkSession.sparkContext.defaultParallelism)
+    routed = blobs.repartitionById(route.tasks, "bucket")
 
     def read_previous(columns: Sequence[str]) -> pa.Table:
         """The table's rows of this task's bucket as the batch started."""
@@ -400,7 +413,8 @@ def _write_pass(
         if start_snapshot is None:
             return pa.schema([pa.field(c, pa.string()) for c in columns]).empty_table()
         tc = TaskContext.get()
-        bucket = tc.partitionId() if tc is not None else None
+        # a dynamic bucket task's keys may be in any bucket
+        bucket = tc.partitionId() if tc is not None and not route.dynamic else None
         rb = (table.new_read_builder().with_projection(columns)
               .with_time_travel(snapshot_id=start_snapshot))
         splits = [s for s in rb.new_scan().plan().splits if bucket is None or s.bucket == bucket]
@@ -443,7 +457,9 @@ def _write_pass(
                         .to_pylist():
                     rejected.append(json.dumps(
                         {"batch": batch, "file": files[r[pos[-2]]], "line": r[pos[-1]],
-                         "reason": r[ERROR_COLUMN], "event": r["_value"]}, ensure_ascii=False))
+                         "reason": r[ERROR_COLUMN],
+                         "value": bad_value(r["_value"], r[ERROR_COLUMN]),
+                         "event": r["_value"]}, ensure_ascii=False))
                 valid_rows = b.filter(pc.is_null(err))
                 if after is not None:  # only the changes after the batch's last truncate
                     valid_rows = valid_rows.filter(_after(valid_rows, pos, after))
@@ -460,7 +476,10 @@ def _write_pass(
             _last_changes(data, handle.schema.primary_keys, pos),
             handle.schema.fields, handle.schema.primary_keys).combine_chunks().to_batches()
             if data is not None and data.num_rows else [])
-        msgs, rows = write_batches(handle, user, last, row_kind_column=KIND_COLUMN)
+        tc = TaskContext.get()
+        msgs, rows = write_batches(
+            handle, user, last, row_kind_column=KIND_COLUMN, overwrite=after is not None,
+            assigner_channel=route.channel(tc.partitionId() if tc is not None else 0))
         if rejected and quarantine is not None:
             tc = TaskContext.get()
             pid = tc.partitionId() if tc is not None else 0
@@ -500,7 +519,7 @@ def _after(b: pa.RecordBatch, pos: Sequence[str], p: Sequence[object]) -> pa.Arr
     """Rows of ``b`` whose position (the ``pos`` columns, NULL first) is after ``p``."""
     import pyarrow.compute as pc
 
-    later = pa.array([False] * b.num_rows, pa.bool_())  # (typed: a batch may be empty)
+    later = pa.array([False] * b.num_rows, pa.bool_())  # typed: a batch may be empty
     for name, v in reversed(list(zip(pos, p))):
         col = b.column(name)
         if v is None:
@@ -674,9 +693,7 @@ def ingest_batch(
     if not checked and not handle.open().new_commit(user).filter_committed([batch]):
         report.skipped = True
         return report
-    if handle.schema.num_buckets <= 0:
-        raise UnsupportedError(f"CDC needs a fixed bucket count; {identifier} has bucket="
-                               f"{handle.schema.num_buckets}")
+    routing(handle.schema, 1)  # a bucket mode the job can write (else an error naming it)
     check_sequence(opts.format, _sequence_column(handle, opts), opts.position_fields)
     fio = landing_io or settings.file_io()
     q_root = quarantine_root or opts.quarantine
@@ -784,8 +801,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_spark_args(p)
     p.add_argument("--landing", required=True, help="directory / S3 prefix of batch-<n> inputs")
     p.add_argument("--format", choices=sorted(FORMATS), default=DEFAULT_FORMAT,
-                   help="the events' format (default %(default)s, with or without the "
-                        "schema/payload envelope)")
+                   help="the events' format (default %(default)s: JSON lines, with or "
+                        "without the schema/payload envelope; debezium-avro: Avro container "
+                        "files of Debezium envelopes as Kafka Connect's S3 sink writes them)")
     p.add_argument("--schema", help="schema JSON to create the table with when it is missing")
     p.add_argument("--batch", type=int, action="append", help="only this batch (repeatable)")
     p.add_argument("--quarantine", help="where malformed events go (default <landing>/"

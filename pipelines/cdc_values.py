@@ -14,6 +14,9 @@ import binascii
 import datetime
 import decimal
 import json
+import math
+import re
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,13 +29,19 @@ from paimon_core import (
     INT_RANGES,
     INTEGER_ROOTS,
     STRING_ROOTS,
+    ArrayType,
     AtomicType,
     DataType,
+    MapType,
+    RowType,
     TypeRoot,
 )
 
-__all__ = ["CONNECT_DECIMAL", "EPOCH_UNITS", "LONG_NUMBER", "VARIABLE_SCALE_DECIMAL", "Fields",
-           "Logical", "convert", "digits", "exact_numbers", "json_text", "schema_types"]
+__all__ = ["BAD_VALUE", "BAD_VALUE_CHARS", "BITS", "CONNECT_DECIMAL", "EPOCH_UNITS",
+           "FINER_THAN_MICROS", "GEOMETRY", "LONG_NUMBER", "MAX_MICROS", "MIN_MICROS",
+           "TIME_TEXT", "TIME_UNITS", "VARIABLE_SCALE_DECIMAL", "Fields", "Logical",
+           "bad_value", "convert", "digits", "exact_leaves", "exact_numbers", "geojson",
+           "json_text", "schema_types", "stored_time_digits"]
 
 #: Kafka Connect's decimal (``decimal.handling.mode=precise``, Debezium's default): base64 of
 #: the big-endian two's complement unscaled value, the scale in the field's ``parameters``
@@ -46,6 +55,47 @@ EPOCH_UNITS = {
     "io.debezium.time.MicroTimestamp": "us",
     "io.debezium.time.NanoTimestamp": "ns",
 }
+#: the unit of the numbers of each time-of-day logical type (time past midnight);
+#: ``io.debezium.time.ZonedTime`` is text (``HH:MM:SS[.f]`` and an offset, Debezium: GMT)
+TIME_UNITS = {
+    "io.debezium.time.Time": "ms",
+    "org.apache.kafka.connect.data.Time": "ms",  # time.precision.mode=connect
+    "io.debezium.time.MicroTime": "us",
+    "io.debezium.time.NanoTime": "ns",
+}
+#: Debezium's bit string (MySQL ``BIT(n)``, n > 1; Postgres ``BIT`` / ``VARBIT``): base64 of
+#: the bits in little-endian byte order (the ``length`` parameter: the number of bits); into a
+#: BINARY / BYTES column its bytes in big-endian order (the order MySQL shows and Paimon's
+#: Debezium sync stores), into BOOLEAN ``0`` / ``1``
+BITS = "io.debezium.data.Bits"
+#: Debezium's geometry types (MySQL spatial, PostGIS; Point also carries ``x``, ``y``): a struct
+#: ``{"wkb": base64 of the OGC Well-Known Binary, "srid": int or null}``; into a STRING
+#: column as the GeoJSON text Paimon's Debezium / MySQL sync writes (:func:`geojson`)
+GEOMETRY = ("io.debezium.data.geometry.Geometry", "io.debezium.data.geometry.Point",
+            "io.debezium.data.geometry.Geography")
+#: the longest text of a refused value :func:`bad_value` gives (longer ones are cut, "…")
+BAD_VALUE_CHARS = 80
+#: the reason of a value that does not fit its column (the column's name follows)
+BAD_VALUE = "bad value for "
+#: a time of day as text: hours, minutes, seconds, up to 9 fraction digits, an optional offset
+#: (``Z`` / ``+hh:mm`` / ``+hhmm``; ZonedTime): RE2 and Java syntax
+TIME_TEXT = (r"^(?P<h>[0-9]{2}):(?P<m>[0-9]{2}):(?P<s>[0-9]{2})(?:\.(?P<f>[0-9]{1,9}))?"
+             r"(?P<z>Z|[+-][0-9]{2}:?[0-9]{2})?$")
+#: ISO text with a non-zero digit below the microsecond (Spark and Python's parsers would
+#: drop it: refused instead)
+FINER_THAN_MICROS = r"\.[0-9]{6}[0-9]*[1-9]"
+_DAY_NS = 86_400 * 10**9
+#: the epoch microseconds of 0001-01-01T00:00 and 9999-12-31T23:59:59.999999: the timestamps
+#: Paimon (Java ``LocalDateTime`` / ``Timestamp``) and Spark hold; others are refused
+MIN_MICROS = -62_135_596_800 * 10**6
+MAX_MICROS = 253_402_300_800 * 10**6 - 1
+_UNIT_NS = {"ms": 10**6, "us": 10**3, "ns": 1}
+
+
+def stored_time_digits(precision: int | None) -> int:
+    """The fraction digits a Paimon ``TIME(p)`` value keeps: Paimon stores a time of day as
+    milliseconds (Java ``int``, Parquet ``TIME(MILLIS)``), so at most 3 whatever ``p``."""
+    return min(precision if precision is not None else 0, 3)
 
 
 class Fields:
@@ -76,9 +126,48 @@ class _Long(str):
     """The text of a JSON number kept exact (written back as a JSON string)."""
 
 
+class _Float(float):
+    """A JSON number a double holds exactly, with its text."""
+
+    text: str
+
+    def __new__(cls, text: str) -> _Float:
+        out = super().__new__(cls, text)
+        out.text = text
+        return out
+
+
 def _float_token(text: str) -> float | str:
     mantissa = text.lstrip("-").split("e")[0].split("E")[0].replace(".", "").lstrip("0")
-    return _Long(text) if len(mantissa) > 15 else float(text)
+    return _Long(text) if len(mantissa) > 15 else _Float(text)
+
+
+def _quoted(v: Any) -> Any:
+    """``v`` with every number in it as a JSON string of its text."""
+    if isinstance(v, dict):
+        return {k: _quoted(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_quoted(x) for x in v]
+    if isinstance(v, _Float):
+        return _Long(v.text)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return _Long(str(v))
+    return v
+
+
+def _quote_nested(obj: Any) -> Any:
+    """The event ``obj`` with the numbers inside its images' nested values (ARRAY / MAP / ROW
+    columns) as JSON strings of their text: a nested value's numbers all become text, so
+    that the JSON reader types the value's parts alike in this line."""
+    if not isinstance(obj, dict):
+        return obj
+    env = obj["payload"] if isinstance(obj.get("payload"), dict) and "op" not in obj else obj
+    for side in ("before", "after"):
+        image = env.get(side)
+        if isinstance(image, dict):
+            env[side] = {k: _quoted(x) if isinstance(x, (dict, list)) else x
+                         for k, x in image.items()}
+    return obj
 
 
 def _int_token(text: str) -> int | str:
@@ -88,13 +177,14 @@ def _int_token(text: str) -> int | str:
 def exact_numbers(line: str) -> str:
     """``line`` with every JSON number that a double / int64 cannot hold exactly written as
     a JSON string of its text (the JSON reader then keeps it as text: a decimal or string
-    column takes it exactly, nothing is rounded); other lines unchanged. Python's parser:
-    only for lines :data:`LONG_NUMBER` finds."""
+    column takes it exactly, nothing is rounded), and every number inside the images' nested
+    values too (:func:`_quote_nested`); other lines unchanged. Python's parser: only for
+    lines :data:`LONG_NUMBER` finds."""
     try:
         obj = json.loads(line, parse_float=_float_token, parse_int=_int_token)
     except (ValueError, RecursionError):
         return line
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(_quote_nested(obj), ensure_ascii=False, separators=(",", ":"))
 
 
 class Logical:
@@ -108,6 +198,45 @@ class Logical:
 
     def is_(self, *names: str) -> pa.Array:
         return pc.fill_null(pc.is_in(self.name, pa.array(names, pa.string())), False)
+
+
+def bad_value(event: str | None, reason: str | None) -> str | None:
+    """The value a ``bad value for <col>`` reason refers to, as its JSON text (a string as
+    itself), cut to :data:`BAD_VALUE_CHARS` characters: from the event's ``after`` image
+    (``before`` for a delete, or when ``after`` lacks the column); None for other reasons
+    or when the event does not hold it. For the quarantine: the reason stays the same for
+    every value (the batch summary counts reasons), the value goes beside it. Python's
+    parser, numbers kept as written: only quarantined events come here."""
+    if event is None or reason is None or not reason.startswith(BAD_VALUE):
+        return None
+    col = reason[len(BAD_VALUE):]
+    try:
+        obj = json.loads(event, parse_float=_Long, parse_int=_Long)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    env = obj["payload"] if isinstance(obj.get("payload"), dict) and "op" not in obj else obj
+    sides = ("before", "after") if env.get("op") == "d" else ("after", "before")
+    for side in sides:
+        image = env.get(side)
+        if isinstance(image, dict) and image.get(col) is not None:
+            v = image[col]
+            text = v if isinstance(v, str) and not isinstance(v, _Long) else _as_written(v)
+            return text if len(text) <= BAD_VALUE_CHARS else text[:BAD_VALUE_CHARS - 1] + "…"
+    return None
+
+
+def _as_written(v: Any) -> str:
+    """Compact JSON text of a value parsed with its numbers as :class:`_Long` text."""
+    if isinstance(v, _Long):
+        return str.__str__(v)
+    if isinstance(v, dict):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _as_written(x)
+                              for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(_as_written(x) for x in v) + "]"
+    return json.dumps(v, ensure_ascii=False)
 
 
 def _scatter(values: pa.Array, rows: pa.Array, n: int) -> pa.Array:
@@ -188,24 +317,29 @@ def _iso(v: str, ltz: bool) -> datetime.datetime:
     d = datetime.datetime.fromisoformat(v.strip().replace(" ", "T", 1))
     if ltz:
         return d if d.tzinfo else d.replace(tzinfo=datetime.UTC)
-    return d.replace(tzinfo=None)
+    # an instant (ZonedTimestamp: Debezium writes it in UTC) as its UTC wall-clock time
+    return d.astimezone(datetime.UTC).replace(tzinfo=None) if d.tzinfo else d
 
 
 def _epoch_micros(nums: pa.Array, logical: Logical | None, epoch_unit: str) -> pa.Array:
     """Epoch numbers (int64) as microseconds: in the unit the row's logical type names
     (:data:`EPOCH_UNITS`), else in ``epoch_unit``; NULL where nanoseconds are not whole
     microseconds (never truncated)."""
-    default = pc.multiply(nums, 1000) if epoch_unit == "ms" else nums
-    if logical is None:
-        return default
-    by_ms = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "ms"])
-    by_us = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "us"])
-    by_ns = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "ns"])
-    whole = pc.divide(nums, 1000)
-    from_ns = pc.if_else(pc.equal(pc.multiply(whole, 1000), nums), whole,
-                         pa.scalar(None, pa.int64()))
-    return pc.if_else(by_ns, from_ns, pc.if_else(by_us, nums, pc.if_else(
-        by_ms, pc.multiply(nums, 1000), default)))
+    null_l = pa.scalar(None, pa.int64())
+    # years 1..9999 only (Postgres' +-infinity, 9223372036825200000, is not a time)
+    ms = pc.if_else(pc.and_(pc.greater_equal(nums, MIN_MICROS // 1000),
+                            pc.less_equal(nums, MAX_MICROS // 1000)), nums, null_l)
+    default = pc.multiply(ms, 1000) if epoch_unit == "ms" else nums
+    if logical is not None:
+        by_ms = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "ms"])
+        by_us = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "us"])
+        by_ns = logical.is_(*[k for k, u in EPOCH_UNITS.items() if u == "ns"])
+        whole = pc.divide(nums, 1000)
+        from_ns = pc.if_else(pc.equal(pc.multiply(whole, 1000), nums), whole, null_l)
+        default = pc.if_else(by_ns, from_ns, pc.if_else(by_us, nums, pc.if_else(
+            by_ms, pc.multiply(ms, 1000), default)))
+    return pc.if_else(pc.and_(pc.greater_equal(default, MIN_MICROS),
+                              pc.less_equal(default, MAX_MICROS)), default, null_l)
 
 
 def _fit_decimal(v: decimal.Decimal, precision: int, scale: int) -> decimal.Decimal:
@@ -281,11 +415,20 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
     if pa.types.is_null(src):
         return pa.nulls(n, target)
     if not isinstance(t, AtomicType):
+        if exact_leaves(t):
+            return _nested(arr, t, target)
         try:
             return arr.cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return pa.nulls(n, target)
     r = t.root
+    if r in STRING_ROOTS and logical is not None and pa.types.is_struct(src) and pc.any(
+            logical.is_(*GEOMETRY)).as_py():
+        geo = logical.is_(*GEOMETRY)
+        others = Logical(pc.if_else(geo, pa.scalar(None, pa.string()), logical.name),
+                         logical.scale)
+        rest = convert(pc.if_else(geo, pa.scalar(None, src), arr), t, target, epoch_unit, others)
+        return pc.if_else(geo, _geometry_text(arr), rest)
     if r in STRING_ROOTS:
         by_schema = (None if logical is None else _connect_decimals(
             arr, logical, lambda v: format(v, "f"), pa.string()))
@@ -295,10 +438,20 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
     if r in BINARY_ROOTS:
         if not pa.types.is_string(src):
             return pa.nulls(n, target)
+        if logical is not None and pc.any(logical.is_(BITS)).as_py():
+            bits = logical.is_(BITS).to_pylist()
+            return _py(lambda v: _bytes(v[0], v[1]), list(zip(arr.to_pylist(), bits)), target)
         return _py(lambda v: base64.b64decode(v, validate=True), arr.to_pylist(), target)
     if r is TypeRoot.BOOLEAN:
         if pa.types.is_boolean(src):
             return arr
+        if (pa.types.is_string(src) and logical is not None
+                and pc.any(logical.is_(BITS)).as_py()):  # BIT(n) of the value 0 or 1
+            bits = logical.is_(BITS)
+            as_bits = _py(_bit, pc.if_else(bits, arr, pa.scalar(None, src)).to_pylist(),
+                          pa.bool_())
+            rest = convert(pc.if_else(bits, pa.scalar(None, src), arr), t, target, epoch_unit)
+            return pc.if_else(bits, as_bits, rest)
         low = pc.utf8_lower(json_text(arr))
         return pc.if_else(pc.equal(low, "true"), True,
                           pc.if_else(pc.equal(low, "false"), False, pa.scalar(None, pa.bool_())))
@@ -360,7 +513,8 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
             return arr.cast(target)
         days = pc.if_else(digits(text), text, pa.scalar(None, pa.string()))
         as_days = days.cast(pa.int64()).cast(pa.int32()).cast(target)
-        parsed = pc.strptime(text, "%Y-%m-%d", "s", error_is_null=True).cast(target)
+        iso = pc.replace_substring_regex(text, "Z$", "")  # IsoDate: "2017-09-15Z"
+        parsed = pc.strptime(iso, "%Y-%m-%d", "s", error_is_null=True).cast(target)
         return pc.if_else(pc.is_valid(as_days), as_days, parsed)
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         ltz = r is TypeRoot.TIMESTAMP_LTZ
@@ -376,6 +530,254 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
             iso = _py(lambda v: _iso(v, ltz), pc.if_else(is_num, pa.scalar(None, pa.string()),
                                                          text).to_pylist(),
                       pa.timestamp(target.unit, tz="UTC") if ltz else naive)
-            out = pc.if_else(is_num, epoch, iso.cast(naive))
+            finer = pc.fill_null(pc.match_substring_regex(text, FINER_THAN_MICROS), False)
+            out = pc.if_else(is_num, epoch, pc.if_else(finer, pa.scalar(None, naive),
+                                                       iso.cast(naive)))
+        out = _within_precision(out, t.precision)
         return out.cast(target) if not ltz else pc.assume_timezone(out, "UTC").cast(target)
-    return pa.nulls(n, target)  # pragma: no cover - TIME / MULTISET are refused upfront
+    if r is TypeRoot.TIME:
+        return _time(arr, text, logical, epoch_unit, stored_time_digits(t.precision), target)
+    return pa.nulls(n, target)  # pragma: no cover - MULTISET is refused upfront
+
+
+def _geometry_text(arr: pa.Array) -> pa.Array:
+    """Debezium geometry structs as Paimon's GeoJSON text (:func:`geojson`; NULL where
+    ``wkb`` is missing or not 2D OGC WKB). Python per value: WKB needs a parser."""
+    f = Fields(arr, len(arr))
+    wkb = f("wkb")
+    if not pa.types.is_string(wkb.type):
+        return pa.nulls(len(arr), pa.string())
+    srid = json_text(f("srid"))
+    return _py(lambda v: geojson(v[0], v[1]), list(zip(wkb.to_pylist(), srid.to_pylist())),
+               pa.string())
+
+
+_WKB_TYPES = {1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint",
+              5: "MultiLineString", 6: "MultiPolygon", 7: "GeometryCollection"}
+
+
+def geojson(wkb_b64: str, srid: str | int | None) -> str:
+    """A geometry (base64 of OGC Well-Known Binary, 2D; PostGIS' EWKB SRID flag allowed) as
+    the GeoJSON text Paimon's MySQL / Debezium sync writes:
+    ``{"coordinates":...,"type":"Point","srid":0}`` (a missing srid is 0; a collection:
+    ``{"geometries":[{"type":...,"coordinates":...}],"type":"GeometryCollection","srid":0}``;
+    whole numbers without a fraction). Raises ValueError on anything else (3D / measured
+    geometries, trailing or missing bytes)."""
+    raw = base64.b64decode(wkb_b64, validate=True)
+    try:
+        kind, body, end = _wkb(raw, 0)
+    except (struct.error, IndexError) as e:
+        raise ValueError(f"truncated WKB: {e}") from e
+    if end != len(raw):
+        raise ValueError("trailing bytes after the geometry")
+    sid = int(srid) if srid is not None else 0
+    return "{" + body + f',"type":"{kind}","srid":{sid}' + "}"
+
+
+def _wkb(raw: bytes, at: int) -> tuple[str, str, int]:
+    """(type name, ``"coordinates":...`` or ``"geometries":[...]``, end offset) of the WKB
+    geometry at ``at``."""
+    order = raw[at]
+    if order not in (0, 1):
+        raise ValueError(f"bad WKB byte order {order}")
+    e = "<" if order == 1 else ">"
+    (code,) = struct.unpack_from(e + "I", raw, at + 1)
+    at += 5
+    if code & 0x20000000:  # EWKB: an SRID follows
+        at += 4
+        code &= ~0x20000000
+    if code not in _WKB_TYPES:
+        raise ValueError(f"unsupported WKB geometry type {code} (2D only)")
+    kind = _WKB_TYPES[code]
+
+    def count() -> int:
+        nonlocal at
+        (k,) = struct.unpack_from(e + "I", raw, at)
+        at += 4
+        return int(k)
+
+    def point() -> str:
+        nonlocal at
+        x, y = struct.unpack_from(e + "dd", raw, at)
+        at += 16
+        if math.isnan(x) or math.isnan(y) or math.isinf(x) or math.isinf(y):
+            raise ValueError("empty or infinite point")
+        return f"[{_coord(x)},{_coord(y)}]"
+
+    def points() -> str:
+        return "[" + ",".join(point() for _ in range(count())) + "]"
+
+    if code == 1:
+        return kind, f'"coordinates":{point()}', at
+    if code == 2:
+        return kind, f'"coordinates":{points()}', at
+    if code == 3:
+        return kind, '"coordinates":[' + ",".join(points() for _ in range(count())) + "]", at
+    parts = []
+    for _ in range(count()):
+        sub_kind, sub_body, at = _wkb(raw, at)
+        parts.append((sub_kind, sub_body))
+    if code == 7:
+        inner = ",".join("{" + f'"type":"{k}",' + b + "}" for k, b in parts)
+        return kind, f'"geometries":[{inner}]', at
+    want = {4: "Point", 5: "LineString", 6: "Polygon"}[code]
+    if any(k != want for k, _ in parts):
+        raise ValueError(f"a {kind} holds another type than {want}")
+    coords = ",".join(b[len('"coordinates":'):] for _, b in parts)
+    return kind, f'"coordinates":[{coords}]', at
+
+
+def _coord(v: float) -> str:
+    return str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+
+
+def exact_leaves(t: DataType) -> bool:
+    """Whether a nested type holds DECIMAL or STRING values (JSON numbers in them must land
+    exactly: see :func:`_nested`)."""
+    if isinstance(t, AtomicType):
+        return t.root is TypeRoot.DECIMAL or t.root in STRING_ROOTS
+    if isinstance(t, ArrayType):
+        return exact_leaves(t.element)
+    if isinstance(t, MapType):
+        return exact_leaves(t.key) or exact_leaves(t.value)
+    if isinstance(t, RowType):
+        return any(exact_leaves(f.type) for f in t.fields)
+    return False
+
+
+def _nested(arr: pa.Array, t: DataType, target: pa.DataType) -> pa.Array:
+    """ARRAY / MAP / ROW values holding DECIMAL or STRING leaves, value by value (Python: a
+    decimal is checked from the number's text; numbers longer than a double arrive as text,
+    :func:`exact_numbers`): NULL where a value does not fit exactly (never rounded)."""
+    out: list[Any] = []
+    for v in arr.to_pylist():
+        try:
+            out.append(None if v is None else _py_value(v, t))
+        except (ValueError, TypeError, KeyError, ArithmeticError):
+            out.append(None)
+    try:
+        return pa.array(out, target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # other leaves: row by row
+        return pa.chunked_array([_one(v, target) for v in out], target).combine_chunks()
+
+
+def _one(v: Any, target: pa.DataType) -> pa.Array:
+    try:
+        return pa.array([v], target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return pa.nulls(1, target)
+
+
+def _py_value(v: Any, t: DataType) -> Any:
+    """One parsed JSON value as a Python value of type ``t`` (raises where it does not fit)."""
+    if v is None:
+        return None
+    if isinstance(t, ArrayType):
+        if not isinstance(v, list):
+            raise TypeError(v)
+        return [_py_value(x, t.element) for x in v]
+    if isinstance(t, MapType):  # (pyarrow reads an object as a struct: an absent key is None)
+        if not isinstance(v, dict):
+            raise TypeError(v)
+        return [(_py_value(k, t.key), _py_value(x, t.value)) for k, x in v.items()
+                if x is not None]
+    if isinstance(t, RowType):
+        if not isinstance(v, dict):
+            raise TypeError(v)
+        return {f.name: _py_value(v.get(f.name), f.type) for f in t.fields}
+    assert isinstance(t, AtomicType)
+    if t.root is TypeRoot.DECIMAL:
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise TypeError(v)
+        text = repr(v) if isinstance(v, float) else str(v)
+        if not _PLAIN.match(text):  # plain decimal text only, as a top-level decimal
+            raise ValueError(text)
+        return _fit_decimal(decimal.Decimal(text), t.precision or 38, t.scale or 0)
+    if t.root in STRING_ROOTS:
+        if isinstance(v, str):
+            return v
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        return json.dumps(v, separators=(",", ":"), default=str)
+    if isinstance(v, str) and (t.root in INTEGER_ROOTS or t.root in (TypeRoot.FLOAT,
+                                                                     TypeRoot.DOUBLE)):
+        if not _NUMBER.match(v):  # a number made text (exact_numbers)
+            raise ValueError(v)
+        return float(v) if t.root in (TypeRoot.FLOAT, TypeRoot.DOUBLE) else int(v)
+    return v
+
+
+_NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
+_PLAIN = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
+
+
+def _bytes(b64: str, bits: bool) -> bytes:
+    raw = base64.b64decode(b64, validate=True)
+    return raw[::-1] if bits else raw  # Bits: little-endian -> big-endian
+
+
+def _bit(b64: str) -> bool:
+    raw = base64.b64decode(b64, validate=True)
+    if raw not in (b"\x00", b"\x01"):
+        raise ValueError(b64)
+    return raw == b"\x01"
+
+
+def _within_precision(ts: pa.Array, precision: int | None) -> pa.Array:
+    """``ts`` (a timestamp array in µs) NULL where finer than ``precision`` fraction digits
+    (a TIMESTAMP(3) column keeps milliseconds: a value with microseconds is not stored)."""
+    p = precision if precision is not None else 6
+    if p >= 6 or ts.type.unit != "us":
+        return ts
+    v = ts.cast(pa.int64())
+    factor = 10 ** (6 - p)
+    whole = pc.equal(pc.subtract(v, pc.multiply(pc.divide(v, factor), factor)), 0)
+    return pc.if_else(whole, ts, pa.scalar(None, ts.type))
+
+
+def _time(arr: pa.Array, text: pa.Array, logical: Logical | None, epoch_unit: str,
+          digits_kept: int, target: pa.DataType) -> pa.Array:
+    """A time of day as ``target`` (Spark's ``time64[ns]``): numbers past midnight in the
+    unit the row's logical type names (:data:`TIME_UNITS`, else ``epoch_unit``) or text
+    ``HH:MM:SS[.f][offset]`` (:data:`TIME_TEXT`; an offset is taken away: the UTC time of
+    day, as Debezium's ZonedTime is written). NULL where out of ``[00:00, 24:00)`` or finer
+    than the ``digits_kept`` fraction digits the column stores. Vectorised."""
+    n = len(arr)
+    null_l = pa.scalar(None, pa.int64())
+    if pa.types.is_integer(arr.type):
+        nums = arr.cast(pa.int64())
+        is_num = pc.is_valid(nums)
+    else:
+        is_num = pc.fill_null(digits(text), False)
+        nums = pc.if_else(is_num, text, pa.scalar(None, pa.string())).cast(pa.int64())
+    factor = pa.array(np.full(n, _UNIT_NS[epoch_unit], np.int64))
+    if logical is not None:
+        for name, unit in TIME_UNITS.items():
+            factor = pc.if_else(logical.is_(name), _UNIT_NS[unit], factor)
+    in_day = pc.and_(pc.greater_equal(nums, 0), pc.less(nums, pc.divide(_DAY_NS, factor)))
+    ns = pc.multiply(pc.if_else(in_day, nums, null_l), factor)
+    if not pa.types.is_integer(arr.type):
+        parts = pc.extract_regex(pc.if_else(is_num, pa.scalar(None, pa.string()), text),
+                                 TIME_TEXT)
+        h, m, s = (pc.struct_field(parts, k).cast(pa.int64()) for k in ("h", "m", "s"))
+        frac = pc.struct_field(parts, "f")
+        frac_ns = pc.fill_null(pc.utf8_rpad(frac, 9, "0").cast(pa.int64()), 0)
+        ok = pc.and_(pc.and_(pc.less(h, 24), pc.less(m, 60)), pc.less(s, 60))
+        clock = pc.add(pc.multiply(pc.add(pc.multiply(pc.add(pc.multiply(h, 60), m), 60), s),
+                                   10**9), frac_ns)
+        zone = pc.replace_substring(pc.struct_field(parts, "z"), ":", "")
+        zone = pc.if_else(pc.fill_null(pc.equal(pc.utf8_length(zone), 5), False), zone,
+                          pa.scalar(None, pa.string()))  # "+hhmm" ("Z", none: UTC)
+        zh = pc.utf8_slice_codeunits(zone, 1, 3).cast(pa.int64())
+        zm = pc.utf8_slice_codeunits(zone, 3, 5).cast(pa.int64())
+        off = pc.multiply(pc.add(pc.multiply(zh, 60), zm), 60 * 10**9)
+        off = pc.if_else(pc.fill_null(pc.starts_with(zone, "-"), False), pc.negate(off), off)
+        utc = pc.subtract(clock, pc.fill_null(off, 0))
+        utc = pc.add(utc, pc.if_else(pc.less(utc, 0), _DAY_NS, 0))
+        utc = pc.subtract(utc, pc.if_else(pc.greater_equal(utc, _DAY_NS), _DAY_NS, 0))
+        ns = pc.if_else(is_num, ns, pc.if_else(ok, utc, null_l))
+    step = 10 ** (9 - digits_kept)
+    whole = pc.equal(pc.subtract(ns, pc.multiply(pc.divide(ns, step), step)), 0)
+    return pc.if_else(whole, ns, null_l).cast(target)

@@ -91,6 +91,7 @@ from paimon_core import (
     StreamTableScan,
     TableRead,
     TableSchema,
+    UnsupportedError,
     and_,
     arrow_short_retract_mask,
     parse_filters,
@@ -525,6 +526,12 @@ class PaimonWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
         self.handle = TableHandle.load(options_settings(options), table_identifier(options))
         self.commit_user = _first(options, "commit.user") or f"spark-{uuid.uuid4()}"
+        if self.handle.schema.num_buckets == -1 and self.handle.schema.primary_keys:
+            raise UnsupportedError(
+                f"df.write.format('paimon') cannot write {self.handle.identifier}, a dynamic "
+                "bucket primary-key table (bucket=-1): Spark does not route each key to one "
+                "assigner task here; use pipelines.writer.write_dataframe (which does) or a "
+                "fixed 'bucket' count")
         self.commit_identifier = _int_option(options, "commit.identifier")
         self.row_kind_column = _first(options, "row-kind-column")
         raw = _first(options, "overwrite.partition")

@@ -7,7 +7,10 @@
    already committed by ``commit_user``, and then nothing is written (exactly-once re-runs);
 2. an Arrow UDF computes every row's bucket with ``paimon_core.bucket`` (Paimon's bucket hash
    is not Spark's ``hash()``), and ``repartitionById`` sends each bucket to exactly one task,
-   so one ``TableWrite`` owns a (partition, bucket) and its sequence numbers;
+   so one ``TableWrite`` owns a (partition, bucket) and its sequence numbers; dynamic bucket
+   primary-key tables (``bucket=-1``) are routed by assigner channel instead
+   (:mod:`pipelines.cdc_routing`: each task runs one of Paimon's bucket assigners over its
+   slice of the key hashes, loading the table's hash index);
 3. each task writes its rows with its own ``TableWrite`` and returns its ``CommitMessage``s;
 4. the driver commits the messages of the successful tasks in one snapshot (``commit`` or
    ``overwrite``), and deletes the files of a failed commit.
@@ -31,6 +34,7 @@ import pyarrow as pa
 
 from paimon_core import (
     BATCH_COMMIT_IDENTIFIER,
+    AssignerChannel,
     AtomicType,
     CommitMessage,
     CommitOptions,
@@ -42,6 +46,7 @@ from paimon_core import (
     conform_column,
     deduplicate,
 )
+from pipelines.cdc_routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle
 
 if TYPE_CHECKING:
@@ -134,11 +139,45 @@ def with_bucket_column(df: DataFrame, handle: TableHandle) -> DataFrame:
 
 def bucketed(df: DataFrame, handle: TableHandle) -> DataFrame:
     """Rows of each bucket in exactly one Spark partition (partition id = bucket id) for
-    fixed-bucket tables; unaware-bucket append tables are returned unchanged."""
+    fixed-bucket tables; for dynamic bucket primary-key tables, the rows of each assigner
+    channel (partition id = channel, see :func:`write_routing`); unaware-bucket append
+    tables are returned unchanged."""
     n = handle.schema.num_buckets
+    route = write_routing(df, handle)
+    if route is not None:
+        return with_channel_column(df, handle, route).repartitionById(route.tasks,
+                                                                      BUCKET_COLUMN)
     if n <= 0:
         return df
     return with_bucket_column(df, handle).repartitionById(n, BUCKET_COLUMN)
+
+
+def write_routing(df: DataFrame, handle: TableHandle) -> Routing | None:
+    """The assigner channels of a dynamic bucket primary-key table's write tasks (None for
+    other tables): ``dynamic-bucket.assigner-parallelism``, else the Spark parallelism."""
+    if handle.schema.num_buckets != -1 or not handle.schema.primary_keys:
+        return None
+    return routing(handle.schema, df.sparkSession.sparkContext.defaultParallelism)
+
+
+def with_channel_column(df: DataFrame, handle: TableHandle, route: Routing) -> DataFrame:
+    """``df`` plus ``_paimon_bucket`` = each row's assigner channel (dynamic bucket tables),
+    computed with ``paimon_core.channel_ids`` in an Arrow UDF."""
+    from pyspark.sql.pandas.functions import arrow_udf
+    from pyspark.sql.types import IntegerType
+
+    schema = handle.schema
+    names = [*schema.partition_keys, *schema.trimmed_primary_keys]
+    missing = [c for c in names if c not in df.columns]
+    if missing:
+        raise SchemaError(f"the DataFrame lacks key column(s) {missing}")
+
+    def channel(*cols: pa.Array) -> pa.Array:
+        table = pa.table(dict(zip(names, cols)))
+        return pa.array(route.task_ids(table, schema, BUCKET_COLUMN), pa.int32())
+
+    make: Any = arrow_udf
+    return df.withColumn(BUCKET_COLUMN, make(channel, IntegerType())(*names))
 
 
 # ---------------------------------------------------------------------------- tasks
@@ -152,13 +191,17 @@ def write_batches(
     row_kind_column: str | None = None,
     dedup_order: Sequence[str] | None = None,
     fault_hook: FaultHook | None = None,
+    overwrite: bool = False,
+    assigner_channel: AssignerChannel | None = None,
 ) -> tuple[list[CommitMessage], int]:
     """Write batches with one ``TableWrite`` (runs inside a Spark task) and return its commit
     messages and the number of rows written (after deduplication). Columns that are not table
     columns (nor the row kind column) are ignored. With ``dedup_order`` (primary-key tables)
     the task first keeps, per primary key, only the row with the largest ``dedup_order``
     values (later rows win ties): every row of a key is in this task when the input is
-    :func:`bucketed`. On any error the files written so far are deleted.
+    :func:`bucketed`. On any error the files written so far are deleted. ``overwrite``: the
+    rows are for an INSERT OVERWRITE; ``assigner_channel``: this task's channel of a dynamic
+    bucket table (see :class:`paimon_core.TableWrite`).
     """
     table = handle.open()
     names = list(handle.schema.field_names)
@@ -166,7 +209,8 @@ def write_batches(
         names.append(row_kind_column)
     rows = 0
     part, attempt = _task_ids()
-    with table.new_write(commit_user) as w:
+    with table.new_write(commit_user, overwrite=overwrite,
+                         assigner_channel=assigner_channel) as w:
         try:
             if dedup_order:
                 held: list[pa.RecordBatch] = []
@@ -352,7 +396,9 @@ def write_dataframe(
         raise SchemaError(f"the DataFrame lacks column(s) {missing}")
     prepared = bucketed(align_timestamps(df.select(*keep), handle), handle)
     messages, rows = run_write_tasks(prepared, handle, user, row_kind_column=row_kind_column,
-                                     dedup_order=dedup_order, fault_hook=fault_hook)
+                                     dedup_order=dedup_order, fault_hook=fault_hook,
+                                     route=write_routing(df, handle),
+                                     overwrite=mode == "overwrite")
     ids = commit_messages(handle, user, messages, commit_identifier=commit_identifier,
                           overwrite=mode == "overwrite", overwrite_partition=overwrite_partition,
                           options=commit_options, checked=True)
@@ -368,17 +414,23 @@ def run_write_tasks(
     row_kind_column: str | None = None,
     dedup_order: Sequence[str] | None = None,
     fault_hook: FaultHook | None = None,
+    route: Routing | None = None,
+    overwrite: bool = False,
 ) -> tuple[list[CommitMessage], int]:
     """Phase one on the executors: one ``TableWrite`` per Spark partition of ``df``; returns
-    the commit messages of the successful task attempts and the row count."""
+    the commit messages of the successful task attempts and the row count. ``route``: the
+    assigner channels of a dynamic bucket table (task ``i`` runs channel ``i``);
+    ``overwrite``: rows of an INSERT OVERWRITE."""
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
     out_schema = StructType([StructField("payload", BinaryType(), False),
                              StructField("rows", LongType(), False)])
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        channel = None if route is None else route.channel(_task_ids()[0])
         msgs, n = write_batches(handle, commit_user, batches, row_kind_column=row_kind_column,
-                                dedup_order=dedup_order, fault_hook=fault_hook)
+                                dedup_order=dedup_order, fault_hook=fault_hook,
+                                overwrite=overwrite, assigner_channel=channel)
         yield pa.RecordBatch.from_pydict(
             {"payload": [pickle.dumps(msgs)], "rows": [n]},
             schema=pa.schema([pa.field("payload", pa.binary(), False),

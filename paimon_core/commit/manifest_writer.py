@@ -19,6 +19,7 @@ from paimon_core.manifest_io import ManifestCache
 from paimon_core.options import CoreOptions
 from paimon_core.scan.predicate_literal import java_compare
 from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
+from paimon_core.spec.index_manifest import IndexManifestEntry, encode_index_manifest
 from paimon_core.spec.manifest import FileKind, ManifestEntry, encode_manifest
 from paimon_core.spec.manifest_list import ManifestFileMeta, encode_manifest_list
 from paimon_core.spec.stats import SimpleStats
@@ -153,6 +154,13 @@ class ManifestWriter:
         if self.cache is not None:
             self.cache.put(join(self.dir, name), len(data), tuple(metas))
         return name, len(data)
+
+    def write_index_manifest(self, entries: Sequence[IndexManifestEntry]) -> str:
+        """Write an index manifest (``index-manifest-<uuid>-<n>``) holding ``entries``."""
+        data = encode_index_manifest(entries, codec=self.codec)
+        name = self._next_name("index-manifest")
+        self._write(name, data)
+        return name
 
     def cleanup(self, keep: set[str] | frozenset[str] = frozenset()) -> None:
         """Delete what this writer created (after a lost race), except ``keep``."""

@@ -34,10 +34,11 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from paimon_core.commit.conflicts import check_conflicts
+from paimon_core.commit.index_changes import check_index_bases, index_adds, index_deletes
 from paimon_core.commit.manifest_merge import merge_manifests, merge_settings
 from paimon_core.commit.manifest_writer import ManifestWriter
 from paimon_core.commit.options import CommitOptions
@@ -58,6 +59,7 @@ from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import deserialize_binary_row
 from paimon_core.spec.file_entries import live_files
+from paimon_core.spec.index_manifest import IndexManifestEntry, combine_index_entries
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_core.spec.manifest_list import ManifestFileMeta
@@ -78,6 +80,8 @@ DEFAULT_MAX_RETRIES = 20
 class _Changes:
     data: list[ManifestEntry]
     changelog: list[ManifestEntry]
+    #: index manifest changes (ADD new HASH files, DELETE dropped ones)
+    index: list[IndexManifestEntry] = field(default_factory=list)
 
 
 ChangeBuilder = Callable[[Snapshot | None, list[ManifestEntry]], _Changes]
@@ -147,10 +151,14 @@ class TableCommit:
             (CommitKind.APPEND, _append_files),
             (CommitKind.COMPACT, _compact_files),
         ):
-            group = [m for m in messages if any(pick(m))]
+            group = [m for m in messages
+                     if any(pick(m)) or (kind is CommitKind.APPEND and m.index_files)]
             if not group:
                 continue
-            sid = self._try_commit(kind, _changes_of(group, pick), commit_identifier, opts,
+            build = _changes_of(group, pick)
+            if kind is CommitKind.APPEND:
+                build = self._check_index_base(build, group)
+            sid = self._try_commit(kind, build, commit_identifier, opts,
                                    touched=_touched(group))
             if sid is not None:
                 out.append(sid)
@@ -211,14 +219,15 @@ class TableCommit:
             return landed[-1:]
 
         def build(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
-            if dynamic:
-                doomed = [e for e in live if e.partition in targets]
-            else:
-                doomed = [e for e in live if matcher(e.partition)]
+            def replaced(partition: bytes) -> bool:
+                return partition in targets if dynamic else matcher(partition)
+
             data = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-                    for e in doomed]
+                    for e in live if replaced(e.partition)]
             data += [_entry(FileKind.ADD, m, f) for m, f in new]
-            return _Changes(data, [])
+            # the replaced partitions' index files go too (FileStoreCommitImpl.tryOverwrite)
+            index = index_deletes(self._index_entries(latest), replaced) + index_adds(messages)
+            return _Changes(data, [], index)
 
         sid = self._try_commit(CommitKind.OVERWRITE, build, commit_identifier,
                                replace(opts, watermark=None), touched=None,
@@ -248,9 +257,13 @@ class TableCommit:
             return landed[-1:]
 
         def build(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
+            def dropped(partition: bytes) -> bool:
+                return any(match(partition) for match in matchers)
+
             data = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-                    for e in live if any(match(e.partition) for match in matchers)]
-            return _Changes(data, [])
+                    for e in live if dropped(e.partition)]
+            index = index_deletes(self._index_entries(latest), dropped)
+            return _Changes(data, [], index)
 
         sid = self._try_commit(CommitKind.OVERWRITE, build, commit_identifier,
                                replace(self.options, properties={}, watermark=None),
@@ -314,6 +327,8 @@ class TableCommit:
                 self.file_io.delete(join(bucket_dir, f.file_name))
                 for extra in f.extra_files:
                     self.file_io.delete(join(bucket_dir, extra))
+            for ix in m.index_files:
+                self.file_io.delete(layout.index_file(ix.file_name))
 
     # ------------------------------------------------------------------ internals
     def _schema(self) -> TableSchema:
@@ -335,6 +350,25 @@ class TableCommit:
                     f"files written for bucket={m.total_buckets}, but the table now has "
                     f"bucket={schema.num_buckets} (a writer with a stale bucket count)"
                 )
+
+    def _check_index_base(self, build: ChangeBuilder,
+                          messages: Sequence[CommitMessage]) -> ChangeBuilder:
+        """``build``, after :func:`check_index_bases` against the snapshot followed (on every
+        attempt)."""
+        if not any(m.index_files and m.replaces_index is not None for m in messages):
+            return build
+
+        def checked(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
+            check_index_bases(messages, self._index_entries(latest))
+            return build(latest, live)
+
+        return checked
+
+    def _index_entries(self, snapshot: Snapshot | None) -> list[IndexManifestEntry]:
+        """The index manifest entries of ``snapshot`` (none without one)."""
+        if snapshot is None or not snapshot.index_manifest:
+            return []
+        return self.manifests.index_manifest(snapshot.index_manifest)
 
     def _live(
         self, metas: Sequence[ManifestFileMeta], touched: set[bytes] | None
@@ -397,8 +431,8 @@ class TableCommit:
             prev = self.manifests.data_manifests(latest)
             live = self._live(prev, touched)
             changes = build(latest, live)
-            if not changes.data and not changes.changelog and (kind is not CommitKind.OVERWRITE
-                                                               or not allow_empty):
+            if (not changes.data and not changes.changelog and not changes.index
+                    and (kind is not CommitKind.OVERWRITE or not allow_empty)):
                 return None
             decode = (key_decoder(schema, exact_timestamps=True)
                       if schema.primary_keys else None)
@@ -446,6 +480,10 @@ class TableCommit:
             if changes.changelog:
                 changelog_name, changelog_size = writer.write_manifest_list(
                     writer.write_manifests(changes.changelog))
+            index_manifest = latest.index_manifest if latest else None
+            if changes.index:  # IndexManifestFile.writeIndexFiles: the full set, rewritten
+                index_manifest = writer.write_index_manifest(
+                    combine_index_entries(self._index_entries(latest), changes.index))
         except BaseException:
             # nothing references these files yet
             _quietly(writer.cleanup)
@@ -460,7 +498,7 @@ class TableCommit:
             version=CURRENT_VERSION, id=new_id, schema_id=schema.id,
             base_manifest_list=base_name, delta_manifest_list=delta_name,
             changelog_manifest_list=changelog_name,
-            index_manifest=latest.index_manifest if latest else None,
+            index_manifest=index_manifest,
             commit_user=self.commit_user, commit_identifier=identifier, commit_kind=kind,
             time_millis=int(time.time() * 1000), log_offsets={},
             total_record_count=prev_total + delta_count, delta_record_count=delta_count,
@@ -579,7 +617,9 @@ def _changes_of(
             data += [_entry(FileKind.DELETE, m, f) for f in deleted]
             data += [_entry(FileKind.ADD, m, f) for f in added]
             log_ += [_entry(FileKind.ADD, m, f) for f in changelog]
-        return _Changes(data, log_)
+        # hash index files go with the APPEND snapshot (FileStoreCommitImpl.commit)
+        index = index_adds(messages) if pick is _append_files else []
+        return _Changes(data, log_, index)
 
     return build
 

@@ -26,7 +26,9 @@ __all__ = [
     "INDEX_MANIFEST_AVRO_SCHEMA",
     "INDEX_MANIFEST_VERSION",
     "DeletionVectorMeta",
+    "IndexFileMeta",
     "IndexManifestEntry",
+    "combine_index_entries",
     "decode_index_manifest",
     "encode_index_manifest",
 ]
@@ -69,6 +71,52 @@ class IndexManifestEntry:
     row_count: int
     dv_ranges: tuple[DeletionVectorMeta, ...] | None
     external_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexFileMeta:
+    """A new index file a writer produced (``org.apache.paimon.index.IndexFileMeta``, as in a
+    commit message's ``IndexIncrement``); HASH files only here (no deletion-vector ranges)."""
+
+    index_type: str
+    file_name: str
+    file_size: int
+    row_count: int
+
+    def entry(self, kind: FileKind, partition: bytes, bucket: int) -> IndexManifestEntry:
+        return IndexManifestEntry(kind, partition, bucket, self.index_type, self.file_name,
+                                  self.file_size, self.row_count, None)
+
+
+def combine_index_entries(
+    previous: Sequence[IndexManifestEntry], changes: Sequence[IndexManifestEntry]
+) -> list[IndexManifestEntry]:
+    """The index manifest after ``changes`` (``IndexManifestFileHandler.CommonBucketCombiner``):
+    per (partition, bucket, index type) one HASH entry; DELETE changes remove the previous
+    entry first, then ADD changes replace it. Other index types (deletion vectors, which
+    unaware-bucket tables may hold several of per bucket) are matched by file name too. The
+    result keeps the previous order, new ones last.
+
+    Raises:
+        CorruptMetadataError: a previous entry that is not an ADD.
+    """
+    out: dict[tuple[bytes, int, str, str | None], IndexManifestEntry] = {}
+    for e in previous:
+        if e.kind is not FileKind.ADD:
+            raise CorruptMetadataError(e.file_name, "an index manifest holds a DELETE entry")
+        out[_identifier(e)] = e
+    for e in changes:
+        if e.kind is FileKind.DELETE:
+            out.pop(_identifier(e), None)
+    for e in changes:
+        if e.kind is FileKind.ADD:
+            out[_identifier(e)] = e
+    return list(out.values())
+
+
+def _identifier(e: IndexManifestEntry) -> tuple[bytes, int, str, str | None]:
+    return (e.partition, e.bucket, e.index_type,
+            None if e.index_type == HASH_INDEX else e.file_name)
 
 
 _DV_RECORD: dict[str, Any] = {

@@ -62,7 +62,8 @@ class BatchWriteBuilder:
 
     def new_write(self) -> TableWrite:
         """Phase one: a :class:`TableWrite` for :attr:`commit_user`."""
-        return self.table.new_write(self.commit_user)
+        return self.table.new_write(self.commit_user,
+                                    overwrite=self.static_partition is not None)
 
     def new_commit(self) -> BatchTableCommit:
         """Phase two: the committer for :attr:`commit_user` with :attr:`options`."""

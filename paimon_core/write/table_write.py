@@ -50,8 +50,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.bucket import bucket_ids
+from paimon_core.bucket import bucket_ids, hash_codes
 from paimon_core.commit_message import CommitMessage
+from paimon_core.compact.options import CompactOptions
 from paimon_core.datafile.parquet_layout import ParquetOptions
 from paimon_core.datafile.writer import (
     DataFileWriter,
@@ -73,6 +74,8 @@ from paimon_core.scan.planner import ScanPlanner
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import serialize_binary_row
 from paimon_core.spec.file_entries import live_files
+from paimon_core.spec.hash_index import encode_hash_index
+from paimon_core.spec.index_manifest import HASH_INDEX, IndexFileMeta
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
 from paimon_core.spec.row_kind import RowKind, retract_mask
@@ -90,6 +93,13 @@ from paimon_core.write.buffer import (
     take_column,
     take_rows,
     with_system_columns,
+)
+from paimon_core.write.dynamic_bucket import (
+    AssignerChannel,
+    BucketHashes,
+    DynamicBucketAssigner,
+    HashIndexReader,
+    assigner_channels,
 )
 from paimon_core.write.inline_compact import InlineCompaction, inline_compaction_enabled
 from paimon_core.write.input import conform_input, parse_row_kinds
@@ -119,10 +129,26 @@ class TableWrite:
         snapshot_manager: to find the latest snapshot (sequence number restore).
         planner: a planner of ``schema`` without predicate (lists live files).
         max_workers: threads writing buckets in parallel (default: CPU count, at least 2).
+        overwrite: the rows are for an INSERT OVERWRITE: dynamic bucket tables then assign
+            buckets from scratch, without loading the hash index (Java's
+            ``SimpleHashBucketAssigner``; the overwrite drops the partitions' old index).
+        assigner_channel: dynamic bucket tables written by several tasks at once: this
+            writer runs only this assigner channel and gets only its rows
+            (:func:`paimon_core.write.dynamic_bucket.channel_ids`). New keys go to the
+            channel's own buckets, so the tasks' index files never collide; a key already
+            stored keeps its bucket, which another task may write too, so such a writer does
+            not compact (a dedicated compaction does) and refuses tables whose readers need
+            every level-0 file compacted (first-row, lookup changelog, ``force-lookup``).
+
+    Dynamic bucket primary-key tables (``bucket=-1``) get each key's bucket from the table's
+    hash index (:mod:`paimon_core.write.dynamic_bucket`: existing keys keep their bucket, new
+    keys fill buckets up to ``dynamic-bucket.target-row-num``), and every bucket whose key set
+    grew gets a new HASH index file in its commit message. One writer per partition is
+    assumed, as for Java's assigners.
 
     Raises:
-        UnsupportedError: a table this writer cannot produce correct files for (dynamic or
-            postpone bucket primary-key tables, deletion vectors, aggregate functions not
+        UnsupportedError: a table this writer cannot produce correct files for (postpone
+            bucket primary-key tables, deletion vectors, aggregate functions not
             implemented, non-parquet formats, non-legacy partition names, mixed timestamp
             precisions).
         SchemaError: invalid write options.
@@ -138,6 +164,8 @@ class TableWrite:
         snapshot_manager: SnapshotManager,
         planner: ScanPlanner,
         max_workers: int | None = None,
+        overwrite: bool = False,
+        assigner_channel: AssignerChannel | None = None,
     ) -> None:
         self.file_io = file_io
         self.table_path = table_path
@@ -156,6 +184,26 @@ class TableWrite:
         self.key_names = list(schema.trimmed_primary_keys)
         self.bucket_keys = list(schema.bucket_keys) if self.num_buckets > 0 else []
         self.bucket_types: list[DataType] = [schema.field(k).type for k in self.bucket_keys]
+        self.dynamic = self.is_pk and self.num_buckets == -1
+        self.key_types: list[DataType] = [schema.field(k).type for k in self.key_names]
+        self._overwrite = overwrite
+        self._assigner: DynamicBucketAssigner | None = None
+        self._hash_index: BucketHashes | None = None
+        if self.dynamic:
+            reader = None if overwrite else HashIndexReader(
+                file_io, table_path, snapshot_manager, planner.manifests)
+            channels, assigners = assigner_channels(self.options)
+            own: list[int] | None = None
+            if assigner_channel is not None:
+                channels, assigners = assigner_channel.num_channels, assigner_channel.num_assigners
+                own = [assigner_channel.channel]
+            self._assigner = DynamicBucketAssigner(
+                target_row_num=self.options.dynamic_bucket_target_row_num,
+                num_channels=channels, num_assigners=assigners, channels=own, reader=reader)
+            self._hash_index = BucketHashes(reader)
+        elif assigner_channel is not None:
+            raise UnsupportedError(f"an assigner channel is for dynamic bucket primary-key "
+                                   f"tables (bucket=-1); this table has bucket={self.num_buckets}")
         self.sequence_fields = list(self.options.sequence_fields)
         for c in self.sequence_fields:
             schema.field(c)  # typed error for an unknown column
@@ -181,9 +229,16 @@ class TableWrite:
         self.writer = DataFileWriter(
             file_io, schema, self.path_factory, parquet=ParquetOptions.from_schema(schema)
         )
+        shared_buckets = assigner_channel is not None
+        if shared_buckets and CompactOptions.from_schema(schema).lookup:
+            raise UnsupportedError(
+                "a dynamic bucket table written by several assigner tasks cannot have its "
+                "level-0 files compacted at every commit, which merge-engine=first-row, "
+                "changelog-producer=lookup and force-lookup need: write it from one task, or "
+                "give the table a fixed 'bucket' count")
         self._inline = (
             InlineCompaction(file_io, table_path, schema, planner.schemas, self.writer)
-            if inline_compaction_enabled(schema) else None
+            if inline_compaction_enabled(schema) and not shared_buckets else None
         )
         self._buckets: dict[tuple[bytes, int], BucketState] = {}
         self._touched: set[tuple[bytes, int]] = set()
@@ -193,16 +248,12 @@ class TableWrite:
         # per write call: partition dictionary codes and bucket of every input row
         self._part_dicts: list[tuple[np.ndarray, pa.Array]] = []
         self._bucket_col: np.ndarray | None = None
+        self._key_hashes: np.ndarray | None = None
 
     def _check_supported(self) -> None:
         o = self.options
         n = self.num_buckets
         if self.is_pk:
-            if n == -1:
-                raise UnsupportedError(
-                    "primary-key tables with bucket=-1 (dynamic bucket) need a hash index this "
-                    "writer does not maintain; create the table with a fixed bucket count"
-                )
             engines.validate(self.schema)  # the merge engine and its options
             if o.deletion_vectors_enabled:
                 raise UnsupportedError(
@@ -266,10 +317,12 @@ class TableWrite:
         compacted = self._inline.after_flush(self._buckets, self._run) if self._inline else {}
         if compacted is None:  # our view of the live files is inconsistent: re-read it
             self._restored, compacted = None, {}
+        index_files = self._write_hash_indexes()
         out = []
         for key, b in self._buckets.items():
             c = compacted.get(key)
-            if b.new_files or b.changelog_files or c is not None:
+            ix, replaces = index_files.get(key, (None, None))
+            if b.new_files or b.changelog_files or c is not None or ix is not None:
                 out.append(
                     CommitMessage(
                         partition=b.partition,
@@ -282,6 +335,9 @@ class TableWrite:
                         compact_changelog=tuple(c.changelog) if c else (),
                         table_path=self.table_path,
                         schema_id=self.schema.id,
+                        index_files=() if ix is None else (ix,),
+                        replaces_index=None if ix is None or self._overwrite
+                        else replaces or "",
                     )
                 )
             b.new_files = []
@@ -291,10 +347,32 @@ class TableWrite:
         self._touched.clear()
         return out
 
+    def _write_hash_indexes(self) -> dict[tuple[bytes, int],
+                                          tuple[IndexFileMeta | None, str | None]]:
+        """A new HASH index file for every bucket whose key set changed (dynamic buckets),
+        with the index file it replaces."""
+        if self._hash_index is None:
+            return {}
+        out: dict[tuple[bytes, int], tuple[IndexFileMeta | None, str | None]] = {}
+        for partition, bucket, hashes, replaces in self._hash_index.take_changed():
+            name = self.path_factory.new_index_file_name()
+            path = self.layout.index_file(name)
+            data = encode_hash_index(hashes)
+            self.writer.written_paths.append(path)  # recorded first: abort removes a partial
+            self.file_io.write_bytes(path, data)
+            self._hash_index.wrote(partition, bucket, name)
+            out[(partition, bucket)] = (IndexFileMeta(HASH_INDEX, name, len(data), len(hashes)),
+                                        replaces)
+        return out
+
     def abort(self) -> None:
         """Drop buffered rows and delete every file written since the last
         :meth:`prepare_commit`. Files already handed out in commit messages are the caller's
-        to abort (``TableCommit.abort(messages)``)."""
+        to abort (``TableCommit.abort(messages)``). Dynamic bucket assignments are forgotten
+        (the next write loads the table's index again)."""
+        if self._assigner is not None and self._hash_index is not None:
+            self._assigner.reset()
+            self._hash_index.reset()
         for b in self._buckets.values():
             b.buffer = []
             b.buffered_bytes = 0
@@ -369,9 +447,13 @@ class TableWrite:
             grouped_kinds = None if kinds is None else kinds[perm]
             offset = 0
         full = []
+        hashes = self._key_hashes
         for rows, first in groups:
             st = self._bucket_state(first)
             count = n if rows is None else len(rows)
+            if self._hash_index is not None and hashes is not None:
+                self._hash_index.notify(st.partition, st.bucket,
+                                        hashes if rows is None else hashes[rows])
             if regroup:
                 piece = Piece(
                     grouped.slice(offset, count), None,
@@ -404,22 +486,45 @@ class TableWrite:
             idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
             self._part_dicts.append((idx, enc.dictionary))
             codes, radix = combine_codes(codes, radix, idx, len(enc.dictionary))
+        self._key_hashes = None
         if self.num_buckets > 0:
             b = bucket_ids(
                 [table.column(k) for k in self.bucket_keys], self.bucket_types, self.num_buckets
             ).astype(np.int64)
             self._bucket_col = b
             codes, radix = combine_codes(codes, radix, b, self.num_buckets)
+        elif self.dynamic:
+            b = self._assign_dynamic(table, codes, radix)
+            self._bucket_col = b
+            codes, radix = combine_codes(codes, radix, b, int(b.max()) + 1)
         else:
             self._bucket_col = None
         return split_groups(codes, radix)
 
-    def _bucket_state(self, row: int) -> BucketState:
-        """The writer of the (partition, bucket) of original row ``row``."""
-        values = [
+    def _assign_dynamic(self, table: pa.Table, part_codes: np.ndarray, radix: int) -> np.ndarray:
+        """Every row's dynamic bucket: the key hashes of each partition's rows, assigned by
+        the table's index (the hashes are kept for the index files)."""
+        assert self._assigner is not None
+        hashes = hash_codes([table.column(k) for k in self.key_names], self.key_types)
+        self._key_hashes = hashes
+        out = np.empty(table.num_rows, dtype=np.int64)
+        for rows, first in split_groups(part_codes, radix):
+            partition = serialize_binary_row(self._partition_values(first), self.part_types)
+            if rows is None:
+                out[:] = self._assigner.assign(partition, hashes)
+            else:
+                out[rows] = self._assigner.assign(partition, hashes[rows])
+        return out
+
+    def _partition_values(self, row: int) -> list[object]:
+        return [
             epoch_nanos_value(dic[int(idx[row])], t)
             for (idx, dic), t in zip(self._part_dicts, self.part_types)
         ]
+
+    def _bucket_state(self, row: int) -> BucketState:
+        """The writer of the (partition, bucket) of original row ``row``."""
+        values = self._partition_values(row)
         bucket = int(self._bucket_col[row]) if self._bucket_col is not None else 0
         partition = serialize_binary_row(values, self.part_types)
         key = (partition, bucket)

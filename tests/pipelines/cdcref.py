@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,4 +29,12 @@ def spark_changes(spark: Any, path: Path, schema: TableSchema, **opts: Any) -> A
 def compared_rows(t: Any, schema: TableSchema) -> list[tuple[Any, ...]]:
     """The rows of ``t`` over the compared columns, in a canonical order."""
     cols = [*schema.field_names, *COMPARED]
-    return sorted((tuple(r[c] for c in cols) for r in t.select(cols).to_pylist()), key=repr)
+    return sorted((tuple(_micros(r[c]) for c in cols) for r in t.select(cols).to_pylist()),
+                  key=repr)
+
+
+def _micros(v: Any) -> Any:
+    """A time of day as its microseconds past midnight (the reference carries TIME so)."""
+    if isinstance(v, datetime.time):
+        return ((v.hour * 60 + v.minute) * 60 + v.second) * 10**6 + v.microsecond
+    return v

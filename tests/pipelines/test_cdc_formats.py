@@ -91,8 +91,8 @@ def _run(spark: Any, tmp: Path, fmt: str, files: list[list[str]],
 
 
 def test_formats_registry_and_cli() -> None:
-    assert set(FORMATS) == {"debezium-json", "canal-json", "maxwell-json", "ogg-json",
-                            "aws-dms-json"}
+    assert set(FORMATS) == {"debezium-json", "debezium-avro", "canal-json", "maxwell-json",
+                            "ogg-json", "aws-dms-json"}
     args = ["--warehouse", "w", "--table", "db.t", "--landing", "l"]
     assert build_parser().parse_args(args).format == "debezium-json"
     assert build_parser().parse_args([*args, "--format", "canal-json"]).format == "canal-json"

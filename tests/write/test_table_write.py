@@ -322,7 +322,6 @@ def test_rowkind_field_option(catalog: FileSystemCatalog) -> None:
 
 
 @pytest.mark.parametrize("schema, match", [
-    (Schema.of([("id", "INT")], primary_keys=["id"]), "dynamic bucket"),
     (Schema.of([("id", "INT")], primary_keys=["id"],
                options={"bucket": "1", "deletion-vectors.enabled": "true"}), "deletion"),
     (Schema.of([("a", "INT")], options={"file.format": "orc"}), "orc"),

@@ -1,0 +1,60 @@
+"""The index manifest side of a commit (dynamic bucket HASH index files).
+
+Mirrors the index parts of ``org.apache.paimon.operation.FileStoreCommitImpl``: new HASH
+index files of the messages go with the APPEND snapshot as ADD entries, an overwrite deletes
+the index entries of the partitions it replaces (``tryOverwrite``), and the new index manifest
+is the previous one combined with these changes
+(:func:`paimon_core.spec.index_manifest.combine_index_entries`).
+
+Added here (Java has no such check): a message names the index file its writer extended, and
+the commit refuses it when another writer replaced that bucket's index meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+
+from paimon_core.commit_message import CommitMessage
+from paimon_core.errors import CommitConflictError
+from paimon_core.spec.index_manifest import HASH_INDEX, IndexManifestEntry
+from paimon_core.spec.manifest import FileKind
+
+__all__ = ["check_index_bases", "index_adds", "index_deletes"]
+
+
+def index_adds(messages: Sequence[CommitMessage]) -> list[IndexManifestEntry]:
+    """ADD entries of the messages' new index files."""
+    return [ix.entry(FileKind.ADD, m.partition, m.bucket) for m in messages
+            for ix in m.index_files]
+
+
+def index_deletes(entries: Iterable[IndexManifestEntry],
+                  replaced: Callable[[bytes], bool]) -> list[IndexManifestEntry]:
+    """DELETE entries for the index files of the partitions ``replaced`` says go."""
+    return [replace(e, kind=FileKind.DELETE) for e in entries if replaced(e.partition)]
+
+
+def check_index_bases(messages: Sequence[CommitMessage],
+                      current: Iterable[IndexManifestEntry]) -> None:
+    """Refuse messages whose bucket's HASH index is no longer the file their writer extended
+    (``CommitMessage.replaces_index``; ``current``: the index entries of the snapshot the
+    commit follows): two writers adding keys to one partition at once would otherwise drop
+    one's keys from the index, and a later writer could put such a key in a second bucket.
+
+    Raises:
+        CommitConflictError: naming the bucket.
+    """
+    expect = {(m.partition, m.bucket): m.replaces_index for m in messages
+              if m.index_files and m.replaces_index is not None}
+    if not expect:
+        return
+    now = {(e.partition, e.bucket): e.file_name for e in current
+           if e.index_type == HASH_INDEX and e.kind is FileKind.ADD}
+    for (partition, bucket), base in expect.items():
+        if now.get((partition, bucket), "") != base:
+            raise CommitConflictError(
+                f"the hash index of dynamic bucket {bucket} (partition {partition.hex()}) was "
+                "changed by another writer since this writer loaded it: keys could land in two "
+                "buckets; write each partition of a dynamic bucket table from one writer at a "
+                "time, and retry")
