@@ -30,6 +30,7 @@ from paimon_core import (
     DataType,
     TypeRoot,
 )
+from pipelines.cdc_connect_decimal import connect_decimal_values
 
 __all__ = ["CONNECT_DECIMAL", "EPOCH_UNITS", "LONG_NUMBER", "VARIABLE_SCALE_DECIMAL", "Fields",
            "Logical", "convert", "digits", "exact_numbers", "json_text", "schema_types"]
@@ -244,6 +245,12 @@ def _connect_decimals(arr: pa.Array, logical: Logical, fit: Any,
     if not pc.any(mask).as_py():
         return None
     rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    if pa.types.is_string(src) and pa.types.is_decimal128(target):  # column-wise when it can
+        fast = connect_decimal_values(arr.take(pa.array(rows)),
+                                      logical.scale.take(pa.array(rows)), target)
+        if fast is not None:
+            at = pa.array(rows)
+            return pc.is_valid(_scatter(at, at, n)), _scatter(fast, at, n)
     items = arr.take(pa.array(rows)).to_pylist()
     scales = logical.scale.take(pa.array(rows)).to_pylist()
     decoded: list[bool] = []
