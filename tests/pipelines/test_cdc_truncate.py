@@ -198,3 +198,19 @@ def test_java_reads_every_step_of_a_truncate(spark: Any, tmp_path: Path) -> None
         java = (tmp_path / f"java-{sid}.jsonl").read_text().splitlines()
         ours = pa.Table.from_pylist(expected, schema=t.to_arrow().schema)
         assert java == canonical_lines(ours, list(t.schema.fields)), sid
+
+
+@pytest.mark.spark
+def test_a_toast_placeholder_after_a_truncate_has_no_previous_value(
+        spark: Any, tmp_path: Path) -> None:
+    # batch 1 creates Anne; batch 2: a truncate, then an update whose email is the TOAST
+    # placeholder. The table was emptied: the email before the truncate is not the previous
+    # value (before: it was taken from the table as the batch started, silently)
+    _land(tmp_path, [["postgresql/toast_create.jsonl"],
+                     ["postgresql/truncate_before_toast.jsonl",
+                      "postgresql/toast_update.jsonl"]])
+    reports = _ingest(spark, tmp_path, max_error_ratio=1.0)
+    assert reports[1].reasons == {"unchanged TOAST value without a previous value for email": 1}
+    t = _table(tmp_path)
+    assert _snapshots(t) == [(1, "APPEND", 1, None), (2, "OVERWRITE", 2, None)]
+    assert _rows(t, 1) == [ANNE] and _rows(t) == []
