@@ -578,7 +578,7 @@ def _split_lines_py(data: bytes) -> list[str]:
     return out
 
 
-def _is_utf8(data: bytes) -> bool:
+def _is_utf8(data: bytes | pa.Buffer) -> bool:
     whole = pa.Array.from_buffers(pa.string(), 1, [
         None, pa.py_buffer(np.array([0, len(data)], np.int32)), pa.py_buffer(data)])
     try:
@@ -616,9 +616,14 @@ def decode_file(
         starts = np.empty(count, np.int64)
         starts[0] = 0
         starts[1:] = nl[:count - 1] + 1
-        if bool(np.all(buf[starts] == ord("{"))) and _is_utf8(data):
-            doc = data
-            shared = strip_shared_schema(data, count, nl)  # one schema in every line: read once
+        if bool(np.all(buf[starts] == ord("{"))):
+            # one schema in every line: read once (its text is valid UTF-8, as the payloads
+            # then are: the file is, without scanning the schemas again)
+            shared = strip_shared_schema(data, count, nl)
+            if shared is not None and not _is_utf8(shared.doc):
+                shared = None
+            if shared is not None or _is_utf8(data):
+                doc = data
     if shared is not None:  # the payloads' lines, for a document that does not parse whole
         payload_doc = shared.doc
         parse_lines: _Lazy | None = _Lazy(lambda: split_lines(payload_doc.to_pybytes()))
