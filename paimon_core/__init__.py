@@ -70,6 +70,7 @@ The names, by concept:
 from paimon_core.bucket import bucket_ids
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.commit.options import CommitOptions
+from paimon_core.commit.steps import CommitStep
 from paimon_core.commit.table_commit import TableCommit
 from paimon_core.commit_message import CommitMessage
 from paimon_core.compact import (
@@ -224,6 +225,7 @@ __all__ = [
     "CommitMessage",
     "CommitOptions",
     "CommitStateUnknownError",
+    "CommitStep",
     "CompactExecutor",
     "CompactOptions",
     "CompactSource",

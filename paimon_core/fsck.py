@@ -16,7 +16,7 @@ Works on tables written by Paimon Java, pypaimon or this project; it only reads.
   data (:mod:`paimon_core.fsck_index`: one entry per bucket, no key hash in two buckets of a
   partition, every live key's hash in its bucket's index).
 * I2: no (commitUser, commitIdentifier, commitKind) in two snapshots (batch commits, which all
-  use Long.MAX, excepted).
+  use Long.MAX, excepted; the steps of a multi-step commit, ``commit.step``, are told apart).
 * I4: the latest snapshot (every snapshot with ``deep=True``) reads in full through time
   travel; tables this reader cannot read (e.g. unsupported merge engines) give a warning.
 * I5: ``LATEST``/``EARLIEST`` that lag, point past the snapshots or are garbage give warnings
@@ -281,14 +281,16 @@ class _Checker:
                          "listing)", path=path, severity=Severity.WARNING)
 
     def _check_duplicate_commits(self, snapshots: Iterable[Snapshot]) -> None:
-        seen: dict[tuple[str, int, str], int] = {}
+        # the steps of one commit (TableCommit.commit_steps) are distinct commits
+        seen: dict[tuple[str, int, str, tuple[int, int] | None], int] = {}
         for s in snapshots:
             if s.commit_identifier == BATCH_COMMIT_IDENTIFIER:
                 continue
-            k = (s.commit_user, s.commit_identifier, s.commit_kind.value)
+            k = (s.commit_user, s.commit_identifier, s.commit_kind.value, s.commit_step)
             if k in seen:
+                step = f", step {k[3][0]}/{k[3][1]}" if k[3] else ""
                 self.add(FindingKind.DUPLICATE_COMMIT,
-                         f"commit (user {k[0]}, identifier {k[1]}, {k[2]}) is in snapshots "
+                         f"commit (user {k[0]}, identifier {k[1]}, {k[2]}{step}) is in snapshots "
                          f"{seen[k]} and {s.id} (applied twice)", snapshot=s.id)
             else:
                 seen[k] = s.id

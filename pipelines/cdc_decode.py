@@ -74,9 +74,11 @@ from pipelines.cdc_events import (
     Unavailable,
     position_columns,
 )
+from pipelines.cdc_shared_schema import SharedSchema, broadcast_types, strip_shared_schema
 from pipelines.cdc_values import (
     LONG_NUMBER,
     Fields,
+    Logical,
     convert,
     digits,
     exact_leaves,
@@ -361,10 +363,13 @@ def _unavailable(raw: pa.Array, f: DataField) -> pa.Array | None:
 def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
                  target: pa.Schema, position_fields: Sequence[str] | None, epoch_unit: str,
                  sequence_column: str | None, unavailable: str,
-                 seq_value: pa.Array | None = None) -> dict[str, pa.Array]:
+                 seq_value: pa.Array | None = None,
+                 shared_types: dict[str, Logical] | None = None) -> dict[str, pa.Array]:
     """Outputs of one envelope view of a parsed chunk (one row per event; the ``-D`` of a
     key-changing update in ``_old_key``). ``seq_value``: the sequence column's value per row
-    when the view's format computes it (default: from the position fields)."""
+    when the view's format computes it (default: from the position fields).
+    ``shared_types``: the logical types of the one schema every event of the file carries
+    (else read from the view's ``schema``)."""
     null_s = pa.scalar(None, pa.string())
     op_raw = v["op"]
     op = json_text(op_raw) if op_raw is not None else pa.nulls(n, pa.string())
@@ -411,7 +416,8 @@ def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     out["_pos_ts"] = (ts.cast(pa.int64()) if ts is not None and pa.types.is_integer(ts.type)
                       else pa.nulls(n, pa.int64()))
     bef, aft = Fields(before, n), Fields(after, n)
-    types = schema_types(v["schema"], n, schema.field_names)
+    types = (shared_types if shared_types is not None
+             else schema_types(v["schema"], n, schema.field_names))
     keys = set(schema.primary_keys)
     null_keys = []
     bad_values = []
@@ -595,7 +601,7 @@ def _split_lines_py(data: bytes) -> list[str]:
     return out
 
 
-def _is_utf8(data: bytes) -> bool:
+def _is_utf8(data: bytes | pa.Buffer) -> bool:
     whole = pa.Array.from_buffers(pa.string(), 1, [
         None, pa.py_buffer(np.array([0, len(data)], np.int32)), pa.py_buffer(data)])
     try:
@@ -624,7 +630,8 @@ def decode_file(
     ``threads``: JSON parsed by pyarrow's thread pool (only worth it on idle cores: in Spark
     tasks that fill every core it costs CPU and gains nothing)."""
     lazy = _Lazy(lambda: split_lines(data))
-    doc: bytes | None = None
+    doc: bytes | pa.Buffer | None = None
+    shared: SharedSchema | None = None
     count = 0
     if data and b"\r" not in data and len(data) < 2**31 - 1:
         buf = np.frombuffer(data, np.uint8)
@@ -633,12 +640,25 @@ def decode_file(
         starts = np.empty(count, np.int64)
         starts[0] = 0
         starts[1:] = nl[:count - 1] + 1
-        if bool(np.all(buf[starts] == ord("{"))) and _is_utf8(data):
-            doc = data
-    return _decode(lazy, doc, count, schema, file_index=file_index, first_line=1,
+        if bool(np.all(buf[starts] == ord("{"))):
+            # Debezium JSON with one schema in every line: read once (its text is valid UTF-8,
+            # as the payloads then are: the file is, without scanning the schemas again)
+            shared = strip_shared_schema(data, count, nl) if fmt is None else None
+            if shared is not None and not _is_utf8(shared.doc):
+                shared = None
+            if shared is not None or _is_utf8(data):
+                doc = data
+    if shared is not None:  # the payloads' lines, for a document that does not parse whole
+        payload_doc = shared.doc
+        parse_lines: _Lazy | None = _Lazy(lambda: split_lines(payload_doc.to_pybytes()))
+    else:
+        parse_lines = None
+    return _decode(lazy, shared.doc if shared is not None else doc, count, schema,
+                   file_index=file_index, first_line=1, parse_lines=parse_lines,
                    position_fields=position_fields, epoch_unit=epoch_unit,
                    sequence_column=sequence_column, unavailable=unavailable, bucket=bucket,
-                   threads=threads, fmt=fmt)
+                   threads=threads, fmt=fmt,
+                   shared=shared.schema if shared is not None else None)
 
 
 def decode_events(
@@ -668,8 +688,9 @@ def decode_events(
                    unavailable=unavailable, bucket=bucket, threads=threads, fmt=fmt)
 
 
-def _parse_all(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema,
-               threads: bool, *, exact: bool, fmt: EventFormat | None = None
+def _parse_all(lazy: _Lazy, doc: bytes | pa.Buffer | None, count: int, schema: TableSchema,
+               threads: bool, *, exact: bool, fmt: EventFormat | None = None,
+               parse_lines: _Lazy | None = None
                ) -> tuple[list[tuple[int, pa.Table]], list[int], np.ndarray, np.ndarray]:
     """The parsed chunks, the indices of malformed event lines, the line index of each event
     and of each tombstone. ``doc``: the whole file when every line is an event. ``exact``:
@@ -680,7 +701,8 @@ def _parse_all(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema,
     if doc is not None:  # the usual case: one document, no copies
         events = np.arange(count, dtype=np.int64)
         tomb = np.zeros(0, np.int64)
-        _parse(lazy, declared, 0, chunks, bad, doc, count, threads=threads)
+        _parse(parse_lines if parse_lines is not None else lazy, declared, 0, chunks, bad, doc,
+               count, threads=threads)
         return chunks, bad, events, tomb
     arr = _exact(lazy()) if exact else lazy()  # ``lazy``: the lines as read, for ``_value``
     trimmed = pc.utf8_trim_whitespace(arr)
@@ -736,14 +758,17 @@ def _holds_floats(t: pa.DataType) -> bool:
     return False
 
 
-def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
+def _decode(lazy: _Lazy, doc: bytes | pa.Buffer | None, count: int, schema: TableSchema, *,
             file_index: int, first_line: int, position_fields: Sequence[str] | None,
             epoch_unit: str, sequence_column: str | None, unavailable: str, bucket: bool,
-            threads: bool, fmt: EventFormat | None = None) -> pa.Table:
-    """``doc`` (with its ``count`` lines): the whole file when every line is an event."""
+            threads: bool, fmt: EventFormat | None = None, shared: pa.Array | None = None,
+            parse_lines: _Lazy | None = None) -> pa.Table:
+    """``doc`` (with its ``count`` lines): the whole file when every line is an event (or
+    their payloads when every line carries the one schema ``shared``:
+    :mod:`pipelines.cdc_shared_schema`)."""
     target = output_schema(schema, position_fields)
     chunks, bad, events, tomb = _parse_all(lazy, doc, count, schema, threads, exact=False,
-                                           fmt=fmt)
+                                           fmt=fmt, parse_lines=parse_lines)
     if _inexact_columns(chunks, schema) and pc.any(  # numbers read as doubles: again, exactly
             pc.match_substring_regex(lazy(), LONG_NUMBER)).as_py():
         chunks, bad, events, tomb = _parse_all(lazy, None, 0, schema, threads, exact=True,
@@ -757,7 +782,7 @@ def _decode(lazy: _Lazy, doc: bytes | None, count: int, schema: TableSchema, *,
             continue
         parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, first_line,
                                  position_fields, epoch_unit, sequence_column,
-                                 unavailable))
+                                 unavailable, shared))
     special = [(int(events[j]), "malformed JSON") for j in bad] + [(int(j), TOMBSTONE)
                                                                   for j in tomb]
     if special:
@@ -818,14 +843,16 @@ def _exact(lines: pa.Array) -> pa.Array:
 def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
                 schema: TableSchema, file_index: int, first_line: int,
                 position_fields: Sequence[str] | None, epoch_unit: str,
-                sequence_column: str | None, unavailable: str) -> list[pa.Table]:
+                sequence_column: str | None, unavailable: str,
+                shared: pa.Array | None = None) -> list[pa.Table]:
     n = t.num_rows
+    types = broadcast_types(shared, n, schema.field_names) if shared is not None else None
     top = _decode_view(_view(t, False), n, schema, target, position_fields, epoch_unit,
-                       sequence_column, unavailable)
+                       sequence_column, unavailable, types)
     views = top
     if "payload" in t.column_names:
         pay = _decode_view(_view(t, True), n, schema, target, position_fields, epoch_unit,
-                           sequence_column, unavailable)
+                           sequence_column, unavailable, types)
         op = t.column("op").combine_chunks() if "op" in t.column_names else pa.nulls(n)
         use = pc.and_(pc.is_valid(t.column("payload").combine_chunks()), pc.is_null(op))
         views = {k: pc.if_else(use, pay[k], top[k]) for k in top}

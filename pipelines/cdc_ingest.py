@@ -49,8 +49,14 @@ batch wins). An event whose position does not fit a BIGINT (SQL Server / Db2 LSN
 when the table has a sequence column. One batch holds the events of one connector.
 
 Operations: ``c`` / ``r`` / ``u`` / ``d`` (a delete needs only the key), ``m`` (messages) and
-tombstones are skipped and counted; a truncate (``t``) empties the table at its position: the
-batch is then committed as one OVERWRITE snapshot holding the changes after its last truncate.
+tombstones are skipped and counted; a truncate (``t``) empties the table at its position: a
+batch holding truncates is committed in steps, all with its identifier: the changes before the
+first truncate (APPEND), the truncate (an OVERWRITE snapshot deleting every file), the changes
+up to the next truncate (APPEND)... the changes after the last one; each snapshot records its
+step (``commit.step = i/n``), so that a re-run after a crash between two of them commits only
+the steps that did not land (:mod:`paimon_core.commit.steps`). Readers of the table's history
+see the rows before the truncate (time travel), its empty table, then the rows after it;
+streaming and incremental readers skip OVERWRITE snapshots (Paimon's semantics).
 Debezium's unchanged-TOAST placeholder keeps the column's previous value
 (``--unavailable-value store|refuse`` for the alternatives).
 
@@ -65,13 +71,15 @@ Run::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import decimal
 import json
 import logging
 import pickle
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -81,6 +89,8 @@ from paimon_core import (
     AddColumn,
     CommitMessage,
     CommitOptions,
+    CommitStateUnknownError,
+    CommitStep,
     CoreOptions,
     DataField,
     FileIO,
@@ -383,12 +393,15 @@ class _Pass:
     unknown: dict[str, list[str]]  # new column -> sample event lines
     connectors: set[str]  # the events' source.connector values
     truncates: list[tuple[object, ...]]  # the positions of truncate events
+    #: with truncates: the messages of the changes before the first truncate, between the
+    #: first and the second... after the last (the steps of the commit)
+    segments: list[list[CommitMessage]] = field(default_factory=list)
 
 
 def _write_pass(
     handle: TableHandle, user: str, blobs: DataFrame, opts: CdcOptions, file_io: FileIO,
     quarantine: str | None, batch: int, files: Sequence[str], start_snapshot: int | None,
-    after: Sequence[object] | None = None,
+    truncates: Sequence[Sequence[object]] | None = None,
 ) -> _Pass:
     """The write half of the batch's Spark job: the decoded rows (:func:`decoded_blobs`;
     rejected events ride along with NULL keys) go to their bucket's task
@@ -397,13 +410,24 @@ def _write_pass(
     lacks, writes its rejected events to ``quarantine/part-<task>.jsonl`` (deterministic
     names: a retried task or a re-run of the batch overwrites instead of duplicating), keeps
     the last change of every key by source position and writes the valid rows. Returns the
-    messages to commit (or abort)."""
+    messages to commit (or abort).
+
+    ``truncates`` (the positions of the batch's truncate events, in order): the rows are
+    split at them into segments written apart (each a step of the commit: see
+    :func:`_steps`), without compaction (``write-only``: a step is one snapshot); a TOAST
+    placeholder after a truncate takes its previous value from its own segment only (the
+    table was emptied)."""
+    import numpy as np
     import pyarrow.compute as pc
     from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
     pos = position_columns(opts.position_fields)
     route = routing(handle.schema, blobs.sparkSession.sparkContext.defaultParallelism)
     routed = blobs.repartitionById(route.tasks, "bucket")
+    cuts = [list(t) for t in truncates] if truncates is not None else None
+    seg_handle = handle if cuts is None else dataclasses.replace(
+        handle, schema=dataclasses.replace(handle.schema, options={
+            **handle.schema.options, CoreOptions.WRITE_ONLY: "true"}))
 
     def read_previous(columns: Sequence[str]) -> pa.Table:
         """The table's rows of this task's bucket as the batch started."""
@@ -419,6 +443,10 @@ def _write_pass(
               .with_time_travel(snapshot_id=start_snapshot))
         splits = [s for s in rb.new_scan().plan().splits if bucket is None or s.bucket == bucket]
         return rb.new_read().to_arrow(splits)
+
+    def nothing_previous(columns: Sequence[str]) -> pa.Table:
+        """After a truncate the table holds nothing."""
+        return pa.schema([pa.field(c, pa.string()) for c in columns]).empty_table()
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -460,33 +488,52 @@ def _write_pass(
                          "reason": r[ERROR_COLUMN],
                          "value": bad_value(r["_value"], r[ERROR_COLUMN]),
                          "event": r["_value"]}, ensure_ascii=False))
-                valid_rows = b.filter(pc.is_null(err))
-                if after is not None:  # only the changes after the batch's last truncate
-                    valid_rows = valid_rows.filter(_after(valid_rows, pos, after))
-                yield valid_rows
+                yield b.filter(pc.is_null(err))
+
+        tc = TaskContext.get()
+        channel = route.channel(tc.partitionId() if tc is not None else 0)
+
+        def write(data: pa.Table | None, previous: Callable[[Sequence[str]], pa.Table],
+                  emptied: bool) -> tuple[list[CommitMessage], int]:
+            """``emptied``: the rows follow a truncate (a dynamic bucket table's buckets are
+            then assigned from scratch)."""
+            if (data is not None and opts.unavailable == "previous"
+                    and FORMATS[opts.format].placeholder):
+                data, refused = fill_unavailable(data, handle.schema, pos, previous)
+                if refused:
+                    data = _refuse(data, refused, counts, rejected, batch, files, pos)
+            last = (_key_only_deletes(
+                _last_changes(data, handle.schema.primary_keys, pos),
+                handle.schema.fields, handle.schema.primary_keys).combine_chunks().to_batches()
+                if data is not None and data.num_rows else [])
+            return write_batches(seg_handle, user, last, row_kind_column=KIND_COLUMN,
+                                 overwrite=emptied, assigner_channel=channel)
 
         held = [b for b in valid() if b.num_rows]
         data = pa.Table.from_batches(held) if held else None
-        if (data is not None and opts.unavailable == "previous"
-                and FORMATS[opts.format].placeholder):
-            data, refused = fill_unavailable(data, handle.schema, pos, read_previous)
-            if refused:
-                data = _refuse(data, refused, counts, rejected, batch, files, pos)
-        last = (_key_only_deletes(
-            _last_changes(data, handle.schema.primary_keys, pos),
-            handle.schema.fields, handle.schema.primary_keys).combine_chunks().to_batches()
-            if data is not None and data.num_rows else [])
-        tc = TaskContext.get()
-        msgs, rows = write_batches(
-            handle, user, last, row_kind_column=KIND_COLUMN, overwrite=after is not None,
-            assigner_channel=route.channel(tc.partitionId() if tc is not None else 0))
+        if cuts is None:
+            msgs, rows = write(data, read_previous, False)
+            parts = [msgs]
+        else:
+            data = data.combine_chunks() if data is not None else None
+            seg = np.zeros(data.num_rows if data is not None else 0, np.int64)
+            if data is not None:
+                for cut in cuts:
+                    seg += np.asarray(_after(data, pos, cut).to_numpy(zero_copy_only=False),
+                                      np.int64)
+            parts, rows = [], 0
+            for s in range(len(cuts) + 1):
+                part = data.filter(pa.array(seg == s)) if data is not None else None
+                m, n = write(part, read_previous if s == 0 else nothing_previous, s > 0)
+                parts.append(m)
+                rows += n
         if rejected and quarantine is not None:
             tc = TaskContext.get()
             pid = tc.partitionId() if tc is not None else 0
             file_io.write_bytes(join(quarantine, f"part-{pid:05d}.jsonl"),
                                 ("\n".join(rejected) + "\n").encode("utf-8"))
         yield pa.RecordBatch.from_pydict(
-            {"payload": [pickle.dumps(msgs)], "rows": [rows], "counts": [json.dumps(counts)],
+            {"payload": [pickle.dumps(parts)], "rows": [rows], "counts": [json.dumps(counts)],
              "unknown": [json.dumps(unknown)],
              "notes": [json.dumps({"connectors": sorted(connectors), "truncates": truncates})]},
             schema=pa.schema([pa.field("payload", pa.binary()), pa.field("rows", pa.int64()),
@@ -496,9 +543,15 @@ def _write_pass(
     out = StructType([StructField("payload", BinaryType()), StructField("rows", LongType()),
                       StructField("counts", StringType()), StructField("unknown", StringType()),
                       StructField("notes", StringType())])
-    result = _Pass([], 0, {}, {}, set(), [])
+    result = _Pass([], 0, {}, {}, set(), [],
+                   [[] for _ in range(len(cuts) + 1)] if cuts is not None else [])
     for r in routed.mapInArrow(task, out).collect():
-        result.messages.extend(pickle.loads(r["payload"]))
+        parts = pickle.loads(r["payload"])
+        for msgs in parts:
+            result.messages.extend(msgs)
+        if cuts is not None:
+            for s, msgs in enumerate(parts):
+                result.segments[s].extend(msgs)
         result.rows += int(r["rows"])
         for k, v in json.loads(r["counts"]).items():
             result.counts[k] = result.counts.get(k, 0) + int(v)
@@ -515,8 +568,9 @@ def _position_key(p: Sequence[object]) -> tuple[tuple[int, object], ...]:
     return tuple((0, 0) if v is None else (1, v) for v in p)
 
 
-def _after(b: pa.RecordBatch, pos: Sequence[str], p: Sequence[object]) -> pa.Array:
-    """Rows of ``b`` whose position (the ``pos`` columns, NULL first) is after ``p``."""
+def _after(b: pa.Table, pos: Sequence[str], p: Sequence[object]) -> pa.Array:
+    """Rows of ``b`` (one chunk) whose position (the ``pos`` columns, NULL first) is after
+    ``p``."""
     import pyarrow.compute as pc
 
     later = pa.array([False] * b.num_rows, pa.bool_())  # typed: a batch may be empty
@@ -529,6 +583,44 @@ def _after(b: pa.RecordBatch, pos: Sequence[str], p: Sequence[object]) -> pa.Arr
             equal = pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False)
         later = pc.or_(greater, pc.and_(equal, later))
     return later
+
+
+def _steps(segments: Sequence[Sequence[CommitMessage]]) -> list[CommitStep]:
+    """The steps of a batch holding truncates: the changes before the first truncate (an
+    APPEND, when there are any), the truncate (an OVERWRITE emptying the table), the changes
+    up to the next truncate... the changes after the last one."""
+    steps: list[CommitStep] = []
+    for s, msgs in enumerate(segments):
+        if any(m.new_files for m in msgs):
+            steps.append(CommitStep("append", [m for m in msgs if m.new_files]))
+        if s < len(segments) - 1:
+            steps.append(CommitStep("truncate"))
+    return steps
+
+
+def _commit_steps(handle: TableHandle, user: str, steps: Sequence[CommitStep], batch: int,
+                  options: CommitOptions) -> list[int]:
+    """Commit the steps of a batch holding truncates, once (see
+    :meth:`paimon_core.TableCommit.commit_steps`): a re-run after a crash between two of its
+    snapshots deletes the files it wrote again for the steps that landed and commits the
+    rest. A failed commit deletes the files of the steps that did not land; a commit whose
+    state is unknown keeps every file."""
+    commit = handle.open().new_commit(user, options=options)
+    done = len(commit.unfinished_steps(batch))
+    if done:
+        log.info("batch %s: %s of its %s snapshots landed before; committing the rest",
+                 batch, done, len(steps))
+        commit.abort([m for st in steps[:done] for m in st.messages])
+    try:
+        return commit.commit_steps(steps, batch)
+    except CommitStateUnknownError:
+        raise  # the snapshot may have landed: keep every file
+    except BaseException:
+        with contextlib.suppress(PaimonError):  # best effort: orphans are reclaimable
+            done = (len(steps) if commit.landed(batch)
+                    else len(commit.unfinished_steps(batch)))
+            commit.abort([m for st in steps[done:] for m in st.messages])
+        raise
 
 
 def _refuse(data: pa.Table, refused: Mapping[int, str], counts: dict[str, int],
@@ -699,14 +791,18 @@ def ingest_batch(
     q_root = quarantine_root or opts.quarantine
     base = join(q_root, f"batch-{batch:06d}") if q_root is not None else None
 
-    start = handle.open().latest_snapshot()  # what a TOAST placeholder's previous value is
-    start_snapshot = start.id if start is not None else None
+    # what a TOAST placeholder's previous value is: the table as the batch starts (a re-run
+    # after a crash between the snapshots of a batch holding truncates: before the first)
+    unfinished = handle.open().new_commit(user).unfinished_steps(batch)
+    start = handle.open().latest_snapshot()
+    start_snapshot = (unfinished[0].id - 1 if unfinished
+                      else start.id if start is not None else None) or None
 
-    def run(h: TableHandle, after: Sequence[object] | None = None) -> _Pass:
+    def run(h: TableHandle, truncates: Sequence[Sequence[object]] | None = None) -> _Pass:
         if base is not None and fio.exists(base):
             fio.delete_dir(base)  # a re-run of a batch that was not committed
         return _write_pass(h, user, decoded_blobs(spark, fio, files, h, opts), opts, fio,
-                           base, batch, files, start_snapshot, after)
+                           base, batch, files, start_snapshot, truncates)
 
     def abort(messages: Sequence[CommitMessage]) -> None:
         if messages:
@@ -723,12 +819,12 @@ def ingest_batch(
                           f"{', '.join(sorted(res.connectors))}: their source positions do not "
                           "order each other; land each connector's events apart (or give "
                           "--position-fields)")
-    truncate_at = max(res.truncates, key=_position_key) if res.truncates else None
-    if truncate_at is not None:
-        # the table is emptied at the batch's last truncate: one OVERWRITE snapshot holds
-        # the changes after it (those before it are emptied with the rest)
+    truncates = sorted(set(res.truncates), key=_position_key)
+    if truncates:
+        # the table is emptied at each truncate's position: the rows are written again, split
+        # at the truncates, and committed in steps (_steps)
         abort(res.messages)
-        res = run(handle, truncate_at)
+        res = run(handle, truncates)
     counts = res.counts
     report.events = sum(counts.values())
     report.valid = counts.get("", 0)
@@ -749,13 +845,16 @@ def ingest_batch(
         if report.error_ratio > opts.max_error_ratio:
             abort(res.messages)
             raise ErrorRatioExceeded(report, opts.max_error_ratio)
-    report.snapshot_ids = commit_messages(
-        handle, user, res.messages, commit_identifier=batch, checked=True,
-        overwrite=truncate_at is not None,
-        options=CommitOptions(properties={
-            **(properties or {}), "cdc.batch": str(batch), "cdc.events": str(report.events),
-            "cdc.malformed": str(report.malformed)}),
-    )
+    commit_options = CommitOptions(properties={
+        **(properties or {}), "cdc.batch": str(batch), "cdc.events": str(report.events),
+        "cdc.malformed": str(report.malformed)})
+    if truncates:
+        report.snapshot_ids = _commit_steps(handle, user, _steps(res.segments), batch,
+                                            commit_options)
+    else:
+        report.snapshot_ids = commit_messages(handle, user, res.messages,
+                                              commit_identifier=batch, checked=True,
+                                              options=commit_options)
     report.rows_written = res.rows
     report.skipped = not report.snapshot_ids and bool(res.messages)
     return report

@@ -24,6 +24,7 @@ from paimon_core import (
     AssignerChannel,
     CompactOptions,
     CoreOptions,
+    DataType,
     SchemaError,
     TableSchema,
     UnsupportedError,
@@ -57,7 +58,7 @@ class Routing:
         if not rows.num_rows:
             return np.zeros(0, np.int32)
 
-        def cols(names: list[str]) -> tuple[list[pa.Array], list]:
+        def cols(names: list[str]) -> tuple[list[pa.Array], list[DataType]]:
             types = [schema.field(k).type.with_nullable(True) for k in names]
             return [conform_column(rows.column(k), t, k) for k, t in zip(names, types)], types
 

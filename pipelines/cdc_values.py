@@ -36,6 +36,7 @@ from paimon_core import (
     RowType,
     TypeRoot,
 )
+from pipelines.cdc_connect_decimal import connect_decimal_values
 
 __all__ = ["BAD_VALUE", "BAD_VALUE_CHARS", "BITS", "CONNECT_DECIMAL", "EPOCH_UNITS",
            "FINER_THAN_MICROS", "GEOMETRY", "LONG_NUMBER", "MAX_MICROS", "MIN_MICROS",
@@ -378,6 +379,12 @@ def _connect_decimals(arr: pa.Array, logical: Logical, fit: Any,
     if not pc.any(mask).as_py():
         return None
     rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    if pa.types.is_string(src) and pa.types.is_decimal128(target):  # column-wise when it can
+        fast = connect_decimal_values(arr.take(pa.array(rows)),
+                                      logical.scale.take(pa.array(rows)), target)
+        if fast is not None:
+            at = pa.array(rows)
+            return pc.is_valid(_scatter(at, at, n)), _scatter(fast, at, n)
     items = arr.take(pa.array(rows)).to_pylist()
     scales = logical.scale.take(pa.array(rows)).to_pylist()
     decoded: list[bool] = []

@@ -42,6 +42,7 @@ from paimon_core.commit.index_changes import check_index_bases, index_adds, inde
 from paimon_core.commit.manifest_merge import merge_manifests, merge_settings
 from paimon_core.commit.manifest_writer import ManifestWriter
 from paimon_core.commit.options import CommitOptions
+from paimon_core.commit.steps import CommitStep, steps_done
 from paimon_core.commit_message import CommitMessage, validate_messages
 from paimon_core.errors import (
     CommitConflictError,
@@ -67,6 +68,7 @@ from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import (
     BATCH_COMMIT_IDENTIFIER,
     CURRENT_VERSION,
+    STEP_PROPERTY,
     CommitKind,
     Snapshot,
 )
@@ -270,14 +272,78 @@ class TableCommit:
                                touched=None, check_bucket_counts=False, allow_empty=False)
         return [sid] if sid is not None else []
 
+    def commit_steps(
+        self,
+        steps: Sequence[CommitStep],
+        commit_identifier: int,
+        *,
+        options: CommitOptions | None = None,
+    ) -> list[int]:
+        """Commit ``steps`` in order, one snapshot each, all with ``commit_identifier`` (see
+        :mod:`paimon_core.commit.steps`): each snapshot records ``commit.step = i/n``; steps
+        that already landed (a re-run after a crash between two snapshots) are skipped, the
+        others committed. One step is a plain :meth:`commit` / :meth:`truncate`. Returns the
+        ids of every step's snapshot (found or created), oldest first.
+
+        Raises:
+            CommitConflictError: the identifier was committed with another step count.
+        """
+        opts = options or self.options
+        if commit_identifier == BATCH_COMMIT_IDENTIFIER:
+            raise ValueError("a multi-step commit needs its own commit identifier")
+        if len(steps) == 1:
+            if steps[0].kind == "truncate":
+                return self.truncate(commit_identifier, options=opts)
+            return self.commit(steps[0].messages, commit_identifier, options=opts)
+        schema = self._schema()
+        for step in steps:
+            self._validate(step.messages, schema)
+        landed = self._landed_snapshots(commit_identifier)
+        done = steps_done(landed, len(steps))
+        if done is None:
+            return [s.id for s in landed]
+        out = [s.id for s in landed]
+        for i in range(done, len(steps)):
+            step = steps[i]
+            step_opts = opts.with_properties({STEP_PROPERTY: f"{i + 1}/{len(steps)}"})
+            if step.kind == "truncate":
+                def everything(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
+                    return _Changes([ManifestEntry(FileKind.DELETE, e.partition, e.bucket,
+                                                   e.total_buckets, e.file) for e in live], [])
+
+                sid = self._try_commit(CommitKind.OVERWRITE, everything, commit_identifier,
+                                       replace(step_opts, watermark=None), touched=None,
+                                       check_bucket_counts=False)
+            else:
+                sid = self._try_commit(CommitKind.APPEND,
+                                       _changes_of(list(step.messages), _append_files),
+                                       commit_identifier, step_opts,
+                                       touched=_touched(step.messages))
+            if sid is None:  # never: every step has changes or is an OVERWRITE
+                raise CommitConflictError(f"step {i + 1} of commit {commit_identifier} made "
+                                          "no snapshot")
+            out.append(sid)
+        return out
+
+    def unfinished_steps(self, identifier: int) -> list[Snapshot]:
+        """This user's snapshots of ``identifier`` (oldest first) when they are the first
+        steps of a multi-step commit whose last step has not landed (a crash between two of
+        its snapshots); ``[]`` otherwise."""
+        found = self._landed_snapshots(identifier)
+        return found if found and not _finished(found) else []
+
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
         """The identifiers that have NOT been committed by this commit user yet (Java's
         ``filterCommitted``: everything up to the user's latest committed identifier is
-        done)."""
-        last = self.latest_committed_identifier()
+        done; that identifier itself is not, while it is a multi-step commit whose last step
+        has not landed)."""
+        last: Snapshot | None = next(self._own_snapshots_newest_first(), None)
         if last is None:
             return list(identifiers)
-        return [i for i in identifiers if i > last]
+        step = last.commit_step
+        if step is not None and step[0] < step[1]:
+            return [i for i in identifiers if i >= last.commit_identifier]
+        return [i for i in identifiers if i > last.commit_identifier]
 
     def latest_committed_identifier(self) -> int | None:
         for snap in self._own_snapshots_newest_first():
@@ -303,16 +369,22 @@ class TableCommit:
         any kind: a commit of it again is a no-op (Java's committer skips the whole
         committable). The batch identifier (Long.MAX) is reused by design and never checked.
         The walk stops at the user's first older identifier (identifiers increase per user,
-        reliability.md rule 3)."""
+        reliability.md rule 3). A multi-step commit (:meth:`commit_steps`) has landed once its
+        last step has: before, ``[]`` (see :meth:`unfinished_steps`)."""
+        found = self._landed_snapshots(identifier)
+        return [s.id for s in found] if _finished(found) else []
+
+    def _landed_snapshots(self, identifier: int) -> list[Snapshot]:
+        """This user's snapshots of ``identifier``, oldest first."""
         if identifier == BATCH_COMMIT_IDENTIFIER:
             return []
-        found: list[int] = []
+        found: list[Snapshot] = []
         for snap in self._own_snapshots_newest_first():
             if snap.commit_identifier == identifier:
-                found.append(snap.id)
+                found.append(snap)
             elif snap.commit_identifier < identifier:
                 break
-        return sorted(found)
+        return sorted(found, key=lambda s: s.id)
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the files the messages' writers created (never call after a commit of them
@@ -626,6 +698,14 @@ def _changes_of(
 
 def _touched(messages: Sequence[CommitMessage]) -> set[bytes]:
     return {m.partition for m in messages}
+
+
+def _finished(landed: Sequence[Snapshot]) -> bool:
+    """Whether the snapshots of one identifier hold its whole commit: any snapshot of a
+    one-snapshot commit, or the last step of a multi-step one."""
+    steps = [s.commit_step for s in landed]
+    return bool(landed) and (any(s is None for s in steps)
+                             or any(s is not None and s[0] == s[1] for s in steps))
 
 
 def _quietly(fn: Callable[[], None]) -> None:

@@ -15,6 +15,9 @@ from paimon_core.errors import CorruptMetadataError
 
 CURRENT_VERSION = 3
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807
+#: snapshot property of a commit made of several snapshots under one identifier
+#: (:meth:`paimon_core.TableCommit.commit_steps`): ``"<i>/<n>"``, the i-th of n (1-based)
+STEP_PROPERTY = "commit.step"
 
 
 class CommitKind(str, enum.Enum):
@@ -61,6 +64,18 @@ class Snapshot(BaseModel):
         obj.setdefault("changelogManifestList", None)
         obj.setdefault("logOffsets", {})
         return json.dumps(obj, indent=2).encode("utf-8")
+
+    @property
+    def commit_step(self) -> tuple[int, int] | None:
+        """``(i, n)``: this snapshot is step i of n of its commit (:data:`STEP_PROPERTY`);
+        None for a commit of one snapshot (or a value that is no step)."""
+        raw = (self.properties or {}).get(STEP_PROPERTY)
+        if raw is None:
+            return None
+        i, _, n = raw.partition("/")
+        if not (i.isdigit() and n.isdigit() and 0 < int(i) <= int(n)):
+            return None
+        return int(i), int(n)
 
 
 def decode_snapshot(data: bytes, path: str, expected_id: int | None = None) -> Snapshot:

@@ -7,6 +7,7 @@ table must hold whatever order the batches deliver them in (given ``sequence.fie
 
 from __future__ import annotations
 
+import base64
 import decimal
 import json
 import random
@@ -26,6 +27,38 @@ SCHEMA: dict[str, Any] = {
     "partition_keys": ["region"],
     "primary_keys": ["region", "id"],
     "options": {"bucket": "4", "sequence.field": "_seq"},
+}
+#: Debezium's envelope schema of these events with ``encoding="connect"`` (JSON converter
+#: with ``schemas.enable=true``, ``decimal.handling.mode=precise``,
+#: ``time.precision.mode=adaptive_time_microseconds``): ``amount`` a Kafka Connect ``Decimal``
+#: (base64 of the big-endian two's-complement unscaled value), ``ts`` an
+#: ``io.debezium.time.MicroTimestamp`` (epoch microseconds)
+_COLUMNS_SCHEMA = [
+    {"type": "string", "optional": False, "field": "region"},
+    {"type": "int64", "optional": False, "field": "id"},
+    {"type": "string", "optional": True, "field": "name"},
+    {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
+     "version": 1, "parameters": {"scale": "2", "connect.decimal.precision": "12"},
+     "field": "amount"},
+    {"type": "int32", "optional": True, "field": "qty"},
+    {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTimestamp",
+     "version": 1, "field": "ts"},
+]
+ENVELOPE_SCHEMA: dict[str, Any] = {
+    "type": "struct", "optional": False, "name": "shop.public.orders.Envelope", "version": 1,
+    "fields": [
+        {"type": "struct", "fields": _COLUMNS_SCHEMA, "optional": True,
+         "name": "shop.public.orders.Value", "field": "before"},
+        {"type": "struct", "fields": _COLUMNS_SCHEMA, "optional": True,
+         "name": "shop.public.orders.Value", "field": "after"},
+        {"type": "struct", "optional": False, "name": "io.debezium.connector.postgresql.Source",
+         "field": "source", "fields": [
+             {"type": "string", "optional": False, "field": "connector"},
+             {"type": "int64", "optional": True, "field": "lsn"},
+             {"type": "string", "optional": False, "field": "db"}]},
+        {"type": "string", "optional": False, "field": "op"},
+        {"type": "int64", "optional": True, "field": "ts_ms"},
+    ],
 }
 REGIONS = ("emea", "amer", "apac", "latam")
 BASE_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z
@@ -47,14 +80,23 @@ class CdcStream:
     evolve_from: int | None = None
 
 
-def _image(key: int, version: int, lsn: int, note: bool) -> dict[str, Any]:
+def _connect_decimal(cents: int) -> str:
+    """A Kafka Connect ``Decimal``'s JSON value: base64 of the big-endian two's-complement
+    unscaled value."""
+    raw = cents.to_bytes(max(1, (cents.bit_length() + 8) // 8), "big", signed=True)
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _image(key: int, version: int, lsn: int, note: bool, connect: bool = False
+           ) -> dict[str, Any]:
+    cents = (key * 37 + version * 11) % 100000
     img: dict[str, Any] = {
         "region": region_of(key),
         "id": key,
         "name": f"name-{key}-v{version}",
-        "amount": f"{(key * 37 + version * 11) % 100000 / 100:.2f}",
+        "amount": _connect_decimal(cents) if connect else f"{cents / 100:.2f}",
         "qty": (key + version) % 1000,
-        "ts": BASE_MS + lsn,
+        "ts": (BASE_MS + lsn) * 1000 if connect else BASE_MS + lsn,
     }
     if note:
         img["note"] = f"n{version}" if version % 3 else None
@@ -72,11 +114,18 @@ def generate(
     malformed_per_batch: int = 2,
     evolve_from_batch: int | None = 2,
     shuffle: bool = True,
+    encoding: str = "plain",
 ) -> CdcStream:
     """A change stream over ``keys`` keys: inserts, updates and deletes (re-inserts after a
     delete too), split into ``batches``; a fraction of events arrives ``late`` (one batch
     later), some are ``duplicates``; every batch gets ``malformed_per_batch`` bad lines; from
-    ``evolve_from_batch`` on the images carry a new column ``note``."""
+    ``evolve_from_batch`` on the images carry a new column ``note``. ``encoding="connect"``:
+    the images hold ``amount`` / ``ts`` as Debezium encodes them with schemas
+    (:data:`ENVELOPE_SCHEMA`; the lines are the payloads: :func:`write_landing` with
+    ``envelope=True`` wraps them); the model is the same."""
+    if encoding not in ("plain", "connect"):
+        raise ValueError(f"encoding must be 'plain' or 'connect', not {encoding!r}")
+    connect = encoding == "connect"
     rng = random.Random(seed)
     alive: dict[int, int] = {}  # key -> version
     per_batch = max(1, events // batches)
@@ -93,7 +142,7 @@ def generate(
             op, version = "c", 0
         else:
             version = alive[key]
-            before = _image(key, version, lsn - 1, note)
+            before = _image(key, version, lsn - 1, note, connect)
             op = "d" if rng.random() < 0.2 else "u"
             version += 1
         if op == "d":
@@ -101,7 +150,7 @@ def generate(
             after = None
         else:
             alive[key] = version
-            after = _image(key, version, lsn, note)
+            after = _image(key, version, lsn, note, connect)
         ev = {"op": op, "ts_ms": BASE_MS + lsn, "before": before, "after": after,
               "source": {"connector": "postgresql", "lsn": lsn, "db": "shop"}}
         line = json.dumps(ev, separators=(",", ":"))
@@ -130,6 +179,8 @@ def generate(
             out.deleted_keys.append((region_of(key), key))
         else:
             row = dict(after)
+            if connect:  # the model holds the plain values
+                row.update(_image(key, alive[key], lsn, note))
             row["_seq"] = lsn
             out.model[(row["region"], key)] = row
     return out
@@ -149,10 +200,14 @@ def model_rows(stream: CdcStream, with_note: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def write_landing(stream: CdcStream, root: str, *, files_per_batch: int = 2) -> list[str]:
-    """Write the batches as ``<root>/batch-<n>/part-<k>.jsonl`` (local); returns the dirs."""
+def write_landing(stream: CdcStream, root: str, *, files_per_batch: int = 2,
+                  envelope: bool = False) -> list[str]:
+    """Write the batches as ``<root>/batch-<n>/part-<k>.jsonl`` (local); returns the dirs.
+    ``envelope``: each line as Debezium's JSON converter with schemas writes it,
+    ``{"schema": ENVELOPE_SCHEMA, "payload": <the line>}``."""
     import os
 
+    head = '{"schema":' + json.dumps(ENVELOPE_SCHEMA, separators=(",", ":")) + ',"payload":'
     dirs = []
     for b, lines in enumerate(stream.batches, 1):
         d = os.path.join(root, f"batch-{b:06d}")
@@ -161,6 +216,9 @@ def write_landing(stream: CdcStream, root: str, *, files_per_batch: int = 2) -> 
         for k in range(files_per_batch):
             part = lines[k * chunk:(k + 1) * chunk]
             with open(os.path.join(d, f"part-{k}.jsonl"), "w", encoding="utf-8") as fh:
-                fh.write("".join(x + "\n" for x in part))
+                if envelope:
+                    fh.write("".join(head + x + "}\n" for x in part))
+                else:
+                    fh.write("".join(x + "\n" for x in part))
         dirs.append(d)
     return dirs
