@@ -360,7 +360,7 @@ def _unavailable(raw: pa.Array, f: DataField) -> pa.Array | None:
     return pc.fill_null(pc.equal(raw, mark), False)
 
 
-def _decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
+def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
                  target: pa.Schema, position_fields: Sequence[str] | None, epoch_unit: str,
                  sequence_column: str | None, unavailable: str,
                  seq_value: pa.Array | None = None,
@@ -513,10 +513,6 @@ def _unknown_names(aft: Fields, bef: Fields, known: set[str], n: int) -> pa.Arra
     for c in cols[1:]:  # (null_handling="skip" drops rows in pyarrow 26)
         joined = pc.coalesce(pc.binary_join_element_wise(joined, c, "\n"), joined, c)
     return joined
-
-
-#: :func:`_decode_view` for the other formats' views (:mod:`pipelines.cdc_formats`)
-decode_view = _decode_view
 
 
 class _Lazy:
@@ -847,11 +843,11 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
                 shared: pa.Array | None = None) -> list[pa.Table]:
     n = t.num_rows
     types = broadcast_types(shared, n, schema.field_names) if shared is not None else None
-    top = _decode_view(_view(t, False), n, schema, target, position_fields, epoch_unit,
+    top = decode_view(_view(t, False), n, schema, target, position_fields, epoch_unit,
                        sequence_column, unavailable, types)
     views = top
     if "payload" in t.column_names:
-        pay = _decode_view(_view(t, True), n, schema, target, position_fields, epoch_unit,
+        pay = decode_view(_view(t, True), n, schema, target, position_fields, epoch_unit,
                            sequence_column, unavailable, types)
         op = t.column("op").combine_chunks() if "op" in t.column_names else pa.nulls(n)
         use = pc.and_(pc.is_valid(t.column("payload").combine_chunks()), pc.is_null(op))

@@ -150,7 +150,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _BATCH = re.compile(r"^batch-(\d+)(?:\.jsonl?|\.avro)?$")
-_split_lines = split_text  # kept for callers of the old name
 
 
 class ErrorRatioExceeded(PaimonError):
@@ -263,7 +262,7 @@ def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> Da
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             for path in b.column("file").to_pylist():
-                lines = _split_lines(file_io.read_bytes(path))
+                lines = split_text(file_io.read_bytes(path))
                 if lines and lines[-1] == "":
                     lines.pop()
                 n = len(lines)

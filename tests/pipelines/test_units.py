@@ -16,8 +16,8 @@ from pyspark.sql import types as T
 
 from paimon_core.scan.predicate import Leaf, Op
 from paimon_core.types import DataField, parse_sql_type
+from pipelines.cdc_decode import split_text
 from pipelines.cdc_events import infer_column_type, sample_new_column_values
-from pipelines.cdc_ingest import _split_lines
 from pipelines.config import CatalogSettings, SparkSettings, parse_pairs
 from pipelines.filters import to_predicate
 from pipelines.source import options_settings, pack_splits, table_identifier
@@ -155,5 +155,5 @@ def test_cdc_helpers() -> None:
     lines = ['{"op":"c","after":{"n":1,"x":"a"}}',
              '{"payload":{"op":"u","before":{"n":2},"after":{"n":3}}}', "garbage", "null"]
     assert sample_new_column_values(lines, ["n", "x"]) == {"n": [1, 3, 2], "x": ["a"]}
-    assert _split_lines(b"a\r\nb\n") == ["a", "b", ""]
-    assert _split_lines(b"ok\n\xff\xfe\nfine") == ["ok", "\u0000<invalid utf-8>", "fine"]
+    assert split_text(b"a\r\nb\n") == ["a", "b", ""]
+    assert split_text(b"ok\n\xff\xfe\nfine") == ["ok", "\u0000<invalid utf-8>", "fine"]
