@@ -362,7 +362,7 @@ def _unavailable(raw: pa.Array, f: DataField) -> pa.Array | None:
 
 def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
                  target: pa.Schema, position_fields: Sequence[str] | None, epoch_unit: str,
-                 sequence_column: str | None, unavailable: str,
+                 sequence_column: str | None, unavailable: str, *,
                  seq_value: pa.Array | None = None,
                  shared_types: dict[str, Logical] | None = None) -> dict[str, pa.Array]:
     """Outputs of one envelope view of a parsed chunk (one row per event; the ``-D`` of a
@@ -844,11 +844,11 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
     n = t.num_rows
     types = broadcast_types(shared, n, schema.field_names) if shared is not None else None
     top = decode_view(_view(t, False), n, schema, target, position_fields, epoch_unit,
-                       sequence_column, unavailable, types)
+                      sequence_column, unavailable, shared_types=types)
     views = top
     if "payload" in t.column_names:
         pay = decode_view(_view(t, True), n, schema, target, position_fields, epoch_unit,
-                           sequence_column, unavailable, types)
+                          sequence_column, unavailable, shared_types=types)
         op = t.column("op").combine_chunks() if "op" in t.column_names else pa.nulls(n)
         use = pc.and_(pc.is_valid(t.column("payload").combine_chunks()), pc.is_null(op))
         views = {k: pc.if_else(use, pay[k], top[k]) for k in top}
