@@ -220,17 +220,10 @@ class TableCommit:
         if landed:
             return landed[-1:]
 
-        def build(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
-            def replaced(partition: bytes) -> bool:
-                return partition in targets if dynamic else matcher(partition)
+        def replaced(partition: bytes) -> bool:
+            return partition in targets if dynamic else matcher(partition)
 
-            data = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-                    for e in live if replaced(e.partition)]
-            data += [_entry(FileKind.ADD, m, f) for m, f in new]
-            # the replaced partitions' index files go too (FileStoreCommitImpl.tryOverwrite)
-            index = index_deletes(self._index_entries(latest), replaced) + index_adds(messages)
-            return _Changes(data, [], index)
-
+        build = self._replacing(replaced, messages)
         sid = self._try_commit(CommitKind.OVERWRITE, build, commit_identifier,
                                replace(opts, watermark=None), touched=None,
                                check_bucket_counts=False)
@@ -307,11 +300,9 @@ class TableCommit:
             step = steps[i]
             step_opts = opts.with_properties({STEP_PROPERTY: f"{i + 1}/{len(steps)}"})
             if step.kind == "truncate":
-                def everything(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
-                    return _Changes([ManifestEntry(FileKind.DELETE, e.partition, e.bucket,
-                                                   e.total_buckets, e.file) for e in live], [])
-
-                sid = self._try_commit(CommitKind.OVERWRITE, everything, commit_identifier,
+                sid = self._try_commit(CommitKind.OVERWRITE,
+                                       self._replacing(lambda _partition: True, []),
+                                       commit_identifier,
                                        replace(step_opts, watermark=None), touched=None,
                                        check_bucket_counts=False)
             else:
@@ -324,6 +315,22 @@ class TableCommit:
                                           "no snapshot")
             out.append(sid)
         return out
+
+    def _replacing(self, replaced: Callable[[bytes], bool],
+                   messages: Sequence[CommitMessage]) -> ChangeBuilder:
+        """The changes of an OVERWRITE: every live file of the partitions ``replaced`` names
+        deleted, with their HASH index files (FileStoreCommitImpl.tryOverwrite), and the new
+        files of ``messages`` added with theirs."""
+        new = [(m, f) for m in messages for f in m.new_files]
+
+        def build(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
+            data = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                    for e in live if replaced(e.partition)]
+            data += [_entry(FileKind.ADD, m, f) for m, f in new]
+            index = index_deletes(self._index_entries(latest), replaced) + index_adds(messages)
+            return _Changes(data, [], index)
+
+        return build
 
     def unfinished_steps(self, identifier: int) -> list[Snapshot]:
         """This user's snapshots of ``identifier`` (oldest first) when they are the first

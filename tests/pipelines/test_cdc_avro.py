@@ -350,10 +350,13 @@ def test_job_lands_s3_sink_avro_files(avro_job: Path) -> None:
     t = FileSystemCatalog(str(avro_job)).get_table("db.customers")
     assert t.to_arrow().to_pylist() == [EDWARD]  # truncated, then id 3
     snaps = list(t.snapshot_manager.snapshots())
+    # batch 2 in steps: the truncate (an OVERWRITE emptying the table), then the create
     assert [(s.commit_identifier, s.commit_kind.value) for s in snaps] == [
-        (1, "APPEND"), (2, "OVERWRITE")]
+        (1, "APPEND"), (2, "OVERWRITE"), (2, "APPEND")]
     props = [s.properties or {} for s in snaps]
-    assert [(p["cdc.events"], p["cdc.malformed"]) for p in props] == [("4", "0"), ("2", "0")]
+    # every step of batch 2 carries the batch's counts and its place among the steps
+    assert [(p["cdc.events"], p["cdc.malformed"], p.get("commit.step")) for p in props] == [
+        ("4", "0", None), ("2", "0", "1/2"), ("2", "0", "2/2")]
 
 
 @pytest.mark.spark

@@ -163,8 +163,9 @@ def _run(spark: Any, tmp: Path, files: list[list[str]]) -> tuple[list[BatchRepor
 
 
 def test_dynamic_truncate_and_toast(spark: Any, tmp_path: Path) -> None:
-    # the truncate case of test_cdc_connectors: only id 3 is left, in an OVERWRITE snapshot
-    # whose index holds only id 3's hash
+    # the truncate case of test_cdc_connectors: only id 3 is left; batch 2 lands in steps
+    # (the changes before the truncate, the truncate as an OVERWRITE emptying the table and
+    # its index, then id 3), and the last step's index holds only id 3's hash
     reports, rows = _run(spark, tmp_path / "t", [
         ["postgresql/partial_before.jsonl"],
         ["postgresql/after_truncate.jsonl", "postgresql/truncate.jsonl"]])
@@ -172,9 +173,16 @@ def test_dynamic_truncate_and_toast(spark: Any, tmp_path: Path) -> None:
     assert rows == [{"id": 3, "first_name": "Edward", "last_name": "Walker",
                      "email": "ed@walker.com", "vip": None}]
     t = FileSystemCatalog(str(tmp_path / "t" / "wh")).get_table("db.customers")
-    snap = t.latest_snapshot()
-    assert snap is not None and snap.commit_kind.value == "OVERWRITE" and snap.index_manifest
-    entries = t.new_planner(t.schema, None).manifests.index_manifest(snap.index_manifest)
+    snaps = list(t.snapshot_manager.snapshots())
+    assert [(s.commit_identifier, s.commit_kind.value, (s.properties or {}).get("commit.step"))
+            for s in snaps][-3:] == [(2, "APPEND", "1/3"), (2, "OVERWRITE", "2/3"),
+                                     (2, "APPEND", "3/3")]
+    manifests = t.new_planner(t.schema, None).manifests
+    emptied = snaps[-2]
+    assert not emptied.index_manifest or manifests.index_manifest(emptied.index_manifest) == []
+    snap = snaps[-1]
+    assert snap.index_manifest
+    entries = manifests.index_manifest(snap.index_manifest)
     three = hash_codes([pa.array([3], pa.int32())], [t.schema.field("id").type]).tolist()
     assert [decode_hash_index((Path(t.path) / "index" / e.file_name).read_bytes(), "")
             .tolist() for e in entries] == [three]
