@@ -616,6 +616,7 @@ def decode_file(
     schema: TableSchema,
     *,
     file_index: int = 0,
+    first_line: int = 1,
     position_fields: Sequence[str] | None = None,
     epoch_unit: str = "ms",
     sequence_column: str | None = None,
@@ -624,7 +625,9 @@ def decode_file(
     threads: bool = False,
     fmt: EventFormat | None = None,
 ) -> pa.Table:
-    """:func:`decode_events` of the lines of a file's bytes (:func:`split_lines`). The usual
+    """:func:`decode_events` of the lines of a file's bytes (:func:`split_lines`), or of a
+    line-aligned range of them whose first line is line ``first_line`` of the file
+    (:mod:`pipelines.cdc_ranges`: the rows are those of the whole file's decode). The usual
     file, every line a JSON object (first byte ``{``), UTF-8, no CR, is parsed as it is: no
     line is copied (the lines are built only for a file that does not parse as a whole).
     ``threads``: JSON parsed by pyarrow's thread pool (only worth it on idle cores: in Spark
@@ -654,7 +657,7 @@ def decode_file(
     else:
         parse_lines = None
     return _decode(lazy, shared.doc if shared is not None else doc, count, schema,
-                   file_index=file_index, first_line=1, parse_lines=parse_lines,
+                   file_index=file_index, first_line=first_line, parse_lines=parse_lines,
                    position_fields=position_fields, epoch_unit=epoch_unit,
                    sequence_column=sequence_column, unavailable=unavailable, bucket=bucket,
                    threads=threads, fmt=fmt,
@@ -848,11 +851,11 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
     n = t.num_rows
     types = broadcast_types(shared, n, schema.field_names) if shared is not None else None
     top = _decode_view(_view(t, False), n, schema, target, position_fields, epoch_unit,
-                       sequence_column, unavailable, types)
+                       sequence_column, unavailable, shared_types=types)
     views = top
     if "payload" in t.column_names:
         pay = _decode_view(_view(t, True), n, schema, target, position_fields, epoch_unit,
-                           sequence_column, unavailable, types)
+                           sequence_column, unavailable, shared_types=types)
         op = t.column("op").combine_chunks() if "op" in t.column_names else pa.nulls(n)
         use = pc.and_(pc.is_valid(t.column("payload").combine_chunks()), pc.is_null(op))
         views = {k: pc.if_else(use, pay[k], top[k]) for k in top}
