@@ -22,10 +22,15 @@ Each batch ``n`` is one commit with ``commit_identifier = n`` under a stable com
 (default ``cdc-<db>.<table>``): batches already committed are skipped (a re-run of a batch, or
 of the whole landing directory, applies every event exactly once). Per batch, one Spark job:
 
-1. each file is read and decoded in one task (:mod:`pipelines.cdc_decode`: pyarrow's JSON
+1. the files are decoded in line-aligned byte ranges of at most ``--max-partition-bytes``
+   (default Spark's ``spark.sql.files.maxPartitionBytes``, 128 MB; :mod:`pipelines.cdc_ranges`:
+   a line belongs to the range it starts in, and the driver counts the newlines before each
+   range once, so positions and quarantine lines are the lines of the whole file; Avro files
+   are not split), each read with one ranged read and decoded apart, so a task holds one range,
+   never a whole file (:mod:`pipelines.cdc_decode`: pyarrow's JSON
    reader, the event envelope, row kinds, exact typing, rejection reasons; the semantics of the
    Spark SQL reference :mod:`pipelines.cdc_events`; ``spark.default.parallelism`` tasks at
-   most, each a contiguous range of files) and every row gets its bucket from paimon_core
+   most, each a contiguous run of ranges) and every row gets its bucket from paimon_core
    (rejected events ride along with NULL keys); the rows of each bucket leave the task as
    Arrow IPC blobs, one ``binary`` cell per (file, bucket), so that they cross the JVM and
    the shuffle as a few large values instead of row by row; ``repartitionById`` sends each
@@ -64,7 +69,7 @@ Run::
 
     python -m pipelines.cdc_ingest --warehouse W --table db.t --landing L [--schema s.json]
         [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields F,...]
-        [--unavailable-value previous|store|refuse]
+        [--unavailable-value previous|store|refuse] [--max-partition-bytes 128MB]
         [--format debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json|aws-dms-json]
 """
 

@@ -15,8 +15,7 @@ cache) for the first line start at or after each nominal boundary and counts the
 before it, so every range knows the 1-based number of its first line in the file, and the
 decoded rows keep ``(file, line)`` positions and quarantine line numbers exactly as an
 unsplit decode gives them. A file no larger than ``max_bytes`` is one range and is not read
-while planning. Avro container files are not
-split (one range per file).
+while planning. Avro container files are not split (one range per file).
 """
 
 from __future__ import annotations
