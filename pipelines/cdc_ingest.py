@@ -32,7 +32,7 @@ of the whole landing directory, applies every event exactly once). Per batch, on
    Spark SQL reference :mod:`pipelines.cdc_events`; ``spark.default.parallelism`` tasks at
    most, each a contiguous run of ranges) and every row gets its bucket from paimon_core
    (rejected events ride along with NULL keys); the rows of each bucket leave the task as
-   Arrow IPC blobs, one ``binary`` cell per (file, bucket), so that they cross the JVM and
+   Arrow IPC blobs, one ``binary`` cell per (range, bucket), so that they cross the JVM and
    the shuffle as a few large values instead of row by row; ``repartitionById`` sends each
    bucket to one task;
 2. each task counts its events per outcome, notes image keys the table lacks, writes its
