@@ -349,3 +349,25 @@ def test_java_reads_the_table_written_in_ranges(spark: Any, tmp_path: Path) -> N
     ours = canonical_lines(data, [t.schema.field(c) for c in data.column_names])
     assert out.read_text().splitlines() == ours
     assert len(ours) == len(stream.model)
+
+
+@pytest.mark.spark
+def test_range_size_from_spark_conf(spark: Any) -> None:
+    from paimon_core.errors import SchemaError
+    from pipelines.cdc_ingest import max_partition_bytes
+
+    key = "spark.sql.files.maxPartitionBytes"
+    old = spark.conf.get(key, None)
+    try:
+        spark.conf.unset(key)
+        assert max_partition_bytes(spark, CdcOptions()) == 128 << 20  # Spark's default
+        spark.conf.set(key, "64m")
+        assert max_partition_bytes(spark, CdcOptions()) == 64 << 20
+        assert max_partition_bytes(spark, CdcOptions(max_partition_bytes=1000)) == 1000
+        with pytest.raises(SchemaError, match="positive"):
+            max_partition_bytes(spark, CdcOptions(max_partition_bytes=0))
+    finally:
+        if old is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, old)
