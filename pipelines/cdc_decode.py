@@ -612,6 +612,7 @@ def decode_file(
     schema: TableSchema,
     *,
     file_index: int = 0,
+    first_line: int = 1,
     position_fields: Sequence[str] | None = None,
     epoch_unit: str = "ms",
     sequence_column: str | None = None,
@@ -620,7 +621,9 @@ def decode_file(
     threads: bool = False,
     fmt: EventFormat | None = None,
 ) -> pa.Table:
-    """:func:`decode_events` of the lines of a file's bytes (:func:`split_lines`). The usual
+    """:func:`decode_events` of the lines of a file's bytes (:func:`split_lines`), or of a
+    line-aligned range of them whose first line is line ``first_line`` of the file
+    (:mod:`pipelines.cdc_ranges`: the rows are those of the whole file's decode). The usual
     file, every line a JSON object (first byte ``{``), UTF-8, no CR, is parsed as it is: no
     line is copied (the lines are built only for a file that does not parse as a whole).
     ``threads``: JSON parsed by pyarrow's thread pool (only worth it on idle cores: in Spark
@@ -650,7 +653,7 @@ def decode_file(
     else:
         parse_lines = None
     return _decode(lazy, shared.doc if shared is not None else doc, count, schema,
-                   file_index=file_index, first_line=1, parse_lines=parse_lines,
+                   file_index=file_index, first_line=first_line, parse_lines=parse_lines,
                    position_fields=position_fields, epoch_unit=epoch_unit,
                    sequence_column=sequence_column, unavailable=unavailable, bucket=bucket,
                    threads=threads, fmt=fmt,

@@ -559,8 +559,9 @@ def _whole_events(err: pa.Array, event: np.ndarray) -> pa.Array:
 # ---------------------------------------------------------------------------- the registry
 
 
-#: ``decode(data, schema, *, file_index, position_fields, epoch_unit, sequence_column,
-#: unavailable, threads) -> rows`` (:func:`pipelines.cdc_decode.decode_file`'s signature)
+#: ``decode(data, schema, *, file_index, [first_line,] position_fields, epoch_unit,
+#: sequence_column, unavailable, threads) -> rows`` (:func:`pipelines.cdc_decode.decode_file`'s
+#: signature; ``first_line`` for splittable formats)
 Decode = Callable[..., pa.Table]
 
 
@@ -576,6 +577,9 @@ class CdcFormat:
     placeholder: bool = False
     #: the image field names of an event (dict) for sampling new columns' values
     images: Callable[[Any], list[Any]] | None = None
+    #: whether a file is lines that can be decoded in line-aligned ranges
+    #: (:mod:`pipelines.cdc_ranges`; ``decode`` then takes ``first_line``)
+    splittable: bool = True
 
 
 def _debezium_images(ev: Any) -> list[Any]:
@@ -602,7 +606,8 @@ def _json(name: str, declared: Callable[[TableSchema], pa.Schema], view: _ViewFn
 #: every ``--format``, by name (a format of its own module adds one entry)
 FORMATS: dict[str, CdcFormat] = {
     DEFAULT_FORMAT: CdcFormat(DEFAULT_FORMAT, decode_file, True, True, _debezium_images),
-    "debezium-avro": CdcFormat("debezium-avro", decode_avro_file, True, True, _debezium_images),
+    "debezium-avro": CdcFormat("debezium-avro", decode_avro_file, True, True, _debezium_images,
+                                splittable=False),
     "canal-json": _json("canal-json", _canal_declared, _canal, False),
     "maxwell-json": _json("maxwell-json", _maxwell_declared, _maxwell, True,
                           "Maxwell's position: output_binlog_position, at most 2047 rows of "

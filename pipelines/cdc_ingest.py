@@ -22,12 +22,17 @@ Each batch ``n`` is one commit with ``commit_identifier = n`` under a stable com
 (default ``cdc-<db>.<table>``): batches already committed are skipped (a re-run of a batch, or
 of the whole landing directory, applies every event exactly once). Per batch, one Spark job:
 
-1. each file is read and decoded in one task (:mod:`pipelines.cdc_decode`: pyarrow's JSON
+1. the files are decoded in line-aligned byte ranges of at most ``--max-partition-bytes``
+   (default Spark's ``spark.sql.files.maxPartitionBytes``, 128 MB; :mod:`pipelines.cdc_ranges`:
+   a line belongs to the range it starts in, and the driver counts the newlines before each
+   range once, so positions and quarantine lines are the lines of the whole file; Avro files
+   are not split), each read with one ranged read and decoded apart, so a task holds one range,
+   never a whole file (:mod:`pipelines.cdc_decode`: pyarrow's JSON
    reader, the event envelope, row kinds, exact typing, rejection reasons; the semantics of the
    Spark SQL reference :mod:`pipelines.cdc_events`; ``spark.default.parallelism`` tasks at
-   most, each a contiguous range of files) and every row gets its bucket from paimon_core
+   most, each a contiguous run of ranges) and every row gets its bucket from paimon_core
    (rejected events ride along with NULL keys); the rows of each bucket leave the task as
-   Arrow IPC blobs, one ``binary`` cell per (file, bucket), so that they cross the JVM and
+   Arrow IPC blobs, one ``binary`` cell per (range, bucket), so that they cross the JVM and
    the shuffle as a few large values instead of row by row; ``repartitionById`` sends each
    bucket to one task;
 2. each task counts its events per outcome, notes image keys the table lacks, writes its
@@ -64,7 +69,7 @@ Run::
 
     python -m pipelines.cdc_ingest --warehouse W --table db.t --landing L [--schema s.json]
         [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields F,...]
-        [--unavailable-value previous|store|refuse]
+        [--unavailable-value previous|store|refuse] [--max-partition-bytes 128MB]
         [--format debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json|aws-dms-json]
 """
 
@@ -117,6 +122,7 @@ from pipelines.cdc_events import (
     position_columns,
 )
 from pipelines.cdc_formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence, sample_values
+from pipelines.cdc_ranges import DEFAULT_MAX_BYTES, LineRange, parse_size, plan_ranges
 from pipelines.cdc_routing import routing
 from pipelines.cdc_toast import fill_unavailable
 from pipelines.cdc_values import bad_value
@@ -145,6 +151,8 @@ __all__ = [
     "ingest_batch",
     "list_batches",
     "main",
+    "max_partition_bytes",
+    "plan_file_ranges",
     "read_lines",
 ]
 
@@ -182,6 +190,10 @@ class CdcOptions:
     #: the events' format: a name of :data:`pipelines.cdc_formats.FORMATS` (``debezium-avro``:
     #: Avro container files, as Kafka Connect's S3 sink writes them, :mod:`pipelines.cdc_avro`)
     format: str = DEFAULT_FORMAT
+    #: largest line-aligned byte range of a file one decode task reads at a time
+    #: (:mod:`pipelines.cdc_ranges`); ``None``: Spark's ``spark.sql.files.maxPartitionBytes``
+    #: (128 MB by default)
+    max_partition_bytes: int | None = None
 
 
 @dataclass
@@ -303,31 +315,71 @@ def _tables(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
                 yield r.read_all()
 
 
+def max_partition_bytes(spark: SparkSession, opts: CdcOptions) -> int:
+    """The largest byte range a decode task reads at a time: ``opts.max_partition_bytes``,
+    else Spark's ``spark.sql.files.maxPartitionBytes`` (128 MB by default).
+
+    Raises:
+        SchemaError: the value is not a positive byte size.
+    """
+    if opts.max_partition_bytes is not None:
+        if opts.max_partition_bytes <= 0:
+            raise SchemaError("max_partition_bytes must be positive, not "
+                              f"{opts.max_partition_bytes}")
+        return opts.max_partition_bytes
+    raw = spark.conf.get("spark.sql.files.maxPartitionBytes", None)
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    try:
+        return parse_size(raw)
+    except ValueError as e:
+        raise SchemaError(f"spark.sql.files.maxPartitionBytes: {e}") from e
+
+
+def plan_file_ranges(spark: SparkSession, file_io: FileIO, files: Sequence[str],
+                     opts: CdcOptions) -> list[LineRange]:
+    """The line-aligned byte ranges the batch's ``files`` are decoded in
+    (:func:`pipelines.cdc_ranges.plan_ranges`: files above :func:`max_partition_bytes` are
+    read once on the driver to find the line starts; Avro files are not split)."""
+    return plan_ranges(file_io, files, max_partition_bytes(spark, opts),
+                       splittable=FORMATS[opts.format].splittable)
+
+
 def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
-                  handle: TableHandle, opts: CdcOptions) -> DataFrame:
+                  handle: TableHandle, opts: CdcOptions,
+                  ranges: Sequence[LineRange] | None = None) -> DataFrame:
     """The change rows of every event in ``files`` (:func:`pipelines.cdc_decode.decode_file`:
     typed table columns, ``_kind``, positions, outcome columns and each row's bucket) as
     ``(bucket, data)``: one Arrow IPC stream of rows of one bucket per cell, so that the rows
-    cross the JVM and the shuffle as a few large values instead of row by row. Each file is
-    read and decoded by one task through ``file_io`` (local or object storage); a task decodes
-    a contiguous range of files."""
+    cross the JVM and the shuffle as a few large values instead of row by row. The files are
+    decoded in line-aligned byte ranges (``ranges``, default :func:`plan_file_ranges`), each
+    read with one ranged read through ``file_io`` (local or object storage) and decoded apart,
+    so a task holds one range at a time; a task decodes a contiguous run of ranges. The rows'
+    positions are the line numbers in the whole file."""
     import numpy as np
 
     schema = handle.schema
     seq = _sequence_column(handle, opts)
     route = routing(schema, spark.sparkContext.defaultParallelism)
     buckets = route.tasks
-    paths = list(files)
-    decode_fn = FORMATS[opts.format].decode
+    units = list(ranges) if ranges is not None else plan_file_ranges(spark, file_io, files,
+                                                                      opts)
+    fmt = FORMATS[opts.format]
+    decode_fn = fmt.decode
+    splittable = fmt.splittable
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
-            for i in b.column(0).to_pylist():
-                out = decode_fn(file_io.read_bytes(paths[i]), schema, file_index=i,
-                                  position_fields=opts.position_fields,
-                                  epoch_unit=opts.epoch_unit, sequence_column=seq,
-                                  unavailable=opts.unavailable,
-                                  threads=threads)
+            for u in b.column(0).to_pylist():
+                r = units[u]
+                data = (file_io.read_range(r.path, r.start, r.length)
+                        if splittable else file_io.read_bytes(r.path))
+                extra = {"first_line": r.first_line} if splittable else {}
+                out = decode_fn(data, schema, file_index=r.file_index,
+                                position_fields=opts.position_fields,
+                                epoch_unit=opts.epoch_unit, sequence_column=seq,
+                                unavailable=opts.unavailable, threads=threads, **extra)
+                del data
                 ids = route.task_ids(out, schema, BUCKET_COLUMN)
                 order = np.argsort(ids, kind="stable")
                 counts = np.bincount(ids, minlength=max(buckets, 1))
@@ -341,9 +393,9 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                              "data": pa.array([_ipc(part)], pa.binary())})
                     at += n
 
-    n = max(1, min(len(paths), spark.sparkContext.defaultParallelism))
-    threads = len(paths) < spark.sparkContext.defaultParallelism  # else the tasks fill it
-    return spark.range(0, len(paths), 1, n).mapInArrow(decode, _BLOB_SCHEMA)
+    n = max(1, min(len(units), spark.sparkContext.defaultParallelism))
+    threads = len(units) < spark.sparkContext.defaultParallelism  # else the tasks fill it
+    return spark.range(0, len(units), 1, n).mapInArrow(decode, _BLOB_SCHEMA)
 
 
 def decode_files(spark: SparkSession, file_io: FileIO, files: Sequence[str],
@@ -797,11 +849,13 @@ def ingest_batch(
     start_snapshot = (unfinished[0].id - 1 if unfinished
                       else start.id if start is not None else None) or None
 
+    ranges = plan_file_ranges(spark, fio, files, opts)  # once, for every pass below
+
     def run(h: TableHandle, truncates: Sequence[Sequence[object]] | None = None) -> _Pass:
         if base is not None and fio.exists(base):
             fio.delete_dir(base)  # a re-run of a batch that was not committed
-        return _write_pass(h, user, decoded_blobs(spark, fio, files, h, opts), opts, fio,
-                           base, batch, files, start_snapshot, truncates)
+        return _write_pass(h, user, decoded_blobs(spark, fio, files, h, opts, ranges), opts,
+                           fio, base, batch, files, start_snapshot, truncates)
 
     def abort(messages: Sequence[CommitMessage]) -> None:
         if messages:
@@ -916,6 +970,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="unit of numeric timestamps in the events")
     p.add_argument("--commit-user", help="stable commit user (default cdc-<db>.<table>)")
     p.add_argument("--no-evolve", action="store_true", help="do not add new columns")
+    p.add_argument("--max-partition-bytes", type=parse_size, default=None,
+                   help="largest byte range of a landing file one task decodes at a time, "
+                        "e.g. 128MB (default: Spark's spark.sql.files.maxPartitionBytes, "
+                        "128MB); larger files are split at line starts")
     p.add_argument("--unavailable-value", choices=["previous", "store", "refuse"],
                    default="previous",
                    help="Debezium's unchanged-TOAST placeholder: keep the column's previous "
@@ -943,6 +1001,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
         quarantine=args.quarantine, evolve_schema=not args.no_evolve,
         unavailable=args.unavailable_value, format=args.format,
+        max_partition_bytes=args.max_partition_bytes,
     )
     try:
         for r in ingest(spark, settings, args.table, args.landing, opts, schema=schema,

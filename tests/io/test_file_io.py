@@ -47,6 +47,21 @@ def test_missing_file_is_typed(fio: tuple[FileIO, str]) -> None:
     assert "nope" in str(ei.value)
 
 
+def test_read_range(fio: tuple[FileIO, str]) -> None:
+    io, root = fio
+    p = join(root, "r.bin")
+    data = bytes(range(256)) * 40
+    io.write_bytes(p, data)
+    assert io.read_range(p, 0, 10) == data[:10]
+    assert io.read_range(p, 1000, 2000) == data[1000:3000]
+    assert io.read_range(p, len(data) - 5, 100) == data[-5:]  # fewer at the end
+    assert io.read_range(p, 7, 0) == b""
+    with pytest.raises(ValueError, match="range"):
+        io.read_range(p, -1, 5)
+    with pytest.raises(FileNotFoundInTableError):
+        io.read_range(join(root, "nope"), 0, 5)
+
+
 def test_try_create_is_exclusive(fio: tuple[FileIO, str]) -> None:
     io, root = fio
     p = join(root, "snapshot", "snapshot-1")
