@@ -61,11 +61,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from fastavro.read import HEADER_SCHEMA
 
-from paimon_core import TableSchema, bucket_ids, conform_column
-from pipelines.cdc_decode import _chunk_rows, _Lazy, output_schema
-from pipelines.cdc_events import ERROR_COLUMN, TOMBSTONE, Unavailable
+from paimon_core import TableSchema
+from pipelines.cdc_decode import _chunk_rows, _Lazy, outcome_rows, output_schema, with_buckets
+from pipelines.cdc_events import TOMBSTONE, Unavailable
 from pipelines.cdc_values import CONNECT_DECIMAL
-from pipelines.writer import BUCKET_COLUMN as BUCKET
 
 __all__ = ["AVRO_LOGICAL_NAMES", "AVRO_MAGIC", "CORRUPT_AVRO", "NOT_AVRO", "NOT_ENVELOPE",
            "UNSUPPORTED_CODEC", "UNSUPPORTED_SCHEMA", "Stop", "avro_file_order", "decode_avro_file",
@@ -459,18 +458,8 @@ def decode_avro_file(
     if stop is not None:  # the quarantine's "event" holds what went wrong
         special.append((stop[1], stop[0], stop[2]))
     if special:
-        cols: dict[str, pa.Array] = {f.name: pa.nulls(len(special), f.type) for f in target}
-        cols[ERROR_COLUMN] = pa.array([r for _, r, _ in special], pa.string())
-        cols["_event"] = pa.array(np.zeros(len(special), np.int32))
-        cols["_pos_file"] = pa.array(np.full(len(special), file_index, np.int64))
-        cols["_pos_line"] = pa.array([j + 1 for j, _, _ in special], pa.int64())
-        cols["_value"] = pa.array([v for _, _, v in special], pa.string())
-        parts.append(pa.table(cols, schema=target))
+        parts.append(outcome_rows(target, [r for _, r, _ in special],
+                                  pa.array([v for _, _, v in special], pa.string()),
+                                  file_index, [j + 1 for j, _, _ in special]))
     out = pa.concat_tables(parts) if parts else target.empty_table()
-    if bucket and schema.num_buckets > 0 and out.num_rows:
-        keys = list(schema.bucket_keys)
-        ktypes = [schema.field(k).type.with_nullable(True) for k in keys]
-        kcols = [conform_column(out.column(k), kt, k) for k, kt in zip(keys, ktypes)]
-        b = pa.array(bucket_ids(kcols, ktypes, schema.num_buckets), pa.int32())
-        out = out.set_column(out.schema.get_field_index(BUCKET), BUCKET, b)
-    return out
+    return with_buckets(out, schema) if bucket else out

@@ -90,7 +90,8 @@ from pipelines.spark_types import arrow_for_spark, spark_schema
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
 __all__ = ["BAD_UTF8", "EXTRA_COLUMNS", "EventFormat", "decode_events", "decode_file",
-           "decode_view", "output_schema", "split_lines", "split_text"]
+           "decode_view", "outcome_rows", "output_schema", "split_lines", "split_text",
+           "with_buckets"]
 
 #: per-row columns besides the table's, the kind and the positions (see ``to_changes``)
 EXTRA_COLUMNS = (ERROR_COLUMN, "_event", "_value", "_unknown", "_connector")
@@ -785,23 +786,40 @@ def _decode(lazy: _Lazy, doc: bytes | pa.Buffer | None, count: int, schema: Tabl
     special = [(int(events[j]), "malformed JSON") for j in bad] + [(int(j), TOMBSTONE)
                                                                   for j in tomb]
     if special:
-        cols: dict[str, pa.Array] = {f.name: pa.nulls(len(special), f.type) for f in target}
-        cols[ERROR_COLUMN] = pa.array([r for _, r in special], pa.string())
-        cols["_event"] = pa.array([0] * len(special), pa.int32())
         text = lazy().take(pa.array([j for j, _ in special], pa.int64()))
         is_tomb = pa.array([r == TOMBSTONE for _, r in special])
-        cols["_value"] = pc.if_else(is_tomb, pa.scalar(None, pa.string()), text)
-        cols["_pos_file"] = pa.array([file_index] * len(special), pa.int64())
-        cols["_pos_line"] = pa.array([first_line + j for j, _ in special], pa.int64())
-        parts.append(pa.table(cols, schema=target))
+        parts.append(outcome_rows(target, [r for _, r in special],
+                                  pc.if_else(is_tomb, pa.scalar(None, pa.string()), text),
+                                  file_index, [first_line + j for j, _ in special]))
     out = pa.concat_tables(parts) if parts else target.empty_table()
-    if bucket and schema.num_buckets > 0 and out.num_rows:
-        keys = list(schema.bucket_keys)
-        types = [schema.field(k).type.with_nullable(True) for k in keys]
-        cols_ = [conform_column(out.column(k), t, k) for k, t in zip(keys, types)]
-        b = pa.array(bucket_ids(cols_, types, schema.num_buckets), pa.int32())
-        out = out.set_column(out.schema.get_field_index(BUCKET), BUCKET, b)
-    return out
+    return with_buckets(out, schema) if bucket else out
+
+
+def outcome_rows(target: pa.Schema, reasons: Sequence[str], values: pa.Array,
+                 file_index: int, lines: Sequence[int]) -> pa.Table:
+    """Rows (of ``target``) of events that are no change: no values, ``reasons`` as their
+    ``_error``, ``values`` (the event text, or NULL) as their ``_value``, at ``lines`` of
+    file ``file_index``."""
+    n = len(reasons)
+    cols: dict[str, pa.Array] = {f.name: pa.nulls(n, f.type) for f in target}
+    cols[ERROR_COLUMN] = pa.array(reasons, pa.string())
+    cols["_event"] = pa.array(np.zeros(n, np.int32))
+    cols["_value"] = values
+    cols["_pos_file"] = pa.array(np.full(n, file_index, np.int64))
+    cols["_pos_line"] = pa.array(lines, pa.int64())
+    return pa.table(cols, schema=target)
+
+
+def with_buckets(out: pa.Table, schema: TableSchema) -> pa.Table:
+    """``out`` with each row's fixed bucket (from its bucket key) in the bucket column;
+    unchanged for a dynamic bucket table (its rows are routed by key hash instead)."""
+    if schema.num_buckets <= 0 or not out.num_rows:
+        return out
+    keys = list(schema.bucket_keys)
+    types = [schema.field(k).type.with_nullable(True) for k in keys]
+    cols = [conform_column(out.column(k), t, k) for k, t in zip(keys, types)]
+    b = pa.array(bucket_ids(cols, types, schema.num_buckets), pa.int32())
+    return out.set_column(out.schema.get_field_index(BUCKET), BUCKET, b)
 
 
 def _envelope_tombstones(t: pa.Table, rows: np.ndarray, lines: _Lazy,
