@@ -11,7 +11,9 @@ import base64
 import decimal
 import json
 import random
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 SCHEMA: dict[str, Any] = {
@@ -198,6 +200,22 @@ def model_rows(stream: CdcStream, with_note: bool) -> list[dict[str, Any]]:
             row.pop("note", None)
         rows.append(row)
     return rows
+
+
+#: the published change events (connectors' documented examples, their test resources)
+CORPUS = Path(__file__).parent / "cdc_corpus"
+
+
+def corpus_landing(root: Path, files: list[list[str]]) -> Path:
+    """``<root>/landing`` holding, per batch, the :data:`CORPUS` files given for it (as
+    ``batch-<n>/part-<k>.jsonl``, in the given order)."""
+    landing = root / "landing"
+    for b, names in enumerate(files, 1):
+        d = landing / f"batch-{b:06d}"
+        d.mkdir(parents=True)
+        for i, name in enumerate(names):
+            shutil.copy(CORPUS / name, d / f"part-{i}.jsonl")
+    return landing
 
 
 def write_landing(stream: CdcStream, root: str, *, files_per_batch: int = 2,

@@ -8,7 +8,6 @@ written by hand from the events."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from pipelines.cdc_events import position_columns
 from pipelines.cdc_ingest import BatchReport, CdcOptions, ingest
 from pipelines.cdc_toast import fill_unavailable
 from pipelines.config import CatalogSettings
+from tests.pipelines.cdcgen import corpus_landing
 
 CORPUS = Path(__file__).parent / "cdc_corpus"
 #: the docs' ``customers`` table (the tutorial's inventory DB: every column NOT NULL)
@@ -38,12 +38,7 @@ def _run(spark: Any, tmp: Path, files: list[list[str]], columns: list[tuple[str,
          options: dict[str, str] | None = None, **opts: Any) -> tuple[list[BatchReport],
                                                                      list[dict[str, Any]]]:
     """``files``: per batch, the corpus files it holds; the table's rows after the job."""
-    landing = tmp / "landing"
-    for b, names in enumerate(files, 1):
-        d = landing / f"batch-{b:06d}"
-        d.mkdir(parents=True)
-        for i, name in enumerate(names):
-            shutil.copy(CORPUS / name, d / f"part-{i}.jsonl")
+    landing = corpus_landing(tmp, files)
     wh = str(tmp / "wh")
     key = columns[0][0]
     schema = Schema.of(columns, primary_keys=[key], options={"bucket": "2", **(options or {})})

@@ -27,7 +27,14 @@ from paimon_core.spec.hash_index import decode_hash_index
 from paimon_core.table import FileStoreTable
 from pipelines.cdc_ingest import BatchReport, CdcOptions, ingest, main
 from pipelines.config import CatalogSettings
-from tests.pipelines.cdcgen import SCHEMA, CdcStream, generate, model_rows, write_landing
+from tests.pipelines.cdcgen import (
+    SCHEMA,
+    CdcStream,
+    corpus_landing,
+    generate,
+    model_rows,
+    write_landing,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -147,12 +154,7 @@ ANNE = {"id": 1, "first_name": "Anne", "last_name": "Kretchmar", "email": "annek
 
 def _run(spark: Any, tmp: Path, files: list[list[str]]) -> tuple[list[BatchReport],
                                                                  list[dict[str, Any]]]:
-    landing = tmp / "landing"
-    for b, names in enumerate(files, 1):
-        d = landing / f"batch-{b:06d}"
-        d.mkdir(parents=True)
-        for i, name in enumerate(names):
-            shutil.copy(CORPUS / name, d / f"part-{i}.jsonl")
+    landing = corpus_landing(tmp, files)
     wh = str(tmp / "wh")
     schema = Schema.of(CUSTOMERS, primary_keys=["id"], options={"bucket": "-1"})
     reports = ingest(spark, CatalogSettings(wh), "db.customers", str(landing), CdcOptions(),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from paimon_core.schema_builder import Schema
 from pipelines.cdc_formats import DDL, FORMATS, check_sequence
 from pipelines.cdc_ingest import BatchReport, CdcOptions, build_parser, ingest
 from pipelines.config import CatalogSettings
+from tests.pipelines.cdcgen import corpus_landing
 
 CORPUS = Path(__file__).parent / "cdc_corpus"
 PRODUCTS = [("id", "INT NOT NULL"), ("name", "STRING"), ("description", "STRING"),
@@ -72,12 +72,7 @@ def _run(spark: Any, tmp: Path, fmt: str, files: list[list[str]],
          columns: list[tuple[str, str]] = PRODUCTS, options: dict[str, str] | None = None,
          **opts: Any) -> tuple[list[BatchReport], list[dict[str, Any]]]:
     """``files``: per batch, the corpus files it holds; the table's rows after the job."""
-    landing = tmp / "landing"
-    for b, names in enumerate(files, 1):
-        d = landing / f"batch-{b:06d}"
-        d.mkdir(parents=True)
-        for i, name in enumerate(names):
-            shutil.copy(CORPUS / name, d / f"part-{i}.jsonl")
+    landing = corpus_landing(tmp, files)
     wh = str(tmp / "wh")
     key = columns[0][0]
     schema = Schema.of(columns, primary_keys=[key], options={"bucket": "2", **(options or {})})
