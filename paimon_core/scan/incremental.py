@@ -101,7 +101,7 @@ def resolve_scan_mode(mode: str, options: CoreOptions) -> Literal["delta", "chan
     if m == "changelog":
         return "changelog"
     raise SchemaError(
-        f"incremental-between-scan-mode {mode!r}: expected auto, delta or changelog"
+        f"incremental-between-scan-mode {mode!r}: expected auto, delta, changelog or diff"
     )
 
 
