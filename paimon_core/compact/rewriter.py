@@ -231,8 +231,9 @@ class MergeTreeRewriter:
         range (``LookupLevels``). Chunks come in ascending key order, so a file read for
         an earlier chunk stays cached only while later chunks may still need it."""
         w = self.io.writer
-        lo = self.decode_key(w.key_bytes(chunk, 0))
-        hi = self.decode_key(w.key_bytes(chunk, chunk.num_rows - 1))
+        bounds = _key_bounds(chunk, self.records.key_columns)  # records of many files: unsorted
+        lo = self.decode_key(w.key_bytes(bounds, 0))
+        hi = self.decode_key(w.key_bytes(bounds, 1))
         for name in [n for n, (f, _) in self._lookup_cache.items()
                      if self.decode_key(f.max_key) < lo]:
             del self._lookup_cache[name]
@@ -247,7 +248,7 @@ class MergeTreeRewriter:
                     self._lookup_cache[f.file_name] = cached
                 t = cached[1]
                 if self.decode_key(f.min_key) < lo or self.decode_key(f.max_key) > hi:
-                    t = t.filter(_key_range_mask(t, self.records.key_columns, chunk))
+                    t = t.filter(_key_range_mask(t, self.records.key_columns, bounds))
                 if t.num_rows:
                     parts.append(t)
                     levels.append(np.full(t.num_rows, level, dtype=np.int32))
@@ -309,18 +310,22 @@ class MergeTreeRewriter:
         return lookup_changelog(table, levels, lookup, lookup_levels, self.records)
 
 
-def _key_range_mask(table: pa.Table, key_columns: Sequence[str], chunk: pa.Table) -> pa.Array:
-    """Rows of ``table`` whose key lies between the first and the last key of ``chunk``
-    (both sorted by the key columns; lexicographic over the columns)."""
-    n = chunk.num_rows
+def _key_bounds(chunk: pa.Table, key_columns: Sequence[str]) -> pa.Table:
+    """The rows of ``chunk`` holding its smallest and its largest key (in that order)."""
+    order = pc.sort_indices(chunk, sort_keys=[(c, "ascending") for c in key_columns])
+    return chunk.take(pa.array([order[0].as_py(), order[-1].as_py()], pa.int64()))
+
+
+def _key_range_mask(table: pa.Table, key_columns: Sequence[str], bounds: pa.Table) -> pa.Array:
+    """Rows of ``table`` whose key lies between the keys of ``bounds``' two rows
+    (lexicographic over the key columns)."""
 
     def cmp(i: int, row: int, strict: str, eq: str) -> pa.Array:
-        col, ref = table.column(key_columns[i]), chunk.column(key_columns[i])[row]
+        col, ref = table.column(key_columns[i]), bounds.column(key_columns[i])[row]
         if i == len(key_columns) - 1:
             return pc.call_function(eq, [col, ref])
         return pc.or_(pc.call_function(strict, [col, ref]),
                       pc.and_(pc.equal(col, ref), cmp(i + 1, row, strict, eq)))
 
-    mask = pc.and_(cmp(0, 0, "greater", "greater_equal"),
-                   cmp(0, n - 1, "less", "less_equal"))
+    mask = pc.and_(cmp(0, 0, "greater", "greater_equal"), cmp(0, 1, "less", "less_equal"))
     return mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask
