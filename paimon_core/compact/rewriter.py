@@ -2,16 +2,23 @@
 (``MergeTreeCompactRewriter``, ``FullChangelogMergeTreeCompactRewriter``,
 ``LookupMergeTreeCompactRewriter`` / ``ChangelogMergeTreeRewriter`` of Paimon 0.9).
 
-A section is read whole (every file with its system columns, mapped to the current schema),
-merged per key through the table's merge engine (:func:`merge_records`), retractions dropped
-when the output is the oldest data of the bucket (``drop_delete``), and written, sorted by
-key, as files of about ``target-file-size`` at the output level (``_FILE_SOURCE`` COMPACT).
-Every record keeps its sequence number, so file stats, min/max keys and sequence ranges are
-those of the rows written.
+Compaction streams: the sections of a unit are taken in key order, each merged per key
+through the table's merge engine (:func:`merge_records`) in chunks of ascending keys
+(``MergeTreeRewriter._merged_chunks``, the one seam for a bounded-memory k-way merge; a
+section of one file needs no merge and is read chunk by chunk), retractions dropped when the
+output is the oldest data of the bucket (``drop_delete``), and every chunk goes straight into a
+rolling writer (:class:`~paimon_core.datafile.writer.RollingKvWriter`) that cuts files of
+about ``target-file-size`` at the output level (``_FILE_SOURCE`` COMPACT). Nothing holds more
+than a section's merge, a chunk and a row group. Every record keeps its sequence number, so
+file stats, min/max keys and sequence ranges are those of the rows written. A failure leaves
+the files written so far unreferenced (no commit happens); the writer's ``written_paths`` list
+them and the caller deletes them (``BucketCompactor.compact``, as Java's ``abort``).
 
 Changelog (``changelog-producer``): ``full-compaction`` when the output is the max level,
-``lookup`` when level-0 files take part (see :mod:`paimon_core.compact.changelog`); changelog
-files are ``changelog-<uuid>-<n>.parquet`` at the output level, ``_FILE_SOURCE`` APPEND as
+``lookup`` when level-0 files take part (see :mod:`paimon_core.compact.changelog`), produced
+chunk by chunk (a chunk holds every record of its keys; lookups read only the files above whose
+key range meets the chunk's, kept while later chunks may need them); changelog files, rolled
+the same way, are ``changelog-<uuid>-<n>.parquet`` at the output level, ``_FILE_SOURCE`` APPEND as
 Java 0.9 writes them. Every table that needs a lookup (``CompactOptions.lookup``: the lookup
 producer, first-row, ``force-lookup``) compacts level 0 that way
 (``LookupMergeTreeCompactRewriter``), writing changelog files only with the lookup producer:
