@@ -230,7 +230,9 @@ class MergeTreeRewriter:
         several files is merged whole and yielded as one chunk; a section of one file needs
         no merge and streams chunk by chunk."""
         for table, levels in self._record_chunks(section):
-            yield table if len(section) == 1 else self.records.merge(table, levels)
+            out = [table if len(section) == 1 else self.records.merge(table, levels)]
+            del table, levels  # not kept alive while the chunk is written
+            yield out.pop()
 
     def _lookup_records(self, output_level: int, chunk: pa.Table
                         ) -> tuple[pa.Table | None, np.ndarray | None]:
@@ -275,7 +277,9 @@ class MergeTreeRewriter:
         with self.io.rolling(output_level, _bytes_per_row(files)) as out:
             for section in sections:
                 for merged in self._merged_chunks(section):
-                    out.write(self._finish(merged, drop_delete))
+                    chunk = self._finish(merged, drop_delete)
+                    del merged
+                    out.write(chunk)
             after = out.close()
         return CompactResult(list(files), after)
 
@@ -294,6 +298,7 @@ class MergeTreeRewriter:
             for section in sections:
                 for table, levels in self._record_chunks(section):
                     merged, log = self._changelog_chunk(output_level, table, levels)
+                    del table, levels  # not kept alive while the chunk is written
                     if data is not None:
                         data.write(self._finish(merged, drop_delete))
                     if logs is not None:
