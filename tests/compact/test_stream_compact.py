@@ -24,6 +24,7 @@ from paimon_core.errors import StorageError
 from paimon_core.fsck import fsck
 from paimon_core.spec.manifest import FileSource
 from paimon_core.table import FileStoreTable
+from tests.compact import test_compact_pk as pk_tests
 from tests.compact.helpers import pk_table, read_sorted, rows
 from tests.compact.test_compact_pk import check_files, replay
 from tests.tables import make_table
@@ -80,6 +81,19 @@ def test_full_compaction_rolls_several_files_keeping_every_row(
     assert read_sorted(table) == before
     check_files(table)  # every file's meta equals its rows; levels >= 1 disjoint
     assert fsck(table).ok
+
+
+def test_compaction_properties_in_tiny_chunks(tmp_path_factory: pytest.TempPathFactory,
+                                              tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compaction property tests (reads kept against a model, file metas exact, lookup
+    changelog replays to the table; composite string keys with a sequence field; first-row)
+    with single-file sections streamed in chunks of 2 rows."""
+    monkeypatch.setattr(rewriter_mod, "CHUNK_ROWS", 2)
+    pk_tests.test_compaction_keeps_reads(tmp_path_factory)
+    pk_tests.test_string_keys_and_sequence_field(tmp_path / "strings")
+    for producer in ("none", "lookup"):
+        pk_tests.test_first_row_compaction(tmp_path / producer, producer)
 
 
 def test_changelog_chunk_by_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
