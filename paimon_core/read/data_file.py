@@ -240,14 +240,16 @@ class DataFileReader:
         return result
 
     def iter_batches(
-        self, bucket_path: str, f: DataFileMeta, columns: Sequence[str], batch_size: int
+        self, bucket_path: str, f: DataFileMeta, columns: Sequence[str], batch_size: int,
+        *, system: bool = False,
     ) -> Iterator[pa.Table]:
-        """Stream an append file in bounded chunks (parquet row groups / batches)."""
+        """Stream a file in bounded chunks (parquet row groups / batches); ``system`` as
+        for :meth:`read`."""
         path = file_path(bucket_path, f)
         if file_format(f.file_name) != "parquet":
-            yield self.read(bucket_path, f, columns)
+            yield self.read(bucket_path, f, columns, system=system)
             return
-        mapping = self.mapping(f.schema_id, columns, False)
+        mapping = self.mapping(f.schema_id, columns, system)
         wanted = [src for _, src, _ in mapping.output if src is not None]
         fs, inner = self.file_io.arrow_filesystem(path)
         try:
