@@ -85,12 +85,14 @@ from paimon_core.types import DataType
 from paimon_core.write.buffer import (
     BucketState,
     Piece,
+    Pin,
     combine_codes,
     gather,
     order_columns,
     split_groups,
     strictly_ascending,
     take_column,
+    take_columns,
     take_rows,
     with_system_columns,
 )
@@ -433,6 +435,24 @@ class TableWrite:
         n = table.num_rows
         if n == 0:
             return
+        # An input bigger than the write buffer is routed in slices of at most its size,
+        # each followed by the buffer's spills: a spill never sorts more than twice the
+        # buffer, whatever the size of one call (sequence numbers follow the input order,
+        # slice after slice).
+        size = table.nbytes
+        pin = Pin(size)
+        step = max(1, n * self.write_buffer_size // max(size, 1))
+        if step >= n:
+            self._write_part(table, kinds, pin)
+            return
+        for start in range(0, n, step):
+            self._write_part(table.slice(start, step),
+                             None if kinds is None else kinds[start:start + step], pin)
+
+    def _write_part(self, table: pa.Table, kinds: np.ndarray | None, pin: Pin) -> None:
+        """Route ``table`` to its buckets' buffers (pieces pinning the input ``pin``), then
+        spill buffers if they outgrew ``write-buffer-size``."""
+        n = table.num_rows
         groups = self._group(table)
         bytes_per_row = table.nbytes / n
         # Moderate inputs spread over many buckets are regrouped by one gather of each column
@@ -446,6 +466,7 @@ class TableWrite:
             grouped = table.take(pa.array(perm))
             grouped_kinds = None if kinds is None else kinds[perm]
             offset = 0
+            pin = Pin(grouped.nbytes)
         full = []
         hashes = self._key_hashes
         for rows, first in groups:
@@ -458,12 +479,13 @@ class TableWrite:
                 piece = Piece(
                     grouped.slice(offset, count), None,
                     None if grouped_kinds is None else grouped_kinds[offset:offset + count],
-                    st.next_seq, int(bytes_per_row * count),
+                    st.next_seq, int(bytes_per_row * count), pin,
                 )
                 offset += count
             else:
                 piece_kinds = kinds if rows is None or kinds is None else kinds[rows]
-                piece = Piece(table, rows, piece_kinds, st.next_seq, int(bytes_per_row * count))
+                piece = Piece(table, rows, piece_kinds, st.next_seq,
+                              int(bytes_per_row * count), pin)
             st.add(piece)
             if self.is_pk:
                 st.next_seq += count
@@ -601,16 +623,37 @@ class TableWrite:
 
     # ------------------------------------------------------------------ buffering
     def _relieve_memory(self) -> None:
+        """Bound the memory of the buffers by ``write-buffer-size`` (Java's
+        ``MemoryPoolFactory`` preempting the biggest writers): when the buffered rows of all
+        buckets exceed it, the biggest buffers are spilled (primary-key tables: sorted and
+        merged into a level-0 file, a sorted run of the bucket; append tables: a new file)
+        until half of it is left. Then, if the pieces still buffered pin inputs bigger than
+        the buffer (rows selected from big write calls), they are copied out, releasing the
+        inputs."""
+        limit = self.write_buffer_size
         total = sum(b.buffered_bytes for b in self._buckets.values())
-        if total <= self.write_buffer_size:
+        if total > limit:
+            victims = []
+            for b in sorted(self._buckets.values(), key=lambda b: -b.buffered_bytes):
+                if total <= limit // 2 or not b.buffered_bytes:
+                    break
+                victims.append(b)
+                total -= b.buffered_bytes
+            self._flush_buffers(victims)
+        pins: dict[int, int] = {}
+        held = 0
+        for b in self._buckets.values():
+            for p in b.buffer:
+                if p.pin is None:
+                    held += p.nbytes
+                else:
+                    pins[id(p.pin)] = p.pin.nbytes
+        if held + sum(pins.values()) <= limit:
             return
-        victims = []
-        for b in sorted(self._buckets.values(), key=lambda b: -b.buffered_bytes):
-            if total <= self.write_buffer_size // 2 or not b.buffered_bytes:
-                break
-            victims.append(b)
-            total -= b.buffered_bytes
-        self._flush_buffers(victims)
+        for b in self._buckets.values():
+            b.buffer = [p.compacted(self.part_index)
+                        if p.pin is not None and p.pin.nbytes > p.nbytes else p
+                        for p in b.buffer]
 
     # ------------------------------------------------------------------ flushing
     def _run(self, states: Sequence[_T], fn: Callable[[_T], None]) -> None:
@@ -690,7 +733,9 @@ class TableWrite:
         level-0 files (plus every raw record as changelog with ``changelog-producer=input``).
 
         Ordering is computed on a thin table (keys, sequence columns, position); the wide rows
-        are gathered once, in their final order."""
+        are gathered once, in their final order, column by column while the buffer's columns
+        are released: a spill holds the buffer and its sorted copy together for one column
+        at a time, not twice the buffer."""
         if not st.buffer:
             return
         bytes_per_row = st.buffered_bytes / max(1, sum(p.num_rows for p in st.buffer)) + 9
@@ -700,15 +745,6 @@ class TableWrite:
         thin = {c: take_column(source.column(c), rows)
                 for c in order_columns(self.key_names, self.sequence_fields)}
         thin[SEQUENCE_NUMBER] = pa.array(seq, pa.int64())
-        n = len(seq)
-
-        def wide(positions: np.ndarray | None) -> pa.Table:
-            sel = rows if positions is None else (positions if rows is None else rows[positions])
-            t = take_rows(source, sel, self.part_index)
-            s_ = seq if positions is None else seq[positions]
-            k_ = kinds if positions is None else kinds[positions]
-            return with_system_columns(t, s_, k_)
-
         ascending = self._strictly_ascending(thin)
         if self.changelog_input:
             order = None if ascending else np.asarray(
@@ -717,7 +753,7 @@ class TableWrite:
                     sort_keys=[(k, "ascending") for k in (*self.key_names, SEQUENCE_NUMBER)],
                 ).to_numpy()
             )
-            changes = wide(order)
+            changes = self._wide(source, rows, seq, kinds, order)
             for p in split_by_size(changes, self.target_file_size,
                                    int(changes.num_rows * bytes_per_row)):
                 st.changelog_files.append(
@@ -725,26 +761,51 @@ class TableWrite:
                         st.bucket_dir, p, changelog=True, constant=self.part_index
                     )
                 )
-        if ascending:
-            merged = wide(None)
-        elif self.options.merge_engine is not MergeEngine.DEDUPLICATE:
+            del changes
+        engine_merge = not ascending and self.options.merge_engine is not MergeEngine.DEDUPLICATE
+        positions = None
+        if not ascending and not engine_merge:
+            thin["__pos"] = pa.array(np.arange(len(seq), dtype=np.int64))
+            # records arrive in sequence order: without a sequence field a stable sort by
+            # key alone keeps each key's records in that order
+            winners = deduplicate(
+                pa.table(thin), self.key_names, [*self.sequence_fields, SEQUENCE_NUMBER],
+                sequence_ordered=not self.sequence_fields,
+            )
+            positions = np.asarray(winners.column("__pos").to_numpy(), dtype=np.int64)
+            del winners
+        del thin
+        sel = rows if positions is None else (positions if rows is None else rows[positions])
+        columns: list[pa.ChunkedArray | None] = list(source.columns)
+        schema = source.schema
+        del source  # the columns list now holds the buffer: take_columns releases it
+        merged = with_system_columns(
+            take_columns(columns, schema, sel, self.part_index),
+            seq if positions is None else seq[positions],
+            kinds if positions is None else kinds[positions],
+        )
+        if engine_merge:
             # the engine's record per key, as Java merges its write buffer with the table's
             # MergeFunction (a lone retraction stays in the level-0 file)
             merged = merge_records(
-                wide(None), self.key_names, [*self.sequence_fields, SEQUENCE_NUMBER],
+                merged, self.key_names, [*self.sequence_fields, SEQUENCE_NUMBER],
                 VALUE_KIND, self.options, primary_keys=self.schema.primary_keys,
             )
-        else:
-            thin["__pos"] = pa.array(np.arange(n, dtype=np.int64))
-            winners = deduplicate(
-                pa.table(thin), self.key_names, [*self.sequence_fields, SEQUENCE_NUMBER]
-            )
-            merged = wide(np.asarray(winners.column("__pos").to_numpy(), dtype=np.int64))
         for p in split_by_size(merged, self.target_file_size,
                                int(merged.num_rows * bytes_per_row)):
             st.new_files.append(
                 self.writer.write_kv_file(st.bucket_dir, p, constant=self.part_index)
             )
+
+    def _wide(self, source: pa.Table, rows: np.ndarray | None, seq: np.ndarray,
+              kinds: np.ndarray, positions: np.ndarray | None) -> pa.Table:
+        """The buffered records ``positions`` (None = all, in arrival order) with their
+        system columns."""
+        sel = rows if positions is None else (positions if rows is None else rows[positions])
+        t = take_rows(source, sel, self.part_index)
+        s_ = seq if positions is None else seq[positions]
+        k_ = kinds if positions is None else kinds[positions]
+        return with_system_columns(t, s_, k_)
 
     def _strictly_ascending(self, thin: dict[str, pa.Array]) -> bool:
         """True when a single integer-like key is strictly ascending in arrival order: the
