@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_core import FileSystemCatalog, FileStoreTable, Schema
+from paimon_core import FileStoreTable, FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.commit_message import CommitMessage
 from paimon_core.spec.binary_row import deserialize_binary_row
