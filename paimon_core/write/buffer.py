@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from paimon_core.compact.task import CompactResult
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 
@@ -134,6 +135,17 @@ class BucketState:
     buffered_bytes: int = 0
     new_files: list[DataFileMeta] = field(default_factory=list)
     changelog_files: list[DataFileMeta] = field(default_factory=list)
+    # inline compaction during the round: how many of ``new_files`` it already tracks, and
+    # what it compacted so far (part of the round's commit message)
+    noted: int = 0
+    compacted: CompactResult = field(default_factory=CompactResult)
+
+    def end_round(self) -> None:
+        """Forget the round's files (handed out in a commit message, or aborted)."""
+        self.new_files = []
+        self.changelog_files = []
+        self.noted = 0
+        self.compacted = CompactResult()
 
     def add(self, piece: Piece) -> None:
         self.buffer.append(piece)

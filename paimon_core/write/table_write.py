@@ -318,7 +318,9 @@ class TableWrite:
         self._flush_buffers([b for b in self._buckets.values() if b.buffer])
         compacted = self._inline.after_flush(self._buckets, self._run) if self._inline else {}
         if compacted is None:  # our view of the live files is inconsistent: re-read it
-            self._restored, compacted = None, {}
+            self._restored = None
+            compacted = {key: b.compacted for key, b in self._buckets.items()
+                         if not b.compacted.is_empty()}
         index_files = self._write_hash_indexes()
         out = []
         for key, b in self._buckets.items():
@@ -342,8 +344,7 @@ class TableWrite:
                         else replaces or "",
                     )
                 )
-            b.new_files = []
-            b.changelog_files = []
+            b.end_round()
         out.sort(key=lambda m: (m.partition, m.bucket))
         self.writer.written_paths.clear()
         self._touched.clear()
@@ -375,11 +376,14 @@ class TableWrite:
         if self._assigner is not None and self._hash_index is not None:
             self._assigner.reset()
             self._hash_index.reset()
+        compacted = False
         for b in self._buckets.values():
             b.buffer = []
             b.buffered_bytes = 0
-            b.new_files = []
-            b.changelog_files = []
+            compacted = compacted or b.noted > 0
+            b.end_round()
+        if compacted:  # the tracked live files include aborted ones: read them again
+            self._restored = None
         paths = list(self.writer.written_paths)
         self.writer.written_paths.clear()
         errors = []
@@ -640,6 +644,9 @@ class TableWrite:
                 victims.append(b)
                 total -= b.buffered_bytes
             self._flush_buffers(victims)
+            if self._inline is not None and self.is_pk:
+                # each spill is a sorted run: past num-sorted-run.stop-trigger, compact
+                self._run(victims, self._inline.relieve)
         pins: dict[int, int] = {}
         held = 0
         for b in self._buckets.values():

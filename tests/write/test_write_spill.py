@@ -40,10 +40,13 @@ def spk_table(catalog: FileSystemCatalog, name: str, **options: str) -> FileStor
                       primary_keys=["dt", "id"], options={"bucket": "2", **options})
 
 
-def batches(seed: int, count: int, *, deletes: bool) -> list[tuple[pa.Table, pa.Array | None]]:
+def batches(seed: int, count: int, *, deletes: bool,
+            seen_only: bool = False) -> list[tuple[pa.Table, pa.Array | None]]:
     """Random upserts over few keys (every key recurs in many spills), some ``v``/``s``
-    nulls, and, with ``deletes``, a sprinkle of ``-D`` rows: (rows, row kinds)."""
+    nulls, and, with ``deletes``, a sprinkle of ``-D`` rows (``seen_only``: only of keys
+    written by an earlier batch): (rows, row kinds)."""
     rng = np.random.default_rng(seed)
+    seen: set[int] = set()
     out = []
     for i in range(count):
         ids = rng.integers(0, KEYS, size=BATCH)
@@ -53,7 +56,11 @@ def batches(seed: int, count: int, *, deletes: bool) -> list[tuple[pa.Table, pa.
                       "v": v, "s": s})
         kinds = None
         if deletes:
-            kinds = pa.array(np.where(rng.random(BATCH) < 0.15, "-D", "+I"))
+            delete = rng.random(BATCH) < 0.15
+            if seen_only:
+                delete &= np.isin(ids, np.fromiter(seen, np.int64, len(seen)))
+            kinds = pa.array(np.where(delete, "-D", "+I"))
+        seen.update(ids.tolist())
         out.append((t, kinds))
     return out
 
@@ -90,14 +97,19 @@ def dedup_model(data: list[tuple[pa.Table, pa.Array | None]]) -> list[dict[str, 
                   key=lambda r: (r["dt"], r["id"]))
 
 
-ENGINES = {
-    "deduplicate": ({}, True),
-    "deduplicate-changelog-input": ({"changelog-producer": "input"}, True),
-    "partial-update": ({"merge-engine": "partial-update", "ignore-delete": "true"}, True),
+#: engine -> (options, deletes, deletes only of keys already written)
+ENGINES: dict[str, tuple[dict[str, str], bool, bool]] = {
+    "deduplicate": ({}, True, False),
+    "deduplicate-changelog-input": ({"changelog-producer": "input"}, True, False),
+    "partial-update": ({"merge-engine": "partial-update", "ignore-delete": "true"}, True,
+                       False),
+    # a retraction older than every insert of its key is dropped by a compaction into the
+    # highest level (drop-delete), so its effect depends on when compactions run (in Java
+    # too): retract only keys already written
     "aggregation": ({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
                      "fields.s.aggregate-function": "max", "fields.s.ignore-retract": "true"},
-                    True),
-    "first-row": ({"merge-engine": "first-row"}, False),
+                    True, True),
+    "first-row": ({"merge-engine": "first-row"}, False, False),
 }
 
 
@@ -105,8 +117,8 @@ ENGINES = {
 def test_spilled_writes_read_like_one_buffer(catalog: FileSystemCatalog, engine: str) -> None:
     """Several spills per bucket (and inline compaction of the spilled runs) read back
     exactly like the same input written through one buffer, for every merge engine."""
-    options, deletes = ENGINES[engine]
-    data = batches(11, 12, deletes=deletes)
+    options, deletes, seen_only = ENGINES[engine]
+    data = batches(11, 12, deletes=deletes, seen_only=seen_only)
     spilled = spk_table(catalog, "db.spilled", **{"write-buffer-size": SMALL_BUFFER},
                         **options)
     whole = spk_table(catalog, "db.whole", **options)
@@ -275,3 +287,65 @@ def test_one_huge_write_call_is_sorted_in_buffer_sized_slices() -> None:
     got = run_worker("--layout", "one-call", "--batches", "20", "--buffer", "32 mb")
     assert got["files"] >= 2  # spills of at most twice the buffer (a slice on a full one)
     assert got["peak_growth_mb"] < BOUND * 32, got
+
+
+# ------------------------------------------------------------- num-sorted-run.stop-trigger
+
+STOP = {"write-buffer-size": SMALL_BUFFER, "num-sorted-run.compaction-trigger": "2",
+        "num-sorted-run.stop-trigger": "3"}
+
+
+def live_runs(table: FileStoreTable) -> dict[tuple[bytes, int], list[Any]]:
+    out: dict[tuple[bytes, int], list[Any]] = {}
+    for split in table.new_read_builder().new_scan().plan().splits:
+        out.setdefault((split.partition, split.bucket), []).extend(split.files)
+    return out
+
+
+def test_spills_past_the_stop_trigger_compact_while_writing(
+    catalog: FileSystemCatalog,
+) -> None:
+    """More spilled runs than ``num-sorted-run.stop-trigger``: the writer compacts the bucket
+    before going on (Java waits for its compaction); files written and compacted away within
+    the round are deleted at once, and the round's message carries the rest."""
+    data = batches(13, 12, deletes=True)
+    t = spk_table(catalog, "db.stop", **STOP)
+    w = t.new_write("u")
+    for b, k in data:
+        w.write_arrow(b.append_column("_k", k), row_kind_column="_k")
+    while_writing = data_files_on_disk(t)
+    msgs = w.prepare_commit()
+    assert all(m.compact_before and m.compact_after for m in msgs)
+    spills = {f.file_name for m in msgs for f in m.new_files}
+    assert len(spills) >= 4 * 8  # many spills per bucket
+    assert while_writing - spills  # compaction output before prepare_commit
+    t.new_commit("u").commit(msgs, 1)
+    referenced = {f.file_name for m in msgs
+                  for f in (*m.new_files, *m.compact_after, *m.changelog_files)}
+    assert data_files_on_disk(t) == referenced  # no intermediate file left behind
+    assert sorted_rows(t) == dedup_model(data)
+    for files in live_runs(t).values():
+        level0 = sum(1 for f in files if f.level == 0)
+        levels = len({f.level for f in files if f.level > 0})
+        assert level0 + levels <= 3
+
+
+def test_abort_after_compacting_spills_leaves_the_table_unchanged(
+    catalog: FileSystemCatalog,
+) -> None:
+    t = spk_table(catalog, "db.stopab", **STOP)
+    first = batches(14, 4, deletes=False)
+    write(t, first)
+    before_files, before_rows = data_files_on_disk(t), sorted_rows(t)
+    w = t.new_write("u")
+    for b, _ in batches(15, 12, deletes=False):
+        w.write_arrow(b)
+    w.abort()
+    assert data_files_on_disk(t) == before_files
+    assert sorted_rows(t) == before_rows
+    # the writer goes on from the committed files (its view of them was restored)
+    again = batches(16, 6, deletes=True)
+    for b, k in again:
+        w.write_arrow(b.append_column("_k", k), row_kind_column="_k")
+    t.new_commit("u").commit(w.prepare_commit(), 2)
+    assert sorted_rows(t) == dedup_model(first + again)
