@@ -7,7 +7,7 @@ Mirrors ``org.apache.paimon.table.sink.TableWriteImpl`` over ``KeyValueFileStore
 * every input batch is conformed to the schema (:func:`conform_input`), then routed, fully
   vectorised, to its (partition, bucket): partition values by dictionary codes, fixed buckets
   by Paimon's bucket-key hash, unaware-bucket append tables to bucket 0;
-* primary-key tables buffer records per bucket (bounded by ``write-buffer-size``); each record
+* primary-key tables buffer records per bucket; each record
   takes the bucket's next sequence number in arrival order, continuing from the largest
   ``_MAX_SEQUENCE_NUMBER`` of the bucket's live files in the latest snapshot (spec §7.3). A
   flush sorts by key then sequence, merges the records of every key with the table's merge
@@ -15,6 +15,15 @@ Mirrors ``org.apache.paimon.table.sink.TableWriteImpl`` over ``KeyValueFileStore
   writes sorted, key-unique level-0 files; ``changelog-producer=input`` also writes every raw
   record to changelog files;
 * append tables buffer rows per bucket and write files of about ``target-file-size``;
+* ``write-buffer-size`` bounds the Arrow bytes buffered by all buckets of the writer: past it
+  the biggest buffers are spilled (Java's ``MemoryPoolFactory`` preempting its biggest
+  writers) — a primary-key buffer is sorted and merged as at a flush and written as a level-0
+  file, a sorted run of its bucket, then writing goes on; an append buffer becomes a new file.
+  Spilled files are new files of the round's commit message (an abort deletes them, as Java's
+  does); past ``num-sorted-run.stop-trigger`` runs the bucket is compacted right away
+  (:mod:`paimon_core.write.inline_compact`). A write call bigger than the buffer is routed in
+  buffer-sized slices. There is no local-disk spilling (Java's ``write-buffer-spillable``) and
+  no opt-in (``write-buffer-for-append``): spills always go to data files;
 * :meth:`TableWrite.prepare_commit` flushes everything (buckets in parallel: pyarrow releases
   the GIL) and returns one :class:`CommitMessage` per (partition, bucket) that got files;
 * then, like Java's writers, it compacts the buckets that received files when their sorted
