@@ -252,6 +252,7 @@ class TableWrite:
             if inline_compaction_enabled(schema) and not shared_buckets else None
         )
         self._buckets: dict[tuple[bytes, int], BucketState] = {}
+        self._pinned_bytes = 0  # Arrow bytes of the inputs routed since the last pin check
         self._touched: set[tuple[bytes, int]] = set()
         self._restored: dict[tuple[bytes, int], int] | None = None
         self._restored_snapshot: int | None = None
@@ -453,7 +454,7 @@ class TableWrite:
         # buffer, whatever the size of one call (sequence numbers follow the input order,
         # slice after slice).
         size = table.nbytes
-        pin = Pin(size)
+        pin = self._new_pin(size)
         step = max(1, n * self.write_buffer_size // max(size, 1))
         if step >= n:
             self._write_part(table, kinds, pin)
@@ -479,7 +480,7 @@ class TableWrite:
             grouped = table.take(pa.array(perm))
             grouped_kinds = None if kinds is None else kinds[perm]
             offset = 0
-            pin = Pin(grouped.nbytes)
+            pin = self._new_pin(grouped.nbytes)
         full = []
         hashes = self._key_hashes
         for rows, first in groups:
@@ -640,9 +641,10 @@ class TableWrite:
         ``MemoryPoolFactory`` preempting the biggest writers): when the buffered rows of all
         buckets exceed it, the biggest buffers are spilled (primary-key tables: sorted and
         merged into a level-0 file, a sorted run of the bucket; append tables: a new file)
-        until half of it is left. Then, if the pieces still buffered pin inputs bigger than
-        the buffer (rows selected from big write calls), they are copied out, releasing the
-        inputs."""
+        until half of it is left. Then, once per ``write-buffer-size`` of input routed, the
+        buffered pieces that pin an input more than twice their size (rows selected from a
+        bigger write call whose other rows went elsewhere or were spilled) are copied out,
+        releasing the inputs: the cost stays linear in the input, however small the calls."""
         limit = self.write_buffer_size
         total = sum(b.buffered_bytes for b in self._buckets.values())
         if total > limit:
@@ -656,20 +658,19 @@ class TableWrite:
             if self._inline is not None and self.is_pk:
                 # each spill is a sorted run: past num-sorted-run.stop-trigger, compact
                 self._run(victims, self._inline.relieve)
-        pins: dict[int, int] = {}
-        held = 0
-        for b in self._buckets.values():
-            for p in b.buffer:
-                if p.pin is None:
-                    held += p.nbytes
-                else:
-                    pins[id(p.pin)] = p.pin.nbytes
-        if held + sum(pins.values()) <= limit:
+        if self._pinned_bytes <= limit:
             return
+        # once per write-buffer-size of input: copy out the pieces holding less than half of
+        # the input they pin (what stays pinned is then at most twice the buffered bytes)
+        self._pinned_bytes = 0
         for b in self._buckets.values():
             b.buffer = [p.compacted(self.part_index)
-                        if p.pin is not None and p.pin.nbytes > p.nbytes else p
+                        if p.pin is not None and p.pin.nbytes > 2 * p.nbytes else p
                         for p in b.buffer]
+
+    def _new_pin(self, nbytes: int) -> Pin:
+        self._pinned_bytes += nbytes
+        return Pin(nbytes)
 
     # ------------------------------------------------------------------ flushing
     def _run(self, states: Sequence[_T], fn: Callable[[_T], None]) -> None:
