@@ -349,3 +349,13 @@ def test_abort_after_compacting_spills_leaves_the_table_unchanged(
         w.write_arrow(b.append_column("_k", k), row_kind_column="_k")
     t.new_commit("u").commit(w.prepare_commit(), 2)
     assert sorted_rows(t) == dedup_model(first + again)
+
+
+def test_many_one_row_calls_keep_every_record(catalog: FileSystemCatalog) -> None:
+    """Rows selected one by one from bigger inputs (pinning them) across spills."""
+    src = batches(17, 3, deletes=True)
+    data = [(b.slice(i, 1), k.slice(i, 1)) for b, k in src if k is not None
+            for i in range(b.num_rows)]
+    t = spk_table(catalog, "db.onerow", **{"write-buffer-size": "2 kb"})
+    write(t, data)
+    assert sorted_rows(t) == dedup_model(data)
