@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
@@ -207,6 +206,10 @@ class DataFileReader:
         self, reads: Sequence[FileRead], idxs: Sequence[int], wanted: list[str]
     ) -> dict[int, pa.Table] | None:
         """One dataset scan over ``reads[idxs]``; None when the per-file path must decide."""
+        # pyarrow.dataset imports pandas (~0.3 s): loaded by the first multi-file scan, not by
+        # ``import paimon_core`` (writers, metadata commands and CLI calls never need it)
+        import pyarrow.dataset as pads
+
         paths = [file_path(reads[i].bucket_path, reads[i].file) for i in idxs]
         fs, _ = self.file_io.arrow_filesystem(paths[0])
         inner = [self.file_io.arrow_filesystem(p)[1] for p in paths]
