@@ -476,7 +476,7 @@ def report(res: dict[str, Any]) -> str:
         more = "".join(f"; {k} {t['value_' + k]:.2f}" for k in ("min", "cpu", "cold", "cold_cpu")
                        if t.get("value_" + k) is not None)
         lines.append(f"{'PASS' if t['pass'] else 'MISS'}  {t['target']}: {t['value']:.2f} "
-                     f"(limit {t['limit']:g}; on warm medians{more})")
+                     f"(limit {t['limit']:g}{more})")
     lines.append(f"load average: start {res['load_avg_start']}, end {res['load_avg_end']} "
                  f"({res['machine']['cpus']} CPUs); {res['rounds']} rounds, medians; "
                  "median/min s = warm read (fastest of a process's reads after its first), "
