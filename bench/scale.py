@@ -4,8 +4,8 @@ streaming read and the full compaction of one primary-key table at 1M, 4M and 16
 
     .venv/bin/python bench/scale.py                       # 1M, 4M, 16M x 1 and 8 buckets
     .venv/bin/python bench/scale.py --sizes 1000000 --buckets 1   # quick / CI
-    BENCH_SCALE_SIZES=1000000 make bench                  # the same through make
-    .venv/bin/python bench/scale.py --spark-only          # only the Spark-vs-in-process ratio
+    BENCH_SCALE_SIZES=1M make bench                       # 1M rows only, through make
+    .venv/bin/python bench/scale.py --spark only          # only the Spark-vs-in-process ratio
 
 * **Table** (cached under ``bench/results/cache/scale/<gen.py digest>/n<N>_b<B>/``, ``prep.json``
   the completion stamp): ``db.s``, primary key ``id``, no partition, ``bucket = B``, the rows of
