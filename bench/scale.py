@@ -427,8 +427,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--buckets", type=int, nargs="+", default=list(DEFAULT_BUCKETS))
     ap.add_argument("--steps", nargs="+", choices=SCALE_STEPS, default=list(SCALE_STEPS))
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--spark", choices=["yes", "no", "only"], default="yes",
-                    help="the Spark-vs-in-process compaction ratio (4M x 8)")
+    ap.add_argument("--spark", choices=["yes", "no", "only"],
+                    help="the Spark-vs-in-process compaction ratio (4M x 8; default: yes when "
+                         "the sizes include 4M)")
     ap.add_argument("--spark-rounds", type=int, default=3)
     ap.add_argument("--fresh", action="store_true", help="rebuild the cached tables")
     ap.add_argument("--gen", default=str(DEFAULT_GEN))
@@ -457,8 +458,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"scale step: load average {load_start} on {os.cpu_count()} CPUs", flush=True)
     failures: list[str] = []
     res: dict[str, Any] = {}
+    sizes = parse_sizes(a.sizes)
+    if a.spark is None:  # a quick run (BENCH_SCALE_SIZES=1M) skips the 4M Spark comparison
+        from scale_spark import SPARK_ROWS
+
+        a.spark = "yes" if SPARK_ROWS in sizes else "no"
     if a.spark != "only":
-        res, failures = measure_scale(cache, gen_path, parse_sizes(a.sizes), a.buckets,
+        res, failures = measure_scale(cache, gen_path, sizes, a.buckets,
                                       a.steps, a.rounds, a.fresh)
     sp: dict[str, Any] = {}
     from scale_spark import SPARK_BUCKETS, SPARK_ROWS, spark_targets, spark_vs_inprocess
