@@ -5,7 +5,7 @@ Everything an application, a Spark job or a Dagster asset needs is importable fr
 may move. ``import paimon_core`` loads only the error types: every other name is imported on
 first use, and a process that only reads never loads the write, compaction, expiry or
 inspection code, fsspec (local tables) or pandas before its first scan (never pyspark or
-dagster); ``tests/test_import_cost.py`` guards this.
+dagster); ``tests/test_startup_cost.py`` guards this.
 
 Example:
     >>> import tempfile

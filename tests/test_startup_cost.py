@@ -1,6 +1,6 @@
-"""Start-up cost guard: what a fresh process loads for ``import paimon_core`` and for a local
-read. Fails if someone re-adds an eager import of a module a reader does not need (the first
-read of a fresh process, a CLI call, a Spark task, a Dagster step pays for every import)."""
+"""Start-up cost guards (the first read of a fresh process: a CLI call, a Spark task, a Dagster
+step): what ``import paimon_core`` and a local read load (fails if someone re-adds an eager
+import of a module a reader does not need), and the memory pool the scan decodes into."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 import paimon_core
 from paimon_core import FileSystemCatalog, Schema
@@ -82,3 +83,32 @@ def test_unknown_name_is_an_attribute_error() -> None:
         assert "no_such_name" in str(e)
     else:
         raise AssertionError("expected AttributeError")
+
+
+def test_the_scan_decodes_into_the_scan_pool(tmp_path: Path) -> None:
+    from paimon_core.read.data_file import scan_memory_pool
+
+    try:
+        jemalloc = pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        pytest.skip("pyarrow without jemalloc: the scan uses the default pool")
+    import os
+
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        assert scan_memory_pool() is not None
+        pytest.skip("ARROW_DEFAULT_MEMORY_POOL chose the pool")
+    assert scan_memory_pool().backend_name == jemalloc.backend_name == "jemalloc"
+    n = 200_000
+    data = pa.table({"id": pa.array(range(n), pa.int64()), "v": pa.array([1.5] * n)})
+    table = FileSystemCatalog(str(tmp_path)).create_table("db.a", Schema.from_arrow(data.schema))
+    for _ in range(2):  # two files in one bucket: one multi-file scan
+        builder = table.new_batch_write_builder()
+        with builder.new_write() as w:
+            w.write_arrow(data)
+            msgs = w.prepare_commit()
+        builder.new_commit().commit(msgs)
+    before = jemalloc.bytes_allocated()
+    result = table.to_arrow()
+    held = jemalloc.bytes_allocated() - before
+    assert result.num_rows == 2 * n
+    assert held >= result.nbytes // 2, (held, result.nbytes)  # the rows live in jemalloc
