@@ -60,8 +60,12 @@ demo: install
 ui: install
 	UI_PORT=$(UI_PORT) PY=$(PY) scripts/ui.sh
 
+# BENCH_SCALE_SIZES=1000000 (or 1M,4M) limits the scale step (default 1M,4M,16M rows).
+# Byte-compiled first: a fresh measuring process must not pay for compiling our sources.
 bench: install oracle
+	$(PY) -m compileall -q paimon_core pipelines
 	$(PY) bench/run.py
+	$(PY) bench/scale.py
 	$(PY) bench/cdc.py
 
 clean:

@@ -59,22 +59,28 @@ def child_main(cache: Path, gen_path: str, reps: int) -> int:
 
         ours_s: list[float] = []
         plain_s: list[float] = []
+        ours_cpu: list[float] = []
+        plain_cpu: list[float] = []
         result: Any = None
         for i in range(reps + 1):  # first pair = cold, not counted
             result = None
-            t0 = time.perf_counter()
+            c0, t0 = cpu_s(), time.perf_counter()
             result = FileSystemCatalog(str(wh)).get_table("db.w2").to_arrow()
-            dt = time.perf_counter() - t0
-            t0 = time.perf_counter()
+            dt, dc = time.perf_counter() - t0, cpu_s() - c0
+            c0, t0 = cpu_s(), time.perf_counter()
             pq.read_table(plain)
-            dp = time.perf_counter() - t0
+            dp, dpc = time.perf_counter() - t0, cpu_s() - c0
             if i:
                 ours_s.append(dt)
                 plain_s.append(dp)
+                ours_cpu.append(dc)
+                plain_cpu.append(dpc)
         ok, msg = gen.check_w2(result)
         out["read_after_compact_check"] = [bool(ok), msg]
         out["read_after_compact_s"] = min(ours_s)
         out["plain_read_s"] = min(plain_s)
+        out["read_after_compact_cpu_s"] = min(ours_cpu)
+        out["plain_read_cpu_s"] = min(plain_cpu)
 
         out["bytes_before_expire"] = dir_bytes(tdir)
         out["snapshots_before_expire"] = len(list((tdir / "snapshot").glob("snapshot-*")))
@@ -131,6 +137,8 @@ def measure_maintenance(cache: Path, gen_path: Path, rounds: int, reps: int
         return float(statistics.median(r[key] for r in runs))
 
     ratio = statistics.median(r["read_after_compact_s"] / r["plain_read_s"] for r in runs)
+    cpu_ratio = statistics.median(r["read_after_compact_cpu_s"] / r["plain_read_cpu_s"]
+                                  for r in runs)
     res = {
         "rounds": len(runs), "runs": runs,
         "compact_median_s": med("compact_s"), "compact_cpu_median_s": med("compact_cpu_s"),
@@ -138,6 +146,9 @@ def measure_maintenance(cache: Path, gen_path: Path, rounds: int, reps: int
         "read_after_compact_median_s": med("read_after_compact_s"),
         "plain_read_median_s": med("plain_read_s"),
         "read_after_compact_over_parquet": ratio,
+        "read_after_compact_cpu_s": med("read_after_compact_cpu_s"),
+        "plain_read_cpu_s": med("plain_read_cpu_s"),
+        "read_after_compact_cpu_over_parquet": cpu_ratio,
         "expire_median_s": med("expire_s"),
         "bytes_before_expire": runs[0]["bytes_before_expire"],
         "bytes_after_expire": runs[0]["bytes_after_expire"],
@@ -151,11 +162,12 @@ def measure_maintenance(cache: Path, gen_path: Path, rounds: int, reps: int
 def maintenance_targets(res: dict[str, Any]) -> list[dict[str, Any]]:
     if not res:
         return []
-    v = res["read_after_compact_over_parquet"]
+    v = res["read_after_compact_cpu_over_parquet"]
     freed = res["bytes_before_expire"] - res["bytes_after_expire"]
     return [
-        {"target": "W3 merged read after full compaction <= 1.3x plain Parquet (1 file)",
-         "value": v, "limit": 1.3, "pass": v <= 1.3},
+        {"target": "W3 merged read after full compaction: CPU <= 1.1x plain Parquet (1 file) "
+                   "(issue 16; was <= 1.3x in wall time)", "value": v, "limit": 1.1,
+         "pass": v <= 1.1},
         {"target": "W4 expiry frees bytes (MB freed)", "value": freed / 1e6, "limit": 0.0,
          "pass": freed > 0},
     ]
@@ -171,7 +183,9 @@ def maintenance_report(res: dict[str, Any]) -> list[str]:
         f"{res['live_files_after']} live; pypaimon 2.1 / pypaimon-rust: not supported",
         f"W3 merged read after compaction ours {res['read_after_compact_median_s']:.3f} s vs "
         f"plain Parquet (1 file) {res['plain_read_median_s']:.3f} s: "
-        f"ratio {res['read_after_compact_over_parquet']:.2f} (median of per-round warm ratios)",
+        f"ratio {res['read_after_compact_over_parquet']:.2f} (median of per-round warm ratios); "
+        f"CPU {res['read_after_compact_cpu_s']:.3f} s vs {res['plain_read_cpu_s']:.3f} s: "
+        f"ratio {res['read_after_compact_cpu_over_parquet']:.2f}",
         f"W4 expire all but the latest   ours {res['expire_median_s']:.3f} s; snapshots "
         f"{res['snapshots_before_expire']} -> {res['snapshots_after_expire']}; table bytes "
         f"{res['bytes_before_expire'] / mb:.1f} MB -> {res['bytes_after_expire'] / mb:.1f} MB "

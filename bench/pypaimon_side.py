@@ -217,6 +217,7 @@ def timed_reads(run: Callable[[], Any], reps: int) -> tuple[dict[str, Any], Any]
         if i == 0:
             out["peak_rss_mb"] = peak_rss_mb()
     out["cold_s"] = out["seconds_all"][0]
+    out["cold_cpu_s"] = out["cpu_all"][0]
     # warm = the fastest of the reads after the first (least disturbed by other load)
     n = len(out["seconds_all"])
     warm = min(range(1, n), key=lambda i: out["seconds_all"][i]) if n > 1 else 0
@@ -226,18 +227,26 @@ def timed_reads(run: Callable[[], Any], reps: int) -> tuple[dict[str, Any], Any]
     return out, result
 
 
-def read(warehouse: str, gen: Any, step: str, check: bool, reps: int) -> dict[str, Any]:
+def read(warehouse: str, gen: Any, step: str, check: bool, reps: int,
+         native: bool = False) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.compute
     import pyarrow.dataset
     import pyarrow.parquet
-    from pypaimon import CatalogFactory
 
     del pyarrow.compute, pyarrow.dataset, pyarrow.parquet  # loaded up front: not timed
+    c0, t0 = cpu_s(), time.perf_counter()
+    from pypaimon import CatalogFactory
+
+    if native:
+        import pypaimon_rust.datafusion  # noqa: F401  (what read.native.enabled imports)
+    imported = {"import_s": time.perf_counter() - t0, "import_cpu_s": cpu_s() - c0}
 
     def run() -> Any:
         catalog = CatalogFactory.create({"warehouse": warehouse})
         table = catalog.get_table("db.w2" if step == "w2_merged" else "db.w1")
+        if native:  # pypaimon's opt-in switch for the pypaimon_rust reader
+            table = table.copy({"read.native.enabled": "true"})
         rb = table.new_read_builder()
         if step == "w1_day":
             pb = rb.new_predicate_builder()
@@ -246,6 +255,9 @@ def read(warehouse: str, gen: Any, step: str, check: bool, reps: int) -> dict[st
         return rb.new_read().to_arrow(splits)
 
     out, result = timed_reads(run, reps)
+    out.update(imported)
+    if native:
+        out["pypaimon_rust_imported"] = "pypaimon_rust" in sys.modules
     if check:
         out["check"] = check_result(gen, step, result, pa)
     return out
@@ -278,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gen", required=True, help="path of shared/bench/gen.py")
     ap.add_argument("--step", choices=["w1_all", "w1_day", "w2_merged", "w1_write", "w2_write"])
     ap.add_argument("--native", action="store_true",
-                    help="write: enable pypaimon's pypaimon_rust write/commit path")
+                    help="write: enable pypaimon's pypaimon_rust write/commit path; read: "
+                         "its native reader (read.native.enabled)")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--reps", type=int, default=3, help="reads in this process (1 = cold only)")
     args = ap.parse_args(argv)
@@ -292,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if not args.step:
             ap.error("read needs --step")
-        res = read(args.warehouse, gen, args.step, args.check, args.reps)
+        res = read(args.warehouse, gen, args.step, args.check, args.reps, args.native)
     sys.stdout.write(json.dumps(res) + "\n")
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown (pyarrow pools): not part of any measurement

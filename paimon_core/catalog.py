@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from paimon_core.errors import (
     DatabaseAlreadyExistError,
@@ -24,10 +25,12 @@ from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestCache
 from paimon_core.options import parse_bool, parse_memory_size
 from paimon_core.schema_builder import Schema
-from paimon_core.schema_change import SchemaChange, commit_changes
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.schema import TableSchema, encode_schema
 from paimon_core.table import FileStoreTable
+
+if TYPE_CHECKING:
+    from paimon_core.schema_change import SchemaChange
 
 DB_SUFFIX = ".db"
 
@@ -157,6 +160,8 @@ class FileSystemCatalog:
             if ignore_if_not_exists:
                 return None
             raise TableNotExistError(str(ident))
+        from paimon_core.schema_change import commit_changes  # not loaded by readers
+
         return commit_changes(self.file_io, self.table_path(ident), changes)
 
     def drop_table(self, identifier: str | Identifier, ignore_if_not_exists: bool = False) -> None:

@@ -31,18 +31,12 @@ import functools
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paimon_core.commit.options import CommitOptions
-from paimon_core.commit.table_commit import TableCommit
-from paimon_core.compact.manager import DEFAULT_MAX_ATTEMPTS, compact_table
-from paimon_core.compact.options import CompactStrategy
 from paimon_core.errors import SnapshotNotExistError
-from paimon_core.expire import ExpireConfig, ExpireResult, ExpireSnapshots
 from paimon_core.identifier import Identifier
-from paimon_core.inspect import InspectTable
 from paimon_core.io.file_io import FileIO
 from paimon_core.manifest_io import ManifestCache, ManifestIO
 from paimon_core.options import CoreOptions
@@ -58,16 +52,27 @@ from paimon_core.scan.planner import ScanPlanner
 from paimon_core.scan.predicate import Predicate, bind, parse_filters
 from paimon_core.scan.split import Plan
 from paimon_core.scan.streaming import StreamSource, StreamTableScan
-from paimon_core.schema_change import SchemaChange, commit_changes
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.option_enums import ChangelogProducer
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind, Snapshot
-from paimon_core.tags import TagManager
-from paimon_core.write.builder import BatchWriteBuilder
-from paimon_core.write.dynamic_bucket import AssignerChannel
-from paimon_core.write.table_write import TableWrite
+
+if TYPE_CHECKING:
+    from paimon_core.commit.options import CommitOptions
+    from paimon_core.commit.table_commit import TableCommit
+    from paimon_core.compact.options import CompactStrategy
+    from paimon_core.expire_config import ExpireResult
+    from paimon_core.inspect import InspectTable
+    from paimon_core.schema_change import SchemaChange
+    from paimon_core.tags import TagManager
+    from paimon_core.write.builder import BatchWriteBuilder
+    from paimon_core.write.dynamic_bucket import AssignerChannel
+    from paimon_core.write.table_write import TableWrite
+
+# Writing, compaction, expiry, tags, schema changes and the system tables are imported where
+# they are used, so a process that only reads never loads them (fresh-process start-up: a CLI
+# call, a Spark task, a Dagster step).
 
 FilterArg = str | Sequence[str] | Predicate | None
 
@@ -119,6 +124,8 @@ class FileStoreTable:
     def inspect(self) -> InspectTable:
         """Metadata as Arrow tables, Paimon's system tables (``table.inspect.files()``); see
         :mod:`paimon_core.inspect`."""
+        from paimon_core.inspect import InspectTable
+
         return InspectTable(self)
 
     @property
@@ -169,6 +176,9 @@ class FileStoreTable:
         committer of one batch write, both for ``commit_user`` (default: a random uuid, made
         here once) and committing with ``options`` (as pypaimon's ``new_batch_write_builder``).
         """
+        from paimon_core.commit.options import CommitOptions
+        from paimon_core.write.builder import BatchWriteBuilder
+
         return BatchWriteBuilder(self, commit_user or str(uuid.uuid4()),
                                  options or CommitOptions())
 
@@ -178,6 +188,8 @@ class FileStoreTable:
         :class:`TableWrite` (``overwrite``: rows for an INSERT OVERWRITE;
         ``assigner_channel``: one task of a distributed dynamic bucket write). Use
         :meth:`new_batch_write_builder` to have one user made for both phases."""
+        from paimon_core.write.table_write import TableWrite
+
         return TableWrite(
             self.file_io, self.path, self.schema, commit_user=commit_user,
             snapshot_manager=self.snapshot_manager, planner=self.new_planner(self.schema, None),
@@ -193,6 +205,8 @@ class FileStoreTable:
     ) -> TableCommit:
         """The committer (phase two) for ``commit_user``, committing with ``options``
         (``max_retries`` overrides ``options.max_retries``); see :class:`TableCommit`."""
+        from paimon_core.commit.table_commit import TableCommit
+
         return TableCommit(
             self.file_io, self.path, commit_user=commit_user, schema_manager=self.schema_manager,
             snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io,
@@ -206,24 +220,34 @@ class FileStoreTable:
         *,
         strategy: CompactStrategy = "full",
         commit_user: str | None = None,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_attempts: int | None = None,
     ) -> int | None:
         """Compact the given partitions (specs like ``{"dt": "2024-01-01"}``, default all)
         and buckets (default all) into one COMPACT snapshot, re-planning on conflicts; see
         :func:`paimon_core.compact.manager.compact_table`. A full compaction (one sorted run
         per bucket on the max level) unless ``strategy="minor"``: then what the universal
-        picker asks for. Returns the snapshot id, or None when nothing needed compaction."""
+        picker asks for. ``max_attempts`` defaults to
+        :data:`paimon_core.compact.manager.DEFAULT_MAX_ATTEMPTS`. Returns the snapshot id, or
+        None when nothing needed compaction."""
+        from paimon_core.compact.manager import DEFAULT_MAX_ATTEMPTS, compact_table
+
         return compact_table(self, partitions=partitions, buckets=buckets, strategy=strategy,
-                             commit_user=commit_user, max_attempts=max_attempts)
+                             commit_user=commit_user,
+                             max_attempts=DEFAULT_MAX_ATTEMPTS if max_attempts is None
+                             else max_attempts)
 
     # ---- schema evolution and tags
     def alter(self, changes: Sequence[SchemaChange]) -> TableSchema:
         """ALTER TABLE: apply ``changes`` and publish the next schema atomically (see
         :mod:`paimon_core.schema_change`). This table object then uses the new schema."""
+        from paimon_core.schema_change import commit_changes
+
         self.schema = commit_changes(self.file_io, self.path, changes)
         return self.schema
 
     def tag_manager(self) -> TagManager:
+        from paimon_core.tags import TagManager
+
         return TagManager(self.file_io, self.path)
 
     def create_tag(
@@ -257,6 +281,8 @@ class FileStoreTable:
         epoch-millis cutoff replacing ``now - snapshot.time-retained``. See
         :mod:`paimon_core.expire`."""
         schema = self.schema_manager.latest() or self.schema
+        from paimon_core.expire import ExpireConfig, ExpireSnapshots
+
         config = ExpireConfig.from_options(schema.options).with_overrides(
             retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes
         )

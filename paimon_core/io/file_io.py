@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 
-import fsspec
 import pyarrow.fs as pafs
 
 from paimon_core.errors import FileNotFoundInTableError, StorageError
@@ -147,8 +146,11 @@ class FileIO:
 
     @property
     def fs(self) -> Any:
-        """The fsspec filesystem (created on first use)."""
+        """The fsspec filesystem (created on first use; fsspec itself is imported here, not
+        at import time: local reads never need it)."""
         if self._fs is None:
+            import fsspec
+
             if self.scheme in ("s3", "s3a"):
                 kw: dict[str, Any] = {"use_listings_cache": False, "skip_instance_cache": True}
                 client: dict[str, Any] = {}

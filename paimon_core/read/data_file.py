@@ -10,6 +10,8 @@ columns); dropped columns are simply not read. Mirrors Java's ``SchemaEvolutionU
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +19,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
@@ -53,6 +54,27 @@ class FileRead:
     sequence: bool = True
     deleted_rows: np.ndarray | None = None
     constants: Mapping[str, pa.Scalar] | None = None
+
+
+@functools.cache
+def scan_memory_pool() -> pa.MemoryPool:
+    """The Arrow memory pool the multi-file scan decodes into: jemalloc when this pyarrow has
+    it, unless ``ARROW_DEFAULT_MEMORY_POOL`` chose a pool for the process.
+
+    Arrow's default, mimalloc, touches fresh segments that transparent huge pages (``always``
+    on many Linux hosts) back with 2 MB pages, each zeroed by the kernel on first touch: the
+    first read of a fresh process (a CLI call, a Spark task, a Dagster step) spent about twice
+    the CPU of the next one in kernel time. Decoding into jemalloc measured 0.45 s against
+    0.96 s CPU for the first W2 read, and no worse afterwards (bench/README.md). Buffers keep
+    their pool, so mixing pools is safe; Arrow's memory accounting for the default pool
+    (``pa.total_allocated_bytes()``) no longer includes the scan's buffers.
+    """
+    if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        try:
+            return pa.jemalloc_memory_pool()
+        except NotImplementedError:  # a pyarrow built without jemalloc
+            pass
+    return pa.default_memory_pool()
 
 
 def file_path(bucket_path: str, f: DataFileMeta) -> str:
@@ -207,6 +229,10 @@ class DataFileReader:
         self, reads: Sequence[FileRead], idxs: Sequence[int], wanted: list[str]
     ) -> dict[int, pa.Table] | None:
         """One dataset scan over ``reads[idxs]``; None when the per-file path must decide."""
+        # pyarrow.dataset imports pandas (~0.3 s): loaded by the first multi-file scan, not by
+        # ``import paimon_core`` (writers, metadata commands and CLI calls never need it)
+        import pyarrow.dataset as pads
+
         paths = [file_path(reads[i].bucket_path, reads[i].file) for i in idxs]
         fs, _ = self.file_io.arrow_filesystem(paths[0])
         inner = [self.file_io.arrow_filesystem(p)[1] for p in paths]
@@ -219,7 +245,7 @@ class DataFileReader:
                 )
             )
             dataset = pads.dataset(inner, format=fmt, filesystem=fs)
-            table = dataset.to_table(columns=wanted)
+            table = dataset.to_table(columns=wanted, memory_pool=scan_memory_pool())
             fragments = list(dataset.get_fragments())
             if len(fragments) != len(idxs) or any(
                 not set(wanted) <= set(fr.physical_schema.names) for fr in fragments

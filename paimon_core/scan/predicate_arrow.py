@@ -42,9 +42,14 @@ from paimon_core.types import AtomicType, DataField, DataType, TypeRoot, to_arro
 __all__ = ["filter_table", "to_arrow_expression"]
 
 _NANOS_PER_UNIT = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
-_FALSE = pc.scalar(False)
 _I64 = (-(2**63), 2**63 - 1)
 _I32 = (-(2**31), 2**31 - 1)
+
+
+def _false() -> pc.Expression:
+    """The literal FALSE (built per call: ``pc.scalar`` at import time would make ``import
+    paimon_core`` import pandas through pyarrow's scalar conversion, ~0.3 s)."""
+    return pc.scalar(False)
 
 
 def to_arrow_expression(
@@ -129,9 +134,9 @@ def _leaf(leaf: Leaf, t: DataType, schema: pa.Schema | None) -> pc.Expression:
     nonnull = [v for v in lits if v is not None]
     op = leaf.op
     if op is Op.NOT_IN and len(nonnull) != len(lits):
-        return _FALSE
+        return _false()
     if op is not Op.NOT_IN and not nonnull:
-        return _FALSE  # = NULL, IN (), IN (NULL): no row
+        return _false()  # = NULL, IN (), IN (NULL): no row
     is_float = t.root in (TypeRoot.FLOAT, TypeRoot.DOUBLE) and pa.types.is_floating(at)
     if is_float:
         body = _float_leaf(f, op, nonnull, at)
@@ -142,7 +147,7 @@ def _leaf(leaf: Leaf, t: DataType, schema: pa.Schema | None) -> pc.Expression:
     else:
         body = _plain_leaf(f, op, nonnull, at, leaf)
     if body is None:
-        return _FALSE
+        return _false()
     return f.is_valid() & body
 
 
@@ -205,7 +210,7 @@ def _float_cmp(f: pc.Expression, op: Op, lit: float, at: pa.DataType) -> pc.Expr
             Op.NE: ~nan,
             Op.LT: ~nan,
             Op.LE: f.is_valid(),
-            Op.GT: _FALSE,
+            Op.GT: _false(),
             Op.GE: nan,
         }
         return table[op]
