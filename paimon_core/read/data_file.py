@@ -31,6 +31,8 @@ from paimon_core.types import DataField, DataType, bigint_type, tinyint_type, to
 
 _BIGINT: DataType = bigint_type(False)
 _TINYINT: DataType = tinyint_type(False)
+#: read buffer per column of a streamed Parquet file (bytes)
+_STREAM_BUFFER = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -269,7 +271,9 @@ class DataFileReader:
         seen = 0
         try:
             with fs.open_input_file(inner) as fh:
-                pf = pq.ParquetFile(fh)
+                # column chunks read through a buffer, page by page: not whole, nor pre-buffered
+                # (a row group of a large file holds tens of MB per column)
+                pf = pq.ParquetFile(fh, buffer_size=_STREAM_BUFFER, pre_buffer=False)
                 present = set(pf.schema_arrow.names)
                 missing = [c for c in wanted if c not in present]
                 if missing:

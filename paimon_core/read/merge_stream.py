@@ -25,6 +25,7 @@ around NaN and such sections are merged whole (one chunk), as before.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -76,11 +77,14 @@ class Chunk:
         levels: the LSM level of every record (int32).
         runs: how many sorted runs contributed records (1: every key once, nothing to merge
             when the runs are data files).
+        sequence_ordered: the records of every key come in ascending ``_SEQUENCE_NUMBER``
+            order (the runs' sequence ranges are disjoint and concatenated in that order).
     """
 
     records: pa.Table
     levels: np.ndarray
     runs: int
+    sequence_ordered: bool = False
 
 
 class _Run:
@@ -186,7 +190,15 @@ def section_chunks(
     if not reads:
         return
     by_name = {r.file.file_name: r for r in reads}
-    runs_files = sorted_runs([r.file for r in reads], decode_key)
+    # runs in the order of their sequence numbers: when their ranges are disjoint, every
+    # key's records then come in sequence order (a stable sort by key suffices to merge)
+    runs_files = sorted(sorted_runs([r.file for r in reads], decode_key),
+                        key=lambda fs: (min(f.min_sequence_number for f in fs),
+                                        max(f.max_sequence_number for f in fs)))
+    ordered = all(
+        max(f.max_sequence_number for f in a) < min(f.min_sequence_number for f in b)
+        for a, b in itertools.pairwise(runs_files)
+    )
     keys = list(key_columns)
     whole = len(runs_files) == 1
     runs = [
@@ -200,7 +212,7 @@ def section_chunks(
                     for k in keys):
         whole = True  # NaN order differs between writers: no safe cut
     if whole:  # one run: every step is a batch of it; floats: one step of everything
-        yield from _whole(runs, floats=len(runs_files) > 1)
+        yield from _whole(runs, floats=len(runs_files) > 1, ordered=ordered)
         return
     while live:
         open_runs = [r for r in live if not r.drained]
@@ -214,20 +226,21 @@ def section_chunks(
                 parts.append(head)
                 levels.append(lv)
         yield Chunk(pa.concat_tables(parts) if len(parts) > 1 else parts[0],
-                    np.concatenate(levels) if len(levels) > 1 else levels[0], len(parts))
+                    np.concatenate(levels) if len(levels) > 1 else levels[0], len(parts),
+                    ordered)
         for r in live:
             r.fill()
         live = [r for r in live if r.size]
 
 
-def _whole(runs: Sequence[_Run], *, floats: bool) -> Iterator[Chunk]:
+def _whole(runs: Sequence[_Run], *, floats: bool, ordered: bool) -> Iterator[Chunk]:
     """Chunks of a section that cannot be cut by key: a single run batch by batch (its keys
     are unique: nothing to merge across batches), else everything at once."""
     if not floats:
         run = runs[0]
         while run.size:
             t, lv = run.take(run.size)
-            yield Chunk(t, lv, 1)
+            yield Chunk(t, lv, 1, True)
             run.fill()
         return
     parts, levels = [], []
@@ -238,7 +251,7 @@ def _whole(runs: Sequence[_Run], *, floats: bool) -> Iterator[Chunk]:
             levels.append(lv)
             r.fill()
     if parts:
-        yield Chunk(pa.concat_tables(parts), np.concatenate(levels), len(runs))
+        yield Chunk(pa.concat_tables(parts), np.concatenate(levels), len(runs), ordered)
 
 
 def merge_section_batches(
@@ -327,7 +340,8 @@ def merge_section_batches(
                 t, levels = t.filter(pa.array(live)), levels[live]
         if chunk.runs > 1 and t.num_rows:
             t = merge_records(t, keys, seq, VALUE_KIND, options, primary_keys=primary_keys,
-                              levels=levels, key_order=key_order)
+                              levels=levels, key_order=key_order,
+                              sequence_ordered=chunk.sequence_ordered and len(seq) == 1)
         if not keep_retracts:
             t = drop_retracts(t, VALUE_KIND)
         if not system_columns:
