@@ -270,6 +270,7 @@ def merge_section_batches(
     keep_retracts: bool = True,
     system_columns: bool = True,
     key_order: bool = True,
+    with_levels: bool = True,
     buffer_rows: int | None = None,
 ) -> Iterator[pa.Table]:
     """The merged records of one section of a primary-key bucket, chunk by chunk, in memory
@@ -304,6 +305,9 @@ def merge_section_batches(
         key_order: yield each chunk sorted by key (chunks come in ascending key ranges, so
             the concatenation is sorted); False spares a gather when the order does not
             matter (readers).
+        with_levels: give the merge every record's level, for the engines Java wraps in
+            ``LookupMergeFunction`` (see :func:`merge_records`); False merges as if every
+            record were on level 0 (incremental reads of deltas).
         buffer_rows: rows read per sorted run and step; default
             ``options.merge_buffer_rows`` (``paimon-core.merge.buffer-rows``).
 
@@ -340,7 +344,7 @@ def merge_section_batches(
                 t, levels = t.filter(pa.array(live)), levels[live]
         if chunk.runs > 1 and t.num_rows:
             t = merge_records(t, keys, seq, VALUE_KIND, options, primary_keys=primary_keys,
-                              levels=levels, key_order=key_order,
+                              levels=levels if with_levels else None, key_order=key_order,
                               sequence_ordered=chunk.sequence_ordered and len(seq) == 1)
         if not keep_retracts:
             t = drop_retracts(t, VALUE_KIND)
