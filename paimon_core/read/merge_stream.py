@@ -122,8 +122,8 @@ def _combined(col: pa.ChunkedArray) -> pa.Array:
 
 
 def _numpy_key(t: pa.DataType) -> bool:
-    return bool(pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
-                or pa.types.is_time(t) or pa.types.is_duration(t))
+    """Key types whose ``to_numpy`` is a numeric (or datetime64) array in the same order."""
+    return bool(pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t))
 
 
 def _rows_not_above(rows: pa.Table, bound: pa.Table, keys: Sequence[str]) -> int:

@@ -5,6 +5,7 @@ boundaries; and its memory stays bounded on a large bucket."""
 
 from __future__ import annotations
 
+import decimal
 import json
 import subprocess
 import sys
@@ -68,8 +69,28 @@ def commits(draw: st.DrawFn, kinds: tuple[str, ...]) -> list[pa.Table]:
     return out
 
 
-def _table(where: Path, options: dict[str, str], buffer_rows: int) -> FileStoreTable:
-    return make_table(where, COLUMNS, primary_keys=["k1", "k2"], options={
+#: SQL type of k1 -> its Arrow type (k1 is drawn as small ints and cast)
+KEY_TYPES: dict[str, pa.DataType] = {
+    "INT": pa.int32(), "BIGINT": pa.int64(), "DATE": pa.date32(),
+    "TIMESTAMP(6)": pa.timestamp("us"), "DECIMAL(10, 2)": pa.decimal128(10, 2),
+    "STRING": pa.string(), "BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(),
+}
+
+
+def _with_key_type(batch: pa.Table, sql: str) -> pa.Table:
+    target = KEY_TYPES[sql]
+    ints = batch.column("k1")
+    if pa.types.is_decimal(target):
+        k1 = pa.array([decimal.Decimal(v) / 4 for v in ints.to_pylist()], target)
+    else:
+        k1 = ints.cast(pa.int32() if pa.types.is_date(target) else pa.int64()).cast(target)
+    return batch.set_column(0, "k1", k1)
+
+
+def _table(where: Path, options: dict[str, str], buffer_rows: int, key_type: str = "INT",
+           primary_keys: tuple[str, ...] = ("k1", "k2")) -> FileStoreTable:
+    columns = [("k1", key_type), *COLUMNS[1:]]
+    return make_table(where, columns, primary_keys=list(primary_keys), options={
         "bucket": "1", "write-only": "true", "target-file-size": "1 kb",
         BUFFER: str(buffer_rows), **options})
 
@@ -98,14 +119,16 @@ def test_streamed_read_equals_whole_section_read(tmp_path_factory: pytest.TempPa
                                                  data: st.DataObject) -> None:
     options, kinds = data.draw(st.sampled_from(ENGINES))
     buffer_rows = data.draw(st.sampled_from([1, 2, 7]))
-    t = _table(tmp_path_factory.mktemp("wh"), options, buffer_rows)
+    key_type = data.draw(st.sampled_from(sorted(KEY_TYPES)))
+    # one key column: the numpy cut; two: the lexicographic Arrow cut
+    keys = data.draw(st.sampled_from([["k1", "k2"], ["k1"]]))
+    t = _table(tmp_path_factory.mktemp("wh"), options, buffer_rows, key_type, tuple(keys))
     batches = data.draw(commits(kinds))
     compact_after = data.draw(st.integers(0, len(batches)))
     for i, b in enumerate(batches, 1):
-        write_rows(t, b, i, row_kind_column="_k")
+        write_rows(t, _with_key_type(b, key_type), i, row_kind_column="_k")
         if i == compact_after:  # a max-level run of many small files under the level-0 ones
             t.compact()
-    keys = ["k1", "k2"]
     expected = t.to_arrow()  # whole sections merged at once
     got = _streamed(t)
     assert got.schema == expected.schema
