@@ -4,6 +4,8 @@ Append splits are read file by file. Primary-key splits are cut into sections of
 key ranges cannot overlap; a one-file section is read as is (retract rows dropped), a section
 of several files is merged with the table's merge engine (:func:`merge_records`). Filters are
 applied row-exactly *after* merging, so an old version of a key can never resurface.
+``to_arrow`` merges whole sections (fastest when everything is kept anyway); ``to_batches``
+merges them chunk by chunk in bounded memory (:mod:`paimon_core.read.merge_stream`).
 """
 
 from __future__ import annotations
