@@ -212,6 +212,38 @@ def test_incremental_delta_read_streams(tmp_path_factory: pytest.TempPathFactory
     assert small.to_pylist() == whole.to_pylist()  # same rows in the same (key) order
 
 
+@settings(max_examples=examples(100))
+@given(deleted=st.lists(st.integers(0, 40), max_size=20), batch=st.sampled_from([1, 2, 7, 64]),
+       system=st.booleans())
+def test_iter_read_equals_read(tmp_path_factory: pytest.TempPathFactory, deleted: list[int],
+                               batch: int, system: bool) -> None:
+    """A file streamed in batches (deletion vector applied per batch, system columns,
+    partition constants) equals the file read whole."""
+    from paimon_core.read.data_file import FileRead
+
+    t = make_table(tmp_path_factory.mktemp("wh"), [("pt", "STRING"), *COLUMNS],
+                   partition_keys=["pt"], primary_keys=["pt", "k1", "k2"],
+                   options={"bucket": "1", "write-only": "true"})
+    n = 30
+    write_rows(t, pa.table({"pt": ["p"] * n, "k1": pa.array(range(n), pa.int32()),
+                            "k2": ["a"] * n, "sq": pa.array(range(n), pa.int64()),
+                            "a": pa.array([None] * n, pa.int64()), "s": ["x"] * n}), 1)
+    rb = t.new_read_builder()
+    reader = rb.new_read().reader
+    (split,) = rb.new_scan().plan().splits
+    (f,) = split.files
+    dv = np.unique(np.asarray(deleted, dtype=np.int64))
+    cols = ("pt", "k1", "s") if system else tuple(t.schema.field_names)
+    const = {"pt": pa.scalar("p")}
+    whole = reader.read(split.bucket_path, f, cols, system=system, deleted_rows=dv,
+                        constants=const)
+    parts = list(reader.iter_read(FileRead(split.bucket_path, f, cols, system=system,
+                                           deleted_rows=dv, constants=const), batch))
+    assert all(p.num_rows <= batch for p in parts)
+    assert pa.concat_tables(parts).to_pylist() == whole.to_pylist()
+    assert whole.num_rows == n - len(dv[dv < n])
+
+
 def test_buffer_rows_option_is_validated(tmp_path: Path) -> None:
     from paimon_core.errors import SchemaError
 
