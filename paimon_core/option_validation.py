@@ -98,6 +98,14 @@ def validate_options(schema: TableSchema) -> None:
     producer = opts.get(_O.CHANGELOG_PRODUCER, ChangelogProducer.NONE).strip().lower()
     if not schema.primary_keys and producer != ChangelogProducer.NONE:
         raise SchemaError("option changelog-producer needs a primary-key table")
+    if (opts.get(_O.STREAMING_READ_OVERWRITE) or "").strip().lower() == "true":
+        if not schema.primary_keys:
+            raise SchemaError("option streaming-read-overwrite=true needs a primary-key table")
+        if producer in (ChangelogProducer.FULL_COMPACTION, ChangelogProducer.LOOKUP):
+            raise SchemaError(
+                f"option streaming-read-overwrite=true cannot be used with "
+                f"changelog-producer={producer}: it would read duplicated changes"
+            )
     names = set(schema.field_names)
     for key in (_O.SEQUENCE_FIELD, _O.ROWKIND_FIELD):
         raw = opts.get(key)

@@ -406,6 +406,17 @@ class CoreOptions:
         return self.get_int(self.NUM_SORTED_RUNS_COMPACTION_TRIGGER, 5, minimum=1)
 
     @property
+    def num_sorted_runs_stop_trigger(self) -> int:
+        """``num-sorted-run.stop-trigger``: sorted runs of a bucket beyond which a writer
+        stops to compact (Java: no default, then the compaction trigger + 3; never below
+        the compaction trigger, ``CoreOptions.numSortedRunStopTrigger``)."""
+        trigger = self.num_sorted_runs_compaction_trigger
+        if self.raw.get(self.NUM_SORTED_RUNS_STOP_TRIGGER) is None:
+            return trigger + 3
+        return max(trigger, self.get_int(self.NUM_SORTED_RUNS_STOP_TRIGGER, trigger + 3,
+                                         minimum=1))
+
+    @property
     def num_levels(self) -> int:
         """``num-levels`` (>= 1), by default the compaction trigger + 1
         (``CoreOptions.numLevels``). A merge tree needs two levels at least: that is checked

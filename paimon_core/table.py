@@ -47,6 +47,7 @@ from paimon_core.io.file_io import FileIO
 from paimon_core.manifest_io import ManifestCache, ManifestIO
 from paimon_core.options import CoreOptions
 from paimon_core.read.incremental import IncrementalRead
+from paimon_core.read.incremental_diff import DIFF_MODE, read_incremental_diff
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.incremental import (
     plan_incremental,
@@ -332,10 +333,18 @@ class FileStoreTable:
         ``_kind`` column first: Paimon's ``incremental-between = 'start,end'`` (0.9) as read
         from ``t$audit_log``; retractions are kept, e.g. insert-then-delete yields one ``-D``.
         For every change of every snapshot unmerged use :meth:`read_unmerged_changes`. ``mode``:
-        ``auto`` / ``delta`` / ``changelog`` (``incremental-between-scan-mode``). Keep only
-        ``+I``/``+U`` rows for what a plain Java table read returns. See
-        :mod:`paimon_core.scan.incremental`."""
+        ``auto`` / ``delta`` / ``changelog`` (``incremental-between-scan-mode``; these pass
+        over OVERWRITE snapshots, as Java does) or ``diff`` (the states at ``start`` and
+        ``end`` compared per key: a truncate in the range shows as ``-D`` rows, see
+        :mod:`paimon_core.read.incremental_diff`). Keep only ``+I``/``+U`` rows for what a
+        plain Java table read returns. See :mod:`paimon_core.scan.incremental`."""
         predicate = _to_predicate(filter, self.schema)
+        if mode.strip().lower() == DIFF_MODE:
+            read = TableRead(self.file_io, self.schema, self.schema_manager, None, predicate)
+            return read_incremental_diff(
+                self.snapshot_manager, self.new_planner(self.schema, predicate), read, start,
+                end, columns,
+            )
         scan_mode = resolve_scan_mode(mode, self.options)
         plan = plan_incremental(
             self.snapshot_manager, self.new_planner(self.schema, predicate), start, end, scan_mode

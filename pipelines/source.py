@@ -428,7 +428,8 @@ class PaimonStreamReader(DataSourceStreamReader):
     def _scan_options(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         keys = (CoreOptions.SCAN_MODE, CoreOptions.SCAN_SNAPSHOT_ID,
                 CoreOptions.SCAN_TIMESTAMP_MILLIS, CoreOptions.SCAN_TIMESTAMP,
-                CoreOptions.CONSUMER_IGNORE_PROGRESS, CoreOptions.CHANGELOG_PRODUCER)
+                CoreOptions.CONSUMER_IGNORE_PROGRESS, CoreOptions.CHANGELOG_PRODUCER,
+                CoreOptions.STREAMING_READ_OVERWRITE)
         out = {k: str(self.options[k]) for k in keys if self.options.get(k) is not None}
         out.update(overrides or {})
         return out
@@ -480,8 +481,10 @@ class PaimonStreamReader(DataSourceStreamReader):
             plans.append(plan)
         out: list[InputPartition] = []
         for plan in plans:
+            for chunk in pack_splits(plan.before, self.split_target):  # overwrite: deleted
+                out.append(PlanPartition(replace(plan, splits=(), before=chunk)))
             for chunk in pack_splits(plan.splits, self.split_target):
-                out.append(PlanPartition(replace(plan, splits=chunk)))
+                out.append(PlanPartition(replace(plan, splits=chunk, before=())))
         return out
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

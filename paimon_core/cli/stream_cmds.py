@@ -5,7 +5,7 @@
   ``incremental`` command): ``stream`` (default) = what a streaming reader sees, unmerged,
   snapshot by snapshot (:class:`~paimon_core.scan.streaming.StreamTableScan` from snapshot
   ``A + 1``); ``between`` = Paimon 0.9 ``incremental-between``, merged per key
-  (:meth:`FileStoreTable.read_merged_changes`, ``--scan-mode auto|delta|changelog``).
+  (:meth:`FileStoreTable.read_merged_changes`, ``--scan-mode auto|delta|changelog|diff``).
 * ``paimon stream [--consumer-id ID] [--max-snapshots N] [--follow]`` runs a streaming read:
   the startup plan (``--scan-mode``, ``--snapshot``, ``--timestamp-ms``, ``--option K=V``) and
   then every new snapshot, each snapshot's rows as sorted canonical JSON lines
@@ -164,7 +164,7 @@ def cmd_stream(args: argparse.Namespace, out: TextIO) -> int:
 def add_incremental_arguments(s: Any) -> None:
     """Options of ``paimon incremental`` beyond ``--from/--to/--mode/--filter``."""
     s.add_argument(
-        "--scan-mode", choices=["auto", "delta", "changelog"], default=None,
+        "--scan-mode", choices=["auto", "delta", "changelog", "diff"], default=None,
         help="between: incremental-between-scan-mode (default auto)",
     )
 

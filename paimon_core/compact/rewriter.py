@@ -2,16 +2,23 @@
 (``MergeTreeCompactRewriter``, ``FullChangelogMergeTreeCompactRewriter``,
 ``LookupMergeTreeCompactRewriter`` / ``ChangelogMergeTreeRewriter`` of Paimon 0.9).
 
-A section is read whole (every file with its system columns, mapped to the current schema),
-merged per key through the table's merge engine (:func:`merge_records`), retractions dropped
-when the output is the oldest data of the bucket (``drop_delete``), and written, sorted by
-key, as files of about ``target-file-size`` at the output level (``_FILE_SOURCE`` COMPACT).
-Every record keeps its sequence number, so file stats, min/max keys and sequence ranges are
-those of the rows written.
+Compaction streams: the sections of a unit are taken in key order, each merged per key
+through the table's merge engine (:func:`merge_records`) in chunks of ascending keys
+(``MergeTreeRewriter._merged_chunks``, the one seam for a bounded-memory k-way merge; a
+section of one file needs no merge and is read chunk by chunk), retractions dropped when the
+output is the oldest data of the bucket (``drop_delete``), and every chunk goes straight into a
+rolling writer (:class:`~paimon_core.datafile.writer.RollingKvWriter`) that cuts files of
+about ``target-file-size`` at the output level (``_FILE_SOURCE`` COMPACT). Nothing holds more
+than a section's merge, a chunk and a row group. Every record keeps its sequence number, so
+file stats, min/max keys and sequence ranges are those of the rows written. A failure leaves
+the files written so far unreferenced (no commit happens); the writer's ``written_paths`` list
+them and the caller deletes them (``BucketCompactor.compact``, as Java's ``abort``).
 
 Changelog (``changelog-producer``): ``full-compaction`` when the output is the max level,
-``lookup`` when level-0 files take part (see :mod:`paimon_core.compact.changelog`); changelog
-files are ``changelog-<uuid>-<n>.parquet`` at the output level, ``_FILE_SOURCE`` APPEND as
+``lookup`` when level-0 files take part (see :mod:`paimon_core.compact.changelog`), produced
+chunk by chunk (a chunk holds every record of its keys; lookups read only the files above whose
+key range meets the chunk's, kept while later chunks may need them); changelog files, rolled
+the same way, are ``changelog-<uuid>-<n>.parquet`` at the output level, ``_FILE_SOURCE`` APPEND as
 Java 0.9 writes them. Every table that needs a lookup (``CompactOptions.lookup``: the lookup
 producer, first-row, ``force-lookup``) compacts level 0 that way
 (``LookupMergeTreeCompactRewriter``), writing changelog files only with the lookup producer:
@@ -24,12 +31,14 @@ files (rewritten too when the output is below the max level, unless the merge en
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimon_core.compact.changelog import (
     KeyedRecords,
@@ -40,9 +49,10 @@ from paimon_core.compact.changelog import (
 from paimon_core.compact.levels import Levels
 from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult, Section
-from paimon_core.datafile.writer import DataFileWriter, split_by_size
+from paimon_core.datafile.writer import DataFileWriter, RollingKvWriter
+from paimon_core.errors import CorruptMetadataError
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import DataFileReader
+from paimon_core.read.data_file import DataFileReader, file_path
 from paimon_core.read.merge import drop_retracts
 from paimon_core.spec.keys import KeyDecoder
 from paimon_core.spec.manifest import DataFileMeta, FileSource
@@ -66,35 +76,35 @@ class BucketFiles:
         return self.reader.read(self.bucket_dir, f, self.reader.schema.field_names,
                                 system=system)
 
-    def write(self, table: pa.Table, level: int, bytes_per_row: float, *,
-              changelog: bool = False) -> list[DataFileMeta]:
-        out = []
-        parts = split_by_size(table, self.target_file_size, int(table.num_rows * bytes_per_row))
-        if changelog and len(parts) > 1:
-            parts = _keep_pairs(table, parts)
-        for part in parts:
-            meta = self.writer.write_kv_file(self.bucket_dir, part, changelog=changelog,
-                                             constant=self.constant)
-            out.append(replace(meta, level=level) if changelog else
-                       replace(meta, level=level, file_source=FileSource.COMPACT))
-        return out
+    def batches(self, f: DataFileMeta) -> Iterator[pa.Table]:
+        """The records of one file (system columns included) in chunks of at most
+        ``CHUNK_ROWS`` rows, in file (key) order.
+
+        Raises:
+            CorruptMetadataError: the file does not hold the rows its meta says.
+        """
+        rows = 0
+        for t in self.reader.iter_batches(self.bucket_dir, f, self.reader.schema.field_names,
+                                          CHUNK_ROWS, system=True):
+            rows += t.num_rows
+            yield t
+        if rows != f.row_count:
+            raise CorruptMetadataError(
+                file_path(self.bucket_dir, f),
+                f"data file has {rows} rows but its manifest entry says {f.row_count}")
+
+    def rolling(self, level: int, bytes_per_row: float, *, changelog: bool = False
+                ) -> RollingKvWriter:
+        """A rolling writer of compacted files (``_FILE_SOURCE`` COMPACT) or changelog files
+        (APPEND, as Java 0.9 writes them) at ``level``."""
+        return RollingKvWriter(
+            self.writer, self.bucket_dir, target_file_size=self.target_file_size,
+            bytes_per_row=bytes_per_row, level=level, changelog=changelog,
+            file_source=None if changelog else FileSource.COMPACT, constant=self.constant)
 
 
-def _keep_pairs(table: pa.Table, parts: Sequence[pa.Table]) -> list[pa.Table]:
-    """Re-cut changelog slices so that no file ends with a ``-U`` (its ``+U`` follows in
-    the same file: a reader of one file sees whole updates)."""
-    kinds = np.asarray(table.column(VALUE_KIND).to_numpy(), dtype=np.int8)
-    out, start, end = [], 0, 0
-    for p in parts:
-        end = min(end + p.num_rows, len(kinds))
-        while 0 < end < len(kinds) and kinds[end - 1] == 1:
-            end += 1
-        if end > start:
-            out.append(table.slice(start, end - start))
-            start = end
-    if start < len(kinds):
-        out.append(table.slice(start))
-    return out
+#: Rows per chunk when a file is streamed (a section of one file needs no merge).
+CHUNK_ROWS = 256 * 1024
 
 
 def upgrade_file(f: DataFileMeta, level: int) -> DataFileMeta:
@@ -143,7 +153,7 @@ class MergeTreeRewriter:
         self.lookup_log = self.producer is ChangelogProducer.LOOKUP  # changelog files too
         self.max_level = levels.max_level
         self._ignore_delete = core.ignore_delete()
-        self._lookup_cache: dict[str, pa.Table] = {}
+        self._lookup_cache: dict[str, tuple[DataFileMeta, pa.Table]] = {}
 
     # ---- CompactRewriter
     def rewrite(self, output_level: int, drop_delete: bool, sections: Sequence[Section]
@@ -194,23 +204,63 @@ class MergeTreeRewriter:
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         return table, np.concatenate(levels)
 
-    def _lookup_records(self, output_level: int, files: Sequence[DataFileMeta]
+    def _record_chunks(self, section: Section) -> Iterator[tuple[pa.Table, np.ndarray]]:
+        """The records of a section in chunks of ascending, disjoint key ranges (every
+        record of a key in one chunk), each with the level of every record.
+
+        A section of one file (one sorted run: every key once, in order) streams chunk by
+        chunk; overlapping files are read whole, as one chunk (what a key-range slicing of
+        the section would replace for the changelog producers)."""
+        if len(section) > 1:
+            yield self._read(section)
+            return
+        f = section[0]
+        for t in self.io.batches(f):
+            if self._ignore_delete:
+                t = drop_retracts(t, VALUE_KIND)
+            if t.num_rows:
+                yield t, np.full(t.num_rows, f.level, dtype=np.int32)
+
+    def _merged_chunks(self, section: Section) -> Iterator[pa.Table]:
+        """The section merged through the merge engine: one record per key, sorted by key,
+        in chunks of ascending keys (retractions kept).
+
+        THE seam for the bounded-memory k-way merge
+        (``paimon_core.read.merge_stream.merge_section_batches``): today a section of
+        several files is merged whole and yielded as one chunk; a section of one file needs
+        no merge and streams chunk by chunk."""
+        for table, levels in self._record_chunks(section):
+            out = [table if len(section) == 1 else self.records.merge(table, levels)]
+            del table, levels  # not kept alive while the chunk is written
+            yield out.pop()
+
+    def _lookup_records(self, output_level: int, chunk: pa.Table
                         ) -> tuple[pa.Table | None, np.ndarray | None]:
-        """Records of the levels above ``output_level`` whose files may hold keys of
-        ``files`` (``LookupLevels``)."""
-        lo = min(self.decode_key(f.min_key) for f in files)
-        hi = max(self.decode_key(f.max_key) for f in files)
+        """Records of the levels above ``output_level`` whose keys fall in ``chunk``'s key
+        range (``LookupLevels``). Chunks come in ascending key order, so a file read for
+        an earlier chunk stays cached only while later chunks may still need it."""
+        w = self.io.writer
+        bounds = _key_bounds(chunk, self.records.key_columns)  # records of many files: unsorted
+        lo = self.decode_key(w.key_bytes(bounds, 0))
+        hi = self.decode_key(w.key_bytes(bounds, 1))
+        for name in [n for n, (f, _) in self._lookup_cache.items()
+                     if self.decode_key(f.max_key) < lo]:
+            del self._lookup_cache[name]
         parts, levels = [], []
         for level, run in self.levels.files_above(output_level):
             for f in run:
                 if self.decode_key(f.max_key) < lo or self.decode_key(f.min_key) > hi:
                     continue
-                t = self._lookup_cache.get(f.file_name)
-                if t is None:
-                    t = self.io.read(f)
-                    self._lookup_cache[f.file_name] = t
-                parts.append(t)
-                levels.append(np.full(t.num_rows, level, dtype=np.int32))
+                cached = self._lookup_cache.get(f.file_name)
+                if cached is None:
+                    cached = (f, self.io.read(f))
+                    self._lookup_cache[f.file_name] = cached
+                t = cached[1]
+                if self.decode_key(f.min_key) < lo or self.decode_key(f.max_key) > hi:
+                    t = t.filter(_key_range_mask(t, self.records.key_columns, bounds))
+                if t.num_rows:
+                    parts.append(t)
+                    levels.append(np.full(t.num_rows, level, dtype=np.int32))
         if not parts:
             return None, None
         return pa.concat_tables(parts), np.concatenate(levels)
@@ -223,49 +273,71 @@ class MergeTreeRewriter:
 
     def _rewrite_plain(self, output_level: int, drop_delete: bool, sections: Sequence[Section]
                        ) -> CompactResult:
-        outs = []
         files = [f for s in sections for f in s]
-        for section in sections:
-            table, levels = self._read(section)
-            if len(section) > 1:  # one file holds every key once: nothing to merge
-                table = self.records.merge(table, levels)
-            outs.append(self._finish(table, drop_delete))
-        after = self._write(outs, output_level, files)
+        with self.io.rolling(output_level, _bytes_per_row(files)) as out:
+            for section in sections:
+                for merged in self._merged_chunks(section):
+                    chunk = self._finish(merged, drop_delete)
+                    del merged
+                    out.write(chunk)
+            after = out.close()
         return CompactResult(list(files), after)
 
     def _rewrite_with_changelog(self, output_level: int, drop_delete: bool,
                                 sections: Sequence[Section], rewrite_files: bool
                                 ) -> CompactResult:
-        outs, logs = [], []
         files = [f for s in sections for f in s]
-        for section in sections:
-            table, levels = self._read(section)
-            if self.first_row:
-                lookup, _ = self._lookup_records(output_level, section)
-                merged, log = first_row_lookup(table, levels, lookup, self.records,
-                                               produce_changelog=self.lookup_log)
-            elif self.producer is ChangelogProducer.FULL_COMPACTION:
-                merged, log = full_changelog(table, levels, self.max_level, self.records)
-                merged = drop_retracts(merged, VALUE_KIND)  # the max level keeps no deletes
-            else:
-                lookup, lookup_levels = self._lookup_records(output_level, section)
-                merged, log = lookup_changelog(table, levels, lookup, lookup_levels,
-                                               self.records)
-            outs.append(self._finish(merged, drop_delete))
-            # else (first-row without the lookup producer): a lookup merge only
-            if self.producer in (ChangelogProducer.LOOKUP, ChangelogProducer.FULL_COMPACTION):
-                logs.append(log)
-        changelog = self._write(logs, output_level, files, changelog=True)
-        if rewrite_files:
-            after = self._write(outs, output_level, files)
-        else:
-            after = [upgrade_file(f, output_level) for f in files]
+        bpr = _bytes_per_row(files)
+        # first-row without the lookup producer: a lookup merge, no changelog files
+        with_log = self.producer in (ChangelogProducer.LOOKUP, ChangelogProducer.FULL_COMPACTION)
+        with contextlib.ExitStack() as stack:
+            data = stack.enter_context(self.io.rolling(output_level, bpr)) if rewrite_files \
+                else None
+            logs = stack.enter_context(self.io.rolling(output_level, bpr, changelog=True)) \
+                if with_log else None
+            for section in sections:
+                for table, levels in self._record_chunks(section):
+                    merged, log = self._changelog_chunk(output_level, table, levels)
+                    del table, levels  # not kept alive while the chunk is written
+                    if data is not None:
+                        data.write(self._finish(merged, drop_delete))
+                    if logs is not None:
+                        logs.write(log)
+            changelog = logs.close() if logs is not None else []
+            after = (data.close() if data is not None
+                     else [upgrade_file(f, output_level) for f in files])
         return CompactResult(list(files), after, changelog)
 
-    def _write(self, tables: Sequence[pa.Table], level: int, inputs: Sequence[DataFileMeta],
-               *, changelog: bool = False) -> list[DataFileMeta]:
-        tables = [t for t in tables if t.num_rows]
-        if not tables:
-            return []
-        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        return self.io.write(table, level, _bytes_per_row(inputs), changelog=changelog)
+    def _changelog_chunk(self, output_level: int, table: pa.Table, levels: np.ndarray
+                         ) -> tuple[pa.Table, pa.Table]:
+        """(merged records, changelog) of one key-aligned chunk of records."""
+        if self.first_row:
+            lookup, _ = self._lookup_records(output_level, table)
+            return first_row_lookup(table, levels, lookup, self.records,
+                                    produce_changelog=self.lookup_log)
+        if self.producer is ChangelogProducer.FULL_COMPACTION:
+            merged, log = full_changelog(table, levels, self.max_level, self.records)
+            return drop_retracts(merged, VALUE_KIND), log  # the max level keeps no deletes
+        lookup, lookup_levels = self._lookup_records(output_level, table)
+        return lookup_changelog(table, levels, lookup, lookup_levels, self.records)
+
+
+def _key_bounds(chunk: pa.Table, key_columns: Sequence[str]) -> pa.Table:
+    """The rows of ``chunk`` holding its smallest and its largest key (in that order)."""
+    order = pc.sort_indices(chunk, sort_keys=[(c, "ascending") for c in key_columns])
+    return chunk.take(pa.array([order[0].as_py(), order[-1].as_py()], pa.int64()))
+
+
+def _key_range_mask(table: pa.Table, key_columns: Sequence[str], bounds: pa.Table) -> pa.Array:
+    """Rows of ``table`` whose key lies between the keys of ``bounds``' two rows
+    (lexicographic over the key columns)."""
+
+    def cmp(i: int, row: int, strict: str, eq: str) -> pa.Array:
+        col, ref = table.column(key_columns[i]), bounds.column(key_columns[i])[row]
+        if i == len(key_columns) - 1:
+            return pc.call_function(eq, [col, ref])
+        return pc.or_(pc.call_function(strict, [col, ref]),
+                      pc.and_(pc.equal(col, ref), cmp(i + 1, row, strict, eq)))
+
+    mask = pc.and_(cmp(0, 0, "greater", "greater_equal"), cmp(0, 1, "less", "less_equal"))
+    return mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask

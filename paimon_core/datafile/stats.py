@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_STATS_MODE",
     "KEY_STATS_MODE",
     "ColumnStats",
+    "StatsAccumulator",
     "StatsMode",
     "collect_stats",
     "column_stats",
@@ -158,6 +159,81 @@ def collect_stats(
         for i, (c, t, m) in enumerate(zip(columns, types, modes))
     ]
     return simple_stats(stats, [t.with_nullable(True) for t in types])
+
+
+class StatsAccumulator:
+    """The stats :func:`collect_stats` gives for columns that arrive in pieces (a file written
+    chunk by chunk): every piece's exact min / max (Java's order) and null count are folded
+    in, and the mode's truncation is applied once at the end, so :meth:`result` equals
+    :func:`collect_stats` over the concatenated pieces.
+
+    Args:
+        types: the columns' Paimon types.
+        modes: their stats modes.
+        constant: indices of columns holding a single value (see :func:`collect_stats`).
+    """
+
+    def __init__(self, types: Sequence[DataType], modes: Sequence[StatsMode], *,
+                 constant: Collection[int] = ()) -> None:
+        if len(types) != len(modes):
+            raise SchemaError(f"{len(types)} types, {len(modes)} modes")
+        self.types = list(types)
+        self.modes = list(modes)
+        self.constant = frozenset(constant)
+        # exact (untruncated) stats per column: counts and min/max only where the mode has them
+        self._exact = [m if m.kind in ("none", "counts") else _FULL for m in self.modes]
+        self._stats: list[ColumnStats | None] = [None] * len(self.types)
+
+    def add(self, columns: Sequence[pa.Array | pa.ChunkedArray]) -> None:
+        """Fold in the next rows of every column."""
+        if len(columns) != len(self.types):
+            raise SchemaError(f"{len(columns)} columns for {len(self.types)} stats slots")
+        if not columns or not len(columns[0]):
+            return
+        for i, (c, t, m) in enumerate(zip(columns, self.types, self._exact)):
+            s = _constant_stats(c, t, m) if i in self.constant else column_stats(c, t, m)
+            prev = self._stats[i]
+            self._stats[i] = s if prev is None else _fold(prev, s, t)
+
+    def result(self) -> SimpleStats:
+        """The SimpleStats record of every row added so far."""
+        out = []
+        for s, t, m in zip(self._stats, self.types, self.modes):
+            if s is None or m.kind in ("none", "counts") or s.min is None:
+                out.append(s or ColumnStats(None, None, None if m.kind == "none" else 0))
+            else:
+                assert isinstance(t, AtomicType) and s.null_count is not None
+                out.append(_bounded(s.min, s.max, s.null_count, t, m))
+        return simple_stats(out, [t.with_nullable(True) for t in self.types])
+
+
+_FULL = StatsMode("full")
+
+
+def _fold(a: ColumnStats, b: ColumnStats, t: DataType) -> ColumnStats:
+    """Stats of two pieces together (exact values; floats in ``Double.compare`` order, the
+    first NaN kept)."""
+    nulls = None if a.null_count is None or b.null_count is None else a.null_count + b.null_count
+    if a.min is None:
+        return ColumnStats(b.min, b.max, nulls)
+    if b.min is None:
+        return ColumnStats(a.min, a.max, nulls)
+    floats = isinstance(t, AtomicType) and t.root in (TypeRoot.FLOAT, TypeRoot.DOUBLE)
+    key = _java_double_order if floats else _identity
+    lo = b.min if key(b.min) < key(a.min) else a.min
+    hi = b.max if key(b.max) > key(a.max) else a.max
+    return ColumnStats(lo, hi, nulls)
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+def _java_double_order(v: float) -> tuple[int, float, int]:
+    """Sort key of ``Double.compare``: -0.0 < 0.0 < ... < +Inf < NaN (NaNs equal)."""
+    if v != v:
+        return (1, 0.0, 0)
+    return (0, v, 0 if np.signbit(v) else 1)
 
 
 def column_stats(col: pa.Array | pa.ChunkedArray, t: DataType, mode: StatsMode) -> ColumnStats:

@@ -242,10 +242,13 @@ class DataFileReader:
         return result
 
     def iter_batches(
-        self, bucket_path: str, f: DataFileMeta, columns: Sequence[str], batch_size: int
+        self, bucket_path: str, f: DataFileMeta, columns: Sequence[str], batch_size: int,
+        *, system: bool = False,
     ) -> Iterator[pa.Table]:
-        """Stream an append file in bounded chunks (parquet row groups / batches)."""
-        yield from self.iter_read(FileRead(bucket_path, f, tuple(columns)), batch_size)
+        """Stream a file in bounded chunks (parquet row groups / batches); ``system`` as
+        for :meth:`read` (see :meth:`iter_read`)."""
+        yield from self.iter_read(FileRead(bucket_path, f, tuple(columns), system=system),
+                                  batch_size)
 
     def iter_read(self, r: FileRead, batch_rows: int) -> Iterator[pa.Table]:
         """:meth:`read_one` of ``r`` in chunks of at most ``batch_rows`` rows, in file order

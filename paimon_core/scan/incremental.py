@@ -9,7 +9,9 @@ snapshot in ``(start, end]``
 * ``changelog`` mode: the files of the **changelog** manifest list of every snapshot except
   ``OVERWRITE`` ones;
 
-(``auto`` = ``changelog`` when the table has a ``changelog-producer``, else ``delta``.) The files
+(``auto`` = ``changelog`` when the table has a ``changelog-producer``, else ``delta``; the
+``diff`` mode, which compares the states at both ends instead and so sees a truncate, is
+:mod:`paimon_core.read.incremental_diff`.) The files
 of all those snapshots are grouped per (partition, bucket) and read *merged*, like a normal
 read, but keeping retractions: this is what Java 0.9 returns from ``t$audit_log`` with
 ``incremental-between`` (checked against the oracle's ``incremental --mode between``). E.g. a key
@@ -101,7 +103,7 @@ def resolve_scan_mode(mode: str, options: CoreOptions) -> Literal["delta", "chan
     if m == "changelog":
         return "changelog"
     raise SchemaError(
-        f"incremental-between-scan-mode {mode!r}: expected auto, delta or changelog"
+        f"incremental-between-scan-mode {mode!r}: expected auto, delta, changelog or diff"
     )
 
 

@@ -256,6 +256,31 @@ class ScanPlanner:
         ]
         return Plan(snapshot.id, self._group(snapshot.id, entries, pruner, {}, merge=False))
 
+    def plan_overwrite_changes(self, snapshot: Snapshot) -> tuple[Plan, Plan]:
+        """The files an OVERWRITE snapshot deleted and added, from its delta list
+        (``SnapshotReaderImpl.readChanges`` of Paimon 0.9): ``(before, after)``, unmerged,
+        one split per (partition, bucket). A file both deleted and added (moved, not
+        rewritten) is in neither, as Java's "deduplicate" step drops it from both sides."""
+        pruner = self._pruner()
+        name = snapshot.delta_manifest_list
+        if not name:
+            return Plan(snapshot.id, ()), Plan(snapshot.id, ())
+        entries = self.read_entries(
+            self.manifests.manifest_list(name, snapshot.delta_manifest_list_size), pruner
+        )
+        deleted = [e for e in entries if e.kind is FileKind.DELETE]
+        added = [e for e in entries if e.kind is FileKind.ADD]
+        both = {(e.partition, e.bucket, e.file.file_name) for e in deleted} & {
+            (e.partition, e.bucket, e.file.file_name) for e in added
+        }
+        if both:
+            deleted = [e for e in deleted if (e.partition, e.bucket, e.file.file_name) not in both]
+            added = [e for e in added if (e.partition, e.bucket, e.file.file_name) not in both]
+        return (
+            Plan(snapshot.id, self._group(snapshot.id, deleted, pruner, {}, merge=False)),
+            Plan(snapshot.id, self._group(snapshot.id, added, pruner, {}, merge=False)),
+        )
+
     def _filter_by_stats(self, entries: list[ManifestEntry], pr: _Pruner) -> list[ManifestEntry]:
         pred = self.predicate
         if pred is None:

@@ -26,6 +26,18 @@ Mirrors Paimon 0.9's ``org.apache.paimon.table.source.DataTableStreamScan``:
   ``changelog-producer=none`` reads the *delta* files of APPEND snapshots, ``input`` the
   *changelog* files of APPEND snapshots, ``full-compaction`` / ``lookup`` the changelog files of
   COMPACT snapshots; every other snapshot (OVERWRITE, and COMPACT resp. APPEND) is skipped;
+* ``streaming-read-overwrite=true`` (primary-key tables, changelog producer ``none`` or
+  ``input``): an OVERWRITE snapshot is not skipped but read as its changes
+  (``DataTableStreamScan.nextPlan`` -> ``FollowUpScanner.getOverwriteChangesPlan`` ->
+  ``SnapshotReaderImpl.readChanges``; read by ``IncrementalChangelogReadProvider``): every
+  record of every file the overwrite DELETEd, unmerged, as ``-D`` (``ReverseReader``), then the
+  records of the files it ADDed as stored (source ``overwrite``). Like Java this is per stored
+  record: a key with two versions in the deleted files yields two ``-D``. Java 0.9 fails the
+  read (``IllegalStateException``) when a deleted file holds ``-U`` / ``-D`` records; we skip
+  those records (they retracted rows the reader was already told about). Java refuses the
+  option with the ``full-compaction`` / ``lookup`` producers ("it will read duplicated
+  changes") and on tables without primary key; so do we, and with deletion vectors (the
+  deleted files' deletion vectors are not applied here);
 * a snapshot that has been expired before the reader got to it raises
   :class:`~paimon_core.errors.SnapshotExpiredError` (``NextSnapshotFetcher``), unless the
   decoupled changelog (``changelog/changelog-<id>``) still has it;
@@ -38,7 +50,7 @@ Plans (:class:`StreamPlan`) are frozen, picklable and self-contained: ship one t
 and read it there with :func:`paimon_core.read.stream.read_stream_plan`.
 
 Not supported: ``from-file-creation-time``, ``scan.tag-name`` / ``scan.watermark`` (Java 0.9
-refuses them in streaming mode too), ``streaming-read-overwrite=true``, bounded watermarks and
+refuses them in streaming mode too), bounded watermarks and
 ``streaming-read.snapshot.delay``.
 
 Example:
@@ -56,6 +68,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimon_core.consumer import Consumer, ConsumerManager
 from paimon_core.errors import (
@@ -72,7 +85,7 @@ from paimon_core.scan.predicate_literal import text_timestamp_nanos
 from paimon_core.scan.split import DataSplit
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine, StartupMode
-from paimon_core.spec.row_kind import RowKind
+from paimon_core.spec.row_kind import RowKind, arrow_short_retract_mask
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind, Snapshot, decode_snapshot
 from paimon_core.spec.system_fields import KIND_COLUMN
@@ -87,7 +100,7 @@ __all__ = [
 ]
 
 FIRST_SNAPSHOT_ID = 1
-Source = Literal["full", "delta", "changelog"]
+Source = Literal["full", "delta", "changelog", "overwrite"]
 
 _MODES = (
     "default", "full", "latest-full", "latest", "from-snapshot", "from-snapshot-full",
@@ -103,9 +116,12 @@ class StreamPlan:
         snapshot_id: the snapshot read.
         next_snapshot: the scan's checkpoint after this plan (next snapshot to read).
         source: ``full`` (a snapshot's merged state, read as ``+I`` rows), ``delta`` (the
-            snapshot's new data files, unmerged) or ``changelog`` (its changelog files).
+            snapshot's new data files, unmerged), ``changelog`` (its changelog files) or
+            ``overwrite`` (an OVERWRITE snapshot under ``streaming-read-overwrite``: the
+            records of ``before`` as ``-D``, then those of ``splits`` as stored).
         commit_kind: the snapshot's commit kind (``APPEND``, ``COMPACT``, ...).
         splits: the files to read, one split per (partition, bucket).
+        before: ``overwrite`` plans only: the files the snapshot deleted.
     """
 
     snapshot_id: int
@@ -113,10 +129,11 @@ class StreamPlan:
     source: Source
     commit_kind: str
     splits: tuple[DataSplit, ...]
+    before: tuple[DataSplit, ...] = ()
 
     @property
     def row_count(self) -> int:
-        return sum(s.row_count for s in self.splits)
+        return sum(s.row_count for s in (*self.before, *self.splits))
 
 
 class PlanReader(Protocol):
@@ -156,8 +173,17 @@ class StreamSource:
 
 def read_plan(read: PlanReader, plan: StreamPlan) -> pa.Table:
     """Rows of ``plan`` with a ``_kind`` column first: ``+I`` for every row of a full plan,
-    the stored row kinds of delta / changelog files."""
+    the stored row kinds of delta / changelog files; for an overwrite plan the ``+I`` / ``+U``
+    records of the deleted files as ``-D`` (their ``-U`` / ``-D`` records dropped), then the
+    added files' records as stored."""
     schema = pa.schema([pa.field(KIND_COLUMN, pa.string()), *read.output_schema])
+    if plan.source == "overwrite":
+        gone = read.read_changes(plan.before, KIND_COLUMN).cast(schema)
+        gone = gone.filter(pc.invert(arrow_short_retract_mask(gone.column(KIND_COLUMN))))
+        deletes = pa.array([RowKind.DELETE.short_string] * gone.num_rows, type=pa.string())
+        gone = gone.set_column(0, schema.field(0), deletes)
+        added = read.read_changes(plan.splits, KIND_COLUMN).cast(schema)
+        return pa.concat_tables([gone, added])
     if plan.source != "full":
         return read.read_changes(plan.splits, KIND_COLUMN).cast(schema)
     data = read.to_arrow(plan.splits)
@@ -211,8 +237,9 @@ class StreamTableScan:
         self.snapshots = source.snapshots
         self.consumers = ConsumerManager(source.file_io, source.table_path)
         self.producer = self.options.changelog_producer
-        if self.options.streaming_read_overwrite:
-            raise UnsupportedError("streaming-read-overwrite=true is not supported")
+        self.read_overwrite = self.options.streaming_read_overwrite
+        if self.read_overwrite:
+            self._check_read_overwrite()
         self.mode = self._startup_mode()
         self._read: PlanReader | None = None
         self._next: int | None = None
@@ -273,6 +300,26 @@ class StreamTableScan:
         if next_snapshot is None or self.consumer_id is None:
             return
         self.consumers.reset_consumer(self.consumer_id, Consumer(next_snapshot))
+
+    def _check_read_overwrite(self) -> None:
+        """Where Java 0.9 refuses ``streaming-read-overwrite=true`` (``SchemaValidation``),
+        and deletion vectors (not applied to the deleted files here)."""
+        key = CoreOptions.STREAMING_READ_OVERWRITE
+        if not self.source.schema.primary_keys:
+            raise UnsupportedError(
+                f"{key}=true on {self.source.name}: reading the changes of an overwrite needs "
+                "a primary key (as in Paimon 0.9)"
+            )
+        if self.producer in (ChangelogProducer.FULL_COMPACTION, ChangelogProducer.LOOKUP):
+            raise UnsupportedError(
+                f"{key}=true cannot be used with changelog-producer={self.producer.value} on "
+                f"{self.source.name}: it would read duplicated changes (as in Paimon 0.9)"
+            )
+        if self.options.deletion_vectors_enabled:
+            raise UnsupportedError(
+                f"{key}=true is not supported with deletion-vectors.enabled on "
+                f"{self.source.name}"
+            )
 
     # ------------------------------------------------------------------ startup
     def _startup_mode(self) -> StartupMode:
@@ -440,6 +487,12 @@ class StreamTableScan:
             if snap is None:
                 return None
             self._next = snap.id + 1
+            if snap.commit_kind is CommitKind.OVERWRITE and self.read_overwrite:
+                before, after = planner.plan_overwrite_changes(snap)
+                return StreamPlan(
+                    snap.id, self._next, "overwrite", snap.commit_kind.value, after.splits,
+                    before.splits,
+                )
             if not self._should_scan(snap):
                 continue  # Java: OVERWRITE, and COMPACT / APPEND by changelog producer
             changelog = self.producer is not ChangelogProducer.NONE

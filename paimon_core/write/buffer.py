@@ -4,6 +4,10 @@ Helpers of :mod:`paimon_core.write.table_write` (``MergeTreeWriter``'s write buf
 ``AppendOnlyWriter``'s pending rows): a write call routes rows by *index* into its input table;
 the rows are gathered (one ``take`` per column, partition columns rebuilt by repetition) only
 when the bucket is flushed, inside a worker thread.
+
+A piece selected from a bigger input keeps the whole input alive (its :class:`Pin`): the
+writer copies such pieces out (:meth:`Piece.compacted`) when what they pin outgrows
+``write-buffer-size``, so the memory held is bounded by the buffer, not by the input seen.
 """
 
 from __future__ import annotations
@@ -14,18 +18,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from paimon_core.compact.task import CompactResult
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 
 __all__ = [
     "BucketState",
     "Piece",
+    "Pin",
     "combine_codes",
     "gather",
     "order_columns",
     "split_groups",
     "strictly_ascending",
     "take_column",
+    "take_columns",
     "take_rows",
     "with_system_columns",
 ]
@@ -34,15 +41,27 @@ _INT_LIKE = (pa.types.is_integer, pa.types.is_date, pa.types.is_timestamp, pa.ty
 
 
 @dataclass(eq=False)
+class Pin:
+    """The Arrow bytes of one write call's input (or of the part of it regrouped by bucket):
+    every piece selected from it keeps all of it alive until flushed or compacted. Compared
+    by identity: pieces of one input share one pin."""
+
+    nbytes: int
+
+
+@dataclass(eq=False)
 class Piece:
     """Rows routed to one bucket by one write call, gathered lazily (at flush time, in a
-    worker thread): ``rows`` are ascending indices into ``table`` (None = all rows)."""
+    worker thread): ``rows`` are ascending indices into ``table`` (None = all rows).
+    ``pin``: the input the piece was selected from, when it holds more than the piece's own
+    rows (None = the piece owns its memory)."""
 
     table: pa.Table
     rows: np.ndarray | None
     kinds: np.ndarray | None  # row kinds of the selected rows; None = all +I
     first_seq: int
     nbytes: int
+    pin: Pin | None = None
 
     @property
     def num_rows(self) -> int:
@@ -50,6 +69,13 @@ class Piece:
 
     def materialize(self, constant: Sequence[int] = ()) -> pa.Table:
         return take_rows(self.table, self.rows, constant)
+
+    def compacted(self, constant: Sequence[int] = ()) -> Piece:
+        """This piece with its rows copied out of the input it pins (same records, same
+        sequence numbers), so that the input can be released."""
+        rows = self.rows if self.rows is not None else np.arange(self.num_rows)
+        table = take_rows(self.table, rows, constant)
+        return Piece(table, None, self.kinds, self.first_seq, self.nbytes)
 
 
 def take_rows(table: pa.Table, rows: np.ndarray | None, constant: Sequence[int] = ()) -> pa.Table:
@@ -59,14 +85,41 @@ def take_rows(table: pa.Table, rows: np.ndarray | None, constant: Sequence[int] 
         return table
     if not constant or len(rows) == 0:
         return table.take(pa.array(rows))
-    idx = pa.array(rows)
-    first = int(rows[0])
-    cols = [
-        pa.repeat(table.column(i)[first], len(rows)) if i in constant
-        else table.column(i).take(idx)
-        for i in range(table.num_columns)
-    ]
-    return pa.Table.from_arrays(cols, schema=table.schema)
+    return take_columns(table.columns, table.schema, rows, constant)
+
+
+def take_columns(
+    columns: list[pa.ChunkedArray | None],
+    schema: pa.Schema,
+    rows: np.ndarray | None,
+    constant: Sequence[int] = (),
+) -> pa.Table:
+    """:func:`take_rows` over the ``columns`` of a table, releasing each source column as
+    soon as it is gathered: the list is emptied as it goes (every entry set to None), so a
+    caller that passes the only references holds the source and the result together for
+    one column at a time, not twice the whole table (a write buffer's flush)."""
+    out: list[pa.Array | pa.ChunkedArray] = []
+    idx = None if rows is None else pa.array(rows)
+    n = 0 if rows is None else len(rows)
+    first = int(rows[0]) if rows is not None and n else 0
+    for i in range(len(columns)):
+        col = columns[i]
+        columns[i] = None
+        assert col is not None, "a column was already taken"
+        if idx is None:
+            out.append(col)
+        elif i in constant and n:
+            out.append(pa.repeat(col[first], n))
+        else:
+            # one contiguous copy first (Arrow's take would concatenate the chunks anyway),
+            # so the chunks are released before the gathered copy is made
+            arr = col.combine_chunks() if col.num_chunks > 1 else col
+            del col
+            out.append(arr.take(idx))
+            del arr
+            continue
+        del col
+    return pa.Table.from_arrays(out, schema=schema)
 
 
 @dataclass(eq=False)
@@ -82,6 +135,17 @@ class BucketState:
     buffered_bytes: int = 0
     new_files: list[DataFileMeta] = field(default_factory=list)
     changelog_files: list[DataFileMeta] = field(default_factory=list)
+    # inline compaction during the round: how many of ``new_files`` it already tracks, and
+    # what it compacted so far (part of the round's commit message)
+    noted: int = 0
+    compacted: CompactResult = field(default_factory=CompactResult)
+
+    def end_round(self) -> None:
+        """Forget the round's files (handed out in a commit message, or aborted)."""
+        self.new_files = []
+        self.changelog_files = []
+        self.noted = 0
+        self.compacted = CompactResult()
 
     def add(self, piece: Piece) -> None:
         self.buffer.append(piece)

@@ -13,6 +13,13 @@ commits). The result travels in the
 same commit message (``compact_before`` / ``compact_after`` / ``compact_changelog``), and
 ``TableCommit.commit`` then makes an APPEND and a COMPACT snapshot, as Java does.
 
+A primary-key bucket whose write buffer spills (``write-buffer-size``) gets a level-0 file
+(a sorted run) per spill. Like Java's ``MergeTreeWriter``, which waits for its compaction once
+the bucket has more sorted runs than ``num-sorted-run.stop-trigger``, the writer compacts such
+a bucket right after the spill (:meth:`InlineCompaction.relieve`); the results of the round
+are folded as Java's ``updateCompactResult`` does (a file written and compacted away within the
+round is deleted at once and appears in neither list) and travel in the round's message.
+
 ``write-only=true`` tables, unaware-bucket append tables and tables with deletion vectors never
 compact here (use ``FileStoreTable.compact`` / a dedicated compaction job).
 """
@@ -26,8 +33,8 @@ from paimon_core.compact.manager import BucketCompactor
 from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult
 from paimon_core.datafile.writer import DataFileWriter
-from paimon_core.errors import CorruptMetadataError
-from paimon_core.io.file_io import FileIO
+from paimon_core.errors import CorruptMetadataError, PaimonError
+from paimon_core.io.file_io import FileIO, join
 from paimon_core.options import CoreOptions
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
@@ -65,6 +72,9 @@ class InlineCompaction:
                  schemas: SchemaManager, writer: DataFileWriter) -> None:
         self.compactor = BucketCompactor(file_io, table_path, schema, schemas, writer=writer)
         self.options = self.compactor.options
+        self.file_io = file_io
+        self.writer = writer
+        self.stop_trigger = CoreOptions(schema.options).num_sorted_runs_stop_trigger
         self.files: dict[BucketKey, dict[FileId, DataFileMeta]] = {}
         self.commits = 0
         self.since_full: set[BucketKey] = set()
@@ -118,16 +128,60 @@ class InlineCompaction:
         self._apply(key, result)
         return result
 
+    def _note_new(self, key: BucketKey, st: BucketState) -> None:
+        self.add_new(key, st.new_files[st.noted:])
+        st.noted = len(st.new_files)
+
+    def relieve(self, st: BucketState) -> None:
+        """After a spill of ``st``'s primary-key buffer: compact the bucket now when it has
+        more sorted runs than ``num-sorted-run.stop-trigger`` (metadata only otherwise).
+        The result joins ``st.compacted``."""
+        key = (st.partition, st.bucket)
+        self._note_new(key, st)
+        if not self.compactor.is_pk:
+            return
+        files = list(self.files.get(key, {}).values())
+        if self.compactor.levels(files).number_of_sorted_runs() <= self.stop_trigger:
+            return
+        self.fold(st, self.compact(key, full=False))
+
+    def fold(self, st: BucketState, result: CompactResult) -> None:
+        """Add ``result`` to the round's compaction of ``st`` (``MergeTreeWriter.
+        updateCompactResult``): an input that an earlier compaction of the round wrote is
+        dropped from both lists and deleted (unless it was upgraded: same file, new level)."""
+        acc = st.compacted
+        after_names = {f.file_name for f in result.after}
+        before_names = {f.file_name for f in acc.before}
+        for f in result.before:
+            i = next((i for i, a in enumerate(acc.after)
+                      if a.file_name == f.file_name and a.level == f.level), None)
+            if i is None:
+                acc.before.append(f)
+                continue
+            del acc.after[i]
+            if f.file_name not in before_names and f.file_name not in after_names:
+                path = join(st.bucket_dir, f.file_name)
+                try:
+                    self.file_io.delete(path)
+                except PaimonError as e:  # an orphan at worst: orphan cleaning reclaims it
+                    log.warning("could not delete the intermediate file %s: %s", path, e)
+                else:
+                    if path in self.writer.written_paths:
+                        self.writer.written_paths.remove(path)
+        acc.after.extend(result.after)
+        acc.changelog.extend(result.changelog)
+
     def after_flush(self, buckets: Mapping[BucketKey, BucketState], run: RunAll
                     ) -> dict[BucketKey, CompactResult] | None:
         """Track the buckets' new files, then compact those that need it (``run`` executes
-        one function per bucket state, possibly in parallel). Returns the non-empty results,
-        or None when the tracked files turned out inconsistent (e.g. a commit of ours that
-        did not land): tracking is reset and the caller must re-read the live files."""
+        one function per bucket state, possibly in parallel). Returns the round's non-empty
+        results (those of :meth:`relieve` included), or None when the tracked files turned
+        out inconsistent (e.g. a commit of ours that did not land): tracking is reset and
+        the caller must re-read the live files."""
         written = []
         for key, b in buckets.items():
             if b.new_files:
-                self.add_new(key, b.new_files)
+                self._note_new(key, b)
                 written.append(key)
         try:
             due = self.due(written)
@@ -136,15 +190,12 @@ class InlineCompaction:
                         "re-reading it, no compaction this time", e)
             self.reset()
             return None
-        results: dict[BucketKey, CompactResult] = {}
         full = dict(due)
 
         def one(st: BucketState) -> None:
             key = (st.partition, st.bucket)
-            res = self.compact(key, full=full[key])
-            if not res.is_empty():
-                results[key] = res
+            self.fold(st, self.compact(key, full=full[key]))
 
         if due:
             run([buckets[k] for k, _ in due], one)
-        return results
+        return {key: b.compacted for key, b in buckets.items() if not b.compacted.is_empty()}

@@ -7,7 +7,7 @@ Mirrors ``org.apache.paimon.table.sink.TableWriteImpl`` over ``KeyValueFileStore
 * every input batch is conformed to the schema (:func:`conform_input`), then routed, fully
   vectorised, to its (partition, bucket): partition values by dictionary codes, fixed buckets
   by Paimon's bucket-key hash, unaware-bucket append tables to bucket 0;
-* primary-key tables buffer records per bucket (bounded by ``write-buffer-size``); each record
+* primary-key tables buffer records per bucket; each record
   takes the bucket's next sequence number in arrival order, continuing from the largest
   ``_MAX_SEQUENCE_NUMBER`` of the bucket's live files in the latest snapshot (spec §7.3). A
   flush sorts by key then sequence, merges the records of every key with the table's merge
@@ -15,6 +15,15 @@ Mirrors ``org.apache.paimon.table.sink.TableWriteImpl`` over ``KeyValueFileStore
   writes sorted, key-unique level-0 files; ``changelog-producer=input`` also writes every raw
   record to changelog files;
 * append tables buffer rows per bucket and write files of about ``target-file-size``;
+* ``write-buffer-size`` bounds the Arrow bytes buffered by all buckets of the writer: past it
+  the biggest buffers are spilled (Java's ``MemoryPoolFactory`` preempting its biggest
+  writers) — a primary-key buffer is sorted and merged as at a flush and written as a level-0
+  file, a sorted run of its bucket, then writing goes on; an append buffer becomes a new file.
+  Spilled files are new files of the round's commit message (an abort deletes them, as Java's
+  does); past ``num-sorted-run.stop-trigger`` runs the bucket is compacted right away
+  (:mod:`paimon_core.write.inline_compact`). A write call bigger than the buffer is routed in
+  buffer-sized slices. There is no local-disk spilling (Java's ``write-buffer-spillable``) and
+  no opt-in (``write-buffer-for-append``): spills always go to data files;
 * :meth:`TableWrite.prepare_commit` flushes everything (buckets in parallel: pyarrow releases
   the GIL) and returns one :class:`CommitMessage` per (partition, bucket) that got files;
 * then, like Java's writers, it compacts the buckets that received files when their sorted
@@ -85,12 +94,14 @@ from paimon_core.types import DataType
 from paimon_core.write.buffer import (
     BucketState,
     Piece,
+    Pin,
     combine_codes,
     gather,
     order_columns,
     split_groups,
     strictly_ascending,
     take_column,
+    take_columns,
     take_rows,
     with_system_columns,
 )
@@ -241,6 +252,7 @@ class TableWrite:
             if inline_compaction_enabled(schema) and not shared_buckets else None
         )
         self._buckets: dict[tuple[bytes, int], BucketState] = {}
+        self._pinned_bytes = 0  # Arrow bytes of the inputs routed since the last pin check
         self._touched: set[tuple[bytes, int]] = set()
         self._restored: dict[tuple[bytes, int], int] | None = None
         self._restored_snapshot: int | None = None
@@ -316,7 +328,9 @@ class TableWrite:
         self._flush_buffers([b for b in self._buckets.values() if b.buffer])
         compacted = self._inline.after_flush(self._buckets, self._run) if self._inline else {}
         if compacted is None:  # our view of the live files is inconsistent: re-read it
-            self._restored, compacted = None, {}
+            self._restored = None
+            compacted = {key: b.compacted for key, b in self._buckets.items()
+                         if not b.compacted.is_empty()}
         index_files = self._write_hash_indexes()
         out = []
         for key, b in self._buckets.items():
@@ -340,8 +354,7 @@ class TableWrite:
                         else replaces or "",
                     )
                 )
-            b.new_files = []
-            b.changelog_files = []
+            b.end_round()
         out.sort(key=lambda m: (m.partition, m.bucket))
         self.writer.written_paths.clear()
         self._touched.clear()
@@ -373,11 +386,14 @@ class TableWrite:
         if self._assigner is not None and self._hash_index is not None:
             self._assigner.reset()
             self._hash_index.reset()
+        compacted = False
         for b in self._buckets.values():
             b.buffer = []
             b.buffered_bytes = 0
-            b.new_files = []
-            b.changelog_files = []
+            compacted = compacted or b.noted > 0
+            b.end_round()
+        if compacted:  # the tracked live files include aborted ones: read them again
+            self._restored = None
         paths = list(self.writer.written_paths)
         self.writer.written_paths.clear()
         errors = []
@@ -433,6 +449,24 @@ class TableWrite:
         n = table.num_rows
         if n == 0:
             return
+        # An input bigger than the write buffer is routed in slices of at most its size,
+        # each followed by the buffer's spills: a spill never sorts more than twice the
+        # buffer, whatever the size of one call (sequence numbers follow the input order,
+        # slice after slice).
+        size = table.nbytes
+        pin = self._new_pin(size)
+        step = max(1, n * self.write_buffer_size // max(size, 1))
+        if step >= n:
+            self._write_part(table, kinds, pin)
+            return
+        for start in range(0, n, step):
+            self._write_part(table.slice(start, step),
+                             None if kinds is None else kinds[start:start + step], pin)
+
+    def _write_part(self, table: pa.Table, kinds: np.ndarray | None, pin: Pin) -> None:
+        """Route ``table`` to its buckets' buffers (pieces pinning the input ``pin``), then
+        spill buffers if they outgrew ``write-buffer-size``."""
+        n = table.num_rows
         groups = self._group(table)
         bytes_per_row = table.nbytes / n
         # Moderate inputs spread over many buckets are regrouped by one gather of each column
@@ -446,6 +480,7 @@ class TableWrite:
             grouped = table.take(pa.array(perm))
             grouped_kinds = None if kinds is None else kinds[perm]
             offset = 0
+            pin = self._new_pin(grouped.nbytes)
         full = []
         hashes = self._key_hashes
         for rows, first in groups:
@@ -458,12 +493,13 @@ class TableWrite:
                 piece = Piece(
                     grouped.slice(offset, count), None,
                     None if grouped_kinds is None else grouped_kinds[offset:offset + count],
-                    st.next_seq, int(bytes_per_row * count),
+                    st.next_seq, int(bytes_per_row * count), pin,
                 )
                 offset += count
             else:
                 piece_kinds = kinds if rows is None or kinds is None else kinds[rows]
-                piece = Piece(table, rows, piece_kinds, st.next_seq, int(bytes_per_row * count))
+                piece = Piece(table, rows, piece_kinds, st.next_seq,
+                              int(bytes_per_row * count), pin)
             st.add(piece)
             if self.is_pk:
                 st.next_seq += count
@@ -601,16 +637,40 @@ class TableWrite:
 
     # ------------------------------------------------------------------ buffering
     def _relieve_memory(self) -> None:
+        """Bound the memory of the buffers by ``write-buffer-size`` (Java's
+        ``MemoryPoolFactory`` preempting the biggest writers): when the buffered rows of all
+        buckets exceed it, the biggest buffers are spilled (primary-key tables: sorted and
+        merged into a level-0 file, a sorted run of the bucket; append tables: a new file)
+        until half of it is left. Then, once per ``write-buffer-size`` of input routed, the
+        buffered pieces that pin an input more than twice their size (rows selected from a
+        bigger write call whose other rows went elsewhere or were spilled) are copied out,
+        releasing the inputs: the cost stays linear in the input, however small the calls."""
+        limit = self.write_buffer_size
         total = sum(b.buffered_bytes for b in self._buckets.values())
-        if total <= self.write_buffer_size:
+        if total > limit:
+            victims = []
+            for b in sorted(self._buckets.values(), key=lambda b: -b.buffered_bytes):
+                if total <= limit // 2 or not b.buffered_bytes:
+                    break
+                victims.append(b)
+                total -= b.buffered_bytes
+            self._flush_buffers(victims)
+            if self._inline is not None and self.is_pk:
+                # each spill is a sorted run: past num-sorted-run.stop-trigger, compact
+                self._run(victims, self._inline.relieve)
+        if self._pinned_bytes <= limit:
             return
-        victims = []
-        for b in sorted(self._buckets.values(), key=lambda b: -b.buffered_bytes):
-            if total <= self.write_buffer_size // 2 or not b.buffered_bytes:
-                break
-            victims.append(b)
-            total -= b.buffered_bytes
-        self._flush_buffers(victims)
+        # once per write-buffer-size of input: copy out the pieces holding less than half of
+        # the input they pin (what stays pinned is then at most twice the buffered bytes)
+        self._pinned_bytes = 0
+        for b in self._buckets.values():
+            b.buffer = [p.compacted(self.part_index)
+                        if p.pin is not None and p.pin.nbytes > 2 * p.nbytes else p
+                        for p in b.buffer]
+
+    def _new_pin(self, nbytes: int) -> Pin:
+        self._pinned_bytes += nbytes
+        return Pin(nbytes)
 
     # ------------------------------------------------------------------ flushing
     def _run(self, states: Sequence[_T], fn: Callable[[_T], None]) -> None:
@@ -690,7 +750,9 @@ class TableWrite:
         level-0 files (plus every raw record as changelog with ``changelog-producer=input``).
 
         Ordering is computed on a thin table (keys, sequence columns, position); the wide rows
-        are gathered once, in their final order."""
+        are gathered once, in their final order, column by column while the buffer's columns
+        are released: a spill holds the buffer and its sorted copy together for one column
+        at a time, not twice the buffer."""
         if not st.buffer:
             return
         bytes_per_row = st.buffered_bytes / max(1, sum(p.num_rows for p in st.buffer)) + 9
@@ -700,15 +762,6 @@ class TableWrite:
         thin = {c: take_column(source.column(c), rows)
                 for c in order_columns(self.key_names, self.sequence_fields)}
         thin[SEQUENCE_NUMBER] = pa.array(seq, pa.int64())
-        n = len(seq)
-
-        def wide(positions: np.ndarray | None) -> pa.Table:
-            sel = rows if positions is None else (positions if rows is None else rows[positions])
-            t = take_rows(source, sel, self.part_index)
-            s_ = seq if positions is None else seq[positions]
-            k_ = kinds if positions is None else kinds[positions]
-            return with_system_columns(t, s_, k_)
-
         ascending = self._strictly_ascending(thin)
         if self.changelog_input:
             order = None if ascending else np.asarray(
@@ -717,7 +770,7 @@ class TableWrite:
                     sort_keys=[(k, "ascending") for k in (*self.key_names, SEQUENCE_NUMBER)],
                 ).to_numpy()
             )
-            changes = wide(order)
+            changes = self._wide(source, rows, seq, kinds, order)
             for p in split_by_size(changes, self.target_file_size,
                                    int(changes.num_rows * bytes_per_row)):
                 st.changelog_files.append(
@@ -725,26 +778,51 @@ class TableWrite:
                         st.bucket_dir, p, changelog=True, constant=self.part_index
                     )
                 )
-        if ascending:
-            merged = wide(None)
-        elif self.options.merge_engine is not MergeEngine.DEDUPLICATE:
+            del changes
+        engine_merge = not ascending and self.options.merge_engine is not MergeEngine.DEDUPLICATE
+        positions = None
+        if not ascending and not engine_merge:
+            thin["__pos"] = pa.array(np.arange(len(seq), dtype=np.int64))
+            # records arrive in sequence order: without a sequence field a stable sort by
+            # key alone keeps each key's records in that order
+            winners = deduplicate(
+                pa.table(thin), self.key_names, [*self.sequence_fields, SEQUENCE_NUMBER],
+                sequence_ordered=not self.sequence_fields,
+            )
+            positions = np.asarray(winners.column("__pos").to_numpy(), dtype=np.int64)
+            del winners
+        del thin
+        sel = rows if positions is None else (positions if rows is None else rows[positions])
+        columns: list[pa.ChunkedArray | None] = list(source.columns)
+        schema = source.schema
+        del source  # the columns list now holds the buffer: take_columns releases it
+        merged = with_system_columns(
+            take_columns(columns, schema, sel, self.part_index),
+            seq if positions is None else seq[positions],
+            kinds if positions is None else kinds[positions],
+        )
+        if engine_merge:
             # the engine's record per key, as Java merges its write buffer with the table's
             # MergeFunction (a lone retraction stays in the level-0 file)
             merged = merge_records(
-                wide(None), self.key_names, [*self.sequence_fields, SEQUENCE_NUMBER],
+                merged, self.key_names, [*self.sequence_fields, SEQUENCE_NUMBER],
                 VALUE_KIND, self.options, primary_keys=self.schema.primary_keys,
             )
-        else:
-            thin["__pos"] = pa.array(np.arange(n, dtype=np.int64))
-            winners = deduplicate(
-                pa.table(thin), self.key_names, [*self.sequence_fields, SEQUENCE_NUMBER]
-            )
-            merged = wide(np.asarray(winners.column("__pos").to_numpy(), dtype=np.int64))
         for p in split_by_size(merged, self.target_file_size,
                                int(merged.num_rows * bytes_per_row)):
             st.new_files.append(
                 self.writer.write_kv_file(st.bucket_dir, p, constant=self.part_index)
             )
+
+    def _wide(self, source: pa.Table, rows: np.ndarray | None, seq: np.ndarray,
+              kinds: np.ndarray, positions: np.ndarray | None) -> pa.Table:
+        """The buffered records ``positions`` (None = all, in arrival order) with their
+        system columns."""
+        sel = rows if positions is None else (positions if rows is None else rows[positions])
+        t = take_rows(source, sel, self.part_index)
+        s_ = seq if positions is None else seq[positions]
+        k_ = kinds if positions is None else kinds[positions]
+        return with_system_columns(t, s_, k_)
 
     def _strictly_ascending(self, thin: dict[str, pa.Array]) -> bool:
         """True when a single integer-like key is strictly ascending in arrival order: the

@@ -38,7 +38,14 @@ def test_writer_compacts_at_the_trigger_without_io_before(tmp_path: Path,
         reads.append(a[1].file_name)
         return orig(self, *a, **kw)
 
+    orig_batches = DataFileReader.iter_batches
+
+    def counting_batches(self: DataFileReader, *a: Any, **kw: Any) -> Any:
+        reads.append(a[1].file_name)  # a file streamed (a section of one file)
+        return orig_batches(self, *a, **kw)
+
     monkeypatch.setattr(DataFileReader, "read", counting)
+    monkeypatch.setattr(DataFileReader, "iter_batches", counting_batches)
     w = table.new_write("w")  # one long-lived writer
     for k in range(4):
         assert commit_round(table, w, k, [k, k + 1]) == [k + 1]

@@ -191,6 +191,36 @@ def test_stream_restart_neither_skips_nor_repeats(spark: Any, tmp_path: Path) ->
     assert spark.read.parquet(str(out)).count() == len(rows)
 
 
+def test_stream_reads_a_truncate_with_streaming_read_overwrite(spark: Any, tmp_path: Path
+                                                               ) -> None:
+    t = _stream_table(tmp_path)
+    _append(t, 1, [1, 2, 3])
+    t.new_commit("truncater").truncate(2)  # snapshot 2: OVERWRITE, the table empty
+    _append(t, 3, [3, 4])
+
+    def stream(**options: str) -> list[tuple[str, int, int]]:
+        out = tmp_path / f"out-{len(options)}"
+        q = (spark.readStream.format("paimon").option("warehouse", str(tmp_path / "wh"))
+             .option("table", "db.s").option("read.changelog", "true")
+             .option("scan.mode", "from-snapshot").option("scan.snapshot-id", "1")
+             .options(**options).load()
+             .writeStream.format("parquet").option("path", str(out))
+             .option("checkpointLocation", str(tmp_path / f"ck-{len(options)}"))
+             .trigger(availableNow=True).start())
+        try:
+            q.awaitTermination()
+        finally:
+            q.stop()
+        return sorted((r["_kind"], r["id"], r["batch"])
+                      for r in spark.read.parquet(str(out)).collect())
+
+    inserts = [("+I", 1, 1), ("+I", 2, 1), ("+I", 3, 1), ("+I", 3, 3), ("+I", 4, 3)]
+    # the truncate retracts every row snapshot 1 wrote
+    assert stream(**{"streaming-read-overwrite": "true"}) == sorted(
+        [*inserts, ("-D", 1, 1), ("-D", 2, 1), ("-D", 3, 1)])
+    assert stream() == inserts  # Paimon's default: OVERWRITE snapshots are skipped
+
+
 def test_format_writer_append_overwrite_exactly_once(spark: Any, tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     schema = Schema.of([("pt", "INT"), ("id", "BIGINT"), ("s", "STRING")],

@@ -125,7 +125,7 @@ def test_scan_modes(pk: FileStoreTable) -> None:
     # no changelog producer: changelog mode finds no changelog files
     assert pk.read_merged_changes(0, 6, mode="changelog").num_rows == 0
     assert lines(pk, pk.read_merged_changes(0, 6, mode="DELTA")) == JAVA_PK_BETWEEN[(0, 6)]
-    with pytest.raises(SchemaError, match="auto, delta or changelog"):
+    with pytest.raises(SchemaError, match="auto, delta, changelog or diff"):
         pk.read_merged_changes(0, 6, mode="all")
 
 

@@ -209,8 +209,8 @@ def test_unsupported_startups(pk: FileStoreTable) -> None:
         pk.new_stream_scan(options={"scan.mode": "from-snapshot-full"})
     with pytest.raises(TypeError, match="snapshot"):  # Paimon option keys go in options={}
         pk.new_stream_scan(snapshot=3)  # type: ignore[call-arg]
-    with pytest.raises(UnsupportedError, match="streaming-read-overwrite"):
-        pk.new_stream_scan(options={"streaming-read-overwrite": "true"})
+    # streaming-read-overwrite=true is supported (refused only where Java refuses it):
+    # tests/scan/test_streaming_overwrite.py
 
 
 # ---------------------------------------------------------------------------------------------
