@@ -32,6 +32,8 @@ from paimon_core.types import DataField, DataType, bigint_type, tinyint_type, to
 
 _BIGINT: DataType = bigint_type(False)
 _TINYINT: DataType = tinyint_type(False)
+#: read buffer per column of a streamed Parquet file (bytes)
+_STREAM_BUFFER = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -270,32 +272,72 @@ class DataFileReader:
         *, system: bool = False,
     ) -> Iterator[pa.Table]:
         """Stream a file in bounded chunks (parquet row groups / batches); ``system`` as
-        for :meth:`read`."""
-        path = file_path(bucket_path, f)
+        for :meth:`read` (see :meth:`iter_read`)."""
+        yield from self.iter_read(FileRead(bucket_path, f, tuple(columns), system=system),
+                                  batch_size)
+
+    def iter_read(self, r: FileRead, batch_rows: int) -> Iterator[pa.Table]:
+        """:meth:`read_one` of ``r`` in chunks of at most ``batch_rows`` rows, in file order
+        (Parquet pages decoded batch by batch: memory bounded by a batch, not the file).
+        Deletion vectors and constants apply per chunk; ORC files come whole.
+
+        Raises:
+            CorruptMetadataError: a missing or unreadable file, missing columns, or a row
+                count other than the manifest's.
+        """
+        f = r.file
+        path = file_path(r.bucket_path, f)
         if file_format(f.file_name) != "parquet":
-            yield self.read(bucket_path, f, columns, system=system)
+            yield self.read_one(r)
             return
-        mapping = self.mapping(f.schema_id, columns, system)
-        wanted = [src for _, src, _ in mapping.output if src is not None]
+        mapping = self._mapping_of(r)
+        const = r.constants or {}
+        wanted = [src for out, src, _ in mapping.output if src is not None and out not in const]
+        deleted = (
+            np.sort(r.deleted_rows) if r.deleted_rows is not None and len(r.deleted_rows) else None
+        )
         fs, inner = self.file_io.arrow_filesystem(path)
+        seen = 0
         try:
             with fs.open_input_file(inner) as fh:
-                pf = pq.ParquetFile(fh)
-                for batch in pf.iter_batches(
-                    batch_size=batch_size, columns=wanted or None, use_threads=True
-                ):
-                    t = pa.Table.from_batches([batch])
-                    if not wanted:
-                        t = (
-                            pa.table({})
-                            .append_column("__n", pa.nulls(batch.num_rows))
-                            .drop(["__n"])
+                # column chunks read through a buffer, page by page: not whole, nor pre-buffered
+                # (a row group of a large file holds tens of MB per column)
+                pf = pq.ParquetFile(fh, buffer_size=_STREAM_BUFFER, pre_buffer=False)
+                present = set(pf.schema_arrow.names)
+                missing = [c for c in wanted if c not in present]
+                if missing:
+                    raise CorruptMetadataError(path, f"data file lacks columns {missing}")
+                total = pf.metadata.num_rows
+                batches: Iterator[pa.Table]
+                if wanted:
+                    batches = (
+                        pa.Table.from_batches([b])
+                        for b in pf.iter_batches(
+                            batch_size=batch_rows, columns=wanted, use_threads=True
                         )
-                    yield _conform(t, mapping, path)
+                    )
+                else:  # no physical column needed: only the row count matters
+                    batches = (
+                        pa.table({"__n": pa.nulls(min(batch_rows, total - o))}).drop(["__n"])
+                        for o in range(0, total, batch_rows)
+                    )
+                for t in batches:
+                    n = t.num_rows
+                    t = _conform(t, mapping, path, const)
+                    if deleted is not None:
+                        t = t.filter(pa.array(_keep(deleted, seen, n)))
+                    seen += n
+                    yield t
+        except PaimonError:
+            raise
         except FileNotFoundError as e:
             raise CorruptMetadataError(path, "data file referenced by a snapshot is missing") from e
         except (pa.ArrowInvalid, pa.ArrowException, OSError) as e:
             raise CorruptMetadataError(path, f"unreadable data file: {e}") from e
+        if seen != f.row_count:
+            raise CorruptMetadataError(
+                path, f"data file has {seen} rows but its manifest entry says {f.row_count}"
+            )
 
     def _read_physical(self, path: str, columns: list[str]) -> pa.Table:
         fmt = file_format(path)
@@ -362,6 +404,15 @@ def _conform(
     if not arrays:
         return pa.table({"__n": pa.nulls(n)}).drop(["__n"]) if n else pa.table({})
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def _keep(deleted: np.ndarray, offset: int, n: int) -> np.ndarray:
+    """Rows ``offset .. offset + n`` of a file that a deletion vector (sorted positions)
+    keeps."""
+    keep = np.ones(n, dtype=bool)
+    lo, hi = np.searchsorted(deleted, [offset, offset + n])
+    keep[deleted[lo:hi] - offset] = False
+    return keep
 
 
 def repeat(value: pa.Scalar, n: int) -> pa.Array:

@@ -16,7 +16,8 @@ import pyarrow.compute as pc
 
 from paimon_core.options import CoreOptions
 from paimon_core.read.data_file import DataFileReader
-from paimon_core.read.merge import merge_records
+from paimon_core.read.merge import merge_records, sections
+from paimon_core.read.merge_stream import merge_section_batches
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.java_merge_order import Record, java_sorted_runs, loser_tree_merge
 from paimon_core.scan.predicate import filter_table
@@ -74,6 +75,17 @@ class IncrementalRead:
         group_keys = [*keys, _OCCURRENCE] if self.mode == "changelog" else keys
         out_schema = pa.schema([pa.field(KIND_COLUMN, pa.string()), *r.output_schema])
         outs = []
+        if self.mode == "delta":
+            # data files hold every key once with its own sequence number: the result does not
+            # depend on Java's run order, and sections merge in bounded chunks
+            for group in sections(split.files, decode):
+                for t in merge_section_batches(
+                    self.reader, split.bucket_path, group, options=self.options,
+                    decode_key=decode, columns=r.read_columns, sequence_columns=seq,
+                    ignore_delete=self.options.ignore_delete(), with_levels=False,
+                ):
+                    outs.append(self._finish(t, out_schema))
+            return _concat(outs, out_schema)
         for section in java_sorted_runs(split.files, decode):
             runs: list[pa.Table] = []
             for run in section:
@@ -85,14 +97,16 @@ class IncrementalRead:
                     tables.append(t)
                 runs.append(pa.concat_tables(tables) if len(tables) > 1 else tables[0])
             t = self._merge(runs, keys, group_keys, seq)
-            t = t.append_column(KIND_COLUMN, to_short_strings(t.column(VALUE_KIND)))
-            if r.predicate is not None and t.num_rows:
-                t = filter_table(t, r.predicate, [self.schema.field(c) for c in r.read_columns])
-            outs.append(t.select([KIND_COLUMN, *r.columns]))
-        outs = [o for o in outs if o.num_rows]
-        if not outs:
-            return out_schema.empty_table()
-        return pa.concat_tables(outs).cast(out_schema)
+            outs.append(self._finish(t, out_schema))
+        return _concat(outs, out_schema)
+
+    def _finish(self, t: pa.Table, out_schema: pa.Schema) -> pa.Table:
+        """Merged records (retractions kept) -> the ``_kind`` column first, filtered."""
+        r = self.read
+        t = t.append_column(KIND_COLUMN, to_short_strings(t.column(VALUE_KIND)))
+        if r.predicate is not None and t.num_rows:
+            t = filter_table(t, r.predicate, [self.schema.field(c) for c in r.read_columns])
+        return t.select([KIND_COLUMN, *r.columns]).cast(out_schema)
 
     def _merge(
         self, runs: list[pa.Table], keys: list[str], group_keys: list[str], seq: list[str]
@@ -124,6 +138,11 @@ class IncrementalRead:
             winners = [g[-1] for g in loser_tree_merge(records)]
             return t.take(pa.array(winners, type=pa.int64()))
         return merge_records(t, group_keys, seq, VALUE_KIND, self.options)
+
+
+def _concat(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    parts = [p for p in parts if p.num_rows]
+    return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def _rows(t: pa.Table, columns: Sequence[str]) -> list[SortKey]:

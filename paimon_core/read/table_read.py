@@ -4,6 +4,8 @@ Append splits are read file by file. Primary-key splits are cut into sections of
 key ranges cannot overlap; a one-file section is read as is (retract rows dropped), a section
 of several files is merged with the table's merge engine (:func:`merge_records`). Filters are
 applied row-exactly *after* merging, so an old version of a key can never resurface.
+``to_arrow`` merges whole sections (fastest when everything is kept anyway); ``to_batches``
+merges them chunk by chunk in bounded memory (:mod:`paimon_core.read.merge_stream`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from paimon_core.read.merge import (
     merge_records,
     sections,
 )
+from paimon_core.read.merge_stream import merge_section_batches
 from paimon_core.scan.predicate import Predicate, filter_table, referenced_fields
 from paimon_core.scan.split import DataSplit
 from paimon_core.schema_manager import SchemaManager
@@ -155,11 +158,13 @@ class TableRead:
     def to_batches(
         self, splits: Sequence[DataSplit], *, batch_size: int = 65536
     ) -> Iterator[pa.RecordBatch]:
-        """Stream the rows split by split. Memory is bounded by one batch for append splits,
-        and by one merge section for primary-key splits."""
+        """Stream the rows split by split, in batches of at most ``batch_size`` rows. Memory is
+        bounded by one batch for append splits, and for primary-key splits by
+        ``paimon-core.merge.buffer-rows`` rows per sorted run of a section (the streaming
+        merge of :mod:`paimon_core.read.merge_stream`), whatever the bucket's size."""
         for split in splits:
             if self.is_pk:
-                parts: Iterator[pa.Table] = iter([self.read_split(split)])
+                parts: Iterator[pa.Table] = self._iter_pk(split)
             else:
                 parts = self._iter_append(split, batch_size)
             for t in parts:
@@ -343,6 +348,44 @@ class TableRead:
             return pa.concat_tables(outs) if outs else self.output_schema.empty_table()
 
         return _SplitPlan(reads, finish)
+
+    def _iter_pk(self, split: DataSplit) -> Iterator[pa.Table]:
+        """The rows of a primary-key split, section by section, each merged in bounded
+        chunks (the same result as :meth:`_plan_pk`, which merges whole sections)."""
+        decode = key_decoder(self.schema)
+        groups = (
+            [[f] for f in split.files]
+            if split.raw_convertible
+            else sections(split.files, decode)
+        )
+        const = self._constants(split)
+        columns = tuple(c for c in self.read_columns if c not in const)
+        buffer_rows = self.options.merge_buffer_rows
+        for group in groups:
+            if len(group) == 1 and group[0].delete_row_count == 0:  # as is (see _plan_pk)
+                f = group[0]
+                read = FileRead(split.bucket_path, f, tuple(self.read_columns),
+                                deleted_rows=self._deleted(split, f), constants=const)
+                merged: Iterator[pa.Table] = self.reader.iter_read(read, buffer_rows)
+            else:
+                deleted = {f.file_name: d for f in group
+                           if (d := self._deleted(split, f)) is not None}
+                merged = merge_section_batches(
+                    self.reader, split.bucket_path, group, options=self.options,
+                    decode_key=decode, columns=columns,
+                    key_columns=self.schema.trimmed_primary_keys,
+                    sequence_columns=[*self.options.sequence_fields, SEQUENCE_NUMBER],
+                    primary_keys=self.schema.primary_keys, deleted_rows=deleted,
+                    keep_retracts=False, system_columns=False, key_order=False,
+                    buffer_rows=buffer_rows,
+                )
+            for t in merged:
+                for name, value in const.items():
+                    if name not in t.column_names:
+                        t = t.append_column(name, repeat(value, t.num_rows))
+                out = self._finish(t)
+                if out.num_rows:
+                    yield out
 
     # ---- incremental (unmerged) reading
     def read_changes(self, splits: Sequence[DataSplit], kind_column: str = KIND_COLUMN) -> pa.Table:

@@ -95,7 +95,7 @@ def segment(
     if len(key_columns) == 1 and (sequence_ordered or len(sequence_columns) == 1):
         k = _combined(table.column(key_columns[0]))
         if (pa.types.is_integer(k.type) or pa.types.is_date(k.type)) and not k.null_count:
-            keys = np.asarray(k.to_numpy())
+            keys = np.asarray(k.to_numpy(zero_copy_only=False))  # dates: datetime64
             if sequence_ordered:
                 order = np.argsort(keys, kind="stable")
             else:
