@@ -4,8 +4,9 @@
 
 Compaction streams: the sections of a unit are taken in key order, each merged per key
 through the table's merge engine (:func:`merge_records`) in chunks of ascending keys
-(``MergeTreeRewriter._merged_chunks``, the one seam for a bounded-memory k-way merge; a
-section of one file needs no merge and is read chunk by chunk), retractions dropped when the
+(``MergeTreeRewriter._merged_chunks``: the bounded-memory merge of
+:func:`~paimon_core.read.merge_stream.merge_section_batches`, chunks of whole keys cut across
+the section's sorted runs; a section of one file needs no merge), retractions dropped when the
 output is the oldest data of the bucket (``drop_delete``), and every chunk goes straight into a
 rolling writer (:class:`~paimon_core.datafile.writer.RollingKvWriter`) that cuts files of
 about ``target-file-size`` at the output level (``_FILE_SOURCE`` COMPACT). Nothing holds more
@@ -50,13 +51,14 @@ from paimon_core.compact.levels import Levels
 from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult, Section
 from paimon_core.datafile.writer import DataFileWriter, RollingKvWriter
-from paimon_core.errors import CorruptMetadataError
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import DataFileReader, file_path
+from paimon_core.read.data_file import DataFileReader, FileRead
 from paimon_core.read.merge import drop_retracts
+from paimon_core.read.merge_stream import merge_section_batches, section_chunks
 from paimon_core.spec.keys import KeyDecoder
 from paimon_core.spec.manifest import DataFileMeta, FileSource
 from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
+from paimon_core.spec.row_kind import retract_mask
 from paimon_core.spec.system_fields import VALUE_KIND
 
 __all__ = ["BucketFiles", "MergeTreeRewriter", "upgrade_file"]
@@ -76,23 +78,6 @@ class BucketFiles:
         return self.reader.read(self.bucket_dir, f, self.reader.schema.field_names,
                                 system=system)
 
-    def batches(self, f: DataFileMeta) -> Iterator[pa.Table]:
-        """The records of one file (system columns included) in chunks of at most
-        ``CHUNK_ROWS`` rows, in file (key) order.
-
-        Raises:
-            CorruptMetadataError: the file does not hold the rows its meta says.
-        """
-        rows = 0
-        for t in self.reader.iter_batches(self.bucket_dir, f, self.reader.schema.field_names,
-                                          CHUNK_ROWS, system=True):
-            rows += t.num_rows
-            yield t
-        if rows != f.row_count:
-            raise CorruptMetadataError(
-                file_path(self.bucket_dir, f),
-                f"data file has {rows} rows but its manifest entry says {f.row_count}")
-
     def rolling(self, level: int, bytes_per_row: float, *, changelog: bool = False
                 ) -> RollingKvWriter:
         """A rolling writer of compacted files (``_FILE_SOURCE`` COMPACT) or changelog files
@@ -101,10 +86,6 @@ class BucketFiles:
             self.writer, self.bucket_dir, target_file_size=self.target_file_size,
             bytes_per_row=bytes_per_row, level=level, changelog=changelog,
             file_source=None if changelog else FileSource.COMPACT, constant=self.constant)
-
-
-#: Rows per chunk when a file is streamed (a section of one file needs no merge).
-CHUNK_ROWS = 256 * 1024
 
 
 def upgrade_file(f: DataFileMeta, level: int) -> DataFileMeta:
@@ -193,46 +174,35 @@ class MergeTreeRewriter:
         return _Upgrade.NO_CHANGELOG
 
     # ---- reading
-    def _read(self, files: Sequence[DataFileMeta]) -> tuple[pa.Table, np.ndarray]:
-        parts, levels = [], []
-        for f in files:
-            t = self.io.read(f)
-            if self._ignore_delete:
-                t = drop_retracts(t, VALUE_KIND)
-            parts.append(t)
-            levels.append(np.full(t.num_rows, f.level, dtype=np.int32))
-        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        return table, np.concatenate(levels)
-
     def _record_chunks(self, section: Section) -> Iterator[tuple[pa.Table, np.ndarray]]:
         """The records of a section in chunks of ascending, disjoint key ranges (every
-        record of a key in one chunk), each with the level of every record.
-
-        A section of one file (one sorted run: every key once, in order) streams chunk by
-        chunk; overlapping files are read whole, as one chunk (what a key-range slicing of
-        the section would replace for the changelog producers)."""
-        if len(section) > 1:
-            yield self._read(section)
-            return
-        f = section[0]
-        for t in self.io.batches(f):
+        record of a key in one chunk), each with the level of every record: the section's
+        sorted runs read ``paimon-core.merge.buffer-rows`` rows at a time
+        (:func:`~paimon_core.read.merge_stream.section_chunks`), so a chunk holds a bounded
+        number of records whatever the section's size."""
+        reads = [FileRead(self.io.bucket_dir, f, tuple(self.io.reader.schema.field_names),
+                          system=True) for f in section]
+        for chunk in section_chunks(self.io.reader, reads, self.records.key_columns,
+                                    self.decode_key, buffer_rows=self.core.merge_buffer_rows):
+            t, levels = chunk.records, chunk.levels
             if self._ignore_delete:
-                t = drop_retracts(t, VALUE_KIND)
+                live = ~retract_mask(np.asarray(t.column(VALUE_KIND).to_numpy()))
+                if not live.all():
+                    t, levels = t.filter(pa.array(live)), levels[live]
             if t.num_rows:
-                yield t, np.full(t.num_rows, f.level, dtype=np.int32)
+                yield t, levels
 
     def _merged_chunks(self, section: Section) -> Iterator[pa.Table]:
         """The section merged through the merge engine: one record per key, sorted by key,
-        in chunks of ascending keys (retractions kept).
-
-        THE seam for the bounded-memory k-way merge
-        (``paimon_core.read.merge_stream.merge_section_batches``): today a section of
-        several files is merged whole and yielded as one chunk; a section of one file needs
-        no merge and streams chunk by chunk."""
-        for table, levels in self._record_chunks(section):
-            out = [table if len(section) == 1 else self.records.merge(table, levels)]
-            del table, levels  # not kept alive while the chunk is written
-            yield out.pop()
+        in chunks of ascending keys (retractions kept), in memory bounded by
+        ``paimon-core.merge.buffer-rows`` x the section's sorted runs
+        (:func:`~paimon_core.read.merge_stream.merge_section_batches`)."""
+        yield from merge_section_batches(
+            self.io.reader, self.io.bucket_dir, section, options=self.core,
+            decode_key=self.decode_key, columns=self.io.reader.schema.field_names,
+            key_columns=list(self.records.key_columns),
+            sequence_columns=list(self.records.sequence_columns),
+            primary_keys=self.records.primary_keys, ignore_delete=self._ignore_delete)
 
     def _lookup_records(self, output_level: int, chunk: pa.Table
                         ) -> tuple[pa.Table | None, np.ndarray | None]:

@@ -38,14 +38,14 @@ def test_writer_compacts_at_the_trigger_without_io_before(tmp_path: Path,
         reads.append(a[1].file_name)
         return orig(self, *a, **kw)
 
-    orig_batches = DataFileReader.iter_batches
+    orig_iter = DataFileReader.iter_read
 
-    def counting_batches(self: DataFileReader, *a: Any, **kw: Any) -> Any:
-        reads.append(a[1].file_name)  # a file streamed (a section of one file)
-        return orig_batches(self, *a, **kw)
+    def counting_iter(self: DataFileReader, *a: Any, **kw: Any) -> Any:
+        reads.append(a[0].file.file_name)  # a file streamed (compaction reads sections so)
+        return orig_iter(self, *a, **kw)
 
     monkeypatch.setattr(DataFileReader, "read", counting)
-    monkeypatch.setattr(DataFileReader, "iter_batches", counting_batches)
+    monkeypatch.setattr(DataFileReader, "iter_read", counting_iter)
     w = table.new_write("w")  # one long-lived writer
     for k in range(4):
         assert commit_round(table, w, k, [k, k + 1]) == [k + 1]

@@ -16,12 +16,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import paimon_core.compact.rewriter as rewriter_mod
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.compact.manager import live_bucket_files
 from paimon_core.datafile.writer import KvFileStream
 from paimon_core.errors import StorageError
 from paimon_core.fsck import fsck
+from paimon_core.options import CoreOptions
 from paimon_core.spec.manifest import FileSource
 from paimon_core.table import FileStoreTable
 from tests.compact import test_compact_pk as pk_tests
@@ -59,7 +59,7 @@ def upserts(table: FileStoreTable, n: int, seed: int, start: int) -> None:
 def test_full_compaction_rolls_several_files_keeping_every_row(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_rows: int | None) -> None:
     if chunk_rows:  # single-file sections stream in many chunks
-        monkeypatch.setattr(rewriter_mod, "CHUNK_ROWS", chunk_rows)
+        monkeypatch.setattr(CoreOptions, "merge_buffer_rows", property(lambda _: chunk_rows))
     table = pk_table(str(tmp_path / "wh"), partitioned=True, bucket="1",
                      **{"target-file-size": "48 kb", "write-only": "true"})
     n = 20_000
@@ -89,7 +89,7 @@ def test_compaction_properties_in_tiny_chunks(tmp_path_factory: pytest.TempPathF
     """The compaction property tests (reads kept against a model, file metas exact, lookup
     changelog replays to the table; composite string keys with a sequence field; first-row)
     with single-file sections streamed in chunks of 2 rows."""
-    monkeypatch.setattr(rewriter_mod, "CHUNK_ROWS", 2)
+    monkeypatch.setattr(CoreOptions, "merge_buffer_rows", property(lambda _: 2))
     pk_tests.test_compaction_keeps_reads(tmp_path_factory)
     pk_tests.test_string_keys_and_sequence_field(tmp_path / "strings")
     for producer in ("none", "lookup"):
@@ -99,7 +99,7 @@ def test_compaction_properties_in_tiny_chunks(tmp_path_factory: pytest.TempPathF
 def test_changelog_chunk_by_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Changelog of full-compaction and lookup tables compacted in many chunks, rolled into
     several changelog files, replays to the table."""
-    monkeypatch.setattr(rewriter_mod, "CHUNK_ROWS", 97)
+    monkeypatch.setattr(CoreOptions, "merge_buffer_rows", property(lambda _: 97))
     for producer in ("full-compaction", "lookup"):
         table = pk_table(str(tmp_path / producer), partitioned=True, bucket="1",
                          **{"target-file-size": "16 kb", "write-only": "true",
