@@ -122,6 +122,7 @@ from paimon_core.identifier import Identifier
 from paimon_core.inspect import InspectTable, sorted_runs, split_system_table
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
+from paimon_core.manifest_io import snapshot_listings
 from paimon_core.options import CoreOptions, parse_memory_size
 from paimon_core.orphans import OrphanResult, remove_orphan_files
 from paimon_core.read.merge import deduplicate
@@ -340,6 +341,7 @@ __all__ = [
     "plan_compaction",
     "read_stream_plan",
     "remove_orphan_files",
+    "snapshot_listings",
     "sorted_runs",
     "split_system_table",
     "starts_with",

@@ -28,19 +28,18 @@ Run::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
-import pickle
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from paimon_core import (
     DEFAULT_MAX_ATTEMPTS,
+    BucketCompactor,
     BucketWork,
     CommitMessage,
     CommitOptions,
@@ -53,6 +52,7 @@ from paimon_core import (
     compact_with_retries,
     is_full,
     new_compactor,
+    snapshot_listings,
 )
 from paimon_core import list_buckets as core_list_buckets
 from paimon_core import pick_buckets as core_pick_buckets
@@ -89,6 +89,9 @@ class CompactReport:
         tasks: (Spark partition id, attempt number) of the task that compacted each pair.
         files_before / files_after: data files replaced / written.
         attempts: planning rounds (more than one after a conflict).
+        listings: snapshot listings (:func:`paimon_core.snapshot_listings`) on the driver:
+            one plan and one commit check per round.
+        task_listings: listings made by the tasks (0: they compact the files planned).
     """
 
     table: str
@@ -98,6 +101,8 @@ class CompactReport:
     files_before: int = 0
     files_after: int = 0
     attempts: int = 0
+    listings: int = 0
+    task_listings: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -136,40 +141,61 @@ def plan_compaction(
     return sid, pick_buckets(handle, groups, strategy=strategy)
 
 
+#: one task's answer: its messages, (partition id, attempt) and the listings it made
+_TaskResult = tuple[list[CommitMessage], tuple[int, int], int]
+#: the compactors of this (worker) process, by table and schema: a reused Python worker
+#: opens each table once, not once per task
+_COMPACTORS: dict[tuple[object, ...], BucketCompactor] = {}
+_MAX_CACHED = 4
+
+
+def _worker_compactor(handle: TableHandle) -> BucketCompactor:
+    s = handle.settings
+    key = (s.warehouse, tuple(sorted(s.storage_options.items())), handle.path,
+           handle.schema.id)
+    compactor = _COMPACTORS.get(key)
+    if compactor is None:
+        if len(_COMPACTORS) >= _MAX_CACHED:
+            _COMPACTORS.pop(next(iter(_COMPACTORS)))
+        compactor = _COMPACTORS[key] = new_compactor(handle.open())
+    return compactor
+
+
+def _compact_partition(handle: TableHandle, full: bool,
+                       items: Iterable[BucketWork]) -> Iterator[_TaskResult]:
+    """One Spark task: compact its (partition, bucket) work units with the planned files (no
+    listing: the driver planned them) and answer with their commit messages."""
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    ids = (tc.partitionId(), tc.attemptNumber()) if tc is not None else (0, 0)
+    listed = snapshot_listings()
+    compactor = _worker_compactor(handle)
+    out: list[CommitMessage] = []
+    for part, bucket, total, files in items:  # one unit per task (a failed one cleans up)
+        msg = compactor.message(part, bucket, total,
+                                compactor.compact(part, bucket, files, full=full))
+        if msg is not None:
+            out.append(msg)
+    yield out, ids, snapshot_listings() - listed
+
+
 def _run_tasks(spark: SparkSession, handle: TableHandle, todo: Sequence[BucketWork],
-               full: bool) -> tuple[list[CommitMessage], list[tuple[int, int]]]:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType, StructField, StructType
-
-    payloads = [(i, pickle.dumps(w)) for i, w in enumerate(todo)]
-    df = spark.createDataFrame(payloads, "idx int, work binary")
-    df = df.repartitionById(len(todo), F.col("idx")).select("work")
-    out_schema = StructType([StructField("result", BinaryType(), False)])
-
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        tc = TaskContext.get()
-        ids = (tc.partitionId(), tc.attemptNumber()) if tc is not None else (0, 0)
-        compactor = new_compactor(handle.open())
-        out = []
-        for b in batches:
-            for raw in b.column("work").to_pylist():
-                part, bucket, total, files = pickle.loads(raw)
-                result = compactor.compact(part, bucket, files, full=full)
-                out.append((compactor.message(part, bucket, total, result), ids))
-        yield pa.RecordBatch.from_pydict({"result": [pickle.dumps(out)]},
-                                         schema=pa.schema([pa.field("result", pa.binary(),
-                                                                    False)]))
-
+               full: bool) -> tuple[list[CommitMessage], list[tuple[int, int]], int]:
+    """Compact ``todo`` with one Spark task per (partition, bucket): a plain RDD of the
+    planned work units (picklable, metadata only), no SQL plan, shuffle or Arrow conversion;
+    the messages come back pickled. Returns the messages, the (partition id, attempt) of the
+    task behind each, and the listings the tasks made."""
+    rdd = spark.sparkContext.parallelize(list(todo), len(todo))
     messages: list[CommitMessage] = []
     tasks: list[tuple[int, int]] = []
-    for r in df.mapInArrow(task, out_schema).collect():
-        for msg, ids in pickle.loads(r["result"]):
-            if msg is not None:
-                messages.append(msg)
-                tasks.append(ids)
-    return messages, tasks
+    listings = 0
+    for msgs, ids, listed in rdd.mapPartitions(
+            functools.partial(_compact_partition, handle, full)).collect():
+        messages.extend(msgs)
+        tasks.extend([ids] * len(msgs))
+        listings += listed
+    return messages, tasks, listings
 
 
 @dataclass
@@ -184,6 +210,7 @@ class SparkExecutor:
     table: FileStoreTable | None = None
     handle: TableHandle | None = None
     tasks: list[tuple[int, int]] = field(default_factory=list)
+    task_listings: int = 0
 
     def open(self) -> FileStoreTable:
         if self.table is not None:
@@ -196,7 +223,8 @@ class SparkExecutor:
                  abort: Callable[[Sequence[CommitMessage]], None]) -> list[CommitMessage]:
         # a failed Spark task deletes what it wrote; files of killed attempts are orphans
         assert self.handle is not None
-        messages, self.tasks = _run_tasks(self.spark, self.handle, work, full)
+        messages, self.tasks, listed = _run_tasks(self.spark, self.handle, work, full)
+        self.task_listings += listed
         return messages
 
 
@@ -225,12 +253,15 @@ def compact(
         CommitStateUnknownError: the commit's outcome is unknown (nothing was cleaned up).
     """
     executor = SparkExecutor(spark, settings, identifier, table=table)
+    listed = snapshot_listings()
     outcome = compact_with_retries(
         executor.open, strategy=strategy, partitions=partitions, buckets=buckets,
         commit_user=commit_user or f"spark-compact-{uuid.uuid4()}", max_attempts=max_attempts,
         executor=executor, options=CommitOptions(properties=dict(properties or {})),
         planned=planned)
-    report = CompactReport(identifier, attempts=outcome.attempts)
+    report = CompactReport(identifier, attempts=outcome.attempts,
+                           listings=snapshot_listings() - listed,
+                           task_listings=executor.task_listings)
     messages = outcome.messages
     if not messages or outcome.source is None:
         return report
