@@ -179,6 +179,7 @@ from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from paimon_core.spec.system_fields import KIND_COLUMN
 from paimon_core.table import FileStoreTable, ReadBuilder, TableScan
+from paimon_core.threads import limit_threads, pool_threads
 from paimon_core.types import (
     BINARY_ROOTS,
     INT_RANGES,
@@ -327,6 +328,7 @@ __all__ = [
     "join",
     "less_or_equal",
     "less_than",
+    "limit_threads",
     "list_buckets",
     "live_bucket_files",
     "live_files",
@@ -339,6 +341,7 @@ __all__ = [
     "parse_sql_type",
     "pick_buckets",
     "plan_compaction",
+    "pool_threads",
     "read_stream_plan",
     "remove_orphan_files",
     "snapshot_listings",

@@ -64,6 +64,7 @@ from pipelines.config import (
     add_catalog_args,
     add_spark_args,
     configure_logging,
+    limit_task_threads,
     parse_pairs,
     run_job_main,
 )
@@ -169,6 +170,7 @@ def _compact_partition(handle: TableHandle, full: bool,
 
     tc = TaskContext.get()
     ids = (tc.partitionId(), tc.attemptNumber()) if tc is not None else (0, 0)
+    limit_task_threads()
     listed = snapshot_listings()
     compactor = _worker_compactor(handle)
     out: list[CommitMessage] = []
