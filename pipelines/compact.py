@@ -6,10 +6,12 @@ one COMPACT commit on the driver.
    ``paimon compact`` and Paimon's batch compaction) every pair that is not one sorted run on
    the max level already; with ``--strategy minor`` the pairs the universal picker would
    compact (``paimon_core.compact.BucketCompactor.needs_compaction``).
-2. Each pair, with its file list, goes to one task (``repartitionById`` on the pair's index),
-   which rewrites it with ``BucketCompactor.compact`` (the same code as
-   ``FileStoreTable.compact``) and returns its ``CommitMessage`` (``compact_before`` /
-   ``compact_after``).
+2. Each pair, with its planned file list, goes to one task (a plain RDD of the work units,
+   one per partition: no SQL plan, shuffle or Arrow conversion), which rewrites it with
+   ``BucketCompactor.compact`` (the same code as ``FileStoreTable.compact``; built once per
+   reused Python worker, never listing the snapshot again) and returns its ``CommitMessage``
+   (``compact_before`` / ``compact_after``), pickled. The task's pools and Arrow's use the
+   task's cores (:func:`pipelines.config.limit_task_threads`).
 3. The driver commits all messages as one COMPACT snapshot. When that conflicts with a
    concurrent commit (an overwrite or another compaction removed an input file first), the
    files written are deleted and everything is planned again from the fresh snapshot, at most
