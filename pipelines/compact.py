@@ -283,6 +283,23 @@ def _partition_text(layout: TableLayout, partition: bytes) -> str:
     return ",".join(f"{k}={v}" for k, v in zip(layout.partition_keys, values))
 
 
+#: JIT flags for the driver JVM of a local session this job starts: that JVM only schedules
+#: one task per bucket and collects messages, so the C1 compiler alone and the serial GC do it
+#: with less CPU than the default tiers and parallel GC threads (4M rows, 8 buckets: session
+#: start-up 13.3 -> 8.1 s CPU, under load)
+LOCAL_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def _session_conf(settings: SparkSettings, local_defaults: Mapping[str, str]
+                  ) -> dict[str, str]:
+    """This job's additions to a local session's conf (none when the user set the driver's
+    Java options, or on a cluster)."""
+    key = "spark.driver.extraJavaOptions"
+    if not settings.is_local or key in settings.conf:
+        return {}
+    return {key: f"{local_defaults.get(key, '')} {LOCAL_JVM_FLAGS}".strip()}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pipelines.compact",
                                 description=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -301,10 +318,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; prints the report as JSON. Exit codes: 0 ok, 1 error."""
     args = build_parser().parse_args(argv)
     configure_logging()
-    from pipelines.session import get_session
+    from pipelines.session import LOCAL_DEFAULTS, get_session
 
     settings = CatalogSettings.from_args(args)
-    spark = get_session(SparkSettings.from_args(args, app_name="paimon-compact"))
+    spark_settings = SparkSettings.from_args(args, app_name="paimon-compact")
+    spark = get_session(spark_settings, conf=_session_conf(spark_settings, LOCAL_DEFAULTS))
     parts = ([parse_pairs(x.replace(",", ";"), what="partition") for x in args.partition]
              if args.partition else None)
     try:
