@@ -132,6 +132,7 @@ if TYPE_CHECKING:
     from paimon_core.inspect import InspectTable, sorted_runs, split_system_table
     from paimon_core.io.file_io import FileIO, join
     from paimon_core.layout import TableLayout
+    from paimon_core.manifest_io import snapshot_listings
     from paimon_core.options import CoreOptions, parse_memory_size
     from paimon_core.orphans import OrphanResult, remove_orphan_files
     from paimon_core.read.merge import deduplicate
@@ -188,6 +189,7 @@ if TYPE_CHECKING:
     from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
     from paimon_core.spec.system_fields import KIND_COLUMN
     from paimon_core.table import FileStoreTable, ReadBuilder, TableScan
+    from paimon_core.threads import limit_threads, pool_threads
     from paimon_core.types import (
         BINARY_ROOTS,
         INT_RANGES,
@@ -242,6 +244,9 @@ _LAZY: dict[str, str] = {
     "ExpireConfig": "paimon_core.expire_config",
     "ExpireResult": "paimon_core.expire_config",
     "FsckReport": "paimon_core.fsck",
+    "snapshot_listings": "paimon_core.manifest_io",
+    "limit_threads": "paimon_core.threads",
+    "pool_threads": "paimon_core.threads",
     "Identifier": "paimon_core.identifier",
     "InspectTable": "paimon_core.inspect",
     "sorted_runs": "paimon_core.inspect",
@@ -484,6 +489,7 @@ __all__ = [
     "join",
     "less_or_equal",
     "less_than",
+    "limit_threads",
     "list_buckets",
     "live_bucket_files",
     "live_files",
@@ -496,8 +502,10 @@ __all__ = [
     "parse_sql_type",
     "pick_buckets",
     "plan_compaction",
+    "pool_threads",
     "read_stream_plan",
     "remove_orphan_files",
+    "snapshot_listings",
     "sorted_runs",
     "split_system_table",
     "starts_with",

@@ -17,6 +17,16 @@ from paimon_core.spec.snapshot import Snapshot
 
 _T = TypeVar("_T")
 
+_listings = 0
+_listings_lock = threading.Lock()
+
+
+def snapshot_listings() -> int:
+    """How many times this process has listed a snapshot's data files
+    (:meth:`ManifestIO.data_manifests`: planning a scan or a compaction, a commit's conflict
+    check). A diagnostic: jobs report it, tests assert that a step lists only once."""
+    return _listings
+
 
 class ManifestCache:
     """Decoded manifest lists and manifests shared by every table of one catalog (Java's
@@ -119,8 +129,11 @@ class ManifestIO:
 
     def data_manifests(self, snapshot: Snapshot | None) -> list[ManifestFileMeta]:
         """The snapshot's data manifests: its base list, then its delta list."""
+        global _listings
         if snapshot is None:
             return []
+        with _listings_lock:
+            _listings += 1
         return self.manifest_list(
             snapshot.base_manifest_list, snapshot.base_manifest_list_size
         ) + self.manifest_list(snapshot.delta_manifest_list, snapshot.delta_manifest_list_size)

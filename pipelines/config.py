@@ -31,6 +31,7 @@ from paimon_core import (
     FileSystemCatalog,
     Identifier,
     TableSchema,
+    limit_threads,
 )
 
 _CATALOG = "_catalog"  # CatalogSettings' catalog, built once
@@ -43,6 +44,7 @@ __all__ = [
     "add_catalog_args",
     "add_spark_args",
     "configure_logging",
+    "limit_task_threads",
     "parse_pairs",
     "run_job_main",
 ]
@@ -195,6 +197,17 @@ class SparkSettings:
         conf.update(_pairs(getattr(args, "conf", None), "spark conf"))
         return cls(master=getattr(args, "master", None) or base.master,
                    app_name=base.app_name, conf=conf)
+
+
+def limit_task_threads() -> None:
+    """In a Spark task: paimon_core's pools and Arrow's to the task's cores
+    (``spark.task.cpus``, usually 1), as the other tasks of the executor use the other cores
+    (no pool of cores-many threads per task; :mod:`paimon_core.threads`). No-op elsewhere."""
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    if tc is not None:
+        limit_threads(tc.cpus())
 
 
 def configure_logging(level: int = logging.INFO) -> None:

@@ -99,7 +99,7 @@ from paimon_core import (
     read_stream_plan,
     split_system_table,
 )
-from pipelines.config import CatalogSettings, TableHandle, parse_pairs
+from pipelines.config import CatalogSettings, TableHandle, limit_task_threads, parse_pairs
 from pipelines.filters import to_predicate
 from pipelines.spark_types import arrow_for_spark, conform_to_spark, spark_schema
 from pipelines.writer import commit_messages, write_batches
@@ -330,6 +330,7 @@ class PaimonBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, SplitsPartition)
+        limit_task_threads()
         table = self.handle.open()
         read = TableRead(table.file_io, self.read_schema, table.schema_manager, self.columns,
                          self.predicate)

@@ -66,6 +66,7 @@ from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
 from paimon_core.spec.system_fields import KEY_PREFIX, SEQUENCE_NUMBER
+from paimon_core.threads import pool_threads
 
 __all__ = [
     "BucketCompactor",
@@ -361,13 +362,15 @@ class CompactExecutor(Protocol):
 
 @dataclass(frozen=True)
 class LocalExecutor:
-    """Compacts the buckets in this process, ``max_workers`` in parallel."""
+    """Compacts the buckets in this process, ``max_workers`` in parallel (default:
+    :func:`paimon_core.threads.pool_threads`)."""
 
-    max_workers: int = 2
+    max_workers: int | None = None
 
     def __call__(self, source: CompactSource, work: Sequence[BucketWork], *, full: bool,
                  abort: Callable[[Sequence[CommitMessage]], None]) -> list[CommitMessage]:
-        return _run_all(new_compactor(source), work, full, self.max_workers, abort)
+        return _run_all(new_compactor(source), work, full,
+                        self.max_workers or pool_threads(), abort)
 
 
 @dataclass
@@ -460,7 +463,7 @@ def compact_table(
     strategy: CompactStrategy = "full",
     commit_user: str | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-    max_workers: int = 2,
+    max_workers: int | None = None,
 ) -> int | None:
     """Compact the selected buckets of the latest snapshot into one COMPACT snapshot, in this
     process (:func:`compact_with_retries` with a :class:`LocalExecutor`).
@@ -475,7 +478,8 @@ def compact_table(
             :data:`paimon_core.compact.options.CompactStrategy`).
         commit_user: the commit user (default: a random one).
         max_attempts: plans tried when commits conflict.
-        max_workers: buckets compacted in parallel.
+        max_workers: buckets compacted in parallel (default:
+            :func:`paimon_core.threads.pool_threads`).
 
     Returns:
         The id of the COMPACT snapshot, or None when nothing needed compaction.

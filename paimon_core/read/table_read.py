@@ -44,6 +44,7 @@ from paimon_core.spec.option_enums import MergeEngine
 from paimon_core.spec.row_kind import retract_mask, to_short_strings
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.system_fields import KIND_COLUMN, SEQUENCE_NUMBER, VALUE_KIND
+from paimon_core.threads import pool_threads
 from paimon_core.types import AtomicType, DataType, TypeRoot, to_arrow_schema, to_arrow_type
 
 _CONSTANT_ROOTS = frozenset(
@@ -92,7 +93,7 @@ class TableRead:
         columns: Sequence[str] | None = None,
         predicate: Predicate | None = None,
         *,
-        max_workers: int = 4,
+        max_workers: int | None = None,
     ) -> None:
         self.file_io = file_io
         self.schema = schema
@@ -101,7 +102,7 @@ class TableRead:
         for c in self.columns:
             schema.field(c)  # typed error for unknown columns
         self.predicate = predicate
-        self.max_workers = max_workers
+        self.max_workers = max_workers or pool_threads()  # paimon_core.threads
         self.reader = DataFileReader(file_io, schema, schemas)
         self.schemas = schemas
         needed = list(self.columns)

@@ -51,7 +51,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
@@ -90,6 +89,7 @@ from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
 from paimon_core.spec.row_kind import RowKind, retract_mask
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
+from paimon_core.threads import pool_threads
 from paimon_core.types import DataType
 from paimon_core.write.buffer import (
     BucketState,
@@ -139,7 +139,8 @@ class TableWrite:
         commit_user: the committing pipeline's identity (kept for the committer).
         snapshot_manager: to find the latest snapshot (sequence number restore).
         planner: a planner of ``schema`` without predicate (lists live files).
-        max_workers: threads writing buckets in parallel (default: CPU count, at least 2).
+        max_workers: threads writing buckets in parallel (default:
+            :func:`paimon_core.threads.pool_threads`).
         overwrite: the rows are for an INSERT OVERWRITE: dynamic bucket tables then assign
             buckets from scratch, without loading the hash index (Java's
             ``SimpleHashBucketAssigner``; the overwrite drops the partitions' old index).
@@ -188,7 +189,7 @@ class TableWrite:
         self.is_pk = bool(schema.primary_keys)
         self.num_buckets = schema.num_buckets
         self._check_supported()
-        self.max_workers = max_workers or max(2, os.cpu_count() or 2)
+        self.max_workers = max_workers or pool_threads()
         self.part_keys = list(schema.partition_keys)
         self.part_types: list[DataType] = [schema.field(k).type for k in self.part_keys]
         self.part_index = [schema.field_names.index(k) for k in self.part_keys]
