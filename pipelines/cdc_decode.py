@@ -668,22 +668,25 @@ def decode_file(
     """:func:`decode_events` of the lines of a file's bytes (:func:`split_lines`), or of a
     line-aligned range of them whose first line is line ``first_line`` of the file
     (:mod:`pipelines.cdc_ranges`: the rows are those of the whole file's decode). The usual
-    file, every line a JSON object (first byte ``{``), UTF-8, no CR, is parsed as it is: no
-    line is copied (the lines are built only for a file that does not parse as a whole).
+    file, every line a JSON object (first byte ``{``), UTF-8, no line ending in CR, is parsed
+    as it is: no line is copied (the lines are built only for a file that does not parse as a
+    whole; a CR inside a line is JSON whitespace, or makes the line malformed, either way).
     ``threads``: JSON parsed by pyarrow's thread pool (only worth it on idle cores: in Spark
     tasks that fill every core it costs CPU and gains nothing)."""
     take: Callable[[np.ndarray], pa.Array] | None = None
     doc: bytes | pa.Buffer | None = None
     shared: SharedSchema | None = None
     count = 0
-    if data and b"\r" not in data and len(data) < 2**31 - 1:
+    if data and len(data) < 2**31 - 1:
         buf = np.frombuffer(data, np.uint8)
         nl = _newlines(buf)
         count = len(nl) + (0 if data.endswith(b"\n") else 1)
         starts = np.empty(count, np.int64)
         starts[0] = 0
         starts[1:] = nl[:count - 1] + 1
-        if bool(np.all(buf[starts] == ord("{"))):
+        # every line starts with "{" and none ends in CR (split_lines would drop that CR)
+        if (bool(np.all(buf[starts] == ord("{"))) and not data.endswith(b"\r")
+                and not bool(np.any(buf[nl[nl > 0] - 1] == 13))):
             # Debezium JSON with one schema in every line: read once (its text is valid UTF-8,
             # as the payloads then are: the file is, without scanning the schemas again)
             shared = strip_shared_schema(data, count, nl) if fmt is None else None
