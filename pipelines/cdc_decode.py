@@ -551,8 +551,8 @@ class _Lazy:
 
 
 def _take_lines(data: bytes, starts: np.ndarray, rows: np.ndarray) -> pa.Array:
-    """The lines ``rows`` of ``data`` (UTF-8, no CR, below 2 GB; its lines start at
-    ``starts``) as :func:`split_lines` gives them, copying only those lines."""
+    """The lines ``rows`` of ``data`` (UTF-8, no line ending in CR, below 2 GB; its lines
+    start at ``starts``) as :func:`split_lines` gives them, copying only those lines."""
     offsets = np.empty(len(starts) + 1, np.int32)
     offsets[:-1] = starts
     offsets[-1] = len(data)
