@@ -34,6 +34,7 @@ integers of more than 18 characters) and nested values shown as JSON text (the c
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -191,16 +192,20 @@ def _parse(lines: pa.Array | _Lazy, declared: pa.Schema, start: int,
     """Parse ``lines`` (``doc``: them joined and ``count`` their number, if at hand; lines
     built only when the document does not parse as a whole) into chunks ``(index of first
     line, table)``; indices of lines that are not JSON objects go to ``bad``. A document that
-    fails is split at the rows the reader names (``hinted``), else bisected."""
+    fails is split at the rows the reader names (``hinted``; without ``threads`` the document
+    is read as one block, so that its error already names the first failing row), else
+    bisected."""
     n = count if count is not None else len(_lines_of(lines))
+    one_block = hinted and not threads  # as fast as blocks of 8 MB on one thread
+    first: int | None = None
     try:
         t = _read(doc if doc is not None else _doc(_lines_of(lines)), declared,
-                  threads=threads)
+                  one_block=one_block, threads=threads)
         if t.num_rows == n:
             out.append((start, t))
             return
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        pass
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        first = _error_row(e) if one_block else None
     lines = _lines_of(lines)
     if len(lines) == 1:
         try:
@@ -213,7 +218,7 @@ def _parse(lines: pa.Array | _Lazy, declared: pa.Schema, start: int,
         bad.append(start)
         return
     if hinted:
-        _parse_hinted(lines, declared, start, out, bad)
+        _parse_hinted(lines, declared, start, out, bad, first)
         return
     mid = len(lines) // 2
     _parse(lines.slice(0, mid), declared, start, out, bad, hinted=False)
@@ -221,23 +226,28 @@ def _parse(lines: pa.Array | _Lazy, declared: pa.Schema, start: int,
 
 
 def _parse_hinted(lines: pa.Array, declared: pa.Schema, start: int,
-                  out: list[tuple[int, pa.Table]], bad: list[int]) -> None:
+                  out: list[tuple[int, pa.Table]], bad: list[int],
+                  first: int | None = None) -> None:
     """:func:`_parse` of lines that fail as one document: parsed as one block, the reader
     names the first failing row ``k``; lines ``[0, k)`` are one chunk, line ``k`` is parsed
     alone and the rest goes on the same way (every piece is checked by its row count, so a
     wrong row number costs a bisection, never a wrong row). Linear: each failing parse stops
-    at its error."""
+    at its error. ``first``: the first failing row, if a one-block read of all ``lines``
+    named it already."""
     pos, n = 0, len(lines)
     while pos < n:
         rest = lines.slice(pos)
-        try:
-            t = _read(_doc(rest), declared, one_block=True)
-            if t.num_rows == len(rest):
-                out.append((start + pos, t))
-                return
-            k = None
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-            k = _error_row(e)
+        k: int | None = None
+        if pos == 0 and first is not None:
+            k = first
+        else:
+            try:
+                t = _read(_doc(rest), declared, one_block=True)
+                if t.num_rows == len(rest):
+                    out.append((start + pos, t))
+                    return
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                k = _error_row(e)
         if k is None or not 0 <= k < len(rest):
             _parse(rest, declared, start + pos, out, bad, hinted=False)
             return
@@ -518,10 +528,13 @@ def _unknown_names(aft: Fields, bef: Fields, known: set[str], n: int) -> pa.Arra
 
 class _Lazy:
     """The lines of a file as a string array, built on first use (the usual file parses as one
-    document and never needs them)."""
+    document and never needs them); ``take``: a few of them without building the others (a
+    malformed line's text in a file of valid ones)."""
 
-    def __init__(self, make: Callable[[], pa.Array]) -> None:
+    def __init__(self, make: Callable[[], pa.Array],
+                 take: Callable[[np.ndarray], pa.Array] | None = None) -> None:
         self._make: Callable[[], pa.Array] | None = make
+        self._take = take
         self._arr: pa.Array | None = None
 
     def __call__(self) -> pa.Array:
@@ -529,6 +542,36 @@ class _Lazy:
             assert self._make is not None
             self._arr, self._make = self._make(), None
         return self._arr
+
+    def take(self, rows: np.ndarray) -> pa.Array:
+        """The lines of indices ``rows``, as ``self().take(rows)``."""
+        if self._arr is None and self._take is not None:
+            return self._take(rows)
+        return self().take(pa.array(rows, pa.int64()))
+
+
+def _take_lines(data: bytes, starts: np.ndarray, rows: np.ndarray) -> pa.Array:
+    """The lines ``rows`` of ``data`` (UTF-8, no line ending in CR, below 2 GB; its lines
+    start at ``starts``) as :func:`split_lines` gives them, copying only those lines."""
+    offsets = np.empty(len(starts) + 1, np.int32)
+    offsets[:-1] = starts
+    offsets[-1] = len(data)
+    with_newlines = pa.Array.from_buffers(pa.string(), len(starts), [
+        None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return pc.utf8_rtrim(with_newlines.take(pa.array(rows, pa.int64())), characters="\n")
+
+
+#: bytes scanned at a time for newlines (a cache-sized temporary instead of a file-sized one)
+_SCAN = 1 << 18
+
+
+def _newlines(buf: np.ndarray) -> np.ndarray:
+    """The offsets of the newlines in ``buf`` (bytes), as ``np.flatnonzero(buf == 10)``,
+    scanned :data:`_SCAN` bytes at a time."""
+    if len(buf) <= _SCAN:
+        return np.flatnonzero(buf == 10)
+    parts = [np.flatnonzero(buf[o:o + _SCAN] == 10) + o for o in range(0, len(buf), _SCAN)]
+    return np.concatenate(parts)
 
 
 def _lines_of(lines: pa.Array | _Lazy) -> pa.Array:
@@ -545,7 +588,7 @@ def split_lines(data: bytes) -> pa.Array:
     if n >= 2**31 - 1 or not _is_utf8(data):
         return pa.array(_split_lines_py(data), pa.string())
     buf = np.frombuffer(data, np.uint8)
-    nl = np.flatnonzero(buf == 10)
+    nl = _newlines(buf)
     # no line after a final newline (nor after a final newline + CR: an empty line)
     count = len(nl) + (0 if data.endswith((b"\n", b"\n\r")) or data == b"\r" else 1)
     if count == 0:
@@ -625,22 +668,25 @@ def decode_file(
     """:func:`decode_events` of the lines of a file's bytes (:func:`split_lines`), or of a
     line-aligned range of them whose first line is line ``first_line`` of the file
     (:mod:`pipelines.cdc_ranges`: the rows are those of the whole file's decode). The usual
-    file, every line a JSON object (first byte ``{``), UTF-8, no CR, is parsed as it is: no
-    line is copied (the lines are built only for a file that does not parse as a whole).
+    file, every line a JSON object (first byte ``{``), UTF-8, no line ending in CR, is parsed
+    as it is: no line is copied (the lines are built only for a file that does not parse as a
+    whole; a CR inside a line is JSON whitespace, or makes the line malformed, either way).
     ``threads``: JSON parsed by pyarrow's thread pool (only worth it on idle cores: in Spark
     tasks that fill every core it costs CPU and gains nothing)."""
-    lazy = _Lazy(lambda: split_lines(data))
+    take: Callable[[np.ndarray], pa.Array] | None = None
     doc: bytes | pa.Buffer | None = None
     shared: SharedSchema | None = None
     count = 0
-    if data and b"\r" not in data and len(data) < 2**31 - 1:
+    if data and len(data) < 2**31 - 1:
         buf = np.frombuffer(data, np.uint8)
-        nl = np.flatnonzero(buf == 10)
+        nl = _newlines(buf)
         count = len(nl) + (0 if data.endswith(b"\n") else 1)
         starts = np.empty(count, np.int64)
         starts[0] = 0
         starts[1:] = nl[:count - 1] + 1
-        if bool(np.all(buf[starts] == ord("{"))):
+        # every line starts with "{" and none ends in CR (split_lines would drop that CR)
+        if (bool(np.all(buf[starts] == ord("{"))) and not data.endswith(b"\r")
+                and not bool(np.any(buf[nl[nl > 0] - 1] == 13))):
             # Debezium JSON with one schema in every line: read once (its text is valid UTF-8,
             # as the payloads then are: the file is, without scanning the schemas again)
             shared = strip_shared_schema(data, count, nl) if fmt is None else None
@@ -648,6 +694,8 @@ def decode_file(
                 shared = None
             if shared is not None or _is_utf8(data):
                 doc = data
+                take = functools.partial(_take_lines, data, starts)
+    lazy = _Lazy(lambda: split_lines(data), take)
     if shared is not None:  # the payloads' lines, for a document that does not parse whole
         payload_doc = shared.doc
         parse_lines: _Lazy | None = _Lazy(lambda: split_lines(payload_doc.to_pybytes()))
@@ -786,7 +834,7 @@ def _decode(lazy: _Lazy, doc: bytes | pa.Buffer | None, count: int, schema: Tabl
     special = [(int(events[j]), "malformed JSON") for j in bad] + [(int(j), TOMBSTONE)
                                                                   for j in tomb]
     if special:
-        text = lazy().take(pa.array([j for j, _ in special], pa.int64()))
+        text = lazy.take(np.array([j for j, _ in special], np.int64))
         is_tomb = pa.array([r == TOMBSTONE for _, r in special])
         parts.append(outcome_rows(target, [r for _, r in special],
                                   pc.if_else(is_tomb, pa.scalar(None, pa.string()), text),
@@ -837,7 +885,7 @@ def _envelope_tombstones(t: pa.Table, rows: np.ndarray, lines: _Lazy,
     if not pc.any(cand).as_py():
         return err
     at = np.flatnonzero(np.asarray(cand.to_numpy(zero_copy_only=False), bool))
-    text = pc.utf8_trim_whitespace(lines().take(pa.array(rows[at])))
+    text = pc.utf8_trim_whitespace(lines.take(rows[at]))
     hit = np.asarray(pc.match_substring_regex(text, TOMBSTONE_ENVELOPE)
                      .to_numpy(zero_copy_only=False), bool)
     if not hit.any():
@@ -887,9 +935,10 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
     cols["_unknown"] = unknown
     keep_text = pc.and_(pc.or_(pc.invert(valid), pc.is_valid(unknown)),
                         pc.not_equal(pc.fill_null(err, ""), TOMBSTONE))
-    if pc.any(keep_text).as_py():
-        raw = lines().take(pa.array(rows))
-        cols["_value"] = pc.if_else(keep_text, raw, pa.scalar(None, pa.string()))
+    if pc.any(keep_text).as_py():  # the text of those rows only
+        keep = np.asarray(keep_text.to_numpy(zero_copy_only=False), bool)
+        raw = lines.take(rows[keep])
+        cols["_value"] = raw.take(pa.array(np.cumsum(keep) - 1, mask=~keep))
     else:
         cols["_value"] = pa.nulls(n, pa.string())
     for c in [*schema.field_names, KIND_COLUMN]:  # a rejected event carries no values

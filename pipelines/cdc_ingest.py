@@ -24,17 +24,17 @@ of the whole landing directory, applies every event exactly once). Per batch, on
 
 1. the files are decoded in line-aligned byte ranges of at most ``--max-partition-bytes``
    (default Spark's ``spark.sql.files.maxPartitionBytes``, 128 MB; :mod:`pipelines.cdc_ranges`:
-   a line belongs to the range it starts in, and the driver counts the newlines before each
-   range once, so positions and quarantine lines are the lines of the whole file; Avro files
-   are not split), each read with one ranged read and decoded apart, so a task holds one range,
-   never a whole file (:mod:`pipelines.cdc_decode`: pyarrow's JSON
-   reader, the event envelope, row kinds, exact typing, rejection reasons; the semantics of the
-   Spark SQL reference :mod:`pipelines.cdc_events`; ``spark.default.parallelism`` tasks at
-   most, each a contiguous run of ranges) and every row gets its bucket from paimon_core
-   (rejected events ride along with NULL keys); the rows of each bucket leave the task as
-   Arrow IPC blobs, one ``binary`` cell per (range, bucket), so that they cross the JVM and
-   the shuffle as a few large values instead of row by row; ``repartitionById`` sends each
-   bucket to one task;
+   a line belongs to the range it starts in; the driver reads only a few KB at each boundary; a
+   row's position within its file orders it exactly as its line number, which is computed only
+   for the quarantined rows; Avro files are not split), each read with one ranged read and
+   decoded apart, so a task holds one range, never a whole file (:mod:`pipelines.cdc_decode`:
+   pyarrow's JSON reader, the event envelope, row kinds, exact typing, rejection reasons; the
+   semantics of the Spark SQL reference :mod:`pipelines.cdc_events`;
+   ``spark.default.parallelism`` tasks at most, each a contiguous run of ranges) and every row
+   gets its bucket from paimon_core (rejected events ride along with NULL keys); the rows of
+   each bucket leave the task as Arrow IPC blobs, one ``binary`` cell per (range, bucket), so
+   that they cross the JVM and the shuffle as a few large values instead of row by row;
+   ``repartitionById`` sends each bucket to one task;
 2. each task counts its events per outcome, notes image keys the table lacks, writes its
    malformed events to ``<quarantine>/batch-<n>/part-<task>.jsonl`` (event, file, line,
    reason; for ``bad value for <col>`` the refused value's text in ``value``), keeps the
@@ -122,7 +122,13 @@ from pipelines.cdc_events import (
     position_columns,
 )
 from pipelines.cdc_formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence, sample_values
-from pipelines.cdc_ranges import DEFAULT_MAX_BYTES, LineRange, parse_size, plan_ranges
+from pipelines.cdc_ranges import (
+    DEFAULT_MAX_BYTES,
+    LineNumbers,
+    LineRange,
+    parse_size,
+    plan_ranges,
+)
 from pipelines.cdc_routing import routing
 from pipelines.cdc_toast import fill_unavailable
 from pipelines.cdc_values import bad_value
@@ -355,7 +361,8 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
     decoded in line-aligned byte ranges (``ranges``, default :func:`plan_file_ranges`), each
     read with one ranged read through ``file_io`` (local or object storage) and decoded apart,
     so a task holds one range at a time; a task decodes a contiguous run of ranges. The rows'
-    positions are the line numbers in the whole file."""
+    ``_pos_line`` are line positions (:mod:`pipelines.cdc_ranges`: the line numbers in a
+    file's first range; :class:`~pipelines.cdc_ranges.LineNumbers` gives any line number)."""
     import numpy as np
 
     schema = handle.schema
@@ -374,7 +381,7 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                 r = units[u]
                 data = (file_io.read_range(r.path, r.start, r.length)
                         if splittable else file_io.read_bytes(r.path))
-                extra = {"first_line": r.first_line} if splittable else {}
+                extra = {"first_line": r.first_position} if splittable else {}
                 out = decode_fn(data, schema, file_index=r.file_index,
                                 position_fields=opts.position_fields,
                                 epoch_unit=opts.epoch_unit, sequence_column=seq,
@@ -452,14 +459,15 @@ class _Pass:
 def _write_pass(
     handle: TableHandle, user: str, blobs: DataFrame, opts: CdcOptions, file_io: FileIO,
     quarantine: str | None, batch: int, files: Sequence[str], start_snapshot: int | None,
-    truncates: Sequence[Sequence[object]] | None = None,
+    ranges: Sequence[LineRange], truncates: Sequence[Sequence[object]] | None = None,
 ) -> _Pass:
     """The write half of the batch's Spark job: the decoded rows (:func:`decoded_blobs`;
     rejected events ride along with NULL keys) go to their bucket's task
     (``repartitionById``); each task counts its
     events per outcome, collects sample lines of events whose images carry columns the table
     lacks, writes its rejected events to ``quarantine/part-<task>.jsonl`` (deterministic
-    names: a retried task or a re-run of the batch overwrites instead of duplicating), keeps
+    names: a retried task or a re-run of the batch overwrites instead of duplicating; their
+    line numbers from the rows' line positions and the batch's ``ranges``), keeps
     the last change of every key by source position and writes the valid rows. Returns the
     messages to commit (or abort).
 
@@ -535,12 +543,14 @@ def _write_pass(
                 for r in b.filter(bad).select([pos[-2], pos[-1], ERROR_COLUMN, "_value"]) \
                         .to_pylist():
                     rejected.append(json.dumps(
-                        {"batch": batch, "file": files[r[pos[-2]]], "line": r[pos[-1]],
+                        {"batch": batch, "file": files[r[pos[-2]]],
+                         "line": line_of(r[pos[-2]], r[pos[-1]]),
                          "reason": r[ERROR_COLUMN],
                          "value": bad_value(r["_value"], r[ERROR_COLUMN]),
                          "event": r["_value"]}, ensure_ascii=False))
                 yield b.filter(pc.is_null(err))
 
+        line_of = LineNumbers(file_io, ranges)
         tc = TaskContext.get()
         channel = route.channel(tc.partitionId() if tc is not None else 0)
 
@@ -552,7 +562,8 @@ def _write_pass(
                     and FORMATS[opts.format].placeholder):
                 data, refused = fill_unavailable(data, handle.schema, pos, previous)
                 if refused:
-                    data = _refuse(data, refused, counts, rejected, batch, files, pos)
+                    data = _refuse(data, refused, counts, rejected, batch, files, pos,
+                                   line_of)
             last = (_key_only_deletes(
                 _last_changes(data, handle.schema.primary_keys, pos),
                 handle.schema.fields, handle.schema.primary_keys).combine_chunks().to_batches()
@@ -676,10 +687,10 @@ def _commit_steps(handle: TableHandle, user: str, steps: Sequence[CommitStep], b
 
 def _refuse(data: pa.Table, refused: Mapping[int, str], counts: dict[str, int],
             rejected: list[str], batch: int, files: Sequence[str],
-            pos: Sequence[str]) -> pa.Table:
+            pos: Sequence[str], line_of: Callable[[int, int], int]) -> pa.Table:
     """``data`` without the rows ``refused`` (index -> reason): each is counted under its
-    reason instead of as valid, and quarantined by its file and line (the event's text is not
-    kept for valid rows)."""
+    reason instead of as valid, and quarantined by its file and line (``line_of(file, line
+    position)``; the event's text is not kept for valid rows)."""
     import numpy as np
 
     keep = np.ones(data.num_rows, bool)
@@ -690,7 +701,8 @@ def _refuse(data: pa.Table, refused: Mapping[int, str], counts: dict[str, int],
             counts[""] = counts.get("", 0) - 1
             counts[reason] = counts.get(reason, 0) + 1
         rejected.append(json.dumps({"batch": batch, "file": files[r[pos[-2]]],
-                                    "line": r[pos[-1]], "reason": reason, "event": None}))
+                                    "line": line_of(r[pos[-2]], r[pos[-1]]), "reason": reason,
+                                    "event": None}))
     return data.filter(pa.array(keep))
 
 
@@ -855,7 +867,7 @@ def ingest_batch(
         if base is not None and fio.exists(base):
             fio.delete_dir(base)  # a re-run of a batch that was not committed
         return _write_pass(h, user, decoded_blobs(spark, fio, files, h, opts, ranges), opts,
-                           fio, base, batch, files, start_snapshot, truncates)
+                           fio, base, batch, files, start_snapshot, ranges, truncates)
 
     def abort(messages: Sequence[CommitMessage]) -> None:
         if messages:

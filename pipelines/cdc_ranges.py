@@ -9,49 +9,64 @@ The rule is Hadoop's ``LineRecordReader``'s: the nominal range ``k`` is the byte
 ``[k * max_bytes, (k + 1) * max_bytes)``, and a line belongs to the range in which it starts
 (its first byte), so the line crossing a nominal boundary is read whole by the range before it;
 a range in which no line starts (a line longer than ``max_bytes``) is dropped. Here the
-boundaries are made line-aligned when planning: :func:`split_points` scans each file once (16
-MB at a time into one buffer, newlines counted with numpy; about 0.3 s per GB from the page
-cache) for the first line start at or after each nominal boundary and counts the newlines
-before it, so every range knows the 1-based number of its first line in the file, and the
-decoded rows keep ``(file, line)`` positions and quarantine line numbers exactly as an
-unsplit decode gives them. A file no larger than ``max_bytes`` is one range and is not read
-while planning. Avro container files are not split (one range per file).
+boundaries are made line-aligned when planning: :func:`split_points` reads a few KB at each
+nominal boundary (more only while a line goes on) for the first line start at or after it;
+the file is never read whole on the driver.
+
+Positions: a range does not know how many lines come before it, so the rows of the ``k``-th
+range of a file (``LineRange.ordinal``, from 0) carry the *line position*
+``k << LINE_BITS | j`` for their 1-based line ``j`` within the range
+(:attr:`LineRange.first_position` is the decoder's ``first_line``). Positions order the
+lines of a file exactly as their line numbers do (the tie-breaker between changes of equal
+source position), and in the first range (every file no larger than ``max_bytes``, every
+Avro file) they *are* the line numbers. The 1-based line number in the file is computed only
+where it is reported, for the few quarantined rows (:class:`LineNumbers`: the newlines before
+the range are counted once per range).
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO
-
-import numpy as np
 
 from paimon_core import FileIO
 
-__all__ = ["DEFAULT_MAX_BYTES", "LineRange", "parse_size", "plan_ranges", "split_points"]
+__all__ = ["DEFAULT_MAX_BYTES", "LINE_BITS", "LineNumbers", "LineRange", "parse_size",
+           "plan_ranges", "split_points"]
 
 #: Spark's ``spark.sql.files.maxPartitionBytes`` default
 DEFAULT_MAX_BYTES = 128 << 20
-#: bytes read at a time while planning
-_SCAN_BYTES = 16 << 20
+#: bytes read at a time while planning (at each nominal boundary) and while counting newlines
+_SCAN_BYTES = 64 << 10
+_COUNT_BYTES = 16 << 20
+#: low bits of a line position that hold the line within its range (see the module docs): a
+#: range holds fewer lines than bytes, and ranges are far below 2**40 bytes
+LINE_BITS = 40
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class LineRange:
-    """Bytes ``[start, end)`` of the batch's file ``file_index`` (``path``): whole lines, the
-    first of them line ``first_line`` (1-based) of the file."""
+    """Bytes ``[start, end)`` of the batch's file ``file_index`` (``path``): whole lines; the
+    file's ``ordinal``-th range (from 0)."""
 
     file_index: int
     path: str
     start: int
     end: int
-    first_line: int
+    ordinal: int
 
     @property
     def length(self) -> int:
         return self.end - self.start
+
+    @property
+    def first_position(self) -> int:
+        """The line position of the range's first line (see the module docs): its line
+        number in the first range."""
+        return self.ordinal << LINE_BITS | 1
 
 
 def parse_size(text: str) -> int:
@@ -70,47 +85,39 @@ def parse_size(text: str) -> int:
     return n
 
 
-def split_points(stream: IO[bytes], size: int, max_bytes: int, *,
-                 scan_bytes: int = _SCAN_BYTES) -> list[tuple[int, int]]:
-    """``(start, lines before it)`` of every range of a ``size``-byte file read from
-    ``stream`` (see the module docs), the first ``(0, 0)``: each start is the first line start
-    (offset 0 or a byte after ``\\n``) at or after a nominal boundary ``k * max_bytes``, and
-    below ``size``. Reads the file once, ``scan_bytes`` at a time.
+def split_points(read: Callable[[int, int], bytes], size: int, max_bytes: int, *,
+                 scan_bytes: int = _SCAN_BYTES) -> list[int]:
+    """The start of every range of a ``size``-byte file (see the module docs), the first 0:
+    each start is the first line start (offset 0 or a byte after ``\\n``) at or after a
+    nominal boundary ``k * max_bytes``, and below ``size``. ``read(offset, n)`` returns the
+    file's bytes ``[offset, offset + n)`` (fewer at its end); it is called from each nominal
+    boundary on, ``scan_bytes`` at a time, until a newline is found.
 
     Raises:
         ValueError: ``max_bytes`` is not positive.
     """
     if max_bytes <= 0:
         raise ValueError(f"max_bytes must be positive, not {max_bytes}")
-    points = [(0, 0)]
-    if size <= max_bytes:
-        return points
+    points = [0]
     target = max_bytes - 1  # a line starts at b when byte b - 1 is a newline
-    buf = bytearray(min(scan_bytes, size))
-    view = np.frombuffer(buf, np.uint8)
-    off = 0
-    lines = 0  # newlines before ``off + counted``
     while target < size - 1:
-        got = stream.readinto(buf)  # type: ignore[attr-defined]
-        if not got:
+        off = target
+        while off < size:
+            chunk = read(off, scan_bytes)
+            if not chunk:
+                return points
+            i = chunk.find(b"\n")
+            if i >= 0:
+                break
+            off += len(chunk)
+        else:
+            return points
+        start = off + i + 1
+        if start >= size:
             break
-        counted = 0
-        while True:
-            i = buf.find(b"\n", max(target - off, 0), got)
-            if i < 0:
-                break
-            lines += int(np.count_nonzero(view[counted:i + 1] == 10))
-            counted = i + 1
-            start = off + i + 1
-            if start >= size:
-                break
-            points.append((start, lines))
-            # the next nominal boundary after this start (a long line spans several)
-            target = (start // max_bytes + 1) * max_bytes - 1
-            if target >= size - 1:
-                break
-        lines += int(np.count_nonzero(view[counted:got] == 10))
-        off += got
+        points.append(start)
+        # the next nominal boundary after this start (a long line spans several)
+        target = (start // max_bytes + 1) * max_bytes - 1
     return points
 
 
@@ -129,10 +136,46 @@ def plan_ranges(file_io: FileIO, paths: Sequence[str], max_bytes: int, *,
     for i, path in enumerate(paths):
         size = file_io.size(path)
         if not splittable or size <= max_bytes:
-            out.append(LineRange(i, path, 0, size, 1))
+            out.append(LineRange(i, path, 0, size, 0))
             continue
-        with file_io.open_input(path) as f:
-            points = split_points(f, size, max_bytes)
-        ends = [s for s, _ in points[1:]] + [size]
-        out.extend(LineRange(i, path, s, e, n + 1) for (s, n), e in zip(points, ends))
+        points = split_points(functools.partial(file_io.read_range, path), size, max_bytes)
+        ends = [*points[1:], size]
+        out.extend(LineRange(i, path, s, e, k) for k, (s, e) in enumerate(zip(points, ends)))
     return out
+
+
+class LineNumbers:
+    """The 1-based line number in its file of a line position (see the module docs), for the
+    ranges ``ranges`` of a batch: a position in a file's first range is its line number; in a
+    later range, the newlines before the range are counted (read through ``file_io``,
+    :data:`_COUNT_BYTES` at a time) the first time one of its positions is asked for. Only
+    reported lines (quarantined rows) are ever asked for."""
+
+    def __init__(self, file_io: FileIO, ranges: Sequence[LineRange]) -> None:
+        self._io = file_io
+        self._ranges = {(r.file_index, r.ordinal): r for r in ranges}
+        self._before: dict[tuple[int, int], int] = {}  # (file, ordinal) -> newlines before
+
+    def __call__(self, file_index: int, position: int) -> int:
+        """The line number of ``position`` in the batch's file ``file_index``.
+
+        Raises:
+            KeyError: the file has no such range.
+            FileNotFoundInTableError, StorageError: the file cannot be read.
+        """
+        ordinal, line = position >> LINE_BITS, position & ((1 << LINE_BITS) - 1)
+        if ordinal == 0:
+            return line
+        key = (file_index, ordinal)
+        if key not in self._before:
+            r = self._ranges[key]
+            self._before[key] = self._newlines(r.path, r.start)
+        return self._before[key] + line
+
+    def _newlines(self, path: str, end: int) -> int:
+        """The newlines in the bytes ``[0, end)`` of ``path``."""
+        count = 0
+        for off in range(0, end, _COUNT_BYTES):
+            chunk = self._io.read_range(path, off, min(_COUNT_BYTES, end - off))
+            count += chunk.count(b"\n")
+        return count

@@ -1,7 +1,8 @@
 """The CDC job's line-aligned byte ranges (:mod:`pipelines.cdc_ranges`): planning against a
 brute-force reference (Hadoop's rule: a line belongs to the range it starts in), ranged reads
 through FileIO (local, memory, S3), and a file decoded in many small ranges giving exactly the
-rows of its unsplit decode, positions and quarantine line numbers included: lines crossing
+rows of its unsplit decode, positions and quarantine line numbers included (line positions of
+later ranges turned into line numbers by counting the newlines before them): lines crossing
 boundaries, CRLF, blank lines, tombstones and malformed lines at boundaries, ranges smaller
 than a line; the corpus of published examples split the same way; the job itself with small
 ranges (local, S3, CLI; Java 0.9 reads the table)."""
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import io
 import itertools
 import json
 import random
@@ -29,7 +29,14 @@ from paimon_core.spec.schema import TableSchema
 from pipelines.cdc_decode import decode_file
 from pipelines.cdc_formats import FORMATS
 from pipelines.cdc_ingest import CdcOptions, ingest, main
-from pipelines.cdc_ranges import LineRange, parse_size, plan_ranges, split_points
+from pipelines.cdc_ranges import (
+    LINE_BITS,
+    LineNumbers,
+    LineRange,
+    parse_size,
+    plan_ranges,
+    split_points,
+)
 from pipelines.config import CatalogSettings
 from tests.pipelines.cdcgen import (
     ENVELOPE_SCHEMA,
@@ -60,14 +67,23 @@ def test_parse_size_refuses(text: str) -> None:
         parse_size(text)
 
 
-def _reference_points(data: bytes, m: int) -> list[tuple[int, int]]:
+def _reference_points(data: bytes, m: int) -> list[int]:
     """Hadoop's rule spelled out: every line start, grouped by the nominal range it falls in;
-    the first start of each non-empty group, with the newlines before it."""
+    the first start of each non-empty group."""
     starts = [0] + [i + 1 for i, b in enumerate(data) if b == 10 and i + 1 < len(data)]
     firsts: dict[int, int] = {}
     for s in starts:
         firsts.setdefault(s // m, s)
-    return [(s, data[:s].count(b"\n")) for s in sorted(firsts.values())]
+    return sorted(firsts.values())
+
+
+def _reader(data: bytes, calls: list[tuple[int, int]] | None = None) -> Any:
+    """``read(offset, n)`` of ``data`` (noting each call in ``calls``)."""
+    def read(offset: int, n: int) -> bytes:
+        if calls is not None:
+            calls.append((offset, n))
+        return data[offset:offset + n]
+    return read
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -77,17 +93,28 @@ def test_split_points_follow_hadoops_rule(seed: int) -> None:
     data = b"".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 300)))
     for m in (1, 2, 3, 7, 16, 50, 101, 1000):
         for scan in (1, 5, 64, 1 << 20):
-            got = split_points(io.BytesIO(data), len(data), m, scan_bytes=scan)
-            assert got == (_reference_points(data, m) if data else [(0, 0)]), (m, scan)
+            got = split_points(_reader(data), len(data), m, scan_bytes=scan)
+            assert got == (_reference_points(data, m) if data else [0]), (m, scan)
+
+
+def test_split_points_read_only_near_the_boundaries() -> None:
+    """Planning reads a few KB at each nominal boundary, never the file."""
+    data = b"".join(b"{\"a\": %d}\n" % i for i in range(200_000))  # 2.5 MB
+    calls: list[tuple[int, int]] = []
+    got = split_points(_reader(data, calls), len(data), 1 << 18, scan_bytes=4096)
+    assert got == _reference_points(data, 1 << 18)
+    assert len(calls) == len(got) - 1 and sum(n for _, n in calls) <= 4096 * len(calls)
+    assert [o for o, _ in calls] == [k * (1 << 18) - 1 for k in range(1, len(got))]
 
 
 def test_split_points_line_longer_than_the_range() -> None:
     data = b"x" * 25 + b"\n" + b"y\n" + b"z" * 30 + b"\n"
     # nominal ranges of 10 bytes: lines start at 0, 26, 28; ranges 1, 3, 4, 5 hold no start
-    assert split_points(io.BytesIO(data), len(data), 10) == [(0, 0), (26, 1)]
-    assert split_points(io.BytesIO(data), len(data), 27) == [(0, 0), (28, 2)]
+    assert split_points(_reader(data), len(data), 10) == [0, 26]
+    assert split_points(_reader(data), len(data), 27) == [0, 28]
+    assert split_points(_reader(data), len(data), 10, scan_bytes=1) == [0, 26]
     with pytest.raises(ValueError, match="positive"):
-        split_points(io.BytesIO(data), len(data), 0)
+        split_points(_reader(data), len(data), 0)
 
 
 def test_plan_ranges_and_ranged_reads(tmp_path: Path) -> None:
@@ -99,18 +126,27 @@ def test_plan_ranges_and_ranged_reads(tmp_path: Path) -> None:
         fio.write_bytes(paths[0], b"{}\n")
         fio.write_bytes(paths[1], data)
         ranges = plan_ranges(fio, paths, 64)
-        assert ranges[0] == LineRange(0, paths[0], 0, 3, 1)
+        assert ranges[0] == LineRange(0, paths[0], 0, 3, 0)
         big = ranges[1:]
+        assert [r.ordinal for r in big] == list(range(len(big)))
         assert big[0].start == 0 and big[-1].end == len(data)
         assert all(a.end == b.start for a, b in itertools.pairwise(big))
         got = [fio.read_range(r.path, r.start, r.length) for r in big]
         assert b"".join(got) == data
-        for r, chunk in zip(big, got):  # whole lines, numbered as in the file
-            assert chunk.endswith(b"\n") and chunk.startswith(lines[r.first_line - 1])
+        numbers = LineNumbers(fio, ranges)
+        for r, chunk in zip(big, got):  # whole lines; positions numbered as in the file
+            first = numbers(r.file_index, r.first_position)
+            assert first == data[:r.start].count(b"\n") + 1
+            assert chunk.endswith(b"\n") and chunk.startswith(lines[first - 1])
+            assert r.first_position == (r.ordinal << LINE_BITS) + 1
+            n = chunk.count(b"\n")  # the range's last line
+            assert numbers(r.file_index, r.first_position + n - 1) == first + n - 1
+            assert chunk.endswith(lines[first + n - 2] + b"\n")
+        assert numbers(0, 1) == 1
         assert fio.read_range(paths[1], len(data) - 3, 100) == b"9}\n"
         assert fio.read_range(paths[1], 5, 0) == b""
         assert plan_ranges(fio, paths, 64, splittable=False) == [
-            LineRange(0, paths[0], 0, 3, 1), LineRange(1, paths[1], 0, len(data), 1)]
+            LineRange(0, paths[0], 0, 3, 0), LineRange(1, paths[1], 0, len(data), 0)]
     with pytest.raises(ValueError, match="range"):
         FileIO(str(tmp_path)).read_range(paths[1], -1, 3)
     assert not FORMATS["debezium-avro"].splittable  # container files are read whole
@@ -126,7 +162,9 @@ def test_ranged_read_from_s3(s3_root: tuple[str, dict[str, str]]) -> None:
     ranges = plan_ranges(fio, [f"{root}/f.jsonl"], 1000)
     assert len(ranges) == 9  # 8,890 bytes
     assert b"".join(fio.read_range(r.path, r.start, r.length) for r in ranges) == data
-    assert [r.first_line for r in ranges] == [data[:r.start].count(b"\n") + 1 for r in ranges]
+    numbers = LineNumbers(fio, ranges)
+    assert [numbers(0, r.first_position) for r in ranges] == [
+        data[:r.start].count(b"\n") + 1 for r in ranges]
 
 
 # ---------------------------------------------------------------------------- decoding
@@ -138,9 +176,10 @@ def _schema() -> TableSchema:
 
 def _split_decode(data: bytes, m: int, decode: Any = decode_file, **kw: Any) -> pa.Table:
     """The rows of ``data`` decoded range by range (as the job's tasks do)."""
-    points = split_points(io.BytesIO(data), len(data), m)
-    ends = [s for s, _ in points[1:]] + [len(data)]
-    parts = [decode(data[s:e], first_line=n + 1, **kw) for (s, n), e in zip(points, ends)]
+    points = split_points(_reader(data), len(data), m)
+    ends = [*points[1:], len(data)]
+    parts = [decode(data[s:e], first_line=data[:s].count(b"\n") + 1, **kw)
+             for s, e in zip(points, ends)]
     return pa.concat_tables(parts)
 
 
