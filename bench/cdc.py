@@ -60,6 +60,7 @@ RESULTS = BENCH / "results"
 sys.path.insert(0, str(REPO))
 
 import pyarrow as pa  # noqa: E402
+from proctree import PAGE, TICK, proc_stat, tree  # noqa: E402
 
 from paimon_core import FileSystemCatalog, Schema  # noqa: E402
 from tests.pipelines.cdcgen import SCHEMA, generate, write_landing  # noqa: E402
@@ -98,44 +99,14 @@ def _landing(events: int, encoding: str) -> tuple[Path, dict[str, Any]]:
 
 # ---------------------------------------------------------------------------- the process tree
 
-_TICK = os.sysconf("SC_CLK_TCK")
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _stat(pid: int) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state first)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    return raw[raw.rfind(")") + 2:].split()
-
-
-def _tree(root: int) -> list[int]:
-    """``root`` and every descendant (by the parent ids of all processes)."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = _stat(int(name))
-            if st is not None:
-                children.setdefault(int(st[1]), []).append(int(name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
 def tree_cpu(root: int) -> dict[tuple[int, int], int]:
     """CPU clock ticks of every process of ``root``'s tree, by (pid, start time): user +
     system time and that of its reaped children. Spark's Python daemon ignores SIGCHLD, so
     its workers' time never reaches it when they exit: :func:`measure` samples the tree and
     keeps each process's last value."""
     out = {}
-    for pid in _tree(root):
-        st = _stat(pid)
+    for pid in tree(root):
+        st = proc_stat(pid)
         if st is not None:
             out[(pid, int(st[19]))] = sum(int(x) for x in st[11:15])  # utime .. cstime
     return out
@@ -143,10 +114,10 @@ def tree_cpu(root: int) -> dict[tuple[int, int], int]:
 
 def tree_rss(root: int) -> int:
     total = 0
-    for pid in _tree(root):
+    for pid in tree(root):
         try:
             with open(f"/proc/{pid}/statm") as fh:
-                total += int(fh.read().split()[1]) * _PAGE
+                total += int(fh.read().split()[1]) * PAGE
         except (OSError, IndexError, ValueError):
             pass
     return total
@@ -188,7 +159,7 @@ def measure(fn: Callable[..., object], *args: Any) -> Run:
     wall = time.perf_counter() - t0
     last.update(tree_cpu(me))
     cpu = sum(last.values()) - sum(start.values())
-    return Run(round(wall, 3), round(cpu / _TICK, 2), round(peak[0] / 2**20, 1),
+    return Run(round(wall, 3), round(cpu / TICK, 2), round(peak[0] / 2**20, 1),
                round(os.getloadavg()[0], 2))
 
 

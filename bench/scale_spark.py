@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from proctree import PAGE, TICK, proc_stat, tree
 from scale import (
     CHILD_TIMEOUT_S,
     REPO,
@@ -29,36 +30,7 @@ SPARK_ROWS, SPARK_BUCKETS = 4_000_000, 8
 SPARK_RATIO_LIMIT = 2.0
 
 
-# ----------------------------------------------------------------------- process trees
-_TICK = os.sysconf("SC_CLK_TCK")
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _stat(pid: int) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    return raw[raw.rfind(")") + 2:].split()
-
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = _stat(int(name))
-            if st is not None:
-                children.setdefault(int(st[1]), []).append(int(name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def measure_tree(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+def measuretree(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``cmd`` and measure its process tree: CPU = own user + sys of every process of the
     tree (the last sample of each, every 0.1 s; a process loses at most its last 0.1 s),
     peak RSS = the largest sum of the tree's RSS over the samples; wall time; stdout."""
@@ -71,12 +43,12 @@ def measure_tree(cmd: list[str], env: dict[str, str] | None = None) -> dict[str,
     def sample() -> None:
         while True:
             rss = 0
-            for pid in _tree(proc.pid):
-                st = _stat(pid)
+            for pid in tree(proc.pid):
+                st = proc_stat(pid)
                 if st is None:
                     continue
                 last[(pid, int(st[19]))] = int(st[11]) + int(st[12])  # utime + stime
-                rss += int(st[21]) * _PAGE
+                rss += int(st[21]) * PAGE
             peak[0] = max(peak[0], rss)
             if stop.wait(0.1):
                 return
@@ -90,7 +62,7 @@ def measure_tree(cmd: list[str], env: dict[str, str] | None = None) -> dict[str,
     sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[:4]} failed (exit {proc.returncode}):\n{err[-3000:]}")
-    return {"wall_s": wall, "cpu_s": sum(last.values()) / _TICK,
+    return {"wall_s": wall, "cpu_s": sum(last.values()) / TICK,
             "peak_rss_mb": peak[0] / 2**20, "stdout": out[-2000:],
             "load1": round(os.getloadavg()[0], 2)}
 
@@ -130,7 +102,7 @@ def spark_vs_inprocess(cache: Path, gen_path: Path, rounds: int, fresh: bool
                 else:
                     cmd = [py, "-c", SESSION_ONLY]
                 try:
-                    r = measure_tree(cmd, env)
+                    r = measuretree(cmd, env)
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     failures.append(f"spark ratio round {rnd + 1} {what}: {e}"[:500])
                     continue
