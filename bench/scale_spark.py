@@ -30,7 +30,7 @@ SPARK_ROWS, SPARK_BUCKETS = 4_000_000, 8
 SPARK_RATIO_LIMIT = 2.0
 
 
-def measuretree(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+def measure_tree(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``cmd`` and measure its process tree: CPU = own user + sys of every process of the
     tree (the last sample of each, every 0.1 s; a process loses at most its last 0.1 s),
     peak RSS = the largest sum of the tree's RSS over the samples; wall time; stdout."""
@@ -102,7 +102,7 @@ def spark_vs_inprocess(cache: Path, gen_path: Path, rounds: int, fresh: bool
                 else:
                     cmd = [py, "-c", SESSION_ONLY]
                 try:
-                    r = measuretree(cmd, env)
+                    r = measure_tree(cmd, env)
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     failures.append(f"spark ratio round {rnd + 1} {what}: {e}"[:500])
                     continue
