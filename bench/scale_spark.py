@@ -68,10 +68,12 @@ def measure_tree(cmd: list[str], env: dict[str, str] | None = None) -> dict[str,
 
 
 # ----------------------------------------------------------------------- Spark vs in-process
-SESSION_ONLY = (
+SESSION_ONLY = (  # the session exactly as pipelines.compact starts it (its local JVM flags)
     "import sys, time; sys.path.insert(0, '.');"
-    "from pipelines.session import get_session; from pipelines.config import SparkSettings;"
-    "s = get_session(SparkSettings.from_env()); s.range(1).count(); s.stop()"
+    "from pipelines.session import get_session, LOCAL_DEFAULTS;"
+    "from pipelines.config import SparkSettings; from pipelines.compact import _session_conf;"
+    "st = SparkSettings.from_env();"
+    "s = get_session(st, conf=_session_conf(st, LOCAL_DEFAULTS)); s.range(1).count(); s.stop()"
 )
 
 
