@@ -4,6 +4,7 @@ bench steps share: the Spark job, its JVM and Python workers are one tree)."""
 from __future__ import annotations
 
 import os
+import resource
 
 #: clock ticks per second (``/proc/<pid>/stat`` times) and bytes per page (RSS)
 TICK = os.sysconf("SC_CLK_TCK")
@@ -35,3 +36,19 @@ def tree(root: int) -> list[int]:
         out.append(pid)
         todo.extend(children.get(pid, []))
     return out
+
+
+def status_mb(key: str) -> float:
+    """A ``/proc/self/status`` field given in kB (``VmRSS``, ``VmHWM``...) in MB; NaN when
+    absent."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def cpu_s() -> float:
+    """User + system CPU seconds of this process so far (all threads)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime

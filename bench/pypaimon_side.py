@@ -42,6 +42,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from proctree import cpu_s, status_mb
+
 
 def load_gen(path: str) -> Any:
     spec = importlib.util.spec_from_file_location("bench_gen", path)
@@ -51,14 +53,6 @@ def load_gen(path: str) -> Any:
     return mod
 
 
-def _status_mb(key: str) -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
 def dir_bytes(path: Path) -> int:
     """Bytes of every file under ``path`` (a table or Parquet directory on disk)."""
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
@@ -66,7 +60,7 @@ def dir_bytes(path: Path) -> int:
 
 def rss_mb() -> float:
     """Current resident set size (VmRSS) of this process in MB."""
-    return _status_mb("VmRSS")
+    return status_mb("VmRSS")
 
 
 def peak_rss_mb() -> float:
@@ -74,7 +68,7 @@ def peak_rss_mb() -> float:
     process's own address space. (``ru_maxrss`` is not used: across ``exec`` Linux carries
     over the parent's high-water mark, so a child spawned by a big parent would report the
     parent's peak.)"""
-    hwm = _status_mb("VmHWM")
+    hwm = status_mb("VmHWM")
     if hwm == hwm:  # not NaN
         return hwm
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -191,12 +185,6 @@ def _version(dist: str) -> str:
     from importlib.metadata import version
 
     return version(dist)
-
-
-def cpu_s() -> float:
-    """User + system CPU seconds of this process so far (all threads)."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def timed_reads(run: Callable[[], Any], reps: int) -> tuple[dict[str, Any], Any]:

@@ -57,6 +57,11 @@ import numpy as np
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / "results"
+if str(BENCH) not in sys.path:  # run as a script or loaded by path (tests)
+    sys.path.insert(0, str(BENCH))
+
+from proctree import cpu_s, status_mb  # noqa: E402
+
 DEFAULT_GEN = Path(os.environ.get("PAIMON_SHARED") or REPO.parent / "shared") / "bench" / "gen.py"
 SCALE_STEPS = ("read", "stream", "compact")
 DEFAULT_SIZES = (1_000_000, 4_000_000, 16_000_000)
@@ -154,21 +159,6 @@ def check_digest(got: Digest, rows: int, checksum: int) -> tuple[bool, str]:
 
 
 # ----------------------------------------------------------------------- memory / CPU
-def _status_mb(key: str) -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
-def cpu_s() -> float:
-    import resource
-
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def reset_peak() -> bool:
     """Reset this process's VmHWM to its current RSS (Linux ``clear_refs`` 5)."""
     try:
@@ -211,7 +201,7 @@ def prepare_child(wh: Path, gen_path: str, n: int, buckets: int) -> dict[str, An
             msgs = w.prepare_commit()
         builder.new_commit().commit(msgs)
         out[f"upsert{k}_s"] = time.perf_counter() - t0
-    out["peak_rss_mb"] = _status_mb("VmHWM")
+    out["peak_rss_mb"] = status_mb("VmHWM")
     return out
 
 
@@ -254,7 +244,7 @@ def step_child(step: str, tdir: Path, rows: int, checksum: int) -> dict[str, Any
         wh = Path(scratch.name) / "wh"
         shutil.copytree(tdir / "wh", wh)
     digest = Digest()
-    base = _status_mb("VmRSS")
+    base = status_mb("VmRSS")
     reset = reset_peak()
     c0, t0 = cpu_s(), time.perf_counter()
     table = FileSystemCatalog(str(wh)).get_table(TABLE)
@@ -272,7 +262,7 @@ def step_child(step: str, tdir: Path, rows: int, checksum: int) -> dict[str, Any
         extra["snapshot"] = table.compact(strategy="full", commit_user="bench-scale")
     wall = time.perf_counter() - t0
     cpu = cpu_s() - c0
-    peak = _status_mb("VmHWM")
+    peak = status_mb("VmHWM")
     if step == "read":
         for batch in result.to_batches():
             digest.add_batch(batch)

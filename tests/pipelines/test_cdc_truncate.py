@@ -8,7 +8,6 @@ rows are written by hand from the events."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,8 @@ from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
 from pipelines.cdc_ingest import BatchReport, CdcOptions, ingest
 from pipelines.config import CatalogSettings
+from tests.pipelines.cdcgen import corpus_landing
 
-CORPUS = Path(__file__).parent / "cdc_corpus"
 CUSTOMERS = [("id", "INT NOT NULL"), ("first_name", "STRING NOT NULL"),
              ("last_name", "STRING NOT NULL"), ("email", "STRING NOT NULL")]
 ANNE = {"id": 1, "first_name": "Anne", "last_name": "Kretchmar", "email": "annek@noanswer.org"}
@@ -33,16 +32,6 @@ EDWARD = {"id": 3, "first_name": "Edward", "last_name": "Walker", "email": "ed@w
 #: batch 1 of the two-batch case: partial_before.jsonl (Anne created, then renamed "Anne
 #: Marie" with the new column vip = true)
 ANNE_MARIE = {**ANNE, "first_name": "Anne Marie", "vip": True}
-
-
-def _land(tmp: Path, files: list[list[str]]) -> Path:
-    landing = tmp / "landing"
-    for b, names in enumerate(files, 1):
-        d = landing / f"batch-{b:06d}"
-        d.mkdir(parents=True)
-        for i, name in enumerate(names):
-            shutil.copy(CORPUS / name, d / f"part-{i}.jsonl")
-    return landing
 
 
 def _ingest(spark: Any, tmp: Path, **opts: Any) -> list[BatchReport]:
@@ -104,7 +93,7 @@ def test_truncate_is_a_snapshot_between_the_changes_before_and_after_it(
         spark: Any, tmp_path: Path) -> None:
     # before: the batch became one OVERWRITE holding only the changes after the truncate:
     # the create of id 1 before it was never visible, nor the empty table
-    _land(tmp_path, TWO_BATCHES)
+    corpus_landing(tmp_path, TWO_BATCHES)
     reports = _ingest(spark, tmp_path)
     assert [(r.truncates, r.malformed, r.valid) for r in reports] == [(0, 0, 2), (1, 0, 2)]
     assert [r.snapshot_ids for r in reports] == [[1], [2, 3, 4]]
@@ -120,7 +109,7 @@ def test_truncate_is_a_snapshot_between_the_changes_before_and_after_it(
 def test_two_truncates_in_one_batch_each_empty_the_table(spark: Any, tmp_path: Path) -> None:
     # the lines are out of stream order: create 1, truncate, create 2, truncate, create 3
     # by position
-    _land(tmp_path, [["postgresql/two_truncates.jsonl"]])
+    corpus_landing(tmp_path, [["postgresql/two_truncates.jsonl"]])
     (rep,) = _ingest(spark, tmp_path)
     assert (rep.events, rep.truncates, rep.valid, rep.malformed) == (5, 2, 3, 0)
     t = _table(tmp_path)
@@ -144,7 +133,7 @@ def test_crash_between_the_snapshots_of_a_truncate_resumes(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after_step: int) -> None:
     # batch 2 is committed in three snapshots; the driver dies after the first (the changes
     # before the truncate) or the second (the truncate). A re-run commits only the rest.
-    _land(tmp_path, TWO_BATCHES)
+    corpus_landing(tmp_path, TWO_BATCHES)
     real = TableCommit._try_commit
     published: list[int | None] = []
 
@@ -184,7 +173,7 @@ def test_crash_between_the_snapshots_of_a_truncate_resumes(
 def test_java_reads_every_step_of_a_truncate(spark: Any, tmp_path: Path) -> None:
     from tests.interop.oracle import ensure_ready, run_batches
 
-    _land(tmp_path, TWO_BATCHES)
+    corpus_landing(tmp_path, TWO_BATCHES)
     _ingest(spark, tmp_path)
     t = _table(tmp_path)
     ensure_ready()
@@ -206,7 +195,7 @@ def test_a_toast_placeholder_after_a_truncate_has_no_previous_value(
     # batch 1 creates Anne; batch 2: a truncate, then an update whose email is the TOAST
     # placeholder. The table was emptied: the email before the truncate is not the previous
     # value (before: it was taken from the table as the batch started, silently)
-    _land(tmp_path, [["postgresql/toast_create.jsonl"],
+    corpus_landing(tmp_path, [["postgresql/toast_create.jsonl"],
                      ["postgresql/truncate_before_toast.jsonl",
                       "postgresql/toast_update.jsonl"]])
     reports = _ingest(spark, tmp_path, max_error_ratio=1.0)

@@ -15,7 +15,8 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.schema_change import SetOption
 from paimon_core.table import FileStoreTable
-from tests.pipelines.test_cdc_truncate import TWO_BATCHES, _ingest, _land, _rows
+from tests.pipelines.cdcgen import corpus_landing
+from tests.pipelines.test_cdc_truncate import TWO_BATCHES, _ingest, _rows
 
 pytestmark = pytest.mark.spark
 
@@ -37,7 +38,7 @@ def _lines(t: FileStoreTable, data: pa.Table) -> list[str]:
 
 
 def _prepare(spark: Any, tmp: Path) -> FileStoreTable:
-    _land(tmp, TWO_BATCHES)
+    corpus_landing(tmp, TWO_BATCHES)
     _ingest(spark, tmp)
     catalog = FileSystemCatalog(str(tmp / "wh"))
     catalog.alter_table("db.customers", [SetOption("streaming-read-overwrite", "true")])
