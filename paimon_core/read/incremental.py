@@ -151,15 +151,23 @@ def _rows(t: pa.Table, columns: Sequence[str]) -> list[SortKey]:
     return [tuple((v is not None, v) for v in row) for row in zip(*cols)]
 
 
-def _adjacent_equal(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """``col[i] == col[i + 1]`` (nulls equal each other)."""
+def values_equal(a: pa.Array, b: pa.Array) -> np.ndarray:
+    """Element-wise ``a[i] == b[i]``, nulls equal to each other (nested types compared as
+    values)."""
+    try:
+        eq = pc.equal(a, b).fill_null(False).to_numpy(zero_copy_only=False)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # lists, maps, structs
+        return np.array([x == y for x, y in zip(a.to_pylist(), b.to_pylist())], dtype=bool)
+    both_null = pc.and_(pc.is_null(a), pc.is_null(b)).to_numpy(zero_copy_only=False)
+    return np.asarray(eq | both_null, dtype=bool)
+
+
+def adjacent_equal(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """``col[i] == col[i + 1]`` (as :func:`values_equal`)."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     n = len(col)
-    a, b = col.slice(0, n - 1), col.slice(1)
-    eq = pc.equal(a, b).fill_null(False).to_numpy(zero_copy_only=False)
-    both_null = pc.and_(pc.is_null(a), pc.is_null(b)).to_numpy(zero_copy_only=False)
-    return np.asarray(eq | both_null, dtype=bool)
+    return values_equal(col.slice(0, n - 1), col.slice(1))
 
 
 def _has_sequence_tie(t: pa.Table, group_keys: Sequence[str], seq: Sequence[str]) -> bool:
@@ -174,10 +182,10 @@ def _has_sequence_tie(t: pa.Table, group_keys: Sequence[str], seq: Sequence[str]
     s = t.select([*group_keys, *seq]).take(order)
     same_group = np.ones(n - 1, dtype=bool)
     for c in group_keys:
-        same_group &= _adjacent_equal(s.column(c))
+        same_group &= adjacent_equal(s.column(c))
     same_seq = same_group.copy()
     for c in seq:
-        same_seq &= _adjacent_equal(s.column(c))
+        same_seq &= adjacent_equal(s.column(c))
     last = np.ones(n, dtype=bool)
     last[:-1] = ~same_group
     return bool(np.any(same_seq & last[1:]))

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from paimon_core.errors import UnsupportedError
 from paimon_core.options import CoreOptions
-from paimon_core.read.incremental import IncrementalRead
+from paimon_core.read.incremental import IncrementalRead, adjacent_equal, values_equal
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.incremental import check_range
 from paimon_core.scan.planner import ScanPlanner
@@ -101,7 +101,7 @@ def diff_states(start: pa.Table, end: pa.Table, keys: Sequence[str]) -> pa.Table
     both = both.take(order)
     same_key = np.ones(n - 1, dtype=bool)
     for k in keys:
-        same_key &= _adjacent_equal(both.column(k))
+        same_key &= adjacent_equal(both.column(k))
     # a pair = row i (start) and row i + 1 (end) of one key
     pair_first = np.flatnonzero(same_key)
     in_pair = np.zeros(n, dtype=bool)
@@ -119,22 +119,6 @@ def diff_states(start: pa.Table, end: pa.Table, keys: Sequence[str]) -> pa.Table
     return out.drop_columns([_SIDE]).cast(start.schema)
 
 
-def _adjacent_equal(col: pa.ChunkedArray) -> np.ndarray:
-    arr = col.combine_chunks()
-    n = len(arr)
-    return _equal(arr.slice(0, n - 1), arr.slice(1))
-
-
-def _equal(a: pa.Array, b: pa.Array) -> np.ndarray:
-    """Element-wise equality, nulls equal to each other (nested types compared as values)."""
-    try:
-        eq = pc.equal(a, b).fill_null(False).to_numpy(zero_copy_only=False)
-    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # lists, maps, structs
-        return np.array([x == y for x, y in zip(a.to_pylist(), b.to_pylist())], dtype=bool)
-    nulls = pc.and_(pc.is_null(a), pc.is_null(b)).to_numpy(zero_copy_only=False)
-    return np.asarray(eq | nulls, dtype=bool)
-
-
 def _rows_differ(t: pa.Table, columns: Sequence[str], left: np.ndarray,
                  right: np.ndarray) -> np.ndarray:
     differ = np.zeros(len(left), dtype=bool)
@@ -143,5 +127,5 @@ def _rows_differ(t: pa.Table, columns: Sequence[str], left: np.ndarray,
     li, ri = pa.array(left), pa.array(right)
     for c in columns:
         col = t.column(c)
-        differ |= ~_equal(col.take(li).combine_chunks(), col.take(ri).combine_chunks())
+        differ |= ~values_equal(col.take(li).combine_chunks(), col.take(ri).combine_chunks())
     return differ
