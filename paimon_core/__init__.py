@@ -138,6 +138,7 @@ if TYPE_CHECKING:
     from paimon_core.read.merge import deduplicate
     from paimon_core.read.stream import read_stream_plan
     from paimon_core.read.table_read import TableRead
+    from paimon_core.scan.incremental import check_range, resolve_timestamp_range
     from paimon_core.scan.planner import ScanPlanner
     from paimon_core.scan.predicate import (
         And,
@@ -162,6 +163,7 @@ if TYPE_CHECKING:
         parse_filters,
         starts_with,
     )
+    from paimon_core.scan.predicate_literal import text_timestamp_nanos
     from paimon_core.scan.split import DataSplit, Plan
     from paimon_core.scan.streaming import StreamPlan, StreamTableScan
     from paimon_core.schema_builder import Schema
@@ -261,7 +263,10 @@ _LAZY: dict[str, str] = {
     "deduplicate": "paimon_core.read.merge",
     "read_stream_plan": "paimon_core.read.stream",
     "TableRead": "paimon_core.read.table_read",
+    "check_range": "paimon_core.scan.incremental",
+    "resolve_timestamp_range": "paimon_core.scan.incremental",
     "ScanPlanner": "paimon_core.scan.planner",
+    "text_timestamp_nanos": "paimon_core.scan.predicate_literal",
     "And": "paimon_core.scan.predicate",
     "Leaf": "paimon_core.scan.predicate",
     "Op": "paimon_core.scan.predicate",
@@ -471,6 +476,7 @@ __all__ = [
     "bind",
     "bucket_ids",
     "channel_ids",
+    "check_range",
     "compact_bucket",
     "compact_table",
     "compact_with_retries",
@@ -505,10 +511,12 @@ __all__ = [
     "pool_threads",
     "read_stream_plan",
     "remove_orphan_files",
+    "resolve_timestamp_range",
     "snapshot_listings",
     "sorted_runs",
     "split_system_table",
     "starts_with",
+    "text_timestamp_nanos",
     "to_arrow_schema",
     "to_arrow_type",
 ]

@@ -201,6 +201,7 @@ class CoreOptions:
     SCAN_FILE_CREATION_TIME_MILLIS: ClassVar[str] = "scan.file-creation-time-millis"
     INCREMENTAL_BETWEEN: ClassVar[str] = "incremental-between"
     INCREMENTAL_BETWEEN_TIMESTAMP: ClassVar[str] = "incremental-between-timestamp"
+    INCREMENTAL_BETWEEN_SCAN_MODE: ClassVar[str] = "incremental-between-scan-mode"
     CONSUMER_ID: ClassVar[str] = "consumer-id"
     CONSUMER_IGNORE_PROGRESS: ClassVar[str] = "consumer.ignore-progress"
     STREAMING_READ_OVERWRITE: ClassVar[str] = "streaming-read-overwrite"

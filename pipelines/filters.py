@@ -4,11 +4,17 @@ A filter is pushed only when Paimon's semantics (``paimon_core.scan.predicate``)
 Spark's answer, because a pushed filter is applied row-exactly by the scan and *not* evaluated
 again by Spark:
 
-* columns of BOOLEAN, TINYINT..BIGINT, CHAR/VARCHAR/STRING, DATE and DECIMAL type (FLOAT/DOUBLE
-  are not pushed: Paimon's ``0.0 = -0.0`` is false, Spark's true; timestamps and binary are left
-  to Spark as well);
+* columns of every atomic type but TIME: BOOLEAN, TINYINT..BIGINT, FLOAT/DOUBLE, DECIMAL,
+  CHAR/VARCHAR/STRING, BINARY/VARBINARY, DATE, TIMESTAMP (Spark's ``TIMESTAMP_NTZ``: naive
+  literals) and TIMESTAMP WITH LOCAL TIME ZONE (Spark's ``TIMESTAMP``: aware literals);
+* FLOAT/DOUBLE: Spark and Paimon (``Double.compareTo``) agree on NaN (equal to itself, above
+  every number) but not on zeros (Spark: ``-0.0 = 0.0``; Paimon: ``-0.0 < 0.0``), so a zero
+  literal is rewritten to Paimon's equivalent: ``= 0`` -> ``IN (-0.0, 0.0)``, ``>= 0`` ->
+  ``>= -0.0``, ``< 0`` -> ``< -0.0`` (``> 0`` / ``<= 0`` are the same on both sides);
+* binary compares unsigned byte-wise on both sides;
 * literals that are exactly a value of the column type (a ``DECIMAL(10, 2)`` literal ``1.005``
-  would be rounded by Paimon, so it stays with Spark);
+  or a microsecond literal on a ``TIMESTAMP(3)`` column would be rounded by Paimon, so it stays
+  with Spark; ``TIMESTAMP(7..9)`` columns are left to Spark);
 * ``=``, ``<``, ``<=``, ``>``, ``>=``, ``IN``, ``IS [NOT] NULL``, ``LIKE 'x%'`` and ``NOT`` of
   ``=`` / ``IN`` (null handling is the same: a comparison with NULL is not true).
 
@@ -19,10 +25,12 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from paimon_core import (
+    BINARY_ROOTS,
     INTEGER_ROOTS,
     STRING_ROOTS,
     AtomicType,
@@ -38,8 +46,11 @@ from paimon_core import (
 
 __all__ = ["to_predicate", "translate"]
 
+_FLOAT_ROOTS = frozenset({TypeRoot.FLOAT, TypeRoot.DOUBLE})
+_TIMESTAMP_ROOTS = frozenset({TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ})
 _PUSHABLE_ROOTS = frozenset(
-    {TypeRoot.BOOLEAN, TypeRoot.DATE, TypeRoot.DECIMAL, *INTEGER_ROOTS, *STRING_ROOTS}
+    {TypeRoot.BOOLEAN, TypeRoot.DATE, TypeRoot.DECIMAL, *INTEGER_ROOTS, *STRING_ROOTS,
+     *_FLOAT_ROOTS, *BINARY_ROOTS, *_TIMESTAMP_ROOTS}
 )
 
 
@@ -67,7 +78,27 @@ def _literal_ok(value: Any, f: DataField) -> bool:
         return isinstance(value, datetime.date) and not isinstance(value, datetime.datetime)
     if r is TypeRoot.DECIMAL:
         return isinstance(value, (decimal.Decimal, int)) and not isinstance(value, bool)
+    if r in _FLOAT_ROOTS:
+        return isinstance(value, float)
+    if r in BINARY_ROOTS:
+        return isinstance(value, (bytes, bytearray))
+    if r in _TIMESTAMP_ROOTS:
+        if not isinstance(value, datetime.datetime) or (f.type.precision or 6) > 6:
+            return False
+        # NTZ columns get naive literals from Spark, LTZ columns aware ones
+        return (value.tzinfo is not None) == (r is TypeRoot.TIMESTAMP_LTZ)
     return False
+
+
+def _same(before: Any, after: Any) -> bool:
+    """Binding left the literal as it was (NaN is NaN; -0.0 is not 0.0)."""
+    if isinstance(before, float) and isinstance(after, float):
+        if math.isnan(before) or math.isnan(after):
+            return math.isnan(before) and math.isnan(after)
+        return before == after and math.copysign(1.0, before) == math.copysign(1.0, after)
+    if isinstance(before, (bytes, bytearray)):
+        return bytes(before) == after
+    return bool(before == after)
 
 
 def _leaf(op: Op, f: DataField, values: Sequence[Any]) -> Predicate | None:
@@ -84,9 +115,35 @@ def _leaf(op: Op, f: DataField, values: Sequence[Any]) -> Predicate | None:
         if before is None or after is None:
             if before is not after:
                 return None
-        elif before != after:
+        elif not _same(before, after):
             return None
     return bound
+
+
+def _is_zero(v: Any) -> bool:
+    return isinstance(v, float) and v == 0.0
+
+
+def _float_leaf(op: Op, f: DataField, values: Sequence[Any]) -> Predicate | None:
+    """Spark's float comparison as Paimon's: only zero literals differ (see the module docs)."""
+    if not any(_is_zero(v) for v in values):
+        return _leaf(op, f, values)
+    if op in (Op.IN, Op.NOT_IN):
+        rest = [v for v in values if not _is_zero(v)]
+        return _leaf(op, f, [*rest, -0.0, 0.0])
+    zero = {Op.EQ: (Op.IN, [-0.0, 0.0]), Op.NE: (Op.NOT_IN, [-0.0, 0.0]),
+            Op.GT: (Op.GT, [0.0]), Op.GE: (Op.GE, [-0.0]),
+            Op.LT: (Op.LT, [-0.0]), Op.LE: (Op.LE, [0.0])}
+    if op not in zero:
+        return None
+    new_op, lits = zero[op]
+    return _leaf(new_op, f, lits)
+
+
+def _make(op: Op, f: DataField, values: Sequence[Any]) -> Predicate | None:
+    if isinstance(f.type, AtomicType) and f.type.root in _FLOAT_ROOTS:
+        return _float_leaf(op, f, values)
+    return _leaf(op, f, values)
 
 
 def translate(flt: Any, fields: Mapping[str, DataField]) -> Predicate | None:
@@ -98,10 +155,10 @@ def translate(flt: Any, fields: Mapping[str, DataField]) -> Predicate | None:
         child = flt.child
         if isinstance(child, ds.EqualTo):
             f = _column(child.attribute, fields)
-            return _leaf(Op.NE, f, [child.value]) if f and child.value is not None else None
+            return _make(Op.NE, f, [child.value]) if f and child.value is not None else None
         if isinstance(child, ds.In):
             f = _column(child.attribute, fields)
-            return _leaf(Op.NOT_IN, f, list(child.value)) if f else None
+            return _make(Op.NOT_IN, f, list(child.value)) if f else None
         return None
     attribute = getattr(flt, "attribute", None)
     if attribute is None:
@@ -122,9 +179,9 @@ def translate(flt: Any, fields: Mapping[str, DataField]) -> Predicate | None:
         op = simple.get(type(flt))
         if op is None or flt.value is None:
             return None
-        return _leaf(op, f, [flt.value])
+        return _make(op, f, [flt.value])
     if isinstance(flt, ds.In):
-        return _leaf(Op.IN, f, list(flt.value))
+        return _make(Op.IN, f, list(flt.value))
     if isinstance(flt, ds.StringStartsWith):
         if f.type.root not in STRING_ROOTS:
             return None

@@ -117,6 +117,9 @@ def register(spark: SparkSession) -> None:
     """Register the ``paimon`` format (``spark.read.format("paimon")``) on ``spark``."""
     from pipelines.source import PaimonDataSource
 
+    # a Paimon error from the source reaches the user as its typed message (the first line of
+    # Spark's AnalysisException), without the Python traceback before it
+    spark.conf.set("spark.sql.execution.pyspark.udf.hideTraceback.enabled", "true")
     # the source pushes filters into its scan; Spark refuses such a source unless this is on
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(PaimonDataSource)

@@ -94,13 +94,20 @@ from paimon_core import (
     UnsupportedError,
     and_,
     arrow_short_retract_mask,
+    check_range,
     parse_filters,
-    parse_memory_size,
     read_stream_plan,
+    resolve_timestamp_range,
     split_system_table,
 )
 from pipelines.config import CatalogSettings, TableHandle, limit_task_threads, parse_pairs
 from pipelines.filters import to_predicate
+from pipelines.source_options import (
+    IncrementalRange,
+    ReadOptions,
+    check_options,
+    lookup,
+)
 from pipelines.spark_types import arrow_for_spark, conform_to_spark, spark_schema
 from pipelines.writer import commit_messages, write_batches
 
@@ -111,7 +118,6 @@ __all__ = ["PaimonDataSource", "options_settings", "table_identifier"]
 
 FORMAT = "paimon"
 KIND = KIND_COLUMN
-_DEFAULT_SPLIT_TARGET = 128 * 1024 * 1024
 
 
 # ---------------------------------------------------------------------------- options
@@ -161,11 +167,6 @@ def _int_option(options: Mapping[str, str], *keys: str) -> int | None:
         raise SchemaError(f"option {keys[0]}={raw!r} is not an integer") from e
 
 
-def _bool_option(options: Mapping[str, str], key: str) -> bool:
-    raw = _first(options, key)
-    return raw is not None and raw.lower() == "true"
-
-
 def _filter_texts(options: Mapping[str, str]) -> list[str]:
     raw = _first(options, "filter")
     return [p.strip() for p in raw.split(";") if p.strip()] if raw else []
@@ -182,12 +183,7 @@ def _columns(options: Mapping[str, str], schema: TableSchema) -> list[str]:
 
 
 def _time_travel(options: Mapping[str, str]) -> dict[str, Any]:
-    return {
-        "snapshot_id": _int_option(options, CoreOptions.SCAN_SNAPSHOT_ID, "snapshot-id"),
-        "tag": _first(options, CoreOptions.SCAN_TAG_NAME, "tag"),
-        "timestamp_millis": _int_option(options, CoreOptions.SCAN_TIMESTAMP_MILLIS,
-                                        "timestamp-millis"),
-    }
+    return ReadOptions.parse(options).time_travel()
 
 
 def _output_schema(fields: Sequence[Any], with_kind: bool) -> StructType:
@@ -209,6 +205,12 @@ def _requested_columns(schema: StructType) -> list[str]:
 class PaimonDataSource(DataSource):
     """``format("paimon")``: batch and streaming reads, batch writes (see the module docs)."""
 
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        # every path (read, stream, write) creates the source on the driver first: a typo
+        # fails here, before any table is opened (pipelines.source_options)
+        check_options(self.options)
+
     @classmethod
     def name(cls) -> str:
         return FORMAT
@@ -224,16 +226,20 @@ class PaimonDataSource(DataSource):
             return spark_schema(table.inspect.fields(system, snapshot_id=snapshot_id, tag=tag))
         handle = self._handle()
         table = handle.open()
-        tt = _time_travel(self.options)
-        rb = table.new_read_builder().with_time_travel(**tt)
-        read_schema = rb.read_schema()
+        ro = ReadOptions.parse(self.options)
+        if ro.incremental is not None:
+            read_schema = table.schema
+        else:
+            read_schema = table.new_read_builder().with_time_travel(
+                **ro.time_travel()).read_schema()
         cols = _columns(self.options, read_schema)
-        return _output_schema([read_schema.field(c) for c in cols],
-                              _bool_option(self.options, "read.changelog"))
+        return _output_schema([read_schema.field(c) for c in cols], ro.read_changelog)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if split_system_table(table_identifier(self.options))[1] is not None:
             return SystemTableReader(dict(self.options), schema)
+        if ReadOptions.parse(self.options).incremental is not None:
+            return IncrementalReader(dict(self.options), schema)
         return PaimonBatchReader(dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -278,8 +284,7 @@ def pack_splits(splits: Sequence[DataSplit], target_size: int) -> list[tuple[Dat
 
 
 def _split_target(options: Mapping[str, str]) -> int:
-    raw = _first(options, "split.target-size")
-    return _DEFAULT_SPLIT_TARGET if raw is None else parse_memory_size("split.target-size", raw)
+    return ReadOptions.parse(options).split_target
 
 
 class PaimonBatchReader(DataSourceReader):
@@ -343,6 +348,83 @@ class PaimonBatchReader(DataSourceReader):
                 inserts = [RowKind.INSERT.short_string] * data.num_rows
                 data = data.add_column(0, KIND, pa.array(inserts, pa.string()))
             yield from conform_to_spark(data, target).to_batches(max_chunksize=65536)
+
+
+# ---------------------------------------------------------------------------- incremental
+
+
+@dataclass
+class IncrementalPartition(InputPartition):
+    """The merged changes of snapshots ``(start, end]`` (``mode``: the scan mode)."""
+
+    start: int
+    end: int
+    mode: str
+
+    def __init__(self, start: int, end: int, mode: str) -> None:
+        super().__init__(end)
+        self.start, self.end, self.mode = start, end, mode
+
+
+def resolve_incremental(table: Any, rng: IncrementalRange) -> tuple[int, int, str] | None:
+    """``(start, end, mode)`` snapshot ids of an incremental read, checked against the table
+    (typed errors on the driver: an expired start, a missing end or tag), or None when the
+    range holds no snapshot. Tag names read the difference of the tags' states (Paimon 0.9's
+    ``IncrementalTagStartingScanner``): scan mode ``diff``."""
+    snapshots = table.snapshot_manager
+    mode = rng.mode
+    if rng.timestamps:
+        ids = resolve_timestamp_range(snapshots, int(rng.start), int(rng.end))
+        if ids is None:
+            return None
+        start, end = ids
+    elif rng.tags:
+        start, end = snapshots.tag(rng.start).id, snapshots.tag(rng.end).id
+        mode = "diff"
+    else:
+        start, end = int(rng.start), int(rng.end)
+    if not check_range(snapshots, start, end):
+        return None
+    return start, end, mode
+
+
+class IncrementalReader(DataSourceReader):
+    """``incremental-between`` / ``incremental-between-timestamp``: the net change per key of
+    a snapshot range, through ``FileStoreTable.read_merged_changes`` (one input partition).
+    Without ``read.changelog`` only ``+I``/``+U`` rows are returned (a batch SQL read of
+    paimon-spark drops ``-U``/``-D``); with it, the ``_kind`` column keeps them."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self.options = options
+        self.handle = TableHandle.load(options_settings(options), table_identifier(options))
+        ro = ReadOptions.parse(options)
+        assert ro.incremental is not None
+        self.range = resolve_incremental(self.handle.open(), ro.incremental)
+        self.columns = _requested_columns(schema)
+        for c in self.columns:
+            self.handle.schema.field(c)
+        self.with_kind = KIND in schema.names
+        self.spark_schema = schema
+        self.filters = _filter_texts(options) or None
+
+    def partitions(self) -> Sequence[InputPartition]:
+        if self.range is None:
+            return []
+        return [IncrementalPartition(*self.range)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, IncrementalPartition)
+        limit_task_threads()
+        table = self.handle.open()
+        data = table.read_merged_changes(partition.start, partition.end, mode=partition.mode,
+                                         columns=self.columns, filter=self.filters)
+        if not self.with_kind:
+            data = data.filter(pc.invert(arrow_short_retract_mask(data.column(KIND))))
+            data = data.drop_columns([KIND])
+        if data.num_rows == 0:
+            return
+        yield from conform_to_spark(data, arrow_for_spark(self.spark_schema)).to_batches(
+            max_chunksize=65536)
 
 
 # ---------------------------------------------------------------------------- system tables
@@ -414,24 +496,38 @@ class PaimonStreamReader(DataSourceStreamReader):
     snapshot before ``n`` has been delivered; with ``full`` the batch starting there begins
     with the full state of snapshot ``n`` (startup ``latest-full`` / ``from-snapshot-full``).
     A batch ``(start, end]`` is planned from the snapshots alone, so a batch replayed after a
-    restart yields the same rows; the skip rules are :class:`StreamTableScan`'s."""
+    restart yields the same rows; the skip rules are :class:`StreamTableScan`'s.
+
+    Read limits (``read.stream.maxFilesPerTrigger`` / ``maxBytesPerTrigger`` /
+    ``maxRowsPerTrigger``) end a micro-batch before the snapshot that would exceed one of them
+    (every batch holds one snapshot's plan at least, so a reader far behind advances in bounded
+    steps); the end offset Spark records is the one replayed after a restart."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
+        ro = ReadOptions.parse(options)
+        if ro.incremental is not None:
+            raise SchemaError("incremental-between is a batch read: use spark.read, not "
+                              "spark.readStream (a stream starts with scan.mode)")
+        self.read_options = ro
         self.handle = TableHandle.load(options_settings(options), table_identifier(options))
         self.columns = _requested_columns(schema)
+        for c in self.columns:
+            self.handle.schema.field(c)
         self.with_kind = KIND in schema.names
         self.spark_schema = schema
         self.filters = _filter_texts(options) or None
-        self.split_target = _split_target(options)
-        self.consumer_id = _first(options, CoreOptions.CONSUMER_ID)
+        self.split_target = ro.split_target
+        self.consumer_id = ro.consumer_id
+        self.available_now: int | None = None
+        self._scan(consumer=True)  # startup options checked here, on the driver
 
     def _scan_options(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-        keys = (CoreOptions.SCAN_MODE, CoreOptions.SCAN_SNAPSHOT_ID,
+        keys = (CoreOptions.SCAN_MODE, CoreOptions.SCAN_SNAPSHOT_ID, CoreOptions.SCAN_TAG_NAME,
                 CoreOptions.SCAN_TIMESTAMP_MILLIS, CoreOptions.SCAN_TIMESTAMP,
                 CoreOptions.CONSUMER_IGNORE_PROGRESS, CoreOptions.CHANGELOG_PRODUCER,
                 CoreOptions.STREAMING_READ_OVERWRITE)
-        out = {k: str(self.options[k]) for k in keys if self.options.get(k) is not None}
+        out = {k: v for k in keys if (v := lookup(self.options, k)) is not None}
         out.update(overrides or {})
         return out
 
@@ -450,17 +546,79 @@ class PaimonStreamReader(DataSourceStreamReader):
             return _offset(nxt if nxt is not None else 1)
         return _offset(plan.snapshot_id, full=plan.source == "full")
 
+    def getDefaultReadLimit(self) -> Any:
+        from pyspark.sql.streaming.datasource import (
+            ReadAllAvailable,
+            ReadMaxBytes,
+            ReadMaxFiles,
+            ReadMaxRows,
+        )
+
+        ro = self.read_options
+        if ro.max_files is not None:
+            return ReadMaxFiles(ro.max_files)
+        if ro.max_bytes is not None:
+            return ReadMaxBytes(ro.max_bytes)
+        if ro.max_rows is not None:
+            return ReadMaxRows(ro.max_rows)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """``Trigger.AvailableNow``: read up to the latest snapshot of now, in batches bounded
+        by the read limits."""
+        self.available_now = self.handle.open().snapshot_manager.latest_snapshot_id() or 0
+
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
+        from pyspark.sql.streaming.datasource import ReadAllAvailable
+
         latest = self.handle.open().snapshot_manager.latest_snapshot_id()
+        if self.available_now is not None and latest is not None:
+            latest = min(latest, self.available_now)
         if latest is None:
             return start
         if start.get("full") or latest + 1 > int(start["next"]):
-            return _offset(max(latest + 1, int(start["next"]) + (1 if start.get("full") else 0)))
-        return start
+            end = _offset(max(latest + 1, int(start["next"]) + (1 if start.get("full") else 0)))
+        else:
+            return start
+        if limit is None or isinstance(limit, ReadAllAvailable) or not self.read_options.limited:
+            return end
+        return self._limited_end(start, end)
+
+    def _limited_end(self, start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
+        """The end of the first plans of ``(start, end]`` within every read limit (one plan at
+        least)."""
+        ro = self.read_options
+        files = size = rows = 0
+        last: StreamPlan | None = None
+        for plan in self._plans(start, end):
+            parts = (*plan.before, *plan.splits)
+            files += sum(len(s.files) for s in parts)
+            size += sum(f.file_size for s in parts for f in s.files)
+            rows += plan.row_count
+            over = ((ro.max_files is not None and files > ro.max_files)
+                    or (ro.max_bytes is not None and size > ro.max_bytes)
+                    or (ro.max_rows is not None and rows > ro.max_rows))
+            if over and last is not None:
+                break
+            last = plan
+            if over:
+                break
+        if last is None:
+            return end
+        return _offset(last.snapshot_id + 1)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        out: list[InputPartition] = []
+        for plan in self._plans(start, end):
+            for chunk in pack_splits(plan.before, self.split_target):  # overwrite: deleted
+                out.append(PlanPartition(replace(plan, splits=(), before=chunk)))
+            for chunk in pack_splits(plan.splits, self.split_target):
+                out.append(PlanPartition(replace(plan, splits=chunk, before=())))
+        return out
+
+    def _plans(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[StreamPlan]:
+        """The plans of the batch ``(start, end]``, in snapshot order."""
         first, stop = int(start["next"]), int(end["next"])
-        plans: list[StreamPlan] = []
         if start.get("full"):
             table = self.handle.open()
             earliest = table.snapshot_manager.earliest_snapshot_id()
@@ -471,7 +629,7 @@ class PaimonStreamReader(DataSourceStreamReader):
             full = scan.plan()
             if full is None or full.snapshot_id != first:
                 raise SnapshotExpiredError(f"snapshot {first} to start from is gone")
-            plans.append(full)
+            yield full
         else:
             scan = self._scan()
             scan.restore(first)
@@ -479,14 +637,7 @@ class PaimonStreamReader(DataSourceStreamReader):
             plan = scan.plan()
             if plan is None or plan.snapshot_id >= stop:
                 break
-            plans.append(plan)
-        out: list[InputPartition] = []
-        for plan in plans:
-            for chunk in pack_splits(plan.before, self.split_target):  # overwrite: deleted
-                out.append(PlanPartition(replace(plan, splits=(), before=chunk)))
-            for chunk in pack_splits(plan.splits, self.split_target):
-                out.append(PlanPartition(replace(plan, splits=chunk, before=())))
-        return out
+            yield plan
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PlanPartition)
