@@ -97,6 +97,9 @@ def get_session(
     else:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     _prepend_pythonpath(source_root())
+    # the driver-side Python runners (a stream reader's offsets) honour only this variable,
+    # not the hideTraceback conf set by register(): a Paimon error's message comes first
+    os.environ.setdefault("SPARK_HIDE_TRACEBACK", "1")
 
     merged: dict[str, str] = dict(COMMON_DEFAULTS)
     if local and not under_submit:

@@ -63,6 +63,7 @@ import pickle
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -74,6 +75,14 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
 )
 
 from paimon_core import (
@@ -491,7 +500,7 @@ def _offset(next_snapshot: int, full: bool = False) -> dict[str, Any]:
     return {"next": int(next_snapshot), "full": bool(full)}
 
 
-class PaimonStreamReader(DataSourceStreamReader):
+class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches over snapshots: the offset ``{"next": n, "full": f}`` says that every
     snapshot before ``n`` has been delivered; with ``full`` the batch starting there begins
     with the full state of snapshot ``n`` (startup ``latest-full`` / ``from-snapshot-full``).
@@ -504,23 +513,39 @@ class PaimonStreamReader(DataSourceStreamReader):
     steps); the end offset Spark records is the one replayed after a restart."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        # nothing here may raise: pyspark 4.3's stream runner turns an error of the reader's
+        # constructor into an UnboundLocalError; the options are checked by the first call
+        # (initialOffset / latestOffset, on the driver)
         self.options = options
-        ro = ReadOptions.parse(options)
-        if ro.incremental is not None:
-            raise SchemaError("incremental-between is a batch read: use spark.read, not "
-                              "spark.readStream (a stream starts with scan.mode)")
-        self.read_options = ro
-        self.handle = TableHandle.load(options_settings(options), table_identifier(options))
         self.columns = _requested_columns(schema)
-        for c in self.columns:
-            self.handle.schema.field(c)
         self.with_kind = KIND in schema.names
         self.spark_schema = schema
         self.filters = _filter_texts(options) or None
-        self.split_target = ro.split_target
-        self.consumer_id = ro.consumer_id
         self.available_now: int | None = None
-        self._scan(consumer=True)  # startup options checked here, on the driver
+
+    @cached_property
+    def read_options(self) -> ReadOptions:
+        ro = ReadOptions.parse(self.options)
+        if ro.incremental is not None:
+            raise SchemaError("incremental-between is a batch read: use spark.read, not "
+                              "spark.readStream (a stream starts with scan.mode)")
+        return ro
+
+    @cached_property
+    def handle(self) -> TableHandle:
+        handle = TableHandle.load(options_settings(self.options),
+                                  table_identifier(self.options))
+        for c in self.columns:
+            handle.schema.field(c)
+        return handle
+
+    @property
+    def split_target(self) -> int:
+        return self.read_options.split_target
+
+    @property
+    def consumer_id(self) -> str | None:
+        return self.read_options.consumer_id
 
     def _scan_options(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         keys = (CoreOptions.SCAN_MODE, CoreOptions.SCAN_SNAPSHOT_ID, CoreOptions.SCAN_TAG_NAME,
@@ -539,21 +564,14 @@ class PaimonStreamReader(DataSourceStreamReader):
                                      options=self._scan_options(overrides))
 
     def initialOffset(self) -> dict[str, Any]:
-        scan = self._scan(consumer=True)
+        scan = self._scan(consumer=True)  # startup options checked here, on the driver
         plan = scan.plan()
         if plan is None:
             nxt = scan.checkpoint()
             return _offset(nxt if nxt is not None else 1)
         return _offset(plan.snapshot_id, full=plan.source == "full")
 
-    def getDefaultReadLimit(self) -> Any:
-        from pyspark.sql.streaming.datasource import (
-            ReadAllAvailable,
-            ReadMaxBytes,
-            ReadMaxFiles,
-            ReadMaxRows,
-        )
-
+    def getDefaultReadLimit(self) -> ReadLimit:
         ro = self.read_options
         if ro.max_files is not None:
             return ReadMaxFiles(ro.max_files)
@@ -568,9 +586,8 @@ class PaimonStreamReader(DataSourceStreamReader):
         by the read limits."""
         self.available_now = self.handle.open().snapshot_manager.latest_snapshot_id() or 0
 
-    def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
-        from pyspark.sql.streaming.datasource import ReadAllAvailable
-
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit | None = None
+                     ) -> dict[str, Any]:
         latest = self.handle.open().snapshot_manager.latest_snapshot_id()
         if self.available_now is not None and latest is not None:
             latest = min(latest, self.available_now)
