@@ -15,7 +15,8 @@ Writing (``append`` or ``overwrite``; one commit on the driver)::
 
     df.write.format("paimon").option("warehouse", wh).mode("append").save("db.t")
 
-Options (case-insensitive):
+Options (case-insensitive; declared and validated in :mod:`pipelines.source_options`: an
+unknown key is an ``UnknownOptionError`` naming the closest one):
 
 ==============================  ===============================================================
 ``warehouse``                   warehouse root (required)
@@ -39,6 +40,11 @@ Options (case-insensitive):
                                 first; otherwise a stream drops ``-U``/``-D`` rows
 ``split.target-size``           batch: pack splits into input partitions of about this many
                                 bytes (default 128 mb; ``0`` = one split per partition)
+``incremental-between``         batch: the net change per key of ``(start, end]`` (snapshot
+(``-timestamp``, ``-scan-mode``) ids, tag names or epoch millis), without ``-U``/``-D`` rows
+                                unless ``read.changelog``
+``read.stream.max*PerTrigger``  streaming: ``Files`` / ``Bytes`` / ``Rows`` limits per
+                                micro-batch (whole snapshots; one at least)
 ``commit.user``,                writes: commit user and identifier (exactly-once: an
 ``commit.identifier``           identifier already committed by the user is not applied again)
 ``overwrite.partition``         writes with ``mode("overwrite")``: ``k=v,...`` static partition
