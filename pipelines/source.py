@@ -424,11 +424,13 @@ class IncrementalReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         if self.range is None:
-            return []
+            return [IncrementalPartition(0, 0, "auto")]  # nothing in the range
         return [IncrementalPartition(*self.range)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, IncrementalPartition)
+        if partition.start >= partition.end:
+            return
         limit_task_threads()
         table = self.handle.open()
         data = table.read_merged_changes(partition.start, partition.end, mode=partition.mode,

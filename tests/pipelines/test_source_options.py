@@ -132,6 +132,7 @@ def test_incremental_between_snapshots_tags_and_timestamps(spark: Any,
     between = f"{sm.snapshot(1).time_millis},{sm.snapshot(4).time_millis}"
     assert _rows(_read(spark, changes, **{"incremental-between-timestamp": between})) == \
         _changed_since(changes, 1, 4)
+    assert _read(spark, changes, **{"incremental-between-timestamp": "1,2"}).count() == 0
     msg = _error(lambda: _read(spark, changes, **{"incremental-between": "1,9"}).collect())
     assert "SnapshotNotExistError: incremental-between (1, 9]: snapshot 9 does not exist" in \
         _first_line(msg)
