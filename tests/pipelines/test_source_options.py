@@ -276,3 +276,41 @@ def test_filter_of_every_atomic_type_is_pushed(spark: Any, typed: FileStoreTable
     assert got, condition
     if prunes:  # files skipped: fewer input partitions than the four of the table
         assert df.rdd.getNumPartitions() < 4
+
+
+# ---------------------------------------------------------------------------- the declarations
+
+
+def test_declared_options_and_their_values() -> None:
+    from paimon_core import CoreOptions, SchemaError
+    from pipelines.source_options import (
+        READ_OPTIONS,
+        WRITE_OPTIONS,
+        ReadOptions,
+        UnknownOptionError,
+        check_options,
+    )
+
+    names = [o.name for o in (*READ_OPTIONS, *WRITE_OPTIONS)]
+    assert len(names) == len({n.lower() for n in names})  # one declaration a key
+    check_options({n.lower(): "" for n in names})  # Spark lower-cases every key
+    check_options({CoreOptions.MERGE_ENGINE: "deduplicate", "fields.v.ignore-retract": "true",
+                   "s3.endpoint": "http://x", "storage.anon": "true"})
+    with pytest.raises(UnknownOptionError) as info:
+        check_options({"read.stream.maxfilespertriger": "2"})
+    assert info.value.suggestion == "read.stream.maxFilesPerTrigger"
+    with pytest.raises(UnknownOptionError) as info:
+        check_options({"zzz": "1"})
+    assert info.value.suggestion is None
+    for bad in ({"read.changelog": "yes"}, {"scan.mode": "from-nowhere"},
+                {"split.target-size": "big"}, {"read.stream.maxrowspertrigger": "0"},
+                {"incremental-between": "1"}, {"incremental-between": "1,t3"},
+                {"incremental-between-scan-mode": "merge"},
+                {"scan.snapshot-id": "1", "scan.tag-name": "t"},
+                {"incremental-between": "1,2", "scan.snapshot-id": "1"},
+                {"scan.timestamp": "yesterday"}):
+        with pytest.raises(SchemaError):
+            check_options(bad)
+    ro = ReadOptions.parse({"scan.timestamp": "1970-01-01 00:00:01.5",
+                            "read.stream.maxbytespertrigger": "1 mb"})
+    assert ro.timestamp_millis == 1500 and ro.max_bytes == 1024 * 1024 and ro.limited
