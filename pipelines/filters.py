@@ -97,7 +97,7 @@ def _same(before: Any, after: Any) -> bool:
             return math.isnan(before) and math.isnan(after)
         return before == after and math.copysign(1.0, before) == math.copysign(1.0, after)
     if isinstance(before, (bytes, bytearray)):
-        return bytes(before) == after
+        return bool(bytes(before) == after)
     return bool(before == after)
 
 
