@@ -77,9 +77,12 @@ def test_filter_translation_pushes_only_exact_filters() -> None:
     rng = ds.GreaterThanOrEqual(("id",), 5)
     dec_exact = ds.LessThan(("amt",), decimal.Decimal("1.50"))
     dec_round = ds.LessThan(("amt",), decimal.Decimal("1.005"))  # would be rounded: kept
-    dbl = ds.GreaterThan(("f",), 0.0)  # Paimon: -0.0 < 0.0, Spark: equal -> kept
+    dbl = ds.GreaterThan(("f",), 0.0)  # the same on both sides: pushed as is
+    dbl_zero = ds.GreaterThanOrEqual(("f",), 0.0)  # Spark: -0.0 >= 0.0; Paimon: -0.0 < 0.0
     date = ds.EqualTo(("d",), datetime.date(2024, 1, 2))
-    ts = ds.GreaterThan(("ts",), datetime.datetime(2024, 1, 1))  # timestamps stay with Spark
+    ts = ds.GreaterThan(("ts",), datetime.datetime(2024, 1, 1))  # naive literal, NTZ column
+    ts_aware = ds.GreaterThan(("ts",), datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC))
+    ts_micro = ds.GreaterThan(("ts",), datetime.datetime(2024, 1, 1, 0, 0, 0, 1))
     nested = ds.IsNotNull(("tags",))
     inn = ds.In(("id",), (1, 2, None))
     notin = ds.Not(ds.In(("pt",), ("x",)))
@@ -89,20 +92,25 @@ def test_filter_translation_pushes_only_exact_filters() -> None:
     other = ds.Not(ds.GreaterThan(("id",), 1))
     isnull = ds.IsNull(("amt",))
     overflow = ds.EqualTo(("id",), 2**70)
-    filters = [eq, rng, dec_exact, dec_round, dbl, date, ts, nested, inn, notin, ne, starts,
-               ends, other, isnull, overflow]
+    filters = [eq, rng, dec_exact, dec_round, dbl, dbl_zero, date, ts, ts_aware, ts_micro,
+               nested, inn, notin, ne, starts, ends, other, isnull, overflow]
     pred, rest = to_predicate(filters, FIELDS)
-    assert rest == [dec_round, dbl, ts, nested, ends, other, overflow]
-    assert all(a is b for a, b in zip(rest, [dec_round, dbl, ts, nested, ends, other, overflow]))
+    kept = [dec_round, ts_aware, nested, ends, other, overflow]
+    assert rest == kept
+    assert all(a is b for a, b in zip(rest, kept, strict=True))
     leaves = pred.children  # type: ignore[union-attr]
     assert leaves == (
         Leaf("pt", Op.EQ, ("a",)), Leaf("id", Op.GE, (5,)),
         Leaf("amt", Op.LT, (decimal.Decimal("1.50"),)),
+        Leaf("f", Op.GT, (0.0,)), Leaf("f", Op.GE, (-0.0,)),
         Leaf("d", Op.EQ, (datetime.date(2024, 1, 2),)),
+        Leaf("ts", Op.GT, (datetime.datetime(2024, 1, 1),)),
+        Leaf("ts", Op.GT, (datetime.datetime(2024, 1, 1, 0, 0, 0, 1),)),
         Leaf("id", Op.IN, (1, 2, None)), Leaf("pt", Op.NOT_IN, ("x",)),
         Leaf("id", Op.NE, (3,)), Leaf("pt", Op.STARTS_WITH, ("a",)),
         Leaf("amt", Op.IS_NULL),
     )
+    assert str(leaves[4].literals[0]) == "-0.0"  # >= 0.0 pushed as >= -0.0
     one, none = to_predicate([eq], FIELDS)
     assert one == Leaf("pt", Op.EQ, ("a",)) and none == []
     assert to_predicate([], FIELDS) == (None, [])
