@@ -10,6 +10,9 @@ SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.di
 export PAIMON_ORACLE_SPARK_JARS = $(SPARK_JARS)
 export TZ := UTC
 PYTEST_ARGS ?=
+# pytest-xdist workers of `make test` (tests sharing a SparkSession, the interop oracle batches,
+# the race pool or a module's fixtures stay on one worker: tests/conftest.py); 0 = in-process
+TEST_WORKERS ?= 2
 
 .PHONY: install oracle lint typecheck unit test demo ui bench clean
 
@@ -43,7 +46,7 @@ unit: install
 # writes the per-folder time table that pytest prints at the end.
 test: export HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
 test: install oracle lint typecheck
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The whole story, headless, on the embedded defaults (SQLite Dagster instance, local lake,
 # Spark local[2]): a CDC feed -> ingestion -> sensor-driven derived table -> compaction ->
