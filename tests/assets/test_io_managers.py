@@ -416,3 +416,29 @@ def test_state_sensor_emits_only_on_a_new_snapshot(lake: dict[str, Any]) -> None
     assert first.asset_events[0].metadata["dagster/row_count"].value == len(_java_rows(lake))
     again = sensor(dg.build_sensor_context(cursor=first.cursor, resources=resources))
     assert again.asset_events == []  # unchanged table: no observation, no drop to zero
+
+
+def test_multi_partitions_map_to_two_table_partition_keys(tmp_path: Path) -> None:
+    multi = dg.MultiPartitionsDefinition({"date": DAILY, "region": REGIONS})
+    written: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    @dg.asset(key=["m", "sales"], partitions_def=multi,
+              metadata={"partition_expr": {"date": "dt", "region": "region"}})
+    def sales(context: dg.AssetExecutionContext) -> pa.Table:
+        key = context.partition_key.keys_by_dimension
+        rows = [{"id": i, "qty": i + len(written)} for i in range(2)]
+        written[(key["date"], key["region"])] = rows
+        return pa.Table.from_pylist(rows)  # dt and region are added
+
+    io = _io("arrow", tmp_path)
+    for date, region in [("2024-01-01", "eu"), ("2024-01-01", "us"), ("2024-01-02", "eu"),
+                         ("2024-01-01", "eu")]:
+        key = dg.MultiPartitionKey({"date": date, "region": region})
+        assert _materialize([sales], io, tmp_path, partition_key=key).success
+    table = FileSystemCatalog(str(tmp_path)).get_table("m.sales")
+    assert table.schema.partition_keys == ("dt", "region")
+    expected = [{**r, "dt": d, "region": g} for (d, g), rows in written.items() for r in rows]
+    order = ("dt", "region", "id")
+    assert _rows(table.to_arrow(), *order) == sorted(
+        expected, key=lambda r: tuple(r[c] for c in order))
+    assert len(expected) == 6  # the re-run of (01, eu) replaced only that cell
