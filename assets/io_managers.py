@@ -41,7 +41,7 @@ Example:
 import datetime
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import dagster as dg
 import pyarrow as pa
@@ -54,6 +54,7 @@ from paimon_core import (
     STRING_ROOTS,
     AddColumn,
     CommitOptions,
+    DataType,
     FileStoreTable,
     FileSystemCatalog,
     Identifier,
@@ -67,6 +68,8 @@ from paimon_core import (
     from_arrow_type,
     is_in,
     or_,
+    parse_sql_type,
+    to_arrow_type,
 )
 
 if TYPE_CHECKING:
@@ -75,6 +78,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ROW_KIND_COLUMN",
+    "ArrowFrame",
+    "Frame",
     "PaimonIOManager",
     "PaimonPandasIOManager",
     "PaimonPolarsIOManager",
@@ -129,43 +134,50 @@ class PaimonIOManager(dg.ConfigurableIOManager):
     def from_arrow(self, table: pa.Table, dagster_type: Any) -> Any:
         return table
 
+    def frame(self, obj: Any) -> "Frame":
+        """The output as a :class:`Frame` (the Spark IO manager keeps its DataFrame)."""
+        return ArrowFrame(self.to_arrow(obj))
+
     # ---- Dagster's interface
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if obj is None:
             return
         meta = dict(context.definition_metadata or {})
-        data = self.to_arrow(obj)
+        data = self.frame(obj)
         ident = self.identifier(context.asset_key, meta)
         mode = _choice(meta.get("write_mode", self.write_mode), _WRITE_MODES, "write_mode")
         schema_mode = _choice(meta.get("schema_update_mode", self.schema_update_mode),
                               _SCHEMA_MODES, "schema_update_mode")
         specs = self._partition_specs(context, meta) if context.has_asset_partitions else None
         catalog = self.catalog.load()
-        existing = _get(catalog, ident)
+        table = _get(catalog, ident)
+        typed = None
         if specs is not None:
-            data = _with_partition_columns(data, specs, existing)
-            _check_rows_in(data, specs)
-        table = existing or self._create(catalog, ident, data, meta, specs)
+            data = _with_partition_columns(data, specs, table)
+            types = dict(data.fields()) if table is None else \
+                {f.name: f.type for f in table.schema.fields}
+            typed = [_typed_spec(types, s, ident) for s in specs]
+            data.check_rows_in(typed)  # before anything is created or altered
+        if table is None:
+            table = self._create(catalog, ident, data, meta, specs)
         table = self._evolve(catalog, table, data, schema_mode)
         data = self._fill_missing(table, data, schema_mode)
-        partition_key = _partition_label(context)
-        props = commit_properties(context.run_id, context.asset_key.to_user_string(),
-                                  partition_key, **{"dagster.write-mode": mode})
-        has_kinds = self.row_kind_column in data.column_names
+        has_kinds = self.row_kind_column in data.columns
         if mode == "upsert" and not table.is_primary_key_table:
             raise SchemaError(f"write_mode 'upsert' needs a primary-key table; {ident} has none "
                               "(give primary_key in the asset's metadata when it is created)")
         if has_kinds and not table.is_primary_key_table:
             raise SchemaError(f"column {self.row_kind_column!r} (row kinds) needs a "
                               f"primary-key table; {ident} has none")
-        kinds = self.row_kind_column if has_kinds else None
-        if mode == "overwrite":
-            _overwrite(table, data, specs, props, kinds)
-        else:
-            _commit(table, data, props, kinds, overwrite=None)
-        fresh = catalog.get_table(ident)
-        md = table_state_metadata(fresh, count_rows=self.count_rows)
-        md["paimon/rows_written"] = dg.MetadataValue.int(data.num_rows)
+        if mode == "overwrite" and typed is not None:
+            for spec in typed:
+                _check_partition_keys(table, spec)
+        props = commit_properties(context.run_id, context.asset_key.to_user_string(),
+                                  _partition_label(context), **{"dagster.write-mode": mode})
+        rows = data.write(table, typed, props, self.row_kind_column if has_kinds else None,
+                          overwrite=mode == "overwrite")
+        md = table_state_metadata(catalog.get_table(ident), count_rows=self.count_rows)
+        md["paimon/rows_written"] = dg.MetadataValue.int(rows)
         md["paimon/write_mode"] = mode
         context.add_output_metadata(md)
 
@@ -230,10 +242,10 @@ class PaimonIOManager(dg.ConfigurableIOManager):
         return [{expr: _raw_value(pdef, k)} for k in keys]
 
     # ---- creation and evolution
-    def _create(self, catalog: FileSystemCatalog, ident: Identifier, data: pa.Table,
+    def _create(self, catalog: FileSystemCatalog, ident: Identifier, data: "Frame",
                 meta: Mapping[str, Any], specs: list[PartitionSpec] | None) -> FileStoreTable:
         """The table of a first write, from the frame's schema and the definition metadata."""
-        columns = [f for f in data.schema if f.name != self.row_kind_column]
+        columns = [(n, t) for n, t in data.fields() if n != self.row_kind_column]
         pks = _names(meta.get("primary_key"), "primary_key")
         parts = _names(meta.get("partition_by"), "partition_by")
         if not parts and specs:
@@ -243,44 +255,126 @@ class PaimonIOManager(dg.ConfigurableIOManager):
             options["bucket"] = str(int(meta["bucket"]))
         if pks and "bucket" not in options:
             options["bucket"] = "1"  # a fixed bucket: what Paimon Java 0.9 readers handle best
-        for f in columns:  # name the column an Arrow type without a Paimon type belongs to
-            try:
-                from_arrow_type(f.type, f.nullable)
-            except SchemaError as e:
-                raise SchemaError(f"column {f.name!r} cannot be stored exactly: {e}") from e
-        schema = Schema.from_arrow(pa.schema(columns), partition_keys=parts, primary_keys=pks,
-                                   options=options)
+        schema = Schema.of(columns, partition_keys=parts, primary_keys=pks, options=options)
         return catalog.create_table(ident, schema, ignore_if_exists=True)
 
-    def _evolve(self, catalog: FileSystemCatalog, table: FileStoreTable, data: pa.Table,
+    def _evolve(self, catalog: FileSystemCatalog, table: FileStoreTable, data: "Frame",
                 mode: str) -> FileStoreTable:
         have = set(table.schema.field_names)
-        new = [f for f in data.schema if f.name not in have and f.name != self.row_kind_column]
+        new = [(n, t) for n, t in data.fields() if n not in have and n != self.row_kind_column]
         if not new:
             return table
         if mode == "error":
-            raise SchemaError(f"column {new[0].name!r} is not in table {table.identifier} "
+            raise SchemaError(f"column {new[0][0]!r} is not in table {table.identifier} "
                               f"(schema_update_mode 'error'; new columns: "
-                              f"{[f.name for f in new]})")
-        changes = [AddColumn(f.name, from_arrow_type(f.type, True)) for f in new]
-        catalog.alter_table(table.identifier, changes)
+                              f"{[n for n, _ in new]})")
+        catalog.alter_table(table.identifier,
+                            [AddColumn(n, t.with_nullable(True)) for n, t in new])
         return catalog.get_table(table.identifier)
 
-    def _fill_missing(self, table: FileStoreTable, data: pa.Table, mode: str) -> pa.Table:
-        from paimon_core import to_arrow_type
-
-        missing = [f for f in table.schema.fields if f.name not in data.column_names]
-        if not missing:
-            return data
-        if mode == "error":
+    def _fill_missing(self, table: FileStoreTable, data: "Frame", mode: str) -> "Frame":
+        missing = [f for f in table.schema.fields if f.name not in data.columns]
+        if missing and mode == "error":
             raise SchemaError(f"column {missing[0].name!r} of table {table.identifier} is not in "
                               "the output (schema_update_mode 'error')")
         for f in missing:
             if not f.type.nullable:
                 raise SchemaError(f"column {f.name!r} of table {table.identifier} is NOT NULL "
                                   "but not in the output")
-            data = data.append_column(f.name, pa.nulls(data.num_rows, to_arrow_type(f.type)))
+            data = data.with_constant(f.name, None, f.type)
         return data
+
+
+# ------------------------------------------------------------------------------ frames
+class Frame(Protocol):
+    """What the IO manager needs of an output: its columns and Paimon types, constant
+    columns, the partition check and the write itself."""
+
+    @property
+    def columns(self) -> list[str]: ...
+
+    def fields(self) -> list[tuple[str, DataType]]:
+        """``(name, Paimon type)`` of every column (SchemaError naming a column without
+        one)."""
+        ...
+
+    def with_constant(self, column: str, value: Any, t: DataType) -> "Frame": ...
+
+    def check_rows_in(self, specs: list[dict[str, Any]]) -> None:
+        """SchemaError when a row lies outside every spec (``{column: value}``)."""
+        ...
+
+    def write(self, table: FileStoreTable, specs: list[dict[str, Any]] | None,
+              props: Mapping[str, str], kinds: str | None, *, overwrite: bool) -> int:
+        """Writes and commits; returns the rows written. ``overwrite``: each spec exactly
+        (even by nothing), or the whole table without specs."""
+        ...
+
+
+class ArrowFrame:
+    """An Arrow table as a :class:`Frame` (pyarrow, pandas and polars outputs)."""
+
+    def __init__(self, data: pa.Table) -> None:
+        self.data = data
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.data.column_names)
+
+    def fields(self) -> list[tuple[str, DataType]]:
+        out = []
+        for f in self.data.schema:
+            try:
+                out.append((f.name, from_arrow_type(f.type, f.nullable)))
+            except SchemaError as e:
+                raise SchemaError(f"column {f.name!r} cannot be stored exactly: {e}") from e
+        return out
+
+    def with_constant(self, column: str, value: Any, t: DataType) -> "ArrowFrame":
+        arrow_type = to_arrow_type(t)
+        if value is None:
+            return ArrowFrame(self.data.append_column(
+                column, pa.nulls(self.data.num_rows, arrow_type)))
+        return ArrowFrame(self.data.append_column(
+            column, pa.array([value] * self.data.num_rows, arrow_type)))
+
+    def _mask(self, spec: dict[str, Any]) -> Any:
+        masks = []
+        for c, v in spec.items():
+            col = self.data.column(c)
+            try:
+                masks.append(pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+                raise SchemaError(f"partition column {c!r} ({col.type}) cannot hold the "
+                                  f"partition value {v!r}") from e
+        out = masks[0]
+        for m in masks[1:]:
+            out = pc.and_(out, m)
+        return out
+
+    def check_rows_in(self, specs: list[dict[str, Any]]) -> None:
+        if not self.data.num_rows:
+            return
+        inside = self._mask(specs[0])
+        for s in specs[1:]:
+            inside = pc.or_(inside, self._mask(s))
+        if not pc.all(inside).as_py():
+            i = int(pc.index(inside, False).as_py())
+            row = {c: self.data.column(c)[i].as_py() for c in specs[0]}
+            raise SchemaError(f"row {i} has partition {row}, outside the run's partitions "
+                              f"{specs}")
+
+    def write(self, table: FileStoreTable, specs: list[dict[str, Any]] | None,
+              props: Mapping[str, str], kinds: str | None, *, overwrite: bool) -> int:
+        if not overwrite:
+            _commit(table, self.data, props, kinds, overwrite=None)
+        elif specs is None:
+            _commit(table, self.data, props, kinds, overwrite={})
+        else:
+            for spec in specs:
+                part = self.data if len(specs) == 1 else self.data.filter(self._mask(spec))
+                _commit(table, part, props, kinds, overwrite=spec)
+        return int(self.data.num_rows)
 
 
 # ------------------------------------------------------------------------------ frame types
@@ -420,21 +514,12 @@ def _get(catalog: FileSystemCatalog, ident: Identifier) -> FileStoreTable | None
         return None
 
 
-def _arrow_value(value: _Key, column: str, data: pa.Table) -> pa.Scalar:
-    """A partition key as a scalar of the frame's column type."""
-    arrow_type = data.schema.field(column).type
-    t = from_arrow_type(arrow_type, True)
-    return pa.scalar(_typed(value, column, t), arrow_type)
-
-
-def _with_partition_columns(data: pa.Table, specs: list[PartitionSpec],
-                            table: FileStoreTable | None) -> pa.Table:
+def _with_partition_columns(data: Frame, specs: list[PartitionSpec],
+                            table: FileStoreTable | None) -> Frame:
     """Adds a missing partition column holding the run's only partition key (of the table's
     column type; STRING for a table still to be created)."""
-    from paimon_core import to_arrow_type
-
     for col in specs[0]:
-        if col in data.column_names:
+        if col in data.columns:
             continue
         values = {s[col] for s in specs}
         if len(values) != 1:
@@ -443,33 +528,31 @@ def _with_partition_columns(data: pa.Table, specs: list[PartitionSpec],
         value = next(iter(values))
         if table is not None and col in table.schema.field_names:
             t = table.schema.field(col).type
-            scalar = pa.scalar(_typed(value, col, t), to_arrow_type(t))
+            data = data.with_constant(col, _typed(value, col, t), t)
         else:
-            scalar = pa.scalar(value.key, pa.string())
-        data = data.append_column(col, pa.array([scalar.as_py()] * data.num_rows,
-                                                scalar.type))
+            data = data.with_constant(col, value.key, parse_sql_type("STRING"))
     return data
 
 
-def _mask(data: pa.Table, spec: PartitionSpec) -> pa.ChunkedArray | pa.Array:
-    """Rows of ``data`` lying in ``spec``."""
-    masks = [pc.fill_null(pc.equal(data.column(c), _arrow_value(v, c, data)), False)
-             for c, v in spec.items()]
-    out = masks[0]
-    for m in masks[1:]:
-        out = pc.and_(out, m)
+def _typed_spec(types: Mapping[str, DataType], spec: PartitionSpec,
+                ident: Identifier) -> dict[str, Any]:
+    """A Dagster partition as values of the columns' types."""
+    out = {}
+    for col, v in spec.items():
+        if col not in types:
+            raise SchemaError(f"'partition_expr' column {col!r} is not in {ident}")
+        out[col] = _typed(v, col, types[col])
     return out
 
 
-def _check_rows_in(data: pa.Table, specs: list[PartitionSpec]) -> None:
-    inside = _mask(data, specs[0])
-    for s in specs[1:]:
-        inside = pc.or_(inside, _mask(data, s))
-    if data.num_rows and not pc.all(inside).as_py():
-        i = int(pc.index(inside, False).as_py())
-        row = {c: data.column(c)[i].as_py() for c in specs[0]}
-        raise SchemaError(f"row {i} has partition {row}, outside the run's partitions "
-                          f"{[{c: str(v) for c, v in s.items()} for s in specs]}")
+def _check_partition_keys(table: FileStoreTable, spec: Mapping[str, Any]) -> None:
+    parts = table.schema.partition_keys
+    for col in spec:
+        if col not in parts:
+            raise UnsupportedError(
+                f"'partition_expr' column {col!r} is not a partition key of {table.identifier} "
+                f"(partition keys: {list(parts)}): a partitioned output can only overwrite "
+                "table partitions")
 
 
 def _partition_label(context: dg.OutputContext) -> str | None:
@@ -479,30 +562,12 @@ def _partition_label(context: dg.OutputContext) -> str | None:
     return str(keys[0]) if len(keys) == 1 else f"{keys[0]}...{keys[-1]}"
 
 
-def _table_spec(table: FileStoreTable, spec: PartitionSpec) -> dict[str, Any]:
-    """A Dagster partition as a (partial) partition spec of the table."""
-    parts = table.schema.partition_keys
-    out = {}
-    for col, v in spec.items():
-        if col not in parts:
-            raise UnsupportedError(
-                f"'partition_expr' column {col!r} is not a partition key of {table.identifier} "
-                f"(partition keys: {list(parts)}): a partitioned output can only overwrite "
-                "table partitions")
-        out[col] = _typed(v, col, table.schema.field(col).type)
-    return out
-
-
 def _spec_predicate(table: FileStoreTable, specs: list[PartitionSpec]) -> Predicate:
     """The filter of an input's partitions."""
-    fields = table.schema.field_names
+    types = {f.name: f.type for f in table.schema.fields}
     ors = []
     for s in specs:
-        leaves = []
-        for col, v in s.items():
-            if col not in fields:
-                raise SchemaError(f"'partition_expr' column {col!r} is not in {table.identifier}")
-            leaves.append(is_in(col, [_typed(v, col, table.schema.field(col).type)]))
+        leaves = [is_in(c, [v]) for c, v in _typed_spec(types, s, table.identifier).items()]
         ors.append(and_(*leaves) if len(leaves) > 1 else leaves[0])
     return or_(*ors) if len(ors) > 1 else ors[0]
 
@@ -519,14 +584,3 @@ def _commit(table: FileStoreTable, data: pa.Table, props: Mapping[str, str],
     if overwrite is None:
         return commit.commit(messages)
     return commit.overwrite(messages, overwrite, dynamic=False)
-
-
-def _overwrite(table: FileStoreTable, data: pa.Table, specs: list[PartitionSpec] | None,
-               props: Mapping[str, str], kinds: str | None) -> None:
-    """Replaces the run's partitions (each exactly, even by nothing), or the whole table."""
-    if specs is None:
-        _commit(table, data, props, kinds, overwrite={})
-        return
-    for spec in specs:
-        part = data if len(specs) == 1 else data.filter(_mask(data, spec))
-        _commit(table, part, props, kinds, overwrite=_table_spec(table, spec))
