@@ -84,8 +84,10 @@ __all__ = [
     "PaimonPandasIOManager",
     "PaimonPolarsIOManager",
     "PaimonPyArrowIOManager",
+    "PartitionSpec",
     "SchemaUpdateMode",
     "WriteMode",
+    "typed_specs",
 ]
 
 WriteMode = Literal["append", "overwrite", "upsert"]
@@ -182,11 +184,20 @@ class PaimonIOManager(dg.ConfigurableIOManager):
         context.add_output_metadata(md)
 
     def load_input(self, context: dg.InputContext) -> Any:
+        table, columns, specs = self.input_request(context)
+        predicate = None if specs is None else _spec_predicate(table, specs)
+        return self.from_arrow(table.to_arrow(columns=columns, filter=predicate),
+                               context.dagster_type)
+
+    def input_request(self, context: dg.InputContext) -> tuple[
+            FileStoreTable, list[str] | None, list[PartitionSpec] | None]:
+        """What an input reads: the upstream table (TableNotExistError when never written),
+        the ``columns`` of the input metadata (checked), and its partitions."""
         meta = dict(context.definition_metadata or {})
         upstream = dict(context.upstream_output.definition_metadata or {}) \
             if context.upstream_output is not None else {}
         ident = self.identifier(context.asset_key, {**upstream, **meta})
-        table = self.catalog.load().get_table(ident)  # TableNotExistError when never written
+        table = self.catalog.load().get_table(ident)
         columns = meta.get("columns")
         if columns is not None:
             if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
@@ -196,13 +207,10 @@ class PaimonIOManager(dg.ConfigurableIOManager):
             if unknown:
                 raise SchemaError(f"input metadata 'columns' names {unknown}, not columns of "
                                   f"{ident} ({table.schema.field_names})")
-        predicate: Predicate | None = None
-        if context.has_asset_partitions:
-            specs = self._partition_specs(context, upstream)
-            predicate = _spec_predicate(table, specs)
-        data = table.to_arrow(columns=list(columns) if columns is not None else None,
-                              filter=predicate)
-        return self.from_arrow(data, context.dagster_type)
+            columns = list(columns)
+        specs = self._partition_specs(context, upstream) if context.has_asset_partitions \
+            else None
+        return table, columns, specs
 
     # ---- naming
     def identifier(self, key: dg.AssetKey, meta: Mapping[str, Any]) -> Identifier:
@@ -562,12 +570,17 @@ def _partition_label(context: dg.OutputContext) -> str | None:
     return str(keys[0]) if len(keys) == 1 else f"{keys[0]}...{keys[-1]}"
 
 
+def typed_specs(table: FileStoreTable, specs: list[PartitionSpec]) -> list[dict[str, Any]]:
+    """Dagster partitions as ``{column: value}`` of the table's column types."""
+    types = {f.name: f.type for f in table.schema.fields}
+    return [_typed_spec(types, s, table.identifier) for s in specs]
+
+
 def _spec_predicate(table: FileStoreTable, specs: list[PartitionSpec]) -> Predicate:
     """The filter of an input's partitions."""
-    types = {f.name: f.type for f in table.schema.fields}
     ors = []
-    for s in specs:
-        leaves = [is_in(c, [v]) for c, v in _typed_spec(types, s, table.identifier).items()]
+    for spec in typed_specs(table, specs):
+        leaves = [is_in(c, [v]) for c, v in spec.items()]
         ors.append(and_(*leaves) if len(leaves) > 1 else leaves[0])
     return or_(*ors) if len(ors) > 1 else ors[0]
 

@@ -25,9 +25,10 @@ from assets.io_managers import (
     PaimonPolarsIOManager,
     PaimonPyArrowIOManager,
 )
+from assets.io_managers_spark import PaimonSparkIOManager
 from assets.metadata import RUN_ID_PROPERTY
 from assets.observations import build_table_observation, build_table_state_sensor
-from assets.resources import PaimonCatalog
+from assets.resources import PaimonCatalog, SparkResource
 from paimon_core import FileSystemCatalog, SchemaError
 from paimon_core.cli.main import main as paimon_main
 from tests.interop.oracle import ensure_ready, run_batches
@@ -159,15 +160,43 @@ def _write_modes(wh: Path) -> dict[str, Any]:
     return {"kv": sorted(model.values(), key=lambda r: r["id"]), "wide_md": _md(result)}
 
 
+# ------------------------------------------------------------------------------ Spark
+def _write_spark(spark: Any, wh: Path, model: dict[str, Any]) -> None:
+    """A daily Spark DataFrame asset (days 01, 02, then 01 again) and a downstream Spark asset
+    reading its day's ``id`` column through the paimon data source."""
+    versions = iter([1, 2, 3])
+
+    @dg.asset(key=["spark_db", "events"], partitions_def=DAILY,
+              metadata={"partition_expr": "dt", "primary_key": ["dt", "id"]})
+    def events(context: dg.AssetExecutionContext) -> Any:
+        version = next(versions)
+        rows = [(i, f"v{version}-{i}", context.partition_key) for i in range(2 + version)]
+        model[context.partition_key] = [{"id": i, "v": v, "dt": d} for i, v, d in rows]
+        return spark.createDataFrame(rows, "id BIGINT, v STRING, dt STRING")
+
+    @dg.asset(key=["spark_db", "ids"], partitions_def=DAILY, metadata={"partition_expr": "dt"},
+              ins={"events": dg.AssetIn(key=["spark_db", "events"],
+                                        metadata={"columns": ["id"]})})
+    def ids(events: Any) -> Any:
+        model["ids_columns"] = events.columns
+        return events
+
+    io = PaimonSparkIOManager(catalog=PaimonCatalog(warehouse=str(wh)),
+                              spark=SparkResource(master="local[2]"))
+    for day in ("2024-01-01", "2024-01-02", "2024-01-01"):
+        assert _materialize([events, ids], io, wh, partition_key=day).success
+
+
 # ------------------------------------------------------------------------------ the module's lake
 JAVA_SCHEMA = {"fields": [{"name": "id", "type": "BIGINT"}, {"name": "v", "type": "STRING"}],
                "primary_keys": ["id"], "options": {"bucket": "2"}}
 TABLES = ["arrow_db.events", "pandas_db.events", "polars_db.events", "arrow_db.regions",
-          "pandas_db.regions", "polars_db.regions", "modes.kv", "modes.log", "modes.wide"]
+          "pandas_db.regions", "polars_db.regions", "modes.kv", "modes.log", "modes.wide",
+          "spark_db.events", "spark_db.ids"]
 
 
 @pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def lake(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Iterator[dict[str, Any]]:
     ensure_ready()
     root = tmp_path_factory.mktemp("iomanagers")
     wh = root / "wh"
@@ -179,6 +208,8 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         models[f"{kind}_db.regions"] = regions = {}
         _write_regions(kind, wh, regions)
     models.update(_write_modes(wh))
+    models["spark"] = {}
+    _write_spark(spark, wh, models["spark"])
     # one oracle batch: Java reads every table written above, and writes its own table twice
     # (the second commit updates keys 0..3: 10 records written, 8 live rows)
     (root / "java.json").write_text(json.dumps(JAVA_SCHEMA))
@@ -196,7 +227,8 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
              {"cmd": "write", **java, "input": str(root / "j1.jsonl")},
              {"cmd": "write", **java, "input": str(root / "j2.jsonl")},
              {"cmd": "read", **java, "output": str(root / "java_db.t.jsonl")}]
-    run_batches({"iomanagers": cmds}, root)
+    failed = run_batches({"iomanagers": cmds}, root)["iomanagers"].failures()
+    assert not failed, f"oracle commands failed: {failed}"
     yield {"wh": wh, "root": root, "models": models}
 
 
@@ -243,6 +275,18 @@ def test_static_partitions_with_primary_key(lake: dict[str, Any], kind: str) -> 
     expected = [r for rows in model.values() for r in rows]
     assert _rows(table.to_arrow(), "region", "id") == sorted(
         expected, key=lambda r: (r["region"], r["id"]))
+
+
+def test_spark_dataframes_by_partition(lake: dict[str, Any]) -> None:
+    catalog = FileSystemCatalog(str(lake["wh"]))
+    model = lake["models"]["spark"]
+    expected = sorted(model["2024-01-01"] + model["2024-01-02"], key=lambda r: (r["dt"], r["id"]))
+    assert len(model["2024-01-01"]) == 5  # version 3 replaced version 1 of day 01
+    assert _rows(catalog.get_table("spark_db.events").to_arrow(), "dt", "id") == expected
+    assert model["ids_columns"] == ["id"]  # the input's columns metadata
+    ids = catalog.get_table("spark_db.ids")
+    assert _rows(ids.to_arrow(), "dt", "id") == [{"id": r["id"], "dt": r["dt"]}
+                                                 for r in expected]
 
 
 def test_upsert_with_row_kinds(lake: dict[str, Any]) -> None:
