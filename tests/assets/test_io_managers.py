@@ -486,3 +486,46 @@ def test_multi_partitions_map_to_two_table_partition_keys(tmp_path: Path) -> Non
     assert _rows(table.to_arrow(), *order) == sorted(
         expected, key=lambda r: tuple(r[c] for c in order))
     assert len(expected) == 6  # the re-run of (01, eu) replaced only that cell
+
+
+def test_partition_range_run_overwrites_each_day_even_by_nothing(tmp_path: Path) -> None:
+    days = {"2024-01-01": [1, 2], "2024-01-02": [3], "2024-01-03": [4, 5], "2024-01-04": [6]}
+
+    @dg.asset(key=["b", "t"], partitions_def=DAILY, metadata={"partition_expr": "dt"},
+              backfill_policy=dg.BackfillPolicy.single_run())
+    def first(context: dg.AssetExecutionContext) -> pa.Table:
+        rows = [{"dt": d, "id": i} for d in context.partition_keys for i in days[d]]
+        return pa.Table.from_pylist(rows)
+
+    @dg.asset(key=["b", "t"], partitions_def=DAILY, metadata={"partition_expr": "dt"},
+              backfill_policy=dg.BackfillPolicy.single_run())
+    def again(context: dg.AssetExecutionContext) -> pa.Table:
+        # days 02..03 again: 02 gets new rows, 03 none (it must end up empty)
+        return pa.Table.from_pylist([{"dt": "2024-01-02", "id": 30}])
+
+    io = _io("arrow", tmp_path)
+
+    def run(asset: Any, start: str, end: str) -> None:
+        tags = {"dagster/asset_partition_range_start": start,
+                "dagster/asset_partition_range_end": end}
+        assert _materialize([asset], io, tmp_path, tags=tags).success
+
+    run(first, "2024-01-01", "2024-01-04")
+    run(again, "2024-01-02", "2024-01-03")
+    table = FileSystemCatalog(str(tmp_path)).get_table("b.t")
+    assert _rows(table.to_arrow(), "dt", "id") == [
+        {"dt": "2024-01-01", "id": 1}, {"dt": "2024-01-01", "id": 2},
+        {"dt": "2024-01-02", "id": 30}, {"dt": "2024-01-04", "id": 6}]
+
+
+def test_catalog_from_environment_variables(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IO_TEST_WAREHOUSE", str(tmp_path / "from-env"))
+
+    @dg.asset(key=["env", "t"])
+    def t() -> pa.Table:
+        return pa.table({"id": [1, 2]})
+
+    io = PaimonPyArrowIOManager(catalog=PaimonCatalog(warehouse=dg.EnvVar("IO_TEST_WAREHOUSE")))
+    assert dg.materialize([t], resources={"io_manager": io}).success
+    assert FileSystemCatalog(str(tmp_path / "from-env")).get_table("env.t").to_arrow().num_rows == 2
