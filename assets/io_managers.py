@@ -1,7 +1,8 @@
 """IO managers that store Dagster assets as Paimon tables: pyarrow, pandas and polars frames.
 
 Modelled on dagster-iceberg / dagster-deltalake (one IO manager per frame type over one shared
-core that speaks Arrow), on the :class:`~assets.resources.PaimonCatalog` resource:
+core; a frame type is a small :class:`Frame`: Arrow here, a Spark DataFrame in
+:mod:`assets.io_managers_spark`), on the :class:`~assets.resources.PaimonCatalog` resource:
 
 * **asset key -> table**: the key's last element is the table, the element before it the
   database (``["sales", "orders"]`` -> ``sales.orders``); a one-element key goes to the IO
