@@ -165,6 +165,17 @@ def check_maintenance(ns: dict[str, Any]) -> None:
         table.latest_snapshot().id - 4)  # 5 retained
 
 
+def check_io_manager(ns: dict[str, Any]) -> None:
+    table = ns["catalog"].table("sales.daily")
+    rows = table.to_arrow().to_pylist()
+    assert sorted((r["dt"], r["id"]) for r in rows) == [
+        ("2025-01-01", 1), ("2025-01-01", 2), ("2025-01-02", 1), ("2025-01-02", 2)]
+    big = ns["catalog"].table("default.big").to_arrow().to_pylist()
+    assert sorted((r["dt"], r["id"], r["amount"]) for r in big) == [
+        ("2025-01-01", 2, 20.0), ("2025-01-02", 2, 20.0)]
+    assert ns["result"].success
+
+
 @dataclass(frozen=True)
 class Example:
     prepare: Callable[[Path], dict[str, Any]] = lambda wh: {}
@@ -188,6 +199,7 @@ EXAMPLES: dict[str, Example] = {
     "table.inspect.snapshots()": Example(with_table, check_inspect),
     "\"shop.stock\"": Example(aggregation, check_aggregation),
     "expire_snapshots(": Example(old_table, check_maintenance),
+    "PaimonPandasIOManager(catalog=": Example(check=lambda ns: check_io_manager(ns)),
 }
 #: README blocks (by marker) that are not run here, with the reason
 NOT_RUN = {
