@@ -161,8 +161,9 @@ class TableRead:
     ) -> Iterator[pa.RecordBatch]:
         """Stream the rows split by split, in batches of at most ``batch_size`` rows. Memory is
         bounded by one batch for append splits, and for primary-key splits by
-        ``paimon-core.merge.buffer-rows`` rows per sorted run of a section (the streaming
-        merge of :mod:`paimon_core.read.merge_stream`), whatever the bucket's size."""
+        ``paimon-core.merge.buffer-rows`` rows per section, shared by its sorted runs (the
+        streaming merge of :mod:`paimon_core.read.merge_stream`), whatever the bucket's size
+        and its number of runs."""
         for split in splits:
             if self.is_pk:
                 parts: Iterator[pa.Table] = self._iter_pk(split)
