@@ -95,12 +95,15 @@ class Chunk:
             when the runs are data files).
         sequence_ordered: the records of every key come in ascending ``_SEQUENCE_NUMBER``
             order (the runs' sequence ranges are disjoint and concatenated in that order).
+        sizes: how many of ``records`` come from each contributing run, in order (the
+            records are the runs' parts concatenated).
     """
 
     records: pa.Table
     levels: np.ndarray
     runs: int
     sequence_ordered: bool = False
+    sizes: tuple[int, ...] = ()
 
 
 class _Run:
@@ -142,18 +145,19 @@ def _numpy_key(t: pa.DataType) -> bool:
     return bool(pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t))
 
 
-def _rows_not_above(rows: pa.Table, bound: pa.Table, keys: Sequence[str]) -> int:
+def _rows_not_above(rows: pa.Table, bound: pa.Table, keys: Sequence[str], *,
+                    strict: bool = False) -> int:
     """How many leading rows of ``rows`` (sorted by ``keys``) have a key <= the one row of
-    ``bound``."""
+    ``bound`` (``strict``: a key < it)."""
     if len(keys) == 1 and _numpy_key(rows.schema.field(keys[0]).type):
         col = _combined(rows.column(keys[0]))
         if not col.null_count:
             values = np.asarray(col.to_numpy(zero_copy_only=False))
             b = np.asarray(_combined(bound.column(keys[0])).to_numpy(zero_copy_only=False))
-            return int(np.searchsorted(values, b[0], side="right"))
+            return int(np.searchsorted(values, b[0], side="left" if strict else "right"))
     # lexicographic (k1 < b1) | (k1 == b1 & ((k2 < b2) | (k2 == b2 & ...)))
     n = rows.num_rows
-    acc = np.ones(n, dtype=bool)
+    acc = np.full(n, not strict, dtype=bool)
     for k in reversed(keys):
         col = _combined(rows.column(k))
         b = bound.column(k)[0]
@@ -173,12 +177,25 @@ def _bound(runs: Sequence[_Run], keys: Sequence[str]) -> pa.Table:
     return t.slice(int(order[0].as_py()), 1)
 
 
-def _run_batches(reader: DataFileReader, reads: Sequence[FileRead], buffer_rows: int
-                 ) -> Iterator[tuple[pa.Table, int]]:
+def _run_batches(reader: DataFileReader, reads: Sequence[FileRead], buffer_rows: int,
+                 keys: Sequence[str] | None = None) -> Iterator[tuple[pa.Table, int]]:
+    """The batches of a run's files in order; with ``keys`` (files that may repeat a key,
+    e.g. changelog files: ``-U`` then ``+U``), each batch ends at a key boundary: the rows of
+    the last key are held back and lead the next batch, so a key never spans two batches
+    (the files of a run have disjoint key ranges: a file's end is a boundary)."""
     for r in reads:
+        carry: pa.Table | None = None
         for t in reader.iter_read(r, buffer_rows):
+            if keys is not None and t.num_rows:
+                if carry is not None:
+                    t = pa.concat_tables([carry, t])
+                cut = _rows_not_above(t, t.select(keys).slice(t.num_rows - 1, 1), keys,
+                                      strict=True)
+                t, carry = t.slice(0, cut), t.slice(cut)
             if t.num_rows:
                 yield t, r.file.level
+        if carry is not None and carry.num_rows:
+            yield carry, r.file.level
 
 
 def section_chunks(
@@ -188,6 +205,8 @@ def section_chunks(
     decode_key: KeyDecoder,
     *,
     buffer_rows: int,
+    runs: Sequence[Sequence[DataFileMeta]] | None = None,
+    unique_keys: bool = True,
 ) -> Iterator[Chunk]:
     """The records of one section in key-aligned chunks, unmerged (see the module docstring).
 
@@ -199,6 +218,11 @@ def section_chunks(
         decode_key: decodes the files' min/max keys (to form the sorted runs).
         buffer_rows: rows buffered for the whole section (>= 1), shared by its sorted runs
             (:func:`run_buffer_rows`).
+        runs: the section's sorted runs in the order their records are to be concatenated
+            (e.g. Java's ``IntervalPartition`` order, for merges whose result depends on it);
+            default :func:`sorted_runs` in ascending sequence order.
+        unique_keys: every file holds a key at most once (data files); False for changelog
+            files, whose rows of one key are adjacent (the file is sorted by key).
 
     Yields:
         :class:`Chunk` s in ascending key ranges; every key's records lie in one chunk. A
@@ -209,9 +233,10 @@ def section_chunks(
     by_name = {r.file.file_name: r for r in reads}
     # runs in the order of their sequence numbers: when their ranges are disjoint, every
     # key's records then come in sequence order (a stable sort by key suffices to merge)
-    runs_files = sorted(sorted_runs([r.file for r in reads], decode_key),
-                        key=lambda fs: (min(f.min_sequence_number for f in fs),
-                                        max(f.max_sequence_number for f in fs)))
+    runs_files = [list(fs) for fs in runs] if runs is not None else sorted(
+        sorted_runs([r.file for r in reads], decode_key),
+        key=lambda fs: (min(f.min_sequence_number for f in fs),
+                        max(f.max_sequence_number for f in fs)))
     ordered = all(
         max(f.max_sequence_number for f in a) < min(f.min_sequence_number for f in b)
         for a, b in itertools.pairwise(runs_files)
@@ -219,18 +244,19 @@ def section_chunks(
     keys = list(key_columns)
     whole = len(runs_files) == 1
     per_run = run_buffer_rows(buffer_rows, len(runs_files))
-    runs = [
-        _Run(_run_batches(reader, [by_name[f.file_name] for f in files], per_run))
+    align = None if unique_keys else keys
+    section_runs = [
+        _Run(_run_batches(reader, [by_name[f.file_name] for f in files], per_run, align))
         for files in runs_files
     ]
-    for r in runs:
+    for r in section_runs:
         r.fill()
-    live = [r for r in runs if r.size]
+    live = [r for r in section_runs if r.size]
     if live and any(pa.types.is_floating(live[0].rows.schema.field(k).type)  # type: ignore[union-attr]
                     for k in keys):
         whole = True  # NaN order differs between writers: no safe cut
     if whole:  # one run: every step is a batch of it; floats: one step of everything
-        yield from _whole(runs, floats=len(runs_files) > 1, ordered=ordered)
+        yield from _whole(section_runs, floats=len(runs_files) > 1, ordered=ordered)
         return
     while live:
         open_runs = [r for r in live if not r.drained]
@@ -245,7 +271,7 @@ def section_chunks(
                 levels.append(lv)
         yield Chunk(pa.concat_tables(parts) if len(parts) > 1 else parts[0],
                     np.concatenate(levels) if len(levels) > 1 else levels[0], len(parts),
-                    ordered)
+                    ordered, tuple(p.num_rows for p in parts))
         for r in live:
             r.fill()
         live = [r for r in live if r.size]
@@ -258,18 +284,23 @@ def _whole(runs: Sequence[_Run], *, floats: bool, ordered: bool) -> Iterator[Chu
         run = runs[0]
         while run.size:
             t, lv = run.take(run.size)
-            yield Chunk(t, lv, 1, True)
+            yield Chunk(t, lv, 1, True, (t.num_rows,))
             run.fill()
         return
-    parts, levels = [], []
+    parts, levels, sizes = [], [], []
     for r in runs:
+        n = 0
         while r.size:
             t, lv = r.take(r.size)
             parts.append(t)
             levels.append(lv)
+            n += t.num_rows
             r.fill()
+        if n:
+            sizes.append(n)
     if parts:
-        yield Chunk(pa.concat_tables(parts), np.concatenate(levels), len(runs), ordered)
+        yield Chunk(pa.concat_tables(parts), np.concatenate(levels), len(runs), ordered,
+                    tuple(sizes))
 
 
 def merge_section_batches(
