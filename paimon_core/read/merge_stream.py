@@ -23,13 +23,16 @@ by its number of runs (measured on one bucket of 4M rows in 2 runs and of 16M ro
 a buffer per run grew the streaming read's peak from +136 to +167 MB; shared, +130 MB both).
 
 Key order is the one the merge and our writer use (Arrow ascending; strings and binaries
-bytewise, like Java's ``BinaryString``). Keys with a floating-point column are the
-exception: NaN sorts first in Arrow and last in Java, so a run's order cannot be trusted
-around NaN and such sections are merged whole (one chunk), as before.
+bytewise, like Java's ``BinaryString``). Keys with a floating-point column need a
+proof first: Java's key comparator holds NaN equal to every value, so a Java-sorted run with
+a NaN key has no reliable order; a section of several runs is cut only when a pass over its
+key columns finds no NaN and every run in ascending order, else it is merged whole (one
+chunk).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -226,7 +229,8 @@ def section_chunks(
 
     Yields:
         :class:`Chunk` s in ascending key ranges; every key's records lie in one chunk. A
-        section whose key has a floating-point column comes as one chunk.
+        section of several runs whose key has a floating-point column comes as one chunk
+        unless its keys hold no NaN and every run is sorted (:func:`_float_runs_cuttable`).
     """
     if not reads:
         return
@@ -252,9 +256,13 @@ def section_chunks(
     for r in section_runs:
         r.fill()
     live = [r for r in section_runs if r.size]
-    if live and any(pa.types.is_floating(live[0].rows.schema.field(k).type)  # type: ignore[union-attr]
-                    for k in keys):
-        whole = True  # NaN order differs between writers: no safe cut
+    if (not whole and live
+            and any(pa.types.is_floating(live[0].rows.schema.field(k).type)  # type: ignore[union-attr]
+                    for k in keys)):
+        # NaN order differs between writers: cut only runs proven NaN-free and sorted
+        whole = not _float_runs_cuttable(
+            reader, [[by_name[f.file_name] for f in files] for files in runs_files], keys,
+            per_run, strict=unique_keys)
     if whole:  # one run: every step is a batch of it; floats: one step of everything
         yield from _whole(section_runs, floats=len(runs_files) > 1, ordered=ordered)
         return
@@ -275,6 +283,51 @@ def section_chunks(
         for r in live:
             r.fill()
         live = [r for r in live if r.size]
+
+
+def _ascending(t: pa.Table, keys: Sequence[str], *, strict: bool) -> bool:
+    """Whether the rows of ``t`` are in ascending key order (``strict``: no key twice)."""
+    n = t.num_rows
+    if n < 2:
+        return True
+    acc = np.full(n - 1, not strict, dtype=bool)  # prev <= next (strict: prev < next)
+    for k in reversed(keys):
+        col = _combined(t.column(k))
+        prev, nxt = col.slice(0, n - 1), col.slice(1)
+        lt = np.asarray(pc.less(prev, nxt).fill_null(False).to_numpy(zero_copy_only=False))
+        eq = np.asarray(pc.equal(prev, nxt).fill_null(False).to_numpy(zero_copy_only=False))
+        acc = lt | (eq & acc)
+    return bool(acc.all())
+
+
+def _float_runs_cuttable(reader: DataFileReader, runs: Sequence[Sequence[FileRead]],
+                         keys: Sequence[str], batch_rows: int, *, strict: bool) -> bool:
+    """Whether a section whose key has a FLOAT / DOUBLE column can be cut like any other: no
+    key is NaN and every run is in ascending key order. Java's generated key comparator
+    compares floating-point fields with ``a > b ? 1 : a < b ? -1 : 0``, so a NaN compares
+    equal to every value and a Java-sorted run holding NaN has no reliable order (nor does
+    the same key order as Arrow's, which puts NaN last); without NaN both orders are the
+    numeric one (``-0.0`` equal to ``0.0`` in both). Reads the key columns only, batch by
+    batch (a pass over the keys before the merge)."""
+    for run in runs:
+        last: pa.Table | None = None
+        for r in run:
+            read = dataclasses.replace(r, columns=tuple(c for c in r.columns if c in keys))
+            for t in reader.iter_read(read, batch_rows):
+                if not t.num_rows:
+                    continue
+                t = t.select(list(keys))
+                for k in keys:
+                    col = t.column(k)
+                    if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
+                        return False
+                if last is not None and not _ascending(
+                        pa.concat_tables([last, t.slice(0, 1)]), keys, strict=strict):
+                    return False
+                if not _ascending(t, keys, strict=strict):
+                    return False
+                last = t.slice(t.num_rows - 1, 1)
+    return True
 
 
 def _whole(runs: Sequence[_Run], *, floats: bool, ordered: bool) -> Iterator[Chunk]:
