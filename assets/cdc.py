@@ -194,7 +194,7 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
         **labels.asset_kwargs(
             key=spec.key_path, group="ingestion", kinds=("spark", "paimon"),
             description=f"{spec.description} Partition = {unit}; runs "
-            "pipelines.cdc_ingest."),
+            "pipelines.cdc_ingest.".strip()),
         partitions_def=partitions_def,
         backfill_policy=dg.BackfillPolicy.single_run() if partitions_def else None,
         pool=SPARK_POOL,

@@ -102,7 +102,7 @@ def build_overwrite_asset(spec: TableSpec, partition_key: str,
         **labels.asset_kwargs(
             key=spec.key_path, group="ingestion", kinds=("spark", "paimon"),
             description=f"{spec.description} Partition = {partition_key}; runs "
-            "pipelines.batch_overwrite (static INSERT OVERWRITE of that partition)."),
+            "pipelines.batch_overwrite (static INSERT OVERWRITE of that partition).".strip()),
         partitions_def=parts.partitions_def(),
         pool=SPARK_POOL,
         metadata={"paimon/table": spec.identifier},
