@@ -29,3 +29,8 @@ expiry_schedule = dg.ScheduleDefinition(
     default_status=dg.DefaultScheduleStatus.STOPPED,
     description="Daily snapshot expiry of every table.",
 )
+table_checks_job = dg.define_asset_job(
+    "table_checks_job",
+    selection=dg.AssetSelection.all_asset_checks(),
+    description="Run every table's asset checks (fsck, small files, retention, freshness).",
+)
