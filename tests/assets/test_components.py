@@ -15,6 +15,7 @@ from assets.components import (
     PaimonCdcTable,
     PaimonDerivedTable,
     PaimonOverwriteTable,
+    PaimonResources,
     PaimonTableMaintenance,
 )
 from assets.labels import SettingsError
@@ -40,6 +41,12 @@ schedule: {cron: "5 * * * *"}
 
 def build(cls: Any, text: str) -> dg.Definitions:
     return dg.build_defs_for_component(cls.resolve_from_yaml(text))
+
+
+def validate(defs: dg.Definitions) -> None:
+    """The definitions load, with the resources component's resources."""
+    resources = dg.build_defs_for_component(PaimonResources())
+    dg.Definitions.validate_loadable(dg.Definitions.merge(defs, resources))
 
 
 def only_asset(defs: dg.Definitions) -> dg.AssetsDefinition:
@@ -72,7 +79,7 @@ def test_cdc_table_follows_its_attributes() -> None:
     [schedule] = defs.schedules or ()
     assert schedule.name == "shop_orders_ingest_job_schedule"
     assert schedule.cron_schedule == attrs["schedule"]["cron"]
-    dg.Definitions.validate_loadable(defs)
+    validate(defs)
 
 
 @pytest.mark.parametrize(("change", "named"), [
@@ -130,7 +137,7 @@ def test_maintenance_of_a_table_written_elsewhere() -> None:
     assert compaction.partitions_def.get_partition_keys() == [
         f"java.items/bucket-{b}" for b in range(3)]
     assert {s.name for s in defs.schedules or ()} == {"java_items_compaction_schedule"}
-    dg.Definitions.validate_loadable(defs)
+    validate(defs)
 
 
 def test_demo_tables_are_the_demo_yaml() -> None:
