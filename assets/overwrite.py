@@ -11,10 +11,13 @@ the run's (``dagster:<run id>``, see :func:`assets.metadata.run_commit_user`).
 """
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
+import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import Field
 
 from assets.labels import AssetLabels, SettingsError
@@ -27,6 +30,7 @@ from assets.metadata import (
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import DAILY_START, TableSpec
+from paimon_core import CommitOptions
 from pipelines.batch_overwrite import FORMATS, load_files, overwrite
 from pipelines.config import CatalogSettings
 
@@ -89,14 +93,18 @@ class OverwriteConfig(dg.Config):
 
 def build_overwrite_asset(spec: TableSpec, partition_key: str,
                           partitions: OverwritePartitions | None = None,
-                          labels: AssetLabels | None = None) -> dg.AssetsDefinition:
+                          labels: AssetLabels | None = None,
+                          upstream: Sequence[str] | None = None) -> dg.AssetsDefinition:
     """The INSERT OVERWRITE asset of a table partitioned by ``partition_key``: one run
-    replaces the table partition of its run partition with the landed extract."""
+    replaces the table partition of its run partition with the landed extract, or, given
+    ``upstream`` (an asset key), with that asset's output for the same partition."""
     parts = partitions or OverwritePartitions()
     labels = labels or AssetLabels()
     if partition_key not in spec.partition_keys:
         raise SettingsError(f"{spec.identifier}: {partition_key!r} is not a partition key of "
                             f"the table (partition keys: {spec.partition_keys})")
+    if upstream:
+        return _from_upstream(spec, partition_key, parts, labels, upstream)
 
     @dg.asset(
         **labels.asset_kwargs(
@@ -147,6 +155,63 @@ def build_overwrite_asset(spec: TableSpec, partition_key: str,
             }))
 
     return _overwrite
+
+
+def _from_upstream(spec: TableSpec, partition_key: str, parts: OverwritePartitions,
+                   labels: AssetLabels, upstream: Sequence[str]) -> dg.AssetsDefinition:
+    """The overwrite asset fed by an upstream asset's output (a pyarrow Table or a pandas /
+    polars DataFrame, loaded by that asset's IO manager): written by paimon_core as one
+    static INSERT OVERWRITE of the run's partition (no Spark)."""
+
+    @dg.asset(
+        **labels.asset_kwargs(
+            key=spec.key_path, group="ingestion", kinds=("paimon",),
+            description=f"{spec.description} Partition = {partition_key}; the partition "
+            f"replaced by {'/'.join(upstream)}'s output (static INSERT OVERWRITE).".strip()),
+        partitions_def=parts.partitions_def(),
+        ins={"rows": dg.AssetIn(key=dg.AssetKey(list(upstream)))},
+        metadata={"paimon/table": spec.identifier},
+    )
+    def _overwrite(context: dg.AssetExecutionContext, catalog: PaimonCatalog,
+                   rows: Any) -> dg.MaterializeResult:
+        day = context.partition_key
+        data = _arrow(rows)
+        if partition_key not in data.column_names:  # the partition's rows, without its column
+            data = data.append_column(partition_key, pa.array([day] * data.num_rows))
+        if data.num_rows and not pc.all(pc.equal(
+                pc.cast(data.column(partition_key), pa.string()), day)).as_py():
+            raise non_retryable(context, f"{'/'.join(upstream)} gave rows outside "
+                                f"{partition_key}={day}: refusing to overwrite")
+        started = time.monotonic()
+        table = spec.ensure(catalog.load())
+        builder = table.new_batch_write_builder(
+            run_commit_user(context.run.run_id), options=CommitOptions(
+                properties=context_properties(context), dynamic_partition_overwrite=False),
+        ).overwrite({partition_key: day})
+        with builder.new_write() as write:
+            write.write_arrow(data)
+            messages = write.prepare_commit()
+        ids = builder.new_commit().commit(messages)
+        return dg.MaterializeResult(metadata=snapshot_metadata(table, list(ids), **{
+            "overwrite/partition": f"{partition_key}={day}",
+            "overwrite/rows": dg.MetadataValue.int(data.num_rows),
+            "overwrite/source": "/".join(upstream),
+            "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
+        }))
+
+    return _overwrite
+
+
+def _arrow(rows: Any) -> pa.Table:
+    """An upstream output as a pyarrow Table (pyarrow, pandas or polars)."""
+    if isinstance(rows, pa.Table):
+        return rows
+    if hasattr(rows, "to_arrow"):  # polars
+        return rows.to_arrow()
+    if type(rows).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(rows, preserve_index=False)
+    raise TypeError(f"an overwrite table takes a pyarrow Table or a pandas / polars DataFrame, "
+                    f"got {type(rows).__name__}")
 
 
 def __getattr__(name: str) -> Any:

@@ -221,6 +221,9 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
     checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
     partitions: OverwritePartitionsAttributes = Field(
         default_factory=OverwritePartitionsAttributes)
+    upstream: list[str] | None = Field(
+        default=None, description="an asset whose output (pyarrow / pandas / polars, same "
+        "partitions) replaces the partition, instead of landed files")
     layout: str = Field(default="{table}/{column}={partition}",
                         description="the extract's directory under the landing root")
     format: Literal["csv", "parquet", "json"] = "csv"
@@ -237,7 +240,7 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
             spec, self.partition_by[0],
             OverwritePartitions(kind=p.kind, start=p.start, values=tuple(p.values),
                                 name=p.name, layout=self.layout, format=self.format),
-            self.asset.labels(with_key=False))
+            self.asset.labels(with_key=False), upstream=self.upstream)
         jobs: list[Any] = []
         schedules: list[Any] = []
         if self.job_name != "":

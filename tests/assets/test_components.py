@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import dagster as dg
+import pyarrow as pa
 import pytest
 import yaml
 
@@ -153,3 +154,35 @@ def test_demo_tables_are_the_demo_yaml() -> None:
         assert [f["name"] for f in spec.schema["fields"]] == [
             c["name"] for c in attrs["columns"]]
         assert spec.table_schema().options["bucket"] == str(attrs["options"]["bucket"])
+
+
+def test_overwrite_from_an_upstream_asset(lake: dict[str, Any]) -> None:
+    """An upstream asset's output replaces the partition (static INSERT OVERWRITE): the
+    table holds exactly each partition's last output, the other partitions untouched."""
+    from assets.resources import PaimonCatalog
+    from paimon_core import FileSystemCatalog
+
+    parts = dg.StaticPartitionsDefinition(["eu", "us"])
+    outputs = {"eu": [("eu", 1.0), ("eu", 2.0)], "us": [("us", 3.0)]}
+
+    @dg.asset(key=["raw", "rates"], partitions_def=parts)
+    def raw_rates(context) -> pa.Table:  # type: ignore[no-untyped-def]
+        rows = outputs[context.partition_key]
+        return pa.table({"k": [r[0] for r in rows], "v": [r[1] for r in rows]})
+
+    defs = build(PaimonOverwriteTable, yaml.safe_dump({
+        "table": "ref.rates", "columns": [{"name": "k", "type": "STRING"},
+                                          {"name": "v", "type": "DOUBLE"}],
+        "partition_by": ["k"], "partitions": {"kind": "static", "values": ["eu", "us"]},
+        "upstream": ["raw", "rates"]}))
+    target = only_asset(defs)
+    resources = {"catalog": PaimonCatalog(warehouse=str(lake["warehouse"])),
+                 "io_manager": dg.FilesystemIOManager(base_dir=str(lake["landing"]))}
+    for key in ("eu", "us"):
+        assert dg.materialize([raw_rates, target], partition_key=key,
+                              resources=resources).success
+    outputs["eu"] = [("eu", 5.0)]  # a corrected output replaces the partition
+    assert dg.materialize([raw_rates, target], partition_key="eu", resources=resources).success
+    got = FileSystemCatalog(str(lake["warehouse"])).get_table("ref.rates").to_arrow()
+    assert sorted(zip(got["k"].to_pylist(), got["v"].to_pylist())) == sorted(
+        r for rows in outputs.values() for r in rows)
