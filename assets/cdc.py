@@ -45,6 +45,7 @@ __all__ = [
     "CdcConfig",
     "CdcSource",
     "build_cdc_asset",
+    "build_landing_sensor",
     "cdc_commit_user",
     "cdc_identifier",
 ]
@@ -116,12 +117,33 @@ class CdcSource:
             return CONNECTOR_POSITIONS[self.connector]
         return None
 
+    def zone(self, landing: LandingZone) -> LandingZone:
+        return landing if self.landing_root is None else LandingZone(
+            root=self.landing_root, storage=landing.storage)
+
     def directory(self, landing: LandingZone, identifier: str, partition: str) -> str:
         """The landing directory of one batch."""
         relative = self.layout.format(table=identifier, partition=partition).strip("/")
-        zone = landing if self.landing_root is None else LandingZone(
-            root=self.landing_root, storage=landing.storage)
-        return zone.path(*relative.split("/"))
+        return self.zone(landing).path(*relative.split("/"))
+
+    def landed(self, landing: LandingZone, identifier: str) -> list[str]:
+        """The partition keys whose landing directory holds at least one file (one listing
+        of the directory above the partition's, then one per candidate)."""
+        segments = self.layout.strip("/").split("/")
+        at = next(i for i, seg in enumerate(segments) if "{partition}" in seg)
+        parent = [seg.format(table=identifier) for seg in segments[:at]]
+        head, _, tail = segments[at].partition("{partition}")
+        zone = self.zone(landing)
+        fio = zone.file_io()
+        out = []
+        for st in fio.list_status(zone.path(*parent)):
+            name = st.path.rstrip("/").rsplit("/", 1)[-1]
+            if st.is_dir and name.startswith(head) and name.endswith(tail) and len(name) > len(
+                    head) + len(tail):
+                key = name[len(head):len(name) - len(tail)]
+                if zone.has_files(self.directory(landing, identifier, key)):
+                    out.append(key)
+        return sorted(out)
 
 
 class CdcConfig(dg.Config):
@@ -179,6 +201,33 @@ def _options(config: CdcConfig, source: CdcSource, user: str,
     if "properties" in {f.name for f in dataclasses.fields(CdcOptions)}:
         kw["properties"] = props
     return CdcOptions(**kw)
+
+
+def build_landing_sensor(spec: TableSpec, source: CdcSource, job: Any, *, name: str,
+                         minimum_interval_seconds: int = 60,
+                         default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+                         ) -> dg.SensorDefinition:
+    """A sensor requesting one run of ``job`` per landed partition of ``spec`` (its
+    directory holds a file; ``run_key`` = the partition: each partition is requested once,
+    and a re-run finds its commit anyway)."""
+    parts = source.partitions_def()
+    if parts is None:
+        raise SettingsError(f"{spec.identifier}: a landing sensor needs partitioned runs "
+                            "(partitioning daily or hourly)")
+
+    @dg.sensor(name=name, job=job, minimum_interval_seconds=minimum_interval_seconds,
+               default_status=default_status,
+               description=f"Change events landed for {spec.identifier} -> one run per "
+               "landing partition.")
+    def _landed(context: dg.SensorEvaluationContext, landing: LandingZone) -> dg.SensorResult:
+        keys = [k for k in source.landed(landing, spec.identifier)
+                if parts.has_partition_key(k)]
+        if not keys:
+            return dg.SensorResult(skip_reason=f"nothing has landed for {spec.identifier}")
+        return dg.SensorResult(run_requests=[dg.RunRequest(run_key=k, partition_key=k)
+                                             for k in keys])
+
+    return _landed
 
 
 def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,

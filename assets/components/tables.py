@@ -7,7 +7,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field
 
-from assets.cdc import DEFAULT_LAYOUT, CdcSource, build_cdc_asset
+from assets.cdc import DEFAULT_LAYOUT, CdcSource, build_cdc_asset, build_landing_sensor
 from assets.checks import build_table_checks
 from assets.derived import Derivation, build_derived, load_transform
 from assets.labels import AssetLabels, SettingsError
@@ -114,6 +114,14 @@ class _TableAttributes(dg.Model):
         return build_table_checks(spec) if self.checks.enabled else []
 
 
+class SensorAttributes(dg.Model):
+    """The snapshot sensor of a derived table."""
+
+    name: str | None = None
+    minimum_interval_seconds: int = 30
+    running: bool = True
+
+
 # ------------------------------------------------------------------------------ CDC
 class CdcSourceAttributes(dg.Model):
     """Where the change events land and how they are read (``pipelines.cdc_ingest``)."""
@@ -150,6 +158,9 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
     schedule: ScheduleAttributes | None = Field(
         default=None, description="cron of the ingestion schedule (each tick ingests the "
         "partition that just ended); unset: none")
+    landing_sensor: SensorAttributes | None = Field(
+        default=None, description="a sensor requesting a run per landed partition; unset: "
+        "none")
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         attrs = _TableAttributes(table=self.table, columns=self.columns,
@@ -157,14 +168,17 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
                                  options=self.options, asset=self.asset, checks=self.checks)
         spec = attrs.spec()
         src = self.source
-        asset = build_cdc_asset(
-            spec, CdcSource(layout=src.layout, landing_root=src.landing_root, format=src.format,
-                            connector=src.connector, position_fields=tuple(src.position_fields),
-                            max_error_ratio=src.max_error_ratio,
-                            partitioning=src.partitioning, start=src.start),
-            self.asset.labels(with_key=False))
+        source = CdcSource(layout=src.layout, landing_root=src.landing_root, format=src.format,
+                           connector=src.connector, position_fields=tuple(src.position_fields),
+                           max_error_ratio=src.max_error_ratio,
+                           partitioning=src.partitioning, start=src.start)
+        asset = build_cdc_asset(spec, source, self.asset.labels(with_key=False))
         jobs: list[Any] = []
         schedules: list[Any] = []
+        sensors: list[Any] = []
+        if self.job_name == "" and self.landing_sensor is not None:
+            raise SettingsError(f"{spec.identifier}: a landing sensor needs the table's job "
+                                "(job_name is '')")
         if self.job_name != "":
             job = dg.define_asset_job(self.job_name or f"{spec.slug}_ingest_job",
                                       selection=[asset],
@@ -172,8 +186,15 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
             jobs.append(job)
             if self.schedule is not None:
                 schedules.append(_partitioned_schedule(job, asset, self.schedule))
+            if self.landing_sensor is not None:
+                ls = self.landing_sensor
+                sensors.append(build_landing_sensor(
+                    spec, source, job, name=ls.name or f"{spec.slug}_landing_sensor",
+                    minimum_interval_seconds=ls.minimum_interval_seconds,
+                    default_status=(dg.DefaultSensorStatus.RUNNING if ls.running
+                                    else dg.DefaultSensorStatus.STOPPED)))
         return dg.Definitions(assets=[asset], asset_checks=attrs.table_checks(spec), jobs=jobs,
-                              schedules=schedules)
+                              schedules=schedules, sensors=sensors)
 
 
 def _partitioned_schedule(job: Any, asset: dg.AssetsDefinition,
@@ -255,14 +276,6 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
 
 
 # ------------------------------------------------------------------------------ derived
-class SensorAttributes(dg.Model):
-    """The snapshot sensor of a derived table."""
-
-    name: str | None = None
-    minimum_interval_seconds: int = 30
-    running: bool = True
-
-
 class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
     """A Paimon table derived from a source table by a Python transform, applied snapshot
     range by snapshot range, exactly once and correct for any arrival order

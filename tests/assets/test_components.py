@@ -5,6 +5,7 @@ demo's YAML builds what the demo's tables say (``assets.tables`` reads the same 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -186,3 +187,26 @@ def test_overwrite_from_an_upstream_asset(lake: dict[str, Any]) -> None:
     got = FileSystemCatalog(str(lake["warehouse"])).get_table("ref.rates").to_arrow()
     assert sorted(zip(got["k"].to_pylist(), got["v"].to_pylist())) == sorted(
         r for rows in outputs.values() for r in rows)
+
+
+def test_landing_sensor_requests_each_landed_partition(lake: dict[str, Any]) -> None:
+    from assets.resources import LandingZone
+
+    attrs = {**yaml.safe_load(CDC), "landing_sensor": {"name": "orders_landed"}}
+    defs = build(PaimonCdcTable, yaml.safe_dump(attrs))
+    [sensor] = defs.sensors or ()
+    assert sensor.name == "orders_landed"
+    root = Path(lake["landing"])
+    hours = {"2025-02-01-03:00": True, "2025-02-01-04:00": False, "2025-01-31-23:00": True}
+    for hour, with_file in hours.items():  # before the start, or empty: not requested
+        d = root / "cdc" / "shop.orders" / f"hour={hour}"
+        d.mkdir(parents=True)
+        if with_file:
+            (d / "part-0.json").write_text("{}\n")
+    (root / "cdc" / "shop.orders" / "hour=2025-02-01-05:00" / ".hidden").parent.mkdir()
+    ctx = dg.build_sensor_context(resources={"landing": LandingZone(root=str(root))})
+    result = sensor(ctx)
+    assert isinstance(result, dg.SensorResult)
+    expected = [h for h, with_file in hours.items() if with_file and h >= "2025-02-01"]
+    assert [r.partition_key for r in result.run_requests or ()] == expected
+    assert [r.run_key for r in result.run_requests or ()] == expected
