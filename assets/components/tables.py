@@ -34,6 +34,36 @@ __all__ = [
 OptionValue = str | int | float | bool
 
 
+class _Template(dg.Scaffolder[Any]):
+    """``dg scaffold defs <component> <path>``: a ``defs.yaml`` with the component's
+    required attributes filled with an example to edit (:data:`TEMPLATES`)."""
+
+    def scaffold(self, request: dg.ScaffoldRequest[Any]) -> None:
+        name = request.type_name.rsplit(".", 1)[-1]
+        dg.scaffold_component(request, TEMPLATES.get(name, {}))
+
+
+_COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "status", "type": "STRING"},
+            {"name": "lsn", "type": "BIGINT"}]
+#: the example attributes ``dg scaffold defs`` writes, per component
+TEMPLATES: dict[str, dict[str, Any]] = {
+    "PaimonCdcTable": {
+        "table": "shop.orders", "columns": _COLUMNS, "primary_key": ["id"],
+        "options": {"bucket": 2, "sequence.field": "lsn"},
+        "source": {"connector": "postgresql", "start": DAILY_START}},
+    "PaimonOverwriteTable": {
+        "table": "ref.rates", "columns": [{"name": "dt", "type": "STRING"},
+                                          {"name": "rate", "type": "DOUBLE"}],
+        "partition_by": ["dt"], "partitions": {"kind": "daily", "start": DAILY_START}},
+    "PaimonDerivedTable": {
+        "table": "mart.orders_flags", "columns": [{"name": "id", "type": "BIGINT"},
+                                                  {"name": "is_open", "type": "BOOLEAN"}],
+        "primary_key": ["id"], "source": "shop.orders", "transform": "my_project.transforms:fn"},
+    "PaimonTableMaintenance": {"table": "shop.orders", "buckets": 2},
+    "PaimonResources": {"deployment": "local"},
+}
+
+
 # ------------------------------------------------------------------------------ shared parts
 class AssetAttributes(dg.Model):
     """How the asset shows in Dagster (unset: the component's default)."""
@@ -140,6 +170,7 @@ class CdcSourceAttributes(dg.Model):
     start: str = Field(default=DAILY_START, description="first partition (YYYY-MM-DD)")
 
 
+@dg.scaffold_with(_Template)
 class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
     """A Paimon primary-key table fed by CDC change events (Debezium), one run per landing
     day / hour (or per landed batch), exactly once per batch; with its asset checks, an
@@ -229,6 +260,7 @@ class OverwritePartitionsAttributes(dg.Model):
     name: str | None = Field(default=None, description="dynamic partitions' name")
 
 
+@dg.scaffold_with(_Template)
 class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
     """A partitioned Paimon table whose partitions are replaced whole (static INSERT
     OVERWRITE) by the extract landed for them; with its checks, job and schedule."""
@@ -276,6 +308,7 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
 
 
 # ------------------------------------------------------------------------------ derived
+@dg.scaffold_with(_Template)
 class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
     """A Paimon table derived from a source table by a Python transform, applied snapshot
     range by snapshot range, exactly once and correct for any arrival order
@@ -357,6 +390,7 @@ class ExpiryAttributes(dg.Model):
     asset: AssetAttributes = Field(default_factory=AssetAttributes)
 
 
+@dg.scaffold_with(_Template)
 class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
     """Maintenance of any Paimon table — ours, or one another engine (Paimon Java, Flink,
     Spark) writes: per-bucket compaction with its schedule, snapshot expiry and orphan
@@ -432,6 +466,7 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
 
 
 # ------------------------------------------------------------------------------ resources
+@dg.scaffold_with(_Template)
 class PaimonResources(dg.Component, dg.Model, dg.Resolvable):
     """The resources the Paimon components need (``catalog``, ``landing``, ``spark``), read
     from the environment when a run starts: ``local`` = ``PAIMON_WAREHOUSE`` /

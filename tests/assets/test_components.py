@@ -210,3 +210,20 @@ def test_landing_sensor_requests_each_landed_partition(lake: dict[str, Any]) -> 
     expected = [h for h, with_file in hours.items() if with_file and h >= "2025-02-01"]
     assert [r.partition_key for r in result.run_requests or ()] == expected
     assert [r.run_key for r in result.run_requests or ()] == expected
+
+
+@pytest.mark.parametrize("cls", [PaimonCdcTable, PaimonOverwriteTable, PaimonDerivedTable,
+                                 PaimonTableMaintenance, PaimonResources])
+def test_scaffolded_attributes_resolve(cls: Any) -> None:
+    """What ``dg scaffold defs`` writes is a valid component (the derived table's example
+    transform aside: it names the user's module)."""
+    from assets.components.tables import TEMPLATES
+
+    attrs = dict(TEMPLATES[cls.__name__])
+    if cls is PaimonDerivedTable:
+        attrs["transform"] = "assets.derived:enrich_orders"
+    defs = build(cls, yaml.safe_dump(attrs))
+    if cls is PaimonResources:
+        dg.Definitions.validate_loadable(defs)
+    else:
+        validate(defs)
