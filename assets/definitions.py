@@ -22,8 +22,15 @@ __all__ = ["build_defs", "demo_definitions", "demo_object"]
 
 @functools.cache
 def demo_definitions() -> dg.Definitions:
-    """The demo's definitions as its ``defs.yaml`` components build them (no resources)."""
-    return dg.load_from_defs_folder(path_within_project=DEMO_DEFS)
+    """The demo's definitions as its ``defs.yaml`` components build them (no resources).
+
+    Loaded from the package itself (``assets.demo``), so an install without the
+    repository's ``pyproject.toml`` (a wheel) loads the same; ``dg`` finds the same folder
+    through ``[tool.dg]``."""
+    import assets.demo
+
+    return dg.ComponentTree.from_module(
+        defs_module=assets.demo, project_root=DEMO_DEFS.parent.parent).build_defs()
 
 
 def build_defs(deployment: Literal["local", "production"] = "local") -> dg.Definitions:
