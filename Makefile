@@ -56,7 +56,7 @@ UI_PORT ?= 3000
 export PAIMON_DEMO_DIR := $(DEMO_DIR)
 
 demo: install
-	$(PY) scripts/demo.py
+	$(PY) scripts/demo.py $(if $(RESET),--reset)
 
 # dagster dev on 127.0.0.1:$(UI_PORT) over the demo's instance and lake (runs the demo first
 # when there is none)

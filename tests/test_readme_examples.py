@@ -207,6 +207,10 @@ NOT_RUN = {
         "starts a Spark session and a never-ending streaming query into /out and /ck; the same "
         "calls run in tests/pipelines (test_source.py, test_writer.py) and the README's Spark "
         "commands in tests/test_readme_commands.py",
+    "# my_lake/definitions.py": "a file of the dg project of the section 'Your own table in 10 "
+        "lines of YAML', which tests/assets/test_components_project.py builds and runs",
+    "# my_lake/transforms.py": "the derived table's transform of that project (run there by "
+        "the derived table's sensor-launched run)",
 }
 
 
