@@ -33,6 +33,7 @@ import argparse
 import functools
 import json
 import logging
+import os
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -70,6 +71,8 @@ from pipelines.config import (
     parse_pairs,
     run_job_main,
 )
+from pipelines.cputrace import mark
+from pipelines.jvm_archive import ClassArchive, class_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -286,18 +289,41 @@ def _partition_text(layout: TableLayout, partition: bytes) -> str:
 #: JIT flags for the driver JVM of a local session this job starts: that JVM only schedules
 #: one task per bucket and collects messages, so the C1 compiler alone and the serial GC do it
 #: with less CPU than the default tiers and parallel GC threads (4M rows, 8 buckets: session
-#: start-up 13.3 -> 8.1 s CPU, under load)
+#: start-up 13.3 -> 8.1 s CPU, under load); a class-data archive
+#: (:mod:`pipelines.jvm_archive`) halves what is left of the JVM's start-up
 LOCAL_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
-def _session_conf(settings: SparkSettings, local_defaults: Mapping[str, str]
-                  ) -> dict[str, str]:
+def _owns_jvm(settings: SparkSettings) -> bool:
+    """Whether this process is about to start the session's driver JVM itself, so that this
+    job chooses its flags: local, not under ``spark-submit``, no JVM running yet (a session
+    already running in this process is reused as it is), Java options not set by the user."""
+    if not settings.is_local or _JAVA_OPTIONS in settings.conf:
+        return False
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit started the JVM
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is None
+
+
+def _local_archive(settings: SparkSettings) -> ClassArchive | None:
+    """The class-data archive of the driver JVM this job starts (None: not ours to start,
+    or archives turned off)."""
+    return class_archive(LOCAL_JVM_FLAGS) if _owns_jvm(settings) else None
+
+
+def _session_conf(settings: SparkSettings, local_defaults: Mapping[str, str],
+                  archive: ClassArchive | None = None) -> dict[str, str]:
     """This job's additions to a local session's conf (none when the user set the driver's
-    Java options, or on a cluster)."""
-    key = "spark.driver.extraJavaOptions"
-    if not settings.is_local or key in settings.conf:
+    Java options, or on a cluster): :data:`LOCAL_JVM_FLAGS` and the archive's option."""
+    if not settings.is_local or _JAVA_OPTIONS in settings.conf:
         return {}
-    return {key: f"{local_defaults.get(key, '')} {LOCAL_JVM_FLAGS}".strip()}
+    flags = [local_defaults.get(_JAVA_OPTIONS, ""), LOCAL_JVM_FLAGS]
+    if archive is not None:
+        flags.append(archive.jvm_option)
+    return {_JAVA_OPTIONS: " ".join(f for f in flags if f)}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -322,7 +348,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     settings = CatalogSettings.from_args(args)
     spark_settings = SparkSettings.from_args(args, app_name="paimon-compact")
-    spark = get_session(spark_settings, conf=_session_conf(spark_settings, LOCAL_DEFAULTS))
+    # the job reads and writes through paimon_core in its tasks, not the paimon data source
+    archive = _local_archive(spark_settings)
+    spark = get_session(spark_settings,
+                        conf=_session_conf(spark_settings, LOCAL_DEFAULTS, archive),
+                        register_source=False)
+    mark("session")
     parts = ([parse_pairs(x.replace(",", ";"), what="partition") for x in args.partition]
              if args.partition else None)
     try:
@@ -332,7 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PaimonError as e:
         print(f"compact: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    mark("work")
     print(report.to_json(), flush=True)
+    if archive is not None and archive.part is not None:
+        archive.publish(spark)  # the first run: end the JVM so that it writes the archive
     return 0
 
 
