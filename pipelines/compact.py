@@ -25,6 +25,13 @@ Run::
         [--partition k=v,...] [--bucket N] [--max-attempts 5]
 
 (``--full`` is the explicit spelling of the default ``--strategy full``.)
+
+Start-up: when the job starts its own local session, the driver JVM gets
+:data:`LOCAL_JVM_FLAGS` and a class-data archive (:mod:`pipelines.jvm_archive`; the first run
+on a machine writes it, ``PAIMON_SPARK_CDS_DIR=off`` turns it off), and the ``paimon`` data
+source is not registered (the tasks use ``paimon_core`` directly). ``PAIMON_JOB_CPU_LOG=1``
+prints the CPU of the job's process tree at session-ready and after the work
+(:mod:`pipelines.cputrace`; what ``bench/scale.py --spark`` splits a run with).
 """
 
 from __future__ import annotations
@@ -354,6 +361,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         conf=_session_conf(spark_settings, LOCAL_DEFAULTS, archive),
                         register_source=False)
     mark("session")
+    if archive is not None:
+        archive.check(spark)
     parts = ([parse_pairs(x.replace(",", ";"), what="partition") for x in args.partition]
              if args.partition else None)
     try:

@@ -12,6 +12,9 @@ later JVMs (``-XX:SharedArchiveFile``): measured here (2 cores, under load), the
 * Which: one archive per (Java binary, Spark jars, JVM flags), named by a digest of them, so
   an upgrade of either starts a new archive instead of tripping over a stale one (and the JVM
   still checks the archive's class path and build, and ignores an archive that does not fit).
+* Checked: a run that maps the archive asks the JVM whether it did (:meth:`ClassArchive.check`;
+  a JVM that cannot use it runs with no class sharing at all) and deletes an archive it could
+  not use, so that the next run writes a fresh one.
 * Written safely: a run that finds no archive dumps one to its own ``.part`` file; after the
   job, :meth:`ClassArchive.publish` stops the session, lets the JVM exit (closing its stdin, as
   the Python driver's exit would) and renames the complete file into place atomically. Two
@@ -61,6 +64,25 @@ class ClassArchive:
         # the dump lists every class it cannot archive (Spark's reflection accessors...) as a
         # warning: noise for a job's log
         return f"-XX:ArchiveClassesAtExit={self.part} -Xlog:cds=off"
+
+    def check(self, spark: SparkSession) -> bool:
+        """When this run maps the archive: whether the JVM took it. A JVM that cannot use a
+        ``SharedArchiveFile`` (damaged, or of another build despite the digest) runs without
+        any class sharing, silently; then the archive is deleted, so that the next run writes
+        a fresh one, and a warning says so."""
+        if self.part is not None:
+            return False
+        try:
+            info = str(spark._jvm.java.lang.System.getProperty("java.vm.info"))  # type: ignore[union-attr]
+        except Exception as e:  # the check is advisory: a failure to ask leaves things as they are
+            log.warning("class-data archive not checked (%s: %s)", type(e).__name__, e)
+            return False
+        if "sharing" in info:
+            return True
+        log.warning("class-data archive %s not used by the JVM (%s): deleted, the next run "
+                    "writes a new one", self.path, info)
+        self.path.unlink(missing_ok=True)
+        return False
 
     def publish(self, spark: SparkSession) -> bool:
         """After the job, when this run writes the archive: stop ``spark``, end its JVM (it
