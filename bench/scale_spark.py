@@ -100,7 +100,8 @@ def _archive_state() -> str:
     from pipelines.jvm_archive import class_archive
 
     arch = class_archive(LOCAL_JVM_FLAGS)
-    return "off" if arch is None else ("present" if arch.part is None else "absent")
+    return "off" if arch is None else (
+        "present" if arch.part is None else "absent: written by spark_job_first")
 
 
 def _check(wh: Path, prep: dict[str, Any], r: dict[str, Any]) -> str | None:
