@@ -321,16 +321,30 @@ def _local_archive(settings: SparkSettings) -> ClassArchive | None:
     return class_archive(LOCAL_JVM_FLAGS) if _owns_jvm(settings) else None
 
 
+#: Arrow's memory pool in the job's Python workers (unless the user chose one): a worker is a
+#: fresh process whose heap grows from nothing, and mimalloc (pyarrow's default) zeroes a fresh
+#: huge page at every first touch; with the system allocator the workers' system CPU went
+#: 1.1 -> 0.6 s for 4M rows in 8 buckets (user CPU unchanged, under load)
+WORKER_MEMORY_POOL = "system"
+_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
+
+
 def _session_conf(settings: SparkSettings, local_defaults: Mapping[str, str],
                   archive: ClassArchive | None = None) -> dict[str, str]:
-    """This job's additions to a local session's conf (none when the user set the driver's
-    Java options, or on a cluster): :data:`LOCAL_JVM_FLAGS` and the archive's option."""
-    if not settings.is_local or _JAVA_OPTIONS in settings.conf:
-        return {}
-    flags = [local_defaults.get(_JAVA_OPTIONS, ""), LOCAL_JVM_FLAGS]
-    if archive is not None:
-        flags.append(archive.jvm_option)
-    return {_JAVA_OPTIONS: " ".join(f for f in flags if f)}
+    """This job's additions to the session's conf: the workers' memory pool
+    (:data:`WORKER_MEMORY_POOL`, unless set in the conf or the environment); for a local
+    session whose driver Java options the user did not set, :data:`LOCAL_JVM_FLAGS` and the
+    archive's option."""
+    conf: dict[str, str] = {}
+    pool_key = f"spark.executorEnv.{_POOL_ENV}"
+    if pool_key not in settings.conf and _POOL_ENV not in os.environ:
+        conf[pool_key] = WORKER_MEMORY_POOL
+    if settings.is_local and _JAVA_OPTIONS not in settings.conf:
+        flags = [local_defaults.get(_JAVA_OPTIONS, ""), LOCAL_JVM_FLAGS]
+        if archive is not None:
+            flags.append(archive.jvm_option)
+        conf[_JAVA_OPTIONS] = " ".join(f for f in flags if f)
+    return conf
 
 
 def build_parser() -> argparse.ArgumentParser:

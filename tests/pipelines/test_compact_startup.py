@@ -63,7 +63,8 @@ def test_markers_only_when_asked(monkeypatch: pytest.MonkeyPatch,
     assert 0 < marks["session"]["tree_cpu_s"] <= marks["work"]["tree_cpu_s"]
 
 
-def test_archive_location_and_options(tmp_path: Path) -> None:
+def test_archive_location_and_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
     assert class_archive(LOCAL_JVM_FLAGS, {CDS_DIR_ENV: "off"}) is None
     assert class_archive(LOCAL_JVM_FLAGS, {CDS_DIR_ENV: ""}) is None
     first = class_archive(LOCAL_JVM_FLAGS, {CDS_DIR_ENV: str(tmp_path)})
@@ -80,10 +81,15 @@ def test_archive_location_and_options(tmp_path: Path) -> None:
     assert conf["spark.driver.extraJavaOptions"].split() == [
         *LOCAL_DEFAULTS["spark.driver.extraJavaOptions"].split(), *LOCAL_JVM_FLAGS.split(),
         again.jvm_option]
-    # the user's Java options, or a cluster: the job adds nothing
+    assert conf["spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL"] == "system"
+    # the user's Java options, or a cluster: no JVM flags; the user's memory pool is kept
+    pool = {"spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL": "system"}
     assert _session_conf(SparkSettings(conf={"spark.driver.extraJavaOptions": "-Dx=1"}),
-                         LOCAL_DEFAULTS, again) == {}
-    assert _session_conf(SparkSettings(master="spark://h:7077"), LOCAL_DEFAULTS, again) == {}
+                         LOCAL_DEFAULTS, again) == pool
+    assert _session_conf(SparkSettings(master="spark://h:7077"), LOCAL_DEFAULTS, again) == pool
+    mine = {"spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}
+    assert "spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL" not in _session_conf(
+        SparkSettings(master="spark://h:7077", conf=mine), LOCAL_DEFAULTS)
 
 
 @pytest.mark.spark
