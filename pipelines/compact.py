@@ -369,28 +369,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     settings = CatalogSettings.from_args(args)
     spark_settings = SparkSettings.from_args(args, app_name="paimon-compact")
-    # the job reads and writes through paimon_core in its tasks, not the paimon data source
     archive = _local_archive(spark_settings)
     spark = get_session(spark_settings,
                         conf=_session_conf(spark_settings, LOCAL_DEFAULTS, archive),
-                        register_source=False)
+                        register_source=False)  # the tasks use paimon_core, not the source
     mark("session")
-    if archive is not None:
-        archive.check(spark)
-    parts = ([parse_pairs(x.replace(",", ";"), what="partition") for x in args.partition]
-             if args.partition else None)
     try:
-        report = compact(spark, settings, args.table, strategy=args.strategy, partitions=parts,
-                         buckets=args.bucket, commit_user=args.commit_user,
-                         max_attempts=args.max_attempts)
-    except PaimonError as e:
-        print(f"compact: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    mark("work")
-    print(report.to_json(), flush=True)
-    if archive is not None and archive.part is not None:
-        archive.publish(spark)  # the first run: end the JVM so that it writes the archive
-    return 0
+        if archive is not None:
+            archive.check(spark)
+        parts = ([parse_pairs(x.replace(",", ";"), what="partition") for x in args.partition]
+                 if args.partition else None)
+        try:
+            report = compact(spark, settings, args.table, strategy=args.strategy,
+                             partitions=parts, buckets=args.bucket,
+                             commit_user=args.commit_user, max_attempts=args.max_attempts)
+        except PaimonError as e:
+            print(f"compact: {type(e).__name__}: {e}", file=sys.stderr)
+            return 1
+        mark("work")
+        print(report.to_json(), flush=True)
+        return 0
+    finally:
+        if archive is not None and archive.part is not None:
+            archive.publish(spark)  # a first run: end the JVM so that it writes the archive
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import shutil
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,8 @@ log = logging.getLogger(__name__)
 CDS_DIR_ENV = "PAIMON_SPARK_CDS_DIR"
 #: how long :meth:`ClassArchive.publish` waits for the JVM to dump the archive and exit
 PUBLISH_TIMEOUT_S = 120.0
+#: a part file older than this belongs to a run that died before publishing it
+STALE_PART_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,17 @@ def _digest(java: Path, jars: Path, jvm_flags: str) -> str:
     return h.hexdigest()[:16]
 
 
+def _remove_stale_parts(directory: Path) -> None:
+    """Delete part files a killed run left behind (older than :data:`STALE_PART_S`)."""
+    now = time.time()
+    for p in directory.glob("spark-*.part"):
+        try:
+            if now - p.stat().st_mtime > STALE_PART_S:
+                p.unlink()
+        except OSError:
+            pass  # gone meanwhile, or not ours to delete
+
+
 def class_archive(jvm_flags: str, env: Mapping[str, str] | None = None) -> ClassArchive | None:
     """The archive for a local session started with ``jvm_flags``, or None (turned off, no
     Java / Spark jars found, the directory not writable)."""
@@ -171,6 +185,7 @@ def class_archive(jvm_flags: str, env: Mapping[str, str] | None = None) -> Class
         part = path.with_name(f"{path.stem}.{os.getpid()}.part")
         part.touch()  # the directory is writable (the JVM would only warn)
         part.unlink()
+        _remove_stale_parts(directory)
     except OSError as e:
         log.warning("class-data archive off (%s)", e)
         return None
