@@ -70,6 +70,7 @@ def get_session(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
     app_name: str | None = None,
+    register_source: bool = True,
 ) -> SparkSession:
     """The active SparkSession, created if needed, with the ``paimon`` data source registered.
 
@@ -78,6 +79,9 @@ def get_session(
         master: overrides ``settings.master``.
         conf: extra conf, applied over ``settings.conf``.
         app_name: overrides ``settings.app_name``.
+        register_source: register the ``paimon`` data source (:func:`register`); a job that
+            never reads or writes through it (``pipelines.compact``) passes False and spares
+            the session Spark's lookup of Python data sources (a Python worker, ~1 s CPU).
 
     Returns:
         The session. If one is already running in this process it is reused (its master and
@@ -109,7 +113,8 @@ def get_session(
     for k, v in merged.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    register(spark)
+    if register_source:
+        register(spark)
     return spark
 
 
