@@ -52,7 +52,8 @@ _SYSTEM_TABLES = ("snapshots", "schemas", "options", "files", "manifests", "part
 SYSTEM_TABLE_FUNCTIONS: dict[str, str] = {f"paimon_{n}": n for n in _SYSTEM_TABLES}
 #: SQL names of the procedures
 PROCEDURES = ("paimon_compact", "paimon_expire_snapshots", "paimon_create_tag")
-_MODE_SET = "_paimon_mode_set"
+_MODE_SET = "_paimon_mode_set"  # on a DataFrameWriter: a mode was set explicitly
+_INSTALLED = "_paimon_default_mode"  # on the DataFrameWriter class: the patch is in place
 
 
 def session_defaults(spark: SparkSession) -> dict[str, str]:
@@ -162,7 +163,7 @@ def _install_default_mode() -> None:
     """``DataFrameWriter``: ``append`` when the format is ``paimon`` and no mode was set."""
     from pyspark.sql.readwriter import DataFrameWriter
 
-    if getattr(DataFrameWriter, _MODE_SET, False):
+    if getattr(DataFrameWriter, _INSTALLED, False):
         return
     orig_mode, orig_format = DataFrameWriter.mode, DataFrameWriter.format
 
@@ -180,7 +181,7 @@ def _install_default_mode() -> None:
     mode.__doc__, format.__doc__ = orig_mode.__doc__, orig_format.__doc__
     DataFrameWriter.mode = mode  # type: ignore[method-assign]
     DataFrameWriter.format = format  # type: ignore[method-assign]
-    setattr(DataFrameWriter, _MODE_SET, True)
+    setattr(DataFrameWriter, _INSTALLED, True)
 
 
 def register_sql(spark: SparkSession) -> None:

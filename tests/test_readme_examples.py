@@ -195,6 +195,9 @@ NOT_RUN = {
         "starts a Spark session and a never-ending streaming query into /out and /ck; the same "
         "calls run in tests/pipelines (test_source.py, test_writer.py) and the README's Spark "
         "commands in tests/test_readme_commands.py",
+    '"spark.paimon.warehouse": "/data/warehouse"':
+        "needs the test session's SparkSession (the session fixture); runs as written in "
+        "tests/pipelines/test_spark_sql.py::test_readme_spark_sql_block_runs_as_written",
 }
 
 
