@@ -11,9 +11,15 @@ the sink once across restarts)::
 
     spark.readStream.format("paimon").options(warehouse=wh, table="db.t").load()
 
-Writing (``append`` or ``overwrite``; one commit on the driver)::
+Writing (``append`` — also with no ``.mode()`` — or ``overwrite``; one commit on the driver;
+a missing table is created; streaming: one commit per micro-batch): :mod:`pipelines.sink`::
 
-    df.write.format("paimon").option("warehouse", wh).mode("append").save("db.t")
+    df.write.format("paimon").option("warehouse", wh).save("db.t")
+    df.writeStream.format("paimon").option("checkpointLocation", ck).start("db.t")
+
+SQL (:mod:`pipelines.sql`, :mod:`pipelines.sql_tables`): the warehouse defaults to the session's
+``spark.paimon.warehouse``; ``CREATE TABLE t USING paimon OPTIONS (table 'db.t')`` then
+``SELECT`` / ``INSERT INTO`` / ``INSERT OVERWRITE``; ``SELECT * FROM paimon_snapshots('db.t')``.
 
 Options (case-insensitive):
 
@@ -44,7 +50,12 @@ Options (case-insensitive):
 ``overwrite.partition``         writes with ``mode("overwrite")``: ``k=v,...`` static partition
 ``dynamic-partition-overwrite`` writes with ``mode("overwrite")``: overrides the table option
                                 (``true``: only the partitions written are replaced)
-``row-kind-column``             writes: input column holding each row's kind
+``row-kind-column``             writes: input column holding each row's kind (default
+                                ``_row_kind`` when the input has it)
+``primary-key``, ``partition``, writes to a missing table: its keys and bucket count; any
+``bucket`` (and table options)  other Paimon table option given is set on the new table
+``checkpointLocation``          ``writeStream``: the commit user derives from it (exactly-once
+                                across restarts) unless ``commit.user`` is given
 ==============================  ===============================================================
 
 System tables (``table.inspect``, Paimon's ``t$snapshots`` ...): ``load("db.t$files")``
