@@ -72,7 +72,7 @@ def test_sql_table_by_name_reads_and_writes(spark: Any, wh: Path, orders: FileSt
     got = sorted(tuple(r) for r in spark.sql("SELECT pt, id, amount FROM sql_orders").collect())
     assert got == _rows(orders, "pt", "id", "amount") and len(got) == 12
     # INSERT OVERWRITE of the rows of one partition replaces that partition only (Paimon's
-    # dynamic partition overwrite); a filter on the table is pushed and applied
+    # dynamic partition overwrite)
     spark.sql("INSERT OVERWRITE sql_orders SELECT 'b', 500, 9.0")
     assert _rows(orders, "pt", "id") == sorted(
         [(p, i) for p, i, _ in got if p != "b"] + [("b", 500)])
