@@ -9,9 +9,10 @@ What Spark 4.3 passes a Python data source (measured, see ``tests/pipelines/test
   an *empty* option map, but the stored schema, field metadata included;
 * a ``CREATE TABLE`` *with* a column list never calls the source: nothing names the Paimon table.
 
-So :meth:`~pipelines.source.PaimonDataSource.schema` stamps the table identifier and warehouse
-into the first field's metadata (:func:`with_identity`), and reads and writes take them back
-from the schema when the options do not give them (:func:`effective_options`). The Python
+So :meth:`~pipelines.source.PaimonDataSource.schema` stamps the table's OPTIONS (the table,
+the warehouse, scan options ...) into the first field's metadata (:func:`with_identity`), and
+reads and writes take them back from the schema when the options name no table
+(:func:`effective_options`). The Python
 workers that run the source do not see the session conf, so the ``spark.paimon.*`` defaults
 (``spark.paimon.warehouse``, storage options) are bound into the registered source class by
 :func:`pipelines.sql.register_sql`.
@@ -19,23 +20,23 @@ workers that run the source do not see the session conf, so the ``spark.paimon.*
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-__all__ = ["CREATE_TABLE_EXTRAS", "CREATE_TABLE_MARK", "SESSION_PREFIX", "TABLE_META",
-           "WAREHOUSE_CONF", "WAREHOUSE_META",
+__all__ = ["CREATE_TABLE_EXTRAS", "CREATE_TABLE_MARK", "OPTIONS_META", "SESSION_PREFIX",
+           "WAREHOUSE_CONF",
            "effective_options", "with_identity"]
 
 #: session conf prefix of the source's defaults (``spark.paimon.warehouse``, ``spark.paimon.s3.*``)
 SESSION_PREFIX = "spark.paimon."
 #: the session conf naming the default warehouse
 WAREHOUSE_CONF = SESSION_PREFIX + "warehouse"
-#: field metadata keys carrying a catalog table's identity
-TABLE_META = "paimon.table"
-WAREHOUSE_META = "paimon.warehouse"
+#: the field metadata key carrying a catalog table's OPTIONS (JSON), its identity among them
+OPTIONS_META = "paimon.options"
 #: the option Spark adds when a ``CREATE TABLE ... USING paimon`` asks for the schema
 CREATE_TABLE_MARK = "provider"
 #: options Spark adds to a ``CREATE TABLE``'s own (``option.<key>`` copies each key too)
@@ -46,17 +47,13 @@ def _identity(schema: StructType | None) -> dict[str, str]:
     if schema is None or not schema.fields:
         return {}
     meta = schema.fields[0].metadata or {}
-    out: dict[str, str] = {}
-    if meta.get(TABLE_META):
-        out["table"] = str(meta[TABLE_META])
-    if meta.get(WAREHOUSE_META):
-        out["warehouse"] = str(meta[WAREHOUSE_META])
-    return out
+    raw = meta.get(OPTIONS_META)
+    return {str(k): str(v) for k, v in json.loads(raw).items()} if raw else {}
 
 
 def effective_options(options: Mapping[str, str], schema: StructType | None,
                       defaults: Mapping[str, str]) -> dict[str, str]:
-    """The options of one source call: ``defaults`` (session), then the identity a catalog
+    """The options of one source call: ``defaults`` (session), then the OPTIONS a catalog
     table's ``schema`` carries (only where the options name no table), then ``options``.
     Keys are lower case (Spark's options are case-insensitive)."""
     given = {str(k).lower(): str(v) for k, v in options.items()}
@@ -68,7 +65,7 @@ def effective_options(options: Mapping[str, str], schema: StructType | None,
 
 
 def with_identity(schema: StructType, options: Mapping[str, str]) -> StructType:
-    """``schema`` with the table and warehouse of ``options`` in its first field's metadata
+    """``schema`` with ``options`` (less Spark's additions) in its first field's metadata
     (what a later ``SELECT`` / ``INSERT`` on a catalog table gets back) when the call is a
     ``CREATE TABLE`` (Spark adds the ``provider`` option); other schemas are left alone."""
     from pyspark.sql.types import StructField, StructType
@@ -78,8 +75,8 @@ def with_identity(schema: StructType, options: Mapping[str, str]) -> StructType:
         return schema
     first = schema.fields[0]
     meta = dict(first.metadata or {})
-    meta[TABLE_META] = str(table)
-    if options.get("warehouse"):
-        meta[WAREHOUSE_META] = str(options["warehouse"])
+    kept = {k: str(v) for k, v in options.items()
+            if k not in CREATE_TABLE_EXTRAS and not k.startswith("option.")}
+    meta[OPTIONS_META] = json.dumps(kept, sort_keys=True)
     return StructType([StructField(first.name, first.dataType, first.nullable, meta),
                        *schema.fields[1:]])

@@ -39,6 +39,7 @@ def wh(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     spark.conf.unset("spark.paimon.warehouse")
     register_sql(spark)
     spark.sql("DROP TABLE IF EXISTS sql_orders")
+    spark.sql("DROP TABLE IF EXISTS sql_orders_v1")
 
 
 def _table(wh: Path, ident: str) -> FileStoreTable:
@@ -76,6 +77,10 @@ def test_sql_table_by_name_reads_and_writes(spark: Any, wh: Path, orders: FileSt
     spark.sql("INSERT OVERWRITE sql_orders SELECT 'b', 500, 9.0")
     assert _rows(orders, "pt", "id") == sorted(
         [(p, i) for p, i, _ in got if p != "b"] + [("b", 500)])
+    # a catalog table keeps its OPTIONS: here a time travel
+    spark.sql("CREATE TABLE sql_orders_v1 USING paimon "
+              "OPTIONS (table 'db.orders', 'scan.snapshot-id' '1')")
+    assert spark.sql("SELECT count(*) AS n FROM sql_orders_v1").first()["n"] == 10
 
 
 def test_create_table_with_columns_names_no_table(spark: Any, wh: Path) -> None:
