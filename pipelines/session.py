@@ -119,9 +119,11 @@ def get_session(
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``paimon`` format (``spark.read.format("paimon")``) on ``spark``."""
-    from pipelines.source import PaimonDataSource
+    """Register the ``paimon`` format (``spark.read.format("paimon")``) and the Paimon SQL
+    functions on ``spark`` (:func:`pipelines.sql.register_sql`, with the session's
+    ``spark.paimon.*`` conf, e.g. ``spark.paimon.warehouse``)."""
+    from pipelines.sql import register_sql
 
     # the source pushes filters into its scan; Spark refuses such a source unless this is on
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    spark.dataSource.register(PaimonDataSource)
+    register_sql(spark)

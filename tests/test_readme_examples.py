@@ -211,6 +211,9 @@ NOT_RUN = {
         "lines of YAML', which tests/assets/test_components_project.py builds and runs",
     "# my_lake/transforms.py": "the derived table's transform of that project (run there by "
         "the derived table's sensor-launched run)",
+    '"spark.paimon.warehouse": "/data/warehouse"':
+        "needs the test session's SparkSession (the session fixture); runs as written in "
+        "tests/pipelines/test_spark_sql.py::test_readme_spark_sql_block_runs_as_written",
 }
 
 
