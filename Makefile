@@ -10,6 +10,9 @@ SPARK_JARS = $(shell $(PY) -c 'import os, pyspark; print(os.path.join(os.path.di
 export PAIMON_ORACLE_SPARK_JARS = $(SPARK_JARS)
 export TZ := UTC
 PYTEST_ARGS ?=
+# pytest-xdist workers of `make test` (tests sharing a SparkSession, the interop oracle batches,
+# the race pool or a module's fixtures stay on one worker: tests/conftest.py); 0 = in-process
+TEST_WORKERS ?= 2
 
 .PHONY: install oracle lint typecheck unit test demo ui bench clean
 
@@ -43,7 +46,7 @@ unit: install
 # writes the per-folder time table that pytest prints at the end.
 test: export HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
 test: install oracle lint typecheck
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The whole story, headless, on the embedded defaults (SQLite Dagster instance, local lake,
 # Spark local[2]): a CDC feed -> ingestion -> sensor-driven derived table -> compaction ->
@@ -53,7 +56,7 @@ UI_PORT ?= 3000
 export PAIMON_DEMO_DIR := $(DEMO_DIR)
 
 demo: install
-	$(PY) scripts/demo.py
+	$(PY) scripts/demo.py $(if $(RESET),--reset)
 
 # dagster dev on 127.0.0.1:$(UI_PORT) over the demo's instance and lake (runs the demo first
 # when there is none)

@@ -1,5 +1,6 @@
 """The Dagster code location (issue 6): Paimon tables as assets, run by the Spark jobs of
-``pipelines/``, with sensors, schedules and checks.
+``pipelines/``, with sensors, schedules and checks — the demo's ``defs.yaml`` files
+(``assets/demo/``) of the components in :mod:`assets.components` (issue 17).
 
 ``defs`` uses the embedded defaults (local warehouse, Spark ``local[2]``);
 ``assets.production.defs`` the production resources (S3-compatible store, Spark cluster).

@@ -22,45 +22,153 @@ many malformed events, fails the run without a run retry (:func:`assets.runs.non
 """
 
 import dataclasses
+import hashlib
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import dagster as dg
 from pydantic import Field
 
+from assets.labels import AssetLabels, SettingsError
 from assets.metadata import accepts_properties, context_properties, snapshot_metadata
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
-from assets.tables import CUSTOMERS, DAILY_START, ORDERS, TableSpec
+from assets.tables import DAILY_START, TableSpec
+from pipelines.cdc_events import CONNECTOR_POSITIONS
+from pipelines.cdc_formats import DEFAULT_FORMAT, FORMATS
 from pipelines.cdc_ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest_batch
 
 __all__ = [
     "CDC_PARTITIONS",
+    "DEFAULT_LAYOUT",
     "CdcConfig",
+    "CdcSource",
     "build_cdc_asset",
-    "cdc_assets",
+    "build_landing_sensor",
     "cdc_commit_user",
     "cdc_identifier",
 ]
 
 #: landing days
 CDC_PARTITIONS = dg.DailyPartitionsDefinition(start_date=DAILY_START)
+#: where a table's events land under the landing root (``{partition}``: the run partition)
+DEFAULT_LAYOUT = "{table}/dt={partition}"
+Partitioning = Literal["daily", "hourly", "none"]
+
+
+@dataclass(frozen=True)
+class CdcSource:
+    """Where and how a table's change events land, and how runs are partitioned.
+
+    Attributes:
+        layout: the directory of one batch under the landing root; ``{table}`` = the table
+            identifier, ``{partition}`` = the run's partition key (required unless
+            ``partitioning`` is ``none``: the directory then holds the files of one batch).
+        landing_root: another root than the ``landing`` resource's (same storage).
+        format: the events' format, a name of :data:`pipelines.cdc_formats.FORMATS`.
+        connector: the Debezium connector whose source position orders the events (a key
+            of :data:`pipelines.cdc_events.CONNECTOR_POSITIONS`); ``None`` = the events'
+            ``source.connector``.
+        position_fields: explicit position fields (wins over ``connector``).
+        max_error_ratio: fail the batch above this share of malformed events.
+        partitioning: ``daily`` / ``hourly`` run partitions from ``start``, or ``none``.
+        start: first partition (``YYYY-MM-DD``, or ``YYYY-MM-DD-HH:MM`` for hourly).
+    """
+
+    layout: str = DEFAULT_LAYOUT
+    landing_root: str | None = None
+    format: str = DEFAULT_FORMAT
+    connector: str | None = None
+    position_fields: tuple[str, ...] = ()
+    max_error_ratio: float = 0.05
+    partitioning: Partitioning = "daily"
+    start: str = DAILY_START
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise SettingsError(f"unknown CDC format {self.format!r}: expected one of "
+                             f"{', '.join(sorted(FORMATS))}")
+        if self.connector is not None and self.connector not in CONNECTOR_POSITIONS:
+            raise SettingsError(f"unknown CDC connector {self.connector!r}: expected one of "
+                             f"{', '.join(sorted(CONNECTOR_POSITIONS))}")
+        if self.partitioning not in ("daily", "hourly", "none"):
+            raise SettingsError(f"unknown partitioning {self.partitioning!r}: expected daily, "
+                             "hourly or none")
+        if self.partitioning != "none" and "{partition}" not in self.layout:
+            raise SettingsError(f"layout {self.layout!r} has no {{partition}} placeholder "
+                             f"(partitioning {self.partitioning})")
+
+    def partitions_def(self) -> dg.PartitionsDefinition | None:
+        """The run partitions (``None``: unpartitioned runs)."""
+        if self.partitioning == "daily":
+            if self.start == DAILY_START:
+                return CDC_PARTITIONS
+            return dg.DailyPartitionsDefinition(start_date=self.start)
+        if self.partitioning == "hourly":
+            start = self.start if len(self.start) > 10 else f"{self.start}-00:00"
+            return dg.HourlyPartitionsDefinition(start_date=start)
+        return None
+
+    def positions(self) -> tuple[str, ...] | None:
+        if self.position_fields:
+            return tuple(self.position_fields)
+        if self.connector is not None:
+            return CONNECTOR_POSITIONS[self.connector]
+        return None
+
+    def zone(self, landing: LandingZone) -> LandingZone:
+        return landing if self.landing_root is None else LandingZone(
+            root=self.landing_root, storage=landing.storage)
+
+    def directory(self, landing: LandingZone, identifier: str, partition: str) -> str:
+        """The landing directory of one batch."""
+        relative = self.layout.format(table=identifier, partition=partition).strip("/")
+        return self.zone(landing).path(*relative.split("/"))
+
+    def landed(self, landing: LandingZone, identifier: str) -> list[str]:
+        """The partition keys whose landing directory holds at least one file (one listing
+        of the directory above the partition's, then one per candidate)."""
+        segments = self.layout.strip("/").split("/")
+        at = next(i for i, seg in enumerate(segments) if "{partition}" in seg)
+        parent = [seg.format(table=identifier) for seg in segments[:at]]
+        head, _, tail = segments[at].partition("{partition}")
+        zone = self.zone(landing)
+        fio = zone.file_io()
+        out = []
+        for st in fio.list_status(zone.path(*parent)):
+            name = st.path.rstrip("/").rsplit("/", 1)[-1]
+            if st.is_dir and name.startswith(head) and name.endswith(tail) and len(name) > len(
+                    head) + len(tail):
+                key = name[len(head):len(name) - len(tail)]
+                if zone.has_files(self.directory(landing, identifier, key)):
+                    out.append(key)
+        return sorted(out)
 
 
 class CdcConfig(dg.Config):
-    """Knobs of a CDC ingestion run."""
+    """Knobs of a CDC ingestion run (unset: the table's :class:`CdcSource` settings)."""
 
-    max_error_ratio: float = Field(
-        default=0.05, description="fail the day above this share of malformed events")
+    max_error_ratio: float | None = Field(
+        default=None, description="fail the day above this share of malformed events "
+        "(default: the table's setting, 0.05 unless set)")
     position_fields: list[str] = Field(
         default_factory=list,
-        description="fields of 'source' ordering the events (empty: those of the events' "
-                    "source.connector)")
+        description="fields of 'source' ordering the events (empty: the table's connector, "
+                    "else those of the events' source.connector)")
 
 
 def cdc_identifier(day: str) -> int:
-    """The commit identifier of a landing day: ``2025-01-06`` -> ``20250106``."""
-    return int(day.replace("-", ""))
+    """The commit identifier of a landing day (``2025-01-06`` -> ``20250106``) or hour
+    (``2025-01-06-03:00`` -> ``202501060300``)."""
+    return int("".join(c for c in day if c.isdigit()))
+
+
+def files_batch_key(files: list[str]) -> str:
+    """The batch key of an unpartitioned table's landed files: a digest of their names, so
+    that a retry of the same files finds its commit (commit user per batch key)."""
+    digest = hashlib.sha256("\n".join(sorted(files)).encode()).hexdigest()[:16]
+    return f"files-{digest}"
 
 
 def cdc_commit_user(spec: TableSpec, day: str) -> str:
@@ -68,11 +176,10 @@ def cdc_commit_user(spec: TableSpec, day: str) -> str:
     return f"dagster-{spec.identifier}@{day}"
 
 
-def _day_files(landing: LandingZone, spec: TableSpec, day: str) -> list[str] | None:
-    """The event files of one day (sorted; hidden files ignored), None if the day's directory
-    does not exist (nothing has landed)."""
+def _day_files(landing: LandingZone, directory: str) -> list[str] | None:
+    """The event files of one batch directory (sorted; hidden files ignored), None if the
+    directory does not exist (nothing has landed)."""
     fio = landing.file_io()
-    directory = landing.day_dir(spec.identifier, day)
     if not fio.exists(directory) and not fio.list_status(directory):
         return None
     return sorted(
@@ -81,11 +188,14 @@ def _day_files(landing: LandingZone, spec: TableSpec, day: str) -> list[str] | N
     )
 
 
-def _options(config: CdcConfig, user: str, props: dict[str, str]) -> CdcOptions:
+def _options(config: CdcConfig, source: CdcSource, user: str,
+             props: dict[str, str]) -> CdcOptions:
     kw: dict[str, Any] = {
-        "position_fields": tuple(config.position_fields) or None,
-        "max_error_ratio": config.max_error_ratio,
+        "position_fields": tuple(config.position_fields) or source.positions(),
+        "max_error_ratio": (source.max_error_ratio if config.max_error_ratio is None
+                            else config.max_error_ratio),
         "commit_user": user,
+        "format": source.format,
     }
     # snapshot properties of the commit (run id -> lineage), where the job supports them
     if "properties" in {f.name for f in dataclasses.fields(CdcOptions)}:
@@ -93,18 +203,50 @@ def _options(config: CdcConfig, user: str, props: dict[str, str]) -> CdcOptions:
     return CdcOptions(**kw)
 
 
-def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
-    """The CDC ingestion asset of one source table."""
+def build_landing_sensor(spec: TableSpec, source: CdcSource, job: Any, *, name: str,
+                         minimum_interval_seconds: int = 60,
+                         default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+                         ) -> dg.SensorDefinition:
+    """A sensor requesting one run of ``job`` per landed partition of ``spec`` (its
+    directory holds a file; ``run_key`` = the partition: each partition is requested once,
+    and a re-run finds its commit anyway)."""
+    parts = source.partitions_def()
+    if parts is None:
+        raise SettingsError(f"{spec.identifier}: a landing sensor needs partitioned runs "
+                            "(partitioning daily or hourly)")
+
+    @dg.sensor(name=name, job=job, minimum_interval_seconds=minimum_interval_seconds,
+               default_status=default_status,
+               description=f"Change events landed for {spec.identifier} -> one run per "
+               "landing partition.")
+    def _landed(context: dg.SensorEvaluationContext, landing: LandingZone) -> dg.SensorResult:
+        keys = [k for k in source.landed(landing, spec.identifier)
+                if parts.has_partition_key(k)]
+        if not keys:
+            return dg.SensorResult(skip_reason=f"nothing has landed for {spec.identifier}")
+        return dg.SensorResult(run_requests=[dg.RunRequest(run_key=k, partition_key=k)
+                                             for k in keys])
+
+    return _landed
+
+
+def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
+                    labels: AssetLabels | None = None) -> dg.AssetsDefinition:
+    """The CDC ingestion asset of one source table (``source``: where its events land and
+    how runs are partitioned; ``labels``: key, group... default the demo's)."""
+    src = source or CdcSource()
+    labels = labels or AssetLabels()
+    partitions_def = src.partitions_def()
+    unit = {"daily": "landing day", "hourly": "landing hour", "none": "none"}[src.partitioning]
 
     @dg.asset(
-        name=spec.name,
-        key_prefix=[spec.database],
-        partitions_def=CDC_PARTITIONS,
-        backfill_policy=dg.BackfillPolicy.single_run(),
+        **labels.asset_kwargs(
+            key=spec.key_path, group="ingestion", kinds=("spark", "paimon"),
+            description=f"{spec.description} Partition = {unit}; runs "
+            "pipelines.cdc_ingest.".strip()),
+        partitions_def=partitions_def,
+        backfill_policy=dg.BackfillPolicy.single_run() if partitions_def else None,
         pool=SPARK_POOL,
-        group_name="ingestion",
-        kinds={"spark", "paimon"},
-        description=f"{spec.description} Partition = landing day; runs pipelines.cdc_ingest.",
         metadata={"paimon/table": spec.identifier},
     )
     def _cdc(
@@ -124,16 +266,23 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
         created: list[int] = []
         reports: list[BatchReport] = []
         already: list[str] = []
-        for day in sorted(context.partition_keys):
-            files = _day_files(landing, spec, day)
+        batches = sorted(context.partition_keys) if partitions_def else [""]
+        for day in batches:
+            directory = src.directory(landing, spec.identifier, day)
+            files = _day_files(landing, directory)
             if files is None:
                 raise non_retryable(
-                    context, f"no change events have landed for {spec.identifier} on {day} "
-                    f"({landing.day_dir(spec.identifier, day)} does not exist)")
-            user, ident = cdc_commit_user(spec, day), cdc_identifier(day)
+                    context, f"no change events have landed for {spec.identifier}"
+                    f"{' on ' + day if day else ''} ({directory} does not exist)")
             if not files:
-                context.log.info(f"{day}: the landing directory is empty, nothing to ingest")
+                context.log.info(f"{day or directory}: the landing directory is empty, "
+                                 "nothing to ingest")
                 continue
+            if day:
+                user, ident = cdc_commit_user(spec, day), cdc_identifier(day)
+            else:  # unpartitioned: one batch per set of landed files
+                day = files_batch_key(files)
+                user, ident = cdc_commit_user(spec, day), 1
             # "already committed?" asked once per day, here; the job is told (checked=True)
             landed = table.new_commit(user).landed(ident)  # metadata only
             if landed:
@@ -148,7 +297,7 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
             try:
                 report = ingest_batch(
                     spark.session(), settings, spec.identifier, ident, files,
-                    _options(config, user, props), landing_io=fio, quarantine_root=quarantine,
+                    _options(config, src, user, props), landing_io=fio, quarantine_root=quarantine,
                     table=table, checked=True, **extra,
                 )
             except ErrorRatioExceeded as e:
@@ -169,7 +318,7 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
                     f"snapshots {report.snapshot_ids}"
                 )
         return dg.MaterializeResult(metadata=snapshot_metadata(table, created, **{
-            "cdc/days": dg.MetadataValue.json(sorted(context.partition_keys)),
+            "cdc/days": dg.MetadataValue.json(batches),
             "cdc/already_committed_days": dg.MetadataValue.json(already),
             "cdc/events": dg.MetadataValue.int(sum(r.events for r in reports)),
             "cdc/valid_events": dg.MetadataValue.int(sum(r.valid for r in reports)),
@@ -184,16 +333,10 @@ def build_cdc_asset(spec: TableSpec) -> dg.AssetsDefinition:
     return _cdc
 
 
-cdc_customers = build_cdc_asset(CUSTOMERS)
-cdc_orders = build_cdc_asset(ORDERS)
-cdc_assets = [cdc_customers, cdc_orders]
+def __getattr__(name: str) -> Any:
+    """The demo's objects, built by its ``defs.yaml`` components
+    (:func:`assets.definitions.demo_object`):
+    ``cdc_customers``, ``cdc_orders``, ``cdc_assets``, ``cdc_job``, ``cdc_schedule``."""
+    from assets.definitions import demo_object
 
-cdc_job = dg.define_asset_job(
-    "cdc_ingest_job",
-    selection=dg.AssetSelection.assets(*cdc_assets),
-    description="Ingest one landing day of change events into every CDC table.",
-)
-cdc_schedule = dg.build_schedule_from_partitioned_job(
-    cdc_job, hour_of_day=1, minute_of_hour=15,
-    default_status=dg.DefaultScheduleStatus.STOPPED,
-)
+    return demo_object(__name__, name)

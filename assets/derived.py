@@ -46,9 +46,10 @@ re-executed old run while the derived table is behind it), the state at ``end`` 
 run rebuilds from the latest snapshot instead (the derived table moves forward, never back).
 """
 
+import importlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,10 +58,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
+from assets.labels import AssetLabels, SettingsError
 from assets.metadata import context_properties, snapshot_metadata
 from assets.resources import PaimonCatalog
 from assets.runs import DERIVED_POOL
-from assets.tables import ORDERS, ORDERS_ENRICHED, TableSpec
+from assets.tables import TableSpec
 from paimon_core import (
     CommitKind,
     CommitOptions,
@@ -78,15 +80,17 @@ from paimon_core import (
 __all__ = [
     "DERIVED_COMMIT_USER",
     "DERIVED_CONSUMER_ID",
+    "ORDERS_DERIVATION",
+    "Derivation",
+    "Derived",
     "DerivedResult",
     "RangeConfig",
     "apply_range",
+    "build_derived",
     "build_snapshot_sensor",
     "enrich_orders",
+    "load_transform",
     "lookup",
-    "orders_enriched",
-    "orders_enriched_job",
-    "orders_snapshot_sensor",
     "stamp",
 ]
 
@@ -139,6 +143,46 @@ class DerivedResult:
     keys: int = 0
 
 
+#: a derived table's transform: source rows (the source columns) and the snapshot they were
+#: read at -> derived rows (the key column, and the stamp column when the table has one)
+Transform = Callable[[pa.Table, int], pa.Table]
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """How a derived table follows its source.
+
+    Attributes:
+        transform: source rows -> derived rows (vectorised: pyarrow in, pyarrow out).
+        key: the key column, shared by source and derived table (their primary key).
+        columns: the source columns the transform reads (``None``: all).
+        stamp: the derived column holding the source snapshot that first gave the row its
+            current value (kept for unchanged rows by :func:`stamp`); ``None``: no stamp.
+    """
+
+    transform: Transform
+    key: str = "order_id"
+    columns: tuple[str, ...] | None = None
+    stamp: str | None = "source_snapshot"
+
+
+def load_transform(reference: str) -> Transform:
+    """The function named ``pkg.mod:fn`` (or ``pkg.mod.fn``)."""
+    module, sep, name = reference.partition(":")
+    if not sep:
+        module, _, name = reference.rpartition(".")
+    if not module or not name:
+        raise SettingsError(f"transform {reference!r} is not a function reference "
+                            "'package.module:function'")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise SettingsError(f"transform {reference!r} cannot be loaded: {e}") from e
+    if not callable(fn):
+        raise SettingsError(f"transform {reference!r} is not callable")
+    return fn  # type: ignore[no-any-return]
+
+
 # ------------------------------------------------------------------------------- transform
 def enrich_orders(orders: pa.Table, source_snapshot: int) -> pa.Table:
     """``cdc.orders`` rows -> ``mart.orders_enriched`` rows (vectorised): an open flag, an
@@ -166,7 +210,12 @@ def enrich_orders(orders: pa.Table, source_snapshot: int) -> pa.Table:
     })
 
 
-def stamp(fresh: pa.Table, current: pa.Table) -> tuple[pa.Table, pa.ChunkedArray]:
+#: the demo's derivation: ``cdc.orders`` -> ``mart.orders_enriched``
+ORDERS_DERIVATION = Derivation(enrich_orders, ORDER_KEY, SOURCE_COLUMNS, STAMP)
+
+
+def stamp(fresh: pa.Table, current: pa.Table, *, key: str = ORDER_KEY,
+          stamp_column: str | None = STAMP) -> tuple[pa.Table, pa.ChunkedArray]:
     """Compare freshly derived rows with the derived table's current rows of the same keys.
 
     A fresh row whose columns all equal its current row (nulls equal) is no change: it keeps
@@ -180,36 +229,42 @@ def stamp(fresh: pa.Table, current: pa.Table) -> tuple[pa.Table, pa.ChunkedArray
 
     Returns:
         ``fresh`` with the kept stamps, and the mask of its rows that changed (new or different).
+        ``stamp_column`` (absent from ``fresh`` or None): every column is compared.
     """
-    idx = pc.index_in(fresh.column(ORDER_KEY), value_set=current.column(ORDER_KEY).combine_chunks())
+    idx = pc.index_in(fresh.column(key), value_set=current.column(key).combine_chunks())
     old = current.take(idx)  # null rows where the key is new
     same = pc.is_valid(idx)
+    if stamp_column not in fresh.column_names:
+        stamp_column = None
     for name in fresh.column_names:
-        if name in (ORDER_KEY, STAMP):
+        if name in (key, stamp_column):
             continue
         a, b = fresh.column(name), old.column(name)
         equal = pc.fill_null(pc.equal(a, b), False)
         same = pc.and_(same, pc.or_(equal, pc.and_(pc.is_null(a), pc.is_null(b))))
-    stamps = pc.if_else(same, old.column(STAMP), fresh.column(STAMP))
-    at = fresh.schema.get_field_index(STAMP)
+    if stamp_column is None:
+        return fresh, pc.invert(same)
+    stamps = pc.if_else(same, old.column(stamp_column), fresh.column(stamp_column))
+    at = fresh.schema.get_field_index(stamp_column)
     return fresh.set_column(at, fresh.schema.field(at), stamps), pc.invert(same)
 
 
 def lookup(
     table: FileStoreTable, keys: pa.Array, *, snapshot_id: int | None = None,
-    columns: Sequence[str] | None = None, in_max: int = LOOKUP_IN_MAX,
+    columns: Sequence[str] | None = None, in_max: int = LOOKUP_IN_MAX, key: str = ORDER_KEY,
 ) -> pa.Table:
     """The merged rows of ``keys`` (``order_id`` values) in ``table`` at ``snapshot_id``
     (default latest): a keyed read, the filter pushed down to the scan (``IN`` up to
     ``in_max`` keys, else their range; the rows are then selected exactly)."""
     if len(keys) <= in_max:
-        pushed: Predicate = is_in(ORDER_KEY, keys.to_pylist())
+        pushed: Predicate = is_in(key, keys.to_pylist())
     else:
         low, high = pc.min_max(keys).values()
-        pushed = and_(greater_or_equal(ORDER_KEY, low.as_py()),
-                      less_or_equal(ORDER_KEY, high.as_py()))
+        pushed = and_(greater_or_equal(key, low.as_py()), less_or_equal(key, high.as_py()))
+    if columns is not None and key not in columns:
+        columns = [key, *columns]
     rows = table.to_arrow(snapshot_id=snapshot_id, columns=columns, filter=pushed)
-    return rows.filter(pc.is_in(rows.column(ORDER_KEY), value_set=keys))
+    return rows.filter(pc.is_in(rows.column(key), value_set=keys))
 
 
 # ------------------------------------------------------------------------------- progress
@@ -255,6 +310,7 @@ def apply_range(
     consumer_id: str = DERIVED_CONSUMER_ID,
     commit_user: str = DERIVED_COMMIT_USER,
     properties: dict[str, str] | None = None,
+    derivation: Derivation | None = None,
 ) -> DerivedResult:
     """Apply the source changes of ``(start, end]`` to the derived table, exactly once.
 
@@ -268,6 +324,8 @@ def apply_range(
         end: inclusive end; negative = the latest source snapshot (also used when ``end``
             has expired and the derived table is behind it: its state is gone).
         properties: snapshot properties of the commit (the Dagster run id...).
+        derivation: the transform, key and columns (default: the demo's
+            :func:`enrich_orders` on ``order_id``).
 
     Returns:
         What was done (see :class:`DerivedResult`).
@@ -295,10 +353,11 @@ def apply_range(
         log.warning("source snapshot %d has expired: rebuilding from the latest, %d", end, latest)
         end = latest
     kinds = _kinds_in(source, begin, end) if begin >= earliest - 1 else None
+    how = derivation or ORDERS_DERIVATION
     if kinds is None or CommitKind.OVERWRITE in kinds:
-        result = _rebuild(source, target, begin, end, commit_user, properties)
+        result = _rebuild(source, target, begin, end, commit_user, properties, how)
     else:
-        result = _incremental(source, target, begin, end, commit_user, properties, kinds)
+        result = _incremental(source, target, begin, end, commit_user, properties, kinds, how)
     advance_consumer(source, consumer_id, end)
     return result
 
@@ -310,22 +369,23 @@ def _still_ours(target: FileStoreTable, commit_user: str, end: int) -> bool:
 
 def _incremental(
     source: FileStoreTable, target: FileStoreTable, begin: int, end: int, commit_user: str,
-    properties: dict[str, str] | None, kinds: Sequence[CommitKind],
+    properties: dict[str, str] | None, kinds: Sequence[CommitKind], how: Derivation,
 ) -> DerivedResult:
     if CommitKind.APPEND not in kinds:  # compaction only: nothing changed
         return DerivedResult("incremental", begin, end)
     # the keys the range touched (any version, stale or not) ...
-    changes = source.read_merged_changes(begin, end, mode="delta", columns=[ORDER_KEY])
-    keys = pc.unique(changes.column(ORDER_KEY).combine_chunks())
+    changes = source.read_merged_changes(begin, end, mode="delta", columns=[how.key])
+    keys = pc.unique(changes.column(how.key).combine_chunks())
     if len(keys) == 0:
         return DerivedResult("incremental", begin, end)
     # ... and the source's merged state of those keys at ``end``: what the source resolved
     # (sequence.field, deletes), not the order the versions arrived in
-    state = lookup(source, keys, snapshot_id=end, columns=SOURCE_COLUMNS)
-    fresh, changed = stamp(enrich_orders(state, end), lookup(target, keys))
+    state = lookup(source, keys, snapshot_id=end, columns=how.columns, key=how.key)
+    fresh, changed = stamp(how.transform(state, end), lookup(target, keys, key=how.key),
+                           key=how.key, stamp_column=how.stamp)
     upserts = fresh.filter(changed)
-    gone = pc.invert(pc.is_in(keys, value_set=state.column(ORDER_KEY).combine_chunks()))
-    deletes = pa.table({ORDER_KEY: keys.filter(gone)})
+    gone = pc.invert(pc.is_in(keys, value_set=state.column(how.key).combine_chunks()))
+    deletes = pa.table({how.key: keys.filter(gone)})
     if upserts.num_rows == 0 and deletes.num_rows == 0:  # stale or repeated versions only
         return DerivedResult("incremental", begin, end, changes.num_rows, keys=len(keys))
     builder = target.new_batch_write_builder(
@@ -347,10 +407,11 @@ def _incremental(
 
 def _rebuild(
     source: FileStoreTable, target: FileStoreTable, begin: int, end: int, commit_user: str,
-    properties: dict[str, str] | None,
+    properties: dict[str, str] | None, how: Derivation,
 ) -> DerivedResult:
-    rows = source.to_arrow(snapshot_id=end, columns=SOURCE_COLUMNS)
-    upserts, _ = stamp(enrich_orders(rows, end), target.to_arrow())
+    rows = source.to_arrow(snapshot_id=end, columns=how.columns)
+    upserts, _ = stamp(how.transform(rows, end), target.to_arrow(), key=how.key,
+                       stamp_column=how.stamp)
     builder = target.new_batch_write_builder(commit_user, options=CommitOptions(
         properties=properties or {}, dynamic_partition_overwrite=False)).overwrite({})
     with builder.new_write() as write:
@@ -365,53 +426,99 @@ def _rebuild(
 
 
 # ------------------------------------------------------------------------------- Dagster
-@dg.asset(
-    key=ORDERS_ENRICHED.key_path,
-    deps=[dg.AssetKey(ORDERS.key_path)],
-    pool=DERIVED_POOL,  # one run at a time, however launched (assets/runs.py)
-    group_name="derived",
-    description=ORDERS_ENRICHED.description,
-    kinds={"paimon"},
-)
-def orders_enriched(
-    context: dg.AssetExecutionContext, config: RangeConfig, catalog: PaimonCatalog
-) -> dg.MaterializeResult:
-    """Apply one snapshot range of ``cdc.orders`` to ``mart.orders_enriched``."""
-    cat = catalog.load()
-    source = cat.get_table(ORDERS.identifier)
-    target = ORDERS_ENRICHED.ensure(cat)
-    started = time.monotonic()
-    result = apply_range(
-        source, target, config.start_snapshot, config.end_snapshot,
-        properties=context_properties(context, **{
-            "paimon.source-table": ORDERS.identifier,
-            "paimon.source-range": f"{config.start_snapshot},{config.end_snapshot}",
-        }),
-    )
-    context.log.info(
-        f"{result.mode}: source snapshots ({result.start}, {result.end}] -> "
-        f"{result.upserts} upserts, {result.deletes} deletes, snapshots {result.snapshot_ids}"
-    )
-    return dg.MaterializeResult(metadata=snapshot_metadata(
-        target, result.snapshot_ids,
-        **{
-            "paimon/mode": result.mode,
-            "paimon/source_range": f"({result.start}, {result.end}]",
-            "paimon/source_rows_read": dg.MetadataValue.int(result.rows_read),
-            "paimon/source_keys": dg.MetadataValue.int(result.keys),
-            "paimon/upserts": dg.MetadataValue.int(result.upserts),
-            "paimon/deletes": dg.MetadataValue.int(result.deletes),
-            "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
-        },
-    ))
+@dataclass(frozen=True)
+class Derived:
+    """The asset, job and sensor of one derived table."""
+
+    asset: dg.AssetsDefinition
+    job: Any
+    sensor: dg.SensorDefinition
 
 
-orders_enriched_job = dg.define_asset_job(
-    "mart_orders_enriched_job",
-    selection=[orders_enriched],
-    tags={DERIVED_TAG: ORDERS_ENRICHED.identifier},
-    description="Apply a snapshot range of cdc.orders to mart.orders_enriched (sensor-driven).",
-)
+def build_derived(
+    source: TableSpec,
+    target: TableSpec,
+    derivation: Derivation,
+    *,
+    source_key: Sequence[str] | None = None,
+    consumer_id: str | None = None,
+    commit_user: str | None = None,
+    job_name: str | None = None,
+    sensor_name: str | None = None,
+    minimum_interval_seconds: int = 30,
+    sensor_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
+    labels: AssetLabels | None = None,
+) -> Derived:
+    """A derived table following ``source`` by snapshot ranges (:func:`apply_range`): its
+    asset (pool :data:`~assets.runs.DERIVED_POOL`: one run at a time), its job and the
+    sensor requesting one run per new snapshot range.
+
+    Args:
+        source_key: the source's asset key (default ``source.key_path``).
+        consumer_id / commit_user: default from the target's identifier
+            (``mart-orders-enriched``, ``dagster-mart-orders-enriched``).
+    """
+    labels = labels or AssetLabels()
+    slug = target.identifier.replace(".", "-").replace("_", "-")
+    consumer = consumer_id or slug
+    user = commit_user or f"dagster-{slug}"
+    if derivation.key not in target.table_schema().primary_keys:
+        raise SettingsError(f"{target.identifier}: the derivation key {derivation.key!r} is "
+                            "not a primary key column of the derived table")
+
+    @dg.asset(
+        **labels.asset_kwargs(key=target.key_path, group="derived", kinds=("paimon",),
+                              description=target.description),
+        deps=[dg.AssetKey(list(source_key or source.key_path))],
+        pool=DERIVED_POOL,  # one run at a time, however launched (assets/runs.py)
+        metadata={"paimon/table": target.identifier, "paimon/source": source.identifier},
+    )
+    def _derived(
+        context: dg.AssetExecutionContext, config: RangeConfig, catalog: PaimonCatalog
+    ) -> dg.MaterializeResult:
+        """Apply one snapshot range of the source to the derived table."""
+        cat = catalog.load()
+        src = cat.get_table(source.identifier)
+        tgt = target.ensure(cat)
+        started = time.monotonic()
+        result = apply_range(
+            src, tgt, config.start_snapshot, config.end_snapshot,
+            consumer_id=consumer, commit_user=user, derivation=derivation,
+            properties=context_properties(context, **{
+                "paimon.source-table": source.identifier,
+                "paimon.source-range": f"{config.start_snapshot},{config.end_snapshot}",
+            }),
+        )
+        context.log.info(
+            f"{result.mode}: source snapshots ({result.start}, {result.end}] -> "
+            f"{result.upserts} upserts, {result.deletes} deletes, snapshots "
+            f"{result.snapshot_ids}")
+        return dg.MaterializeResult(metadata=snapshot_metadata(
+            tgt, result.snapshot_ids,
+            **{
+                "paimon/mode": result.mode,
+                "paimon/source_range": f"({result.start}, {result.end}]",
+                "paimon/source_rows_read": dg.MetadataValue.int(result.rows_read),
+                "paimon/source_keys": dg.MetadataValue.int(result.keys),
+                "paimon/upserts": dg.MetadataValue.int(result.upserts),
+                "paimon/deletes": dg.MetadataValue.int(result.deletes),
+                "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
+            },
+        ))
+
+    job = dg.define_asset_job(
+        job_name or f"{target.slug}_job",
+        selection=[_derived],
+        tags={DERIVED_TAG: target.identifier},
+        description=f"Apply a snapshot range of {source.identifier} to {target.identifier} "
+        "(sensor-driven).",
+    )
+    sensor = build_snapshot_sensor(
+        name=sensor_name or f"{source.slug}_snapshot_sensor",
+        source=source, target=target, job=job, op_name=_derived.op.name,
+        consumer_id=consumer, commit_user=user,
+        minimum_interval_seconds=minimum_interval_seconds, default_status=sensor_status)
+    return Derived(_derived, job, sensor)
 
 
 def initial_cursor(source: FileStoreTable, target: FileStoreTable | None,
@@ -494,12 +601,10 @@ def build_snapshot_sensor(
     return _sensor
 
 
-orders_snapshot_sensor = build_snapshot_sensor(
-    name="cdc_orders_snapshot_sensor",
-    source=ORDERS,
-    target=ORDERS_ENRICHED,
-    job=orders_enriched_job,
-    op_name=orders_enriched.op.name,
-    consumer_id=DERIVED_CONSUMER_ID,
-    commit_user=DERIVED_COMMIT_USER,
-)
+def __getattr__(name: str) -> Any:
+    """The demo's objects, built by its ``defs.yaml`` components
+    (:func:`assets.definitions.demo_object`):
+    ``orders_enriched``, ``orders_enriched_job``, ``orders_snapshot_sensor``."""
+    from assets.definitions import demo_object
+
+    return demo_object(__name__, name)

@@ -36,6 +36,7 @@ import dagster as dg
 import pyarrow.compute as pc
 from pydantic import Field
 
+from assets.labels import AssetLabels
 from assets.metadata import (
     accepts_properties,
     context_properties,
@@ -44,7 +45,7 @@ from assets.metadata import (
 )
 from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
-from assets.tables import ALL_TABLES, DAILY_START, TableSpec
+from assets.tables import DAILY_START, TableSpec
 from paimon_core import (
     CompactStrategy,
     DataFileMeta,
@@ -64,8 +65,6 @@ __all__ = [
     "bucket_state",
     "build_compaction",
     "build_expiry_asset",
-    "compaction_assets",
-    "expiry_assets",
     "files_state",
     "partition_key_of",
     "split_key",
@@ -120,15 +119,16 @@ def _bucket_key(spec: TableSpec, bucket: int) -> str:
     return f"{spec.identifier}/bucket-{bucket}"
 
 
-def bucket_partitions(spec: TableSpec) -> dg.PartitionsDefinition:
+def bucket_partitions(spec: TableSpec, day_start: str = DAILY_START) -> dg.PartitionsDefinition:
     """The table's buckets (``cdc.orders/bucket-0`` ...), or ``dt x bucket`` for a table
-    partitioned by day: every key names the table, so no two compaction assets share one."""
+    partitioned by day (days from ``day_start``): every key names the table, so no two
+    compaction assets share one."""
     buckets = dg.StaticPartitionsDefinition(
         [_bucket_key(spec, b) for b in range(max(spec.buckets, 1))])
     if not spec.partition_keys:
         return buckets
     return dg.MultiPartitionsDefinition({
-        DAY_DIM: dg.DailyPartitionsDefinition(start_date=DAILY_START), BUCKET_DIM: buckets})
+        DAY_DIM: dg.DailyPartitionsDefinition(start_date=day_start), BUCKET_DIM: buckets})
 
 
 def split_key(spec: TableSpec, key: str) -> tuple[dict[str, str] | None, int]:
@@ -178,26 +178,32 @@ class Compaction:
     schedule: dg.ScheduleDefinition
 
 
-def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
+def build_compaction(
+    spec: TableSpec, *, cron: str = "0 * * * *", day_start: str = DAILY_START,
+    labels: AssetLabels | None = None, table_key: Sequence[str] | None = None,
+    schedule_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
+) -> Compaction:
     """Per-bucket compaction of one table: the asset, its job (per-partition run tags) and
-    an hourly schedule requesting runs only for the buckets that need compaction."""
-    parts = bucket_partitions(spec)
+    a schedule (``cron``, hourly by default) requesting runs only for the buckets that need
+    compaction. ``table_key``: the table's asset key (default ``spec.key_path``)."""
+    labels = labels or AssetLabels()
+    parts = bucket_partitions(spec, day_start)
     mapping: dg.PartitionMapping = (
         dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=DAY_DIM)
         if spec.partition_keys else dg.AllPartitionMapping())
 
     @dg.asset(
-        name=f"{spec.slug}_compaction",
-        key_prefix=["maintenance"],
-        deps=[dg.AssetDep(dg.AssetKey(spec.key_path), partition_mapping=mapping)],
+        **labels.asset_kwargs(
+            key=["maintenance", f"{spec.slug}_compaction"], group="maintenance",
+            kinds=("spark", "paimon"),
+            description=f"Compact one bucket of {spec.identifier} (pipelines.compact); "
+            "partition = " + ("day x bucket." if spec.partition_keys else "bucket.")),
+        deps=[dg.AssetDep(dg.AssetKey(list(table_key or spec.key_path)),
+                          partition_mapping=mapping)],
         partitions_def=parts,
         # no backfill policy: a backfill then runs one partition per run, tagged with it (a
         # policy, even multi_run(1), makes range runs, which carry no dagster/partition)
         pool=SPARK_POOL,
-        group_name="maintenance",
-        kinds={"spark", "paimon"},
-        description=f"Compact one bucket of {spec.identifier} (pipelines.compact); "
-        "partition = " + ("day x bucket." if spec.partition_keys else "bucket."),
         metadata={"paimon/table": spec.identifier},
     )
     def _compact(
@@ -274,7 +280,7 @@ def build_compaction(spec: TableSpec, *, cron: str = "0 * * * *") -> Compaction:
         name=f"{spec.slug}_compaction_schedule",
         cron_schedule=cron,
         job=job,
-        default_status=dg.DefaultScheduleStatus.STOPPED,
+        default_status=schedule_status,
         description=f"Compact the buckets of {spec.identifier} that need it (one run each).",
     )
     def _schedule(context: dg.ScheduleEvaluationContext,
@@ -317,23 +323,34 @@ class ExpiryConfig(dg.Config):
     older_than_minutes: float | None = Field(
         default=None, description="expire snapshots older than this (default: "
         "snapshot.time-retained)")
-    remove_orphans: bool = True
-    orphans_older_than_hours: float = Field(
-        default=24.0, description="only orphan files last modified before now - this")
+    remove_orphans: bool | None = Field(default=None, description="remove orphan files "
+                                        "(default: yes)")
+    orphans_older_than_hours: float | None = Field(
+        default=None, description="only orphan files last modified before now - this "
+        "(default: 24)")
+
+    def over(self, base: "ExpiryConfig") -> "ExpiryConfig":
+        """These settings, the unset ones taken from ``base`` (the table's)."""
+        mine = self.model_dump(exclude_none=True)
+        return ExpiryConfig(**{**base.model_dump(exclude_none=True), **mine})
 
 
-def build_expiry_asset(spec: TableSpec) -> dg.AssetsDefinition:
-    """Snapshot expiry (and orphan removal) of one table."""
+def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
+                       table_key: Sequence[str] | None = None,
+                       defaults: "ExpiryConfig | None" = None) -> dg.AssetsDefinition:
+    """Snapshot expiry (and orphan removal) of one table; ``defaults``: the retention and
+    orphan settings a run uses where its own config leaves them unset."""
+    labels = labels or AssetLabels()
+    base = defaults or ExpiryConfig()
 
     @dg.asset(
-        name=f"{spec.slug}_expiry",
-        key_prefix=["maintenance"],
-        deps=[dg.AssetKey(spec.key_path)],
+        **labels.asset_kwargs(
+            key=["maintenance", f"{spec.slug}_expiry"], group="maintenance",
+            kinds=("spark", "paimon"),
+            description=f"Expire old snapshots of {spec.identifier} and remove orphan files "
+            "(pipelines.expire)."),
+        deps=[dg.AssetKey(list(table_key or spec.key_path))],
         pool=SPARK_POOL,
-        group_name="maintenance",
-        kinds={"spark", "paimon"},
-        description=f"Expire old snapshots of {spec.identifier} and remove orphan files "
-        "(pipelines.expire).",
         metadata={"paimon/table": spec.identifier},
     )
     def _expire(
@@ -347,15 +364,18 @@ def build_expiry_asset(spec: TableSpec) -> dg.AssetsDefinition:
             return dg.MaterializeResult(metadata={"expire/status": "no table yet"})
         sm = cat.get_table(spec.identifier).snapshot_manager
         retained_before = _retained(sm)
+        config = config.over(base)
         now_ms = int(time.time() * 1000)
+        orphan_hours = 24.0 if config.orphans_older_than_hours is None else (
+            config.orphans_older_than_hours)
         older = (None if config.older_than_minutes is None
                  else now_ms - int(config.older_than_minutes * 60_000))
         started = time.monotonic()
         report = expire(  # Spark starts only if there are files for its tasks to delete
             spark.session, catalog.settings(), spec.identifier,
             retain_min=config.retain_min, retain_max=config.retain_max,
-            older_than_millis=older, remove_orphans=config.remove_orphans,
-            orphans_older_than_millis=now_ms - int(config.orphans_older_than_hours * 3.6e6),
+            older_than_millis=older, remove_orphans=config.remove_orphans is not False,
+            orphans_older_than_millis=now_ms - int(orphan_hours * 3.6e6),
         )
         ex = report.expire
         sm = cat.get_table(spec.identifier).snapshot_manager
@@ -391,21 +411,11 @@ def _retained(sm: Any) -> int:
     return 0 if earliest is None or latest is None else latest - earliest + 1
 
 
-# ------------------------------------------------------------------------------ all tables
-compactions = [build_compaction(spec) for spec in ALL_TABLES]
-compaction_assets = [c.asset for c in compactions]
-expiry_assets = [build_expiry_asset(spec) for spec in ALL_TABLES]
+def __getattr__(name: str) -> Any:
+    """The demo's objects, built by its ``defs.yaml`` components
+    (:func:`assets.definitions.demo_object`):
+    ``compactions``, ``compaction_assets``, ``expiry_assets``, ``expiry_job``,
+    ``expiry_schedule``."""
+    from assets.definitions import demo_object
 
-expiry_job = dg.define_asset_job(
-    "expiry_job",
-    selection=dg.AssetSelection.assets(*expiry_assets),
-    tags={EXPIRE_TAG: "all-tables"},
-    description="Expire snapshots and remove orphan files of every table.",
-)
-expiry_schedule = dg.ScheduleDefinition(
-    name="expiry_schedule",
-    cron_schedule="30 2 * * *",
-    job=expiry_job,
-    default_status=dg.DefaultScheduleStatus.STOPPED,
-    description="Daily snapshot expiry of every table.",
-)
+    return demo_object(__name__, name)

@@ -1,5 +1,5 @@
 """Lineage both ways: Dagster run -> Paimon snapshot properties, and snapshot -> materialization
-metadata.
+metadata; and the metadata that describes the TABLE (:func:`table_state_metadata`).
 
 Every commit a run makes carries :func:`commit_properties` in its snapshot (``dagster.run-id``,
 ``dagster.asset-key``, ``dagster.partition-key``), so ``paimon snapshots --verbose`` names the
@@ -29,6 +29,7 @@ __all__ = [
     "snapshot_metadata",
     "snapshot_stats",
     "snapshots_of_run",
+    "table_state_metadata",
     "table_stats",
 ]
 
@@ -211,3 +212,93 @@ def snapshots_of_run(table: FileStoreTable, run_id: str) -> list[Snapshot]:
         s for s in table.snapshot_manager.snapshots()
         if (s.properties or {}).get(RUN_ID_PROPERTY) == run_id or s.commit_user == user
     ]
+
+
+# ------------------------------------------------------------------------------ table state
+def live_row_count(table: FileStoreTable, snapshot: Snapshot) -> int:
+    """The rows a reader of ``snapshot`` sees. An append table's live files hold exactly its
+    rows (metadata only); a primary-key table's files hold every version of a key until
+    compaction folds them, so its rows are counted by a merged read of the key columns only
+    (vectorised; the cost of reading the keys)."""
+    if not table.is_primary_key_table:
+        files = table.inspect.files(snapshot_id=snapshot.id)
+        return _sum(files, "record_count")
+    keys = list(table.schema.primary_keys)
+    return int(table.to_arrow(columns=keys, snapshot_id=snapshot.id).num_rows)
+
+
+def table_state_metadata(table: FileStoreTable, *, count_rows: bool = True) -> dict[str, Any]:
+    """Metadata describing the table as it is now (whoever wrote it), for a materialization or
+    an ``AssetObservation``:
+
+    * ``dagster/table_name`` (``db.table``), ``dagster/uri`` (the table's path) and
+      ``dagster/column_schema`` (a ``TableSchema``: name, Paimon SQL type, nullability,
+      primary-key and partition columns marked);
+    * ``dagster/row_count``: live rows (:func:`live_row_count`; omitted with
+      ``count_rows=False``) -- the same after a run that changed nothing, never a drop to 0;
+    * ``paimon/snapshot``: the latest snapshot id as TEXT (an identifier: Dagster plots int
+      and float metadata as series, an id is no quantity), ``paimon/schema_id`` likewise;
+    * ``paimon/live_files``, ``paimon/live_bytes``, ``paimon/buckets``: the live data;
+    * ``paimon/max_sorted_runs`` / ``paimon/sorted_runs``: sorted runs of the worst bucket /
+      of all buckets (the compaction debt: each above 1 is work for the next compaction);
+    * ``paimon/snapshots_retained``, ``paimon/earliest_snapshot`` (text) and
+      ``paimon/earliest_snapshot_time``: what expiry left (the trace of the last expiry).
+
+    An empty table (no snapshot) has no row count, no snapshot and no file counts: nothing is
+    reported as 0 that is merely unknown.
+    """
+    import dagster as dg
+
+    schema = table.schema
+    md: dict[str, Any] = {
+        "dagster/table_name": str(table.identifier),
+        "dagster/uri": dg.MetadataValue.path(table.path),
+        "dagster/column_schema": column_schema(table),
+        "paimon/schema_id": dg.MetadataValue.text(str(schema.id)),
+    }
+    snap = table.latest_snapshot()
+    if snap is None:
+        md["paimon/snapshot"] = dg.MetadataValue.text("none")
+        return md
+    buckets = table.inspect.buckets(snapshot_id=snap.id)
+    runs = buckets.column("sorted_runs")
+    md.update({
+        "paimon/snapshot": dg.MetadataValue.text(str(snap.id)),
+        "paimon/commit_kind": snap.commit_kind.value,
+        "paimon/snapshot_time": dg.MetadataValue.timestamp(snap.time_millis / 1000.0),
+        "paimon/live_files": dg.MetadataValue.int(_sum(buckets, "file_count")),
+        "paimon/live_bytes": dg.MetadataValue.int(_sum(buckets, "file_size_in_bytes")),
+        "paimon/buckets": dg.MetadataValue.int(buckets.num_rows),
+        "paimon/max_sorted_runs": dg.MetadataValue.int(
+            int(pc.max(runs).as_py() or 0) if buckets.num_rows else 0),
+        "paimon/sorted_runs": dg.MetadataValue.int(_sum(buckets, "sorted_runs")),
+    })
+    sm = table.snapshot_manager
+    earliest = sm.earliest_snapshot()
+    if earliest is not None:
+        md["paimon/earliest_snapshot"] = dg.MetadataValue.text(str(earliest.id))
+        md["paimon/earliest_snapshot_time"] = dg.MetadataValue.timestamp(
+            earliest.time_millis / 1000.0)
+        md["paimon/snapshots_retained"] = dg.MetadataValue.int(snap.id - earliest.id + 1)
+    if count_rows:
+        md["dagster/row_count"] = dg.MetadataValue.int(live_row_count(table, snap))
+    return md
+
+
+def column_schema(table: FileStoreTable) -> Any:
+    """The table's columns as a ``dagster.TableSchema`` (``dagster/column_schema``)."""
+    import dagster as dg
+
+    schema = table.schema
+    pks, parts = set(schema.primary_keys), set(schema.partition_keys)
+    columns = []
+    for f in schema.fields:
+        notes = [n for n, on in (("primary key", f.name in pks),
+                                 ("partition", f.name in parts)) if on]
+        desc = "; ".join([*notes, *([f.description] if f.description else [])]) or None
+        columns.append(dg.TableColumn(
+            name=f.name, type=f.type.sql(), description=desc,
+            constraints=dg.TableColumnConstraints(nullable=f.type.nullable,
+                                                  unique=f.name in pks and len(pks) == 1),
+        ))
+    return dg.TableSchema(columns=columns)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from paimon_core import (
     FileStoreTable,
     FileSystemCatalog,
@@ -27,32 +29,18 @@ __all__ = [
     "ALL_TABLES",
     "CUSTOMERS",
     "DAILY_START",
+    "DEMO_DEFS",
     "FX_RATES",
     "ORDERS",
     "ORDERS_ENRICHED",
     "TableSpec",
+    "demo_table",
 ]
 
 #: first landing day of the daily partitions (the demo feed starts on 2025-01-06)
 DAILY_START = "2025-01-01"
-
-# Retention for every table (demo scale: a production table keeps far more): the last 2
-# snapshots are always kept, at most 4 (older ones go regardless of age), and between the two
-# bounds snapshots younger than an hour are kept. Consumers and tags keep what they need.
-_MAINTENANCE = {
-    "snapshot.num-retained.min": "2",
-    "snapshot.num-retained.max": "4",
-    "snapshot.time-retained": "1 h",
-    # compact a bucket once it has 3 sorted runs (Paimon's default is 5)
-    "num-sorted-run.compaction-trigger": "3",
-    "write-only": "true",
-    "file.format": "parquet",
-}
-
-# CDC tables: the source position (Debezium ``source.lsn``) is the sequence field, so the
-# version with the highest position wins whatever order the landing days are ingested in (a
-# backfill of an old day after newer ones changes nothing it should not).
-_CDC = {**_MAINTENANCE, "sequence.field": "src_lsn"}
+#: the demo's code location: defs.yaml files declaring its tables (:mod:`assets.components`)
+DEMO_DEFS = Path(__file__).resolve().parent / "demo"
 
 
 @dataclass(frozen=True)
@@ -74,6 +62,8 @@ class TableSpec:
     freshness_hours: float = 26.0
     description: str = ""
     extra: Mapping[str, str] = field(default_factory=dict)
+    #: the table's asset key (default ``[db, table]``)
+    asset_key: tuple[str, ...] | None = None
 
     @property
     def database(self) -> str:
@@ -85,8 +75,8 @@ class TableSpec:
 
     @property
     def key_path(self) -> list[str]:
-        """The asset key of the table (``["cdc", "orders"]``)."""
-        return [self.database, self.name]
+        """The asset key of the table (``["cdc", "orders"]`` unless set)."""
+        return list(self.asset_key) if self.asset_key else [self.database, self.name]
 
     @property
     def slug(self) -> str:
@@ -105,6 +95,29 @@ class TableSpec:
     def retain_max(self) -> int:
         return int(self.schema.get("options", {}).get("snapshot.num-retained.max", "2147483647"))
 
+    @classmethod
+    def from_attributes(cls, attrs: Mapping[str, Any]) -> TableSpec:
+        """The spec of a table component's YAML attributes (``table``, ``columns``,
+        ``primary_key``, ``partition_by``, ``options``, ``asset``, ``checks``)."""
+        asset = attrs.get("asset") or {}
+        checks = attrs.get("checks") or {}
+        options = {k: str(v).lower() if isinstance(v, bool) else str(v)
+                   for k, v in (attrs.get("options") or {}).items()}
+        return cls(
+            identifier=attrs["table"],
+            schema={
+                "fields": [{"name": c["name"], "type": c["type"]} for c in attrs["columns"]],
+                "primary_keys": list(attrs.get("primary_key") or []),
+                "partition_keys": list(attrs.get("partition_by") or []),
+                "options": options,
+            },
+            description=asset.get("description") or "",
+            small_file_bytes=checks.get("small_file_bytes", 64 * 1024),
+            max_small_files=checks.get("max_small_files", 40),
+            freshness_hours=checks.get("freshness_hours", 26.0),
+            asset_key=tuple(asset["key"]) if asset.get("key") else None,
+        )
+
     def table_schema(self) -> Schema:
         return Schema.from_json(self.schema)
 
@@ -120,80 +133,19 @@ class TableSpec:
         return catalog.create_table(self.identifier, self.table_schema(), ignore_if_exists=True)
 
 
-CUSTOMERS = TableSpec(
-    identifier="cdc.customers",
-    description="Customers, replicated from the shop database by CDC (Debezium events).",
-    schema={
-        "fields": [
-            {"name": "customer_id", "type": "BIGINT"},
-            {"name": "name", "type": "STRING"},
-            {"name": "email", "type": "STRING"},
-            {"name": "country", "type": "STRING"},
-            {"name": "tier", "type": "STRING"},
-            {"name": "updated_at", "type": "TIMESTAMP(3)"},
-            {"name": "src_lsn", "type": "BIGINT"},
-        ],
-        "primary_keys": ["customer_id"],
-        "options": {"bucket": "2", **_CDC},
-    },
-)
+def demo_table(identifier: str) -> TableSpec:
+    """The demo's table ``identifier`` as its ``defs.yaml`` declares it (:data:`DEMO_DEFS`)."""
+    for path in sorted(DEMO_DEFS.rglob("defs.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            attrs = (doc or {}).get("attributes") or {}
+            if attrs.get("table") == identifier and "columns" in attrs:
+                return TableSpec.from_attributes(attrs)
+    raise KeyError(f"no table {identifier} in the demo's defs ({DEMO_DEFS})")
 
-ORDERS = TableSpec(
-    identifier="cdc.orders",
-    description="Orders, replicated from the shop database by CDC (Debezium events).",
-    schema={
-        "fields": [
-            {"name": "order_id", "type": "BIGINT"},
-            {"name": "customer_id", "type": "BIGINT"},
-            {"name": "status", "type": "STRING"},
-            {"name": "amount", "type": "DECIMAL(12, 2)"},
-            {"name": "currency", "type": "STRING"},
-            {"name": "created_at", "type": "TIMESTAMP(3)"},
-            {"name": "updated_at", "type": "TIMESTAMP(3)"},
-            {"name": "src_lsn", "type": "BIGINT"},
-        ],
-        "primary_keys": ["order_id"],
-        "options": {"bucket": "4", **_CDC},
-    },
-)
 
-FX_RATES = TableSpec(
-    identifier="ref.fx_rates",
-    description="Daily reference exchange rates (one partition per day, replaced whole).",
-    schema={
-        "fields": [
-            {"name": "dt", "type": "STRING"},
-            {"name": "currency", "type": "STRING"},
-            {"name": "rate_to_eur", "type": "DECIMAL(18, 6)"},
-            {"name": "source", "type": "STRING"},
-        ],
-        "partition_keys": ["dt"],
-        "primary_keys": ["dt", "currency"],
-        "options": {"bucket": "2", **_MAINTENANCE},
-    },
-)
-
-ORDERS_ENRICHED = TableSpec(
-    identifier="mart.orders_enriched",
-    description=(
-        "cdc.orders with derived columns (open flag, amount band), maintained from the "
-        "source's incremental changes, exactly once per snapshot range."
-    ),
-    schema={
-        "fields": [
-            {"name": "order_id", "type": "BIGINT"},
-            {"name": "customer_id", "type": "BIGINT"},
-            {"name": "status", "type": "STRING"},
-            {"name": "is_open", "type": "BOOLEAN"},
-            {"name": "amount", "type": "DECIMAL(12, 2)"},
-            {"name": "currency", "type": "STRING"},
-            {"name": "amount_band", "type": "STRING"},
-            {"name": "updated_at", "type": "TIMESTAMP(3)"},
-            {"name": "source_snapshot", "type": "BIGINT"},
-        ],
-        "primary_keys": ["order_id"],
-        "options": {"bucket": "2", **_MAINTENANCE},
-    },
-)
+CUSTOMERS = demo_table("cdc.customers")
+ORDERS = demo_table("cdc.orders")
+FX_RATES = demo_table("ref.fx_rates")
+ORDERS_ENRICHED = demo_table("mart.orders_enriched")
 
 ALL_TABLES: tuple[TableSpec, ...] = (CUSTOMERS, ORDERS, FX_RATES, ORDERS_ENRICHED)

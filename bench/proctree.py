@@ -1,41 +1,21 @@
-"""The process tree of a benchmark run, read from ``/proc`` (the one home of the readers the
-bench steps share: the Spark job, its JVM and Python workers are one tree)."""
+"""The process tree of a benchmark run, read from ``/proc`` (the readers the bench steps share:
+the Spark job, its JVM and Python workers are one tree; their home is
+:mod:`pipelines.cputrace`, which the jobs' own CPU markers use too)."""
 
 from __future__ import annotations
 
-import os
 import resource
+import sys
+from pathlib import Path
 
-#: clock ticks per second (``/proc/<pid>/stat`` times) and bytes per page (RSS)
-TICK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
+_REPO = str(Path(__file__).resolve().parent.parent)
+if _REPO not in sys.path:  # this checkout's pipelines
+    sys.path.insert(0, _REPO)
 
+# the /proc readers live with the job's own CPU markers (pipelines.cputrace), re-exported here
+from pipelines.cputrace import PAGE, TICK, proc_stat, tree  # noqa: E402
 
-def proc_stat(pid: int) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None
-    when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    return raw[raw.rfind(")") + 2:].split()
-
-
-def tree(root: int) -> list[int]:
-    """``root`` and every descendant (by the parent ids of all processes)."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = proc_stat(int(name))
-            if st is not None:
-                children.setdefault(int(st[1]), []).append(int(name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
+__all__ = ["PAGE", "TICK", "cpu_s", "proc_stat", "status_mb", "tree"]
 
 
 def status_mb(key: str) -> float:

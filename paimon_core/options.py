@@ -373,14 +373,15 @@ class CoreOptions:
 
     @property
     def merge_buffer_rows(self) -> int:
-        """``paimon-core.merge.buffer-rows`` (ours, >= 1, default 65536): how many rows of each
-        sorted run the streaming merge-read (``TableRead.to_batches``, compaction) decodes at a
-        time. A merge step holds at most this many rows per run of a section, so memory is
-        bounded by it and the number of overlapping runs, never by the bucket size. Java reads
-        ``read.batch-size`` (1024) rows per columnar batch and merges record by record; a
-        vectorised merge pays a fixed cost per step, which 64k-row steps make negligible
-        (about 10 MB per run for rows of 150 bytes)."""
-        return self.get_int(self.MERGE_BUFFER_ROWS, 65536, minimum=1)
+        """``paimon-core.merge.buffer-rows`` (ours, >= 1, default 131072): how many rows the
+        streaming merge-read (``TableRead.to_batches``, incremental reads, compaction) buffers
+        per *section*, shared evenly by the section's sorted runs (each run reads at least
+        ``min(buffer-rows, 4096)`` rows at a time), so memory is bounded by it whatever the
+        bucket's size and its number of overlapping runs. Java reads ``read.batch-size``
+        (1024) rows per columnar batch and merges record by record; a vectorised merge pays
+        a fixed cost per step, which steps of tens of thousands of rows make negligible
+        (about 20 MB per section for rows of 150 bytes)."""
+        return self.get_int(self.MERGE_BUFFER_ROWS, 131072, minimum=1)
 
     @property
     def dynamic_bucket_target_row_num(self) -> int:

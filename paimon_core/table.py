@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime
 import functools
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +50,7 @@ from paimon_core.scan.incremental import (
 )
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.scan.predicate import Predicate, bind, parse_filters
-from paimon_core.scan.split import Plan
+from paimon_core.scan.split import DataSplit, Plan
 from paimon_core.scan.streaming import StreamSource, StreamTableScan
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
@@ -371,12 +371,41 @@ class FileStoreTable:
                 self.snapshot_manager, self.new_planner(self.schema, predicate), read, start,
                 end, columns,
             )
+        incremental, splits = self._incremental_read(start, end, mode, columns, predicate)
+        return incremental.to_arrow(splits)
+
+    def iter_merged_changes(
+        self,
+        start: int,
+        end: int,
+        *,
+        mode: str = "auto",
+        columns: Sequence[str] | None = None,
+        filter: FilterArg = None,
+        batch_size: int = 65536,
+    ) -> Iterator[pa.RecordBatch]:
+        """:meth:`read_merged_changes` as a stream of batches of at most ``batch_size`` rows,
+        in memory bounded by ``paimon-core.merge.buffer-rows`` per section (delta and
+        changelog modes), whatever the range's size. The ``diff`` mode compares two whole
+        states: it is computed whole, then sliced."""
+        predicate = _to_predicate(filter, self.schema)
+        if mode.strip().lower() == DIFF_MODE:
+            t = self.read_merged_changes(start, end, mode=mode, columns=columns, filter=filter)
+            yield from t.to_batches(max_chunksize=batch_size)
+            return
+        read, splits = self._incremental_read(start, end, mode, columns, predicate)
+        yield from read.to_batches(splits, batch_size=batch_size)
+
+    def _incremental_read(
+        self, start: int, end: int, mode: str, columns: Sequence[str] | None,
+        predicate: Predicate | None,
+    ) -> tuple[IncrementalRead, list[DataSplit]]:
         scan_mode = resolve_scan_mode(mode, self.options)
         plan = plan_incremental(
             self.snapshot_manager, self.new_planner(self.schema, predicate), start, end, scan_mode
         )
         read = TableRead(self.file_io, self.schema, self.schema_manager, columns, predicate)
-        return IncrementalRead(read, scan_mode).to_arrow(plan.splits)
+        return IncrementalRead(read, scan_mode), list(plan.splits)
 
     def read_merged_changes_between_timestamps(
         self,

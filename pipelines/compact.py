@@ -25,6 +25,13 @@ Run::
         [--partition k=v,...] [--bucket N] [--max-attempts 5]
 
 (``--full`` is the explicit spelling of the default ``--strategy full``.)
+
+Start-up: when the job starts its own local session, the driver JVM gets
+:data:`LOCAL_JVM_FLAGS` and a class-data archive (:mod:`pipelines.jvm_archive`; the first run
+on a machine writes it, ``PAIMON_SPARK_CDS_DIR=off`` turns it off), and the ``paimon`` data
+source is not registered (the tasks use ``paimon_core`` directly). ``PAIMON_JOB_CPU_LOG=1``
+prints the CPU of the job's process tree at session-ready and after the work
+(:mod:`pipelines.cputrace`; what ``bench/scale.py --spark`` splits a run with).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import argparse
 import functools
 import json
 import logging
+import os
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -70,6 +78,8 @@ from pipelines.config import (
     parse_pairs,
     run_job_main,
 )
+from pipelines.cputrace import mark
+from pipelines.jvm_archive import ClassArchive, class_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -286,18 +296,55 @@ def _partition_text(layout: TableLayout, partition: bytes) -> str:
 #: JIT flags for the driver JVM of a local session this job starts: that JVM only schedules
 #: one task per bucket and collects messages, so the C1 compiler alone and the serial GC do it
 #: with less CPU than the default tiers and parallel GC threads (4M rows, 8 buckets: session
-#: start-up 13.3 -> 8.1 s CPU, under load)
+#: start-up 13.3 -> 8.1 s CPU, under load); a class-data archive
+#: (:mod:`pipelines.jvm_archive`) halves what is left of the JVM's start-up
 LOCAL_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
-def _session_conf(settings: SparkSettings, local_defaults: Mapping[str, str]
-                  ) -> dict[str, str]:
-    """This job's additions to a local session's conf (none when the user set the driver's
-    Java options, or on a cluster)."""
-    key = "spark.driver.extraJavaOptions"
-    if not settings.is_local or key in settings.conf:
-        return {}
-    return {key: f"{local_defaults.get(key, '')} {LOCAL_JVM_FLAGS}".strip()}
+def _owns_jvm(settings: SparkSettings) -> bool:
+    """Whether this process is about to start the session's driver JVM itself, so that this
+    job chooses its flags: local, not under ``spark-submit``, no JVM running yet (a session
+    already running in this process is reused as it is), Java options not set by the user."""
+    if not settings.is_local or _JAVA_OPTIONS in settings.conf:
+        return False
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit started the JVM
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is None
+
+
+def _local_archive(settings: SparkSettings) -> ClassArchive | None:
+    """The class-data archive of the driver JVM this job starts (None: not ours to start,
+    or archives turned off)."""
+    return class_archive(LOCAL_JVM_FLAGS) if _owns_jvm(settings) else None
+
+
+#: Arrow's memory pool in the job's Python workers (unless the user chose one): a worker is a
+#: fresh process whose heap grows from nothing, and mimalloc (pyarrow's default) zeroes a fresh
+#: huge page at every first touch; with the system allocator the workers' system CPU went
+#: 1.1 -> 0.6 s for 4M rows in 8 buckets (user CPU unchanged, under load)
+WORKER_MEMORY_POOL = "system"
+_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def _session_conf(settings: SparkSettings, local_defaults: Mapping[str, str],
+                  archive: ClassArchive | None = None) -> dict[str, str]:
+    """This job's additions to the session's conf: the workers' memory pool
+    (:data:`WORKER_MEMORY_POOL`, unless set in the conf or the environment); for a local
+    session whose driver Java options the user did not set, :data:`LOCAL_JVM_FLAGS` and the
+    archive's option."""
+    conf: dict[str, str] = {}
+    pool_key = f"spark.executorEnv.{_POOL_ENV}"
+    if pool_key not in settings.conf and _POOL_ENV not in os.environ:
+        conf[pool_key] = WORKER_MEMORY_POOL
+    if settings.is_local and _JAVA_OPTIONS not in settings.conf:
+        flags = [local_defaults.get(_JAVA_OPTIONS, ""), LOCAL_JVM_FLAGS]
+        if archive is not None:
+            flags.append(archive.jvm_option)
+        conf[_JAVA_OPTIONS] = " ".join(f for f in flags if f)
+    return conf
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -322,18 +369,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     settings = CatalogSettings.from_args(args)
     spark_settings = SparkSettings.from_args(args, app_name="paimon-compact")
-    spark = get_session(spark_settings, conf=_session_conf(spark_settings, LOCAL_DEFAULTS))
-    parts = ([parse_pairs(x.replace(",", ";"), what="partition") for x in args.partition]
-             if args.partition else None)
+    archive = _local_archive(spark_settings)
+    spark = get_session(spark_settings,
+                        conf=_session_conf(spark_settings, LOCAL_DEFAULTS, archive),
+                        register_source=False)  # the tasks use paimon_core, not the source
+    mark("session")
     try:
-        report = compact(spark, settings, args.table, strategy=args.strategy, partitions=parts,
-                         buckets=args.bucket, commit_user=args.commit_user,
-                         max_attempts=args.max_attempts)
-    except PaimonError as e:
-        print(f"compact: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    print(report.to_json(), flush=True)
-    return 0
+        if archive is not None:
+            archive.check(spark)
+        parts = ([parse_pairs(x.replace(",", ";"), what="partition") for x in args.partition]
+                 if args.partition else None)
+        try:
+            report = compact(spark, settings, args.table, strategy=args.strategy,
+                             partitions=parts, buckets=args.bucket,
+                             commit_user=args.commit_user, max_attempts=args.max_attempts)
+        except PaimonError as e:
+            print(f"compact: {type(e).__name__}: {e}", file=sys.stderr)
+            return 1
+        mark("work")
+        print(report.to_json(), flush=True)
+        return 0
+    finally:
+        if archive is not None and archive.part is not None:
+            archive.publish(spark)  # a first run: end the JVM so that it writes the archive
 
 
 if __name__ == "__main__":  # pragma: no cover

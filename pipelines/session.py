@@ -70,6 +70,7 @@ def get_session(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
     app_name: str | None = None,
+    register_source: bool = True,
 ) -> SparkSession:
     """The active SparkSession, created if needed, with the ``paimon`` data source registered.
 
@@ -78,6 +79,9 @@ def get_session(
         master: overrides ``settings.master``.
         conf: extra conf, applied over ``settings.conf``.
         app_name: overrides ``settings.app_name``.
+        register_source: register the ``paimon`` data source (:func:`register`); a job that
+            never reads or writes through it (``pipelines.compact``) passes False and spares
+            the session Spark's lookup of Python data sources (a Python worker, ~1 s CPU).
 
     Returns:
         The session. If one is already running in this process it is reused (its master and
@@ -112,17 +116,20 @@ def get_session(
     for k, v in merged.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    register(spark)
+    if register_source:
+        register(spark)
     return spark
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``paimon`` format (``spark.read.format("paimon")``) on ``spark``."""
-    from pipelines.source import PaimonDataSource
+    """Register the ``paimon`` format (``spark.read.format("paimon")``) and the Paimon SQL
+    functions on ``spark`` (:func:`pipelines.sql.register_sql`, with the session's
+    ``spark.paimon.*`` conf, e.g. ``spark.paimon.warehouse``)."""
+    from pipelines.sql import register_sql
 
     # a Paimon error from the source reaches the user as its typed message (the first line of
     # Spark's AnalysisException), without the Python traceback before it
     spark.conf.set("spark.sql.execution.pyspark.udf.hideTraceback.enabled", "true")
     # the source pushes filters into its scan; Spark refuses such a source unless this is on
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    spark.dataSource.register(PaimonDataSource)
+    register_sql(spark)

@@ -11,9 +11,15 @@ the sink once across restarts)::
 
     spark.readStream.format("paimon").options(warehouse=wh, table="db.t").load()
 
-Writing (``append`` or ``overwrite``; one commit on the driver)::
+Writing (``append`` — also with no ``.mode()`` — or ``overwrite``; one commit on the driver;
+a missing table is created; streaming: one commit per micro-batch): :mod:`pipelines.sink`::
 
-    df.write.format("paimon").option("warehouse", wh).mode("append").save("db.t")
+    df.write.format("paimon").option("warehouse", wh).save("db.t")
+    df.writeStream.format("paimon").option("checkpointLocation", ck).start("db.t")
+
+SQL (:mod:`pipelines.sql`, :mod:`pipelines.sql_tables`): the warehouse defaults to the session's
+``spark.paimon.warehouse``; ``CREATE TABLE t USING paimon OPTIONS (table 'db.t')`` then
+``SELECT`` / ``INSERT INTO`` / ``INSERT OVERWRITE``; ``SELECT * FROM paimon_snapshots('db.t')``.
 
 Options (case-insensitive; declared and validated in :mod:`pipelines.source_options`: an
 unknown key is an ``UnknownOptionError`` naming the closest one):
@@ -50,7 +56,12 @@ unknown key is an ``UnknownOptionError`` naming the closest one):
 ``overwrite.partition``         writes with ``mode("overwrite")``: ``k=v,...`` static partition
 ``dynamic-partition-overwrite`` writes with ``mode("overwrite")``: overrides the table option
                                 (``true``: only the partitions written are replaced)
-``row-kind-column``             writes: input column holding each row's kind
+``row-kind-column``             writes: input column holding each row's kind (default
+                                ``_row_kind`` when the input has it)
+``primary-key``, ``partition``, writes to a missing table: its keys and bucket count; any
+``bucket`` (and table options)  other Paimon table option given is set on the new table
+``checkpointLocation``          ``writeStream``: the commit user derives from it (exactly-once
+                                across restarts) unless ``commit.user`` is given
 ==============================  ===============================================================
 
 System tables (``table.inspect``, Paimon's ``t$snapshots`` ...): ``load("db.t$files")``
@@ -65,22 +76,20 @@ pruning plus exact row filtering in the scan); the rest stays with Spark.
 
 from __future__ import annotations
 
-import pickle
-import uuid
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSource,
-    DataSourceArrowWriter,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
     InputPartition,
-    WriterCommitMessage,
 )
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -93,8 +102,6 @@ from pyspark.sql.streaming.datasource import (
 
 from paimon_core import (
     KIND_COLUMN,
-    CommitMessage,
-    CommitOptions,
     CoreOptions,
     DataSplit,
     Predicate,
@@ -106,7 +113,6 @@ from paimon_core import (
     StreamTableScan,
     TableRead,
     TableSchema,
-    UnsupportedError,
     and_,
     arrow_short_retract_mask,
     check_range,
@@ -115,8 +121,9 @@ from paimon_core import (
     resolve_timestamp_range,
     split_system_table,
 )
-from pipelines.config import CatalogSettings, TableHandle, limit_task_threads, parse_pairs
+from pipelines.config import CatalogSettings, TableHandle, limit_task_threads
 from pipelines.filters import to_predicate
+from pipelines.sink import PaimonStreamWriter, PaimonWriter, Target
 from pipelines.source_options import (
     IncrementalRange,
     ReadOptions,
@@ -124,7 +131,7 @@ from pipelines.source_options import (
     lookup,
 )
 from pipelines.spark_types import arrow_for_spark, conform_to_spark, spark_schema
-from pipelines.writer import commit_messages, write_batches
+from pipelines.sql_tables import effective_options, with_identity
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -172,16 +179,6 @@ def _first(options: Mapping[str, str], *keys: str) -> str | None:
     return None
 
 
-def _int_option(options: Mapping[str, str], *keys: str) -> int | None:
-    raw = _first(options, *keys)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError as e:
-        raise SchemaError(f"option {keys[0]}={raw!r} is not an integer") from e
-
-
 def _filter_texts(options: Mapping[str, str]) -> list[str]:
     raw = _first(options, "filter")
     return [p.strip() for p in raw.split(";") if p.strip()] if raw else []
@@ -218,7 +215,14 @@ def _requested_columns(schema: StructType) -> list[str]:
 
 
 class PaimonDataSource(DataSource):
-    """``format("paimon")``: batch and streaming reads, batch writes (see the module docs)."""
+    """``format("paimon")``: batch and streaming reads, batch and streaming writes (see the
+    module docs). Options are :func:`pipelines.sql_tables.effective_options`: the session's
+    ``spark.paimon.*`` defaults (:attr:`session_defaults`, bound by
+    :func:`pipelines.sql.register_sql`), then the table a catalog table's schema names, then
+    the options given."""
+
+    #: ``spark.paimon.*`` session conf (prefix stripped), bound at registration
+    session_defaults: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
@@ -230,38 +234,52 @@ class PaimonDataSource(DataSource):
     def name(cls) -> str:
         return FORMAT
 
-    def _handle(self) -> TableHandle:
-        return TableHandle.load(options_settings(self.options), table_identifier(self.options))
+    def _options(self, schema: StructType | None = None) -> dict[str, str]:
+        return effective_options(self.options, schema, self.session_defaults)
 
     def schema(self) -> StructType:
-        base, system = split_system_table(table_identifier(self.options))
+        options = self._options()
+        base, system = split_system_table(table_identifier(options))
         if system is not None:
-            table = TableHandle.load(options_settings(self.options), base).open()
-            snapshot_id, tag = _system_time_travel(table, self.options)
-            return spark_schema(table.inspect.fields(system, snapshot_id=snapshot_id, tag=tag))
-        handle = self._handle()
+            table = TableHandle.load(options_settings(options), base).open()
+            snapshot_id, tag = _system_time_travel(table, options)
+            return with_identity(
+                spark_schema(table.inspect.fields(system, snapshot_id=snapshot_id, tag=tag)),
+                options)
+        handle = TableHandle.load(options_settings(options), table_identifier(options))
         table = handle.open()
-        ro = ReadOptions.parse(self.options)
+        ro = ReadOptions.parse(options)
         if ro.incremental is not None:
             read_schema = table.schema
         else:
             read_schema = table.new_read_builder().with_time_travel(
                 **ro.time_travel()).read_schema()
-        cols = _columns(self.options, read_schema)
-        return _output_schema([read_schema.field(c) for c in cols], ro.read_changelog)
+        cols = _columns(options, read_schema)
+        return with_identity(
+            _output_schema([read_schema.field(c) for c in cols], ro.read_changelog), options)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        if split_system_table(table_identifier(self.options))[1] is not None:
-            return SystemTableReader(dict(self.options), schema)
-        if ReadOptions.parse(self.options).incremental is not None:
-            return IncrementalReader(dict(self.options), schema)
-        return PaimonBatchReader(dict(self.options), schema)
+        options = self._options(schema)
+        if split_system_table(table_identifier(options))[1] is not None:
+            return SystemTableReader(options, schema)
+        if ReadOptions.parse(options).incremental is not None:
+            return IncrementalReader(options, schema)
+        return PaimonBatchReader(options, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return PaimonStreamReader(dict(self.options), schema)
+        return PaimonStreamReader(self._options(schema), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> PaimonWriter:
-        return PaimonWriter(dict(self.options), schema, overwrite)
+        options = self._options(schema)
+        return PaimonWriter(_target(options), options, schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        options = self._options(schema)
+        return PaimonStreamWriter(_target(options), options, schema, overwrite)
+
+
+def _target(options: Mapping[str, str]) -> Target:
+    return Target(options_settings(options), table_identifier(options))
 
 
 # ---------------------------------------------------------------------------- batch read
@@ -276,6 +294,31 @@ class SplitsPartition(InputPartition):
     def __init__(self, splits: tuple[DataSplit, ...]) -> None:
         super().__init__(len(splits))
         self.splits = splits
+
+
+@dataclass
+class LatestPartition(InputPartition):
+    """Task ``index`` of ``count`` reading the latest snapshot: the splits planned for
+    ``snapshot_id`` when that is still the latest when the task runs, else its share of the
+    newer snapshot's splits (every (partition, bucket) belongs to one task:
+    :func:`_split_slot`), so each bucket is read whole from one snapshot."""
+
+    index: int
+    count: int
+    snapshot_id: int | None
+    splits: tuple[DataSplit, ...]
+
+    def __init__(self, index: int, count: int, snapshot_id: int | None,
+                 splits: tuple[DataSplit, ...]) -> None:
+        super().__init__(index)
+        self.index, self.count, self.snapshot_id, self.splits = index, count, snapshot_id, splits
+
+
+def _split_slot(split: DataSplit, count: int) -> int:
+    """The task of ``count`` that reads ``split``'s (partition, bucket), stable across
+    snapshots and processes."""
+    key = split.partition + split.bucket.to_bytes(4, "little", signed=True)
+    return zlib.crc32(key) % count
 
 
 def pack_splits(splits: Sequence[DataSplit], target_size: int) -> list[tuple[DataSplit, ...]]:
@@ -331,31 +374,55 @@ class PaimonBatchReader(DataSourceReader):
         yield from rest
 
     def partitions(self) -> Sequence[InputPartition]:
+        table = self.handle.open()
+        if not self.time_travel:
+            return self._latest_partitions(table)
         if self.snapshot_id is None:
             return [SplitsPartition(())]
-        table = self.handle.open()
-        if self.time_travel:
-            rb = table.new_read_builder().with_filter(self.predicate).with_time_travel(
-                snapshot_id=self.snapshot_id)
-            splits = rb.new_scan().plan().splits
-        else:
-            splits = self._plan_latest(table)
+        rb = table.new_read_builder().with_filter(self.predicate).with_time_travel(
+            snapshot_id=self.snapshot_id)
+        splits = rb.new_scan().plan().splits
         chunks = pack_splits(splits, _split_target(self.options))
         return [SplitsPartition(c) for c in chunks] or [SplitsPartition(())]
 
-    def _plan_latest(self, table: Any) -> tuple[DataSplit, ...]:
-        """The splits of the snapshot resolved at construction, with the latest schema."""
-        snap = table.snapshot_manager.snapshot(self.snapshot_id)
+    def _latest_partitions(self, table: Any) -> list[InputPartition]:
+        """Reads of the latest snapshot: Spark plans a relation once and replays its
+        partitions for every query over a view or a reused DataFrame, so each task checks the
+        latest snapshot when it runs and re-plans its share if a newer one landed (see
+        :class:`LatestPartition`). The number of tasks is the split packing's."""
+        splits = self._plan_latest(table) if self.snapshot_id is not None else ()
+        count = max(1, len(pack_splits(splits, _split_target(self.options))))
+        groups: list[list[DataSplit]] = [[] for _ in range(count)]
+        for s in splits:
+            groups[_split_slot(s, count)].append(s)
+        return [LatestPartition(k, count, self.snapshot_id, tuple(g))
+                for k, g in enumerate(groups)]
+
+    def _plan_latest(self, table: Any, snapshot_id: int | None = None
+                     ) -> tuple[DataSplit, ...]:
+        """The splits of the snapshot resolved at construction (or ``snapshot_id``), with the
+        latest schema."""
+        snap = table.snapshot_manager.snapshot(snapshot_id or self.snapshot_id)
         return table.new_planner(self.read_schema, self.predicate).plan(snap).splits
 
+    def _splits(self, table: Any, partition: InputPartition) -> tuple[DataSplit, ...]:
+        if isinstance(partition, SplitsPartition):
+            return partition.splits
+        assert isinstance(partition, LatestPartition)
+        latest = table.snapshot_manager.latest_snapshot_id()
+        if latest is None or latest == partition.snapshot_id:
+            return partition.splits
+        return tuple(s for s in self._plan_latest(table, latest)
+                     if _split_slot(s, partition.count) == partition.index)
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, SplitsPartition)
         limit_task_threads()
         table = self.handle.open()
+        splits = self._splits(table, partition)
         read = TableRead(table.file_io, self.read_schema, table.schema_manager, self.columns,
                          self.predicate)
         target = arrow_for_spark(self.spark_schema)
-        for split in partition.splits:
+        for split in splits:
             data = read.read_split(split)
             if data.num_rows == 0:
                 continue
@@ -681,68 +748,3 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict[str, Any]) -> None:
         if self.consumer_id is not None:
             self._scan(consumer=True).notify_checkpoint_complete(int(end["next"]))
-
-
-# ---------------------------------------------------------------------------- write
-
-
-@dataclass
-class PaimonCommitMessage(WriterCommitMessage):
-    """What one write task hands to the driver: its pickled ``CommitMessage`` list."""
-
-    payload: bytes
-    rows: int
-
-
-class PaimonWriter(DataSourceArrowWriter):
-    """``df.write.format("paimon")``: each task writes its rows with its own ``TableWrite``
-    (unique file names per attempt), the driver commits the messages of the successful tasks
-    once (append, or overwrite when the save mode is ``overwrite``). Rows are written in the
-    partitioning Spark gives them: for primary-key tables each key should come from one task
-    (see :func:`pipelines.writer.write_dataframe`, which buckets the rows first)."""
-
-    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool) -> None:
-        self.options = options
-        self.overwrite = overwrite
-        self.handle = TableHandle.load(options_settings(options), table_identifier(options))
-        self.commit_user = _first(options, "commit.user") or f"spark-{uuid.uuid4()}"
-        if self.handle.schema.num_buckets == -1 and self.handle.schema.primary_keys:
-            raise UnsupportedError(
-                f"df.write.format('paimon') cannot write {self.handle.identifier}, a dynamic "
-                "bucket primary-key table (bucket=-1): Spark does not route each key to one "
-                "assigner task here; use pipelines.writer.write_dataframe (which does) or a "
-                "fixed 'bucket' count")
-        self.commit_identifier = _int_option(options, "commit.identifier")
-        self.row_kind_column = _first(options, "row-kind-column")
-        raw = _first(options, "overwrite.partition")
-        self.overwrite_partition: dict[str, str] | None = None
-        if raw is not None:
-            self.overwrite_partition = parse_pairs(raw.replace(",", ";"), what="partition")
-        dyn = _first(options, CoreOptions.DYNAMIC_PARTITION_OVERWRITE)
-        self.dynamic: bool | None = None if dyn is None else dyn.strip().lower() == "true"
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
-        messages, rows = write_batches(self.handle, self.commit_user, iterator,
-                                       row_kind_column=self.row_kind_column)
-        return PaimonCommitMessage(pickle.dumps(messages), rows)
-
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        commit_messages(
-            self.handle, self.commit_user, _unpickle(messages),
-            commit_identifier=self.commit_identifier, overwrite=self.overwrite,
-            overwrite_partition=self.overwrite_partition,
-            options=CommitOptions(dynamic_partition_overwrite=self.dynamic),
-        )
-
-    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        msgs = _unpickle(messages)
-        if msgs:
-            self.handle.open().new_commit(self.commit_user).abort(msgs)
-
-
-def _unpickle(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
-    out: list[CommitMessage] = []
-    for m in messages:
-        if isinstance(m, PaimonCommitMessage):
-            out.extend(pickle.loads(m.payload))
-    return out

@@ -31,10 +31,19 @@ from paimon_core import (
     parse_memory_size,
     text_timestamp_nanos,
 )
+from pipelines.sink import (
+    CHECKPOINT_LOCATION,
+    COMMIT_IDENTIFIER,
+    COMMIT_USER,
+    OVERWRITE_PARTITION,
+    ROW_KIND_COLUMN,
+)
+from pipelines.sql_tables import CREATE_TABLE_EXTRAS
 
 __all__ = [
     "PREFIXES",
     "READ_OPTIONS",
+    "SPARK_OPTIONS",
     "WRITE_OPTIONS",
     "IncrementalRange",
     "ReadOptions",
@@ -143,20 +152,31 @@ READ_OPTIONS: tuple[SourceOption, ...] = (
                  "stream: at most this many rows per micro-batch (as above)"),
 )
 
-#: Options of writes (``df.write.format("paimon")``); extend it with new write options.
+#: Options of writes (``df.write.format("paimon")``, ``writeStream``; the keys are
+#: :mod:`pipelines.sink`'s); extend it with new write options.
 WRITE_OPTIONS: tuple[SourceOption, ...] = (
-    SourceOption("commit.user", "string", None,
+    SourceOption(COMMIT_USER, "string", None,
                  "commit user (default ``spark-<uuid>``; give one for exactly-once)"),
-    SourceOption("commit.identifier", "int", None,
+    SourceOption(COMMIT_IDENTIFIER, "int", None,
                  "commit identifier: one already committed by the user is not applied again"),
-    SourceOption("overwrite.partition", "string", None,
+    SourceOption(OVERWRITE_PARTITION, "string", None,
                  "``mode('overwrite')``: the static partition ``k=v,...`` to replace"),
-    SourceOption("row-kind-column", "string", None, "input column holding each row's kind"),
+    SourceOption(ROW_KIND_COLUMN, "string", None, "input column holding each row's kind"),
+)
+
+#: Options Spark itself adds: a stream sink's checkpoint, a ``CREATE TABLE``'s provider and
+#: owner (and ``option.<key>`` copies, see :data:`PREFIXES`).
+SPARK_OPTIONS: tuple[SourceOption, ...] = (
+    SourceOption(CHECKPOINT_LOCATION, "string", None,
+                 "``writeStream``: Spark's checkpoint (the default commit user derives from it)"),
+    *(SourceOption(k, "string", None, "added by Spark to a CREATE TABLE")
+      for k in CREATE_TABLE_EXTRAS),
 )
 
 #: Key prefixes passed through: storage options of paimon_core's FileIO (``storage.`` is
-#: stripped) and Paimon's per-field table options.
-PREFIXES: tuple[str, ...] = ("storage.", "s3.", "fs.", "fields.")
+#: stripped), Paimon's per-field table options and the ``option.<key>`` copies Spark adds to a
+#: ``CREATE TABLE``'s options.
+PREFIXES: tuple[str, ...] = ("storage.", "s3.", "fs.", "fields.", "option.")
 
 
 class UnknownOptionError(SchemaError):
@@ -186,7 +206,7 @@ def paimon_option_keys() -> frozenset[str]:
 def declared() -> dict[str, SourceOption | None]:
     """Every accepted key, lower-cased -> its declaration (None: a Paimon table option)."""
     out: dict[str, SourceOption | None] = {k.lower(): None for k in paimon_option_keys()}
-    for opt in (*READ_OPTIONS, *WRITE_OPTIONS):
+    for opt in (*READ_OPTIONS, *WRITE_OPTIONS, *SPARK_OPTIONS):
         for name in (opt.name, *opt.aliases):
             out[name.lower()] = opt
     return out

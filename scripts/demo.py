@@ -13,8 +13,13 @@ landing zone, Spark ``local[2]``:
 5. expire snapshots of every table;
 6. run the asset checks, verify every table against the feed's model, print the figures.
 
-Every step goes through the code location's assets (``assets/``) and is recorded in the
-instance, so ``make ui`` shows the runs afterwards. Exits non-zero on any failure.
+Every step runs one of the code location's named jobs (``assets/demo/``: the components'
+jobs, ``cdc_ingest_job``, ``expiry_job``, ``table_checks_job``) in the instance, so ``make ui``
+shows the runs under their jobs afterwards. Exits non-zero on any failure.
+
+The demo works in ``$PAIMON_DEMO_DIR`` and replaces a previous demo there (saying so); a
+directory that is not a previous demo's is left alone unless ``--reset`` (or
+``PAIMON_DEMO_RESET=1``) is given.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ sys.path.insert(0, str(REPO))
 DEMO_DIR = Path(os.environ.get("PAIMON_DEMO_DIR") or Path(os.environ.get("TMPDIR", "/tmp"))
                 / "paimon-pipelines-demo")
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+#: the file that marks a directory as the demo's (replaced without asking)
+MARKER = ".paimon-pipelines-demo"
 
 
 def _kib(n: int) -> str:
@@ -62,9 +69,22 @@ class Demo:
             self.failures.append(what)
 
 
-def prepare() -> dict[str, Path]:
-    if DEMO_DIR.exists():
+def prepare(reset: bool) -> dict[str, Path] | None:
+    """The demo's directories, emptied; None (and why) when ``DEMO_DIR`` holds something
+    that is not a previous demo and ``reset`` is not given."""
+    if DEMO_DIR.exists() and any(DEMO_DIR.iterdir()):
+        if not (DEMO_DIR / MARKER).exists() and not reset:
+            print(f"{DEMO_DIR} exists and is not a previous demo's directory (no {MARKER}): "
+                  "not touching it. Set PAIMON_DEMO_DIR (make demo DEMO_DIR=...) to another "
+                  "directory, or run with --reset (PAIMON_DEMO_RESET=1) to delete it.",
+                  file=sys.stderr)
+            return None
+        print(f"replacing the previous demo in {DEMO_DIR} (its Dagster instance, warehouse "
+              "and landing zone)", flush=True)
         shutil.rmtree(DEMO_DIR)
+    DEMO_DIR.mkdir(parents=True, exist_ok=True)
+    (DEMO_DIR / MARKER).write_text("made by scripts/demo.py (make demo); replaced by the next "
+                                   "make demo\n")
     dirs = {k: DEMO_DIR / k for k in ("dagster_home", "warehouse", "landing")}
     for p in dirs.values():
         p.mkdir(parents=True)
@@ -78,7 +98,11 @@ def prepare() -> dict[str, Path]:
 
 def main() -> int:
     demo = Demo()
-    dirs = prepare()
+    reset = "--reset" in sys.argv[1:] or os.environ.get("PAIMON_DEMO_RESET") == "1"
+    prepared = prepare(reset)
+    if prepared is None:
+        return 2
+    dirs = prepared
     demo.say(f"Paimon Pipelines demo in {DEMO_DIR}")
 
     import dagster as dg
@@ -86,7 +110,6 @@ def main() -> int:
 
     from assets import defs
     from assets.cdc import cdc_customers, cdc_orders
-    from assets.checks import build_table_checks
     from assets.demo_data import generate
     from assets.derived import enrich_orders, orders_enriched, orders_snapshot_sensor
     from assets.maintenance import compactions, expiry_assets
@@ -107,10 +130,12 @@ def main() -> int:
         "spark": spark,
     }
 
-    def run(assets: list[Any], **kw: Any) -> Any:
+    def run(job: str, **kw: Any) -> Any:
+        """One run of the code location's job ``job`` in the instance (its resources: the
+        location's, from PAIMON_WAREHOUSE / PAIMON_LANDING)."""
         config = {**QUIET, **kw.pop("run_config", {})}
-        return dg.materialize(assets, instance=instance, resources=res, run_config=config,
-                              **kw)
+        return defs.resolve_job_def(job).execute_in_process(
+            instance=instance, run_config=config, **kw)
 
     def sensor_tick(cursor: str | None) -> Any:
         tick = orders_snapshot_sensor(dg.build_sensor_context(
@@ -134,7 +159,7 @@ def main() -> int:
     demo.step(2, "Ingest day by day; the sensor drives the incremental derived table")
     cursor: str | None = None
     for day in feed.days:
-        result = run([cdc_customers, cdc_orders], partition_key=day)
+        result = run("cdc_ingest_job", partition_key=day)
         for asset in (cdc_customers, cdc_orders):
             md = _md(result, asset)
             demo.say(
@@ -143,14 +168,14 @@ def main() -> int:
                 f"(quarantined {md['cdc/quarantined']}) -> +{md['paimon/rows_added']} "
                 f"-{md['paimon/rows_deleted']} rows, {md['paimon/files_added']} files, "
                 f"{_kib(md['paimon/bytes_added'])}")
-        md = _md(run([fx_rates], partition_key=day), fx_rates)
+        md = _md(run("fx_rates_overwrite_job", partition_key=day), fx_rates)
         demo.say(f"      {day} {'ref.fx_rates':<14} snapshot {md['paimon/snapshot_id']:>2} "
                  f"{md['paimon/commit_kind']:<9} partition {md['overwrite/partition']}: "
                  f"{md['overwrite/rows']} rows")
         tick = sensor_tick(cursor)
         cursor = tick.cursor
         for req in tick.run_requests:
-            out = run([orders_enriched], run_config=req.run_config,
+            out = run("mart_orders_enriched_job", run_config=req.run_config,
                       tags={**req.tags, "dagster/run_key": req.run_key})
             md = _md(out, orders_enriched)
             demo.say(
@@ -164,7 +189,7 @@ def main() -> int:
     demo.step(3, f"Backfill {feed.days[0]}..{feed.days[-1]} once more (exactly once)")
     rng = {"dagster/asset_partition_range_start": feed.days[0],
            "dagster/asset_partition_range_end": feed.days[-1]}
-    result = run([cdc_customers, cdc_orders], tags=rng)
+    result = run("cdc_ingest_job", tags=rng)
     for asset in (cdc_customers, cdc_orders):
         md = _md(result, asset)
         demo.check(md["paimon/rows_added"] == 0 and len(md["cdc/already_committed_days"]) == 3,
@@ -183,7 +208,7 @@ def main() -> int:
         if not tick_result.run_requests:
             demo.say(f"      {comp.asset.key.to_user_string()}: {tick_result.skip_message}")
         for req in tick_result.run_requests or []:
-            md = _md(run([comp.asset], partition_key=req.partition_key, tags=req.tags),
+            md = _md(run(comp.job.name, partition_key=req.partition_key, tags=req.tags),
                      comp.asset)
             demo.say(
                 f"      {req.partition_key:<34} files {md['compact/files_before']:>2}"
@@ -198,7 +223,7 @@ def main() -> int:
 
     # ------------------------------------------------------------------ 5. expiry
     demo.step(5, "Expire snapshots (retention: snapshot.num-retained.min/max = 2/4)")
-    result = run(expiry_assets)
+    result = run("expiry_job")
     for asset in expiry_assets:
         md = _md(result, asset)
         demo.say(
@@ -209,9 +234,7 @@ def main() -> int:
 
     # ------------------------------------------------------------------ 6. checks
     demo.step(6, "Asset checks and verification against the feed's model")
-    checks = [c for spec in ALL_TABLES for c in build_table_checks(spec)]
-    table_assets = [cdc_customers, cdc_orders, fx_rates, orders_enriched]
-    result = run([*table_assets, *checks], selection=dg.AssetSelection.checks(*checks))
+    result = run("table_checks_job")
     by_table: dict[str, list[str]] = {}
     for ev in result.get_asset_check_evaluations():
         mark = "ok" if ev.passed else "FAILED"

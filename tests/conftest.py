@@ -31,6 +31,35 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(FolderTimes(Path(__file__).parent), "paimon-folder-times")
 
 
+#: folders whose tests share a session-scoped resource too costly to build once per worker:
+#: the interop oracle batches (tests/interop/conftest.py) and the 16-process race pool
+#: (tests/reliability/conftest.py)
+_SESSION_FOLDERS = ("interop", "reliability")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's ``--dist loadgroup`` (``make test`` runs two workers), keep on one
+    worker what shares an expensive fixture: every test using the session's SparkSession
+    (group ``spark``), the folders of :data:`_SESSION_FOLDERS`, and otherwise each module (its
+    module-scoped fixtures: a ``dagster dev``, a Postgres, an oracle batch). Runs before
+    xdist's own hook, which appends the group to the node id."""
+    if config.getoption("dist", default="no") != "loadgroup":
+        return
+    root = Path(__file__).parent.resolve()
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        parts = Path(str(item.path)).resolve().relative_to(root).parts
+        if "spark" in getattr(item, "fixturenames", ()):
+            group = "spark"
+        elif len(parts) > 1 and parts[0] in _SESSION_FOLDERS:
+            group = parts[0]
+        else:
+            group = "/".join(parts)
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_report_header() -> str:
     return f"hypothesis profile: {HYPOTHESIS_PROFILE}"
 

@@ -81,6 +81,18 @@ NOT_RUN: dict[str, str] = {
         "the environment of the dagster dev line below",
     ".venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000":
         "a long-lived UI server on a fixed port (tests/assets/test_ui.py runs dagster dev)",
+    **{key: "a step of the dg project of the section 'Your own table in 10 lines of YAML', "
+       "which tests/assets/test_components_project.py builds and runs" for key in (
+        "mkdir -p my_lake/my_lake/defs/orders my_lake/my_lake/defs/order_flags "
+        "my_lake/my_lake/defs/lake",
+        "cd my_lake",
+        "dg check defs",
+        "export DAGSTER_HOME=$PWD/dagster_home PAIMON_WAREHOUSE=$PWD/warehouse "
+        "PAIMON_LANDING=$PWD/landing",
+        "mkdir -p $DAGSTER_HOME && cp ../paimon-pipelines/dagster.yaml $DAGSTER_HOME/ && "
+        "python -m assets.pools",
+        "dg dev -p 3000",
+    )},
 }
 
 

@@ -165,6 +165,17 @@ def check_maintenance(ns: dict[str, Any]) -> None:
         table.latest_snapshot().id - 4)  # 5 retained
 
 
+def check_io_manager(ns: dict[str, Any]) -> None:
+    table = ns["catalog"].table("sales.daily")
+    rows = table.to_arrow().to_pylist()
+    assert sorted((r["dt"], r["id"]) for r in rows) == [
+        ("2025-01-01", 1), ("2025-01-01", 2), ("2025-01-02", 1), ("2025-01-02", 2)]
+    big = ns["catalog"].table("default.big").to_arrow().to_pylist()
+    assert sorted((r["dt"], r["id"], r["amount"]) for r in big) == [
+        ("2025-01-01", 2, 20.0), ("2025-01-02", 2, 20.0)]
+    assert ns["result"].success
+
+
 @dataclass(frozen=True)
 class Example:
     prepare: Callable[[Path], dict[str, Any]] = lambda wh: {}
@@ -188,6 +199,7 @@ EXAMPLES: dict[str, Example] = {
     "table.inspect.snapshots()": Example(with_table, check_inspect),
     "\"shop.stock\"": Example(aggregation, check_aggregation),
     "expire_snapshots(": Example(old_table, check_maintenance),
+    "PaimonPandasIOManager(catalog=": Example(check=lambda ns: check_io_manager(ns)),
 }
 #: README blocks (by marker) that are not run here, with the reason
 NOT_RUN = {
@@ -195,6 +207,13 @@ NOT_RUN = {
         "starts a Spark session and a never-ending streaming query into /out and /ck; the same "
         "calls run in tests/pipelines (test_source.py, test_writer.py) and the README's Spark "
         "commands in tests/test_readme_commands.py",
+    "# my_lake/definitions.py": "a file of the dg project of the section 'Your own table in 10 "
+        "lines of YAML', which tests/assets/test_components_project.py builds and runs",
+    "# my_lake/transforms.py": "the derived table's transform of that project (run there by "
+        "the derived table's sensor-launched run)",
+    '"spark.paimon.warehouse": "/data/warehouse"':
+        "needs the test session's SparkSession (the session fixture); runs as written in "
+        "tests/pipelines/test_spark_sql.py::test_readme_spark_sql_block_runs_as_written",
 }
 
 

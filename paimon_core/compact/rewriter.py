@@ -177,7 +177,7 @@ class MergeTreeRewriter:
     def _record_chunks(self, section: Section) -> Iterator[tuple[pa.Table, np.ndarray]]:
         """The records of a section in chunks of ascending, disjoint key ranges (every
         record of a key in one chunk), each with the level of every record: the section's
-        sorted runs read ``paimon-core.merge.buffer-rows`` rows at a time
+        sorted runs share ``paimon-core.merge.buffer-rows`` rows
         (:func:`~paimon_core.read.merge_stream.section_chunks`), so a chunk holds a bounded
         number of records whatever the section's size."""
         reads = [FileRead(self.io.bucket_dir, f, tuple(self.io.reader.schema.field_names),
@@ -195,7 +195,7 @@ class MergeTreeRewriter:
     def _merged_chunks(self, section: Section) -> Iterator[pa.Table]:
         """The section merged through the merge engine: one record per key, sorted by key,
         in chunks of ascending keys (retractions kept), in memory bounded by
-        ``paimon-core.merge.buffer-rows`` x the section's sorted runs
+        ``paimon-core.merge.buffer-rows`` (shared by the section's sorted runs)
         (:func:`~paimon_core.read.merge_stream.merge_section_batches`)."""
         yield from merge_section_batches(
             self.io.reader, self.io.bucket_dir, section, options=self.core,

@@ -3,11 +3,20 @@
 Planning lives in :mod:`paimon_core.scan.incremental` (see its docs for the semantics and
 Java's merge order); this module merges the planned files of every (partition, bucket) like
 Java 0.9 does for ``t$audit_log`` with ``incremental-between``.
+
+Both modes stream: every section is merged chunk by chunk in memory bounded by
+``paimon-core.merge.buffer-rows`` (:mod:`paimon_core.read.merge_stream`), and
+:meth:`IncrementalRead.to_batches` yields the result as it goes. Changelog files repeat a key
+(``-U``/``+U``): their runs are read in key-aligned batches, in Java's run order, and a key's
+n-th record of a file merges with the n-th records of the other runs (``_OCCURRENCE``). The
+one exception is a ``deduplicate`` section whose merge meets a sequence-number tie: its
+winner follows Java's loser tree, replayed record by record over the whole section.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -15,14 +24,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import DataFileReader
+from paimon_core.read.data_file import DataFileReader, FileRead
 from paimon_core.read.merge import merge_records, sections
-from paimon_core.read.merge_stream import merge_section_batches
+from paimon_core.read.merge_stream import merge_section_batches, section_chunks
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.java_merge_order import Record, java_sorted_runs, loser_tree_merge
 from paimon_core.scan.predicate import filter_table
 from paimon_core.scan.split import DataSplit
 from paimon_core.spec.keys import key_decoder
+from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.option_enums import MergeEngine
 from paimon_core.spec.row_kind import retract_mask, to_short_strings
 from paimon_core.spec.system_fields import KEY_PREFIX, KIND_COLUMN, SEQUENCE_NUMBER, VALUE_KIND
@@ -54,27 +64,39 @@ class IncrementalRead:
         self.options = CoreOptions(self.schema.options)
         self.reader: DataFileReader = read.reader
 
-    def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
-        r = self.read
-        if not r.is_pk:
-            out_schema = pa.schema([pa.field(KIND_COLUMN, pa.string()), *r.output_schema])
-            return r.read_changes(splits, KIND_COLUMN).cast(out_schema)
-        parts = [self._read_pk_split(s) for s in splits]
-        parts = [p for p in parts if p.num_rows]
-        if not parts:
-            return pa.schema(
-                [pa.field(KIND_COLUMN, pa.string()), *r.output_schema]
-            ).empty_table()
-        return pa.concat_tables(parts)
+    @property
+    def output_schema(self) -> pa.Schema:
+        """``_kind`` then the read's columns."""
+        return pa.schema([pa.field(KIND_COLUMN, pa.string()), *self.read.output_schema])
 
-    def _read_pk_split(self, split: DataSplit) -> pa.Table:
+    def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
+        return _concat(list(self._tables(splits)), self.output_schema)
+
+    def to_batches(
+        self, splits: Sequence[DataSplit], *, batch_size: int = 65536
+    ) -> Iterator[pa.RecordBatch]:
+        """:meth:`to_arrow` as a stream of batches of at most ``batch_size`` rows, split by
+        split and section by section, each section merged in bounded chunks (memory bounded
+        by ``paimon-core.merge.buffer-rows`` per section, not by the splits' size)."""
+        for t in self._tables(splits):
+            yield from t.to_batches(max_chunksize=batch_size)
+
+    def _tables(self, splits: Sequence[DataSplit]) -> Iterator[pa.Table]:
+        r = self.read
+        schema = self.output_schema
+        if not r.is_pk:
+            for t in r.iter_changes(splits, KIND_COLUMN):
+                yield t.cast(schema)
+            return
+        for split in splits:
+            for t in self._pk_split(split, schema):
+                if t.num_rows:
+                    yield t
+
+    def _pk_split(self, split: DataSplit, out_schema: pa.Schema) -> Iterator[pa.Table]:
         r = self.read
         decode = key_decoder(self.schema)
-        keys = [KEY_PREFIX + k for k in self.schema.trimmed_primary_keys]
         seq = [*self.options.sequence_fields, SEQUENCE_NUMBER]
-        group_keys = [*keys, _OCCURRENCE] if self.mode == "changelog" else keys
-        out_schema = pa.schema([pa.field(KIND_COLUMN, pa.string()), *r.output_schema])
-        outs = []
         if self.mode == "delta":
             # data files hold every key once with its own sequence number: the result does not
             # depend on Java's run order, and sections merge in bounded chunks
@@ -84,21 +106,79 @@ class IncrementalRead:
                     decode_key=decode, columns=r.read_columns, sequence_columns=seq,
                     ignore_delete=self.options.ignore_delete(), with_levels=False,
                 ):
-                    outs.append(self._finish(t, out_schema))
-            return _concat(outs, out_schema)
+                    yield self._finish(t, out_schema)
+            return
         for section in java_sorted_runs(split.files, decode):
-            runs: list[pa.Table] = []
-            for run in section:
-                tables = []
-                for f in run:
-                    t = self.reader.read(split.bucket_path, f, r.read_columns, system=True)
-                    if self.mode == "changelog":
-                        t = t.append_column(_OCCURRENCE, pa.array(_occurrences(t, keys)))
-                    tables.append(t)
-                runs.append(pa.concat_tables(tables) if len(tables) > 1 else tables[0])
-            t = self._merge(runs, keys, group_keys, seq)
-            outs.append(self._finish(t, out_schema))
-        return _concat(outs, out_schema)
+            for t in self._changelog_section(split, section, seq):
+                yield self._finish(t, out_schema)
+
+    def _changelog_section(
+        self, split: DataSplit, runs: list[list[DataFileMeta]], seq: list[str]
+    ) -> Iterator[pa.Table]:
+        """One section of changelog files merged (retractions kept), chunk by chunk."""
+        keys = [KEY_PREFIX + k for k in self.schema.trimmed_primary_keys]
+        group_keys = [*keys, _OCCURRENCE]
+        if self._may_tie(runs) and any(
+            _has_sequence_tie(t, group_keys, seq) for t in self._changelog_chunks(split, runs)
+        ):
+            yield self._whole_section(split, runs, keys, group_keys, seq)
+            return
+        for t in self._changelog_chunks(split, runs):
+            if self.options.ignore_delete():
+                t = t.filter(pa.array(~retract_mask(t.column(VALUE_KIND).to_numpy())))
+            yield merge_records(t, group_keys, seq, VALUE_KIND, self.options)
+
+    def _changelog_chunks(
+        self, split: DataSplit, runs: list[list[DataFileMeta]]
+    ) -> Iterator[pa.Table]:
+        """The section's records in key-aligned chunks (every key's records in one chunk,
+        runs concatenated in Java's order), each record with its occurrence in its file."""
+        keys = [KEY_PREFIX + k for k in self.schema.trimmed_primary_keys]
+        reads = [FileRead(split.bucket_path, f, tuple(self.read.read_columns), system=True)
+                 for run in runs for f in run]
+        for chunk in section_chunks(
+            self.reader, reads, keys, key_decoder(self.schema),
+            buffer_rows=self.options.merge_buffer_rows, runs=runs, unique_keys=False,
+        ):
+            t = chunk.records
+            # a key lies in one file of a run: occurrences per run part are per file
+            occ = np.empty(t.num_rows, dtype=np.int64)
+            start = 0
+            for n in chunk.sizes:
+                occ[start:start + n] = _occurrences(t.slice(start, n), keys)
+                start += n
+            yield t.append_column(_OCCURRENCE, pa.array(occ))
+
+    def _may_tie(self, runs: list[list[DataFileMeta]]) -> bool:
+        """Whether a deduplicate merge of these runs may meet a sequence-number tie (only
+        then does Java's loser tree decide the winner): never with ``ignore-delete`` or a
+        single run; never when the runs' sequence-number ranges are disjoint and no
+        ``sequence.field`` is set (a merge group takes at most one record per run)."""
+        if (
+            len(runs) < 2
+            or self.options.ignore_delete()
+            or self.options.merge_engine is not MergeEngine.DEDUPLICATE
+        ):
+            return False
+        if self.options.sequence_fields:
+            return True
+        ranges = sorted((min(f.min_sequence_number for f in run),
+                         max(f.max_sequence_number for f in run)) for run in runs)
+        return any(a[1] >= b[0] for a, b in itertools.pairwise(ranges))
+
+    def _whole_section(
+        self, split: DataSplit, runs: list[list[DataFileMeta]], keys: list[str],
+        group_keys: list[str], seq: list[str],
+    ) -> pa.Table:
+        """A section with a sequence tie, read whole and merged as Java's loser tree does."""
+        tables = []
+        for run in runs:
+            parts = []
+            for f in run:
+                t = self.reader.read(split.bucket_path, f, self.read.read_columns, system=True)
+                parts.append(t.append_column(_OCCURRENCE, pa.array(_occurrences(t, keys))))
+            tables.append(pa.concat_tables(parts) if len(parts) > 1 else parts[0])
+        return self._merge(tables, keys, group_keys, seq)
 
     def _finish(self, t: pa.Table, out_schema: pa.Schema) -> pa.Table:
         """Merged records (retractions kept) -> the ``_kind`` column first, filtered."""

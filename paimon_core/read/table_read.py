@@ -161,8 +161,9 @@ class TableRead:
     ) -> Iterator[pa.RecordBatch]:
         """Stream the rows split by split, in batches of at most ``batch_size`` rows. Memory is
         bounded by one batch for append splits, and for primary-key splits by
-        ``paimon-core.merge.buffer-rows`` rows per sorted run of a section (the streaming
-        merge of :mod:`paimon_core.read.merge_stream`), whatever the bucket's size."""
+        ``paimon-core.merge.buffer-rows`` rows per section, shared by its sorted runs (the
+        streaming merge of :mod:`paimon_core.read.merge_stream`), whatever the bucket's size
+        and its number of runs."""
         for split in splits:
             if self.is_pk:
                 parts: Iterator[pa.Table] = self._iter_pk(split)
@@ -392,26 +393,38 @@ class TableRead:
     def read_changes(self, splits: Sequence[DataSplit], kind_column: str = KIND_COLUMN) -> pa.Table:
         """Rows of the given (delta / changelog) splits as written, each with its row kind
         (``+I``, ``-U``, ``+U``, ``-D``) in ``kind_column``, first."""
+        parts = list(self.iter_changes(splits, kind_column))
+        if not parts:
+            return self.changes_schema(kind_column).empty_table()
+        return pa.concat_tables(parts)
+
+    def changes_schema(self, kind_column: str = KIND_COLUMN) -> pa.Schema:
+        """The schema of :meth:`read_changes`: ``kind_column`` then the output columns."""
+        return pa.schema([pa.field(kind_column, pa.string()), *self.output_schema])
+
+    def iter_changes(
+        self, splits: Sequence[DataSplit], kind_column: str = KIND_COLUMN
+    ) -> Iterator[pa.Table]:
+        """:meth:`read_changes` file by file, each file in batches of at most
+        ``paimon-core.merge.buffer-rows`` rows (empty batches left out)."""
         # one schema for all parts (files may declare NOT NULL columns optional, or not)
-        schema = pa.schema([pa.field(kind_column, pa.string()), *self.output_schema])
-        parts = []
+        schema = self.changes_schema(kind_column)
         for split in splits:
             for f in split.files:
-                if self.is_pk:
-                    t = self.reader.read(split.bucket_path, f, self.read_columns, system=True)
-                    kinds = t.column(VALUE_KIND)
-                else:
-                    t = self.reader.read(split.bucket_path, f, self.read_columns)
-                    kinds = pa.array(np.zeros(t.num_rows, dtype=np.int8))
-                t = self._with_kind(t, kinds, kind_column)
-                if self.predicate is not None and t.num_rows:
-                    t = filter_table(
-                        t, self.predicate, [self.schema.field(c) for c in self.read_columns]
-                    )
-                parts.append(t.select([kind_column, *self.columns]).cast(schema))
-        if not parts:
-            return schema.empty_table()
-        return pa.concat_tables(parts)
+                read = FileRead(split.bucket_path, f, tuple(self.read_columns),
+                                system=self.is_pk)
+                for t in self.reader.iter_read(read, self.options.merge_buffer_rows):
+                    if self.is_pk:
+                        kinds = t.column(VALUE_KIND)
+                    else:
+                        kinds = pa.array(np.zeros(t.num_rows, dtype=np.int8))
+                    t = self._with_kind(t, kinds, kind_column)
+                    if self.predicate is not None and t.num_rows:
+                        t = filter_table(
+                            t, self.predicate, [self.schema.field(c) for c in self.read_columns]
+                        )
+                    if t.num_rows:
+                        yield t.select([kind_column, *self.columns]).cast(schema)
 
     @staticmethod
     def _with_kind(t: pa.Table, kinds: pa.Array | pa.ChunkedArray, name: str) -> pa.Table:

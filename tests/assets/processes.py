@@ -67,25 +67,29 @@ class DagsterDev:
 
 
 @contextmanager
-def dagster_dev(tmp: Path, env: Mapping[str, str], *, startup_timeout: float = 240
-                ) -> Iterator[DagsterDev]:
+def dagster_dev(tmp: Path, env: Mapping[str, str], *, startup_timeout: float = 240,
+                project: Path | None = None) -> Iterator[DagsterDev]:
     """``dagster dev -w workspace.yaml`` on a free loopback port, DAGSTER_HOME = ``tmp/home``
     set up as the README says (the repository's dagster.yaml, then ``python -m assets.pools``),
-    until the code location ``paimon`` is loaded."""
+    until the code location ``paimon`` is loaded. ``project``: ``dg dev`` in that dg project
+    instead (its code location; the project directory first on PYTHONPATH)."""
     home = tmp / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
     port = free_port()
     log = tmp / "dagster-dev.log"
+    paths = [str(REPO), os.environ.get("PYTHONPATH", "")]
     full_env = {**os.environ, **env, "DAGSTER_HOME": str(home),
-                "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+                "PYTHONPATH": os.pathsep.join([str(project), *paths] if project else paths)}
     subprocess.run([sys.executable, "-W", "ignore", "-m", "assets.pools"], cwd=REPO,
                    env=full_env, check=True, capture_output=True, timeout=120)
     with open(log, "wb") as out:
+        command = ([str(VENV_BIN / "dg"), "dev", "--host", "127.0.0.1", "--port", str(port)]
+                   if project else
+                   [str(VENV_BIN / "dagster"), "dev", "-w", str(REPO / "workspace.yaml"),
+                    "-h", "127.0.0.1", "-p", str(port)])
         proc = subprocess.Popen(
-            [str(VENV_BIN / "dagster"), "dev", "-w", str(REPO / "workspace.yaml"),
-             "-h", "127.0.0.1", "-p", str(port)],
-            cwd=REPO, env=full_env, stdout=out, stderr=subprocess.STDOUT,
+            command, cwd=project or REPO, env=full_env, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     dev = DagsterDev(f"http://127.0.0.1:{port}", home, log)

@@ -20,8 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paimon_core.options import CoreOptions
+from paimon_core.read import merge_stream
 from paimon_core.read.merge import merge_records, sections
-from paimon_core.read.merge_stream import merge_section_batches
+from paimon_core.read.merge_stream import merge_section_batches, run_buffer_rows
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.system_fields import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.table import FileStoreTable
@@ -324,8 +325,52 @@ def test_streamed_read_of_a_large_bucket_is_bounded(tmp_path: Path) -> None:
     stream = _growth(tmp_path / "wh", "stream")
     assert whole["rows"] == stream["rows"] == n
     assert whole["growth"] > 150, whole  # the bucket really is large
-    # no step builds more than a merge buffer (65536 rows) per sorted run (4 here)
-    assert 0 < stream["read"] <= 65536, stream
-    assert 0 < stream["merge"] <= 4 * 65536, stream
+    # the section's budget (paimon-core.merge.buffer-rows) is shared by its 4 sorted runs:
+    # no batch exceeds a run's share, no merge step the budget
+    budget = CoreOptions({}).merge_buffer_rows
+    assert 0 < stream["read"] <= run_buffer_rows(budget, 4), stream
+    assert 0 < stream["merge"] <= budget, stream
     # the process grows by a constant (code, pools) plus the buffers, not by the bucket
     assert stream["growth"] < 0.6 * whole["growth"], (stream, whole)
+
+
+# ---------------------------------------------------------------------------------------------
+# floating-point keys: cut only when no key is NaN and every run is sorted
+
+
+@pytest.mark.parametrize("nan", [False, True])
+def test_double_key_sections_are_cut_unless_a_key_is_nan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nan: bool) -> None:
+    """Three overlapping commits on a DOUBLE key, streamed with a 2-row budget: without NaN
+    the section is cut into many chunks; with a NaN key (Java holds NaN equal to every value:
+    no safe cut) it is merged whole, in one chunk. Both equal the whole-section read."""
+    t = make_table(tmp_path / "wh", [("k", "DOUBLE"), ("v", "BIGINT")], primary_keys=["k"],
+                   options={"bucket": "1", "write-only": "true", BUFFER: "2"})
+    for c, keys in enumerate([[-2.5, -0.5, 0.0, 1.5, 3.0, 7.0, 9.5], [-0.5, 1.5, 2.0, 9.5],
+                              [-2.5, 0.0, 2.0, 3.0, 11.0]], 1):
+        if nan and c == 2:
+            keys = [*keys, float("nan")]
+        write_rows(t, pa.table({"k": pa.array(keys, pa.float64()),
+                                "v": pa.array([c] * len(keys), pa.int64())}), c)
+    chunks: list[int] = []
+    real = merge_stream.section_chunks
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        for chunk in real(*args, **kwargs):
+            chunks.append(chunk.records.num_rows)
+            yield chunk
+
+    monkeypatch.setattr(merge_stream, "section_chunks", spy)
+    streamed = _streamed(t)
+    whole = t.to_arrow()
+    def rows(t: pa.Table) -> list[tuple[Any, ...]]:  # NaN != NaN: compared as a marker
+        return sorted(("nan", 0.0, r["v"]) if r["k"] != r["k"] else ("num", r["k"], r["v"])
+                      for r in t.to_pylist())
+
+    assert rows(streamed) == rows(whole)
+    assert streamed.num_rows == 9 + nan
+    assert sum(chunks) == 16 + nan
+    if nan:
+        assert chunks == [17]
+    else:
+        assert len(chunks) > 3

@@ -1,0 +1,482 @@
+"""The components of :mod:`assets.components`: YAML attributes -> the builders' settings."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import dagster as dg
+from pydantic import Field
+
+from assets.cdc import DEFAULT_LAYOUT, CdcSource, build_cdc_asset, build_landing_sensor
+from assets.checks import build_table_checks
+from assets.derived import Derivation, build_derived, load_transform
+from assets.labels import AssetLabels, SettingsError
+from assets.maintenance import ExpiryConfig, build_compaction, build_expiry_asset
+from assets.overwrite import OverwritePartitions, build_overwrite_asset
+from assets.resources import resources_for
+from assets.tables import DAILY_START, TableSpec
+from pipelines.cdc_formats import DEFAULT_FORMAT
+
+__all__ = [
+    "AssetAttributes",
+    "ChecksAttributes",
+    "Column",
+    "CompactionAttributes",
+    "ExpiryAttributes",
+    "PaimonCdcTable",
+    "PaimonDerivedTable",
+    "PaimonOverwriteTable",
+    "PaimonResources",
+    "PaimonTableMaintenance",
+    "ScheduleAttributes",
+]
+
+OptionValue = str | int | float | bool
+
+
+class _Template(dg.Scaffolder[Any]):
+    """``dg scaffold defs <component> <path>``: a ``defs.yaml`` with the component's
+    required attributes filled with an example to edit (:data:`TEMPLATES`)."""
+
+    def scaffold(self, request: dg.ScaffoldRequest[Any]) -> None:
+        name = request.type_name.rsplit(".", 1)[-1]
+        dg.scaffold_component(request, TEMPLATES.get(name, {}))
+
+
+_COLUMNS = [{"name": "id", "type": "BIGINT"}, {"name": "status", "type": "STRING"},
+            {"name": "lsn", "type": "BIGINT"}]
+#: the example attributes ``dg scaffold defs`` writes, per component
+TEMPLATES: dict[str, dict[str, Any]] = {
+    "PaimonCdcTable": {
+        "table": "shop.orders", "columns": _COLUMNS, "primary_key": ["id"],
+        "options": {"bucket": 2, "sequence.field": "lsn"},
+        "source": {"connector": "postgresql", "start": DAILY_START}},
+    "PaimonOverwriteTable": {
+        "table": "ref.rates", "columns": [{"name": "dt", "type": "STRING"},
+                                          {"name": "rate", "type": "DOUBLE"}],
+        "partition_by": ["dt"], "partitions": {"kind": "daily", "start": DAILY_START}},
+    "PaimonDerivedTable": {
+        "table": "mart.orders_flags", "columns": [{"name": "id", "type": "BIGINT"},
+                                                  {"name": "is_open", "type": "BOOLEAN"}],
+        "primary_key": ["id"], "source": "shop.orders", "transform": "my_project.transforms:fn"},
+    "PaimonTableMaintenance": {"table": "shop.orders", "buckets": 2},
+    "PaimonResources": {"deployment": "local"},
+}
+
+
+# ------------------------------------------------------------------------------ shared parts
+class AssetAttributes(dg.Model):
+    """How the asset shows in Dagster (unset: the component's default)."""
+
+    key: list[str] | None = Field(default=None, description="asset key path, e.g. [shop, orders]")
+    group: str | None = Field(default=None, description="asset group")
+    owners: list[str] = Field(default_factory=list, description="team:x or e-mail addresses")
+    tags: dict[str, str] = Field(default_factory=dict, description="asset tags")
+    kinds: list[str] | None = Field(default=None, description="kinds shown in the UI")
+    description: str | None = None
+
+    def labels(self, *, with_key: bool = True) -> AssetLabels:
+        return AssetLabels(key=self.key if with_key else None, group=self.group,
+                           owners=tuple(self.owners), tags=dict(self.tags),
+                           kinds=None if self.kinds is None else tuple(self.kinds),
+                           description=self.description)
+
+
+class Column(dg.Model):
+    """One column: a Paimon type name (``BIGINT``, ``STRING``, ``DECIMAL(12, 2)``,
+    ``TIMESTAMP(3)``...)."""
+
+    name: str
+    type: str
+
+
+class ChecksAttributes(dg.Model):
+    """The table's asset checks (fsck, small files, snapshot retention, freshness)."""
+
+    enabled: bool = True
+    small_file_bytes: int = 64 * 1024
+    max_small_files: int = 40
+    freshness_hours: float = 26.0
+
+
+class ScheduleAttributes(dg.Model):
+    """A schedule: a cron expression (UTC), stopped unless ``running``."""
+
+    cron: str
+    running: bool = False
+
+    def status(self) -> dg.DefaultScheduleStatus:
+        return (dg.DefaultScheduleStatus.RUNNING if self.running
+                else dg.DefaultScheduleStatus.STOPPED)
+
+
+def _identifier(table: str) -> str:
+    db, dot, name = table.partition(".")
+    if not dot or not db or not name or "." in name:
+        raise SettingsError(f"table {table!r} is not a 'database.table' identifier")
+    return table
+
+
+class _TableAttributes(dg.Model):
+    """A table the component writes: identifier, schema and options (Paimon's names)."""
+
+    table: str = Field(description="database.table")
+    columns: list[Column] = Field(description="the table's columns")
+    primary_key: list[str] = Field(default_factory=list)
+    partition_by: list[str] = Field(default_factory=list)
+    options: dict[str, OptionValue] = Field(
+        default_factory=dict, description="Paimon table options (bucket, sequence.field, "
+        "snapshot.num-retained.max...)")
+    asset: AssetAttributes = Field(default_factory=AssetAttributes)
+    checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
+
+    def spec(self) -> TableSpec:
+        _identifier(self.table)
+        spec = TableSpec.from_attributes(self.model_dump())
+        ident = spec.identifier
+        try:
+            spec.table_schema()
+        except Exception as e:  # the schema's own error, named for the table
+            raise SettingsError(f"{ident}: invalid schema: {e}") from e
+        return spec
+
+    def table_checks(self, spec: TableSpec) -> list[dg.AssetChecksDefinition]:
+        return build_table_checks(spec) if self.checks.enabled else []
+
+
+class SensorAttributes(dg.Model):
+    """The snapshot sensor of a derived table."""
+
+    name: str | None = None
+    minimum_interval_seconds: int = 30
+    running: bool = True
+
+
+# ------------------------------------------------------------------------------ CDC
+class CdcSourceAttributes(dg.Model):
+    """Where the change events land and how they are read (``pipelines.cdc_ingest``)."""
+
+    layout: str = Field(default=DEFAULT_LAYOUT, description="batch directory under the "
+                        "landing root: {table} = db.table, {partition} = the run partition")
+    landing_root: str | None = Field(default=None, description="instead of the landing "
+                                     "resource's root")
+    format: str = Field(default=DEFAULT_FORMAT, description="debezium-json, debezium-avro...")
+    connector: str | None = Field(default=None, description="Debezium connector ordering the "
+                                  "events (postgresql, mysql, sqlserver...); unset: the "
+                                  "events' source.connector")
+    position_fields: list[str] = Field(default_factory=list)
+    max_error_ratio: float = 0.05
+    partitioning: Literal["daily", "hourly", "none"] = "daily"
+    start: str = Field(default=DAILY_START, description="first partition (YYYY-MM-DD)")
+
+
+@dg.scaffold_with(_Template)
+class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
+    """A Paimon primary-key table fed by CDC change events (Debezium), one run per landing
+    day / hour (or per landed batch), exactly once per batch; with its asset checks, an
+    ingestion job and its schedule."""
+
+    table: str = Field(description="database.table")
+    columns: list[Column]
+    primary_key: list[str]
+    partition_by: list[str] = Field(default_factory=list)
+    options: dict[str, OptionValue] = Field(default_factory=dict)
+    asset: AssetAttributes = Field(default_factory=AssetAttributes)
+    checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
+    source: CdcSourceAttributes = Field(default_factory=CdcSourceAttributes)
+    job_name: str | None = Field(default=None, description="default <db>_<table>_ingest_job; "
+                                 "'' = no job (and no schedule)")
+    schedule: ScheduleAttributes | None = Field(
+        default=None, description="cron of the ingestion schedule (each tick ingests the "
+        "partition that just ended); unset: none")
+    landing_sensor: SensorAttributes | None = Field(
+        default=None, description="a sensor requesting a run per landed partition; unset: "
+        "none")
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        attrs = _TableAttributes(table=self.table, columns=self.columns,
+                                 primary_key=self.primary_key, partition_by=self.partition_by,
+                                 options=self.options, asset=self.asset, checks=self.checks)
+        spec = attrs.spec()
+        src = self.source
+        source = CdcSource(layout=src.layout, landing_root=src.landing_root, format=src.format,
+                           connector=src.connector, position_fields=tuple(src.position_fields),
+                           max_error_ratio=src.max_error_ratio,
+                           partitioning=src.partitioning, start=src.start)
+        asset = build_cdc_asset(spec, source, self.asset.labels(with_key=False))
+        jobs: list[Any] = []
+        schedules: list[Any] = []
+        sensors: list[Any] = []
+        if self.job_name == "" and self.landing_sensor is not None:
+            raise SettingsError(f"{spec.identifier}: a landing sensor needs the table's job "
+                                "(job_name is '')")
+        if self.job_name != "":
+            job = dg.define_asset_job(self.job_name or f"{spec.slug}_ingest_job",
+                                      selection=[asset],
+                                      description=f"Ingest change events into {spec.identifier}.")
+            jobs.append(job)
+            if self.schedule is not None:
+                schedules.append(_partitioned_schedule(job, asset, self.schedule))
+            if self.landing_sensor is not None:
+                ls = self.landing_sensor
+                sensors.append(build_landing_sensor(
+                    spec, source, job, name=ls.name or f"{spec.slug}_landing_sensor",
+                    minimum_interval_seconds=ls.minimum_interval_seconds,
+                    default_status=(dg.DefaultSensorStatus.RUNNING if ls.running
+                                    else dg.DefaultSensorStatus.STOPPED)))
+        return dg.Definitions(assets=[asset], asset_checks=attrs.table_checks(spec), jobs=jobs,
+                              schedules=schedules, sensors=sensors)
+
+
+def _partitioned_schedule(job: Any, asset: dg.AssetsDefinition,
+                          schedule: ScheduleAttributes) -> dg.ScheduleDefinition:
+    """A schedule of ``job`` on ``schedule.cron``: partitioned assets get the last complete
+    partition of each tick; unpartitioned ones a plain run."""
+    parts = asset.partitions_def
+    if not isinstance(parts, dg.TimeWindowPartitionsDefinition):
+        return dg.ScheduleDefinition(name=f"{job.name}_schedule", cron_schedule=schedule.cron,
+                                     job=job, default_status=schedule.status())
+
+    @dg.schedule(name=f"{job.name}_schedule", cron_schedule=schedule.cron, job=job,
+                 default_status=schedule.status(),
+                 description=f"Run {job.name} for the last complete partition.")
+    def _tick(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        window = parts.get_prev_partition_window(context.scheduled_execution_time)
+        if window is None:
+            return dg.SkipReason("no complete partition yet")
+        key = parts.get_partition_key_for_timestamp(window.start.timestamp())
+        return dg.RunRequest(run_key=key, partition_key=key)
+
+    return _tick
+
+
+# ------------------------------------------------------------------------------ overwrite
+class OverwritePartitionsAttributes(dg.Model):
+    """The run partitions: one per value of the table's partition column."""
+
+    kind: Literal["daily", "static", "dynamic"] = "daily"
+    start: str = DAILY_START
+    values: list[str] = Field(default_factory=list, description="static partitions")
+    name: str | None = Field(default=None, description="dynamic partitions' name")
+
+
+@dg.scaffold_with(_Template)
+class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
+    """A partitioned Paimon table whose partitions are replaced whole (static INSERT
+    OVERWRITE) by the extract landed for them; with its checks, job and schedule."""
+
+    table: str = Field(description="database.table")
+    columns: list[Column]
+    partition_by: list[str] = Field(description="the partition column first")
+    primary_key: list[str] = Field(default_factory=list)
+    options: dict[str, OptionValue] = Field(default_factory=dict)
+    asset: AssetAttributes = Field(default_factory=AssetAttributes)
+    checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
+    partitions: OverwritePartitionsAttributes = Field(
+        default_factory=OverwritePartitionsAttributes)
+    upstream: list[str] | None = Field(
+        default=None, description="an asset whose output (pyarrow / pandas / polars, same "
+        "partitions) replaces the partition, instead of landed files")
+    layout: str = Field(default="{table}/{column}={partition}",
+                        description="the extract's directory under the landing root")
+    format: Literal["csv", "parquet", "json"] = "csv"
+    job_name: str | None = None
+    schedule: ScheduleAttributes | None = None
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        attrs = _TableAttributes(table=self.table, columns=self.columns,
+                                 primary_key=self.primary_key, partition_by=self.partition_by,
+                                 options=self.options, asset=self.asset, checks=self.checks)
+        spec = attrs.spec()
+        p = self.partitions
+        asset = build_overwrite_asset(
+            spec, self.partition_by[0],
+            OverwritePartitions(kind=p.kind, start=p.start, values=tuple(p.values),
+                                name=p.name, layout=self.layout, format=self.format),
+            self.asset.labels(with_key=False), upstream=self.upstream)
+        jobs: list[Any] = []
+        schedules: list[Any] = []
+        if self.job_name != "":
+            job = dg.define_asset_job(self.job_name or f"{spec.slug}_overwrite_job",
+                                      selection=[asset],
+                                      description=f"Replace one partition of {spec.identifier}.")
+            jobs.append(job)
+            if self.schedule is not None:
+                schedules.append(_partitioned_schedule(job, asset, self.schedule))
+        return dg.Definitions(assets=[asset], asset_checks=attrs.table_checks(spec), jobs=jobs,
+                              schedules=schedules)
+
+
+# ------------------------------------------------------------------------------ derived
+@dg.scaffold_with(_Template)
+class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
+    """A Paimon table derived from a source table by a Python transform, applied snapshot
+    range by snapshot range, exactly once and correct for any arrival order
+    (:func:`assets.derived.apply_range`); a sensor requests one run per new range.
+
+    The transform ``pkg.mod:fn`` takes ``(rows: pyarrow.Table, source_snapshot: int)`` — the
+    source's current rows of the keys a range touched — and returns the derived rows
+    (pyarrow): the key column, the derived columns, and ``stamp_column`` if the table has one.
+    """
+
+    table: str = Field(description="database.table")
+    columns: list[Column]
+    primary_key: list[str] = Field(description="one column, also the source's key")
+    partition_by: list[str] = Field(default_factory=list)
+    options: dict[str, OptionValue] = Field(default_factory=dict)
+    asset: AssetAttributes = Field(default_factory=AssetAttributes)
+    checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
+    source: str = Field(description="the source table, database.table")
+    source_asset_key: list[str] | None = Field(default=None, description="default [db, table]")
+    transform: str = Field(description="package.module:function")
+    source_columns: list[str] | None = Field(default=None, description="the source columns "
+                                             "the transform reads (default: all)")
+    stamp_column: str | None = Field(default=None, description="a BIGINT column set to the "
+                                     "source snapshot that gave the row its current value")
+    consumer_id: str | None = None
+    commit_user: str | None = None
+    job_name: str | None = None
+    sensor: SensorAttributes = Field(default_factory=SensorAttributes)
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        attrs = _TableAttributes(table=self.table, columns=self.columns,
+                                 primary_key=self.primary_key, partition_by=self.partition_by,
+                                 options=self.options, asset=self.asset, checks=self.checks)
+        spec = attrs.spec()
+        if len(self.primary_key) != 1:
+            raise SettingsError(f"{spec.identifier}: a derived table needs a one-column "
+                                f"primary key (got {self.primary_key})")
+        source = TableSpec(identifier=_identifier(self.source), schema={},
+                           asset_key=tuple(self.source_asset_key or ()) or None)
+        derivation = Derivation(
+            load_transform(self.transform), self.primary_key[0],
+            None if self.source_columns is None else tuple(self.source_columns),
+            self.stamp_column)
+        derived = build_derived(
+            source, spec, derivation, consumer_id=self.consumer_id,
+            commit_user=self.commit_user, job_name=self.job_name,
+            sensor_name=self.sensor.name,
+            minimum_interval_seconds=self.sensor.minimum_interval_seconds,
+            sensor_status=(dg.DefaultSensorStatus.RUNNING if self.sensor.running
+                           else dg.DefaultSensorStatus.STOPPED),
+            labels=self.asset.labels(with_key=False))
+        return dg.Definitions(assets=[derived.asset], asset_checks=attrs.table_checks(spec),
+                              jobs=[derived.job], sensors=[derived.sensor])
+
+
+# ------------------------------------------------------------------------------ maintenance
+class CompactionAttributes(dg.Model):
+    """Per-bucket compaction: one asset partition per bucket (per day x bucket for a
+    day-partitioned table); one run per bucket at a time (``dagster.yaml``)."""
+
+    cron: str = Field(default="0 * * * *", description="when to ask which buckets need it")
+    running: bool = False
+    day_start: str = Field(default=DAILY_START, description="first day (day-partitioned table)")
+    asset: AssetAttributes = Field(default_factory=AssetAttributes)
+
+
+class ExpiryAttributes(dg.Model):
+    """Snapshot expiry and orphan removal (unset retention: the table's ``snapshot.*``
+    options)."""
+
+    cron: str | None = Field(default="30 2 * * *", description="null: no job / schedule "
+                             "(the asset only)")
+    running: bool = False
+    retain_min: int | None = None
+    retain_max: int | None = None
+    older_than_minutes: float | None = None
+    remove_orphans: bool = True
+    orphans_older_than_hours: float = 24.0
+    asset: AssetAttributes = Field(default_factory=AssetAttributes)
+
+
+@dg.scaffold_with(_Template)
+class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
+    """Maintenance of any Paimon table — ours, or one another engine (Paimon Java, Flink,
+    Spark) writes: per-bucket compaction with its schedule, snapshot expiry and orphan
+    removal with theirs, and the table's asset checks."""
+
+    table: str = Field(description="database.table")
+    buckets: int = Field(description="the table's 'bucket' option (compaction partitions)")
+    day_partition: str | None = Field(default=None, description="the table's day partition "
+                                      "column (YYYY-MM-DD values), if partitioned by day")
+    table_asset_key: list[str] | None = Field(default=None, description="default [db, table]")
+    external: bool = Field(default=False, description="declare the table as an asset here "
+                           "(written outside this code location)")
+    retain_max: int | None = Field(default=None, description="snapshot retention check bound "
+                                   "(default: the table's snapshot.num-retained.max)")
+    checks: ChecksAttributes | None = Field(default_factory=ChecksAttributes,
+                                            description="null: the table's component has them")
+    compaction: CompactionAttributes | None = Field(default_factory=CompactionAttributes)
+    expiry: ExpiryAttributes | None = Field(default_factory=ExpiryAttributes)
+
+    def spec(self) -> TableSpec:
+        if self.buckets == 0 or self.buckets < -1:
+            raise SettingsError(f"{self.table}: buckets must be positive (or -1), got "
+                                f"{self.buckets}")
+        options = {"bucket": str(self.buckets)}
+        if self.retain_max is not None:
+            options["snapshot.num-retained.max"] = str(self.retain_max)
+        checks = self.checks or ChecksAttributes()
+        return TableSpec(
+            identifier=_identifier(self.table),
+            schema={"partition_keys": [self.day_partition] if self.day_partition else [],
+                    "options": options},
+            small_file_bytes=checks.small_file_bytes, max_small_files=checks.max_small_files,
+            freshness_hours=checks.freshness_hours,
+            asset_key=tuple(self.table_asset_key) if self.table_asset_key else None)
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        spec = self.spec()
+        assets: list[Any] = []
+        jobs: list[Any] = []
+        schedules: list[Any] = []
+        if self.external:
+            assets.append(dg.AssetSpec(spec.key_path, kinds={"paimon"}, metadata={
+                "paimon/table": spec.identifier}, description=f"{spec.identifier} (written "
+                "outside this code location; maintained here)"))
+        if self.compaction is not None:
+            c = self.compaction
+            compaction = build_compaction(
+                spec, cron=c.cron, day_start=c.day_start, labels=c.asset.labels(),
+                schedule_status=(dg.DefaultScheduleStatus.RUNNING if c.running
+                                 else dg.DefaultScheduleStatus.STOPPED))
+            assets.append(compaction.asset)
+            jobs.append(compaction.job)
+            schedules.append(compaction.schedule)
+        if self.expiry is not None:
+            e = self.expiry
+            expiry = build_expiry_asset(spec, labels=e.asset.labels(), defaults=ExpiryConfig(
+                retain_min=e.retain_min, retain_max=e.retain_max,
+                older_than_minutes=e.older_than_minutes, remove_orphans=e.remove_orphans,
+                orphans_older_than_hours=e.orphans_older_than_hours))
+            assets.append(expiry)
+            if e.cron is not None:
+                job = dg.define_asset_job(f"{spec.slug}_expiry_job", selection=[expiry],
+                                          description=f"Expire snapshots of {spec.identifier} "
+                                          "and remove its orphan files.")
+                jobs.append(job)
+                schedules.append(dg.ScheduleDefinition(
+                    name=f"{spec.slug}_expiry_schedule", cron_schedule=e.cron, job=job,
+                    default_status=(dg.DefaultScheduleStatus.RUNNING if e.running
+                                    else dg.DefaultScheduleStatus.STOPPED)))
+        checks = build_table_checks(spec) if self.checks is not None and self.checks.enabled \
+            else []
+        return dg.Definitions(assets=assets, asset_checks=checks, jobs=jobs, schedules=schedules)
+
+
+# ------------------------------------------------------------------------------ resources
+@dg.scaffold_with(_Template)
+class PaimonResources(dg.Component, dg.Model, dg.Resolvable):
+    """The resources the Paimon components need (``catalog``, ``landing``, ``spark``), read
+    from the environment when a run starts: ``local`` = ``PAIMON_WAREHOUSE`` /
+    ``PAIMON_LANDING`` on local disk and Spark ``local[2]``; ``production`` = S3 and a Spark
+    cluster (:func:`assets.resources.production_resources`)."""
+
+    deployment: Literal["local", "production"] = "local"
+    in_process: bool = Field(default=True, description="run each run's steps in one process "
+                             "(one Spark session per run)")
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        return dg.Definitions(resources=dict(resources_for(self.deployment)),
+                              executor=dg.in_process_executor if self.in_process else None)

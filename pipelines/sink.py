@@ -1,0 +1,305 @@
+"""The writers of the ``paimon`` Spark data source: ``df.write`` / SQL ``INSERT`` and
+``writeStream``.
+
+Batch (``df.write.format("paimon")``, ``INSERT INTO`` / ``INSERT OVERWRITE``): each task writes
+its rows with its own ``TableWrite``, which routes every row to its (partition, bucket) writer,
+and returns the commit messages of every bucket it touched; the driver commits the messages of
+the successful tasks once (append, or overwrite when the save mode is ``overwrite``). A missing
+table is created from the DataFrame's schema with the ``primary-key`` / ``partition`` / ``bucket``
+write options and every other Paimon table option given (:func:`create_options`).
+
+Primary-key tables: a Python data source cannot repartition its input, and two tasks writing
+the same bucket would number their records from the same sequence number (which of two rows of
+one key wins would be undefined). The commit therefore refuses, with
+:class:`~paimon_core.UnsupportedError` and before anything lands, messages of two tasks for one
+bucket of a primary-key table; input with one task per bucket (one Spark partition, or
+:func:`pipelines.writer.bucketed`) is written as is. :func:`pipelines.writer.write_dataframe`
+does the bucketing shuffle itself.
+
+Streaming (``writeStream.format("paimon")``): every micro-batch is one commit whose identifier
+is Spark's batch id, by a commit user that stays the same across restarts (``commit.user``, else
+derived from the query's ``checkpointLocation``): a batch Spark replays after a crash between
+the commit and its checkpoint is found committed and not applied again (as Paimon's streaming
+sink does with its checkpoint id).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+
+from paimon_core import (
+    CommitMessage,
+    CommitOptions,
+    CoreOptions,
+    Schema,
+    SchemaError,
+    TableNotExistError,
+    UnsupportedError,
+)
+from pipelines.config import CatalogSettings, TableHandle, parse_pairs
+from pipelines.spark_types import paimon_type
+from pipelines.writer import commit_messages, write_batches
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+__all__ = [
+    "COMMIT_IDENTIFIER",
+    "COMMIT_USER",
+    "OVERWRITE_PARTITION",
+    "ROW_KIND_COLUMN",
+    "ROW_KIND_DEFAULT_COLUMN",
+    "PaimonStreamWriter",
+    "PaimonWriter",
+    "Target",
+    "create_options",
+    "shared_buckets",
+    "stream_commit_user",
+]
+
+#: write option keys of the data source (one home; the read options are the source's)
+COMMIT_USER = "commit.user"
+COMMIT_IDENTIFIER = "commit.identifier"
+OVERWRITE_PARTITION = "overwrite.partition"
+ROW_KIND_COLUMN = "row-kind-column"
+#: the input column read as each row's kind when ``row-kind-column`` is not given
+ROW_KIND_DEFAULT_COLUMN = "_row_kind"
+#: Spark's streaming option (passed to the sink): the default commit user derives from it
+CHECKPOINT_LOCATION = "checkpointlocation"
+
+_TABLE_OPTION_KEYS = frozenset(
+    v for k, v in vars(CoreOptions).items() if k.isupper() and isinstance(v, str))
+
+
+@dataclass(frozen=True)
+class Target:
+    """The table a write goes to (the source resolves it from its options)."""
+
+    settings: CatalogSettings
+    identifier: str
+
+
+def _first(options: Mapping[str, str], key: str) -> str | None:
+    v = options.get(key)
+    return str(v).strip() if v is not None and str(v).strip() else None
+
+
+def _split_names(raw: str | None) -> list[str]:
+    return [c.strip() for c in raw.split(",") if c.strip()] if raw else []
+
+
+def create_options(options: Mapping[str, str]) -> tuple[list[str], list[str], dict[str, str]]:
+    """(primary keys, partition keys, table options) of a table created by a write: the
+    ``primary-key`` / ``partition`` options (comma-separated) and every Paimon table option
+    (a key of :class:`~paimon_core.CoreOptions`) among the write options."""
+    pks = _split_names(_first(options, CoreOptions.PRIMARY_KEY))
+    parts = _split_names(_first(options, CoreOptions.PARTITION))
+    table_opts = {k: str(v) for k, v in options.items()
+                  if k in _TABLE_OPTION_KEYS
+                  and k not in (CoreOptions.PRIMARY_KEY, CoreOptions.PARTITION)}
+    return pks, parts, table_opts
+
+
+def _row_kind_column(options: Mapping[str, str], schema: StructType) -> str | None:
+    given = _first(options, ROW_KIND_COLUMN)
+    if given is not None:
+        return given
+    return ROW_KIND_DEFAULT_COLUMN if ROW_KIND_DEFAULT_COLUMN in schema.names else None
+
+
+def _open_or_create(target: Target, options: Mapping[str, str], schema: StructType,
+                    row_kind_column: str | None) -> TableHandle:
+    """The table of a write, created from the DataFrame's ``schema`` when missing."""
+    settings, ident = target.settings, target.identifier
+    try:
+        return TableHandle.load(settings, ident)
+    except TableNotExistError:
+        pass
+    pks, parts, table_opts = create_options(options)
+    cols = [f for f in schema.fields if f.name != row_kind_column]
+    names = [f.name for f in cols]
+    missing = [c for c in [*pks, *parts] if c not in names]
+    if missing:
+        raise SchemaError(f"cannot create {ident}: key column(s) {missing} are not in the "
+                          f"DataFrame's columns {names}")
+    columns = [(f.name, paimon_type(f.dataType, f.nullable and f.name not in pks))
+               for f in cols]
+    settings.catalog().create_table(
+        ident, Schema.of(columns, partition_keys=parts, primary_keys=pks, options=table_opts),
+        ignore_if_exists=True)
+    return TableHandle.load(settings, ident)
+
+
+@dataclass
+class PaimonCommitMessage(WriterCommitMessage):
+    """What one write task hands to the driver: its pickled ``CommitMessage`` list."""
+
+    payload: bytes
+    rows: int
+    task: int = 0
+
+
+def _unpickle(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
+    out: list[CommitMessage] = []
+    for m in messages:
+        if isinstance(m, PaimonCommitMessage):
+            out.extend(pickle.loads(m.payload))
+    return out
+
+
+def shared_buckets(messages: Sequence[WriterCommitMessage | None]
+                   ) -> list[tuple[bytes, int]]:
+    """The (partition, bucket) pairs that more than one task wrote new files into."""
+    owner: dict[tuple[bytes, int], int] = {}
+    shared: list[tuple[bytes, int]] = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, PaimonCommitMessage):
+            continue
+        for cm in pickle.loads(m.payload):
+            if not cm.new_files:
+                continue
+            key = (cm.partition, cm.bucket)
+            if owner.setdefault(key, i) != i and key not in shared:
+                shared.append(key)
+    return shared
+
+
+def _task_id() -> int:
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    return tc.partitionId() if tc is not None else 0
+
+
+class _Writes:
+    """What the batch and the streaming writer share: the table (created if missing), the
+    commit user, the row kind column, and one task's write."""
+
+    def __init__(self, target: Target, options: Mapping[str, str], schema: StructType,
+                 overwrite: bool, commit_user: str) -> None:
+        self.overwrite = overwrite
+        self.row_kind_column = _row_kind_column(options, schema)
+        self.handle = _open_or_create(target, options, schema, self.row_kind_column)
+        self.commit_user = commit_user
+        if self.handle.schema.num_buckets == -1 and self.handle.schema.primary_keys:
+            raise UnsupportedError(
+                f"format('paimon') cannot write {self.handle.identifier}, a dynamic "
+                "bucket primary-key table (bucket=-1): Spark does not route each key to one "
+                "assigner task here; use pipelines.writer.write_dataframe (which does) or a "
+                "fixed 'bucket' count")
+
+    def write_task(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
+        messages, rows = write_batches(self.handle, self.commit_user, iterator,
+                                       row_kind_column=self.row_kind_column)
+        return PaimonCommitMessage(pickle.dumps(messages), rows, _task_id())
+
+    def check_buckets(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        """Refuse (deleting the files) two tasks' files in one bucket of a primary-key table."""
+        if not self.handle.schema.primary_keys:
+            return
+        shared = shared_buckets(messages)
+        if shared:
+            self.abort_all(messages)
+            buckets = ", ".join(f"bucket {b}" for _, b in shared[:5])
+            raise UnsupportedError(
+                f"{len(shared)} bucket(s) of primary-key table {self.handle.identifier} "
+                f"({buckets}) got rows from more than one Spark task: their records would "
+                "share sequence numbers. Give each bucket's rows to one task "
+                "(pipelines.writer.bucketed(df, handle), or df.coalesce(1)), or write with "
+                "pipelines.writer.write_dataframe, which does")
+
+    def abort_all(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        msgs = _unpickle(messages)
+        if msgs:
+            self.handle.open().new_commit(self.commit_user).abort(msgs)
+
+
+class PaimonWriter(DataSourceArrowWriter):
+    """``df.write.format("paimon")`` and SQL ``INSERT``: see the module docs."""
+
+    def __init__(self, target: Target, options: Mapping[str, str], schema: StructType,
+                 overwrite: bool) -> None:
+        self.writes = _Writes(target, options, schema, overwrite,
+                              _first(options, COMMIT_USER) or f"spark-{uuid.uuid4()}")
+        self.commit_identifier = _int(options, COMMIT_IDENTIFIER)
+        raw = _first(options, OVERWRITE_PARTITION)
+        self.overwrite_partition: dict[str, str] | None = None
+        if raw is not None:
+            self.overwrite_partition = parse_pairs(raw.replace(",", ";"), what="partition")
+        dyn = _first(options, CoreOptions.DYNAMIC_PARTITION_OVERWRITE)
+        self.dynamic: bool | None = None if dyn is None else dyn.lower() == "true"
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
+        return self.writes.write_task(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        w = self.writes
+        w.check_buckets(messages)
+        commit_messages(
+            w.handle, w.commit_user, _unpickle(messages),
+            commit_identifier=self.commit_identifier, overwrite=w.overwrite,
+            overwrite_partition=self.overwrite_partition,
+            options=CommitOptions(dynamic_partition_overwrite=self.dynamic),
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        self.writes.abort_all(messages)
+
+
+def _int(options: Mapping[str, str], key: str) -> int | None:
+    raw = _first(options, key)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise SchemaError(f"option {key}={raw!r} is not an integer") from e
+
+
+def stream_commit_user(target: Target, options: Mapping[str, str]) -> str:
+    """The commit user of a streaming query: ``commit.user``, else one derived from the
+    table and the query's checkpoint location (stable across restarts of the query)."""
+    given = _first(options, COMMIT_USER)
+    if given is not None:
+        return given
+    checkpoint = _first(options, CHECKPOINT_LOCATION)
+    if checkpoint is None:
+        raise SchemaError(
+            "writeStream.format('paimon') needs a stable commit user for exactly-once: set "
+            "option 'checkpointLocation' (or 'commit.user')")
+    digest = hashlib.sha256(f"{target.identifier}\0{checkpoint}".encode()).hexdigest()[:16]
+    return f"spark-stream-{digest}"
+
+
+class PaimonStreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream.format("paimon")``: one commit per micro-batch, identifier = batch id."""
+
+    def __init__(self, target: Target, options: Mapping[str, str], schema: StructType,
+                 overwrite: bool) -> None:
+        self.writes = _Writes(target, options, schema, overwrite,
+                              stream_commit_user(target, options))
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
+        return self.writes.write_task(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        w = self.writes
+        w.check_buckets(messages)
+        # an identifier the user already committed (a replayed batch) is not applied again
+        commit_messages(w.handle, w.commit_user, _unpickle(messages),
+                        commit_identifier=int(batchId), overwrite=w.overwrite)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self.writes.abort_all(messages)

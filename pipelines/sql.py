@@ -1,0 +1,203 @@
+"""Paimon in Spark SQL: the ``paimon`` source bound to the session's warehouse, system tables
+and procedures as Python UDTFs, and ``df.write.format("paimon")``'s default save mode.
+
+:func:`register_sql` (called by :func:`pipelines.session.get_session`) registers, with the
+``spark.paimon.*`` session conf of the moment (``spark.paimon.warehouse``, storage options such
+as ``spark.paimon.s3.endpoint``) bound in, because the Python workers that run data sources and
+UDTFs never see the session conf:
+
+* the ``paimon`` data source (:class:`~pipelines.source.PaimonDataSource`), so that
+  ``CREATE TABLE t USING paimon OPTIONS (table 'db.t')`` and ``load("db.t")`` need no
+  ``warehouse`` option (see :mod:`pipelines.sql_tables` for how a catalog table finds its
+  Paimon table);
+* one table function per system table of ``table.inspect``: ``paimon_snapshots('db.t')``,
+  ``paimon_schemas``, ``paimon_options``, ``paimon_files``, ``paimon_manifests``,
+  ``paimon_partitions``, ``paimon_buckets``, ``paimon_tags``, ``paimon_consumers``,
+  ``paimon_audit_log``, ``paimon_ro`` (an optional second argument time-travels those that
+  allow it: a snapshot id, or a tag name);
+* procedures, called as ``SELECT * FROM paimon_compact('db.t')``:
+  ``paimon_compact(table [, strategy 'full'|'minor'])``,
+  ``paimon_expire_snapshots(table [, retain_max [, retain_min [, older_than_millis]]])``,
+  ``paimon_create_tag(table, tag [, snapshot_id])``. Each returns one row.
+
+Change ``spark.paimon.*`` after the session started? Call :func:`register_sql` again.
+
+Spark refuses every Python data source in its default ``ErrorIfExists`` save mode before the
+source is asked; paimon-spark users write ``df.write.format("paimon").save("db.t")`` and expect
+an append, so :func:`register_sql` also makes ``append`` the default save mode of a
+``DataFrameWriter`` whose format is ``paimon`` (a mode set explicitly, before or after
+``format``, still wins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from paimon_core import FileStoreTable, SchemaError
+from pipelines.config import TableHandle
+from pipelines.source import FORMAT, PaimonDataSource, options_settings
+from pipelines.spark_types import spark_schema
+from pipelines.sql_tables import SESSION_PREFIX
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["PROCEDURES", "SYSTEM_TABLE_FUNCTIONS", "bound_source", "register_sql",
+           "session_defaults"]
+
+_SYSTEM_TABLES = ("snapshots", "schemas", "options", "files", "manifests", "partitions",
+                  "buckets", "tags", "consumers", "audit_log", "ro")
+#: SQL name -> system table
+SYSTEM_TABLE_FUNCTIONS: dict[str, str] = {f"paimon_{n}": n for n in _SYSTEM_TABLES}
+#: SQL names of the procedures
+PROCEDURES = ("paimon_compact", "paimon_expire_snapshots", "paimon_create_tag")
+_MODE_SET = "_paimon_mode_set"  # on a DataFrameWriter: a mode was set explicitly
+_INSTALLED = "_paimon_default_mode"  # on the DataFrameWriter class: the patch is in place
+
+
+def session_defaults(spark: SparkSession) -> dict[str, str]:
+    """The ``spark.paimon.*`` conf of ``spark`` with the prefix stripped."""
+    conf = spark.sparkContext.getConf().getAll()
+    out = {k[len(SESSION_PREFIX):]: v for k, v in conf if k.startswith(SESSION_PREFIX)}
+    for k, v in spark.conf.getAll.items():
+        if k.startswith(SESSION_PREFIX):
+            out[k[len(SESSION_PREFIX):]] = v
+    return out
+
+
+def bound_source(defaults: Mapping[str, str]) -> type[PaimonDataSource]:
+    """A :class:`PaimonDataSource` subclass with ``defaults`` bound (pickled by value with the
+    class when Spark ships it to its workers)."""
+    cls = type("PaimonDataSource", (PaimonDataSource,),
+               {"session_defaults": dict(defaults), "__module__": __name__,
+                "__qualname__": "bound_source.<locals>.PaimonDataSource"})
+    return cls
+
+
+def _open(defaults: Mapping[str, str], identifier: Any) -> FileStoreTable:
+    if not isinstance(identifier, str) or not identifier:
+        raise SchemaError(f"the first argument must name a table ('db.t'), got {identifier!r}")
+    options = {str(k).lower(): str(v) for k, v in defaults.items()}
+    return TableHandle.load(options_settings(options), identifier).open()
+
+
+def _const(arg: Any) -> Any:
+    """The value of a constant UDTF argument at analysis (None when not constant)."""
+    return getattr(arg, "value", None)
+
+
+def _time_travel(arg: Any) -> tuple[int | None, str | None]:
+    if arg is None:
+        return None, None
+    if isinstance(arg, int) or (isinstance(arg, str) and arg.isdigit()):
+        return int(arg), None
+    return None, str(arg)
+
+
+def _system_table_udtf(name: str, defaults: Mapping[str, str]) -> type:
+    from pyspark.sql.udtf import AnalyzeResult
+
+    class SystemTableFunction:
+        @staticmethod
+        def analyze(table: Any, at: Any = None) -> AnalyzeResult:
+            t = _open(defaults, _const(table))
+            snapshot_id, tag = _time_travel(_const(at))
+            return AnalyzeResult(spark_schema(
+                t.inspect.fields(name, snapshot_id=snapshot_id, tag=tag)))
+
+        def eval(self, table: str, at: Any = None) -> Iterator[tuple[Any, ...]]:
+            t = _open(defaults, table)
+            snapshot_id, tag = _time_travel(at)
+            data = t.inspect.system_table(name, snapshot_id=snapshot_id, tag=tag)
+            cols = [_py_column(data.column(i)) for i in range(data.num_columns)]
+            yield from zip(*cols)
+
+    return SystemTableFunction
+
+
+def _py_column(col: Any) -> list[Any]:
+    """A column as Python values for Spark (maps as dicts)."""
+    import pyarrow as pa
+
+    values = col.to_pylist()
+    if pa.types.is_map(col.type):
+        return [dict(v) if v is not None else None for v in values]
+    return list(values)
+
+
+def _compact_udtf(defaults: Mapping[str, str]) -> type:
+    class Compact:
+        def eval(self, table: str, strategy: str = "full") -> Iterator[tuple[Any, ...]]:
+            if strategy not in ("full", "minor"):
+                raise SchemaError(f"compact strategy must be 'full' or 'minor', got {strategy!r}")
+            snap = _open(defaults, table).compact(strategy=strategy)  # type: ignore[arg-type]
+            yield snap is not None, snap
+
+    return Compact
+
+
+def _expire_udtf(defaults: Mapping[str, str]) -> type:
+    class Expire:
+        def eval(self, table: str, retain_max: int | None = None, retain_min: int | None = None,
+                 older_than_millis: int | None = None) -> Iterator[tuple[Any, ...]]:
+            res = _open(defaults, table).expire_snapshots(
+                retain_max=retain_max, retain_min=retain_min,
+                older_than_millis=older_than_millis)
+            yield len(res.expired_ids), res.deleted_files
+
+    return Expire
+
+
+def _create_tag_udtf(defaults: Mapping[str, str]) -> type:
+    class CreateTag:
+        def eval(self, table: str, tag: str, snapshot_id: int | None = None
+                 ) -> Iterator[tuple[Any, ...]]:
+            snap = _open(defaults, table).create_tag(tag, snapshot_id)
+            yield True, snap.id
+
+    return CreateTag
+
+
+def _install_default_mode() -> None:
+    """``DataFrameWriter``: ``append`` when the format is ``paimon`` and no mode was set."""
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    if getattr(DataFrameWriter, _INSTALLED, False):
+        return
+    orig_mode, orig_format = DataFrameWriter.mode, DataFrameWriter.format
+
+    def mode(self: Any, saveMode: str | None) -> Any:
+        if saveMode is not None:
+            setattr(self, _MODE_SET, True)
+        return orig_mode(self, saveMode)
+
+    def format(self: Any, source: str) -> Any:
+        out = orig_format(self, source)
+        if str(source).lower() == FORMAT and not getattr(self, _MODE_SET, False):
+            orig_mode(self, "append")
+        return out
+
+    mode.__doc__, format.__doc__ = orig_mode.__doc__, orig_format.__doc__
+    DataFrameWriter.mode = mode  # type: ignore[method-assign]
+    DataFrameWriter.format = format  # type: ignore[method-assign]
+    setattr(DataFrameWriter, _INSTALLED, True)
+
+
+def register_sql(spark: SparkSession) -> None:
+    """Register the ``paimon`` source, the system table functions and the procedures on
+    ``spark`` with its current ``spark.paimon.*`` conf (see the module docs)."""
+    from pyspark.sql.functions import udtf as make_udtf
+
+    udtf: Any = make_udtf  # the stubs' overloads do not cover a class with returnType
+    defaults = session_defaults(spark)
+    spark.dataSource.register(bound_source(defaults))
+    for sql_name, system in SYSTEM_TABLE_FUNCTIONS.items():
+        spark.udtf.register(sql_name, udtf(_system_table_udtf(system, defaults)))
+    spark.udtf.register("paimon_compact", udtf(
+        _compact_udtf(defaults), returnType="result boolean, snapshot_id bigint"))
+    spark.udtf.register("paimon_expire_snapshots", udtf(
+        _expire_udtf(defaults), returnType="expired_snapshots int, deleted_files int"))
+    spark.udtf.register("paimon_create_tag", udtf(
+        _create_tag_udtf(defaults), returnType="result boolean, snapshot_id bigint"))
+    _install_default_mode()

@@ -1,0 +1,229 @@
+"""The components of ``assets.components`` from their YAML attributes (no runs): what they
+build follows the attributes (keys, groups, owners, tags, kinds, descriptions, partitions,
+job / schedule / sensor names), bad attributes are typed errors naming the setting, and the
+demo's YAML builds what the demo's tables say (``assets.tables`` reads the same files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+import pytest
+import yaml
+
+from assets.components import (
+    PaimonCdcTable,
+    PaimonDerivedTable,
+    PaimonOverwriteTable,
+    PaimonResources,
+    PaimonTableMaintenance,
+)
+from assets.labels import SettingsError
+from assets.tables import ALL_TABLES, DEMO_DEFS
+
+CDC = """
+table: shop.orders
+columns: [{name: id, type: BIGINT}, {name: status, type: STRING}, {name: lsn, type: BIGINT}]
+primary_key: [id]
+options: {bucket: 3, sequence.field: lsn, write-only: true}
+asset:
+  key: [lake, orders]
+  group: shop
+  owners: [team:data]
+  tags: {tier: gold}
+  kinds: [paimon, postgres]
+  description: Orders of the shop.
+source: {connector: mysql, format: debezium-json, partitioning: hourly,
+         start: "2025-02-01", layout: "cdc/{table}/hour={partition}"}
+schedule: {cron: "5 * * * *"}
+"""
+
+
+def build(cls: Any, text: str) -> dg.Definitions:
+    return dg.build_defs_for_component(cls.resolve_from_yaml(text))
+
+
+def validate(defs: dg.Definitions) -> None:
+    """The definitions load, with the resources component's resources."""
+    resources = dg.build_defs_for_component(PaimonResources())
+    dg.Definitions.validate_loadable(dg.Definitions.merge(defs, resources))
+
+
+def only_asset(defs: dg.Definitions) -> dg.AssetsDefinition:
+    [asset] = [a for a in defs.assets or () if isinstance(a, dg.AssetsDefinition)]
+    return asset
+
+
+def test_cdc_table_follows_its_attributes() -> None:
+    defs = build(PaimonCdcTable, CDC)
+    asset = only_asset(defs)
+    key = dg.AssetKey(["lake", "orders"])
+    attrs = yaml.safe_load(CDC)
+    assert asset.key == key
+    spec = asset.specs_by_key[key]
+    assert spec.group_name == attrs["asset"]["group"]
+    assert list(spec.owners) == attrs["asset"]["owners"]
+    assert {k: v for k, v in spec.tags.items() if not k.startswith("dagster/")} == (
+        attrs["asset"]["tags"])
+    assert spec.kinds == set(attrs["asset"]["kinds"])
+    assert spec.description == attrs["asset"]["description"]
+    parts = asset.partitions_def
+    assert isinstance(parts, dg.HourlyPartitionsDefinition)
+    assert parts.get_first_partition_key() == "2025-02-01-00:00"
+    # the four checks target the configured key; the job and its schedule are named after
+    # the table
+    checks = {k.name for c in defs.asset_checks or () for k in c.check_keys
+              if k.asset_key == key}
+    assert checks == {"fsck_clean", "small_files", "snapshot_retention", "freshness"}
+    assert [j.name for j in defs.jobs or ()] == ["shop_orders_ingest_job"]
+    [schedule] = defs.schedules or ()
+    assert schedule.name == "shop_orders_ingest_job_schedule"
+    assert schedule.cron_schedule == attrs["schedule"]["cron"]
+    validate(defs)
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"source": {"format": "xml"}}, "format"),
+    ({"source": {"connector": "cobol"}}, "connector"),
+    ({"source": {"layout": "{table}/all"}}, "placeholder"),
+    ({"table": "orders"}, "database.table"),
+    ({"columns": [{"name": "id", "type": "NOT_A_TYPE"}]}, "schema"),
+])
+def test_bad_attributes_are_typed_errors(change: dict[str, Any], named: str) -> None:
+    attrs = {**yaml.safe_load(CDC), **change}
+    with pytest.raises(SettingsError, match=named):
+        build(PaimonCdcTable, yaml.safe_dump(attrs))
+
+
+def test_overwrite_partitions_static_and_dynamic() -> None:
+    base = {"table": "ref.rates", "columns": [{"name": "k", "type": "STRING"},
+                                              {"name": "v", "type": "DOUBLE"}],
+            "partition_by": ["k"]}
+    static = only_asset(build(PaimonOverwriteTable, yaml.safe_dump(
+        {**base, "partitions": {"kind": "static", "values": ["eu", "us"]}})))
+    assert static.partitions_def is not None
+    assert static.partitions_def.get_partition_keys() == ["eu", "us"]
+    dynamic = only_asset(build(PaimonOverwriteTable, yaml.safe_dump(
+        {**base, "partitions": {"kind": "dynamic", "name": "regions"}})))
+    assert isinstance(dynamic.partitions_def, dg.DynamicPartitionsDefinition)
+    assert dynamic.partitions_def.name == "regions"
+    with pytest.raises(SettingsError, match="values"):
+        build(PaimonOverwriteTable, yaml.safe_dump({**base, "partitions": {"kind": "static"}}))
+
+
+def test_derived_table_needs_a_loadable_transform() -> None:
+    attrs = {"table": "mart.flags", "source": "shop.orders", "primary_key": ["id"],
+             "columns": [{"name": "id", "type": "BIGINT"}, {"name": "f", "type": "BOOLEAN"}],
+             "transform": "assets.derived:enrich_orders", "sensor": {"name": "s"}}
+    defs = build(PaimonDerivedTable, yaml.safe_dump(attrs))
+    assert [s.name for s in defs.sensors or ()] == ["s"]
+    assert only_asset(defs).asset_deps[dg.AssetKey(["mart", "flags"])] == {
+        dg.AssetKey(["shop", "orders"])}
+    for bad in ("assets.derived:no_such_function", "no_such_module:fn", "nothing"):
+        with pytest.raises(SettingsError, match="transform"):
+            build(PaimonDerivedTable, yaml.safe_dump({**attrs, "transform": bad}))
+
+
+def test_maintenance_of_a_table_written_elsewhere() -> None:
+    defs = build(PaimonTableMaintenance, yaml.safe_dump({
+        "table": "java.items", "buckets": 3, "external": True,
+        "compaction": {"cron": "*/10 * * * *"}, "expiry": {"cron": None}}))
+    keys = {a.key.to_user_string() for a in defs.assets or ()}  # type: ignore[union-attr]
+    assert keys == {"java/items", "maintenance/java_items_compaction",
+                    "maintenance/java_items_expiry"}
+    compaction = next(a for a in defs.assets or () if isinstance(a, dg.AssetsDefinition)
+                      and a.key.path[-1] == "java_items_compaction")
+    assert compaction.partitions_def is not None
+    assert compaction.partitions_def.get_partition_keys() == [
+        f"java.items/bucket-{b}" for b in range(3)]
+    assert {s.name for s in defs.schedules or ()} == {"java_items_compaction_schedule"}
+    validate(defs)
+
+
+def test_demo_tables_are_the_demo_yaml() -> None:
+    declared = {}
+    for path in sorted(DEMO_DEFS.rglob("defs.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            attrs = doc["attributes"]
+            if "columns" in attrs:
+                declared[attrs["table"]] = attrs
+    assert {t.identifier for t in ALL_TABLES} == set(declared)
+    for spec in ALL_TABLES:
+        attrs = declared[spec.identifier]
+        assert [f["name"] for f in spec.schema["fields"]] == [
+            c["name"] for c in attrs["columns"]]
+        assert spec.table_schema().options["bucket"] == str(attrs["options"]["bucket"])
+
+
+def test_overwrite_from_an_upstream_asset(lake: dict[str, Any]) -> None:
+    """An upstream asset's output replaces the partition (static INSERT OVERWRITE): the
+    table holds exactly each partition's last output, the other partitions untouched."""
+    from assets.resources import PaimonCatalog
+    from paimon_core import FileSystemCatalog
+
+    parts = dg.StaticPartitionsDefinition(["eu", "us"])
+    outputs = {"eu": [("eu", 1.0), ("eu", 2.0)], "us": [("us", 3.0)]}
+
+    @dg.asset(key=["raw", "rates"], partitions_def=parts)
+    def raw_rates(context) -> pa.Table:  # type: ignore[no-untyped-def]
+        rows = outputs[context.partition_key]
+        return pa.table({"k": [r[0] for r in rows], "v": [r[1] for r in rows]})
+
+    defs = build(PaimonOverwriteTable, yaml.safe_dump({
+        "table": "ref.rates", "columns": [{"name": "k", "type": "STRING"},
+                                          {"name": "v", "type": "DOUBLE"}],
+        "partition_by": ["k"], "partitions": {"kind": "static", "values": ["eu", "us"]},
+        "upstream": ["raw", "rates"]}))
+    target = only_asset(defs)
+    resources = {"catalog": PaimonCatalog(warehouse=str(lake["warehouse"])),
+                 "io_manager": dg.FilesystemIOManager(base_dir=str(lake["landing"]))}
+    for key in ("eu", "us"):
+        assert dg.materialize([raw_rates, target], partition_key=key,
+                              resources=resources).success
+    outputs["eu"] = [("eu", 5.0)]  # a corrected output replaces the partition
+    assert dg.materialize([raw_rates, target], partition_key="eu", resources=resources).success
+    got = FileSystemCatalog(str(lake["warehouse"])).get_table("ref.rates").to_arrow()
+    assert sorted(zip(got["k"].to_pylist(), got["v"].to_pylist())) == sorted(
+        r for rows in outputs.values() for r in rows)
+
+
+def test_landing_sensor_requests_each_landed_partition(lake: dict[str, Any]) -> None:
+    from assets.resources import LandingZone
+
+    attrs = {**yaml.safe_load(CDC), "landing_sensor": {"name": "orders_landed"}}
+    defs = build(PaimonCdcTable, yaml.safe_dump(attrs))
+    [sensor] = defs.sensors or ()
+    assert sensor.name == "orders_landed"
+    root = Path(lake["landing"])
+    hours = {"2025-02-01-03:00": True, "2025-02-01-04:00": False, "2025-01-31-23:00": True}
+    for hour, with_file in hours.items():  # before the start, or empty: not requested
+        d = root / "cdc" / "shop.orders" / f"hour={hour}"
+        d.mkdir(parents=True)
+        if with_file:
+            (d / "part-0.json").write_text("{}\n")
+    (root / "cdc" / "shop.orders" / "hour=2025-02-01-05:00" / ".hidden").parent.mkdir()
+    ctx = dg.build_sensor_context(resources={"landing": LandingZone(root=str(root))})
+    result = sensor(ctx)
+    assert isinstance(result, dg.SensorResult)
+    expected = [h for h, with_file in hours.items() if with_file and h >= "2025-02-01"]
+    assert [r.partition_key for r in result.run_requests or ()] == expected
+    assert [r.run_key for r in result.run_requests or ()] == expected
+
+
+@pytest.mark.parametrize("cls", [PaimonCdcTable, PaimonOverwriteTable, PaimonDerivedTable,
+                                 PaimonTableMaintenance, PaimonResources])
+def test_scaffolded_attributes_resolve(cls: Any) -> None:
+    """What ``dg scaffold defs`` writes is a valid component (the derived table's example
+    transform aside: it names the user's module)."""
+    from assets.components.tables import TEMPLATES
+
+    attrs = dict(TEMPLATES[cls.__name__])
+    if cls is PaimonDerivedTable:
+        attrs["transform"] = "assets.derived:enrich_orders"
+    defs = build(cls, yaml.safe_dump(attrs))
+    if cls is PaimonResources:
+        dg.Definitions.validate_loadable(defs)
+    else:
+        validate(defs)

@@ -1,0 +1,264 @@
+"""Issue 18 (scope 2-4) through a real local Spark session: tables by name in Spark SQL with
+the warehouse from ``spark.paimon.warehouse``, views that see new snapshots, ``INSERT INTO`` /
+``INSERT OVERWRITE``, ``df.write.format("paimon")`` without a mode (table created from the
+DataFrame, row kinds), the ``writeStream`` sink (exactly-once across a replayed batch), system
+table functions and procedures; every table written is read back by Paimon Java 0.9 (one
+oracle batch for the module). References: paimon_core's own read of the same table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.schema_builder import Schema
+from paimon_core.table import FileStoreTable
+from tests.tables import write_rows
+
+pytestmark = pytest.mark.spark
+
+ORDERS = Schema.of([("pt", "STRING"), ("id", "BIGINT"), ("amount", "DOUBLE")],
+                   partition_keys=["pt"], options={"bucket": "-1"})
+
+
+@pytest.fixture(scope="module")
+def wh(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A warehouse set as the session's ``spark.paimon.warehouse`` (unset afterwards)."""
+    from pipelines.sql import register_sql
+
+    path = tmp_path_factory.mktemp("sparksql") / "wh"
+    spark.conf.set("spark.paimon.warehouse", str(path))
+    register_sql(spark)
+    yield path
+    spark.conf.unset("spark.paimon.warehouse")
+    register_sql(spark)
+    spark.sql("DROP TABLE IF EXISTS sql_orders")
+    spark.sql("DROP TABLE IF EXISTS sql_orders_v1")
+
+
+def _table(wh: Path, ident: str) -> FileStoreTable:
+    return FileSystemCatalog(str(wh)).get_table(ident)
+
+
+def _rows(t: FileStoreTable, *cols: str) -> list[tuple[Any, ...]]:
+    data = t.to_arrow()
+    return sorted(zip(*(data.column(c).to_pylist() for c in cols)))
+
+
+def _orders(pts: str, lo: int, hi: int) -> pa.Table:
+    ids = list(range(lo, hi))
+    return pa.table({"pt": [pts[i % len(pts)] for i in ids], "id": ids,
+                     "amount": [i / 2 for i in ids]})
+
+
+@pytest.fixture(scope="module")
+def orders(wh: Path) -> FileStoreTable:
+    t = FileSystemCatalog(str(wh)).create_table("db.orders", ORDERS)
+    write_rows(t, _orders("ab", 0, 10), 1, user="fixture")
+    return t
+
+
+def test_sql_table_by_name_reads_and_writes(spark: Any, wh: Path, orders: FileStoreTable
+                                            ) -> None:
+    # no warehouse option: it comes from the session conf
+    spark.sql("CREATE TABLE sql_orders USING paimon OPTIONS (table 'db.orders')")
+    assert spark.sql("SELECT count(*) AS n FROM sql_orders").first()["n"] == 10
+    spark.sql("INSERT INTO sql_orders VALUES ('c', 100, 1.5), ('a', 101, 2.5)")
+    got = sorted(tuple(r) for r in spark.sql("SELECT pt, id, amount FROM sql_orders").collect())
+    assert got == _rows(orders, "pt", "id", "amount") and len(got) == 12
+    # INSERT OVERWRITE of the rows of one partition replaces that partition only (Paimon's
+    # dynamic partition overwrite)
+    spark.sql("INSERT OVERWRITE sql_orders SELECT 'b', 500, 9.0")
+    assert _rows(orders, "pt", "id") == sorted(
+        [(p, i) for p, i, _ in got if p != "b"] + [("b", 500)])
+    # a catalog table keeps its OPTIONS: here a time travel
+    spark.sql("CREATE TABLE sql_orders_v1 USING paimon "
+              "OPTIONS (table 'db.orders', 'scan.snapshot-id' '1')")
+    assert spark.sql("SELECT count(*) AS n FROM sql_orders_v1").first()["n"] == 10
+
+
+def test_create_table_with_columns_names_no_table(spark: Any, wh: Path) -> None:
+    spark.sql("CREATE TABLE cols_only (id BIGINT) USING paimon")
+    try:
+        with pytest.raises(Exception, match="needs a table"):
+            spark.sql("SELECT * FROM cols_only").collect()
+    finally:
+        spark.sql("DROP TABLE cols_only")
+
+
+def test_view_sees_new_snapshots(spark: Any, wh: Path, orders: FileStoreTable) -> None:
+    spark.read.format("paimon").load("db.orders").createOrReplaceTempView("orders_view")
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW orders_sql_view USING paimon "
+              "OPTIONS (table 'db.orders')")
+    before = orders.to_arrow().num_rows
+    for view in ("orders_view", "orders_sql_view"):
+        assert spark.sql(f"SELECT count(*) AS n FROM {view}").first()["n"] == before
+    write_rows(orders, _orders("abd", 2000, 2007), 50, user="fixture")
+    after = orders.to_arrow().num_rows
+    assert after == before + 7
+    for view in ("orders_view", "orders_sql_view"):
+        assert spark.sql(f"SELECT count(*) AS n FROM {view}").first()["n"] == after
+        got = sorted(tuple(r) for r in spark.sql(f"SELECT pt, id FROM {view}").collect())
+        assert got == _rows(orders, "pt", "id")
+    # time travel stays pinned
+    first = spark.read.format("paimon").option("scan.snapshot-id", "1").load("db.orders")
+    assert first.count() == 10
+
+
+def test_df_write_without_mode_creates_table_and_row_kinds(spark: Any, wh: Path) -> None:
+    df = spark.createDataFrame([(p, i, f"v{i}") for p in ("x", "y") for i in range(6)],
+                               "pt string, id long, v string").coalesce(1)
+    (df.write.format("paimon")
+     .options(**{"primary-key": "pt,id", "partition": "pt", "bucket": "2",
+                 "file.format": "parquet"})
+     .save("db.created"))
+    t = _table(wh, "db.created")
+    assert list(t.schema.primary_keys) == ["pt", "id"] and list(t.schema.partition_keys) == ["pt"]
+    assert t.schema.num_buckets == 2 and t.schema.options.get("file.format") == "parquet"
+    assert _rows(t, "pt", "id", "v") == sorted(tuple(r) for r in df.collect())
+    assert {s.bucket for s in t.new_read_builder().new_scan().plan().splits} == {0, 1}
+    # row kinds through the _row_kind column: an update and a delete
+    changes = spark.createDataFrame([("x", 1, "new", "+U"), ("y", 2, "y2", "-D")],
+                                    "pt string, id long, v string, _row_kind string")
+    changes.coalesce(1).write.format("paimon").save("db.created")
+    got = dict(((p, i), v) for p, i, v in _rows(t, "pt", "id", "v"))
+    assert got[("x", 1)] == "new" and ("y", 2) not in got and len(got) == 11
+
+
+def test_pk_write_from_many_tasks_into_one_bucket_is_refused(spark: Any, wh: Path) -> None:
+    df = spark.createDataFrame([(i, "v") for i in range(40)], "id long, v string"
+                               ).repartition(2)
+    with pytest.raises(Exception, match="more than one Spark task"):
+        df.write.format("paimon").options(**{"primary-key": "id", "bucket": "1"}) \
+            .save("db.pk_one")
+    t = _table(wh, "db.pk_one")  # created, but nothing committed
+    assert t.latest_snapshot() is None
+    assert not list(Path(t.path).rglob("data-*.parquet"))
+
+
+def test_write_stream_exactly_once_across_a_replayed_batch(spark: Any, wh: Path,
+                                                           tmp_path: Path) -> None:
+    src = FileSystemCatalog(str(wh)).create_table("db.stream_src", ORDERS)
+    write_rows(src, _orders("ab", 0, 8), 1, user="fixture")
+    checkpoint = tmp_path / "cp"
+
+    def run() -> None:
+        q = (spark.readStream.format("paimon").load("db.stream_src")
+             .writeStream.format("paimon").option("checkpointLocation", str(checkpoint))
+             .option("table", "db.stream_sink").trigger(availableNow=True).start())
+        try:
+            q.awaitTermination(600)
+            assert not q.isActive and q.exception() is None
+        finally:
+            q.stop()
+
+    run()
+    sink = _table(wh, "db.stream_sink")
+    assert _rows(sink, "pt", "id") == _rows(src, "pt", "id")
+    snapshots = sink.snapshot_manager.latest_snapshot_id()
+    assert snapshots is not None
+    # a crash after the sink committed the last batch but before Spark recorded it: Spark
+    # replays that batch on restart with the same batch id; the sink must not apply it again
+    commits = sorted((checkpoint / "commits").glob("[0-9]*"), key=lambda p: int(p.name))
+    last = commits[-1]
+    last.unlink()
+    (last.parent / f".{last.name}.crc").unlink(missing_ok=True)  # Hadoop's checksum file
+    run()
+    assert (checkpoint / "commits" / last.name).exists()  # Spark did replay the batch
+    assert sink.snapshot_manager.latest_snapshot_id() == snapshots
+    assert _rows(sink, "pt", "id") == _rows(src, "pt", "id")
+
+
+def test_system_tables_and_procedures_from_sql(spark: Any, wh: Path) -> None:
+    t = FileSystemCatalog(str(wh)).create_table("db.maint", Schema.of(
+        [("id", "BIGINT NOT NULL"), ("v", "STRING")], primary_keys=["id"],
+        options={"bucket": "1"}))
+    for i in range(3):
+        write_rows(t, pa.table({"id": [i, i + 1], "v": [f"r{i}", f"r{i}"]}), i + 1,
+                   user="fixture")
+    snaps = spark.sql("SELECT * FROM paimon_snapshots('db.maint')").toArrow()
+    ref = t.inspect.snapshots()
+    assert snaps.column("snapshot_id").to_pylist() == ref.column("snapshot_id").to_pylist()
+    assert snaps.schema.names == ref.schema.names
+    # a sample of the rest (every one is a query with its own analysis worker: CI time)
+    for fn in ("options", "buckets", "audit_log"):
+        got = spark.sql(f"SELECT * FROM paimon_{fn}('db.maint')").toArrow()
+        want = t.inspect.system_table(fn)  # type: ignore[arg-type]
+        assert got.num_rows == want.num_rows, fn
+        assert got.schema.names == want.schema.names, fn
+    files_at_1 = spark.sql("SELECT * FROM paimon_files('db.maint', 1)").count()
+    assert files_at_1 == t.inspect.system_table("files", snapshot_id=1).num_rows
+
+    tag = spark.sql("SELECT * FROM paimon_create_tag('db.maint', 'v2', 2)").first()
+    assert tuple(tag) == (True, 2) and dict(t.list_tags()) == {"v2": 2}
+    assert spark.sql("SELECT tag_name FROM paimon_tags('db.maint')").first()[0] == "v2"
+    before = _rows(t, "id", "v")
+    res = spark.sql("SELECT * FROM paimon_compact('db.maint')").first()
+    latest = t.latest_snapshot()
+    assert latest is not None and res["result"] and res["snapshot_id"] == latest.id
+    assert latest.commit_kind.value == "COMPACT" and _rows(t, "id", "v") == before
+    exp = spark.sql("SELECT * FROM paimon_expire_snapshots('db.maint', 1, 1)").first()
+    assert exp["expired_snapshots"] == 3
+    assert t.snapshot_manager.earliest_snapshot_id() == latest.id
+    assert _rows(t, "id", "v") == before
+
+
+@pytest.mark.oracle
+def test_java_reads_tables_written_from_spark(wh: Path, tmp_path: Path) -> None:
+    """Paimon Java 0.9 reads every table this module wrote through SQL, df.write and the
+    streaming sink (one oracle batch), as paimon_core does."""
+    from tests.interop.oracle import ensure_ready, run_batches
+
+    copy = tmp_path / "wh"
+    shutil.copytree(wh, copy)
+    tables = {"db.orders": ("pt", "id", "amount"), "db.created": ("pt", "id", "v"),
+              "db.stream_sink": ("pt", "id", "amount"), "db.maint": ("id", "v")}
+    present = {k: v for k, v in tables.items()
+               if (copy / k.replace(".", ".db/")).is_dir()}
+    assert present, "no table was written"
+    ensure_ready()
+    cmds = [{"cmd": "read", "warehouse": str(copy), "table": ident, "engine": "java",
+             "output": str(tmp_path / f"{ident}.jsonl")} for ident in present]
+    result = run_batches({"sparksql": cmds}, tmp_path)["sparksql"]
+    assert not result.failures(), result.stderr[-3000:]
+    for ident, cols in present.items():
+        java = sorted(tuple(r[c] for c in cols) for r in (
+            json.loads(x) for x in (tmp_path / f"{ident}.jsonl").read_text().splitlines()))
+        assert java == _rows(_table(copy, ident), *cols), ident
+
+
+README_MARKER = '"spark.paimon.warehouse": "/data/warehouse"'
+
+
+def test_readme_spark_sql_block_runs_as_written(spark: Any, tmp_path: Path) -> None:
+    """README's Spark SQL / DataFrame block, as written (only the warehouse path replaced),
+    in the test session (tests/test_readme_examples.py lists it in NOT_RUN for that)."""
+    from pipelines.sql import register_sql
+    from tests.readme_harness import README
+    from tests.test_readme_examples import WAREHOUSE, orders_table, readme_blocks
+
+    (code,) = [c for _, c in readme_blocks(README.read_text()) if README_MARKER in c]
+    wh = tmp_path / "warehouse"
+    orders = orders_table(wh, commits=2)
+    before = orders.to_arrow().num_rows
+    try:
+        exec(compile(code.replace(WAREHOUSE, str(wh)), "README.md", "exec"),
+             {"__name__": "readme"})
+        assert orders.to_arrow().num_rows == before + 1
+        latest = orders.latest_snapshot()
+        assert latest is not None and latest.commit_kind.value == "COMPACT"
+        assert "before-compact" in dict(orders.list_tags())
+        kv = _table(wh, "db.kv")
+        assert _rows(kv, "id", "v") == [(1, "a")]
+        assert [tuple(r) for r in spark.sql("SELECT id, v FROM kv").collect()] == [(1, "a")]
+    finally:
+        spark.sql("DROP TABLE IF EXISTS orders")
+        spark.sql("DROP VIEW IF EXISTS kv")
+        spark.conf.unset("spark.paimon.warehouse")
+        register_sql(spark)
