@@ -208,6 +208,11 @@ class CoreOptions:
     # ours (no Java counterpart): rows read per sorted run and step of the streaming merge
     MERGE_BUFFER_ROWS: ClassVar[str] = "paimon-core.merge.buffer-rows"
 
+    @classmethod
+    def declared_keys(cls) -> frozenset[str]:
+        """Every option key declared above (the ``CoreOptions.<NAME>`` constants)."""
+        return frozenset(v for k, v in vars(cls).items() if k.isupper() and isinstance(v, str))
+
     # ---- generic access (keys not declared above, e.g. ``fields.<name>.*``)
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.raw.get(key, default)

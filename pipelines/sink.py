@@ -79,10 +79,6 @@ ROW_KIND_DEFAULT_COLUMN = "_row_kind"
 #: Spark's streaming option (passed to the sink): the default commit user derives from it
 CHECKPOINT_LOCATION = "checkpointlocation"
 
-_TABLE_OPTION_KEYS = frozenset(
-    v for k, v in vars(CoreOptions).items() if k.isupper() and isinstance(v, str))
-
-
 @dataclass(frozen=True)
 class Target:
     """The table a write goes to (the source resolves it from its options)."""
@@ -107,7 +103,7 @@ def create_options(options: Mapping[str, str]) -> tuple[list[str], list[str], di
     pks = _split_names(_first(options, CoreOptions.PRIMARY_KEY))
     parts = _split_names(_first(options, CoreOptions.PARTITION))
     table_opts = {k: str(v) for k, v in options.items()
-                  if k in _TABLE_OPTION_KEYS
+                  if k in CoreOptions.declared_keys()
                   and k not in (CoreOptions.PRIMARY_KEY, CoreOptions.PARTITION)}
     return pks, parts, table_opts
 

@@ -52,7 +52,6 @@ __all__ = [
     "check_options",
     "declared",
     "lookup",
-    "paimon_option_keys",
 ]
 
 OptionKind = Literal["string", "int", "bool", "memory", "enum"]
@@ -197,15 +196,9 @@ class UnknownOptionError(SchemaError):
         self.suggestion = suggestion
 
 
-def paimon_option_keys() -> frozenset[str]:
-    """The Paimon table option keys declared by :class:`paimon_core.CoreOptions`."""
-    return frozenset(v for k, v in vars(CoreOptions).items()
-                     if k.isupper() and isinstance(v, str))
-
-
 def declared() -> dict[str, SourceOption | None]:
     """Every accepted key, lower-cased -> its declaration (None: a Paimon table option)."""
-    out: dict[str, SourceOption | None] = {k.lower(): None for k in paimon_option_keys()}
+    out: dict[str, SourceOption | None] = {k.lower(): None for k in CoreOptions.declared_keys()}
     for opt in (*READ_OPTIONS, *WRITE_OPTIONS, *SPARK_OPTIONS):
         for name in (opt.name, *opt.aliases):
             out[name.lower()] = opt
@@ -213,7 +206,7 @@ def declared() -> dict[str, SourceOption | None]:
 
 
 _DECLARED = declared()
-_SPELLING = {k.lower(): k for k in (*paimon_option_keys(),
+_SPELLING = {k.lower(): k for k in (*CoreOptions.declared_keys(),
                                     *(o.name for o in (*READ_OPTIONS, *WRITE_OPTIONS)))}
 
 
