@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,33 +31,36 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(FolderTimes(Path(__file__).parent), "paimon-folder-times")
 
 
-#: folders whose tests share a session-scoped resource too costly to build once per worker:
-#: the interop oracle batches (tests/interop/conftest.py) and the 16-process race pool
-#: (tests/reliability/conftest.py)
-_SESSION_FOLDERS = ("interop", "reliability")
+#: folders whose tests share session-scoped resources too costly to build once per worker:
+#: the interop oracle batches (tests/interop/conftest.py), the 16-process race pool
+#: (tests/reliability/conftest.py), the SparkSession most of tests/pipelines uses
+_SESSION_FOLDERS = ("interop", "reliability", "pipelines")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist's ``--dist loadgroup`` (``make test`` runs two workers), keep on one
-    worker what shares an expensive fixture: every test using the session's SparkSession
-    (group ``spark``), the folders of :data:`_SESSION_FOLDERS`, and otherwise each module (its
-    module-scoped fixtures: a ``dagster dev``, a Postgres, an oracle batch). Runs before
-    xdist's own hook, which appends the group to the node id."""
+def xdist_unit(nodeid: str) -> str:
+    """The unit of work of ``make test``'s pytest-xdist run that ``nodeid`` belongs to: its
+    folder for :data:`_SESSION_FOLDERS`, else its module (its module-scoped fixtures: a
+    ``dagster dev``, a Postgres, an oracle batch)."""
+    path = nodeid.split("::", 1)[0]
+    parts = path.split("/")
+    if len(parts) > 2 and parts[0] == "tests" and parts[1] in _SESSION_FOLDERS:
+        return parts[1]
+    return path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` (``make test``) schedules whole :func:`xdist_unit` units, each on
+    one worker. (xdist's own ``xdist_group`` marks do not reach its scheduler under pytest 9:
+    they rename ``Item._nodeid``, which pytest 9 no longer reads.)"""
     if config.getoption("dist", default="no") != "loadgroup":
-        return
-    root = Path(__file__).parent.resolve()
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        parts = Path(str(item.path)).resolve().relative_to(root).parts
-        if "spark" in getattr(item, "fixturenames", ()):
-            group = "spark"
-        elif len(parts) > 1 and parts[0] in _SESSION_FOLDERS:
-            group = parts[0]
-        else:
-            group = "/".join(parts)
-        item.add_marker(pytest.mark.xdist_group(group))
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_unit(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 def pytest_report_header() -> str:
