@@ -41,6 +41,8 @@ DEMO_DIR = Path(os.environ.get("PAIMON_DEMO_DIR") or Path(os.environ.get("TMPDIR
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 #: the file that marks a directory as the demo's (replaced without asking)
 MARKER = ".paimon-pipelines-demo"
+#: what the demo makes in its directory (a demo made before the marker existed holds only these)
+DEMO_SUBDIRS = ("dagster_home", "warehouse", "landing")
 
 
 def _kib(n: int) -> str:
@@ -69,11 +71,22 @@ class Demo:
             self.failures.append(what)
 
 
+def is_previous_demo(path: Path) -> bool:
+    """``path`` is a demo's directory: it has the marker, or (made by a demo older than the
+    marker) it holds nothing but the demo's own directories with the demo's Dagster
+    instance in ``dagster_home``."""
+    if (path / MARKER).exists():
+        return True
+    names = {p.name for p in path.iterdir()}
+    return (names <= set(DEMO_SUBDIRS) and all((path / n).is_dir() for n in names)
+            and (path / "dagster_home" / "dagster.yaml").is_file())
+
+
 def prepare(reset: bool) -> dict[str, Path] | None:
     """The demo's directories, emptied; None (and why) when ``DEMO_DIR`` holds something
     that is not a previous demo and ``reset`` is not given."""
     if DEMO_DIR.exists() and any(DEMO_DIR.iterdir()):
-        if not (DEMO_DIR / MARKER).exists() and not reset:
+        if not is_previous_demo(DEMO_DIR) and not reset:
             print(f"{DEMO_DIR} exists and is not a previous demo's directory (no {MARKER}): "
                   "not touching it. Set PAIMON_DEMO_DIR (make demo DEMO_DIR=...) to another "
                   "directory, or run with --reset (PAIMON_DEMO_RESET=1) to delete it.",
@@ -85,7 +98,7 @@ def prepare(reset: bool) -> dict[str, Path] | None:
     DEMO_DIR.mkdir(parents=True, exist_ok=True)
     (DEMO_DIR / MARKER).write_text("made by scripts/demo.py (make demo); replaced by the next "
                                    "make demo\n")
-    dirs = {k: DEMO_DIR / k for k in ("dagster_home", "warehouse", "landing")}
+    dirs = {k: DEMO_DIR / k for k in DEMO_SUBDIRS}
     for p in dirs.values():
         p.mkdir(parents=True)
     shutil.copy(REPO / "dagster.yaml", dirs["dagster_home"] / "dagster.yaml")
