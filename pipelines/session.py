@@ -121,6 +121,9 @@ def get_session(
     return spark
 
 
+_HIDE_TRACEBACK = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
+
+
 def register(spark: SparkSession) -> None:
     """Register the ``paimon`` format (``spark.read.format("paimon")``) and the Paimon SQL
     functions on ``spark`` (:func:`pipelines.sql.register_sql`, with the session's
@@ -128,8 +131,10 @@ def register(spark: SparkSession) -> None:
     from pipelines.sql import register_sql
 
     # a Paimon error from the source reaches the user as its typed message (the first line of
-    # Spark's AnalysisException), without the Python traceback before it
-    spark.conf.set("spark.sql.execution.pyspark.udf.hideTraceback.enabled", "true")
+    # Spark's AnalysisException), without the Python traceback before it -- unless the user set
+    # this conf (it applies to every Python UDF of the session)
+    if spark.conf.get(_HIDE_TRACEBACK, None) is None:
+        spark.conf.set(_HIDE_TRACEBACK, "true")
     # the source pushes filters into its scan; Spark refuses such a source unless this is on
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     register_sql(spark)
