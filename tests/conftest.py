@@ -4,7 +4,6 @@ plugin (``tests/_timing.py``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import uuid
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from tests._timing import FolderTimes
 from tests.interop.oracle import ORACLE_PY
+from tests.modload import load_module
 from tests.profiles import register_profiles
 from tests.tables import make_catalog
 
@@ -108,11 +108,7 @@ def oracle() -> ModuleType:
         if os.environ.get("CI") == "true":
             pytest.fail(msg)
         pytest.skip(msg)
-    spec = importlib.util.spec_from_file_location("paimon_oracle", ORACLE_PY)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(ORACLE_PY, "paimon_oracle", register=False)
 
 
 @pytest.fixture(scope="session")

@@ -4,9 +4,7 @@ a row of another key fails it."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,6 +15,7 @@ import pyarrow.compute as pc
 import pytest
 
 from paimon_core import FileSystemCatalog
+from tests.modload import load_module
 
 REPO = Path(__file__).resolve().parent.parent
 GEN = Path(os.environ.get("PAIMON_SHARED") or REPO.parent / "shared") / "bench" / "gen.py"
@@ -25,18 +24,9 @@ N = 4_000
 pytestmark = pytest.mark.skipif(not GEN.exists(), reason=f"no {GEN} (shared/ beside the repo)")
 
 
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def scale() -> ModuleType:
-    return _load(REPO / "bench" / "scale.py", "bench_scale")
+    return load_module(REPO / "bench" / "scale.py", "bench_scale")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +36,7 @@ def written(scale: ModuleType, tmp_path_factory: pytest.TempPathFactory
     and the model's (digest, row count)."""
     wh = tmp_path_factory.mktemp("scale") / "wh"
     scale.prepare_child(wh, str(GEN), N, 2)
-    gen = _load(GEN, "bench_gen")
+    gen = load_module(GEN, "bench_gen")
     model, _ = scale.expected_digest(N, gen.SEED)
     result = FileSystemCatalog(str(wh)).get_table(scale.TABLE).to_arrow()
     return wh, result, model, N
@@ -65,7 +55,7 @@ def _check(scale: ModuleType, t: pa.Table, model: Any) -> tuple[bool, str]:
 
 def test_model_matches_a_per_key_reference(scale: ModuleType) -> None:
     # the model's versions against a dict replay of the upserts (no numpy scatter)
-    gen = _load(GEN, "bench_gen")
+    gen = load_module(GEN, "bench_gen")
     latest = dict.fromkeys(range(N), 0)
     for k in range(1, scale.UPSERTS + 1):
         for i in scale.upsert_ids(N, k, gen.SEED).tolist():

@@ -3,23 +3,20 @@ anything else is left alone unless ``--reset``."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
+from tests.modload import load_module
+
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "scripts" / "demo.py"
 
 
 def _demo_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("paimon_demo_script", DEMO)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(DEMO, "paimon_demo_script", register=False)
 
 
 def _old_demo(root: Path) -> Path:

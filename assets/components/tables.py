@@ -204,28 +204,35 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
                            max_error_ratio=src.max_error_ratio,
                            partitioning=src.partitioning, start=src.start)
         asset = build_cdc_asset(spec, source, self.asset.labels(with_key=False))
-        jobs: list[Any] = []
-        schedules: list[Any] = []
         sensors: list[Any] = []
         if self.job_name == "" and self.landing_sensor is not None:
             raise SettingsError(f"{spec.identifier}: a landing sensor needs the table's job "
                                 "(job_name is '')")
-        if self.job_name != "":
-            job = dg.define_asset_job(self.job_name or f"{spec.slug}_ingest_job",
-                                      selection=[asset],
-                                      description=f"Ingest change events into {spec.identifier}.")
-            jobs.append(job)
-            if self.schedule is not None:
-                schedules.append(_partitioned_schedule(job, asset, self.schedule))
-            if self.landing_sensor is not None:
-                ls = self.landing_sensor
-                sensors.append(build_landing_sensor(
-                    spec, source, job, name=ls.name or f"{spec.slug}_landing_sensor",
-                    minimum_interval_seconds=ls.minimum_interval_seconds,
-                    default_status=(dg.DefaultSensorStatus.RUNNING if ls.running
-                                    else dg.DefaultSensorStatus.STOPPED)))
+        jobs, schedules = _table_job(asset, self.job_name, f"{spec.slug}_ingest_job",
+                                     f"Ingest change events into {spec.identifier}.",
+                                     self.schedule)
+        if jobs and self.landing_sensor is not None:
+            ls = self.landing_sensor
+            sensors.append(build_landing_sensor(
+                spec, source, jobs[0], name=ls.name or f"{spec.slug}_landing_sensor",
+                minimum_interval_seconds=ls.minimum_interval_seconds,
+                default_status=(dg.DefaultSensorStatus.RUNNING if ls.running
+                                else dg.DefaultSensorStatus.STOPPED)))
         return dg.Definitions(assets=[asset], asset_checks=attrs.table_checks(spec), jobs=jobs,
                               schedules=schedules, sensors=sensors)
+
+
+def _table_job(asset: dg.AssetsDefinition, job_name: str | None, default_name: str,
+               description: str, schedule: ScheduleAttributes | None
+               ) -> tuple[list[Any], list[Any]]:
+    """([the asset's job], [its schedule]) of a table component: no job when ``job_name`` is
+    ``""``, ``default_name`` when it is None; a schedule when ``schedule`` is given."""
+    if job_name == "":
+        return [], []
+    job = dg.define_asset_job(job_name or default_name, selection=[asset],
+                              description=description)
+    schedules = [] if schedule is None else [_partitioned_schedule(job, asset, schedule)]
+    return [job], schedules
 
 
 def _partitioned_schedule(job: Any, asset: dg.AssetsDefinition,
@@ -294,15 +301,9 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
             OverwritePartitions(kind=p.kind, start=p.start, values=tuple(p.values),
                                 name=p.name, layout=self.layout, format=self.format),
             self.asset.labels(with_key=False), upstream=self.upstream)
-        jobs: list[Any] = []
-        schedules: list[Any] = []
-        if self.job_name != "":
-            job = dg.define_asset_job(self.job_name or f"{spec.slug}_overwrite_job",
-                                      selection=[asset],
-                                      description=f"Replace one partition of {spec.identifier}.")
-            jobs.append(job)
-            if self.schedule is not None:
-                schedules.append(_partitioned_schedule(job, asset, self.schedule))
+        jobs, schedules = _table_job(asset, self.job_name, f"{spec.slug}_overwrite_job",
+                                     f"Replace one partition of {spec.identifier}.",
+                                     self.schedule)
         return dg.Definitions(assets=[asset], asset_checks=attrs.table_checks(spec), jobs=jobs,
                               schedules=schedules)
 
