@@ -102,9 +102,8 @@ def create_options(options: Mapping[str, str]) -> tuple[list[str], list[str], di
     (a key of :class:`~paimon_core.CoreOptions`) among the write options."""
     pks = _split_names(_first(options, CoreOptions.PRIMARY_KEY))
     parts = _split_names(_first(options, CoreOptions.PARTITION))
-    table_opts = {k: str(v) for k, v in options.items()
-                  if k in CoreOptions.declared_keys()
-                  and k not in (CoreOptions.PRIMARY_KEY, CoreOptions.PARTITION)}
+    keys = CoreOptions.declared_keys() - {CoreOptions.PRIMARY_KEY, CoreOptions.PARTITION}
+    table_opts = {k: str(v) for k, v in options.items() if k in keys}
     return pks, parts, table_opts
 
 
