@@ -328,6 +328,7 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
                 {k: v for r in reports for k, v in r.new_columns.items()}),
             "cdc/quarantine": quarantine,
             "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
+            **spark.run_metadata(),
         }))
 
     return _cdc

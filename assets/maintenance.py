@@ -268,6 +268,7 @@ def build_compaction(
             "compact/levels_after": dg.MetadataValue.json(
                 {str(k): v for k, v in sorted(after.levels.items())}),
             "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
+            **spark.run_metadata(),
         }))
 
     job = dg.define_asset_job(
@@ -401,6 +402,7 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
             "expire/orphan_bytes": dg.MetadataValue.int(report.orphan_bytes),
             "expire/total_bytes_freed": dg.MetadataValue.int(freed),
             "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
+            **spark.run_metadata(),
         })
 
     return _expire

@@ -152,6 +152,7 @@ def build_overwrite_asset(spec: TableSpec, partition_key: str,
                 "overwrite/files": dg.MetadataValue.int(result.files),
                 "overwrite/source": source,
                 "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
+                **spark.run_metadata(),
             }))
 
     return _overwrite

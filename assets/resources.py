@@ -14,12 +14,14 @@ Example:
     ... # doctest: +SKIP
 """
 
+import os
+import sys
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from paimon_core import (
     FileIO,
@@ -28,6 +30,7 @@ from paimon_core import (
     Identifier,
     join,
 )
+from pipelines.cluster import CONCURRENT_RUNS_ENV, ClusterShape, positive_int
 from pipelines.config import CatalogSettings, SparkSettings, parse_pairs
 
 if TYPE_CHECKING:
@@ -44,6 +47,7 @@ __all__ = [
     "local_resources",
     "production_resources",
     "resources_for",
+    "spark_pool_limit",
 ]
 
 #: the pool of every asset that runs Spark: ``dagster.yaml`` limits how many runs hold it
@@ -147,9 +151,28 @@ class LandingZone(dg.ConfigurableResource):
         )
 
 
+def spark_pool_limit(instance: dg.DagsterInstance | None) -> int | None:
+    """How many runs may hold :data:`SPARK_POOL` at once on ``instance``: the pool's limit
+    (``python -m assets.pools`` registers it), else ``concurrency.pools.default_limit``; None
+    without an instance or a limit."""
+    if instance is None:
+        return None
+    try:
+        limits = {p.name: p.limit for p in instance.event_log_storage.get_pool_limits()}
+    except NotImplementedError:  # a storage without concurrency support
+        limits = {}
+    limit = limits.get(SPARK_POOL) or instance.global_op_concurrency_default_limit
+    return int(limit) if limit else None
+
+
 class SparkResource(dg.ConfigurableResource):
     """The Spark session of a run (:func:`pipelines.session.get_session`): one session per
     process, created on first use and reused (the jobs run in-process with the assets).
+
+    On a standalone cluster the run takes its share of the cores
+    (:func:`pipelines.cluster.run_share`): the cluster's shape from the environment
+    (``PAIMON_SPARK_WORKERS``, ``SPARK_WORKER_CORES``), the number of runs at once from the
+    instance's :data:`SPARK_POOL` limit (:func:`spark_pool_limit`).
 
     Attributes:
         master: ``local[2]`` (embedded) or ``spark://host:7077``.
@@ -161,27 +184,61 @@ class SparkResource(dg.ConfigurableResource):
     app_name: str = "paimon-dagster"
     conf: dict[str, str] = Field(default_factory=dict)
     conf_pairs: str | None = None
+    _concurrent_runs: int | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._concurrent_runs = spark_pool_limit(context.instance)
 
     def settings(self) -> SparkSettings:
         conf = dict(self.conf)
         conf.update(parse_pairs(self.conf_pairs, what="spark conf"))
-        return SparkSettings(master=self.master, app_name=self.app_name, conf=conf)
+        runs = self._concurrent_runs or positive_int(os.environ, CONCURRENT_RUNS_ENV)
+        return SparkSettings(master=self.master, app_name=self.app_name, conf=conf,
+                             shape=ClusterShape.from_env(), concurrent_runs=runs)
 
     def session(self) -> "SparkSession":
         """The session of this process; the first call starts it (a JVM, 5-25 s), which the
         run's log records (:data:`SPARK_STARTED`)."""
         from pyspark.sql import SparkSession
 
-        from pipelines.session import get_session
+        from pipelines.session import application_of, get_session
 
         if SparkSession.getActiveSession() is not None:
             return get_session(self.settings())
         started = time.monotonic()
         session = get_session(self.settings())
+        app = application_of(session)
+        cores = session.conf.get("spark.cores.max", None)
         dg.get_dagster_logger().info(
-            f"{SPARK_STARTED} (master {session.sparkContext.master}) in "
+            f"{SPARK_STARTED} (master {app.master}, application {app.application_id}"
+            f"{', ' + cores + ' cores at most' if cores else ''}"
+            f"{', UI ' + app.ui_url if app.ui_url else ''}) in "
             f"{time.monotonic() - started:.1f} s")
         return session
+
+    def run_metadata(self) -> dict[str, Any]:
+        """The materialization metadata of the Spark application this process runs (its id,
+        master, driver UI, core cap); empty when no Spark session was started."""
+        if "pyspark" not in sys.modules:  # Spark never started in this process
+            return {}
+        from pyspark.sql import SparkSession
+
+        from pipelines.session import application_of
+
+        active = SparkSession.getActiveSession()
+        if active is None:
+            return {}
+        app = application_of(active)
+        meta: dict[str, Any] = {
+            "spark/application_id": dg.MetadataValue.text(app.application_id),
+            "spark/master": dg.MetadataValue.text(app.master),
+        }
+        if app.ui_url:
+            meta["spark/ui_url"] = dg.MetadataValue.url(app.ui_url)
+        cores = active.conf.get("spark.cores.max", None)
+        if cores:
+            meta["spark/cores_max"] = dg.MetadataValue.int(int(cores))
+        return meta
 
 
 def local_resources() -> dict[str, Any]:

@@ -75,6 +75,7 @@ from typing import TYPE_CHECKING, Any
 from paimon_core.errors import (
     CommitConflictError,
     CommitStateUnknownError,
+    ConfigError,
     CorruptMetadataError,
     DatabaseAlreadyExistError,
     DatabaseNotEmptyError,
@@ -398,6 +399,7 @@ __all__ = [
     "CompactOptions",
     "CompactSource",
     "CompactStrategy",
+    "ConfigError",
     "Consumer",
     "ConsumerManager",
     "CoreOptions",

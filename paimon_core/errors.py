@@ -89,6 +89,16 @@ class SchemaError(PaimonError, ValueError):
     """A schema, data type, option or value that does not fit the table's schema."""
 
 
+class ConfigError(PaimonError, ValueError):
+    """A deployment setting (an environment variable, a flag) that is missing or malformed;
+    the message names the setting."""
+
+    def __init__(self, setting: str, reason: str) -> None:
+        super().__init__(f"{setting}: {reason}")
+        self.setting = setting
+        self.reason = reason
+
+
 class UnsupportedError(PaimonError, NotImplementedError):
     """A feature of the format that this implementation does not handle (yet)."""
 

@@ -11,6 +11,11 @@ cluster deployment (``spark-submit``, a Dagster step, a container) sets it once:
 ``PAIMON_SPARK_MASTER``    Spark master (default ``local[*]``)
 ``PAIMON_SPARK_CONF``      extra Spark conf, ``k=v`` pairs separated by ``;`` or a JSON object
 ========================  ===================================================================
+
+On a standalone cluster, a run's share of the cores (``spark.cores.max``,
+``spark.executor.cores``) follows from the cluster's shape and the number of concurrent runs
+(:mod:`pipelines.cluster`: ``PAIMON_SPARK_WORKERS``, ``SPARK_WORKER_CORES``,
+``PAIMON_SPARK_CONCURRENT_RUNS``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 from paimon_core import (
@@ -33,6 +38,7 @@ from paimon_core import (
     TableSchema,
     limit_threads,
 )
+from pipelines.cluster import CONCURRENT_RUNS_ENV, SHARE_KEYS, ClusterShape, positive_int, run_share
 
 _CATALOG = "_catalog"  # CatalogSettings' catalog, built once
 _TABLE = "_table"  # TableHandle's table, opened once
@@ -168,15 +174,36 @@ class TableHandle:
 
 @dataclass(frozen=True)
 class SparkSettings:
-    """Spark master, application name and extra conf for :func:`pipelines.session.get_session`."""
+    """Spark master, application name and extra conf for :func:`pipelines.session.get_session`.
+
+    ``shape`` and ``concurrent_runs`` (both known, on a cluster master) size the run:
+    :meth:`session_conf` adds :func:`pipelines.cluster.run_share` under the explicit ``conf``.
+    """
 
     master: str = "local[*]"
     app_name: str = "paimon-pipelines"
     conf: Mapping[str, str] = field(default_factory=dict)
+    shape: ClusterShape | None = None
+    concurrent_runs: int | None = None
 
     @property
     def is_local(self) -> bool:
         return self.master.startswith("local")
+
+    def share_conf(self) -> dict[str, str]:
+        """This run's share of the cluster (empty in local mode, or when the cluster's shape or
+        the number of concurrent runs is unknown)."""
+        if self.is_local or self.shape is None or self.concurrent_runs is None:
+            return {}
+        return run_share(self.shape, self.concurrent_runs)
+
+    def session_conf(self) -> dict[str, str]:
+        """:meth:`share_conf` overlaid with ``conf`` (an explicit ``spark.cores.max`` /
+        ``spark.executor.cores`` wins, and then the rule is not applied at all)."""
+        explicit = dict(self.conf)
+        if any(k in explicit for k in SHARE_KEYS):
+            return explicit
+        return {**self.share_conf(), **explicit}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, app_name: str | None = None
@@ -186,6 +213,8 @@ class SparkSettings:
             master=env.get("PAIMON_SPARK_MASTER") or "local[*]",
             app_name=app_name or "paimon-pipelines",
             conf=parse_pairs(env.get("PAIMON_SPARK_CONF"), what="spark conf"),
+            shape=ClusterShape.from_env(env),
+            concurrent_runs=positive_int(env, CONCURRENT_RUNS_ENV),
         )
 
     @classmethod
@@ -195,8 +224,7 @@ class SparkSettings:
         base = cls.from_env(env, app_name=app_name)
         conf = dict(base.conf)
         conf.update(_pairs(getattr(args, "conf", None), "spark conf"))
-        return cls(master=getattr(args, "master", None) or base.master,
-                   app_name=base.app_name, conf=conf)
+        return replace(base, master=getattr(args, "master", None) or base.master, conf=conf)
 
 
 def limit_task_threads() -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,7 @@ from pipelines.config import SparkSettings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["LOCAL_DEFAULTS", "get_session", "source_root"]
+__all__ = ["LOCAL_DEFAULTS", "SparkApplication", "application_of", "get_session", "source_root"]
 
 #: Conf applied to local sessions unless overridden (small shuffles, no UI, UTC).
 LOCAL_DEFAULTS: dict[str, str] = {
@@ -51,6 +52,28 @@ COMMON_DEFAULTS: dict[str, str] = {
     # the paimon source pushes filters into its scan (off by default in Spark 4.1+)
     "spark.sql.python.filterPushdown.enabled": "true",
 }
+
+
+@dataclass(frozen=True)
+class SparkApplication:
+    """The Spark application behind a session, as a run reports it.
+
+    Attributes:
+        application_id: ``app-...`` on a standalone cluster, ``local-...`` in local mode.
+        ui_url: the driver's web UI (None when ``spark.ui.enabled`` is false, as in local mode).
+        master: the master URL.
+    """
+
+    application_id: str
+    ui_url: str | None
+    master: str
+
+
+def application_of(spark: SparkSession) -> SparkApplication:
+    """The application of ``spark`` (asked of its SparkContext; no job runs)."""
+    sc = spark.sparkContext
+    return SparkApplication(application_id=sc.applicationId, ui_url=sc.uiWebUrl or None,
+                            master=sc.master)
 
 
 def source_root() -> str:
@@ -108,7 +131,7 @@ def get_session(
     merged: dict[str, str] = dict(COMMON_DEFAULTS)
     if local and not under_submit:
         merged.update(LOCAL_DEFAULTS)
-    merged.update(settings.conf)
+    merged.update(settings.session_conf())
     merged.update(conf or {})
     builder = SparkSession.builder.appName(app_name or settings.app_name)
     if not under_submit or master is not None:

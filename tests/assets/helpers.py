@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import decimal
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -59,3 +60,12 @@ def commit_orders(table: FileStoreTable, rows: pa.Table, identifier: int) -> int
 
 def by_key(table: FileStoreTable, key: str) -> dict[object, dict[str, object]]:
     return {r[key]: r for r in table.to_arrow().to_pylist()}
+
+
+def assert_spark_metadata(md: dict[str, object], spark: Any) -> None:
+    """A Spark run's metadata names the application of the process's session (asked of the
+    session's own SparkContext) and its driver UI when it has one (local mode: none)."""
+    sc = spark.sparkContext
+    assert md["spark/application_id"] == sc.applicationId
+    assert md["spark/master"] == sc.master
+    assert md.get("spark/ui_url") == (sc.uiWebUrl or None)

@@ -18,6 +18,7 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.fsck import fsck
 from paimon_core.io.file_io import FileIO
 from pipelines.cdc_ingest import CdcOptions, ingest_batch
+from tests.assets.helpers import assert_spark_metadata
 
 pytestmark = pytest.mark.spark
 
@@ -61,6 +62,7 @@ def test_daily_partitions_then_backfill_twice(
     assert md["cdc/events"] == feed.events["cdc.orders"][feed.days[0]]
     assert md["paimon/rows_added"] + md["paimon/rows_deleted"] == md["cdc/rows_written"]
     assert md["paimon/files_added"] >= 1 and md["paimon/bytes_added"] > 0
+    assert_spark_metadata(md, spark)
     # the rest of the range as one backfill run (single-run backfill policy): day by day
     rest = _materialize([cdc_orders], resources, days=(feed.days[1], feed.days[2]))
     md = _md(rest, cdc_orders)

@@ -28,7 +28,7 @@ from paimon_core.consumer import Consumer, ConsumerManager
 from paimon_core.fsck import fsck
 from paimon_core.io.file_io import FileIO
 from paimon_core.table import FileStoreTable
-from tests.assets.helpers import by_key, commit_orders, order_rows
+from tests.assets.helpers import assert_spark_metadata, by_key, commit_orders, order_rows
 
 ORDERS_COMPACTION = next(c for c in compactions if c.asset.key.path[-1] == "cdc_orders_compaction")
 ORDERS_EXPIRY = next(a for a in expiry_assets if a.key.path[-1] == "cdc_orders_expiry")
@@ -78,6 +78,7 @@ def test_compact_one_bucket(spark: Any, orders: FileStoreTable, resources: dict)
     assert result.success
     md = _md(result, ORDERS_COMPACTION.asset)
     assert md["compact/status"] == "compacted"
+    assert_spark_metadata(md, spark)
     assert (md["compact/files_before"], md["compact/sorted_runs_before"]) == (6, 6)
     assert md["compact/files_after"] == md["compact/sorted_runs_after"] == 1
     assert md["compact/bytes_rewritten"] == before[2].bytes
@@ -144,6 +145,7 @@ def test_expiry_frees_snapshots_and_respects_consumers(
     assert first["expire/snapshots_expired"] == 4 and first["expire/earliest"] == 5
     assert first["expire/retained_before"] == 10 and first["expire/retained_after"] == 6
     assert first["expire/bytes_freed"] > 0
+    assert_spark_metadata(first, spark)
     # the reader moved on: retention (num-retained.max = 4) applies in full
     ConsumerManager(orders.file_io, orders.path).reset_consumer(DERIVED_CONSUMER_ID,
                                                                 Consumer(11))
@@ -167,6 +169,7 @@ def test_batch_overwrite_replaces_exactly_one_partition(
         md = _md(result, fx_rates)
         assert md["paimon/commit_kind"] == "OVERWRITE"
         assert md["overwrite/partition"] == f"dt={day}" and md["overwrite/rows"] == 5
+        assert_spark_metadata(md, spark)
     table = FileSystemCatalog(str(lake["warehouse"])).get_table(FX_RATES.identifier)
     before = table.to_arrow().to_pylist()
     assert sorted({r["dt"] for r in before}) == list(feed.days[:2]) and len(before) == 10
