@@ -71,5 +71,10 @@ bench: install oracle
 	$(PY) bench/scale.py
 	$(PY) bench/cdc.py
 
+# docker/secrets.env with random secrets for docker/compose.yaml (kept if it exists)
+.PHONY: prod-secrets
+prod-secrets:
+	sh docker/make-secrets.sh
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info
