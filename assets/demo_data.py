@@ -16,12 +16,19 @@ Layout (``LandingZone``)::
     <landing>/cdc.customers/dt=2025-01-06/part-0.json      Debezium JSON lines
     <landing>/cdc.orders/dt=2025-01-06/part-0.json
     <landing>/ref.fx_rates/dt=2025-01-06/rates.csv           dt,currency,rate_to_eur,source
+
+One command writes it onto a deployment's landing zone (S3 settings from the production
+environment, :data:`assets.resources.S3_ENV`)::
+
+    python -m assets.demo_data --landing s3://lake/landing      # default: $PAIMON_LANDING
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
+import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,7 +40,7 @@ from paimon_core import (
     join,
 )
 
-__all__ = ["DEMO_DAYS", "Feed", "epoch_millis", "generate"]
+__all__ = ["DEMO_DAYS", "Feed", "epoch_millis", "generate", "main"]
 
 DEMO_DAYS = ("2025-01-06", "2025-01-07", "2025-01-08")
 COUNTRIES = ("DE", "FR", "NL", "ES", "IT", "PL", "SE", "GB", "US")
@@ -200,3 +207,34 @@ def generate(
 
 def _write(file_io: FileIO, path: str, lines: Sequence[str]) -> None:
     file_io.write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m assets.demo_data [--landing URL] [--days D1,D2]``: write the feed."""
+    parser = argparse.ArgumentParser(
+        prog="python -m assets.demo_data",
+        description="Write the demo's CDC feed and rates extract onto a landing zone.")
+    parser.add_argument("--landing", default=os.environ.get("PAIMON_LANDING"),
+                        help="landing root (local path or s3://...; default $PAIMON_LANDING)")
+    parser.add_argument("--days", default=",".join(DEMO_DAYS),
+                        help="comma-separated landing days (default %(default)s)")
+    args = parser.parse_args(argv)
+    if not args.landing:
+        parser.error("--landing is required when PAIMON_LANDING is not set")
+    options: dict[str, str] = {}
+    if args.landing.startswith(("s3://", "s3a://")):
+        from assets.resources import S3_ENV, S3Storage  # dagster: only for S3 settings
+
+        options = S3Storage(**{f: os.environ[v] for f, v in S3_ENV.items()
+                               if os.environ.get(v)}).options()
+    days = tuple(d.strip() for d in args.days.split(",") if d.strip())
+    feed = generate(FileIO(args.landing, options), args.landing, days=days)
+    for table, per_day in sorted(feed.events.items()):
+        for day, n in sorted(per_day.items()):
+            print(f"{table} dt={day}: {n} events")
+    print(f"ref.fx_rates: {len(days)} day(s) -> {args.landing}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

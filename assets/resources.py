@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "S3_ENV",
     "SPARK_POOL",
     "SPARK_STARTED",
     "LandingZone",
@@ -49,6 +50,10 @@ __all__ = [
     "resources_for",
     "spark_pool_limit",
 ]
+
+#: the environment variable of each :class:`S3Storage` field in production (docker/paimon.env)
+S3_ENV = {"endpoint": "PAIMON_S3_ENDPOINT", "region": "PAIMON_S3_REGION",
+          "access_key": "AWS_ACCESS_KEY_ID", "secret_key": "AWS_SECRET_ACCESS_KEY"}
 
 #: the pool of every asset that runs Spark: ``dagster.yaml`` limits how many runs hold it
 SPARK_POOL = "paimon-spark"
@@ -260,12 +265,7 @@ def production_resources() -> dict[str, Any]:
     (``s3://...``), ``PAIMON_S3_ENDPOINT``, ``PAIMON_S3_REGION``, ``AWS_ACCESS_KEY_ID``,
     ``AWS_SECRET_ACCESS_KEY``, ``PAIMON_SPARK_MASTER``, ``PAIMON_SPARK_CONF``.
     """
-    s3 = S3Storage(
-        endpoint=dg.EnvVar("PAIMON_S3_ENDPOINT"),
-        region=dg.EnvVar("PAIMON_S3_REGION"),
-        access_key=dg.EnvVar("AWS_ACCESS_KEY_ID"),
-        secret_key=dg.EnvVar("AWS_SECRET_ACCESS_KEY"),
-    )
+    s3 = S3Storage(**{f: dg.EnvVar(v) for f, v in S3_ENV.items()})
     return {
         "catalog": PaimonCatalog(warehouse=dg.EnvVar("PAIMON_WAREHOUSE"), storage=s3),
         "landing": LandingZone(root=dg.EnvVar("PAIMON_LANDING"), storage=s3),

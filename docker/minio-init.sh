@@ -6,7 +6,7 @@ set -eu
 bucket_of() { b=${1#s3://}; echo "${b%%/*}"; }
 mc alias set store http://minio:9000 "$MINIO_ROOT_USER" "$MINIO_ROOT_PASSWORD"
 for bucket in "$(bucket_of "$PAIMON_WAREHOUSE")" "$(bucket_of "$PAIMON_LANDING")" \
-              "$PAIMON_COMPUTE_LOGS_BUCKET"; do
+              "$DAGSTER_COMPUTE_LOGS_BUCKET"; do
     mc mb --ignore-existing "store/$bucket"
 done
 mc admin user add store "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY"

@@ -1,9 +1,12 @@
 """The demo's jobs that span several tables: one ingestion job for both CDC tables (a day
-of every feed per run) and one expiry job for every table."""
+of every feed per run, by schedule or by the landing sensor) and one expiry job for every
+table."""
 
 import dagster as dg
 
+from assets.cdc import CdcSource, build_landing_sensor
 from assets.maintenance import EXPIRE_TAG
+from assets.tables import ORDERS
 
 CDC_TABLES = (dg.AssetKey(["cdc", "customers"]), dg.AssetKey(["cdc", "orders"]))
 cdc_job = dg.define_asset_job(
@@ -15,6 +18,10 @@ cdc_schedule = dg.build_schedule_from_partitioned_job(
     cdc_job, hour_of_day=1, minute_of_hour=15,
     default_status=dg.DefaultScheduleStatus.STOPPED,
 )
+# ships stopped (start it from the UI): one cdc_ingest_job run per landing day of cdc.orders
+# (upstream lands every CDC table of a day together); run_key = the day
+cdc_landing_sensor = build_landing_sensor(
+    ORDERS, CdcSource(), cdc_job, name="cdc_landing_sensor", minimum_interval_seconds=30)
 expiry_job = dg.define_asset_job(
     "expiry_job",
     selection=dg.AssetSelection.groups("maintenance").materializable()

@@ -1,19 +1,14 @@
 """External processes for the slow assets tests: ``dagster dev``, headless Chromium and a
-Debian PostgreSQL server, each on loopback and torn down by process group."""
+Debian PostgreSQL server (from ``scripts/topology.py``), each on loopback and torn down by
+process group."""
 
 from __future__ import annotations
 
-import contextlib
-import glob
 import json
 import os
-import pwd
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -23,28 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.modload import load_module
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def stop_group(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
-    """SIGTERM the process group, then SIGKILL what is left (``dagster dev`` ignores
-    SIGTERM for ~40 s)."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(grace)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(10)
+# processes and PostgreSQL: their one home is the process topology (scripts/topology.py)
+_topology = sys.modules.get("paimon_topology") or load_module(
+    REPO / "scripts" / "topology.py", "paimon_topology")
+free_port = _topology.free_port
+stop_group = _topology.stop_group
+pg_bin = _topology.pg_bin
+postgres = _topology.postgres
+Postgres = _topology.Postgres
 
 
 # ------------------------------------------------------------------------------ dagster dev
@@ -339,59 +325,3 @@ def screenshot(url: str, path: Path, *, window: str = "1400,1250", timeout: floa
                ) -> None:
     subprocess.run([*_chromium_args(window), f"--screenshot={path}", url],
                    capture_output=True, timeout=timeout, check=True)
-
-
-# ------------------------------------------------------------------------------ PostgreSQL
-def pg_bin() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    return Path(found[-1]).parent if found else None
-
-
-@dataclass
-class Postgres:
-    host: str
-    port: int
-    user: str
-    db: str
-
-
-def _as_postgres_user() -> tuple[list[str], Any]:
-    """initdb refuses to run as root: drop to the ``postgres`` user then."""
-    if os.geteuid() != 0:
-        return [], None
-    pw = pwd.getpwnam("postgres")
-
-    def demote() -> None:
-        os.setgid(pw.pw_gid)
-        os.setuid(pw.pw_uid)
-
-    return [str(pw.pw_uid), str(pw.pw_gid)], demote
-
-
-@contextmanager
-def postgres() -> Iterator[Postgres]:
-    """A throwaway PostgreSQL cluster on 127.0.0.1 (trust auth), database ``dagster``."""
-    bindir = pg_bin()
-    assert bindir, "PostgreSQL is not installed (apt-get install -y postgresql)"
-    owner, demote = _as_postgres_user()
-    # not under pytest's tmp_path: its parents are private to root, and the server may run
-    # as the postgres user
-    root = Path(tempfile.mkdtemp(prefix="paimon-pg-"))
-    if owner:
-        os.chown(root, int(owner[0]), int(owner[1]))
-    data, port = root / "data", free_port()
-
-    def run(*args: str) -> None:
-        subprocess.run(list(args), check=True, capture_output=True, preexec_fn=demote,
-                       timeout=120)
-
-    run(str(bindir / "initdb"), "-D", str(data), "-U", "dagster", "--auth=trust", "-E", "UTF8")
-    run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w",
-        "-o", f"-h 127.0.0.1 -p {port} -k {root}", "start")
-    try:
-        run(str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "dagster",
-            "dagster")
-        yield Postgres("127.0.0.1", port, "dagster", "dagster")
-    finally:
-        run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
-        shutil.rmtree(root, ignore_errors=True)

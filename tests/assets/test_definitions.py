@@ -35,7 +35,8 @@ def test_definitions_load(module: str) -> None:
     assert len(checks) == 16
     assert ("cdc/orders", "fsck_clean") in checks and ("ref/fx_rates", "freshness") in checks
     repo = defs.get_repository_def()
-    assert {s.name for s in repo.sensor_defs} == {"cdc_orders_snapshot_sensor"}
+    assert {s.name for s in repo.sensor_defs} == {"cdc_orders_snapshot_sensor",
+                                                  "cdc_landing_sensor"}
     assert {s.name for s in repo.schedule_defs} == {
         "cdc_ingest_job_schedule", "fx_rates_overwrite_job_schedule", "expiry_schedule",
         *(f"{t}_compaction_schedule" for t in ("cdc_customers", "cdc_orders", "ref_fx_rates",

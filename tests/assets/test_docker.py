@@ -304,8 +304,8 @@ def test_minio_init_creates_the_buckets_and_the_app_user(tmp_path: Path) -> None
     buckets = {c.split("store/")[1] for c in calls if c.startswith("mb ")}
     assert buckets == {env["PAIMON_WAREHOUSE"][5:].split("/")[0],
                        env["PAIMON_LANDING"][5:].split("/")[0],
-                       env["PAIMON_COMPUTE_LOGS_BUCKET"]}
-    assert env["PAIMON_COMPUTE_LOGS_PREFIX"].strip("/")
+                       env["DAGSTER_COMPUTE_LOGS_BUCKET"]}
+    assert env["DAGSTER_COMPUTE_LOGS_PREFIX"].strip("/")
     assert (f"admin user add store {env['AWS_ACCESS_KEY_ID']} "
             f"{env['AWS_SECRET_ACCESS_KEY']}") in calls
     assert f"admin policy attach store readwrite --user {env['AWS_ACCESS_KEY_ID']}" in calls
