@@ -324,3 +324,17 @@ def test_each_spark_run_gets_its_share_of_the_cluster() -> None:
     cores_max, executor = int(share["spark.cores.max"]), int(share["spark.executor.cores"])
     assert cores_max >= 1 and runs * cores_max <= shape.cores
     assert shape.worker_cores % executor == 0 and cores_max % executor == 0
+
+
+def test_readme_gives_the_operator_steps() -> None:
+    readme = (DOCKER / "README.md").read_text()
+    # the secrets step, and the one-command feed (a CLI of assets.demo_data)
+    assert "make prod-secrets" in readme and "secrets.env.example" in readme
+    assert ("docker compose -f docker/compose.yaml exec code-location \\\n"
+            "    python -m assets.demo_data --landing s3://lake/landing") in readme
+    assert '"--landing"' in (REPO / "assets" / "demo_data.py").read_text()
+    assert "python -c" not in readme  # the pasted snippet is gone
+    # the sizing rule is documented with the settings it reads
+    for word in ("spark.cores.max", "spark.executor.cores", "PAIMON_SPARK_WORKERS",
+                 "SPARK_WORKER_CORES", "PAIMON_SPARK_CONCURRENT_RUNS", "paimon-spark"):
+        assert word in readme, word
