@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import urllib.request
@@ -44,6 +45,8 @@ __all__ = [
     "master_status",
     "run_share",
 ]
+
+log = logging.getLogger(__name__)
 
 WORKERS_ENV = "PAIMON_SPARK_WORKERS"
 WORKER_CORES_ENV = "SPARK_WORKER_CORES"
@@ -97,17 +100,22 @@ def run_share(shape: ClusterShape, concurrent_runs: int) -> dict[str, str]:
     dividing ``worker_cores`` that keeps the most of them (so N runs' executors pack onto the
     workers exactly: N * cores.max <= cores, each worker holds whole executors).
 
+    More runs than cores cannot all make progress: each then gets one core (``cores`` of them
+    run, the others wait for executors) and a warning says so -- the deployment's own
+    configuration is checked for it (tests/assets/test_docker.py).
+
     Raises:
-        ConfigError: fewer cores than runs (a run would get no executor).
+        ConfigError: ``concurrent_runs`` < 1.
     """
     if concurrent_runs < 1:
         raise ConfigError("concurrent Spark runs", f"must be at least 1, got {concurrent_runs}")
     per_run = shape.cores // concurrent_runs
     if per_run < 1:
-        raise ConfigError(
-            "concurrent Spark runs",
-            f"{concurrent_runs} runs at once on {shape.workers} x {shape.worker_cores} worker "
-            "cores: a run would get no core; lower the paimon-spark pool limit or add cores")
+        log.warning(
+            "%d Spark runs at once on %d x %d worker cores: only %d can run at a time; lower "
+            "the paimon-spark pool limit or add cores", concurrent_runs, shape.workers,
+            shape.worker_cores, shape.cores)
+        per_run = 1
     divisors = [d for d in range(shape.worker_cores, 0, -1)
                 if shape.worker_cores % d == 0 and d <= per_run]
     executor = max(divisors, key=lambda d: (per_run - per_run % d, d))

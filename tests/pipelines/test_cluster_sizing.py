@@ -70,9 +70,19 @@ def test_without_a_cap_the_first_run_takes_every_core() -> None:
     assert share == {"spark.cores.max": "1", "spark.executor.cores": "1"}
 
 
-def test_more_runs_than_cores_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="5 runs at once on 2 x 2 worker cores"):
-        run_share(ClusterShape(2, 2), 5)
+def test_more_runs_than_cores_get_one_core_each_and_a_warning(
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="pipelines.cluster"):
+        share = run_share(ClusterShape(2, 2), 5)
+    assert share == {"spark.cores.max": "1", "spark.executor.cores": "1"}
+    assert "5 Spark runs at once on 2 x 2 worker cores: only 4 can run" in caplog.text
+    assert _place(ClusterShape(2, 2), [{"cores_max": 1, "executor": 1}] * 5) == [1] * 4 + [0]
+
+
+def test_malformed_settings_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="at least 1, got 0"):
+        run_share(ClusterShape(2, 2), 0)
     with pytest.raises(ConfigError, match=r"SPARK_WORKER_CORES.*'two' is not an integer"):
         ClusterShape.from_env({"PAIMON_SPARK_WORKERS": "2", "SPARK_WORKER_CORES": "two"})
     with pytest.raises(ConfigError, match=r"PAIMON_SPARK_CONCURRENT_RUNS.*at least 1"):
