@@ -69,3 +69,5 @@ def assert_spark_metadata(md: dict[str, object], spark: Any) -> None:
     assert md["spark/application_id"] == sc.applicationId
     assert md["spark/master"] == sc.master
     assert md.get("spark/ui_url") == (sc.uiWebUrl or None)
+    cap = spark.conf.get("spark.cores.max", None)
+    assert md.get("spark/cores_max") == (int(cap) if cap else None)
