@@ -22,7 +22,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.metadata import table_state_metadata
+from assets.metadata import SNAPSHOT_ID, TABLE_NAME, table_state_metadata
 from assets.resources import PaimonCatalog
 from paimon_core import Identifier, TableNotExistError
 
@@ -36,8 +36,8 @@ def observe_table(catalog: PaimonCatalog, identifier: str | Identifier,
     try:
         table = catalog.table(identifier)
     except TableNotExistError:
-        return {"dagster/table_name": str(Identifier.parse(identifier)),
-                "paimon/snapshot": dg.MetadataValue.text("no table")}, None
+        return {TABLE_NAME: str(Identifier.parse(identifier)),
+                SNAPSHOT_ID: dg.MetadataValue.text("no table")}, None
     snap = table.latest_snapshot()
     return table_state_metadata(table, count_rows=count_rows), None if snap is None else snap.id
 
@@ -65,7 +65,7 @@ def build_table_observation(
     @dg.observable_source_asset(
         key=asset_key, group_name=group_name,
         description=description or f"Paimon table {ident}, observed (any engine may write it)",
-        metadata={"dagster/table_name": ident},
+        metadata={TABLE_NAME: ident},
     )
     def _observe(catalog: PaimonCatalog) -> dg.ObserveResult:
         md, snapshot_id = observe_table(catalog, ident, count_rows=count_rows)
