@@ -31,7 +31,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets.labels import AssetLabels, SettingsError
-from assets.metadata import accepts_properties, context_properties, snapshot_metadata
+from assets.metadata import TABLE, accepts_properties, context_properties, snapshot_metadata
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import DAILY_START, TableSpec
@@ -282,7 +282,7 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
         partitions_def=partitions_def,
         backfill_policy=dg.BackfillPolicy.single_run() if partitions_def else None,
         pool=SPARK_POOL,
-        metadata={"paimon/table": spec.identifier},
+        metadata={TABLE: spec.identifier},
     )
     def _cdc(
         context: dg.AssetExecutionContext,

@@ -207,7 +207,7 @@ def build_compaction(
         # no backfill policy: a backfill then runs one partition per run, tagged with it (a
         # policy, even multi_run(1), makes range runs, which carry no dagster/partition)
         pool=SPARK_POOL,
-        metadata={"paimon/table": spec.identifier},
+        metadata={TABLE: spec.identifier},
     )
     def _compact(
         context: dg.AssetExecutionContext,
@@ -354,7 +354,7 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
             "(pipelines.expire)."),
         deps=[dg.AssetKey(list(table_key or spec.key_path))],
         pool=SPARK_POOL,
-        metadata={"paimon/table": spec.identifier},
+        metadata={TABLE: spec.identifier},
     )
     def _expire(
         context: dg.AssetExecutionContext,

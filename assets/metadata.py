@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from paimon_core import CommitKind, FileStoreTable, Snapshot, TableSchema
 
 __all__ = [
+    "ASSET_PROPERTY",
     "COLUMN_SCHEMA",
     "COMMIT_KIND",
     "ROW_COUNT",

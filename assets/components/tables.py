@@ -12,6 +12,7 @@ from assets.checks import build_table_checks
 from assets.derived import Derivation, build_derived, load_transform
 from assets.labels import AssetLabels, SettingsError
 from assets.maintenance import ExpiryConfig, build_compaction, build_expiry_asset
+from assets.metadata import TABLE
 from assets.overwrite import OverwritePartitions, build_overwrite_asset
 from assets.resources import resources_for
 from assets.tables import DAILY_START, TableSpec
@@ -449,7 +450,7 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
         schedules: list[Any] = []
         if self.external:
             assets.append(dg.AssetSpec(spec.key_path, kinds={"paimon"}, metadata={
-                "paimon/table": spec.identifier}, description=f"{spec.identifier} (written "
+                TABLE: spec.identifier}, description=f"{spec.identifier} (written "
                 "outside this code location; maintained here)"))
         if self.compaction is not None:
             c = self.compaction
