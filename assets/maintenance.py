@@ -255,7 +255,8 @@ def build_compaction(
             f"{context.partition_key}: {status}; files {before.files} -> "
             f"{after.files}, sorted runs {before.sorted_runs} -> {after.sorted_runs}, "
             f"{rewritten} bytes rewritten")
-        return dg.MaterializeResult(metadata=snapshot_metadata(table, snapshot_ids, **{
+        return dg.MaterializeResult(metadata=snapshot_metadata(
+            table, snapshot_ids, table_state=False, **{
             "compact/status": status,
             "compact/bucket": dg.MetadataValue.int(bucket),
             "compact/partition": ",".join(f"{k}={v}" for k, v in (partition or {}).items())

@@ -179,8 +179,8 @@ def table_stats(
 
 
 def snapshot_metadata(
-    table: FileStoreTable, snapshot_ids: Sequence[int], *, count_rows: bool = True,
-    **extra: Any
+    table: FileStoreTable, snapshot_ids: Sequence[int], *, table_state: bool = True,
+    count_rows: bool = True, **extra: Any
 ) -> dict[str, Any]:
     """Materialization metadata of a run that committed ``snapshot_ids`` (maybe none):
 
@@ -191,12 +191,18 @@ def snapshot_metadata(
       table's latest);
     * what the table is now: :func:`table_state_metadata` (row count, column schema, live
       files and bytes, sorted runs...), so a no-op run reports the same table, never a drop
-      to zero.
+      to zero. ``table_state=False`` for an asset that maintains the table rather than
+      being it (compaction): the table's own asset gets that state from the table-state
+      sensor (:mod:`assets.observations`).
     """
     import dagster as dg
 
     md: dict[str, Any] = {TABLE: str(table.identifier)}
-    md.update(table_state_metadata(table, count_rows=count_rows))
+    if table_state:
+        md.update(table_state_metadata(table, count_rows=count_rows))
+    else:
+        latest = table.snapshot_manager.latest_snapshot_id()
+        md[SNAPSHOT_ID] = dg.MetadataValue.text("none" if latest is None else str(latest))
     deltas = ("rows_added", "rows_deleted", "files_added", "files_deleted", "bytes_added",
               "bytes_deleted")
     if snapshot_ids:

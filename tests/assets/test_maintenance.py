@@ -100,6 +100,10 @@ def test_compact_one_bucket(spark: Any, orders: FileStoreTable, resources: dict)
     md = _md(again, ORDERS_COMPACTION.asset)
     assert md["compact/status"] == "nothing to compact" and md["paimon/commit_kind"] == "NONE"
     assert orders.snapshot_manager.latest_snapshot_id() == 7
+    # a no-op names the table's latest snapshot (text), no drop to 0; the table's row count
+    # and schema belong to the table's asset (the table-state sensor), not to its compaction
+    assert md["paimon/snapshot_id"] == "7" and md["paimon/files_added"] == 0
+    assert "dagster/row_count" not in md and "dagster/column_schema" not in md
 
 
 def test_compaction_schedule_requests_only_buckets_that_need_it(
