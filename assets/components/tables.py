@@ -51,7 +51,9 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "PaimonCdcTable": {
         "table": "shop.orders", "columns": _COLUMNS, "primary_key": ["id"],
         "options": {"bucket": 2, "sequence.field": "lsn"},
-        "source": {"connector": "postgresql", "start": DAILY_START}},
+        "source": {"connector": "postgresql", "start": DAILY_START,
+                   "partition_keys": "landed"},
+        "landing_sensor": {}},
     "PaimonOverwriteTable": {
         "table": "ref.rates", "columns": [{"name": "dt", "type": "STRING"},
                                           {"name": "rate", "type": "DOUBLE"}],
