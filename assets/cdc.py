@@ -31,7 +31,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets.labels import AssetLabels, SettingsError
-from assets.metadata import accepts_properties, context_properties, snapshot_metadata
+from assets.metadata import TABLE, accepts_properties, context_properties, snapshot_metadata
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import DAILY_START, TableSpec
@@ -55,6 +55,9 @@ CDC_PARTITIONS = dg.DailyPartitionsDefinition(start_date=DAILY_START)
 #: where a table's events land under the landing root (``{partition}``: the run partition)
 DEFAULT_LAYOUT = "{table}/dt={partition}"
 Partitioning = Literal["daily", "hourly", "none"]
+#: which partition keys exist: every day / hour from ``start`` (``calendar``), or only those
+#: whose events have landed, added by the landing sensor (``landed``)
+PartitionKeys = Literal["calendar", "landed"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,13 @@ class CdcSource:
         max_error_ratio: fail the batch above this share of malformed events.
         partitioning: ``daily`` / ``hourly`` run partitions from ``start``, or ``none``.
         start: first partition (``YYYY-MM-DD``, or ``YYYY-MM-DD-HH:MM`` for hourly).
+        partition_keys: ``calendar``: every day (hour) from ``start`` is a partition, so each
+            one without landed events shows "Missing" in the UI forever; ``landed``: a Dagster
+            dynamic partitions definition (``partitions_name``) to which the landing sensor
+            adds each day (hour) once its events have landed, so "Missing" counts the landed
+            batches not ingested yet. Backfills from the UI select among the landed keys.
+        partitions_name: the dynamic partitions' name (``landed``; default
+            ``<db>_<table>_landed``). Tables that share a job must share it.
     """
 
     layout: str = DEFAULT_LAYOUT
@@ -84,6 +94,8 @@ class CdcSource:
     max_error_ratio: float = 0.05
     partitioning: Partitioning = "daily"
     start: str = DAILY_START
+    partition_keys: PartitionKeys = "calendar"
+    partitions_name: str | None = None
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -95,12 +107,25 @@ class CdcSource:
         if self.partitioning not in ("daily", "hourly", "none"):
             raise SettingsError(f"unknown partitioning {self.partitioning!r}: expected daily, "
                              "hourly or none")
+        if self.partition_keys not in ("calendar", "landed"):
+            raise SettingsError(f"unknown partition_keys {self.partition_keys!r}: expected "
+                                "calendar or landed")
+        if self.partition_keys == "landed" and self.partitioning == "none":
+            raise SettingsError("partition_keys 'landed' needs daily or hourly partitioning")
         if self.partitioning != "none" and "{partition}" not in self.layout:
             raise SettingsError(f"layout {self.layout!r} has no {{partition}} placeholder "
                              f"(partitioning {self.partitioning})")
 
-    def partitions_def(self) -> dg.PartitionsDefinition | None:
-        """The run partitions (``None``: unpartitioned runs)."""
+    def partitions_def(self, slug: str) -> dg.PartitionsDefinition | None:
+        """The run partitions of the table whose :attr:`TableSpec.slug` is ``slug``
+        (``None``: unpartitioned runs): the calendar's, or the dynamic partitions of its
+        landed keys (``partitions_name``, default ``<slug>_landed``)."""
+        if self.partition_keys == "landed":
+            return dg.DynamicPartitionsDefinition(name=self.partitions_name or f"{slug}_landed")
+        return self.calendar()
+
+    def calendar(self) -> dg.TimeWindowPartitionsDefinition | None:
+        """Every day / hour from ``start`` (the keys a landed directory may name)."""
         if self.partitioning == "daily":
             if self.start == DAILY_START:
                 return CDC_PARTITIONS
@@ -209,11 +234,15 @@ def build_landing_sensor(spec: TableSpec, source: CdcSource, job: Any, *, name: 
                          ) -> dg.SensorDefinition:
     """A sensor requesting one run of ``job`` per landed partition of ``spec`` (its
     directory holds a file; ``run_key`` = the partition: each partition is requested once,
-    and a re-run finds its commit anyway)."""
-    parts = source.partitions_def()
-    if parts is None:
+    and a re-run finds its commit anyway). With ``partition_keys: landed`` it first adds the
+    landed keys the dynamic partitions do not have yet (a directory whose name is no
+    day / hour of the calendar from ``start`` is ignored)."""
+    calendar = source.calendar()
+    parts = source.partitions_def(spec.slug)
+    if calendar is None or parts is None:
         raise SettingsError(f"{spec.identifier}: a landing sensor needs partitioned runs "
                             "(partitioning daily or hourly)")
+    dynamic = parts if isinstance(parts, dg.DynamicPartitionsDefinition) else None
 
     @dg.sensor(name=name, job=job, minimum_interval_seconds=minimum_interval_seconds,
                default_status=default_status,
@@ -221,11 +250,17 @@ def build_landing_sensor(spec: TableSpec, source: CdcSource, job: Any, *, name: 
                "landing partition.")
     def _landed(context: dg.SensorEvaluationContext, landing: LandingZone) -> dg.SensorResult:
         keys = [k for k in source.landed(landing, spec.identifier)
-                if parts.has_partition_key(k)]
+                if calendar.has_partition_key(k)]
         if not keys:
             return dg.SensorResult(skip_reason=f"nothing has landed for {spec.identifier}")
+        adds = []
+        if dynamic is not None and dynamic.name is not None:
+            known = set(context.instance.get_dynamic_partitions(dynamic.name))
+            new = [k for k in keys if k not in known]
+            if new:
+                adds.append(dynamic.build_add_request(new))
         return dg.SensorResult(run_requests=[dg.RunRequest(run_key=k, partition_key=k)
-                                             for k in keys])
+                                             for k in keys], dynamic_partitions_requests=adds)
 
     return _landed
 
@@ -236,7 +271,7 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
     how runs are partitioned; ``labels``: key, group... default the demo's)."""
     src = source or CdcSource()
     labels = labels or AssetLabels()
-    partitions_def = src.partitions_def()
+    partitions_def = src.partitions_def(spec.slug)
     unit = {"daily": "landing day", "hourly": "landing hour", "none": "none"}[src.partitioning]
 
     @dg.asset(
@@ -247,7 +282,7 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
         partitions_def=partitions_def,
         backfill_policy=dg.BackfillPolicy.single_run() if partitions_def else None,
         pool=SPARK_POOL,
-        metadata={"paimon/table": spec.identifier},
+        metadata={TABLE: spec.identifier},
     )
     def _cdc(
         context: dg.AssetExecutionContext,

@@ -59,7 +59,7 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from assets.labels import AssetLabels, SettingsError
-from assets.metadata import context_properties, snapshot_metadata
+from assets.metadata import TABLE, context_properties, snapshot_metadata
 from assets.resources import PaimonCatalog
 from assets.runs import DERIVED_POOL
 from assets.tables import TableSpec
@@ -471,7 +471,7 @@ def build_derived(
                               description=target.description),
         deps=[dg.AssetKey(list(source_key or source.key_path))],
         pool=DERIVED_POOL,  # one run at a time, however launched (assets/runs.py)
-        metadata={"paimon/table": target.identifier, "paimon/source": source.identifier},
+        metadata={TABLE: target.identifier, "paimon/source": source.identifier},
     )
     def _derived(
         context: dg.AssetExecutionContext, config: RangeConfig, catalog: PaimonCatalog

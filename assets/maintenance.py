@@ -38,6 +38,9 @@ from pydantic import Field
 
 from assets.labels import AssetLabels
 from assets.metadata import (
+    COMMIT_KIND,
+    SNAPSHOT_ID,
+    TABLE,
     accepts_properties,
     context_properties,
     run_commit_user,
@@ -204,7 +207,7 @@ def build_compaction(
         # no backfill policy: a backfill then runs one partition per run, tagged with it (a
         # policy, even multi_run(1), makes range runs, which carry no dagster/partition)
         pool=SPARK_POOL,
-        metadata={"paimon/table": spec.identifier},
+        metadata={TABLE: spec.identifier},
     )
     def _compact(
         context: dg.AssetExecutionContext,
@@ -252,7 +255,8 @@ def build_compaction(
             f"{context.partition_key}: {status}; files {before.files} -> "
             f"{after.files}, sorted runs {before.sorted_runs} -> {after.sorted_runs}, "
             f"{rewritten} bytes rewritten")
-        return dg.MaterializeResult(metadata=snapshot_metadata(table, snapshot_ids, **{
+        return dg.MaterializeResult(metadata=snapshot_metadata(
+            table, snapshot_ids, table_state=False, **{
             "compact/status": status,
             "compact/bucket": dg.MetadataValue.int(bucket),
             "compact/partition": ",".join(f"{k}={v}" for k, v in (partition or {}).items())
@@ -352,7 +356,7 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
             "(pipelines.expire)."),
         deps=[dg.AssetKey(list(table_key or spec.key_path))],
         pool=SPARK_POOL,
-        metadata={"paimon/table": spec.identifier},
+        metadata={TABLE: spec.identifier},
     )
     def _expire(
         context: dg.AssetExecutionContext,
@@ -387,12 +391,12 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
             f"{ex.get('expired_ids', [])}, {ex.get('deleted_files', 0)} files / "
             f"{ex.get('bytes_freed', 0)} bytes freed; {report.orphans_deleted} orphans removed")
         return dg.MaterializeResult(metadata={
-            "paimon/table": spec.identifier,
-            "paimon/snapshot_id": dg.MetadataValue.int(sm.latest_snapshot_id() or 0),
-            "paimon/commit_kind": "NONE",
+            TABLE: spec.identifier,
+            SNAPSHOT_ID: dg.MetadataValue.text(str(sm.latest_snapshot_id() or "none")),
+            COMMIT_KIND: "NONE",
             "expire/snapshots_expired": dg.MetadataValue.int(int(ex.get("expired", 0))),
             "expire/expired_ids": dg.MetadataValue.json(list(ex.get("expired_ids", []))),
-            "expire/earliest": dg.MetadataValue.int(int(ex.get("earliest") or 0)),
+            "expire/earliest": dg.MetadataValue.text(str(ex.get("earliest") or "none")),
             "expire/retained_before": dg.MetadataValue.int(retained_before),
             "expire/retained_after": dg.MetadataValue.int(_retained(sm)),
             "expire/files_deleted": dg.MetadataValue.int(int(ex.get("deleted_files", 0))),

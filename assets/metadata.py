@@ -17,10 +17,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core import CommitKind, FileStoreTable, Snapshot
+from paimon_core import CommitKind, FileStoreTable, Snapshot, TableSchema
 
 __all__ = [
+    "ASSET_PROPERTY",
+    "COLUMN_SCHEMA",
+    "COMMIT_KIND",
+    "ROW_COUNT",
     "RUN_ID_PROPERTY",
+    "SNAPSHOT_ID",
+    "TABLE",
+    "TABLE_NAME",
     "SnapshotStats",
     "TableStats",
     "accepts_properties",
@@ -32,6 +39,20 @@ __all__ = [
     "table_state_metadata",
     "table_stats",
 ]
+
+# ---- the metadata keys every producer uses (their one home)
+#: ``db.table`` (text; also asset definition metadata)
+TABLE = "paimon/table"
+#: the snapshot a materialization names / the table's latest: TEXT, an identifier is no
+#: quantity (Dagster plots int and float metadata as series)
+SNAPSHOT_ID = "paimon/snapshot_id"
+#: APPEND / COMPACT / OVERWRITE of the run's last snapshot; NONE: the run committed nothing
+COMMIT_KIND = "paimon/commit_kind"
+#: Dagster's well-known keys, shown on the asset page
+TABLE_NAME = "dagster/table_name"
+ROW_COUNT = "dagster/row_count"
+COLUMN_SCHEMA = "dagster/column_schema"
+URI = "dagster/uri"
 
 RUN_ID_PROPERTY = "dagster.run-id"
 ASSET_PROPERTY = "dagster.asset-key"
@@ -158,38 +179,49 @@ def table_stats(
 
 
 def snapshot_metadata(
-    table: FileStoreTable, snapshot_ids: Sequence[int], **extra: Any
+    table: FileStoreTable, snapshot_ids: Sequence[int], *, table_state: bool = True,
+    count_rows: bool = True, **extra: Any
 ) -> dict[str, Any]:
-    """Materialization metadata of the snapshots a run created (the last one first-class,
-    the counts summed over all of them). With no snapshot (nothing to commit, or already
-    committed), ``paimon/snapshot_id`` is the table's latest."""
+    """Materialization metadata of a run that committed ``snapshot_ids`` (maybe none):
+
+    * what the run did: :data:`SNAPSHOT_ID` (text) and :data:`COMMIT_KIND` of its last
+      snapshot, ``paimon/commit_identifier``, and the deltas summed over its snapshots
+      (``paimon/rows_added``, ``rows_deleted``, ``files_*``, ``bytes_*``; truly 0 for a run
+      that committed nothing, whose commit kind is ``NONE`` and whose snapshot id is the
+      table's latest);
+    * what the table is now: :func:`table_state_metadata` (row count, column schema, live
+      files and bytes, sorted runs...), so a no-op run reports the same table, never a drop
+      to zero. ``table_state=False`` for an asset that maintains the table rather than
+      being it (compaction): the table's own asset gets that state from the table-state
+      sensor (:mod:`assets.observations`).
+    """
     import dagster as dg
 
-    md: dict[str, Any] = {"paimon/table": str(table.identifier)}
+    md: dict[str, Any] = {TABLE: str(table.identifier)}
+    if table_state:
+        md.update(table_state_metadata(table, count_rows=count_rows))
+    else:
+        latest = table.snapshot_manager.latest_snapshot_id()
+        md[SNAPSHOT_ID] = dg.MetadataValue.text("none" if latest is None else str(latest))
+    deltas = ("rows_added", "rows_deleted", "files_added", "files_deleted", "bytes_added",
+              "bytes_deleted")
     if snapshot_ids:
         stats = [snapshot_stats(table, sid) for sid in snapshot_ids]
         last = stats[-1]
         md.update({
-            "paimon/snapshot_id": dg.MetadataValue.int(last.snapshot_id),
-            "paimon/commit_kind": last.commit_kind,
-            "paimon/commit_identifier": dg.MetadataValue.int(last.commit_identifier),
-            "paimon/rows_added": dg.MetadataValue.int(sum(s.rows_added for s in stats)),
-            "paimon/rows_deleted": dg.MetadataValue.int(sum(s.rows_deleted for s in stats)),
-            "paimon/files_added": dg.MetadataValue.int(sum(s.files_added for s in stats)),
-            "paimon/files_deleted": dg.MetadataValue.int(sum(s.files_deleted for s in stats)),
-            "paimon/bytes_added": dg.MetadataValue.int(sum(s.bytes_added for s in stats)),
-            "paimon/bytes_deleted": dg.MetadataValue.int(sum(s.bytes_deleted for s in stats)),
+            SNAPSHOT_ID: dg.MetadataValue.text(str(last.snapshot_id)),
+            COMMIT_KIND: last.commit_kind,
+            "paimon/commit_identifier": dg.MetadataValue.text(str(last.commit_identifier)),
         })
+        for k in deltas:
+            md[f"paimon/{k}"] = dg.MetadataValue.int(sum(getattr(s, k) for s in stats))
         if last.total_records is not None:
             md["paimon/total_records"] = dg.MetadataValue.int(last.total_records)
         if len(stats) > 1:
             md["paimon/snapshot_ids"] = dg.MetadataValue.json([s.snapshot_id for s in stats])
     else:
-        latest = table.snapshot_manager.latest_snapshot_id()
-        md["paimon/snapshot_id"] = dg.MetadataValue.int(latest if latest is not None else 0)
-        md["paimon/commit_kind"] = "NONE"
-        for k in ("rows_added", "rows_deleted", "files_added", "files_deleted", "bytes_added",
-                  "bytes_deleted"):
+        md[COMMIT_KIND] = "NONE"
+        for k in deltas:
             md[f"paimon/{k}"] = dg.MetadataValue.int(0)
     md.update(extra)
     return md
@@ -232,11 +264,11 @@ def table_state_metadata(table: FileStoreTable, *, count_rows: bool = True) -> d
     an ``AssetObservation``:
 
     * ``dagster/table_name`` (``db.table``), ``dagster/uri`` (the table's path) and
-      ``dagster/column_schema`` (a ``TableSchema``: name, Paimon SQL type, nullability,
-      primary-key and partition columns marked);
+      ``dagster/column_schema`` (a ``TableSchema`` of the latest schema: name, Paimon SQL
+      type, nullability, primary-key and partition columns marked);
     * ``dagster/row_count``: live rows (:func:`live_row_count`; omitted with
       ``count_rows=False``) -- the same after a run that changed nothing, never a drop to 0;
-    * ``paimon/snapshot``: the latest snapshot id as TEXT (an identifier: Dagster plots int
+    * :data:`SNAPSHOT_ID`: the latest snapshot id as TEXT (an identifier: Dagster plots int
       and float metadata as series, an id is no quantity), ``paimon/schema_id`` likewise;
     * ``paimon/live_files``, ``paimon/live_bytes``, ``paimon/buckets``: the live data;
     * ``paimon/max_sorted_runs`` / ``paimon/sorted_runs``: sorted runs of the worst bucket /
@@ -249,22 +281,23 @@ def table_state_metadata(table: FileStoreTable, *, count_rows: bool = True) -> d
     """
     import dagster as dg
 
-    schema = table.schema
+    # the latest schema, not the handle's (a run may have evolved it since it opened the table)
+    schema = table.schema_manager.latest() or table.schema
     md: dict[str, Any] = {
-        "dagster/table_name": str(table.identifier),
-        "dagster/uri": dg.MetadataValue.path(table.path),
-        "dagster/column_schema": column_schema(table),
+        TABLE_NAME: str(table.identifier),
+        URI: dg.MetadataValue.path(table.path),
+        COLUMN_SCHEMA: column_schema(schema),
         "paimon/schema_id": dg.MetadataValue.text(str(schema.id)),
     }
     snap = table.latest_snapshot()
     if snap is None:
-        md["paimon/snapshot"] = dg.MetadataValue.text("none")
+        md[SNAPSHOT_ID] = dg.MetadataValue.text("none")
         return md
     buckets = table.inspect.buckets(snapshot_id=snap.id)
     runs = buckets.column("sorted_runs")
     md.update({
-        "paimon/snapshot": dg.MetadataValue.text(str(snap.id)),
-        "paimon/commit_kind": snap.commit_kind.value,
+        SNAPSHOT_ID: dg.MetadataValue.text(str(snap.id)),
+        COMMIT_KIND: snap.commit_kind.value,
         "paimon/snapshot_time": dg.MetadataValue.timestamp(snap.time_millis / 1000.0),
         "paimon/live_files": dg.MetadataValue.int(_sum(buckets, "file_count")),
         "paimon/live_bytes": dg.MetadataValue.int(_sum(buckets, "file_size_in_bytes")),
@@ -281,15 +314,14 @@ def table_state_metadata(table: FileStoreTable, *, count_rows: bool = True) -> d
             earliest.time_millis / 1000.0)
         md["paimon/snapshots_retained"] = dg.MetadataValue.int(snap.id - earliest.id + 1)
     if count_rows:
-        md["dagster/row_count"] = dg.MetadataValue.int(live_row_count(table, snap))
+        md[ROW_COUNT] = dg.MetadataValue.int(live_row_count(table, snap))
     return md
 
 
-def column_schema(table: FileStoreTable) -> Any:
-    """The table's columns as a ``dagster.TableSchema`` (``dagster/column_schema``)."""
+def column_schema(schema: TableSchema) -> Any:
+    """A table schema's columns as a ``dagster.TableSchema`` (``dagster/column_schema``)."""
     import dagster as dg
 
-    schema = table.schema
     pks, parts = set(schema.primary_keys), set(schema.partition_keys)
     columns = []
     for f in schema.fields:

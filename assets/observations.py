@@ -7,8 +7,10 @@ schema, table name / URI, snapshot, live files and bytes, sorted runs, retained 
   write; its data version is the latest snapshot id, so downstream assets see it change.
 * :func:`build_table_state_sensor`: a sensor that emits an ``AssetObservation`` for assets that
   Dagster does materialize (e.g. through the IO managers of :mod:`assets.io_managers`) whenever
-  another engine committed: the cursor keeps the last snapshot id seen per table, so an
-  unchanged table emits nothing.
+  something else committed (another engine, a compaction run): the cursor keeps the last
+  snapshot id seen per table, so an unchanged table emits nothing, and a snapshot the asset's
+  own materialization committed (its key in the snapshot's ``dagster.asset-key``) is not
+  reported twice.
 
 Example:
     >>> orders = build_table_observation(["sales", "orders"])         # doctest: +SKIP
@@ -22,7 +24,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.metadata import table_state_metadata
+from assets.metadata import ASSET_PROPERTY, SNAPSHOT_ID, TABLE_NAME, table_state_metadata
 from assets.resources import PaimonCatalog
 from paimon_core import Identifier, TableNotExistError
 
@@ -36,8 +38,8 @@ def observe_table(catalog: PaimonCatalog, identifier: str | Identifier,
     try:
         table = catalog.table(identifier)
     except TableNotExistError:
-        return {"dagster/table_name": str(Identifier.parse(identifier)),
-                "paimon/snapshot": dg.MetadataValue.text("no table")}, None
+        return {TABLE_NAME: str(Identifier.parse(identifier)),
+                SNAPSHOT_ID: dg.MetadataValue.text("no table")}, None
     snap = table.latest_snapshot()
     return table_state_metadata(table, count_rows=count_rows), None if snap is None else snap.id
 
@@ -65,7 +67,7 @@ def build_table_observation(
     @dg.observable_source_asset(
         key=asset_key, group_name=group_name,
         description=description or f"Paimon table {ident}, observed (any engine may write it)",
-        metadata={"dagster/table_name": ident},
+        metadata={TABLE_NAME: ident},
     )
     def _observe(catalog: PaimonCatalog) -> dg.ObserveResult:
         md, snapshot_id = observe_table(catalog, ident, count_rows=count_rows)
@@ -84,7 +86,8 @@ def build_table_state_sensor(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
 ) -> dg.SensorDefinition:
     """A sensor emitting an ``AssetObservation`` of each table (asset key -> ``db.table``)
-    whose latest snapshot changed since its last tick (cursor: JSON ``{table: snapshot id}``),
+    whose latest snapshot changed since its last tick (cursor: JSON ``{table: snapshot id}``)
+    unless the asset's own materialization committed it (and so reported that state),
     needing the ``catalog`` resource."""
 
     @dg.sensor(name=name, minimum_interval_seconds=minimum_interval_seconds,
@@ -94,11 +97,18 @@ def build_table_state_sensor(
         seen: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
         events = []
         for key, ident in tables.items():
-            md, snapshot_id = observe_table(catalog, ident, count_rows=count_rows)
-            if snapshot_id is None or seen.get(ident) == snapshot_id:
+            try:
+                table = catalog.table(ident)
+            except TableNotExistError:
                 continue
-            seen[ident] = snapshot_id
-            events.append(dg.AssetObservation(asset_key=key, metadata=md))
+            snap = table.latest_snapshot()  # the cheap question first: anything new?
+            if snap is None or seen.get(ident) == snap.id:
+                continue
+            seen[ident] = snap.id
+            if (snap.properties or {}).get(ASSET_PROPERTY) == key.to_user_string():
+                continue  # the asset's materialization reported this state
+            events.append(dg.AssetObservation(
+                asset_key=key, metadata=table_state_metadata(table, count_rows=count_rows)))
         return dg.SensorResult(asset_events=events, cursor=json.dumps(seen, sort_keys=True))
 
     return _sensor

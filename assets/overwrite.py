@@ -22,6 +22,7 @@ from pydantic import Field
 
 from assets.labels import AssetLabels, SettingsError
 from assets.metadata import (
+    TABLE,
     accepts_properties,
     context_properties,
     run_commit_user,
@@ -113,7 +114,7 @@ def build_overwrite_asset(spec: TableSpec, partition_key: str,
             "pipelines.batch_overwrite (static INSERT OVERWRITE of that partition).".strip()),
         partitions_def=parts.partitions_def(),
         pool=SPARK_POOL,
-        metadata={"paimon/table": spec.identifier},
+        metadata={TABLE: spec.identifier},
     )
     def _overwrite(
         context: dg.AssetExecutionContext,
@@ -171,7 +172,7 @@ def _from_upstream(spec: TableSpec, partition_key: str, parts: OverwritePartitio
             f"replaced by {'/'.join(upstream)}'s output (static INSERT OVERWRITE).".strip()),
         partitions_def=parts.partitions_def(),
         ins={"rows": dg.AssetIn(key=dg.AssetKey(list(upstream)))},
-        metadata={"paimon/table": spec.identifier},
+        metadata={TABLE: spec.identifier},
     )
     def _overwrite(context: dg.AssetExecutionContext, catalog: PaimonCatalog,
                    rows: Any) -> dg.MaterializeResult:

@@ -12,6 +12,7 @@ from assets.checks import build_table_checks
 from assets.derived import Derivation, build_derived, load_transform
 from assets.labels import AssetLabels, SettingsError
 from assets.maintenance import ExpiryConfig, build_compaction, build_expiry_asset
+from assets.metadata import TABLE
 from assets.overwrite import OverwritePartitions, build_overwrite_asset
 from assets.resources import resources_for
 from assets.tables import DAILY_START, TableSpec
@@ -50,7 +51,9 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "PaimonCdcTable": {
         "table": "shop.orders", "columns": _COLUMNS, "primary_key": ["id"],
         "options": {"bucket": 2, "sequence.field": "lsn"},
-        "source": {"connector": "postgresql", "start": DAILY_START}},
+        "source": {"connector": "postgresql", "start": DAILY_START,
+                   "partition_keys": "landed"},
+        "landing_sensor": {}},
     "PaimonOverwriteTable": {
         "table": "ref.rates", "columns": [{"name": "dt", "type": "STRING"},
                                           {"name": "rate", "type": "DOUBLE"}],
@@ -168,6 +171,12 @@ class CdcSourceAttributes(dg.Model):
     max_error_ratio: float = 0.05
     partitioning: Literal["daily", "hourly", "none"] = "daily"
     start: str = Field(default=DAILY_START, description="first partition (YYYY-MM-DD)")
+    partition_keys: Literal["calendar", "landed"] = Field(
+        default="calendar", description="calendar: every day / hour from start is a "
+        "partition (each one without events shows Missing); landed: dynamic partitions the "
+        "landing sensor adds as batches land (Missing = landed, not ingested)")
+    partitions_name: str | None = Field(default=None, description="the dynamic partitions' "
+                                        "name (landed; default <db>_<table>_landed)")
 
 
 @dg.scaffold_with(_Template)
@@ -202,12 +211,21 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
         source = CdcSource(layout=src.layout, landing_root=src.landing_root, format=src.format,
                            connector=src.connector, position_fields=tuple(src.position_fields),
                            max_error_ratio=src.max_error_ratio,
-                           partitioning=src.partitioning, start=src.start)
+                           partitioning=src.partitioning, start=src.start,
+                           partition_keys=src.partition_keys,
+                           partitions_name=src.partitions_name)
         asset = build_cdc_asset(spec, source, self.asset.labels(with_key=False))
         sensors: list[Any] = []
         if self.job_name == "" and self.landing_sensor is not None:
             raise SettingsError(f"{spec.identifier}: a landing sensor needs the table's job "
                                 "(job_name is '')")
+        if src.partition_keys == "landed" and (
+                self.landing_sensor is None or self.schedule is not None):
+            raise SettingsError(
+                f"{spec.identifier}: with partition_keys 'landed' the landing sensor adds the "
+                "landed keys and requests their runs: declare landing_sensor (running: false "
+                "to start it from the UI), and no schedule (its ticks would name calendar "
+                "days)")
         jobs, schedules = _table_job(asset, self.job_name, f"{spec.slug}_ingest_job",
                                      f"Ingest change events into {spec.identifier}.",
                                      self.schedule)
@@ -434,7 +452,7 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
         schedules: list[Any] = []
         if self.external:
             assets.append(dg.AssetSpec(spec.key_path, kinds={"paimon"}, metadata={
-                "paimon/table": spec.identifier}, description=f"{spec.identifier} (written "
+                TABLE: spec.identifier}, description=f"{spec.identifier} (written "
                 "outside this code location; maintained here)"))
         if self.compaction is not None:
             c = self.compaction

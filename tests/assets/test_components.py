@@ -212,6 +212,70 @@ def test_landing_sensor_requests_each_landed_partition(lake: dict[str, Any]) -> 
     assert [r.run_key for r in result.run_requests or ()] == expected
 
 
+LANDED = """
+table: shop.orders
+columns: [{name: id, type: BIGINT}, {name: status, type: STRING}, {name: lsn, type: BIGINT}]
+primary_key: [id]
+source: {start: "2025-01-01", partition_keys: landed}
+landing_sensor: {}
+"""
+
+
+def test_landed_partitions_are_the_landed_days(lake: dict[str, Any]) -> None:
+    """``partition_keys: landed``: the partitions are the days whose events landed (the
+    sensor adds them), not every calendar day since ``start``, so the UI's "Missing" counts
+    landed days not ingested yet; keys that are no calendar day are ignored."""
+    from assets.resources import LandingZone
+
+    defs = build(PaimonCdcTable, LANDED)
+    validate(defs)
+    asset = only_asset(defs)
+    parts = asset.partitions_def
+    assert isinstance(parts, dg.DynamicPartitionsDefinition)
+    assert parts.name == "shop_orders_landed"
+    [sensor] = defs.sensors or ()
+    root = Path(lake["landing"]) / "shop.orders"
+    landed = {"2025-01-03": True, "2025-01-09": True, "2025-01-05": False,  # empty: no
+              "2024-12-31": True, "garbage": True}  # before start / no day: ignored
+    for day, with_file in landed.items():
+        (root / f"dt={day}").mkdir(parents=True)
+        if with_file:
+            (root / f"dt={day}" / "part-0.json").write_text("{}\n")
+    expected = ["2025-01-03", "2025-01-09"]
+    with dg.instance_for_test() as instance:
+        def tick() -> dg.SensorResult:
+            ctx = dg.build_sensor_context(instance=instance, resources={
+                "landing": LandingZone(root=str(lake["landing"]))})
+            result = sensor(ctx)
+            assert isinstance(result, dg.SensorResult)
+            assert [r.partition_key for r in result.run_requests or ()] == expected
+            return result
+
+        [add] = tick().dynamic_partitions_requests or ()
+        assert isinstance(add, dg.AddDynamicPartitionsRequest)
+        assert (add.partitions_def_name, list(add.partition_keys)) == (parts.name, expected)
+        instance.add_dynamic_partitions(parts.name, list(add.partition_keys))
+        assert parts.get_partition_keys(dynamic_partitions_store=instance) == expected
+        # known keys are not added again; a newly landed day is
+        assert not tick().dynamic_partitions_requests
+        (root / "dt=2025-01-10").mkdir()
+        (root / "dt=2025-01-10" / "part-0.json").write_text("{}\n")
+        expected.append("2025-01-10")
+        [add] = tick().dynamic_partitions_requests or ()
+        assert list(add.partition_keys) == ["2025-01-10"]
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"landing_sensor": None}, "declare landing_sensor"),
+    ({"schedule": {"cron": "0 1 * * *"}}, "no schedule"),
+    ({"source": {"partition_keys": "landed", "partitioning": "none"}}, "daily or hourly"),
+])
+def test_landed_partitions_need_the_sensor(change: dict[str, Any], named: str) -> None:
+    attrs = {**yaml.safe_load(LANDED), **change}
+    with pytest.raises(SettingsError, match=named):
+        build(PaimonCdcTable, yaml.safe_dump(attrs))
+
+
 @pytest.mark.parametrize("cls", [PaimonCdcTable, PaimonOverwriteTable, PaimonDerivedTable,
                                  PaimonTableMaintenance, PaimonResources])
 def test_scaffolded_attributes_resolve(cls: Any) -> None:

@@ -210,7 +210,7 @@ def test_asset_materializes_sensor_range_with_lineage(tables: Any, resources: di
     assert result.success
     md = result.asset_materializations_for_node(orders_enriched.op.name)[0].metadata
     snap = tgt.latest_snapshot()
-    assert md["paimon/snapshot_id"].value == snap.id
+    assert md["paimon/snapshot_id"].value == str(snap.id)
     assert md["paimon/commit_kind"].value == "APPEND"
     # key 3 was inserted and deleted inside the range: the merged change is one -D
     assert md["paimon/rows_added"].value == 2

@@ -444,8 +444,8 @@ def test_observation_of_a_table_java_wrote(lake: dict[str, Any]) -> None:
     files = table.inspect.files()
     assert sum(files.column("record_count").to_pylist()) == 12
     assert md["dagster/table_name"] == "java_db.t"
-    assert md["paimon/snapshot"] == str(table.latest_snapshot().id)
-    assert isinstance(md["paimon/snapshot"], str)  # an id is text: never plotted as a series
+    assert md["paimon/snapshot_id"] == str(table.latest_snapshot().id)
+    assert isinstance(md["paimon/snapshot_id"], str)  # an id is text: never plotted as a series
     assert md["paimon/live_files"] == files.num_rows
     assert md["paimon/sorted_runs"] >= md["paimon/max_sorted_runs"] >= 1
     assert [c.name for c in md["dagster/column_schema"].columns] == ["id", "v"]

@@ -80,8 +80,10 @@ def test_one_cdc_day_opens_the_table_once_and_asks_once(
     counts.clear()  # the landing zone's FileIO above is not the job's
     result = dg.materialize([cdc_customers], resources=resources, partition_key=feed.days[0])
     assert result.success
+    # listings: the table's live files once, after the commit, for the metadata describing
+    # the table (row count, sorted runs per bucket: assets.metadata.table_state_metadata)
     assert dict(counts) == {"catalogs": 1, "warehouse_file_ios": 1, "tables": 1,
-                            "already_committed": 1}
+                            "already_committed": 1, "listings": 1}
 
 
 def test_one_bucket_compaction_opens_once_and_lists_once(

@@ -49,7 +49,7 @@ def test_postgres_instance_runs_a_materialization(
             assert event is not None and event.run_id == result.run_id
             md = event.asset_materialization.metadata
             target = cat.get_table(ORDERS_ENRICHED.identifier)
-            assert md["paimon/snapshot_id"].value == target.latest_snapshot().id
+            assert md["paimon/snapshot_id"].value == str(target.latest_snapshot().id)
             assert target.latest_snapshot().properties[RUN_ID_PROPERTY] == result.run_id
         # the rows are in PostgreSQL, not in a local SQLite file
         import psycopg2
