@@ -3,25 +3,95 @@ retention, freshness.
 
 Each check loads the table fresh (metadata only; ``fsck`` also lists the data directories)
 and reports its figures as metadata, so a check's history shows the trend.
+
+How they run besides the runs that include them (:class:`CheckPolicy`):
+
+* **Blocking** (default ``fsck_clean``): in a run that materializes the table and runs the
+  check, a failure (severity ERROR) stops every asset downstream of the table in that run —
+  a derived table is not fed from a corrupt source. The failed run is not retried
+  (:func:`assets.runs.not_retried`): a missing file does not come back by retrying.
+* **Evaluated on a schedule** (default ``freshness``, every 15 min): the checks carry an
+  automation condition (a cron tick passed, none in flight) and an automation-condition
+  sensor of the table (running by default) launches them, so the table's freshness shows
+  passing / failing in the UI without anyone launching a run — also for a table another
+  engine writes (the check reads the latest snapshot's commit time, not Dagster's events).
 """
 
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import dagster as dg
 
+from assets.labels import SettingsError
 from assets.metadata import table_stats
 from assets.resources import PaimonCatalog
+from assets.runs import not_retried
 from assets.tables import TableSpec
 from paimon_core import CoreOptions
 from paimon_core.fsck import fsck  # the public submodule (the root keeps its name for it)
 
-__all__ = ["build_table_checks", "check_names"]
+__all__ = ["CheckPolicy", "build_check_sensor", "build_table_checks", "check_names"]
 
 CHECK_NAMES = ("fsck_clean", "small_files", "snapshot_retention", "freshness")
 
 
 def check_names() -> tuple[str, ...]:
     return CHECK_NAMES
+
+
+def _names(names: Iterable[str], setting: str) -> tuple[str, ...]:
+    out = tuple(names)
+    unknown = sorted(set(out) - set(CHECK_NAMES))
+    if unknown:
+        raise SettingsError(f"checks.{setting}: unknown check(s) {unknown}; the checks are "
+                            f"{list(CHECK_NAMES)}")
+    return out
+
+
+@dataclass(frozen=True)
+class CheckPolicy:
+    """How a table's checks run besides the runs that include them.
+
+    Attributes:
+        blocking: checks whose failure stops the table's downstream assets in the same run
+            (and marks the run not to be retried).
+        cron: when the ``evaluated`` checks run by themselves (UTC cron); ``None``: only
+            when a run includes them.
+        evaluated: the checks the ``cron`` schedule evaluates.
+        minimum_interval_seconds: how often the table's automation sensor looks.
+        sensor_running: the sensor's default status (running unless set otherwise).
+    """
+
+    blocking: tuple[str, ...] = ("fsck_clean",)
+    cron: str | None = "*/15 * * * *"
+    evaluated: tuple[str, ...] = ("freshness",)
+    minimum_interval_seconds: int = 30
+    sensor_running: bool = True
+
+    def __post_init__(self) -> None:
+        _names(self.blocking, "blocking")
+        _names(self.evaluated, "evaluated")
+        if self.minimum_interval_seconds < 1:
+            raise SettingsError("checks.minimum_interval_seconds must be at least 1, got "
+                                f"{self.minimum_interval_seconds}")
+        if self.cron is not None and not dg.ScheduleDefinition(
+                name="_", cron_schedule=self.cron, job_name="_").cron_schedule:
+            raise SettingsError(f"checks.cron {self.cron!r} is not a cron expression")
+
+    def severity(self, name: str) -> dg.AssetCheckSeverity:
+        """A failing check's severity: ERROR when it blocks (only ERROR stops downstream
+        assets), else WARN (fsck_clean is always ERROR)."""
+        return (dg.AssetCheckSeverity.ERROR if name in self.blocking
+                else dg.AssetCheckSeverity.WARN)
+
+    def condition(self, name: str) -> dg.AutomationCondition | None:
+        """The automation condition of check ``name``: a cron tick passed and no evaluation
+        in flight; ``None`` for a check only runs evaluate."""
+        if self.cron is None or name not in self.evaluated:
+            return None
+        return (dg.AutomationCondition.cron_tick_passed(self.cron, cron_timezone="UTC")
+                & ~dg.AutomationCondition.in_progress())
 
 
 def _missing(spec: TableSpec) -> dg.AssetCheckResult:
@@ -31,20 +101,48 @@ def _missing(spec: TableSpec) -> dg.AssetCheckResult:
     )
 
 
-def build_table_checks(spec: TableSpec) -> list[dg.AssetChecksDefinition]:
-    """The four checks of one table asset (key ``spec.key_path``)."""
+def build_check_sensor(spec: TableSpec, policy: CheckPolicy) -> dg.SensorDefinition | None:
+    """The automation-condition sensor launching the table's ``policy.evaluated`` checks on
+    ``policy.cron`` (``<slug>_checks_sensor``); ``None`` without a cron."""
+    if policy.cron is None or not policy.evaluated:
+        return None
     key = dg.AssetKey(spec.key_path)
+    return dg.AutomationConditionSensorDefinition(
+        f"{spec.slug}_checks_sensor",
+        target=dg.AssetSelection.checks(*(dg.AssetCheckKey(key, n) for n in policy.evaluated)),
+        minimum_interval_seconds=policy.minimum_interval_seconds,
+        default_status=(dg.DefaultSensorStatus.RUNNING if policy.sensor_running
+                        else dg.DefaultSensorStatus.STOPPED),
+        description=f"Evaluate {', '.join(policy.evaluated)} of {spec.identifier} on "
+        f"'{policy.cron}' (UTC), without a run of the table.",
+    )
+
+
+def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
+                       ) -> list[dg.AssetChecksDefinition]:
+    """The four checks of one table asset (key ``spec.key_path``), blocking and evaluated
+    on a schedule as ``policy`` says (default :class:`CheckPolicy`)."""
+    key = dg.AssetKey(spec.key_path)
+    policy = policy or CheckPolicy()
+    fsck_blocks = "fsck_clean" in policy.blocking
 
     @dg.asset_check(
-        asset=key, name="fsck_clean",
+        asset=key, name="fsck_clean", blocking=fsck_blocks,
+        automation_condition=policy.condition("fsck_clean"),
         description="paimon fsck: contiguous snapshots, every referenced file present, no "
-        "file added twice, no overlapping LSM levels, one bucket count per partition.",
+        "file added twice, no overlapping LSM levels, one bucket count per partition."
+        + (" Blocking: a failure stops the table's downstream assets in the run." if
+           fsck_blocks else ""),
     )
-    def fsck_clean(catalog: PaimonCatalog) -> dg.AssetCheckResult:
+    def fsck_clean(context: dg.AssetCheckExecutionContext,
+                   catalog: PaimonCatalog) -> dg.AssetCheckResult:
         cat = catalog.load()
         if not cat.table_exists(spec.identifier):
             return _missing(spec)
         report = fsck(cat.get_table(spec.identifier))
+        if not report.ok and fsck_blocks:
+            not_retried(context, f"fsck of {spec.identifier} found {len(report.errors)} "
+                        "error(s): downstream assets of the run are not materialized")
         return dg.AssetCheckResult(
             passed=report.ok,
             severity=dg.AssetCheckSeverity.ERROR,
@@ -57,7 +155,8 @@ def build_table_checks(spec: TableSpec) -> list[dg.AssetChecksDefinition]:
         )
 
     @dg.asset_check(
-        asset=key, name="small_files",
+        asset=key, name="small_files", blocking="small_files" in policy.blocking,
+        automation_condition=policy.condition("small_files"),
         description=f"At most {spec.max_small_files} live files smaller than "
         f"{spec.small_file_bytes} bytes (else compaction is falling behind).",
     )
@@ -68,7 +167,7 @@ def build_table_checks(spec: TableSpec) -> list[dg.AssetChecksDefinition]:
         stats = table_stats(cat.get_table(spec.identifier), small_file_bytes=spec.small_file_bytes)
         return dg.AssetCheckResult(
             passed=stats.small_files <= spec.max_small_files,
-            severity=dg.AssetCheckSeverity.WARN,
+            severity=policy.severity("small_files"),
             metadata={
                 "small_files": dg.MetadataValue.int(stats.small_files),
                 "live_files": dg.MetadataValue.int(stats.files),
@@ -80,6 +179,8 @@ def build_table_checks(spec: TableSpec) -> list[dg.AssetChecksDefinition]:
 
     @dg.asset_check(
         asset=key, name="snapshot_retention",
+        blocking="snapshot_retention" in policy.blocking,
+        automation_condition=policy.condition("snapshot_retention"),
         description="Retained snapshots within 'snapshot.num-retained.max' (else expiry is not "
         "running, or a consumer holds snapshots back).",
     )
@@ -94,7 +195,7 @@ def build_table_checks(spec: TableSpec) -> list[dg.AssetChecksDefinition]:
         limit = int(table.options.get(CoreOptions.SNAPSHOT_NUM_RETAINED_MAX) or spec.retain_max)
         return dg.AssetCheckResult(
             passed=count <= limit,
-            severity=dg.AssetCheckSeverity.WARN,
+            severity=policy.severity("snapshot_retention"),
             metadata={
                 "retained_snapshots": dg.MetadataValue.int(count),
                 "earliest": dg.MetadataValue.int(earliest or 0),
@@ -104,7 +205,8 @@ def build_table_checks(spec: TableSpec) -> list[dg.AssetChecksDefinition]:
         )
 
     @dg.asset_check(
-        asset=key, name="freshness",
+        asset=key, name="freshness", blocking="freshness" in policy.blocking,
+        automation_condition=policy.condition("freshness"),
         description=f"The latest snapshot is at most {spec.freshness_hours} h old.",
     )
     def freshness(catalog: PaimonCatalog) -> dg.AssetCheckResult:
@@ -113,12 +215,12 @@ def build_table_checks(spec: TableSpec) -> list[dg.AssetChecksDefinition]:
             return _missing(spec)
         snap = cat.get_table(spec.identifier).latest_snapshot()
         if snap is None:
-            return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.WARN,
+            return dg.AssetCheckResult(passed=False, severity=policy.severity("freshness"),
                                        description="no snapshot yet")
         lag_s = max(0.0, time.time() - snap.time_millis / 1000)
         return dg.AssetCheckResult(
             passed=lag_s <= spec.freshness_hours * 3600,
-            severity=dg.AssetCheckSeverity.WARN,
+            severity=policy.severity("freshness"),
             metadata={
                 "latest_snapshot": dg.MetadataValue.int(snap.id),
                 "lag_minutes": dg.MetadataValue.float(round(lag_s / 60, 2)),
