@@ -10,16 +10,19 @@ How they run besides the runs that include them (:class:`CheckPolicy`):
   check, a failure (severity ERROR) stops every asset downstream of the table in that run —
   a derived table is not fed from a corrupt source. The failed run is not retried
   (:func:`assets.runs.not_retried`): a missing file does not come back by retrying.
-* **Evaluated on a schedule** (default ``freshness``, every 15 min): the checks carry an
-  automation condition (a cron tick passed, none in flight) and an automation-condition
-  sensor of the table (running by default) launches them, so the table's freshness shows
-  passing / failing in the UI without anyone launching a run — also for a table another
-  engine writes (the check reads the latest snapshot's commit time, not Dagster's events).
+* **Evaluated on a schedule** (default ``freshness``, every 15 min): a job of the table's
+  checks alone (``<slug>_checks_job``) and its schedule (running by default; the daemon
+  launches it), so the table's freshness shows passing / failing in the UI without anyone
+  launching a run — also for a table another engine writes (the check reads the latest
+  snapshot's commit time, not Dagster's events). Not an automation condition on the checks:
+  Dagster 1.13's automation sensor requests no run for an unpartitioned check of a
+  partitioned asset (its partition keys are those of the asset, and the check has none).
 """
 
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 
@@ -31,7 +34,7 @@ from assets.tables import TableSpec
 from paimon_core import CoreOptions
 from paimon_core.fsck import fsck  # the public submodule (the root keeps its name for it)
 
-__all__ = ["CheckPolicy", "build_check_sensor", "build_table_checks", "check_names"]
+__all__ = ["CheckPolicy", "build_check_schedule", "build_table_checks", "check_names"]
 
 CHECK_NAMES = ("fsck_clean", "small_files", "snapshot_retention", "freshness")
 
@@ -59,39 +62,23 @@ class CheckPolicy:
         cron: when the ``evaluated`` checks run by themselves (UTC cron); ``None``: only
             when a run includes them.
         evaluated: the checks the ``cron`` schedule evaluates.
-        minimum_interval_seconds: how often the table's automation sensor looks.
-        sensor_running: the sensor's default status (running unless set otherwise).
+        schedule_running: the schedule's default status (running unless set otherwise).
     """
 
     blocking: tuple[str, ...] = ("fsck_clean",)
     cron: str | None = "*/15 * * * *"
     evaluated: tuple[str, ...] = ("freshness",)
-    minimum_interval_seconds: int = 30
-    sensor_running: bool = True
+    schedule_running: bool = True
 
     def __post_init__(self) -> None:
         _names(self.blocking, "blocking")
         _names(self.evaluated, "evaluated")
-        if self.minimum_interval_seconds < 1:
-            raise SettingsError("checks.minimum_interval_seconds must be at least 1, got "
-                                f"{self.minimum_interval_seconds}")
-        if self.cron is not None and not dg.ScheduleDefinition(
-                name="_", cron_schedule=self.cron, job_name="_").cron_schedule:
-            raise SettingsError(f"checks.cron {self.cron!r} is not a cron expression")
 
     def severity(self, name: str) -> dg.AssetCheckSeverity:
         """A failing check's severity: ERROR when it blocks (only ERROR stops downstream
         assets), else WARN (fsck_clean is always ERROR)."""
         return (dg.AssetCheckSeverity.ERROR if name in self.blocking
                 else dg.AssetCheckSeverity.WARN)
-
-    def condition(self, name: str) -> dg.AutomationCondition | None:
-        """The automation condition of check ``name``: a cron tick passed and no evaluation
-        in flight; ``None`` for a check only runs evaluate."""
-        if self.cron is None or name not in self.evaluated:
-            return None
-        return (dg.AutomationCondition.cron_tick_passed(self.cron, cron_timezone="UTC")
-                & ~dg.AutomationCondition.in_progress())
 
 
 def _missing(spec: TableSpec) -> dg.AssetCheckResult:
@@ -101,21 +88,30 @@ def _missing(spec: TableSpec) -> dg.AssetCheckResult:
     )
 
 
-def build_check_sensor(spec: TableSpec, policy: CheckPolicy) -> dg.SensorDefinition | None:
-    """The automation-condition sensor launching the table's ``policy.evaluated`` checks on
-    ``policy.cron`` (``<slug>_checks_sensor``); ``None`` without a cron."""
+def build_check_schedule(spec: TableSpec, policy: CheckPolicy
+                         ) -> tuple[Any, dg.ScheduleDefinition] | None:
+    """The job running the table's ``policy.evaluated`` checks alone (``<slug>_checks_job``)
+    and its schedule on ``policy.cron`` (UTC); ``None`` without a cron."""
     if policy.cron is None or not policy.evaluated:
         return None
     key = dg.AssetKey(spec.key_path)
-    return dg.AutomationConditionSensorDefinition(
-        f"{spec.slug}_checks_sensor",
-        target=dg.AssetSelection.checks(*(dg.AssetCheckKey(key, n) for n in policy.evaluated)),
-        minimum_interval_seconds=policy.minimum_interval_seconds,
-        default_status=(dg.DefaultSensorStatus.RUNNING if policy.sensor_running
-                        else dg.DefaultSensorStatus.STOPPED),
-        description=f"Evaluate {', '.join(policy.evaluated)} of {spec.identifier} on "
-        f"'{policy.cron}' (UTC), without a run of the table.",
-    )
+    job = dg.define_asset_job(
+        f"{spec.slug}_checks_job",
+        selection=dg.AssetSelection.checks(*(dg.AssetCheckKey(key, n) for n in policy.evaluated)),
+        description=f"Evaluate {', '.join(policy.evaluated)} of {spec.identifier} (no run "
+        "of the table).")
+    try:
+        schedule = dg.ScheduleDefinition(
+            name=f"{spec.slug}_checks_schedule", cron_schedule=policy.cron, job=job,
+            execution_timezone="UTC",
+            default_status=(dg.DefaultScheduleStatus.RUNNING if policy.schedule_running
+                            else dg.DefaultScheduleStatus.STOPPED),
+            description=f"Evaluate {', '.join(policy.evaluated)} of {spec.identifier} on "
+            f"'{policy.cron}' (UTC).")
+    except dg.DagsterInvalidDefinitionError as e:
+        raise SettingsError(f"{spec.identifier}: checks.schedule.cron {policy.cron!r}: {e}"
+                            ) from e
+    return job, schedule
 
 
 def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
@@ -128,7 +124,6 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
 
     @dg.asset_check(
         asset=key, name="fsck_clean", blocking=fsck_blocks,
-        automation_condition=policy.condition("fsck_clean"),
         description="paimon fsck: contiguous snapshots, every referenced file present, no "
         "file added twice, no overlapping LSM levels, one bucket count per partition."
         + (" Blocking: a failure stops the table's downstream assets in the run." if
@@ -156,7 +151,6 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
 
     @dg.asset_check(
         asset=key, name="small_files", blocking="small_files" in policy.blocking,
-        automation_condition=policy.condition("small_files"),
         description=f"At most {spec.max_small_files} live files smaller than "
         f"{spec.small_file_bytes} bytes (else compaction is falling behind).",
     )
@@ -180,7 +174,6 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
     @dg.asset_check(
         asset=key, name="snapshot_retention",
         blocking="snapshot_retention" in policy.blocking,
-        automation_condition=policy.condition("snapshot_retention"),
         description="Retained snapshots within 'snapshot.num-retained.max' (else expiry is not "
         "running, or a consumer holds snapshots back).",
     )
@@ -206,7 +199,6 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
 
     @dg.asset_check(
         asset=key, name="freshness", blocking="freshness" in policy.blocking,
-        automation_condition=policy.condition("freshness"),
         description=f"The latest snapshot is at most {spec.freshness_hours} h old.",
     )
     def freshness(catalog: PaimonCatalog) -> dg.AssetCheckResult:

@@ -8,7 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets.cdc import DEFAULT_LAYOUT, CdcSource, build_cdc_asset, build_landing_sensor
-from assets.checks import CheckPolicy, build_check_sensor, build_table_checks
+from assets.checks import CheckPolicy, build_check_schedule, build_table_checks
 from assets.derived import Derivation, build_derived, load_transform
 from assets.labels import AssetLabels, SettingsError
 from assets.maintenance import ExpiryConfig, build_compaction, build_expiry_asset
@@ -92,14 +92,14 @@ class Column(dg.Model):
 
 
 class ChecksScheduleAttributes(dg.Model):
-    """Checks evaluated on a cron by the table's automation sensor, without a run of the
-    table (the freshness of a table nobody materializes shows in the UI)."""
+    """Checks evaluated on a cron by a schedule of their own (``<db>_<table>_checks_job``),
+    without a run of the table (the freshness of a table nobody materializes shows in the
+    UI)."""
 
     cron: str = Field(default="*/15 * * * *", description="UTC cron")
     checks: list[str] = Field(default_factory=lambda: ["freshness"],
                               description="fsck_clean, small_files, snapshot_retention, "
                               "freshness")
-    minimum_interval_seconds: int = Field(default=30, description="the sensor's interval")
     running: bool = True
 
 
@@ -123,19 +123,19 @@ class ChecksAttributes(dg.Model):
         return CheckPolicy(
             blocking=tuple(self.blocking), cron=sched.cron if sched else None,
             evaluated=tuple(sched.checks) if sched else (),
-            minimum_interval_seconds=sched.minimum_interval_seconds if sched else 30,
-            sensor_running=sched.running if sched else False)
+            schedule_running=sched.running if sched else False)
 
 
 def check_defs(spec: TableSpec, checks: ChecksAttributes | None) -> dg.Definitions:
-    """The table's checks and the sensor evaluating the scheduled ones (none when
-    ``checks`` is None or disabled)."""
+    """The table's checks, and the job and schedule evaluating the scheduled ones (none
+    when ``checks`` is None or disabled)."""
     if checks is None or not checks.enabled:
         return dg.Definitions()
     policy = checks.policy()
-    sensor = build_check_sensor(spec, policy)
+    scheduled = build_check_schedule(spec, policy)
     return dg.Definitions(asset_checks=build_table_checks(spec, policy),
-                          sensors=[sensor] if sensor is not None else [])
+                          jobs=[scheduled[0]] if scheduled else [],
+                          schedules=[scheduled[1]] if scheduled else [])
 
 
 class ScheduleAttributes(dg.Model):
