@@ -445,3 +445,24 @@ def test_freshness_is_evaluated_without_a_launch(guard: Guard) -> None:
     fresh = found["freshness"].event.dagster_event.event_specific_data
     assert fresh.passed is True  # the table was written minutes ago
     assert fresh.metadata["latest_snapshot"].value >= 1
+
+
+def test_settings_are_checked_when_the_definitions_load() -> None:
+    from assets.checks import CheckPolicy
+    from assets.components import PaimonRunAlerts
+    from assets.labels import SettingsError
+
+    with pytest.raises(SettingsError, match="unknown check"):
+        CheckPolicy(blocking=("fsck",))
+    with pytest.raises(SettingsError, match="unknown check"):
+        CheckPolicy(evaluated=("freshnes",))
+    # a blocking warning-level check fails with ERROR (only ERROR stops downstream assets)
+    policy = CheckPolicy(blocking=("fsck_clean", "freshness"))
+    assert policy.severity("freshness").value == "ERROR"
+    assert CheckPolicy().severity("freshness").value == "WARN"
+    with pytest.raises(SettingsError, match="webhook_url and / or function"):
+        PaimonRunAlerts().build_defs(None)  # type: ignore[arg-type]
+    with pytest.raises(SettingsError, match="not an http"):
+        PaimonRunAlerts(webhook_url="ftp://x").build_defs(None)  # type: ignore[arg-type]
+    with pytest.raises(SettingsError, match=r"alert function 'no_such\.mod:fn' cannot be"):
+        PaimonRunAlerts(function="no_such.mod:fn").build_defs(None)  # type: ignore[arg-type]
