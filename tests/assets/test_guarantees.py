@@ -466,3 +466,18 @@ def test_settings_are_checked_when_the_definitions_load() -> None:
         PaimonRunAlerts(webhook_url="ftp://x").build_defs(None)  # type: ignore[arg-type]
     with pytest.raises(SettingsError, match=r"alert function 'no_such\.mod:fn' cannot be"):
         PaimonRunAlerts(function="no_such.mod:fn").build_defs(None)  # type: ignore[arg-type]
+    # YAML attributes -> definitions: no schedule, nothing blocking
+    from assets.components import PaimonCdcTable
+
+    table = PaimonCdcTable.model_validate({
+        "table": "shop.orders", "primary_key": ["id"], "columns": [
+            {"name": "id", "type": "BIGINT"}, {"name": "lsn", "type": "BIGINT"}],
+        "checks": {"schedule": None, "blocking": []}})
+    defs = table.build_defs(None)  # type: ignore[arg-type]
+    assert [j.name for j in defs.jobs or ()] == ["shop_orders_ingest_job"]
+    assert not defs.schedules
+    assert not any(spec.blocking for c in defs.asset_checks or () for spec in c.check_specs)
+    defaults = PaimonCdcTable.model_validate({**table.model_dump(), "checks": {}})
+    specs = {s.name: s for c in defaults.build_defs(None).asset_checks or ()  # type: ignore
+             for s in c.check_specs}
+    assert specs["fsck_clean"].blocking and not specs["freshness"].blocking
