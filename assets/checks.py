@@ -122,6 +122,15 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
     policy = policy or CheckPolicy()
     fsck_blocks = "fsck_clean" in policy.blocking
 
+    def _settled(context: dg.AssetCheckExecutionContext, name: str,
+                 result: dg.AssetCheckResult) -> dg.AssetCheckResult:
+        """``result``; a failing blocking check fails its run, which no retry can fix (the
+        table stays as it is): the run is marked not to be retried."""
+        if not result.passed and name in policy.blocking:
+            not_retried(context, f"{name} of {spec.identifier} failed: downstream assets of "
+                        "the run are not materialized")
+        return result
+
     @dg.asset_check(
         asset=key, name="fsck_clean", blocking=fsck_blocks,
         description="paimon fsck: contiguous snapshots, every referenced file present, no "
@@ -135,10 +144,7 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
         if not cat.table_exists(spec.identifier):
             return _missing(spec)
         report = fsck(cat.get_table(spec.identifier))
-        if not report.ok and fsck_blocks:
-            not_retried(context, f"fsck of {spec.identifier} found {len(report.errors)} "
-                        "error(s): downstream assets of the run are not materialized")
-        return dg.AssetCheckResult(
+        return _settled(context, "fsck_clean", dg.AssetCheckResult(
             passed=report.ok,
             severity=dg.AssetCheckSeverity.ERROR,
             metadata={
@@ -147,19 +153,20 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
                 "snapshots_checked": dg.MetadataValue.int(len(report.snapshot_ids)),
                 "findings": dg.MetadataValue.json([f.to_json() for f in report.findings[:20]]),
             },
-        )
+        ))
 
     @dg.asset_check(
         asset=key, name="small_files", blocking="small_files" in policy.blocking,
         description=f"At most {spec.max_small_files} live files smaller than "
         f"{spec.small_file_bytes} bytes (else compaction is falling behind).",
     )
-    def small_files(catalog: PaimonCatalog) -> dg.AssetCheckResult:
+    def small_files(context: dg.AssetCheckExecutionContext,
+                   catalog: PaimonCatalog) -> dg.AssetCheckResult:
         cat = catalog.load()
         if not cat.table_exists(spec.identifier):
             return _missing(spec)
         stats = table_stats(cat.get_table(spec.identifier), small_file_bytes=spec.small_file_bytes)
-        return dg.AssetCheckResult(
+        return _settled(context, "small_files", dg.AssetCheckResult(
             passed=stats.small_files <= spec.max_small_files,
             severity=policy.severity("small_files"),
             metadata={
@@ -169,7 +176,7 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
                 "threshold_bytes": dg.MetadataValue.int(spec.small_file_bytes),
                 "max_small_files": dg.MetadataValue.int(spec.max_small_files),
             },
-        )
+        ))
 
     @dg.asset_check(
         asset=key, name="snapshot_retention",
@@ -177,7 +184,8 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
         description="Retained snapshots within 'snapshot.num-retained.max' (else expiry is not "
         "running, or a consumer holds snapshots back).",
     )
-    def snapshot_retention(catalog: PaimonCatalog) -> dg.AssetCheckResult:
+    def snapshot_retention(context: dg.AssetCheckExecutionContext,
+                          catalog: PaimonCatalog) -> dg.AssetCheckResult:
         cat = catalog.load()
         if not cat.table_exists(spec.identifier):
             return _missing(spec)
@@ -186,7 +194,7 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
         earliest, latest = sm.earliest_snapshot_id(), sm.latest_snapshot_id()
         count = 0 if earliest is None or latest is None else latest - earliest + 1
         limit = int(table.options.get(CoreOptions.SNAPSHOT_NUM_RETAINED_MAX) or spec.retain_max)
-        return dg.AssetCheckResult(
+        return _settled(context, "snapshot_retention", dg.AssetCheckResult(
             passed=count <= limit,
             severity=policy.severity("snapshot_retention"),
             metadata={
@@ -195,22 +203,24 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
                 "latest": dg.MetadataValue.int(latest or 0),
                 "retain_max": dg.MetadataValue.int(limit),
             },
-        )
+        ))
 
     @dg.asset_check(
         asset=key, name="freshness", blocking="freshness" in policy.blocking,
         description=f"The latest snapshot is at most {spec.freshness_hours} h old.",
     )
-    def freshness(catalog: PaimonCatalog) -> dg.AssetCheckResult:
+    def freshness(context: dg.AssetCheckExecutionContext,
+                 catalog: PaimonCatalog) -> dg.AssetCheckResult:
         cat = catalog.load()
         if not cat.table_exists(spec.identifier):
             return _missing(spec)
         snap = cat.get_table(spec.identifier).latest_snapshot()
         if snap is None:
-            return dg.AssetCheckResult(passed=False, severity=policy.severity("freshness"),
-                                       description="no snapshot yet")
+            return _settled(context, "freshness", dg.AssetCheckResult(
+                passed=False, severity=policy.severity("freshness"),
+                description="no snapshot yet"))
         lag_s = max(0.0, time.time() - snap.time_millis / 1000)
-        return dg.AssetCheckResult(
+        return _settled(context, "freshness", dg.AssetCheckResult(
             passed=lag_s <= spec.freshness_hours * 3600,
             severity=policy.severity("freshness"),
             metadata={
@@ -218,6 +228,6 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
                 "lag_minutes": dg.MetadataValue.float(round(lag_s / 60, 2)),
                 "max_lag_hours": dg.MetadataValue.float(spec.freshness_hours),
             },
-        )
+        ))
 
     return [fsck_clean, small_files, snapshot_retention, freshness]
