@@ -423,17 +423,22 @@ def test_freshness_is_evaluated_without_a_launch(guard: Guard) -> None:
     from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
     dev = guard.dev
+    [ingest] = run_records(dev, tags={"dagster/sensor_name": "shop_orders_landing_sensor"})
+    written = ingest.end_time
     deadline = time.monotonic() + 150
     want = {"freshness", "small_files"}
     while True:
+        # the checks' evaluations by their schedule's runs since the table was written
         found: dict[str, Any] = {}
         with DagsterInstance.from_config(str(dev.home)) as instance:
             for name in want:
                 for rec in instance.event_log_storage.get_asset_check_execution_history(
                         AssetCheckKey(AssetKey(ORDERS_KEY), name), limit=20):
                     run = instance.get_run_by_id(rec.run_id)
-                    if (run is not None and rec.event is not None and run.tags.get(
-                            "dagster/schedule_name") == "shop_orders_checks_schedule"):
+                    if (run is not None and rec.status.value in ("SUCCEEDED", "FAILED")
+                            and rec.create_timestamp > written
+                            and run.tags.get("dagster/schedule_name")
+                            == "shop_orders_checks_schedule"):
                         found[name] = rec
                         break
         if set(found) == want:
