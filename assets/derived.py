@@ -46,7 +46,6 @@ re-executed old run while the derived table is behind it), the state at ``end`` 
 run rebuilds from the latest snapshot instead (the derived table moves forward, never back).
 """
 
-import importlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -58,7 +57,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from assets.labels import AssetLabels, SettingsError
+from assets.labels import AssetLabels, SettingsError, load_function
 from assets.metadata import TABLE, context_properties, snapshot_metadata
 from assets.resources import PaimonCatalog
 from assets.runs import DERIVED_POOL
@@ -168,19 +167,7 @@ class Derivation:
 
 def load_transform(reference: str) -> Transform:
     """The function named ``pkg.mod:fn`` (or ``pkg.mod.fn``)."""
-    module, sep, name = reference.partition(":")
-    if not sep:
-        module, _, name = reference.rpartition(".")
-    if not module or not name:
-        raise SettingsError(f"transform {reference!r} is not a function reference "
-                            "'package.module:function'")
-    try:
-        fn = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as e:
-        raise SettingsError(f"transform {reference!r} cannot be loaded: {e}") from e
-    if not callable(fn):
-        raise SettingsError(f"transform {reference!r} is not callable")
-    return fn  # type: ignore[no-any-return]
+    return load_function(reference, what="transform")
 
 
 # ------------------------------------------------------------------------------- transform

@@ -6,7 +6,8 @@ to the builder's default (the demo's key, group and kinds)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import importlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,7 @@ import dagster as dg
 
 from paimon_core import PaimonError
 
-__all__ = ["AssetLabels", "SettingsError"]
+__all__ = ["AssetLabels", "SettingsError", "load_function"]
 
 
 class SettingsError(PaimonError, ValueError):
@@ -57,3 +58,25 @@ class AssetLabels:
             "kinds": set(self.kinds if self.kinds is not None else kinds),
             "description": self.description or description,
         }
+
+
+def load_function(reference: str, *, what: str = "function") -> Callable[..., Any]:
+    """The function named ``pkg.mod:fn`` (or ``pkg.mod.fn``) in a component's YAML.
+
+    Raises:
+        SettingsError: naming ``what`` it is (``transform``, ``alert function``) when the
+            reference is malformed, cannot be imported, or is not callable.
+    """
+    module, sep, name = reference.partition(":")
+    if not sep:
+        module, _, name = reference.rpartition(".")
+    if not module or not name:
+        raise SettingsError(f"{what} {reference!r} is not a function reference "
+                            "'package.module:function'")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise SettingsError(f"{what} {reference!r} cannot be loaded: {e}") from e
+    if not callable(fn):
+        raise SettingsError(f"{what} {reference!r} is not callable")
+    return fn  # type: ignore[no-any-return]

@@ -46,6 +46,7 @@ __all__ = [
     "NO_RUN_RETRY_TAG",
     "POOLS",
     "non_retryable",
+    "not_retried",
     "register_pools",
 ]
 
@@ -75,12 +76,19 @@ def register_pools(instance: dg.DagsterInstance) -> dict[str, int]:
     return {p.name: p.limit for p in instance.event_log_storage.get_pool_limits()}
 
 
+def not_retried(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext,
+                description: str) -> None:
+    """Tag the running run so that the instance's run retries leave it alone when it fails
+    (one run, not 1 + max_retries, each starting a JVM). A manual re-execution inherits the
+    tag (it is the user's call)."""
+    context.instance.add_run_tags(context.run.run_id, {NO_RUN_RETRY_TAG: "false"})
+    context.log.info(f"not retried: {description}")
+
+
 def non_retryable(context: dg.AssetExecutionContext, description: str,
                   metadata: dict[str, Any] | None = None) -> dg.Failure:
     """The failure to raise when retrying cannot help: the step fails at once, and the run is
-    tagged so that the instance's run retries leave it alone (one run, not 1 + max_retries,
-    each starting a JVM). A manual re-execution inherits the tag (it is the user's call)."""
-    context.instance.add_run_tags(context.run.run_id, {NO_RUN_RETRY_TAG: "false"})
-    context.log.info(f"not retried: {description}")
+    not retried (:func:`not_retried`)."""
+    not_retried(context, description)
     return dg.Failure(description=description, metadata=metadata, allow_retries=False)
 

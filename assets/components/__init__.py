@@ -13,6 +13,8 @@ Four components, each a thin YAML front to the builders of :mod:`assets.cdc`,
   snapshot sensor.
 * :class:`PaimonTableMaintenance` — per-bucket compaction, snapshot expiry and orphan removal
   of any table (also one another engine writes): assets, checks, jobs and schedules.
+* :class:`PaimonRunAlerts` — an alert (webhook and / or Python function) for every failed
+  run of the code location.
 
 Every asset's key, group, owners, tags, kinds and description are settable (``asset:``).
 The definitions need the resources ``catalog``, ``landing`` and ``spark``
@@ -29,6 +31,7 @@ Example ``defs.yaml``::
       source: {connector: postgresql, start: "2025-01-01"}
 """
 
+from assets.components.alerts import PaimonRunAlerts
 from assets.components.tables import (
     AssetAttributes,
     ChecksAttributes,
@@ -53,6 +56,7 @@ __all__ = [
     "PaimonDerivedTable",
     "PaimonOverwriteTable",
     "PaimonResources",
+    "PaimonRunAlerts",
     "PaimonTableMaintenance",
     "ScheduleAttributes",
 ]

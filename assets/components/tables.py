@@ -8,7 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets.cdc import DEFAULT_LAYOUT, CdcSource, build_cdc_asset, build_landing_sensor
-from assets.checks import build_table_checks
+from assets.checks import CheckPolicy, build_check_schedule, build_table_checks
 from assets.derived import Derivation, build_derived, load_transform
 from assets.labels import AssetLabels, SettingsError
 from assets.maintenance import ExpiryConfig, build_compaction, build_expiry_asset
@@ -30,6 +30,7 @@ __all__ = [
     "PaimonResources",
     "PaimonTableMaintenance",
     "ScheduleAttributes",
+    "check_defs",
 ]
 
 OptionValue = str | int | float | bool
@@ -93,6 +94,18 @@ class Column(dg.Model):
     type: str
 
 
+class ChecksScheduleAttributes(dg.Model):
+    """Checks evaluated on a cron by a schedule of their own (``<db>_<table>_checks_job``),
+    without a run of the table (the freshness of a table nobody materializes shows in the
+    UI)."""
+
+    cron: str = Field(default="*/15 * * * *", description="UTC cron")
+    checks: list[str] = Field(default_factory=lambda: ["freshness"],
+                              description="fsck_clean, small_files, snapshot_retention, "
+                              "freshness")
+    running: bool = True
+
+
 class ChecksAttributes(dg.Model):
     """The table's asset checks (fsck, small files, snapshot retention, freshness)."""
 
@@ -100,6 +113,32 @@ class ChecksAttributes(dg.Model):
     small_file_bytes: int = 64 * 1024
     max_small_files: int = 40
     freshness_hours: float = 26.0
+    blocking: list[str] = Field(
+        default_factory=lambda: ["fsck_clean"], description="checks whose failure stops the "
+        "table's downstream assets in the same run (fsck_clean: a corrupt table feeds "
+        "nothing)")
+    schedule: ChecksScheduleAttributes | None = Field(
+        default_factory=ChecksScheduleAttributes, description="null: the checks run only in "
+        "runs that include them")
+
+    def policy(self) -> CheckPolicy:
+        sched = self.schedule
+        return CheckPolicy(
+            blocking=tuple(self.blocking), cron=sched.cron if sched else None,
+            evaluated=tuple(sched.checks) if sched else (),
+            schedule_running=sched.running if sched else False)
+
+
+def check_defs(spec: TableSpec, checks: ChecksAttributes | None) -> dg.Definitions:
+    """The table's checks, and the job and schedule evaluating the scheduled ones (none
+    when ``checks`` is None or disabled)."""
+    if checks is None or not checks.enabled:
+        return dg.Definitions()
+    policy = checks.policy()
+    scheduled = build_check_schedule(spec, policy)
+    return dg.Definitions(asset_checks=build_table_checks(spec, policy),
+                          jobs=[scheduled[0]] if scheduled else [],
+                          schedules=[scheduled[1]] if scheduled else [])
 
 
 class ScheduleAttributes(dg.Model):
@@ -143,8 +182,8 @@ class _TableAttributes(dg.Model):
             raise SettingsError(f"{ident}: invalid schema: {e}") from e
         return spec
 
-    def table_checks(self, spec: TableSpec) -> list[dg.AssetChecksDefinition]:
-        return build_table_checks(spec) if self.checks.enabled else []
+    def table_checks(self, spec: TableSpec) -> dg.Definitions:
+        return check_defs(spec, self.checks)
 
 
 class SensorAttributes(dg.Model):
@@ -236,8 +275,8 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
                 minimum_interval_seconds=ls.minimum_interval_seconds,
                 default_status=(dg.DefaultSensorStatus.RUNNING if ls.running
                                 else dg.DefaultSensorStatus.STOPPED)))
-        return dg.Definitions(assets=[asset], asset_checks=attrs.table_checks(spec), jobs=jobs,
-                              schedules=schedules, sensors=sensors)
+        return dg.Definitions.merge(attrs.table_checks(spec), dg.Definitions(
+            assets=[asset], jobs=jobs, schedules=schedules, sensors=sensors))
 
 
 def _table_job(asset: dg.AssetsDefinition, job_name: str | None, default_name: str,
@@ -322,8 +361,8 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
         jobs, schedules = _table_job(asset, self.job_name, f"{spec.slug}_overwrite_job",
                                      f"Replace one partition of {spec.identifier}.",
                                      self.schedule)
-        return dg.Definitions(assets=[asset], asset_checks=attrs.table_checks(spec), jobs=jobs,
-                              schedules=schedules)
+        return dg.Definitions.merge(attrs.table_checks(spec), dg.Definitions(
+            assets=[asset], jobs=jobs, schedules=schedules))
 
 
 # ------------------------------------------------------------------------------ derived
@@ -379,8 +418,8 @@ class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
             sensor_status=(dg.DefaultSensorStatus.RUNNING if self.sensor.running
                            else dg.DefaultSensorStatus.STOPPED),
             labels=self.asset.labels(with_key=False))
-        return dg.Definitions(assets=[derived.asset], asset_checks=attrs.table_checks(spec),
-                              jobs=[derived.job], sensors=[derived.sensor])
+        return dg.Definitions.merge(attrs.table_checks(spec), dg.Definitions(
+            assets=[derived.asset], jobs=[derived.job], sensors=[derived.sensor]))
 
 
 # ------------------------------------------------------------------------------ maintenance
@@ -479,9 +518,8 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
                     name=f"{spec.slug}_expiry_schedule", cron_schedule=e.cron, job=job,
                     default_status=(dg.DefaultScheduleStatus.RUNNING if e.running
                                     else dg.DefaultScheduleStatus.STOPPED)))
-        checks = build_table_checks(spec) if self.checks is not None and self.checks.enabled \
-            else []
-        return dg.Definitions(assets=assets, asset_checks=checks, jobs=jobs, schedules=schedules)
+        return dg.Definitions.merge(check_defs(spec, self.checks), dg.Definitions(
+            assets=assets, jobs=jobs, schedules=schedules))
 
 
 # ------------------------------------------------------------------------------ resources

@@ -77,8 +77,10 @@ def test_cdc_table_follows_its_attributes() -> None:
     checks = {k.name for c in defs.asset_checks or () for k in c.check_keys
               if k.asset_key == key}
     assert checks == {"fsck_clean", "small_files", "snapshot_retention", "freshness"}
-    assert [j.name for j in defs.jobs or ()] == ["shop_orders_ingest_job"]
-    [schedule] = defs.schedules or ()
+    # (and the checks' own job and schedule: freshness every 15 min)
+    assert sorted(j.name for j in defs.jobs or ()) == ["shop_orders_checks_job",
+                                                       "shop_orders_ingest_job"]
+    [schedule] = [s for s in defs.schedules or () if s.name != "shop_orders_checks_schedule"]
     assert schedule.name == "shop_orders_ingest_job_schedule"
     assert schedule.cron_schedule == attrs["schedule"]["cron"]
     validate(defs)
@@ -138,7 +140,8 @@ def test_maintenance_of_a_table_written_elsewhere() -> None:
     assert compaction.partitions_def is not None
     assert compaction.partitions_def.get_partition_keys() == [
         f"java.items/bucket-{b}" for b in range(3)]
-    assert {s.name for s in defs.schedules or ()} == {"java_items_compaction_schedule"}
+    assert {s.name for s in defs.schedules or ()} == {"java_items_compaction_schedule",
+                                                      "java_items_checks_schedule"}
     validate(defs)
 
 

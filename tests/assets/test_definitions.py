@@ -39,8 +39,9 @@ def test_definitions_load(module: str) -> None:
                                                   "cdc_landing_sensor", "table_state_sensor"}
     assert {s.name for s in repo.schedule_defs} == {
         "cdc_ingest_job_schedule", "fx_rates_overwrite_job_schedule", "expiry_schedule",
-        *(f"{t}_compaction_schedule" for t in ("cdc_customers", "cdc_orders", "ref_fx_rates",
-                                               "mart_orders_enriched")),
+        *(f"{t}_{kind}_schedule" for t in ("cdc_customers", "cdc_orders", "ref_fx_rates",
+                                           "mart_orders_enriched")
+          for kind in ("compaction", "checks")),  # checks: freshness every 15 min
     }
     assert {"cdc_ingest_job", "mart_orders_enriched_job", "expiry_job",
             "cdc_orders_compaction_job"} <= set(repo.job_names)
