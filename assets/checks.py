@@ -27,7 +27,7 @@ from typing import Any
 import dagster as dg
 
 from assets.labels import SettingsError
-from assets.metadata import table_stats
+from assets.metadata import id_text, table_stats
 from assets.resources import PaimonCatalog
 from assets.runs import not_retried
 from assets.tables import TableSpec
@@ -199,8 +199,8 @@ def build_table_checks(spec: TableSpec, policy: CheckPolicy | None = None
             severity=policy.severity("snapshot_retention"),
             metadata={
                 "retained_snapshots": dg.MetadataValue.int(count),
-                "earliest": dg.MetadataValue.int(earliest or 0),
-                "latest": dg.MetadataValue.int(latest or 0),
+                "earliest": id_text(earliest),
+                "latest": id_text(latest),
                 "retain_max": dg.MetadataValue.int(limit),
             },
         ))

@@ -43,6 +43,7 @@ from assets.metadata import (
     TABLE,
     accepts_properties,
     context_properties,
+    id_text,
     run_commit_user,
     snapshot_metadata,
 )
@@ -392,11 +393,11 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
             f"{ex.get('bytes_freed', 0)} bytes freed; {report.orphans_deleted} orphans removed")
         return dg.MaterializeResult(metadata={
             TABLE: spec.identifier,
-            SNAPSHOT_ID: dg.MetadataValue.text(str(sm.latest_snapshot_id() or "none")),
+            SNAPSHOT_ID: id_text(sm.latest_snapshot_id()),
             COMMIT_KIND: "NONE",
             "expire/snapshots_expired": dg.MetadataValue.int(int(ex.get("expired", 0))),
             "expire/expired_ids": dg.MetadataValue.json(list(ex.get("expired_ids", []))),
-            "expire/earliest": dg.MetadataValue.text(str(ex.get("earliest") or "none")),
+            "expire/earliest": id_text(ex.get("earliest")),
             "expire/retained_before": dg.MetadataValue.int(retained_before),
             "expire/retained_after": dg.MetadataValue.int(_retained(sm)),
             "expire/files_deleted": dg.MetadataValue.int(int(ex.get("deleted_files", 0))),

@@ -54,6 +54,13 @@ ROW_COUNT = "dagster/row_count"
 COLUMN_SCHEMA = "dagster/column_schema"
 URI = "dagster/uri"
 
+
+def id_text(snapshot_id: int | None) -> Any:
+    """A snapshot id (or ``None``: no snapshot) as metadata: text, never a plotted number."""
+    import dagster as dg
+
+    return dg.MetadataValue.text("none" if snapshot_id is None else str(snapshot_id))
+
 RUN_ID_PROPERTY = "dagster.run-id"
 ASSET_PROPERTY = "dagster.asset-key"
 PARTITION_PROPERTY = "dagster.partition-key"
@@ -202,14 +209,14 @@ def snapshot_metadata(
         md.update(table_state_metadata(table, count_rows=count_rows))
     else:
         latest = table.snapshot_manager.latest_snapshot_id()
-        md[SNAPSHOT_ID] = dg.MetadataValue.text("none" if latest is None else str(latest))
+        md[SNAPSHOT_ID] = id_text(latest)
     deltas = ("rows_added", "rows_deleted", "files_added", "files_deleted", "bytes_added",
               "bytes_deleted")
     if snapshot_ids:
         stats = [snapshot_stats(table, sid) for sid in snapshot_ids]
         last = stats[-1]
         md.update({
-            SNAPSHOT_ID: dg.MetadataValue.text(str(last.snapshot_id)),
+            SNAPSHOT_ID: id_text(last.snapshot_id),
             COMMIT_KIND: last.commit_kind,
             "paimon/commit_identifier": dg.MetadataValue.text(str(last.commit_identifier)),
         })
@@ -291,12 +298,12 @@ def table_state_metadata(table: FileStoreTable, *, count_rows: bool = True) -> d
     }
     snap = table.latest_snapshot()
     if snap is None:
-        md[SNAPSHOT_ID] = dg.MetadataValue.text("none")
+        md[SNAPSHOT_ID] = id_text(None)
         return md
     buckets = table.inspect.buckets(snapshot_id=snap.id)
     runs = buckets.column("sorted_runs")
     md.update({
-        SNAPSHOT_ID: dg.MetadataValue.text(str(snap.id)),
+        SNAPSHOT_ID: id_text(snap.id),
         COMMIT_KIND: snap.commit_kind.value,
         "paimon/snapshot_time": dg.MetadataValue.timestamp(snap.time_millis / 1000.0),
         "paimon/live_files": dg.MetadataValue.int(_sum(buckets, "file_count")),
@@ -309,7 +316,7 @@ def table_state_metadata(table: FileStoreTable, *, count_rows: bool = True) -> d
     sm = table.snapshot_manager
     earliest = sm.earliest_snapshot()
     if earliest is not None:
-        md["paimon/earliest_snapshot"] = dg.MetadataValue.text(str(earliest.id))
+        md["paimon/earliest_snapshot"] = id_text(earliest.id)
         md["paimon/earliest_snapshot_time"] = dg.MetadataValue.timestamp(
             earliest.time_millis / 1000.0)
         md["paimon/snapshots_retained"] = dg.MetadataValue.int(snap.id - earliest.id + 1)
