@@ -8,13 +8,19 @@ the successful tasks once (append, or overwrite when the save mode is ``overwrit
 table is created from the DataFrame's schema with the ``primary-key`` / ``partition`` / ``bucket``
 write options and every other Paimon table option given (:func:`create_options`).
 
-Primary-key tables: a Python data source cannot repartition its input, and two tasks writing
-the same bucket would number their records from the same sequence number (which of two rows of
-one key wins would be undefined). The commit therefore refuses, with
-:class:`~paimon_core.UnsupportedError` and before anything lands, messages of two tasks for one
-bucket of a primary-key table; input with one task per bucket (one Spark partition, or
-:func:`pipelines.writer.bucketed`) is written as is. :func:`pipelines.writer.write_dataframe`
-does the bucketing shuffle itself.
+Primary-key tables: two tasks writing the same bucket would number their records from the
+same sequence number (which of two rows of one key wins would be undefined), so each bucket's
+rows must reach one task, as paimon-spark's writer shuffles them by bucket. A Python data
+source cannot repartition its input, so ``df.write.format("paimon").save(...)`` does it before
+Spark sees the write: :func:`bucketed_input` (called by the ``DataFrameWriter`` patch of
+:func:`pipelines.sql.register_sql`) shuffles the rows of a fixed-bucket primary-key table by
+Paimon's bucket (:func:`pipelines.writer.bucketed`, the one home of that shuffle, which
+:func:`pipelines.writer.write_dataframe` uses too). SQL ``INSERT INTO`` / ``INSERT OVERWRITE``
+give a Python data source no such hook (Spark 4.3 asks it for no required distribution): the
+commit refuses, with :class:`~paimon_core.UnsupportedError` and before anything lands,
+messages of two tasks for one bucket of a primary-key table, and the message says how to give
+each bucket one task. Dynamic bucket primary-key tables (``bucket=-1``) are refused by both
+paths (their rows are routed to assigner tasks only by :func:`pipelines.writer.write_dataframe`).
 
 Streaming (``writeStream.format("paimon")``): every micro-batch is one commit whose identifier
 is Spark's batch id, by a commit user that stays the same across restarts (``commit.user``, else
@@ -28,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -50,9 +56,11 @@ from paimon_core import (
 )
 from pipelines.config import CatalogSettings, TableHandle, parse_pairs
 from pipelines.spark_types import paimon_type
-from pipelines.writer import commit_messages, write_batches
+from pipelines.sql_tables import effective_options
+from pipelines.writer import BUCKET_COLUMN, bucketed, commit_messages, write_batches
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
 __all__ = [
@@ -64,6 +72,7 @@ __all__ = [
     "PaimonStreamWriter",
     "PaimonWriter",
     "Target",
+    "bucketed_input",
     "create_options",
     "shared_buckets",
     "stream_commit_user",
@@ -135,6 +144,23 @@ def _open_or_create(target: Target, options: Mapping[str, str], schema: StructTy
         ident, Schema.of(columns, partition_keys=parts, primary_keys=pks, options=table_opts),
         ignore_if_exists=True)
     return TableHandle.load(settings, ident)
+
+
+def bucketed_input(df: DataFrame, options: Mapping[str, str], defaults: Mapping[str, str],
+                   target: Callable[[Mapping[str, str]], Target]) -> DataFrame | None:
+    """``df`` shuffled so that each bucket's rows are in one Spark partition, when the write
+    ``options`` (``defaults`` = the session's ``spark.paimon.*``) go to a fixed-bucket
+    primary-key table (created here from ``df``'s schema when missing, as the writer would)
+    and ``df`` has more than one partition; else None (written as it is). ``target``
+    resolves the table from the options (the source's)."""
+    opts = effective_options(options, None, defaults)
+    if not (opts.get("table") or opts.get("path")) or not opts.get("warehouse"):
+        return None  # the writer raises the typed error
+    handle = _open_or_create(target(opts), opts, df.schema, _row_kind_column(opts, df.schema))
+    schema = handle.schema
+    if not schema.primary_keys or schema.num_buckets <= 0 or df.rdd.getNumPartitions() <= 1:
+        return None
+    return bucketed(df, handle).drop(BUCKET_COLUMN)
 
 
 @dataclass
@@ -211,9 +237,10 @@ class _Writes:
             raise UnsupportedError(
                 f"{len(shared)} bucket(s) of primary-key table {self.handle.identifier} "
                 f"({buckets}) got rows from more than one Spark task: their records would "
-                "share sequence numbers. Give each bucket's rows to one task "
-                "(pipelines.writer.bucketed(df, handle), or df.coalesce(1)), or write with "
-                "pipelines.writer.write_dataframe, which does")
+                "share sequence numbers. df.write.format('paimon').save(...) shuffles by "
+                "bucket itself; a SQL INSERT cannot (Spark gives a Python data source no "
+                "hook): insert from a DataFrame instead, or from a single partition "
+                "(SELECT /*+ COALESCE(1) */ ...)")
 
     def abort_all(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         msgs = _unpickle(messages)
