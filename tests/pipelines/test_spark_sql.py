@@ -361,7 +361,8 @@ def test_java_reads_tables_written_from_spark(wh: Path, tmp_path: Path) -> None:
 README_MARKER = '"spark.paimon.warehouse": "/data/warehouse"'
 
 
-def test_readme_spark_sql_block_runs_as_written(spark: Any, tmp_path: Path) -> None:
+def test_readme_spark_sql_block_runs_as_written(spark: Any, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     """README's Spark SQL / DataFrame block, as written (only the warehouse path replaced),
     in the test session (tests/test_readme_examples.py lists it in NOT_RUN for that)."""
     from pipelines.sql import register_sql
@@ -376,9 +377,14 @@ def test_readme_spark_sql_block_runs_as_written(spark: Any, tmp_path: Path) -> N
         exec(compile(code.replace(WAREHOUSE, str(wh)), "README.md", "exec"),
              {"__name__": "readme"})
         assert orders.to_arrow().num_rows == before + 1
+        # compacted, then rolled back to the tag taken before: the INSERT's snapshot is latest
         latest = orders.latest_snapshot()
-        assert latest is not None and latest.commit_kind.value == "COMPACT"
-        assert "before-compact" in dict(orders.list_tags())
+        tags = dict(orders.list_tags())
+        assert latest is not None and latest.commit_kind.value == "APPEND"
+        assert latest.id == tags["before-compact"]
+        assert not orders.snapshot_manager.snapshot_exists(latest.id + 1)
+        # the typed error of the bad write was caught and printed (its message names the key)
+        assert "'id'" in capsys.readouterr().out.strip().splitlines()[-1]
         kv = _table(wh, "db.kv")
         assert _rows(kv, "id", "v") == [(1, "a")]
         assert [tuple(r) for r in spark.sql("SELECT id, v FROM kv").collect()] == [(1, "a")]
