@@ -19,8 +19,10 @@ Paimon's bucket (:func:`pipelines.writer.bucketed`, the one home of that shuffle
 give a Python data source no such hook (Spark 4.3 asks it for no required distribution): the
 commit refuses, with :class:`~paimon_core.UnsupportedError` and before anything lands,
 messages of two tasks for one bucket of a primary-key table, and the message says how to give
-each bucket one task. Dynamic bucket primary-key tables (``bucket=-1``) are refused by both
-paths (their rows are routed to assigner tasks only by :func:`pipelines.writer.write_dataframe`).
+each bucket one task. Dynamic bucket primary-key tables (``bucket=-1``, Paimon's default):
+``save`` routes the rows to assigner channels (Spark partition ``i`` runs channel ``i``, as
+:func:`pipelines.writer.write_dataframe` does) and tells the writer so
+(:data:`WRITE_ASSIGNER_TASKS`); a SQL ``INSERT`` or a stream into one is refused.
 
 Streaming (``writeStream.format("paimon")``): every micro-batch is one commit whose identifier
 is Spark's batch id, by a commit user that stays the same across restarts (``commit.user``, else
@@ -54,10 +56,17 @@ from paimon_core import (
     TableNotExistError,
     UnsupportedError,
 )
+from pipelines.cdc_routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle, parse_pairs
 from pipelines.spark_types import paimon_type
 from pipelines.sql_tables import effective_options
-from pipelines.writer import BUCKET_COLUMN, bucketed, commit_messages, write_batches
+from pipelines.writer import (
+    BUCKET_COLUMN,
+    bucketed,
+    commit_messages,
+    write_batches,
+    write_routing,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -69,6 +78,7 @@ __all__ = [
     "OVERWRITE_PARTITION",
     "ROW_KIND_COLUMN",
     "ROW_KIND_DEFAULT_COLUMN",
+    "WRITE_ASSIGNER_TASKS",
     "PaimonStreamWriter",
     "PaimonWriter",
     "Target",
@@ -83,6 +93,9 @@ COMMIT_USER = "commit.user"
 COMMIT_IDENTIFIER = "commit.identifier"
 OVERWRITE_PARTITION = "overwrite.partition"
 ROW_KIND_COLUMN = "row-kind-column"
+#: set by :func:`bucketed_input` for a dynamic bucket primary-key table: the number of
+#: assigner channels the rows were routed to (Spark partition ``i`` = channel ``i``)
+WRITE_ASSIGNER_TASKS = "write.assigner-tasks"
 #: the input column read as each row's kind when ``row-kind-column`` is not given
 ROW_KIND_DEFAULT_COLUMN = "_row_kind"
 #: Spark's streaming option (passed to the sink): the default commit user derives from it
@@ -147,20 +160,29 @@ def _open_or_create(target: Target, options: Mapping[str, str], schema: StructTy
 
 
 def bucketed_input(df: DataFrame, options: Mapping[str, str], defaults: Mapping[str, str],
-                   target: Callable[[Mapping[str, str]], Target]) -> DataFrame | None:
-    """``df`` shuffled so that each bucket's rows are in one Spark partition, when the write
-    ``options`` (``defaults`` = the session's ``spark.paimon.*``) go to a fixed-bucket
-    primary-key table (created here from ``df``'s schema when missing, as the writer would)
-    and ``df`` has more than one partition; else None (written as it is). ``target``
-    resolves the table from the options (the source's)."""
+                   target: Callable[[Mapping[str, str]], Target]
+                   ) -> tuple[DataFrame, dict[str, str]] | None:
+    """``df`` shuffled for a primary-key table, and the write options to add, when the write
+    ``options`` (``defaults`` = the session's ``spark.paimon.*``) go to one (created here
+    from ``df``'s schema when missing, as the writer would); else None (written as it is).
+    Fixed buckets (when ``df`` has more than one partition): each bucket's rows in one Spark
+    partition. Dynamic bucket (``bucket=-1``): each assigner channel's rows in Spark
+    partition = channel, and :data:`WRITE_ASSIGNER_TASKS` tells the writer the channels.
+    ``target`` resolves the table from the options (the source's)."""
     opts = effective_options(options, None, defaults)
     if not (opts.get("table") or opts.get("path")) or not opts.get("warehouse"):
         return None  # the writer raises the typed error
     handle = _open_or_create(target(opts), opts, df.schema, _row_kind_column(opts, df.schema))
     schema = handle.schema
-    if not schema.primary_keys or schema.num_buckets <= 0 or df.rdd.getNumPartitions() <= 1:
+    if not schema.primary_keys:
         return None
-    return bucketed(df, handle).drop(BUCKET_COLUMN)
+    route = write_routing(df, handle)
+    if route is not None:
+        return (bucketed(df, handle).drop(BUCKET_COLUMN),
+                {WRITE_ASSIGNER_TASKS: str(route.tasks)})
+    if schema.num_buckets <= 0 or df.rdd.getNumPartitions() <= 1:
+        return None
+    return bucketed(df, handle).drop(BUCKET_COLUMN), {}
 
 
 @dataclass
@@ -214,16 +236,26 @@ class _Writes:
         self.row_kind_column = _row_kind_column(options, schema)
         self.handle = _open_or_create(target, options, schema, self.row_kind_column)
         self.commit_user = commit_user
+        self.route: Routing | None = None
         if self.handle.schema.num_buckets == -1 and self.handle.schema.primary_keys:
-            raise UnsupportedError(
-                f"format('paimon') cannot write {self.handle.identifier}, a dynamic "
-                "bucket primary-key table (bucket=-1): Spark does not route each key to one "
-                "assigner task here; use pipelines.writer.write_dataframe (which does) or a "
-                "fixed 'bucket' count")
+            tasks = _int(options, WRITE_ASSIGNER_TASKS)
+            if tasks is None:
+                raise UnsupportedError(
+                    f"this write cannot go to {self.handle.identifier}, a dynamic bucket "
+                    "primary-key table (bucket=-1): its rows were not routed to assigner "
+                    "tasks (a SQL INSERT or a stream); df.write.format('paimon').save(...) "
+                    "and pipelines.writer.write_dataframe route them, or give the table a "
+                    "fixed 'bucket' count")
+            self.route = routing(self.handle.schema, tasks)
+            if self.route.tasks != tasks:
+                raise SchemaError(f"option {WRITE_ASSIGNER_TASKS}={tasks} does not match the "
+                                  f"table's {self.route.tasks} assigner channels")
 
     def write_task(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
+        channel = None if self.route is None else self.route.channel(_task_id())
         messages, rows = write_batches(self.handle, self.commit_user, iterator,
-                                       row_kind_column=self.row_kind_column)
+                                       row_kind_column=self.row_kind_column,
+                                       assigner_channel=channel)
         return PaimonCommitMessage(pickle.dumps(messages), rows, _task_id())
 
     def check_buckets(self, messages: Sequence[WriterCommitMessage | None]) -> None:

@@ -250,8 +250,9 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
         mode = mode or g.get("mode") or "append"
         if shuffled is None:
             return orig_save(self, path, FORMAT, mode, partitionBy, **opts)
-        w = DataFrameWriter(shuffled)
-        orig_options(w, **g.get("options", {}))
+        df, extra = shuffled
+        w = DataFrameWriter(df)
+        orig_options(w, **g.get("options", {}), **extra)
         return orig_save(w, path, FORMAT, mode, partitionBy, **opts)
 
     for fn, orig in ((mode, orig_mode), (format, orig_format), (option, orig_option),
