@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paimon_core.errors import SnapshotNotExistError
+from paimon_core.errors import SchemaError, SnapshotNotExistError
 from paimon_core.identifier import Identifier
 from paimon_core.io.file_io import FileIO
 from paimon_core.manifest_io import ManifestCache, ManifestIO
@@ -275,11 +275,12 @@ class FileStoreTable:
 
         Raises:
             SnapshotExpiredError / SnapshotNotExistError / TagNotExistError: no such target.
+            SchemaError: ``target`` is neither an ``int`` nor a ``str``.
         """
         from paimon_core.rollback import rollback_to
 
         if isinstance(target, bool) or not isinstance(target, (int, str)):
-            raise TypeError(f"rollback_to takes a snapshot id or a tag name, not {target!r}")
+            raise SchemaError(f"rollback_to takes a snapshot id or a tag name, not {target!r}")
         if isinstance(target, int):
             return rollback_to(self, snapshot_id=target)
         return rollback_to(self, tag=target)

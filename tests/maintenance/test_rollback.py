@@ -12,6 +12,7 @@ import pytest
 
 from paimon_core import (
     FileStoreTable,
+    SchemaError,
     SnapshotExpiredError,
     SnapshotNotExistError,
     TagNotExistError,
@@ -127,6 +128,8 @@ def test_refusals_change_nothing(tmp_path: Path) -> None:
         t.rollback_to(9)
     with pytest.raises(TagNotExistError):
         t.rollback_to("nope")
+    with pytest.raises(SchemaError, match="snapshot id or a tag name"):
+        t.rollback_to(2.0)  # type: ignore[arg-type]
     assert tree(t.file_io, t.path) == before
 
 
