@@ -273,11 +273,11 @@ class PaimonDataSource(DataSource):
         options = self._options(schema)
         if not (options.get("table") or options.get("path")) and not self.options:
             raise SchemaError(
-                "an INSERT into a 'USING paimon' table reached the paimon source without the "
-                "table's OPTIONS: Spark hands the writer the SELECT's own columns when every "
-                "one matches the table's by name and type, and those do not carry them. Alias "
-                "or cast one column (SELECT id AS id2, ...), or write with "
-                "df.write.format('paimon').save('db.t')")
+                "the paimon data source needs a table: option 'table' or save('db.t'). An "
+                "INSERT into a 'USING paimon' table arrives without the table's OPTIONS when "
+                "every column of its SELECT matches the table's by name and type (Spark hands "
+                "the writer the SELECT's own columns): alias or cast one column "
+                "(SELECT id AS id2, ...), or write with df.write.format('paimon').save('db.t')")
         return PaimonWriter(write_target(options), options, schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:

@@ -28,9 +28,10 @@ Spark refuses every Python data source in its default ``ErrorIfExists`` save mod
 source is asked; paimon-spark users write ``df.write.format("paimon").save("db.t")`` and expect
 an append, so :func:`register_sql` also makes ``append`` the default save mode of a
 ``DataFrameWriter`` whose format is ``paimon`` (a mode set explicitly, before or after
-``format``, still wins), and its ``save`` shuffles the rows of a fixed-bucket primary-key
-table to one task per bucket first (:func:`pipelines.sink.bucketed_input`), as paimon-spark's
-writer does; a Paimon error raised in its tasks reaches the caller as that typed error
+``format``, still wins), and its ``save`` shuffles the rows of a primary-key table first (one
+task per bucket, or per assigner channel of a dynamic bucket table:
+:func:`pipelines.sink.bucketed_input`), as paimon-spark's writer does; a Paimon error
+raised in its tasks reaches the caller as that typed error
 (:func:`pipelines.spark_errors.typed_error`; Spark's exception is its ``__cause__``).
 """
 
@@ -43,6 +44,7 @@ from paimon_core import FileStoreTable, PaimonError, SchemaError
 from pipelines.config import TableHandle
 from pipelines.sink import bucketed_input
 from pipelines.source import FORMAT, PaimonDataSource, options_settings, write_target
+from pipelines.source_options import check_options
 from pipelines.spark_errors import typed_error
 from pipelines.spark_types import spark_schema
 from pipelines.sql_tables import SESSION_PREFIX
@@ -185,9 +187,9 @@ def _rollback_udtf(defaults: Mapping[str, str]) -> type:
 
 def _install_writer_patch(defaults: Mapping[str, str]) -> None:
     """``DataFrameWriter`` with the format ``paimon``: ``append`` when no mode was set, and a
-    fixed-bucket primary-key table's rows shuffled to one task per bucket before ``save``
-    (:func:`pipelines.sink.bucketed_input`). ``defaults``: the session's ``spark.paimon.*``
-    (the latest :func:`register_sql` call's)."""
+    primary-key table's rows shuffled before ``save`` (:func:`pipelines.sink.bucketed_input`);
+    a Paimon error from the write raised as itself (:func:`pipelines.spark_errors.typed_error`).
+    ``defaults``: the session's ``spark.paimon.*`` (the latest :func:`register_sql` call's)."""
     from pyspark.sql.readwriter import DataFrameWriter
 
     setattr(DataFrameWriter, _DEFAULTS, dict(defaults))
@@ -242,11 +244,13 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
 
     def paimon_save(self: Any, g: dict[str, Any], path: str | None, mode: str | None,
                     partitionBy: Any, opts: dict[str, Any]) -> None:
-        write_opts = {**g.get("options", {}), **opts}
+        write_opts = {str(k): str(v) for k, v in {**g.get("options", {}), **opts}.items()
+                      if v is not None}
         if path is not None:
             write_opts["path"] = path
-        shuffled = bucketed_input(self._df, {str(k): str(v) for k, v in write_opts.items()},
-                                  getattr(DataFrameWriter, _DEFAULTS, {}), write_target)
+        check_options(write_opts)  # a typo fails before a table is created from the options
+        shuffled = bucketed_input(self._df, write_opts, getattr(DataFrameWriter, _DEFAULTS, {}),
+                                  write_target)
         mode = mode or g.get("mode") or "append"
         if shuffled is None:
             return orig_save(self, path, FORMAT, mode, partitionBy, **opts)
