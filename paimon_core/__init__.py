@@ -139,6 +139,7 @@ if TYPE_CHECKING:
     from paimon_core.read.merge import deduplicate
     from paimon_core.read.stream import read_stream_plan
     from paimon_core.read.table_read import TableRead
+    from paimon_core.rollback import RollbackResult
     from paimon_core.scan.incremental import check_range, resolve_timestamp_range
     from paimon_core.scan.planner import ScanPlanner
     from paimon_core.scan.predicate import (
@@ -248,6 +249,7 @@ _LAZY: dict[str, str] = {
     "ExpireResult": "paimon_core.expire_config",
     "FsckReport": "paimon_core.fsck",
     "snapshot_listings": "paimon_core.manifest_io",
+    "RollbackResult": "paimon_core.rollback",
     "limit_threads": "paimon_core.threads",
     "pool_threads": "paimon_core.threads",
     "Identifier": "paimon_core.identifier",
@@ -443,6 +445,7 @@ __all__ = [
     "ReadBuilder",
     "RemoveOption",
     "RenameColumn",
+    "RollbackResult",
     "RowKind",
     "RowType",
     "ScanPlanner",

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paimon_core.errors import SnapshotNotExistError
+from paimon_core.errors import SchemaError, SnapshotNotExistError
 from paimon_core.identifier import Identifier
 from paimon_core.io.file_io import FileIO
 from paimon_core.manifest_io import ManifestCache, ManifestIO
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from paimon_core.compact.options import CompactStrategy
     from paimon_core.expire_config import ExpireResult
     from paimon_core.inspect import InspectTable
+    from paimon_core.rollback import RollbackResult
     from paimon_core.schema_change import SchemaChange
     from paimon_core.tags import TagManager
     from paimon_core.write.builder import BatchWriteBuilder
@@ -266,6 +267,23 @@ class FileStoreTable:
     def list_tags(self) -> list[tuple[str, int]]:
         """``(name, snapshot id)`` of every tag."""
         return self.tag_manager().list()
+
+    def rollback_to(self, target: int | str) -> RollbackResult:
+        """Roll back to a snapshot id (``int``) or a tag (``str``), as Java's
+        ``Table.rollbackTo``: the snapshots and tags after it go, then the files only they
+        referenced. See :mod:`paimon_core.rollback`.
+
+        Raises:
+            SnapshotExpiredError / SnapshotNotExistError / TagNotExistError: no such target.
+            SchemaError: ``target`` is neither an ``int`` nor a ``str``.
+        """
+        from paimon_core.rollback import rollback_to
+
+        if isinstance(target, bool) or not isinstance(target, (int, str)):
+            raise SchemaError(f"rollback_to takes a snapshot id or a tag name, not {target!r}")
+        if isinstance(target, int):
+            return rollback_to(self, snapshot_id=target)
+        return rollback_to(self, tag=target)
 
     # ---- maintenance
     def expire_snapshots(

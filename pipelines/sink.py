@@ -8,13 +8,21 @@ the successful tasks once (append, or overwrite when the save mode is ``overwrit
 table is created from the DataFrame's schema with the ``primary-key`` / ``partition`` / ``bucket``
 write options and every other Paimon table option given (:func:`create_options`).
 
-Primary-key tables: a Python data source cannot repartition its input, and two tasks writing
-the same bucket would number their records from the same sequence number (which of two rows of
-one key wins would be undefined). The commit therefore refuses, with
-:class:`~paimon_core.UnsupportedError` and before anything lands, messages of two tasks for one
-bucket of a primary-key table; input with one task per bucket (one Spark partition, or
-:func:`pipelines.writer.bucketed`) is written as is. :func:`pipelines.writer.write_dataframe`
-does the bucketing shuffle itself.
+Primary-key tables: two tasks writing the same bucket would number their records from the
+same sequence number (which of two rows of one key wins would be undefined), so each bucket's
+rows must reach one task, as paimon-spark's writer shuffles them by bucket. A Python data
+source cannot repartition its input, so ``df.write.format("paimon").save(...)`` does it before
+Spark sees the write: :func:`bucketed_input` (called by the ``DataFrameWriter`` patch of
+:func:`pipelines.sql.register_sql`) shuffles the rows of a fixed-bucket primary-key table by
+Paimon's bucket (:func:`pipelines.writer.bucketed`, the one home of that shuffle, which
+:func:`pipelines.writer.write_dataframe` uses too). SQL ``INSERT INTO`` / ``INSERT OVERWRITE``
+give a Python data source no such hook (Spark 4.3 asks it for no required distribution): the
+commit refuses, with :class:`~paimon_core.UnsupportedError` and before anything lands,
+messages of two tasks for one bucket of a primary-key table, and the message says how to give
+each bucket one task. Dynamic bucket primary-key tables (``bucket=-1``, Paimon's default):
+``save`` routes the rows to assigner channels (Spark partition ``i`` runs channel ``i``, as
+:func:`pipelines.writer.write_dataframe` does) and tells the writer so
+(:data:`WRITE_ASSIGNER_TASKS`); a SQL ``INSERT`` or a stream into one is refused.
 
 Streaming (``writeStream.format("paimon")``): every micro-batch is one commit whose identifier
 is Spark's batch id, by a commit user that stays the same across restarts (``commit.user``, else
@@ -28,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,11 +56,20 @@ from paimon_core import (
     TableNotExistError,
     UnsupportedError,
 )
+from pipelines.cdc_routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle, parse_pairs
 from pipelines.spark_types import paimon_type
-from pipelines.writer import commit_messages, write_batches
+from pipelines.sql_tables import effective_options
+from pipelines.writer import (
+    BUCKET_COLUMN,
+    bucketed,
+    commit_messages,
+    write_batches,
+    write_routing,
+)
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
 __all__ = [
@@ -61,9 +78,11 @@ __all__ = [
     "OVERWRITE_PARTITION",
     "ROW_KIND_COLUMN",
     "ROW_KIND_DEFAULT_COLUMN",
+    "WRITE_ASSIGNER_TASKS",
     "PaimonStreamWriter",
     "PaimonWriter",
     "Target",
+    "bucketed_input",
     "create_options",
     "shared_buckets",
     "stream_commit_user",
@@ -74,6 +93,9 @@ COMMIT_USER = "commit.user"
 COMMIT_IDENTIFIER = "commit.identifier"
 OVERWRITE_PARTITION = "overwrite.partition"
 ROW_KIND_COLUMN = "row-kind-column"
+#: set by :func:`bucketed_input` for a dynamic bucket primary-key table: the number of
+#: assigner channels the rows were routed to (Spark partition ``i`` = channel ``i``)
+WRITE_ASSIGNER_TASKS = "write.assigner-tasks"
 #: the input column read as each row's kind when ``row-kind-column`` is not given
 ROW_KIND_DEFAULT_COLUMN = "_row_kind"
 #: Spark's streaming option (passed to the sink): the default commit user derives from it
@@ -137,6 +159,32 @@ def _open_or_create(target: Target, options: Mapping[str, str], schema: StructTy
     return TableHandle.load(settings, ident)
 
 
+def bucketed_input(df: DataFrame, options: Mapping[str, str], defaults: Mapping[str, str],
+                   target: Callable[[Mapping[str, str]], Target]
+                   ) -> tuple[DataFrame, dict[str, str]] | None:
+    """``df`` shuffled for a primary-key table, and the write options to add, when the write
+    ``options`` (``defaults`` = the session's ``spark.paimon.*``) go to one (created here
+    from ``df``'s schema when missing, as the writer would); else None (written as it is).
+    Fixed buckets (when ``df`` has more than one partition): each bucket's rows in one Spark
+    partition. Dynamic bucket (``bucket=-1``): each assigner channel's rows in Spark
+    partition = channel, and :data:`WRITE_ASSIGNER_TASKS` tells the writer the channels.
+    ``target`` resolves the table from the options (the source's)."""
+    opts = effective_options(options, None, defaults)
+    if not (opts.get("table") or opts.get("path")) or not opts.get("warehouse"):
+        return None  # the writer raises the typed error
+    handle = _open_or_create(target(opts), opts, df.schema, _row_kind_column(opts, df.schema))
+    schema = handle.schema
+    if not schema.primary_keys:
+        return None
+    route = write_routing(df, handle)
+    if route is not None:
+        return (bucketed(df, handle).drop(BUCKET_COLUMN),
+                {WRITE_ASSIGNER_TASKS: str(route.tasks)})
+    if schema.num_buckets <= 0 or df.rdd.getNumPartitions() <= 1:
+        return None
+    return bucketed(df, handle).drop(BUCKET_COLUMN), {}
+
+
 @dataclass
 class PaimonCommitMessage(WriterCommitMessage):
     """What one write task hands to the driver: its pickled ``CommitMessage`` list."""
@@ -188,16 +236,26 @@ class _Writes:
         self.row_kind_column = _row_kind_column(options, schema)
         self.handle = _open_or_create(target, options, schema, self.row_kind_column)
         self.commit_user = commit_user
+        self.route: Routing | None = None
         if self.handle.schema.num_buckets == -1 and self.handle.schema.primary_keys:
-            raise UnsupportedError(
-                f"format('paimon') cannot write {self.handle.identifier}, a dynamic "
-                "bucket primary-key table (bucket=-1): Spark does not route each key to one "
-                "assigner task here; use pipelines.writer.write_dataframe (which does) or a "
-                "fixed 'bucket' count")
+            tasks = _int(options, WRITE_ASSIGNER_TASKS)
+            if tasks is None:
+                raise UnsupportedError(
+                    f"this write cannot go to {self.handle.identifier}, a dynamic bucket "
+                    "primary-key table (bucket=-1): its rows were not routed to assigner "
+                    "tasks (a SQL INSERT or a stream); df.write.format('paimon').save(...) "
+                    "and pipelines.writer.write_dataframe route them, or give the table a "
+                    "fixed 'bucket' count")
+            self.route = routing(self.handle.schema, tasks)
+            if self.route.tasks != tasks:
+                raise SchemaError(f"option {WRITE_ASSIGNER_TASKS}={tasks} does not match the "
+                                  f"table's {self.route.tasks} assigner channels")
 
     def write_task(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
+        channel = None if self.route is None else self.route.channel(_task_id())
         messages, rows = write_batches(self.handle, self.commit_user, iterator,
-                                       row_kind_column=self.row_kind_column)
+                                       row_kind_column=self.row_kind_column,
+                                       assigner_channel=channel)
         return PaimonCommitMessage(pickle.dumps(messages), rows, _task_id())
 
     def check_buckets(self, messages: Sequence[WriterCommitMessage | None]) -> None:
@@ -211,9 +269,10 @@ class _Writes:
             raise UnsupportedError(
                 f"{len(shared)} bucket(s) of primary-key table {self.handle.identifier} "
                 f"({buckets}) got rows from more than one Spark task: their records would "
-                "share sequence numbers. Give each bucket's rows to one task "
-                "(pipelines.writer.bucketed(df, handle), or df.coalesce(1)), or write with "
-                "pipelines.writer.write_dataframe, which does")
+                "share sequence numbers. df.write.format('paimon').save(...) shuffles by "
+                "bucket itself; a SQL INSERT cannot (Spark gives a Python data source no "
+                "hook): insert from a DataFrame instead, or from a single partition "
+                "(SELECT /*+ COALESCE(1) */ ...)")
 
     def abort_all(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         msgs = _unpickle(messages)

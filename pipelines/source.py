@@ -136,7 +136,7 @@ from pipelines.sql_tables import effective_options, with_identity
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-__all__ = ["PaimonDataSource", "options_settings", "table_identifier"]
+__all__ = ["PaimonDataSource", "options_settings", "table_identifier", "write_target"]
 
 FORMAT = "paimon"
 KIND = KIND_COLUMN
@@ -271,14 +271,22 @@ class PaimonDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> PaimonWriter:
         options = self._options(schema)
-        return PaimonWriter(_target(options), options, schema, overwrite)
+        if not (options.get("table") or options.get("path")) and not self.options:
+            raise SchemaError(
+                "the paimon data source needs a table: option 'table' or save('db.t'). An "
+                "INSERT into a 'USING paimon' table arrives without the table's OPTIONS when "
+                "every column of its SELECT matches the table's by name and type (Spark hands "
+                "the writer the SELECT's own columns): alias or cast one column "
+                "(SELECT id AS id2, ...), or write with df.write.format('paimon').save('db.t')")
+        return PaimonWriter(write_target(options), options, schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         options = self._options(schema)
-        return PaimonStreamWriter(_target(options), options, schema, overwrite)
+        return PaimonStreamWriter(write_target(options), options, schema, overwrite)
 
 
-def _target(options: Mapping[str, str]) -> Target:
+def write_target(options: Mapping[str, str]) -> Target:
+    """The table a write with these (effective) options goes to."""
     return Target(options_settings(options), table_identifier(options))
 
 

@@ -37,6 +37,7 @@ from pipelines.sink import (
     COMMIT_USER,
     OVERWRITE_PARTITION,
     ROW_KIND_COLUMN,
+    WRITE_ASSIGNER_TASKS,
 )
 from pipelines.sql_tables import CREATE_TABLE_EXTRAS
 
@@ -161,6 +162,9 @@ WRITE_OPTIONS: tuple[SourceOption, ...] = (
     SourceOption(OVERWRITE_PARTITION, "string", None,
                  "``mode('overwrite')``: the static partition ``k=v,...`` to replace"),
     SourceOption(ROW_KIND_COLUMN, "string", None, "input column holding each row's kind"),
+    SourceOption(WRITE_ASSIGNER_TASKS, "int", None,
+                 "set by ``df.write``'s shuffle: the assigner channels a dynamic bucket "
+                 "primary-key table's rows were routed to (task ``i`` runs channel ``i``)"),
 )
 
 #: Options Spark itself adds: a stream sink's checkpoint, a ``CREATE TABLE``'s provider and

@@ -18,7 +18,9 @@ UDTFs never see the session conf:
 * procedures, called as ``SELECT * FROM paimon_compact('db.t')``:
   ``paimon_compact(table [, strategy 'full'|'minor'])``,
   ``paimon_expire_snapshots(table [, retain_max [, retain_min [, older_than_millis]]])``,
-  ``paimon_create_tag(table, tag [, snapshot_id])``. Each returns one row.
+  ``paimon_create_tag(table, tag [, snapshot_id])``,
+  ``paimon_rollback(table, snapshot_id | tag)`` (``FileStoreTable.rollback_to``: a number is a
+  snapshot id, any other text a tag). Each returns one row.
 
 Change ``spark.paimon.*`` after the session started? Call :func:`register_sql` again.
 
@@ -26,7 +28,11 @@ Spark refuses every Python data source in its default ``ErrorIfExists`` save mod
 source is asked; paimon-spark users write ``df.write.format("paimon").save("db.t")`` and expect
 an append, so :func:`register_sql` also makes ``append`` the default save mode of a
 ``DataFrameWriter`` whose format is ``paimon`` (a mode set explicitly, before or after
-``format``, still wins).
+``format``, still wins), and its ``save`` shuffles the rows of a primary-key table first (one
+task per bucket, or per assigner channel of a dynamic bucket table:
+:func:`pipelines.sink.bucketed_input`), as paimon-spark's writer does; a Paimon error
+raised in its tasks reaches the caller as that typed error
+(:func:`pipelines.spark_errors.typed_error`; Spark's exception is its ``__cause__``).
 """
 
 from __future__ import annotations
@@ -34,9 +40,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from paimon_core import FileStoreTable, SchemaError
+from paimon_core import FileStoreTable, PaimonError, SchemaError
 from pipelines.config import TableHandle
-from pipelines.source import FORMAT, PaimonDataSource, options_settings
+from pipelines.sink import bucketed_input
+from pipelines.source import FORMAT, PaimonDataSource, options_settings, write_target
+from pipelines.source_options import check_options
+from pipelines.spark_errors import typed_error
 from pipelines.spark_types import spark_schema
 from pipelines.sql_tables import SESSION_PREFIX
 
@@ -51,9 +60,12 @@ _SYSTEM_TABLES = ("snapshots", "schemas", "options", "files", "manifests", "part
 #: SQL name -> system table
 SYSTEM_TABLE_FUNCTIONS: dict[str, str] = {f"paimon_{n}": n for n in _SYSTEM_TABLES}
 #: SQL names of the procedures
-PROCEDURES = ("paimon_compact", "paimon_expire_snapshots", "paimon_create_tag")
+PROCEDURES = ("paimon_compact", "paimon_expire_snapshots", "paimon_create_tag",
+              "paimon_rollback")
 _MODE_SET = "_paimon_mode_set"  # on a DataFrameWriter: a mode was set explicitly
-_INSTALLED = "_paimon_default_mode"  # on the DataFrameWriter class: the patch is in place
+_INSTALLED = "_paimon_writer_patch"  # on the DataFrameWriter class: the patch is in place
+_DEFAULTS = "_paimon_session_defaults"  # on the DataFrameWriter class: spark.paimon.* conf
+_GIVEN = "_paimon_given"  # on a DataFrameWriter: the format, mode and options set on it
 
 
 def session_defaults(spark: SparkSession) -> dict[str, str]:
@@ -159,28 +171,102 @@ def _create_tag_udtf(defaults: Mapping[str, str]) -> type:
     return CreateTag
 
 
-def _install_default_mode() -> None:
-    """``DataFrameWriter``: ``append`` when the format is ``paimon`` and no mode was set."""
+def _rollback_udtf(defaults: Mapping[str, str]) -> type:
+    class Rollback:
+        def eval(self, table: str, target: Any) -> Iterator[tuple[Any, ...]]:
+            snapshot_id, tag = _time_travel(target)
+            if snapshot_id is None and tag is None:
+                raise SchemaError("paimon_rollback needs a snapshot id or a tag name")
+            res = _open(defaults, table).rollback_to(
+                snapshot_id if snapshot_id is not None else str(tag))
+            yield res.snapshot_id, len(res.removed_snapshots), len(res.removed_tags), \
+                res.deleted_files
+
+    return Rollback
+
+
+def _install_writer_patch(defaults: Mapping[str, str]) -> None:
+    """``DataFrameWriter`` with the format ``paimon``: ``append`` when no mode was set, and a
+    primary-key table's rows shuffled before ``save`` (:func:`pipelines.sink.bucketed_input`);
+    a Paimon error from the write raised as itself (:func:`pipelines.spark_errors.typed_error`).
+    ``defaults``: the session's ``spark.paimon.*`` (the latest :func:`register_sql` call's)."""
     from pyspark.sql.readwriter import DataFrameWriter
 
+    setattr(DataFrameWriter, _DEFAULTS, dict(defaults))
     if getattr(DataFrameWriter, _INSTALLED, False):
         return
     orig_mode, orig_format = DataFrameWriter.mode, DataFrameWriter.format
+    orig_option, orig_options = DataFrameWriter.option, DataFrameWriter.options
+    orig_save = DataFrameWriter.save
+
+    def given(self: Any) -> dict[str, Any]:
+        if _GIVEN not in self.__dict__:
+            self.__dict__[_GIVEN] = {}
+        out: dict[str, Any] = self.__dict__[_GIVEN]
+        return out
 
     def mode(self: Any, saveMode: str | None) -> Any:
         if saveMode is not None:
             setattr(self, _MODE_SET, True)
+            given(self)["mode"] = saveMode
         return orig_mode(self, saveMode)
 
     def format(self: Any, source: str) -> Any:
         out = orig_format(self, source)
+        given(self)["format"] = str(source)
         if str(source).lower() == FORMAT and not getattr(self, _MODE_SET, False):
             orig_mode(self, "append")
         return out
 
-    mode.__doc__, format.__doc__ = orig_mode.__doc__, orig_format.__doc__
+    def option(self: Any, key: str, value: Any) -> Any:
+        given(self).setdefault("options", {})[key] = value
+        return orig_option(self, key, value)
+
+    def options(self: Any, **opts: Any) -> Any:
+        given(self).setdefault("options", {}).update(opts)
+        return orig_options(self, **opts)
+
+    def save(self: Any, path: str | None = None, format: str | None = None,
+             mode: str | None = None, partitionBy: Any = None, **opts: Any) -> None:
+        g = given(self)
+        fmt = format or g.get("format")
+        if fmt is None or str(fmt).lower() != FORMAT:
+            return orig_save(self, path, format, mode, partitionBy, **opts)
+        try:
+            return paimon_save(self, g, path, mode, partitionBy, opts)
+        except PaimonError:
+            raise
+        except Exception as e:
+            typed = typed_error(e)
+            if typed is None:
+                raise
+            raise typed from e
+
+    def paimon_save(self: Any, g: dict[str, Any], path: str | None, mode: str | None,
+                    partitionBy: Any, opts: dict[str, Any]) -> None:
+        write_opts = {str(k): str(v) for k, v in {**g.get("options", {}), **opts}.items()
+                      if v is not None}
+        if path is not None:
+            write_opts["path"] = path
+        check_options(write_opts)  # a typo fails before a table is created from the options
+        shuffled = bucketed_input(self._df, write_opts, getattr(DataFrameWriter, _DEFAULTS, {}),
+                                  write_target)
+        mode = mode or g.get("mode") or "append"
+        if shuffled is None:
+            return orig_save(self, path, FORMAT, mode, partitionBy, **opts)
+        df, extra = shuffled
+        w = DataFrameWriter(df)
+        orig_options(w, **g.get("options", {}), **extra)
+        return orig_save(w, path, FORMAT, mode, partitionBy, **opts)
+
+    for fn, orig in ((mode, orig_mode), (format, orig_format), (option, orig_option),
+                     (options, orig_options), (save, orig_save)):
+        fn.__doc__ = orig.__doc__
     DataFrameWriter.mode = mode  # type: ignore[method-assign]
     DataFrameWriter.format = format  # type: ignore[method-assign]
+    DataFrameWriter.option = option  # type: ignore[method-assign]
+    DataFrameWriter.options = options  # type: ignore[method-assign]
+    DataFrameWriter.save = save  # type: ignore[method-assign]
     setattr(DataFrameWriter, _INSTALLED, True)
 
 
@@ -200,4 +286,7 @@ def register_sql(spark: SparkSession) -> None:
         _expire_udtf(defaults), returnType="expired_snapshots int, deleted_files int"))
     spark.udtf.register("paimon_create_tag", udtf(
         _create_tag_udtf(defaults), returnType="result boolean, snapshot_id bigint"))
-    _install_default_mode()
+    spark.udtf.register("paimon_rollback", udtf(
+        _rollback_udtf(defaults), returnType="snapshot_id bigint, removed_snapshots int, "
+        "removed_tags int, deleted_files int"))
+    _install_writer_patch(defaults)

@@ -10,9 +10,12 @@ What Spark 4.3 passes a Python data source (measured, see ``tests/pipelines/test
 * a ``CREATE TABLE`` *with* a column list never calls the source: nothing names the Paimon table.
 
 So :meth:`~pipelines.source.PaimonDataSource.schema` stamps the table's OPTIONS (the table,
-the warehouse, scan options ...) into the first field's metadata (:func:`with_identity`), and
+the warehouse, scan options ...) into every field's metadata (:func:`with_identity`), and
 reads and writes take them back from the schema when the options name no table
-(:func:`effective_options`). The Python
+(:func:`effective_options`). An ``INSERT ... SELECT`` whose every column matches the table's
+by name and type reaches the writer with none of it (Spark hands it the query's columns as
+they are): the writer then refuses with a message saying so (alias or cast one column, or
+write with ``df.write.format("paimon").save("db.t")``). The Python
 workers that run the source do not see the session conf, so the ``spark.paimon.*`` defaults
 (``spark.paimon.warehouse``, storage options) are bound into the registered source class by
 :func:`pipelines.sql.register_sql`.
@@ -44,11 +47,11 @@ CREATE_TABLE_EXTRAS = ("provider", "owner")
 
 
 def _identity(schema: StructType | None) -> dict[str, str]:
-    if schema is None or not schema.fields:
-        return {}
-    meta = schema.fields[0].metadata or {}
-    raw = meta.get(OPTIONS_META)
-    return {str(k): str(v) for k, v in json.loads(raw).items()} if raw else {}
+    for f in schema.fields if schema is not None else ():
+        raw = (f.metadata or {}).get(OPTIONS_META)
+        if raw:
+            return {str(k): str(v) for k, v in json.loads(raw).items()}
+    return {}
 
 
 def effective_options(options: Mapping[str, str], schema: StructType | None,
@@ -65,18 +68,21 @@ def effective_options(options: Mapping[str, str], schema: StructType | None,
 
 
 def with_identity(schema: StructType, options: Mapping[str, str]) -> StructType:
-    """``schema`` with ``options`` (less Spark's additions) in its first field's metadata
-    (what a later ``SELECT`` / ``INSERT`` on a catalog table gets back) when the call is a
-    ``CREATE TABLE`` (Spark adds the ``provider`` option); other schemas are left alone."""
+    """``schema`` with ``options`` (less Spark's additions) in every field's metadata (what a
+    later ``SELECT`` / ``INSERT`` on a catalog table gets back) when the call is a
+    ``CREATE TABLE`` (Spark adds the ``provider`` option); other schemas are left alone.
+
+    Every field, because an ``INSERT ... SELECT`` hands the writer the query's columns: Spark
+    puts the table's field metadata only on those it renames or casts (a column that matches
+    the table's by name and type keeps the query's own, empty, metadata)."""
     from pyspark.sql.types import StructField, StructType
 
     table = options.get("table") or options.get("path")
     if not schema.fields or not table or CREATE_TABLE_MARK not in options:
         return schema
-    first = schema.fields[0]
-    meta = dict(first.metadata or {})
     kept = {k: str(v) for k, v in options.items()
             if k not in CREATE_TABLE_EXTRAS and not k.startswith("option.")}
-    meta[OPTIONS_META] = json.dumps(kept, sort_keys=True)
-    return StructType([StructField(first.name, first.dataType, first.nullable, meta),
-                       *schema.fields[1:]])
+    stamp = json.dumps(kept, sort_keys=True)
+    return StructType([StructField(f.name, f.dataType, f.nullable,
+                                   {**(f.metadata or {}), OPTIONS_META: stamp})
+                       for f in schema.fields])

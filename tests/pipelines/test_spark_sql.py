@@ -131,15 +131,139 @@ def test_df_write_without_mode_creates_table_and_row_kinds(spark: Any, wh: Path)
     assert got[("x", 1)] == "new" and ("y", 2) not in got and len(got) == 11
 
 
-def test_pk_write_from_many_tasks_into_one_bucket_is_refused(spark: Any, wh: Path) -> None:
-    df = spark.createDataFrame([(i, "v") for i in range(40)], "id long, v string"
-                               ).repartition(2)
-    with pytest.raises(Exception, match="more than one Spark task"):
-        df.write.format("paimon").options(**{"primary-key": "id", "bucket": "1"}) \
-            .save("db.pk_one")
-    t = _table(wh, "db.pk_one")  # created, but nothing committed
-    assert t.latest_snapshot() is None
-    assert not list(Path(t.path).rglob("data-*.parquet"))
+def test_pk_df_write_from_many_partitions_is_bucketed(spark: Any, wh: Path) -> None:
+    """paimon-spark shuffles a primary-key write by bucket: four partitions, every one holding
+    a copy of the duplicated keys, into a 3-bucket table (each bucket from one task, or the
+    commit would refuse). The merged result: unique keys exactly; a duplicated key (Spark
+    gives no order between tasks) one of its input rows."""
+    chunks = [[(k, f"u{k}") for k in range(10 * c, 10 * c + 10)]
+              + [(k, f"d{k}-{c}") for k in range(40, 50)] for c in range(4)]
+    df = spark.sparkContext.parallelize([r for ch in chunks for r in ch], 4).toDF(
+        "id long, v string")
+    assert df.rdd.getNumPartitions() == 4
+    df.write.format("paimon").options(**{"primary-key": "id", "bucket": "3"}).save(
+        "db.pk_many")
+    t = _table(wh, "db.pk_many")
+    got = dict(_rows(t, "id", "v"))
+    assert sorted(got) == list(range(50))
+    assert all(got[k] == f"u{k}" for k in range(40))
+    assert all(got[k] in {f"d{k}-{c}" for c in range(4)} for k in range(40, 50))
+    assert {s.bucket for s in t.new_read_builder().new_scan().plan().splits} == {0, 1, 2}
+    # a second many-partition write over it: the newer rows win, in every bucket
+    df2 = spark.sparkContext.parallelize([(k, f"n{k}") for k in range(0, 50, 2)], 4).toDF(
+        "id long, v string")
+    df2.write.format("paimon").save("db.pk_many")
+    got2 = dict(_rows(t, "id", "v"))
+    assert got2 == {**got, **{k: f"n{k}" for k in range(0, 50, 2)}}
+
+
+def test_pk_sql_insert_from_many_tasks_into_one_bucket_is_refused(spark: Any, wh: Path
+                                                                  ) -> None:
+    """A SQL INSERT reaches the source with Spark's partitioning (a Python data source has
+    no distribution hook): many tasks into one bucket is refused before anything lands."""
+    FileSystemCatalog(str(wh)).create_table("db.pk_one", Schema.of(
+        [("id", "BIGINT NOT NULL"), ("v", "STRING")], primary_keys=["id"],
+        options={"bucket": "1"}))
+    spark.sql("CREATE TABLE pk_one USING paimon OPTIONS (table 'db.pk_one')")
+    try:
+        # (every column renamed: a SELECT matching the table's columns exactly by name and
+        # type reaches the source without the table's OPTIONS, see pipelines.sql_tables)
+        with pytest.raises(Exception, match="arrives without the table's OPTIONS"):
+            spark.sql("INSERT INTO pk_one SELECT id, CAST(id AS STRING) AS v "
+                      "FROM range(0, 40, 1, 2)")
+        with pytest.raises(Exception, match="more than one Spark task") as err:
+            spark.sql("INSERT INTO pk_one SELECT id AS k, 'v' AS w FROM range(0, 40, 1, 2)")
+        assert str(err.value).lstrip().startswith("[PYTHON_DATA_SOURCE_ERROR] Failed to "
+                                                  "commit or abort Python data source write: "
+                                                  "paimon_core.errors.UnsupportedError: ")
+        t = _table(wh, "db.pk_one")
+        assert t.latest_snapshot() is None
+        assert not list(Path(t.path).rglob("data-*.parquet"))
+        # from one task (the hint the message gives) it is written
+        spark.sql("INSERT INTO pk_one SELECT /*+ COALESCE(1) */ id AS k, 'v' AS w FROM "
+                  "range(0, 40, 1, 2)")
+        assert len(_rows(t, "id")) == 40
+    finally:
+        spark.sql("DROP TABLE IF EXISTS pk_one")
+
+
+def test_insert_overwrite_whole_table_and_partition_clause(spark: Any, wh: Path) -> None:
+    """INSERT OVERWRITE replaces only the partitions in the data (paimon-spark's default
+    dynamic-partition-overwrite=true, see test_sql_table_by_name_reads_and_writes); with
+    'dynamic-partition-overwrite' 'false' the whole table. A PARTITION clause: Spark sees a
+    Python data source table as unpartitioned and refuses it (README says so)."""
+    t = FileSystemCatalog(str(wh)).create_table("db.ow", ORDERS)
+    write_rows(t, _orders("ab", 0, 6), 1, user="fixture")
+    spark.sql("CREATE TABLE ow_all USING paimon OPTIONS (table 'db.ow', "
+              "'dynamic-partition-overwrite' 'false')")
+    try:
+        spark.sql("INSERT OVERWRITE ow_all SELECT 'b', 900, 1.0")
+        assert _rows(t, "pt", "id") == [("b", 900)]
+        with pytest.raises(Exception, match="NON_PARTITION_COLUMN"):
+            spark.sql("INSERT OVERWRITE ow_all PARTITION (pt='a') SELECT 5, 1.0")
+        assert _rows(t, "pt", "id") == [("b", 900)]
+    finally:
+        spark.sql("DROP TABLE IF EXISTS ow_all")
+
+
+def test_rollback_from_sql(spark: Any, wh: Path) -> None:
+    """paimon_rollback('db.t', snapshot id | tag): the table equals what time travel read at
+    the target before; newer snapshots and tags are gone; fsck clean, no orphan."""
+    from paimon_core.fsck import fsck, orphan_files
+
+    t = FileSystemCatalog(str(wh)).create_table("db.rolled", Schema.of(
+        [("id", "BIGINT NOT NULL"), ("v", "STRING")], primary_keys=["id"],
+        options={"bucket": "2"}))
+    for i in range(4):
+        write_rows(t, pa.table({"id": [i, i + 1], "v": [f"r{i}", f"r{i}"]}), i + 1,
+                   user="fixture")
+        if i == 1:
+            t.create_tag("two")
+    at = {sid: sorted((r["id"], r["v"]) for r in t.to_arrow(snapshot_id=sid).to_pylist())
+          for sid in (2, 3)}
+    t.create_tag("four")
+    res = spark.sql("SELECT * FROM paimon_rollback('db.rolled', 3)").first()
+    assert tuple(res) == (3, 1, 1, res["deleted_files"]) and res["deleted_files"] > 0
+    assert _rows(t, "id", "v") == at[3] and dict(t.list_tags()) == {"two": 2}
+    res = spark.sql("SELECT * FROM paimon_rollback('db.rolled', 'two')").first()
+    assert res["snapshot_id"] == 2 and _rows(t, "id", "v") == at[2]
+    assert t.snapshot_manager.list_snapshot_ids() == [1, 2]
+    report = fsck(t, deep=True)
+    assert report.ok, [f.to_json() for f in report.errors]
+    assert orphan_files(t, 2**62) == []
+    with pytest.raises(Exception, match="snapshot 7 does not exist"):
+        spark.sql("SELECT * FROM paimon_rollback('db.rolled', 7)").collect()
+
+
+def test_task_errors_reach_the_user_typed_first(spark: Any, wh: Path) -> None:
+    """A value the table cannot store exactly, raised inside a write task: df.write raises
+    the Paimon error itself (Spark's exception as its cause); a SQL INSERT's exception text
+    starts with it; neither carries a Python traceback."""
+    from paimon_core import SchemaError
+    from pipelines.spark_errors import typed_error
+
+    FileSystemCatalog(str(wh)).create_table("db.narrow", Schema.of(
+        [("id", "BIGINT"), ("s", "VARCHAR(3)")]))
+    df = spark.createDataFrame([(1, "abcdef")], "id long, s string")
+    with pytest.raises(SchemaError, match=r"^column 's' is VARCHAR\(3\) but row 0 holds "
+                       r"'abcdef' of 6 characters$") as err:
+        df.write.format("paimon").save("db.narrow")
+    assert err.value.__cause__ is not None
+    assert "Traceback" not in str(err.value.__cause__)
+    spark.sql("CREATE TABLE narrow USING paimon OPTIONS (table 'db.narrow')")
+    try:
+        with pytest.raises(Exception) as sql_err:
+            spark.sql("INSERT INTO narrow SELECT 2, 'toolong'")
+        text = str(sql_err.value).lstrip()
+        first_lines = text.splitlines()[:2]
+        assert first_lines[1].startswith("paimon_core.errors.SchemaError: column 's' is "
+                                         "VARCHAR(3) but row 0 holds 'toolong'"), text[:500]
+        assert "Traceback" not in text and "Job aborted" not in text
+        typed = typed_error(sql_err.value)
+        assert isinstance(typed, SchemaError) and str(typed).startswith("column 's'")
+    finally:
+        spark.sql("DROP TABLE IF EXISTS narrow")
+    assert _table(wh, "db.narrow").latest_snapshot() is None
 
 
 def test_write_stream_exactly_once_across_a_replayed_batch(spark: Any, wh: Path,
@@ -218,7 +342,8 @@ def test_java_reads_tables_written_from_spark(wh: Path, tmp_path: Path) -> None:
     copy = tmp_path / "wh"
     shutil.copytree(wh, copy)
     tables = {"db.orders": ("pt", "id", "amount"), "db.created": ("pt", "id", "v"),
-              "db.stream_sink": ("pt", "id", "amount"), "db.maint": ("id", "v")}
+              "db.stream_sink": ("pt", "id", "amount"), "db.maint": ("id", "v"),
+              "db.pk_many": ("id", "v"), "db.rolled": ("id", "v"), "db.ow": ("pt", "id")}
     present = {k: v for k, v in tables.items()
                if (copy / k.replace(".", ".db/")).is_dir()}
     assert present, "no table was written"
@@ -236,7 +361,8 @@ def test_java_reads_tables_written_from_spark(wh: Path, tmp_path: Path) -> None:
 README_MARKER = '"spark.paimon.warehouse": "/data/warehouse"'
 
 
-def test_readme_spark_sql_block_runs_as_written(spark: Any, tmp_path: Path) -> None:
+def test_readme_spark_sql_block_runs_as_written(spark: Any, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     """README's Spark SQL / DataFrame block, as written (only the warehouse path replaced),
     in the test session (tests/test_readme_examples.py lists it in NOT_RUN for that)."""
     from pipelines.sql import register_sql
@@ -251,9 +377,14 @@ def test_readme_spark_sql_block_runs_as_written(spark: Any, tmp_path: Path) -> N
         exec(compile(code.replace(WAREHOUSE, str(wh)), "README.md", "exec"),
              {"__name__": "readme"})
         assert orders.to_arrow().num_rows == before + 1
+        # compacted, then rolled back to the tag taken before: the INSERT's snapshot is latest
         latest = orders.latest_snapshot()
-        assert latest is not None and latest.commit_kind.value == "COMPACT"
-        assert "before-compact" in dict(orders.list_tags())
+        tags = dict(orders.list_tags())
+        assert latest is not None and latest.commit_kind.value == "APPEND"
+        assert latest.id == tags["before-compact"]
+        assert not orders.snapshot_manager.snapshot_exists(latest.id + 1)
+        # the typed error of the bad write was caught and printed (its message names the key)
+        assert "'id'" in capsys.readouterr().out.strip().splitlines()[-1]
         kv = _table(wh, "db.kv")
         assert _rows(kv, "id", "v") == [(1, "a")]
         assert [tuple(r) for r in spark.sql("SELECT id, v FROM kv").collect()] == [(1, "a")]

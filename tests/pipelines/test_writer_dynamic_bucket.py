@@ -1,8 +1,8 @@
 """The DataFrame write into dynamic bucket primary-key tables (``bucket=-1``): rows routed to
 assigner channels (one task per channel), every key in one bucket whose hash index holds it,
 updates land in the key's stored bucket, INSERT OVERWRITE assigns afresh and replaces the
-partition's index; the Python data source (``format("paimon")``) refuses such tables with an
-error naming ``bucket``."""
+partition's index; ``df.write.format("paimon")`` routes them the same way, a SQL INSERT
+(which the source cannot route) is refused with an error naming ``bucket``."""
 
 from __future__ import annotations
 
@@ -90,11 +90,23 @@ def test_write_dataframe_routes_by_assigner_channel(spark: Any, tmp_path: Path) 
     assert fsck(t, deep=True).ok
 
 
-def test_data_source_refuses_dynamic_pk_tables(spark: Any, tmp_path: Path) -> None:
-    _table(tmp_path)
-    df = spark.createDataFrame([("a", 1, "x")], DDL)
-    with pytest.raises(Exception, match="bucket=-1"):
-        df.write.format("paimon").options(warehouse=str(tmp_path)).mode("append").save("db.t")
+def test_data_source_routes_dynamic_pk_tables_and_sql_insert_is_refused(
+        spark: Any, tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    base = [(("a", "b")[i % 2], i % 40, f"v{i}") for i in range(80)]  # every key twice
+    df = spark.sparkContext.parallelize(base, 4).toDF(DDL)
+    df.write.format("paimon").options(warehouse=str(tmp_path)).mode("append").save("db.t")
+    rows, _ = _state(t)  # each key in one bucket, whose index holds it
+    assert sorted(rows) == sorted({(p, i) for p, i, _ in base})
+    assert all(v in {w for p2, i2, w in base if (p2, i2) == k} for k, v in rows.items())
+    assert fsck(t, deep=True).ok
+    spark.sql(f"CREATE TABLE dyn_t USING paimon OPTIONS (warehouse '{tmp_path}', "
+              "table 'db.t')")
+    try:
+        with pytest.raises(Exception, match="bucket=-1"):
+            spark.sql("INSERT INTO dyn_t SELECT 'a' AS p, 1000 AS i, 'x' AS w")
+    finally:
+        spark.sql("DROP TABLE IF EXISTS dyn_t")
 
 
 def test_killed_assigner_task_is_retried(spark: Any, tmp_path: Path) -> None:
