@@ -74,9 +74,11 @@ VENV_BIN = Path(sys.executable).parent
 SECRETS = ("DAGSTER_PG_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 #: the location name of the code server (docker/workspace.yaml)
 LOCATION = "paimon"
-#: JVM sizes on this machine (2 cores shared by every service)
+#: JVM sizes on this machine (2 cores shared by every service): the master's and workers' own
+#: heaps, and what each worker offers (the workers read SPARK_WORKER_CORES / _MEMORY, as in
+#: compose; their number is PAIMON_SPARK_WORKERS, default 2)
 DAEMON_MEMORY = "256m"
-WORKER_MEMORY = "1g"
+WORKER_SIZE = {"SPARK_WORKER_CORES": "1", "SPARK_WORKER_MEMORY": "1g"}
 SPARK_LOOPBACK_CONF = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
@@ -343,7 +345,7 @@ class Topology:
     :meth:`stop`. ``root`` holds every file of the run (logs, data, the deployed copy)."""
 
     root: Path
-    workers: int = 2
+    workers: int | None = None
     base_env: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     services: dict[str, Service] = field(default_factory=dict)
@@ -408,6 +410,7 @@ class Topology:
             "PAIMON_SPARK_CONF": ";".join(f"{k}={v}" for k, v in conf.items()),
             "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
+            **WORKER_SIZE,
         }
 
     def _make_env(self) -> dict[str, str]:
@@ -490,14 +493,15 @@ class Topology:
             "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
             "--port", str(self.ports[f"spark-worker-{i}"]),
             "--webui-port", str(self.ports[f"spark-worker-{i}-ui"]),
-            "--cores", "1", "--memory", WORKER_MEMORY, "--work-dir", str(work),
-            self.spark_master_url))
+            "--work-dir", str(work), self.spark_master_url))
 
     def start(self) -> Topology:
         t0 = time.monotonic()
         self.root.mkdir(parents=True, exist_ok=True)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
+        if self.workers is None:
+            self.workers = int(compose_env().get("PAIMON_SPARK_WORKERS", "2"))
         names = ["postgres", "moto", "spark-master", "spark-master-ui", "code-server",
                  "webserver"] + [f"spark-worker-{i}{s}" for i in range(self.workers)
                                  for s in ("", "-ui")]
