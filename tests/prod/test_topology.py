@@ -139,3 +139,30 @@ def test_every_run_log_is_served_by_the_webserver(topo: Any, story: dict[str, An
     assert "log4j" in stderr, stderr[-2000:]  # the driver JVM's own first lines
     objects, _ = story["compute_logs_on_s3"]
     assert objects >= len(runs)
+
+
+def test_fault_hooks_leave_a_working_topology(topo: Any, prod_demo: ModuleType) -> None:
+    """The hooks of the fault tests (tests/prod/test_faults.py): each one takes its service
+    down and back, and the topology answers again afterwards. Runs last (after the story)."""
+    import botocore.exceptions
+
+    bucket = topo.buckets()[0]
+    client = topo.s3_client()
+    with topo.s3_outage():
+        with pytest.raises(botocore.exceptions.ClientError) as err:
+            client.head_bucket(Bucket=bucket)
+        assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+    client.head_bucket(Bucket=bucket)
+
+    topo.kill_spark_worker(1)
+    assert not topo.services["spark-worker-1"].alive
+    topo.start_spark_worker(1)
+    assert len(topo.alive_workers()) == topo.workers
+
+    topo.restart_postgres()
+    topo.restart_code_server()
+    topo.wait_webserver()
+    # the webserver and the daemon still serve the instance (runs from Postgres)
+    assert prod_demo.runs(topo, "cdc_ingest_job") is not None
+    topo.wait_daemon()
+    topo.check_alive()
