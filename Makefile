@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # the race pool or a module's fixtures stay on one worker: tests/conftest.py); 0 = in-process
 TEST_WORKERS ?= 2
 
-.PHONY: install oracle lint typecheck unit test demo ui bench clean
+.PHONY: install oracle lint typecheck unit test test-prod demo prod-demo ui bench clean
 
 $(VENV)/.installed: requirements.lock requirements-build.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -47,6 +47,19 @@ unit: install
 test: export HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
 test: install oracle lint typecheck
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# The production topology (docker/compose.yaml as loopback processes: Postgres, moto S3, a Spark
+# master + 2 workers, code server, webserver, daemon) and the story driven through GraphQL
+# (tests/prod; not part of `make test`: pyproject's norecursedirs). Under 10 minutes.
+test-prod: install
+	$(VENV)/bin/pytest -q tests/prod $(PYTEST_ARGS)
+
+# The same topology and story with each step's figures; the services stay up (Dagster UI and
+# Spark master UI printed) until Ctrl-C. PROD_DEMO_ARGS=--stop stops them at the end.
+PROD_DEMO_DIR ?= $(if $(TMPDIR),$(TMPDIR),/tmp)/paimon-prod-demo
+PROD_DEMO_ARGS ?=
+prod-demo: install
+	$(PY) scripts/prod_demo.py --root $(PROD_DEMO_DIR) $(PROD_DEMO_ARGS)
 
 # The whole story, headless, on the embedded defaults (SQLite Dagster instance, local lake,
 # Spark local[2]): a CDC feed -> ingestion -> sensor-driven derived table -> compaction ->

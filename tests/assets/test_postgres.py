@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(pg_bin() is None, reason="needs Debian's postgre
 
 def test_postgres_instance_runs_a_materialization(
     tmp_path: Path, lake: dict[str, Path], resources: dict[str, Any],
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, s3_server: dict[str, str],
 ) -> None:
     cat = FileSystemCatalog(str(lake["warehouse"]))
     commit_orders(ORDERS.ensure(cat), order_rows([1, 2, 3], "new"), 1)
@@ -32,7 +32,12 @@ def test_postgres_instance_runs_a_materialization(
     with postgres() as pg:
         for k, v in {"DAGSTER_PG_HOST": pg.host, "DAGSTER_PG_PORT": str(pg.port),
                      "DAGSTER_PG_USERNAME": pg.user, "DAGSTER_PG_PASSWORD": "",
-                     "DAGSTER_PG_DB": pg.db}.items():
+                     "DAGSTER_PG_DB": pg.db,
+                     # the instance's compute logs (S3ComputeLogManager) on moto
+                     "DAGSTER_COMPUTE_LOGS_BUCKET": s3_server["bucket"],
+                     "DAGSTER_COMPUTE_LOGS_PREFIX": "compute-logs",
+                     "PAIMON_S3_ENDPOINT": s3_server["endpoint"],
+                     "PAIMON_S3_REGION": "us-east-1"}.items():
             monkeypatch.setenv(k, v)
         with dg.DagsterInstance.from_config(str(home)) as instance:
             from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage
@@ -62,3 +67,10 @@ def test_postgres_instance_runs_a_materialization(
         finally:
             conn.close()
         assert not list(home.glob("**/*.db"))
+        # the step's stdout/stderr went to the compute logs' bucket, not a local directory
+        import boto3
+
+        listed = boto3.client("s3", endpoint_url=s3_server["endpoint"]).list_objects_v2(
+            Bucket=s3_server["bucket"], Prefix="compute-logs/")
+        keys = [o["Key"] for o in listed.get("Contents", ())]
+        assert any(result.run_id in k for k in keys), keys
