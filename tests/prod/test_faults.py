@@ -22,119 +22,66 @@ previous one's landed days).
 from __future__ import annotations
 
 import json
-import shutil
+import sys
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
 from assets.cdc import cdc_commit_user
 from assets.demo_data import DEMO_DAYS, Feed, generate
+from assets.tables import CUSTOMERS, ORDERS
 from paimon_core import FileIO, FileSystemCatalog
 from paimon_core.fsck import fsck
-from tests.modload import load_module
 
-REPO = Path(__file__).resolve().parents[2]
-ROOT = Path("/tmp/paimon-prod-test_faults")
-LOCATION = "paimon"
 SENSOR = "cdc_landing_sensor"
 INGEST_JOB = "cdc_ingest_job"
 COMPACT_JOB = "cdc_orders_compaction_job"
-TABLES = {"cdc.customers": "customer_id", "cdc.orders": "order_id"}
+TABLES = {CUSTOMERS: "customer_id", ORDERS: "order_id"}
 FEED_SIZE = {"customers": 60, "orders_per_day": 120}  # small: Spark start-up dominates anyway
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 RUN_TIMEOUT = 600.0
+#: seconds a failed run is given for the daemon to launch its retry (run_retries)
+RETRY_GRACE = 90.0
+#: how long S3 answers 503 (longer than botocore's and FileIO's own retries)
+OUTAGE_SECONDS = 25.0
 
 
-def _topology_module() -> Any:
-    import sys
-
-    return sys.modules.get("paimon_topology") or load_module(
-        REPO / "scripts" / "topology.py", "paimon_topology")
+COMPACT_FULL = {"ops": {"maintenance__cdc_orders_compaction": {"config": {"full": True}}}}
 
 
 @pytest.fixture(scope="module")
-def topo() -> Iterator[Any]:
-    """The whole topology, up; the derived-table sensor stopped (its runs would compete for
-    the two worker cores with the runs under test)."""
-    shutil.rmtree(ROOT, ignore_errors=True)
-    t = _topology_module().Topology(ROOT)
-    try:
-        t.start()
-        _sensor(t, "cdc_orders_snapshot_sensor", start=False)
-        yield t
-    finally:
-        t.stop()
-        shutil.rmtree(ROOT, ignore_errors=True)
+def demo(topo: Any, prod_demo: ModuleType) -> ModuleType:
+    """The GraphQL helpers of ``scripts/prod_demo.py``, on the module's topology; the
+    derived table's snapshot sensor (it ships running) stopped: its runs would compete for
+    the two worker cores with the runs under test."""
+    prod_demo.sensor(topo, "cdc_orders_snapshot_sensor", start=False)
+    return prod_demo
 
 
-# ------------------------------------------------------------------------------ GraphQL
-REPOSITORY = "{ repositoriesOrError { ... on RepositoryConnection { nodes { name } } } }"
-START_SENSOR = """mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) {
-  __typename ... on Sensor { sensorState { status } } ... on PythonError { message } } }"""
-SENSOR_ID = """query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) {
-  ... on Sensor { id } } }"""
-STOP_SENSOR = """mutation($id: String!) { stopSensor(id: $id) {
-  __typename ... on StopSensorMutationResult { instigationState { status } }
-  ... on PythonError { message } } }"""
 TICKS = """query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) { ... on Sensor {
   sensorState { ticks(limit: 50) { tickId status timestamp runIds runKeys skipReason
   error { message } } } } } }"""
-LAUNCH = """mutation($p: ExecutionParams!) { launchPipelineExecution(executionParams: $p) {
-  __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message }
-  ... on RunConfigValidationInvalid { errors { message } } } }"""
-RUNS = """query($f: RunsFilter) { runsOrError(filter: $f) { ... on Runs { results {
-  runId jobName status startTime endTime tags { key value } } } } }"""
-RUN = """query($id: ID!) { runOrError(runId: $id) { ... on Run { runId status
-  tags { key value } } } }"""
 
 
-def _selector(topo: Any, name: str) -> dict[str, str]:
-    [repo] = topo.graphql(REPOSITORY)["repositoriesOrError"]["nodes"]
-    return {"repositoryLocationName": LOCATION, "repositoryName": repo["name"],
-            "sensorName": name}
-
-
-def _sensor(topo: Any, name: str, *, start: bool) -> None:
-    if start:
-        out = topo.graphql(START_SENSOR, {"s": _selector(topo, name)})["startSensor"]
-        assert out["__typename"] == "Sensor", out
-    else:
-        sid = topo.graphql(SENSOR_ID, {"s": _selector(topo, name)})["sensorOrError"]["id"]
-        out = topo.graphql(STOP_SENSOR, {"id": sid})["stopSensor"]
-        assert out["__typename"] == "StopSensorMutationResult", out
-
-
-def _ticks(topo: Any) -> list[dict[str, Any]]:
+def _ticks(topo: Any, demo: ModuleType) -> list[dict[str, Any]]:
     """The landing sensor's ticks, oldest first."""
-    data = topo.graphql(TICKS, {"s": _selector(topo, SENSOR)})
+    selector = {"repositoryLocationName": "paimon", "repositoryName": demo.repository(topo),
+                "sensorName": SENSOR}
+    data = topo.graphql(TICKS, {"s": selector})
     return sorted(data["sensorOrError"]["sensorState"]["ticks"], key=lambda t: t["timestamp"])
 
 
-def _launch(topo: Any, job: str, partition: str | None = None,
-            run_config: Mapping[str, Any] | None = None) -> str:
-    [repo] = topo.graphql(REPOSITORY)["repositoriesOrError"]["nodes"]
-    tags = [{"key": "dagster/partition", "value": partition}] if partition else []
-    out = topo.graphql(LAUNCH, {"p": {
-        "mode": "default", "executionMetadata": {"tags": tags},
-        "runConfigData": json.dumps(dict(run_config or {})),
-        "selector": {"repositoryLocationName": LOCATION, "repositoryName": repo["name"],
-                     "pipelineName": job}}})["launchPipelineExecution"]
-    assert out["__typename"] == "LaunchRunSuccess", out
-    return str(out["run"]["runId"])
-
-
-def _tags(run: Mapping[str, Any]) -> dict[str, str]:
+def _tags(run: dict[str, Any]) -> dict[str, str]:
     return {t["key"]: t["value"] for t in run["tags"]}
 
 
-def _runs(topo: Any, job: str | None = None) -> list[dict[str, Any]]:
-    flt = {"pipelineName": job} if job else {}
-    found = topo.graphql(RUNS, {"f": flt})["runsOrError"]["results"]
+def _all_runs(topo: Any, demo: ModuleType) -> list[dict[str, Any]]:
+    """Every run of the instance (``demo.RUNS`` unfiltered), oldest first."""
+    found = topo.graphql(demo.RUNS, {"f": {}})["runsOrError"]["results"]
     return sorted(found, key=lambda r: r["startTime"] or float("inf"))
 
 
@@ -146,32 +93,34 @@ def _chains(runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _wait_chain(topo: Any, root: str, timeout: float = RUN_TIMEOUT) -> list[dict[str, Any]]:
-    """The attempts of run ``root`` once the last one has finished and the daemon will not
-    retry it any more (a failed attempt is followed by its retry within the wait)."""
+def _wait_chain(topo: Any, demo: ModuleType, root: str, *, down: tuple[str, ...] = (),
+                timeout: float = RUN_TIMEOUT) -> list[dict[str, Any]]:
+    """The attempts of run ``root`` once one succeeded, or the last one failed and the daemon
+    launched no retry within :data:`RETRY_GRACE` seconds (every service but ``down``, the
+    ones the test killed, must stay up meanwhile)."""
     deadline = time.monotonic() + timeout
-    settled_since: float | None = None
+    failed_since: float | None = None
     while True:
-        topo.check_alive()
-        chain = _chains(_runs(topo)).get(root, [])
+        dead = [n for n, svc in topo.services.items() if not svc.alive and n not in down]
+        assert not dead, f"services not running: {dead}"
+        chain = _chains(_all_runs(topo, demo)).get(root, [])
         last = chain[-1] if chain else None
         if last and last["status"] == "SUCCESS":
             return chain
         if last and last["status"] in FINISHED:
-            # a failure: give the daemon's run-retry loop time to launch the next attempt
-            settled_since = settled_since or time.monotonic()
-            if time.monotonic() - settled_since > 90:
+            failed_since = failed_since or time.monotonic()
+            if time.monotonic() - failed_since > RETRY_GRACE:
                 return chain
         else:
-            settled_since = None
+            failed_since = None
         if time.monotonic() > deadline:
             raise TimeoutError(f"run {root}: {[(r['runId'], r['status']) for r in chain]}")
         time.sleep(2)
 
 
-def _day_chains(topo: Any, day: str) -> list[list[dict[str, Any]]]:
+def _day_chains(topo: Any, demo: ModuleType, day: str) -> list[list[dict[str, Any]]]:
     """The ingestion runs of landing day ``day`` (one list of attempts per requested run)."""
-    return [c for c in _chains(_runs(topo, INGEST_JOB)).values()
+    return [c for c in _chains(demo.runs(topo, INGEST_JOB)).values()
             if _tags(c[0]).get("dagster/partition") == day]
 
 
@@ -209,23 +158,17 @@ def _assert_lake(topo: Any, feed: Feed) -> None:
     """Both CDC tables: fsck clean, exactly the feed's rows, each landed day committed once
     (its commit user and identifier in one snapshot)."""
     cat = _catalog(topo)
-    for identifier, key in TABLES.items():
-        table = cat.get_table(identifier)
+    for spec, key in TABLES.items():
+        table = cat.get_table(spec.identifier)
         report = fsck(table)
-        assert report.ok, (identifier, report.errors)
+        assert report.ok, (spec.identifier, report.errors)
         rows = {r[key]: {k: v for k, v in r.items() if k != "src_lsn"}
                 for r in table.to_arrow().to_pylist()}
-        assert rows == feed.expected(identifier), identifier
+        assert rows == feed.expected(spec.identifier), spec.identifier
         users = Counter(s.commit_user for s in table.snapshot_manager.snapshots()
                         if s.commit_user.startswith("dagster-cdc."))
-        assert users == Counter({cdc_commit_user(_spec(identifier), d): 1
-                                 for d in feed.days}), (identifier, users)
-
-
-def _spec(identifier: str) -> Any:
-    from assets.tables import CUSTOMERS, ORDERS
-
-    return {s.identifier: s for s in (CUSTOMERS, ORDERS)}[identifier]
+        assert users == Counter({cdc_commit_user(spec, d): 1 for d in feed.days}), (
+            spec.identifier, users)
 
 
 # ------------------------------------------------------------------------------ Spark
@@ -252,98 +195,93 @@ def _active_apps(topo: Any) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ the faults
-def test_code_server_restarted_during_a_sensor_tick(topo: Any) -> None:
+def _proxy_rule(method: str, path: str, action: str, **kw: Any) -> Any:
+    """An unbounded fault rule of the topology's S3 proxy (``scripts/s3proxy.py``)."""
+    return sys.modules["paimon_s3proxy"].Rule(method, path, action, count=10**9, **kw)
+
+
+def test_code_server_restarted_during_a_sensor_tick(topo: Any, demo: ModuleType) -> None:
     day = DEMO_DAYS[0]
     feed = _land(topo, 1)
     # a slow landing zone keeps the tick's evaluation (its listing) in flight for a while
-    rule = topo.proxy.add(topo_rule("GET", r"/landing|prefix=landing", "delay", delay=3.0))
+    slow = topo.proxy.add(_proxy_rule("GET", r"/landing|prefix=landing", "delay", delay=3.0))
     try:
-        _sensor(topo, SENSOR, start=True)
+        demo.sensor(topo, SENSOR, start=True)
         tick = _wait("a landing sensor tick in flight",
-                     lambda: next((t for t in _ticks(topo) if t["status"] == "STARTED"),
+                     lambda: next((t for t in _ticks(topo, demo) if t["status"] == "STARTED"),
                                   None), 120, interval=0.2)
         restarted_at = time.time()
         topo.restart_code_server()
     finally:
-        topo.proxy.remove(rule)
+        topo.proxy.remove(slow)
 
     # later ticks work: one after the restart completes (SUCCESS, or SKIPPED: nothing new)
-    def later_tick() -> dict[str, Any] | None:
-        return next((t for t in _ticks(topo) if t["timestamp"] > restarted_at
-                     and t["status"] in ("SUCCESS", "SKIPPED")), None)
-
-    _wait("a sensor tick after the code server restart", later_tick, 180, interval=2)
-    interrupted = next(t for t in _ticks(topo) if t["tickId"] == tick["tickId"])
+    _wait("a sensor tick after the code server restart",
+          lambda: [t for t in _ticks(topo, demo) if t["timestamp"] > restarted_at
+                   and t["status"] in ("SUCCESS", "SKIPPED")], 180, interval=2)
+    interrupted = next(t for t in _ticks(topo, demo) if t["tickId"] == tick["tickId"])
     assert interrupted["status"] in ("FAILURE", "SUCCESS", "SKIPPED"), interrupted
-    # one run for the landed day, however many ticks requested it
-    chains = _day_chains(topo, day)
+    # one run for the landed day, however many ticks requested it (run key = the day)
+    chains = _day_chains(topo, demo, day)
     assert len(chains) == 1, chains
-    attempts = _wait_chain(topo, chains[0][0]["runId"])
+    attempts = _wait_chain(topo, demo, chains[0][0]["runId"])
     assert attempts[-1]["status"] == "SUCCESS", attempts
-    assert [r["runId"] for c in _chains(_runs(topo, INGEST_JOB)).values() for r in c] == [
-        r["runId"] for r in attempts], "an ingestion run of a day that did not land"
+    assert [r["runId"] for r in demo.runs(topo, INGEST_JOB)] == [r["runId"] for r in attempts]
     _assert_lake(topo, feed)
 
 
-def topo_rule(method: str, path: str, action: str, **kw: Any) -> Any:
-    """A fault rule of the topology's proxy (``scripts/s3proxy.py``), unbounded count."""
-    import sys
-
-    return sys.modules["paimon_s3proxy"].Rule(method, path, action, count=10**9, **kw)
-
-
-def test_s3_unavailable_during_an_ingestion_run(topo: Any) -> None:
+def test_s3_unavailable_during_an_ingestion_run(topo: Any, demo: ModuleType) -> None:
     day = DEMO_DAYS[1]
-    feed = _land(topo, 2)  # the sensor (still running) requests the new day
-    chains = _wait(f"the ingestion run of {day}", lambda: _day_chains(topo, day), 180, 2)
+    feed = _land(topo, 2)  # the landing sensor (still running) requests the new day
+    chains = _wait(f"the ingestion run of {day}", lambda: _day_chains(topo, demo, day), 180, 2)
     root = chains[0][0]["runId"]
-    # the run is on the cluster (its Spark application has executors) -> S3 answers 503
+    # once the run is on the cluster (its Spark application is up), S3 answers 503 for a while
     _wait("the ingestion run's Spark application", lambda: _active_apps(topo), 300)
-    outage = 25.0
+    served = len(topo.proxy.log)
     with topo.s3_outage():
-        time.sleep(outage)
-    attempts = _wait_chain(topo, root)
+        time.sleep(OUTAGE_SECONDS)
+    refused = [e for e in topo.proxy.log[served:] if e[2] == 503]
+    assert refused, "no S3 request during the outage"
+    attempts = _wait_chain(topo, demo, root)
     assert attempts[-1]["status"] == "SUCCESS", [(r["runId"], r["status"]) for r in attempts]
-    assert len(_day_chains(topo, day)) == 1
-    _sensor(topo, SENSOR, start=False)
+    assert len(_day_chains(topo, demo, day)) == 1
+    demo.sensor(topo, SENSOR, start=False)
     _assert_lake(topo, feed)
-    # the proxy did answer 503s while the run was going
-    assert any(status == 503 for _, _, status, _ in topo.proxy.log)
 
 
-def test_spark_worker_killed_mid_compaction(topo: Any) -> None:
-    feed = _land(topo, 2)  # unchanged: the days already landed (no sensor running)
-    config = {"ops": {"maintenance__cdc_orders_compaction": {"config": {"full": True}}}}
-    root = _launch(topo, COMPACT_JOB, "cdc.orders/bucket-0", config)
+def test_spark_worker_killed_mid_compaction(topo: Any, demo: ModuleType) -> None:
+    feed = _land(topo, 2)  # the days already landed (the sensor is stopped)
+    root = demo.launch(topo, COMPACT_JOB, partition="cdc.orders/bucket-0",
+                       run_config=COMPACT_FULL)
 
-    def victim() -> list[int]:  # [index] (worker 0 is a valid answer)
+    def victim() -> list[int]:  # [worker index]: worker 0 is a valid answer
         apps = set(_active_apps(topo))
         return [i for i, on in _executor_workers(topo).items() if on & apps][:1]
 
     [worker] = _wait("an executor of the compaction run on a worker", victim, 300, 0.3)
     topo.kill_spark_worker(worker)
-    attempts = _wait_chain(topo, root)
-    # the run failed (and maybe its retries), or Spark rescheduled the tasks: either way the
-    # table is consistent and nothing acknowledged is lost
+    attempts = _wait_chain(topo, demo, root, down=(f"spark-worker-{worker}",))
+    # the run failed (and its retries too), or Spark rescheduled the tasks on the other
+    # worker: either way the table is consistent and nothing acknowledged is lost
     assert attempts[-1]["status"] in FINISHED
     _assert_lake(topo, feed)
     topo.start_spark_worker(worker)
-    after = _wait_chain(topo, _launch(topo, COMPACT_JOB, "cdc.orders/bucket-0", config))
+    after = _wait_chain(topo, demo, demo.launch(
+        topo, COMPACT_JOB, partition="cdc.orders/bucket-0", run_config=COMPACT_FULL))
     assert after[-1]["status"] == "SUCCESS", after
     _assert_lake(topo, feed)
 
 
-def test_postgres_restarted_between_runs(topo: Any) -> None:
+def test_postgres_restarted_between_runs(topo: Any, demo: ModuleType) -> None:
     feed = _land(topo, 2)
-    before = {r["runId"]: (r["jobName"], r["status"]) for r in _runs(topo)}
+    before = {r["runId"]: (r["jobName"], r["status"]) for r in _all_runs(topo, demo)}
     assert before
     topo.restart_postgres()
-    history = {r["runId"]: (r["jobName"], r["status"]) for r in _runs(topo)}
-    assert history == before
-    # runs after it launch and complete: the expiry job through GraphQL (as the UI does)
-    attempts = _wait_chain(topo, _launch(topo, "expiry_job"))
+    assert {r["runId"]: (r["jobName"], r["status"]) for r in _all_runs(topo, demo)} == before
+    # runs after it launch and complete: the expiry job, launched as the UI does
+    attempts = _wait_chain(topo, demo, demo.launch(topo, "expiry_job"))
     assert attempts[-1]["status"] == "SUCCESS", attempts
-    assert topo.wait_daemon(60) >= 0
-    after = {r["runId"]: (r["jobName"], r["status"]) for r in _runs(topo)}
+    topo.wait_daemon(60)
+    after = {r["runId"]: (r["jobName"], r["status"]) for r in _all_runs(topo, demo)}
     assert {k: after[k] for k in before} == before
     _assert_lake(topo, feed)
