@@ -59,9 +59,14 @@ mutation($s: SensorSelector!) {
   }
 }"""
 
+SENSOR_ID = """
+query($s: SensorSelector!) {
+  sensorOrError(sensorSelector: $s) { __typename ... on Sensor { id } }
+}"""
+
 STOP_SENSOR = """
-mutation($s: SensorSelector!) {
-  stopSensor(sensorSelector: $s) {
+mutation($id: String!) {
+  stopSensor(id: $id) {
     __typename
     ... on StopSensorMutationResult { instigationState { status } }
     ... on PythonError { message }
@@ -133,7 +138,9 @@ def sensor(topo: Any, name: str, *, start: bool = True) -> str:
         out = topo.graphql(START_SENSOR, {"s": selector})["startSensor"]
         assert out["__typename"] == "Sensor", out
         return str(out["sensorState"]["status"])
-    out = topo.graphql(STOP_SENSOR, {"s": selector})["stopSensor"]
+    found = topo.graphql(SENSOR_ID, {"s": selector})["sensorOrError"]
+    assert found["__typename"] == "Sensor", found
+    out = topo.graphql(STOP_SENSOR, {"id": found["id"]})["stopSensor"]
     assert out["__typename"] == "StopSensorMutationResult", out
     return str(out["instigationState"]["status"])
 
@@ -313,8 +320,12 @@ def _secs(run: Mapping[str, Any]) -> str:
 
 
 def story(topo: Any, *, days: int = 3, buckets: Iterable[int] = range(4),
-          say: Any = print, timeout: float = 900) -> dict[str, Any]:
-    """The story on a started topology; the figures of each step (raises on failure)."""
+          retain_max: int | None = None, say: Any = print, timeout: float = 900
+          ) -> dict[str, Any]:
+    """The story on a started topology; the figures of each step (raises on failure).
+
+    ``buckets``: the cdc.orders buckets compacted; ``retain_max``: the expiry run's
+    ``retain_max`` for cdc.orders (launchpad config; default the table's option)."""
     figures: dict[str, Any] = {}
 
     say("[0] the deployed copy: a Spark probe on the cluster")
@@ -387,7 +398,9 @@ def story(topo: Any, *, days: int = 3, buckets: Iterable[int] = range(4),
     say("[4] expiry (expiry_job, launched through GraphQL): bytes on S3 before and after")
     warehouse = topo.env["PAIMON_WAREHOUSE"]
     before = topo.s3_bytes(warehouse)
-    expiry = wait_run(topo, launch(topo, "expiry_job"), timeout)
+    config = ({"ops": {"maintenance__cdc_orders_expiry": {"config": {
+        "retain_max": retain_max}}}} if retain_max is not None else None)
+    expiry = wait_run(topo, launch(topo, "expiry_job", run_config=config), timeout)
     after = topo.s3_bytes(warehouse)
     figures.update(expiry_run=expiry, warehouse_before=before, warehouse_after=after)
     for key, md in sorted(materializations(expiry).items()):

@@ -11,7 +11,8 @@ compose service           here
                           front (the endpoint every service uses); the buckets of the lake,
                           the landing zone and the compute logs are created
 ``spark-master``          ``spark-class ...Master`` from pyspark's own distribution
-``spark-worker``          two ``spark-class ...Worker`` (1 core, 1 GiB each)
+``spark-worker``          ``PAIMON_SPARK_WORKERS`` (2) ``spark-class ...Worker`` (1 core,
+                          1 GiB each here: ``SPARK_WORKER_CORES`` / ``_MEMORY`` overridden)
 ``code-location``         ``dagster code-server start -m assets.production``
 ``dagster-init``          ``python -m assets.pools``
 ``dagster-webserver``     ``dagster-webserver`` on the workspace (``docker/workspace.yaml``'s
@@ -34,8 +35,13 @@ and every service, the Spark workers' Python included, runs with that copy first
 ``PYTHONPATH`` and ``<root>/run`` as working directory (outside the repository).
 
 Hooks for fault tests: :meth:`Topology.kill_spark_worker` / :meth:`start_spark_worker`,
-:meth:`restart_code_server`, :meth:`restart_postgres`, :meth:`s3_outage` (S3 answers 503),
-:attr:`graphql_url`, :attr:`spark_master_ui`, :meth:`s3_options`, :meth:`s3_client`.
+:meth:`restart_code_server`, :meth:`restart_postgres`, :meth:`s3_outage` /
+:meth:`s3_unavailable` (S3 answers 503 SlowDown), ``proxy`` (the :class:`FaultProxy`, for
+finer rules), :meth:`check_alive`, :meth:`wait_daemon` / :meth:`wait_webserver`,
+:meth:`graphql` / :attr:`graphql_url` / :attr:`ui_url`, :attr:`spark_master_ui` /
+:meth:`alive_workers`, :meth:`s3_options` (paimon_core FileIO) / :meth:`s3_client` (boto3),
+``env`` (the services' environment). ``scripts/prod_demo.py`` has the GraphQL steps
+(``launch``, ``sensor``, ``wait_run(s)``, ``materializations``, ``captured_logs``).
 
 Used by ``scripts/prod_demo.py`` (``make prod-demo``) and ``tests/prod`` (``make
 test-prod``); tests load it with ``tests/modload.load_module``.
@@ -74,9 +80,11 @@ VENV_BIN = Path(sys.executable).parent
 SECRETS = ("DAGSTER_PG_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 #: the location name of the code server (docker/workspace.yaml)
 LOCATION = "paimon"
-#: JVM sizes on this machine (2 cores shared by every service)
+#: JVM sizes on this machine (2 cores shared by every service): the master's and workers' own
+#: heaps, and what each worker offers (the workers read SPARK_WORKER_CORES / _MEMORY, as in
+#: compose; their number is PAIMON_SPARK_WORKERS, default 2)
 DAEMON_MEMORY = "256m"
-WORKER_MEMORY = "1g"
+WORKER_SIZE = {"SPARK_WORKER_CORES": "1", "SPARK_WORKER_MEMORY": "1g"}
 SPARK_LOOPBACK_CONF = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
@@ -343,7 +351,7 @@ class Topology:
     :meth:`stop`. ``root`` holds every file of the run (logs, data, the deployed copy)."""
 
     root: Path
-    workers: int = 2
+    workers: int | None = None
     base_env: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     services: dict[str, Service] = field(default_factory=dict)
@@ -408,6 +416,7 @@ class Topology:
             "PAIMON_SPARK_CONF": ";".join(f"{k}={v}" for k, v in conf.items()),
             "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
+            **WORKER_SIZE,
         }
 
     def _make_env(self) -> dict[str, str]:
@@ -452,8 +461,8 @@ class Topology:
         src.mkdir(parents=True)
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
         for line in (DOCKER / "Dockerfile").read_text().splitlines():
-            parts = line.split()
-            if len(parts) < 3 or parts[0] != "COPY" or parts[1].startswith("--"):
+            parts = [p for p in line.split() if not p.startswith("--")]  # --chown=...
+            if len(parts) < 3 or parts[0] != "COPY":
                 continue
             *sources, dest = parts[1:]
             if not dest.startswith("./"):
@@ -490,14 +499,15 @@ class Topology:
             "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
             "--port", str(self.ports[f"spark-worker-{i}"]),
             "--webui-port", str(self.ports[f"spark-worker-{i}-ui"]),
-            "--cores", "1", "--memory", WORKER_MEMORY, "--work-dir", str(work),
-            self.spark_master_url))
+            "--work-dir", str(work), self.spark_master_url))
 
     def start(self) -> Topology:
         t0 = time.monotonic()
         self.root.mkdir(parents=True, exist_ok=True)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
+        if self.workers is None:
+            self.workers = int(compose_env().get("PAIMON_SPARK_WORKERS", "2"))
         names = ["postgres", "moto", "spark-master", "spark-master-ui", "code-server",
                  "webserver"] + [f"spark-worker-{i}{s}" for i in range(self.workers)
                                  for s in ("", "-ui")]
@@ -689,13 +699,20 @@ class Topology:
         return count, size
 
     # -------------------------------------------------------------- fault hooks
-    def kill_spark_worker(self, i: int = 0) -> None:
-        """SIGKILL worker ``i`` and its executors (a container that dies)."""
+    def kill_spark_worker(self, i: int = 0, timeout: float = 60) -> None:
+        """SIGKILL worker ``i`` and its executors (a container that dies), then wait until
+        the master no longer counts it."""
         self.services[f"spark-worker-{i}"].kill()
+        port = self.ports[f"spark-worker-{i}"]
+        wait_until("the master to drop the killed worker",
+                   lambda: all(int(w.get("port", -1)) != port for w in self.alive_workers()),
+                   timeout, self.services["spark-master"].log)
 
     def start_spark_worker(self, i: int = 0, timeout: float = 120) -> None:
-        """Start worker ``i`` again (same ports) and wait until the master counts it."""
-        self.services[f"spark-worker-{i}"].start()
+        """Start worker ``i`` again (fresh ports) and wait until the master counts it."""
+        self.ports[f"spark-worker-{i}"] = free_port()
+        self.ports[f"spark-worker-{i}-ui"] = free_port()
+        self._worker(i).start()
         self.wait_spark_workers(timeout=timeout)
 
     def restart_code_server(self, timeout: float = 180) -> None:

@@ -47,4 +47,9 @@ def topo(request: pytest.FixtureRequest, topology_module: ModuleType) -> Iterato
         yield topo
     finally:
         topo.stop()
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if request.session.testsfailed and reporter is not None:  # for the CI log
+            for log in sorted(topo.logs.glob("*.log")):
+                reporter.write_line(f"===== {log.name} (tail)\n"
+                                    f"{log.read_text(errors='replace')[-3000:]}")
         shutil.rmtree(root, ignore_errors=True)

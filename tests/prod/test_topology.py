@@ -25,7 +25,9 @@ def story(topo: Any, prod_demo: ModuleType) -> dict[str, Any]:
     # the derived table's snapshot sensor ships running: stopped here to keep the run short
     # (its runs are the sensor tests' subject, tests/assets); the landing sensor drives this
     prod_demo.sensor(topo, "cdc_orders_snapshot_sensor", start=False)
-    return dict(prod_demo.story(topo, buckets=range(4), timeout=600))
+    # two buckets compacted (one batch), and the expiry run keeps 2 snapshots of cdc.orders
+    # (launchpad config) so the compacted-away files go: 3 ingestion + 2 compaction snapshots
+    return dict(prod_demo.story(topo, buckets=range(2), retain_max=2, timeout=600))
 
 
 def test_every_service_is_up(topo: Any) -> None:
@@ -118,8 +120,10 @@ def test_expiry_frees_bytes_on_s3(topo: Any, story: dict[str, Any],
     (_, before), (_, after) = story["warehouse_before"], story["warehouse_after"]
     freed = sum(md.get("expire/bytes_freed") or 0
                 for md in prod_demo.materializations(story["expiry_run"]).values())
+    # the table reports the data files it freed; the bucket listed directly shrank (by the
+    # freed files and the expired metadata, less the hint files expiry rewrites)
+    assert freed > 0
     assert after < before
-    assert freed > 0 and before - after >= freed  # files freed (+ expired metadata)
 
 
 def test_every_run_log_is_served_by_the_webserver(topo: Any, story: dict[str, Any]) -> None:
@@ -132,6 +136,33 @@ def test_every_run_log_is_served_by_the_webserver(topo: Any, story: dict[str, An
     # Spark's own output (the driver JVM's stderr) of a compaction run reaches the UI
     spark_run = story["compaction_runs"][0]["runId"]
     stderr = "".join(c["stderr"] for c in story["logs"][spark_run].values())
-    assert "Spark" in stderr or "spark" in stderr, stderr[-2000:]
+    assert "log4j" in stderr, stderr[-2000:]  # the driver JVM's own first lines
     objects, _ = story["compute_logs_on_s3"]
     assert objects >= len(runs)
+
+
+def test_fault_hooks_leave_a_working_topology(topo: Any, prod_demo: ModuleType) -> None:
+    """The hooks of the fault tests (tests/prod/test_faults.py): each one takes its service
+    down and back, and the topology answers again afterwards. Runs last (after the story)."""
+    import botocore.exceptions
+
+    bucket = topo.buckets()[0]
+    client = topo.s3_client()
+    with topo.s3_outage():
+        with pytest.raises(botocore.exceptions.ClientError) as err:
+            client.head_bucket(Bucket=bucket)
+        assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+    client.head_bucket(Bucket=bucket)
+
+    topo.kill_spark_worker(1)
+    assert not topo.services["spark-worker-1"].alive
+    topo.start_spark_worker(1)
+    assert len(topo.alive_workers()) == topo.workers
+
+    topo.restart_postgres()
+    topo.restart_code_server()
+    topo.wait_webserver()
+    # the webserver and the daemon still serve the instance (runs from Postgres)
+    assert prod_demo.runs(topo, "cdc_ingest_job") is not None
+    topo.wait_daemon()
+    topo.check_alive()
