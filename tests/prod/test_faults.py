@@ -40,7 +40,7 @@ from paimon_core.fsck import fsck
 SENSOR = "cdc_landing_sensor"
 INGEST_JOB = "cdc_ingest_job"
 COMPACT_JOB = "cdc_orders_compaction_job"
-TABLES = {CUSTOMERS: "customer_id", ORDERS: "order_id"}
+TABLES = ((CUSTOMERS, "customer_id"), (ORDERS, "order_id"))
 FEED_SIZE = {"customers": 60, "orders_per_day": 120}  # small: Spark start-up dominates anyway
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 RUN_TIMEOUT = 600.0
@@ -158,7 +158,7 @@ def _assert_lake(topo: Any, feed: Feed) -> None:
     """Both CDC tables: fsck clean, exactly the feed's rows, each landed day committed once
     (its commit user and identifier in one snapshot)."""
     cat = _catalog(topo)
-    for spec, key in TABLES.items():
+    for spec, key in TABLES:
         table = cat.get_table(spec.identifier)
         report = fsck(table)
         assert report.ok, (spec.identifier, report.errors)
