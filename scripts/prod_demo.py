@@ -61,7 +61,7 @@ mutation($s: SensorSelector!) {
 
 SENSOR_ID = """
 query($s: SensorSelector!) {
-  sensorOrError(sensorSelector: $s) { __typename ... on Sensor { id } }
+  sensorOrError(sensorSelector: $s) { __typename ... on Sensor { sensorState { id } } }
 }"""
 
 STOP_SENSOR = """
@@ -136,12 +136,16 @@ def sensor(topo: Any, name: str, *, start: bool = True) -> str:
                 "sensorName": name}
     if start:
         out = topo.graphql(START_SENSOR, {"s": selector})["startSensor"]
-        assert out["__typename"] == "Sensor", out
+        if out["__typename"] != "Sensor" or out["sensorState"]["status"] != "RUNNING":
+            raise RuntimeError(f"sensor {name} not started: {out}")
         return str(out["sensorState"]["status"])
     found = topo.graphql(SENSOR_ID, {"s": selector})["sensorOrError"]
     assert found["__typename"] == "Sensor", found
-    out = topo.graphql(STOP_SENSOR, {"id": found["id"]})["stopSensor"]
+    # the UI's toggle: stopSensor(id) with the sensor's InstigationState id
+    out = topo.graphql(STOP_SENSOR, {"id": found["sensorState"]["id"]})["stopSensor"]
     assert out["__typename"] == "StopSensorMutationResult", out
+    if out["instigationState"]["status"] != "STOPPED":
+        raise RuntimeError(f"sensor {name} not stopped: {out}")
     return str(out["instigationState"]["status"])
 
 
