@@ -266,9 +266,13 @@ def test_spark_worker_killed_mid_compaction(topo: Any, demo: ModuleType) -> None
     assert attempts[-1]["status"] in FINISHED
     _assert_lake(topo, feed)
     topo.start_spark_worker(worker)
+    # a following compaction, of a bucket that still has one file per landed day: it
+    # rewrites them on the cluster (the restarted worker included)
     after = _wait_chain(topo, demo, demo.launch(
-        topo, COMPACT_JOB, partition="cdc.orders/bucket-0", run_config=COMPACT_FULL))
+        topo, COMPACT_JOB, partition="cdc.orders/bucket-1", run_config=COMPACT_FULL))
     assert after[-1]["status"] == "SUCCESS", after
+    md = demo.materializations(demo.run_details(topo, after[-1]["runId"]))
+    assert md["maintenance/cdc_orders_compaction"]["compact/status"] == "compacted", md
     _assert_lake(topo, feed)
 
 
