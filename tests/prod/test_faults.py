@@ -252,6 +252,8 @@ def test_s3_unavailable_during_an_ingestion_run(topo: Any, demo: ModuleType) -> 
     # the run's own requests were refused (nothing else touches the tables meanwhile)
     assert [e for e in refused if WAREHOUSE_WRITE.search(e[1])], refused[:20]
     attempts = _wait_chain(topo, demo, root)
+    print(f"S3 outage: {len(refused)} requests refused; ingestion attempts "
+          f"{[r['status'] for r in attempts]}")
     assert attempts[-1]["status"] == "SUCCESS", [(r["runId"], r["status"]) for r in attempts]
     assert len(_day_chains(topo, demo, day)) == 1
     demo.sensor(topo, SENSOR, start=False)
@@ -270,6 +272,7 @@ def test_spark_worker_killed_mid_compaction(topo: Any, demo: ModuleType) -> None
     [worker] = _wait("an executor of the compaction run on a worker", victim, 300, 0.3)
     topo.kill_spark_worker(worker)
     attempts = _wait_chain(topo, demo, root, down=(f"spark-worker-{worker}",))
+    print(f"worker {worker} killed: compaction attempts {[r['status'] for r in attempts]}")
     # the run failed (and its retries too), or Spark rescheduled the tasks on the other
     # worker: either way the table is consistent and nothing acknowledged is lost
     assert attempts[-1]["status"] in FINISHED
