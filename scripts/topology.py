@@ -716,14 +716,48 @@ class Topology:
         self.wait_spark_workers(timeout=timeout)
 
     def restart_code_server(self, timeout: float = 180) -> None:
+        """Stop and start the code server (same port; its runs in flight die with it, as
+        in a container restart), then wait until the webserver serves the new one (its
+        watch thread notices the new server id and refreshes the location by itself)."""
         svc = self.services["code-server"]
         svc.stop()
         svc.start()
         self.wait_code_server(timeout)
+        if "webserver" in self.services:
+            self.wait_webserver(timeout)
+            self.wait_served(timeout)
 
-    def restart_postgres(self) -> None:
+    def wait_served(self, timeout: float = 180, streak: int = 3) -> float:
+        """Until ``streak`` GraphQL reads in a row that need the code location succeed (a
+        webserver still holding a restarted server's address answers 500 meanwhile)."""
+        ok = [0]
+
+        def served() -> bool:
+            try:
+                # the location's repositories, and rows of the runs and event-log storage
+                self.graphql("{ repositoriesOrError { ... on RepositoryConnection { nodes {"
+                             " name jobs { name } } } } runsOrError(limit: 5) { ... on Runs {"
+                             " results { runId status tags { key value } } } }"
+                             " instance { daemonHealth { allDaemonStatuses { healthy } } } }",
+                             timeout=20)
+            except (OSError, RuntimeError):
+                ok[0] = 0
+                return False
+            ok[0] += 1
+            return ok[0] >= streak
+
+        return wait_until("the webserver serving the code location", served, timeout,
+                          self.services["webserver"].log, interval=1.0)
+
+    def restart_postgres(self, timeout: float = 120) -> None:
+        """Restart the database (fast shutdown), then wait until the webserver answers
+        again: measured here, its first reads after a restart answer 500 ("server closed
+        the connection unexpectedly": stale pooled connections). ``pg.restart()`` alone
+        leaves that to the caller."""
         assert self.pg is not None
         self.pg.restart()
+        if "webserver" in self.services:
+            self.wait_served(timeout, streak=5)
 
     def s3_unavailable(self, on: bool = True) -> None:
         """Every S3 request answers 503 SlowDown while on."""
