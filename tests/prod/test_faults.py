@@ -294,8 +294,8 @@ def test_postgres_restarted_between_runs(topo: Any, demo: ModuleType) -> None:
     assert before
     topo.restart_postgres()
     # dagster-webserver holds one pooled connection per storage (run, event log, schedule;
-    # optimize_for_webserver, no pre-ping): the first request that reaches each after the
-    # restart answers 500, the next one reconnects. Read each storage as the UI reloads it.
+    # optimize_for_webserver, no pre-ping): its first reads after the restart answer 500
+    # until it reconnects (the hook waits for that). Each storage answers again:
     some_run = next(iter(before))
     reads = {
         "runs": lambda: {r["runId"]: (r["jobName"], r["status"])
