@@ -14,6 +14,7 @@ bounded by a count:
   bursts, 409 ConditionalRequestConflict, 403 on HEAD).
 * ``strip_condition``: forward, and remove the ``<Condition>`` element of a 412 body.
 * ``deny_missing``: forward, and turn a 404 into 403 (S3 without ``s3:ListBucket``).
+* ``delay``: forward after ``delay`` seconds (a slow store: keeps a request in flight).
 
 Every exchange is logged as ``(method, path, status, action)`` for assertions.
 """
@@ -25,6 +26,7 @@ import re
 import socket
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -49,10 +51,11 @@ class Rule:
 
     method: str
     path: str
-    action: str  # drop_response | status | strip_condition | deny_missing
+    action: str  # drop_response | status | strip_condition | deny_missing | delay
     count: int = 1
     skip: int = 0
     status: int = 503
+    delay: float = 0.0
     seen: int = 0
     fired: int = 0
 
@@ -112,6 +115,8 @@ class FaultProxy:
                 if rule is not None and rule.action == "status":
                     self._answer_error(rule.status, method, path)
                     return
+                if rule is not None and rule.action == "delay":
+                    time.sleep(rule.delay)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
                 if body or method in ("PUT", "POST"):
                     headers["Content-Length"] = str(len(body))
