@@ -11,8 +11,8 @@ compose service           here
                           front (the endpoint every service uses); the buckets of the lake,
                           the landing zone and the compute logs are created
 ``spark-master``          ``spark-class ...Master`` from pyspark's own distribution
-``spark-worker``          ``PAIMON_SPARK_WORKERS`` (2) ``spark-class ...Worker`` (1 core,
-                          1 GiB each here: ``SPARK_WORKER_CORES`` / ``_MEMORY`` overridden)
+``spark-worker``          ``PAIMON_SPARK_WORKERS`` (2) ``spark-class ...Worker`` (compose's cores,
+                          1 GiB each here: ``SPARK_WORKER_MEMORY`` overridden)
 ``code-location``         ``dagster code-server start -m assets.production``
 ``dagster-init``          ``python -m assets.pools``
 ``dagster-webserver``     ``dagster-webserver`` on the workspace (``docker/workspace.yaml``'s
@@ -81,10 +81,12 @@ SECRETS = ("DAGSTER_PG_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 #: the location name of the code server (docker/workspace.yaml)
 LOCATION = "paimon"
 #: JVM sizes on this machine (2 cores shared by every service): the master's and workers' own
-#: heaps, and what each worker offers (the workers read SPARK_WORKER_CORES / _MEMORY, as in
-#: compose; their number is PAIMON_SPARK_WORKERS, default 2)
+#: heaps, and the memory each worker offers. The workers' cores are compose's own
+#: (SPARK_WORKER_CORES of docker/paimon.env, PAIMON_SPARK_WORKERS of them), so the rule that
+#: shares the cluster between the pool's concurrent runs (pipelines.cluster.run_share) sees
+#: the shape Docker would run; a core is a scheduling slot, not a CPU.
 DAEMON_MEMORY = "256m"
-WORKER_SIZE = {"SPARK_WORKER_CORES": "1", "SPARK_WORKER_MEMORY": "1g"}
+WORKER_SIZE = {"SPARK_WORKER_MEMORY": "1g"}
 SPARK_LOOPBACK_CONF = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",

@@ -112,6 +112,13 @@ def test_compaction_runs_on_the_cluster(topo: Any, story: dict[str, Any],
     assert all(workers for workers in apps.values()), apps
     master = prod_demo.spark_apps(topo)
     assert all(master[a]["name"] == "paimon-dagster" for a in apps)
+    # each compacting run names its application in its metadata, and holds its share of the
+    # cluster (pipelines.cluster.run_share): compose's 2 workers x 2 cores over the pool limit
+    # of 4 -> one core per run, so every run the pool admits gets an executor
+    compacted = [md for md in (prod_demo.materializations(r)["maintenance/cdc_orders_compaction"]
+                               for r in runs) if md["compact/status"] == "compacted"]
+    assert {md["spark/application_id"] for md in compacted} <= set(apps), (compacted, apps)
+    assert {md.get("spark/cores_max") for md in compacted} == {1}, compacted
 
 
 def test_expiry_frees_bytes_on_s3(topo: Any, story: dict[str, Any],
