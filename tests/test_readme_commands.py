@@ -75,6 +75,9 @@ NOT_RUN: dict[str, str] = {
     "make demo": "the demo (a CI job of its own) runs the whole Dagster story for minutes",
     "make ui": "a long-lived dagster dev server (tests/assets/test_ui.py runs dagster dev)",
     "make test": "the whole suite, of which this test is a part",
+    "make prod-demo": "the production topology's story for minutes; tests/prod/test_topology.py "
+                      "runs the same story (scripts/prod_demo.py) in `make test-prod`",
+    "make test-prod": "tests/prod, which .ci/run runs after `make test`",
     "export DAGSTER_HOME=~/dagster_home && mkdir -p $DAGSTER_HOME && cp dagster.yaml "
     "$DAGSTER_HOME/": "sets up a Dagster home in the user's home directory for dagster dev",
     "export PAIMON_WAREHOUSE=/data/warehouse PAIMON_LANDING=/data/landing":
