@@ -120,6 +120,14 @@ class SnapshotManager:
         fence = self.expiry_fence()
         return fence is not None and fence > snapshot_id
 
+    def has_expired(self, snapshot_id: int) -> bool:
+        """Has expiry removed ``snapshot_id``, or begun to (below the fence)? For a reader that
+        finds a file of the snapshot it read missing: True means it was slower than retention
+        (read the latest snapshot again), False that the table is damaged."""
+        path = self.snapshot_path(snapshot_id)
+        self.file_io.invalidate(path)
+        return self.below_expiry_fence(snapshot_id) or not self.file_io.exists(path)
+
     def is_stray(self, snapshot_id: int) -> bool:
         """Is the existing file ``snapshot-<id>`` a stray, not a snapshot: below the expiry
         fence, or below a gap under the highest id (ids are only ever deleted oldest first,

@@ -507,18 +507,27 @@ class TableCommit:
             options = CoreOptions(schema.options)
             if max_retries is None:
                 max_retries = options.commit_max_retries(DEFAULT_MAX_RETRIES)
-            prev = self.manifests.data_manifests(latest)
-            live = self._live(prev, touched)
-            changes = build(latest, live)
-            if (not changes.data and not changes.changelog and not changes.index
-                    and (kind is not CommitKind.OVERWRITE or not allow_empty)):
-                return None
-            decode = (key_decoder(schema, exact_timestamps=True)
-                      if schema.primary_keys else None)
-            check_conflicts(live, changes.data, decode_key=decode,
-                            check_bucket_counts=check_bucket_counts)
-            outcome = self._attempt(kind, schema, latest, prev, changes, identifier,
-                                    opts.properties, opts.watermark)
+            try:
+                prev = self.manifests.data_manifests(latest)
+                live = self._live(prev, touched)
+                changes = build(latest, live)
+                if (not changes.data and not changes.changelog and not changes.index
+                        and (kind is not CommitKind.OVERWRITE or not allow_empty)):
+                    return None
+                decode = (key_decoder(schema, exact_timestamps=True)
+                          if schema.primary_keys else None)
+                check_conflicts(live, changes.data, decode_key=decode,
+                                check_bucket_counts=check_bucket_counts)
+                outcome = self._attempt(kind, schema, latest, prev, changes, identifier,
+                                        opts.properties, opts.watermark)
+            except CorruptMetadataError:
+                if latest is None or not self.snapshots.has_expired(latest.id):
+                    raise
+                # the snapshot this attempt built on expired while it read that snapshot's
+                # manifests (a writer slower than retention): a lost race, not corruption
+                log.info("snapshot %s expired while this commit read its manifests: "
+                         "re-planning on the latest snapshot", latest.id)
+                outcome = None
             if outcome is not None:
                 return outcome
             attempt += 1

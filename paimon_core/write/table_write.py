@@ -68,6 +68,7 @@ from paimon_core.datafile.writer import (
     split_by_size,
 )
 from paimon_core.errors import (
+    CorruptMetadataError,
     PaimonError,
     SchemaError,
     SnapshotNotExistError,
@@ -604,31 +605,46 @@ class TableWrite:
             except SnapshotNotExistError:
                 snaps = None  # expired meanwhile: read everything again
             if snaps is not None:
-                for snap in snaps:
-                    if snap.commit_user == self.commit_user:
-                        continue
-                    metas = self.planner.manifests.manifest_list(snap.delta_manifest_list)
-                    entries = self.planner.read_entries(metas)
-                    self._note_max(e for e in entries if e.kind is FileKind.ADD)
-                    if self._inline is not None:
-                        self._inline.note(entries)
+                try:
+                    for snap in snaps:
+                        if snap.commit_user == self.commit_user:
+                            continue
+                        metas = self.planner.manifests.manifest_list(snap.delta_manifest_list)
+                        entries = self.planner.read_entries(metas)
+                        self._note_max(e for e in entries if e.kind is FileKind.ADD)
+                        if self._inline is not None:
+                            self._inline.note(entries)
+                except CorruptMetadataError:
+                    if not any(sm.has_expired(s.id) for s in snaps):
+                        raise
+                    snaps = None  # expired while read: read everything again
+            if snaps is not None:
                 self._restored_snapshot = latest_id
                 return
-        self._restored = {}
-        self._restored_snapshot = latest_id
-        if self._inline is not None:
-            self._inline.reset()
-        if latest_id is None:
+        while True:
+            self._restored = {}
+            self._restored_snapshot = latest_id
+            if self._inline is not None:
+                self._inline.reset()
+            if latest_id is None:
+                return
+            planner = self.planner
+            try:
+                latest = sm.snapshot(latest_id)
+                live = live_files(
+                    planner.read_entries(planner.data_manifests(latest)),
+                    source=planner.manifests.path(latest.base_manifest_list),
+                )
+            except (CorruptMetadataError, SnapshotNotExistError):
+                if not sm.has_expired(latest_id):
+                    raise
+                # expired while this writer read it (slower than retention): the latest again
+                latest_id = sm.latest_snapshot_id()
+                continue
+            self._note_max(live)
+            if self._inline is not None:
+                self._inline.note(live)
             return
-        latest = sm.snapshot(latest_id)
-        planner = self.planner
-        live = live_files(
-            planner.read_entries(planner.data_manifests(latest)),
-            source=planner.manifests.path(latest.base_manifest_list),
-        )
-        self._note_max(live)
-        if self._inline is not None:
-            self._inline.note(live)
 
     def _note_max(self, entries: Iterable[ManifestEntry]) -> None:
         assert self._restored is not None

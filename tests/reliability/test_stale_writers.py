@@ -200,3 +200,59 @@ def test_a_failed_check_after_the_create_is_an_unknown_state(tmp_path: Path) -> 
     model.add(rows)
     model.check(fresh)
     assert_fsck_clean(fresh)
+
+
+@pytest.mark.parametrize("stage", ["write", "commit"])
+def test_a_writer_whose_base_snapshot_expires_while_it_reads_replans(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str) -> None:
+    """A writer read the latest snapshot N; before it read N's manifests, other writers
+    committed and expiry removed N with its manifest lists (the writer was slower than
+    retention) — while the writer restored its buckets' sequence numbers (``write``) or while
+    the commit planned (``commit``). It reads the latest snapshot again, as after a lost race,
+    instead of failing with "manifest list referenced by a snapshot is missing" (seen once in
+    the race above)."""
+    from paimon_core.manifest_io import ManifestCache, ManifestIO
+
+    wh = str(tmp_path / "wh")
+    table = create_table(wh, None, "append")
+    model = AppendModel()
+
+    def commit(user: str, part: int, k: int) -> list[int]:
+        w = writer_for(table, user)
+        rows = append_rows(user, part, k)
+        w.write_arrow(rows)
+        ids = table.new_commit(user).commit(w.prepare_commit(), k)
+        model.add(rows)
+        return ids
+
+    for k in range(3):
+        commit("a", 0, k)
+    orig = ManifestIO.data_manifests
+    fired: list[int] = []
+    armed: list[bool] = []
+
+    def slower_than_retention(self: ManifestIO, snapshot: Any) -> Any:
+        if armed and not fired and snapshot is not None:
+            fired.append(snapshot.id)
+            commit("a", 0, 3)
+            commit("a", 0, 4)
+            expired = table.expire_snapshots(retain_min=1, retain_max=1).expired_ids
+            assert snapshot.id in expired
+            # the slow writer is another process: nothing of N is in its manifest cache
+            self.cache = ManifestCache(32 << 20)
+        return orig(self, snapshot)
+
+    monkeypatch.setattr(ManifestIO, "data_manifests", slower_than_retention)
+    slow = writer_for(table, "slow")
+    rows = append_rows("slow", 1, 0)
+    if stage == "write":
+        armed.append(True)
+    slow.write_arrow(rows)
+    messages = slow.prepare_commit()
+    armed.append(True)  # the commit's own reads
+    ids = table.new_commit("slow").commit(messages, 1)
+    model.add(rows)
+    assert fired == [3] and ids == [6]
+    fresh = open_table(wh)
+    model.check(fresh)
+    assert_fsck_clean(fresh)
