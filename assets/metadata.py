@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core import CommitKind, FileStoreTable, Snapshot, TableSchema
+from paimon_core import CommitKind, FileStoreTable, PaimonError, Snapshot, TableSchema
 
 __all__ = [
     "ASSET_PROPERTY",
@@ -284,7 +284,9 @@ def table_state_metadata(table: FileStoreTable, *, count_rows: bool = True) -> d
       ``paimon/earliest_snapshot_time``: what expiry left (the trace of the last expiry).
 
     An empty table (no snapshot) has no row count, no snapshot and no file counts: nothing is
-    reported as 0 that is merely unknown.
+    reported as 0 that is merely unknown. A row count that cannot be read (a data file gone)
+    is reported as ``paimon/row_count_error`` instead: the table's ``fsck_clean`` check names
+    the damage (and, blocking, stops what is downstream).
     """
     import dagster as dg
 
@@ -321,7 +323,12 @@ def table_state_metadata(table: FileStoreTable, *, count_rows: bool = True) -> d
             earliest.time_millis / 1000.0)
         md["paimon/snapshots_retained"] = dg.MetadataValue.int(snap.id - earliest.id + 1)
     if count_rows:
-        md[ROW_COUNT] = dg.MetadataValue.int(live_row_count(table, snap))
+        try:
+            md[ROW_COUNT] = dg.MetadataValue.int(live_row_count(table, snap))
+        except PaimonError as e:
+            # a damaged table (a data file gone): its state is still reported, the commit the
+            # run made still stands, and the table's blocking fsck_clean check fails the run
+            md["paimon/row_count_error"] = dg.MetadataValue.text(f"{type(e).__name__}: {e}")
     return md
 
 
