@@ -175,15 +175,9 @@ query($repositoryName: String!, $repositoryLocationName: String!, $jobName: Stri
   }
 }"""
 
-LAUNCH_PIPELINE_EXECUTION = """
-mutation($p: ExecutionParams!) {
-  launchPipelineExecution(executionParams: $p) {
-    __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message stack }
-    ... on RunConfigValidationInvalid { errors { message } }
-  }
-}"""
+# the UI's launch mutation: one home, the production story's (scripts/prod_demo.py)
+LAUNCH_PIPELINE_EXECUTION = (sys.modules.get("paimon_prod_demo") or load_module(
+    REPO / "scripts" / "prod_demo.py", "paimon_prod_demo")).LAUNCH
 
 LAUNCH_BACKFILL = """
 mutation($p: LaunchBackfillParams!) {
