@@ -95,6 +95,26 @@ SPARK_LOOPBACK_CONF = {
 }
 
 
+#: the webserver's view of its code locations (what the UI polls while they load)
+WORKSPACE = ("{ workspaceOrError { ... on Workspace { locationEntries {"
+             " name loadStatus locationOrLoadError { __typename } } } } }")
+
+
+def workspace_loaded(data: Mapping[str, Any]) -> bool:
+    """Whether every code location of a :data:`WORKSPACE` answer has loaded.
+
+    Raises:
+        RuntimeError: a location finished loading with an error.
+    """
+    entries = data["workspaceOrError"]["locationEntries"]
+    if not entries or any(e["loadStatus"] != "LOADED" for e in entries):
+        return False
+    kinds = {e["locationOrLoadError"]["__typename"] for e in entries}
+    if kinds != {"RepositoryLocation"}:
+        raise RuntimeError(f"code location failed to load: {entries}")
+    return True
+
+
 def _sibling(name: str) -> ModuleType:
     """A module of ``scripts/`` (registered as ``paimon_<name>``: one class identity per
     process, whoever loads it first)."""
@@ -623,16 +643,7 @@ class Topology:
 
     def wait_webserver(self, timeout: float = 180) -> float:
         def loaded() -> bool:
-            data = self.graphql("{ workspaceOrError { ... on Workspace { locationEntries {"
-                                " name loadStatus locationOrLoadError { __typename } } } } }",
-                                timeout=10)
-            entries = data["workspaceOrError"]["locationEntries"]
-            if entries and all(e["loadStatus"] == "LOADED" for e in entries):
-                kinds = {e["locationOrLoadError"]["__typename"] for e in entries}
-                if kinds != {"RepositoryLocation"}:
-                    raise RuntimeError(f"code location failed to load: {entries}")
-                return True
-            return False
+            return workspace_loaded(self.graphql(WORKSPACE, timeout=10))
 
         return wait_until("dagster-webserver", loaded, timeout,
                           self.services["webserver"].log, interval=1.0)

@@ -85,13 +85,12 @@ def dagster_dev(tmp: Path, env: Mapping[str, str], *, startup_timeout: float = 2
             if proc.poll() is not None:
                 raise AssertionError(f"dagster dev exited:\n{log.read_text()[-4000:]}")
             try:
-                data = dev.graphql("{ workspaceOrError { ... on Workspace { locationEntries {"
-                                   " name loadStatus locationOrLoadError { __typename } } } } }",
-                                   timeout=10)
-                entries = data["workspaceOrError"]["locationEntries"]
-                if entries and all(e["loadStatus"] == "LOADED" for e in entries):
-                    kinds = {e["locationOrLoadError"]["__typename"] for e in entries}
-                    assert kinds == {"RepositoryLocation"}, (kinds, log.read_text()[-4000:])
+                try:
+                    loaded = _topology.workspace_loaded(
+                        dev.graphql(_topology.WORKSPACE, timeout=10))
+                except RuntimeError as e:
+                    raise AssertionError(f"{e}\n{log.read_text()[-4000:]}") from e
+                if loaded:
                     break
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
                 pass
@@ -175,9 +174,11 @@ query($repositoryName: String!, $repositoryLocationName: String!, $jobName: Stri
   }
 }"""
 
-# the UI's launch mutation: one home, the production story's (scripts/prod_demo.py)
-LAUNCH_PIPELINE_EXECUTION = (sys.modules.get("paimon_prod_demo") or load_module(
-    REPO / "scripts" / "prod_demo.py", "paimon_prod_demo")).LAUNCH
+# the UI's launch mutation and the repository query: one home, the production story's
+# (scripts/prod_demo.py)
+_prod_demo = sys.modules.get("paimon_prod_demo") or load_module(
+    REPO / "scripts" / "prod_demo.py", "paimon_prod_demo")
+LAUNCH_PIPELINE_EXECUTION = _prod_demo.LAUNCH
 
 LAUNCH_BACKFILL = """
 mutation($p: LaunchBackfillParams!) {
@@ -197,7 +198,7 @@ mutation($p: ReexecutionParams!) {
   }
 }"""
 
-REPOSITORY_NAME = "{ repositoriesOrError { ... on RepositoryConnection { nodes { name } } } }"
+REPOSITORY_NAME = _prod_demo.REPOSITORY
 
 
 def _keys(asset_keys: list[list[str]]) -> list[dict[str, list[str]]]:
