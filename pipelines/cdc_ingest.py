@@ -91,7 +91,6 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from paimon_core import (
-    AddColumn,
     CommitMessage,
     CommitOptions,
     CommitStateUnknownError,
@@ -108,6 +107,7 @@ from paimon_core import (
     deduplicate,
     join,
 )
+from paimon_core.schema_pending import PendingSchemaRaceError
 from pipelines.cdc_avro import avro_file_order
 from pipelines.cdc_decode import output_schema, split_text
 from pipelines.cdc_events import (
@@ -117,11 +117,10 @@ from pipelines.cdc_events import (
     TOMBSTONE,
     TRUNCATE,
     Unavailable,
-    infer_column_type,
     is_supported_type,
     position_columns,
 )
-from pipelines.cdc_formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence, sample_values
+from pipelines.cdc_formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence
 from pipelines.cdc_ranges import (
     DEFAULT_MAX_BYTES,
     LineNumbers,
@@ -130,6 +129,7 @@ from pipelines.cdc_ranges import (
     plan_ranges,
 )
 from pipelines.cdc_routing import routing
+from pipelines.cdc_schema import commit_batch, evolve, settle, withdraw
 from pipelines.cdc_toast import fill_unavailable
 from pipelines.cdc_values import bad_value
 from pipelines.config import (
@@ -138,7 +138,9 @@ from pipelines.config import (
     TableHandle,
     add_catalog_args,
     add_spark_args,
+    check_table,
     configure_logging,
+    load_schema_file,
     run_job_main,
 )
 from pipelines.spark_types import spark_schema
@@ -791,18 +793,8 @@ def _key_only_deletes(data: pa.Table, fields: Sequence[DataField],
     return data
 
 
-def _evolve(settings: CatalogSettings, handle: TableHandle, samples: dict[str, list[str]],
-            fmt: str = DEFAULT_FORMAT) -> tuple[TableHandle, dict[str, str]]:
-    """Add the new columns, typed from the JSON values of sample events of format ``fmt``
-    (altering the handle's table: no second load)."""
-    names = sorted(samples)
-    lines = [x for k in names for x in samples[k]]
-    values = sample_values(fmt, lines, names)
-    added = {n: infer_column_type(values[n]) for n in names}
-    table = handle.open()
-    table.alter([AddColumn(n, t) for n, t in added.items()])
-    log.info("table %s: added columns %s", handle.identifier, added)
-    return TableHandle.of(settings, table), added
+#: attempts of a batch whose new schema id another writer took meanwhile
+_SCHEMA_RACE_ATTEMPTS = 3
 
 
 def ingest_batch(
@@ -823,12 +815,42 @@ def ingest_batch(
     the snapshot's properties (e.g. the orchestrator's run id). ``table``: the table
     ``identifier`` as the caller opened it (from ``settings``' catalog; default: opened here);
     ``checked``: the caller already asked whether the commit user committed ``batch`` (it did
-    not), so the question is not asked again.
+    not), so the question is not asked again. New columns land with the batch's snapshot or
+    not at all (:mod:`pipelines.cdc_schema`); when another writer changes the schema while
+    the batch is written with its new columns, the batch is written again (a few times).
 
     Raises:
         ErrorRatioExceeded: too many malformed events (quarantine written, nothing committed).
         SchemaError / UnsupportedError: a table the events cannot be written to.
     """
+    for attempt in range(1, _SCHEMA_RACE_ATTEMPTS + 1):
+        try:
+            return _ingest_batch(spark, settings, identifier, batch, files, options,
+                                 landing_io=landing_io, quarantine_root=quarantine_root,
+                                 properties=properties, table=table, checked=checked)
+        except PendingSchemaRaceError as e:
+            if attempt == _SCHEMA_RACE_ATTEMPTS:
+                raise
+            log.warning("%s; writing batch %s again (attempt %s)", e, batch, attempt + 1)
+            table = None  # the latest schema, loaded again
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _ingest_batch(
+    spark: SparkSession,
+    settings: CatalogSettings,
+    identifier: str,
+    batch: int,
+    files: Sequence[str],
+    options: CdcOptions | None = None,
+    *,
+    landing_io: FileIO | None = None,
+    quarantine_root: str | None = None,
+    properties: Mapping[str, str] | None = None,
+    table: FileStoreTable | None = None,
+    checked: bool = False,
+) -> BatchReport:
+    """One attempt of :func:`ingest_batch`."""
     opts = options or CdcOptions()
     if opts.format not in FORMATS:
         raise SchemaError(f"unknown CDC format {opts.format!r}; one of "
@@ -848,6 +870,8 @@ def ingest_batch(
     if not checked and not handle.open().new_commit(user).filter_committed([batch]):
         report.skipped = True
         return report
+    # a schema a crashed run of this batch published is adopted, any other left over withdrawn
+    handle, adopted = settle(settings, handle, user, batch)
     routing(handle.schema, 1)  # a bucket mode the job can write (else an error naming it)
     check_sequence(opts.format, _sequence_column(handle, opts), opts.position_fields)
     fio = landing_io or settings.file_io()
@@ -869,14 +893,18 @@ def ingest_batch(
         return _write_pass(h, user, decoded_blobs(spark, fio, files, h, opts, ranges), opts,
                            fio, base, batch, files, start_snapshot, ranges, truncates)
 
-    def abort(messages: Sequence[CommitMessage]) -> None:
+    def abort(messages: Sequence[CommitMessage], refused: bool = True) -> None:
         if messages:
             handle.open().new_commit(user).abort(messages)
+        if refused:  # nothing of the batch lands: its schema neither
+            withdraw(handle, adopted)
 
     res = run(handle)
     if res.unknown and opts.evolve_schema:
-        abort(res.messages)  # written with the old schema: write again with the new one
-        handle, report.new_columns = _evolve(settings, handle, res.unknown, opts.format)
+        # written with the old schema: write again with the new one (in memory until the
+        # commit: every refusal below is decided before it is published)
+        abort(res.messages, refused=False)
+        handle, report.new_columns = evolve(handle, res.unknown, opts.format)
         res = run(handle)
     if len(res.connectors) > 1 and opts.position_fields is None:
         abort(res.messages)
@@ -888,7 +916,7 @@ def ingest_batch(
     if truncates:
         # the table is emptied at each truncate's position: the rows are written again, split
         # at the truncates, and committed in steps (_steps)
-        abort(res.messages)
+        abort(res.messages, refused=False)
         res = run(handle, truncates)
     counts = res.counts
     report.events = sum(counts.values())
@@ -913,13 +941,17 @@ def ingest_batch(
     commit_options = CommitOptions(properties={
         **(properties or {}), "cdc.batch": str(batch), "cdc.events": str(report.events),
         "cdc.malformed": str(report.malformed)})
-    if truncates:
-        report.snapshot_ids = _commit_steps(handle, user, _steps(res.segments), batch,
-                                            commit_options)
-    else:
-        report.snapshot_ids = commit_messages(handle, user, res.messages,
-                                              commit_identifier=batch, checked=True,
-                                              options=commit_options)
+    segments, messages = res.segments, res.messages
+    try:
+        report.snapshot_ids = commit_batch(
+            handle, user, batch, list(report.new_columns), adopted,
+            (lambda: _commit_steps(handle, user, _steps(segments), batch, commit_options))
+            if truncates else
+            (lambda: commit_messages(handle, user, messages, commit_identifier=batch,
+                                     checked=True, options=commit_options)))
+    except PendingSchemaRaceError:
+        abort(res.messages, refused=False)  # written with a schema id another writer took
+        raise
     report.rows_written = res.rows
     report.skipped = not report.snapshot_ids and bool(res.messages)
     return report
@@ -939,8 +971,12 @@ def ingest(
     the table is created from ``schema`` when missing. Stops at the first failing batch."""
     opts = options or CdcOptions()
     catalog = settings.catalog()
-    table = (catalog.create_table(identifier, schema, ignore_if_exists=True)
-             if schema is not None else None)
+    table = None
+    if schema is not None:
+        existed = catalog.table_exists(identifier)
+        table = catalog.create_table(identifier, schema, ignore_if_exists=True)
+        if not existed:
+            log.info("created table %s at %s", identifier, table.path)
     fio = FileIO(landing, dict(settings.storage_options))
     q_root = opts.quarantine or join(landing, "_quarantine")
     reports = []
@@ -1001,11 +1037,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipelines.session import get_session
 
     settings = CatalogSettings.from_args(args)
+    try:  # before the JVM starts: a wrong --schema or --warehouse fails at once, named
+        schema = load_schema_file(args.schema) if args.schema else None
+    except PaimonError as e:
+        print(f"cdc_ingest: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    if schema is None and (rc := check_table(settings, args.table, "cdc_ingest")) is not None:
+        return rc
     spark = get_session(SparkSettings.from_args(args, app_name="paimon-cdc-ingest"))
-    schema = None
-    if args.schema:
-        with open(args.schema, encoding="utf-8") as fh:
-            schema = Schema.from_json(json.load(fh))
     opts = CdcOptions(
         position_fields=(tuple(x.strip() for x in args.position_fields.split(",") if x.strip())
                          if args.position_fields else None),
