@@ -421,7 +421,8 @@ def _parse(toks: _Tokens) -> DataType:
         return RowType(tuple(fields), _nullability(toks))
     close = difflib.get_close_matches(word, _TYPE_WORDS, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise SchemaError(f"unknown type {word!r} in {toks.text!r}{hint}")
+    within = f" in {toks.text!r}" if toks.text.strip().upper() != word else ""
+    raise SchemaError(f"unknown type {word!r}{within}{hint}")
 
 
 def _check_precision(p: int, toks: _Tokens) -> None:

@@ -872,6 +872,9 @@ def _ingest_batch(
         return report
     # a schema a crashed run of this batch published is adopted, any other left over withdrawn
     handle, adopted = settle(settings, handle, user, batch)
+    if adopted is not None:  # the columns this batch adds (published by its crashed run)
+        report.new_columns = {n: handle.schema.field(n).type.sql() for n in adopted.added
+                              if n in handle.schema.field_names}
     routing(handle.schema, 1)  # a bucket mode the job can write (else an error naming it)
     check_sequence(opts.format, _sequence_column(handle, opts), opts.position_fields)
     fio = landing_io or settings.file_io()
@@ -900,11 +903,13 @@ def _ingest_batch(
             withdraw(handle, adopted)
 
     res = run(handle)
+    added: dict[str, str] = {}  # the columns this run adds (published with the snapshot)
     if res.unknown and opts.evolve_schema:
         # written with the old schema: write again with the new one (in memory until the
         # commit: every refusal below is decided before it is published)
         abort(res.messages, refused=False)
-        handle, report.new_columns = evolve(handle, res.unknown, opts.format)
+        handle, added = evolve(handle, res.unknown, opts.format)
+        report.new_columns = added
         res = run(handle)
     if len(res.connectors) > 1 and opts.position_fields is None:
         abort(res.messages)
@@ -944,7 +949,7 @@ def _ingest_batch(
     segments, messages = res.segments, res.messages
     try:
         report.snapshot_ids = commit_batch(
-            handle, user, batch, list(report.new_columns), adopted,
+            handle, user, batch, list(added), adopted,
             (lambda: _commit_steps(handle, user, _steps(segments), batch, commit_options))
             if truncates else
             (lambda: commit_messages(handle, user, messages, commit_identifier=batch,
