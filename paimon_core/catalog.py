@@ -18,6 +18,7 @@ from paimon_core.errors import (
     DatabaseNotEmptyError,
     DatabaseNotExistError,
     NotAWarehouseError,
+    PaimonError,
     TableAlreadyExistError,
     TableNotExistError,
     WarehouseNotExistError,
@@ -134,7 +135,11 @@ class FileSystemCatalog:
         path = self.table_path(ident)
         table = FileStoreTable.load(self.file_io, path, ident, self.manifest_cache)
         if table is None:
-            raise self._missing_table(ident)
+            try:
+                error = self._missing_table(ident)
+            except PaimonError:  # the diagnosis needs listings storage may deny
+                error = TableNotExistError(str(ident))
+            raise error
         return table
 
     def _missing_table(self, ident: Identifier) -> TableNotExistError:

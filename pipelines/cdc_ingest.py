@@ -40,9 +40,11 @@ of the whole landing directory, applies every event exactly once). Per batch, on
    reason; for ``bad value for <col>`` the refused value's text in ``value``), keeps the
    last change of every key by source position and writes the rows;
 3. on the driver: when the images carried new columns, the files are deleted, the columns
-   added (``ALTER TABLE ADD COLUMN``, type inferred from the JSON values) and the job runs
-   again; ``_summary.json`` gets the counts per reason; above ``max_error_ratio`` the files are
-   deleted and the batch fails; otherwise one commit.
+   added to a schema computed in memory (``ADD COLUMN``, type inferred from the JSON values)
+   and the job runs again with it; ``_summary.json`` gets the counts per reason; above
+   ``max_error_ratio`` the files are deleted and the batch fails (no schema written); otherwise
+   the new schema is published and the batch committed (:mod:`pipelines.cdc_schema`: the
+   columns land with the rows or not at all).
 
 Across batches, events that arrive out of order are resolved by the table's
 ``sequence.field``: declare e.g. ``_seq BIGINT`` with ``'sequence.field' = '_seq'`` and the job
@@ -236,6 +238,18 @@ class BatchReport:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
+
+    def tally(self, counts: Mapping[str, int]) -> None:
+        """Take the batch's event counts per outcome (``""``: valid, else the reason)."""
+        self.events = sum(counts.values())
+        self.valid = counts.get("", 0)
+        self.tombstones = counts.get(TOMBSTONE, 0)
+        self.messages = counts.get(MESSAGE, 0)
+        self.truncates = counts.get(TRUNCATE, 0)
+        self.ddl = counts.get(DDL, 0)
+        self.reasons = {k: v for k, v in sorted(counts.items())
+                        if k not in ("", TOMBSTONE, MESSAGE, TRUNCATE, DDL)}
+        self.malformed = sum(self.reasons.values())
 
 
 # ---------------------------------------------------------------------------- input
@@ -793,6 +807,39 @@ def _key_only_deletes(data: pa.Table, fields: Sequence[DataField],
     return data
 
 
+def _check_malformed(report: BatchReport, fio: FileIO, quarantine: str | None,
+                     max_ratio: float) -> None:
+    """Refuse a batch with malformed events but no ``quarantine`` location, or with more
+    than ``max_ratio`` of them (the quarantine's ``_summary.json`` written first)."""
+    if not report.malformed:
+        return
+    if quarantine is None:
+        raise SchemaError(f"batch {report.batch} has {report.malformed} malformed events and "
+                          "no quarantine location was given")
+    report.quarantine = quarantine
+    fio.write_bytes(join(quarantine, "_summary.json"), report.to_json().encode("utf-8"))
+    if report.error_ratio > max_ratio:
+        raise ErrorRatioExceeded(report, max_ratio)
+
+
+def _cdc_table(settings: CatalogSettings, identifier: str, table: FileStoreTable | None,
+               opts: CdcOptions) -> TableHandle:
+    """The handle on the table ``identifier`` (``table`` when the caller opened it), checked:
+    a known format, a primary key, columns change events can carry."""
+    if opts.format not in FORMATS:
+        raise SchemaError(f"unknown CDC format {opts.format!r}; one of "
+                          f"{', '.join(sorted(FORMATS))}")
+    handle = (TableHandle.of(settings, table) if table is not None
+              else TableHandle.load(settings, identifier))
+    if not handle.schema.primary_keys:
+        raise SchemaError(f"CDC needs a primary-key table; {identifier} has no primary key")
+    for f in handle.schema.fields:
+        if not is_supported_type(f.type):
+            raise UnsupportedError(f"column {f.name} of type {f.type.sql()} cannot be decoded "
+                                   "from change events")
+    return handle
+
+
 #: attempts of a batch whose new schema id another writer took meanwhile
 _SCHEMA_RACE_ATTEMPTS = 3
 
@@ -852,18 +899,8 @@ def _ingest_batch(
 ) -> BatchReport:
     """One attempt of :func:`ingest_batch`."""
     opts = options or CdcOptions()
-    if opts.format not in FORMATS:
-        raise SchemaError(f"unknown CDC format {opts.format!r}; one of "
-                          f"{', '.join(sorted(FORMATS))}")
     # the table is opened once: every driver step below uses handle.open() (the same object)
-    handle = (TableHandle.of(settings, table) if table is not None
-              else TableHandle.load(settings, identifier))
-    if not handle.schema.primary_keys:
-        raise SchemaError(f"CDC needs a primary-key table; {identifier} has no primary key")
-    for f in handle.schema.fields:
-        if not is_supported_type(f.type):
-            raise UnsupportedError(f"column {f.name} of type {f.type.sql()} cannot be decoded "
-                                   "from change events")
+    handle = _cdc_table(settings, identifier, table, opts)
     user = opts.commit_user or f"cdc-{identifier}"
     report = BatchReport(batch)
     # "already committed?" is asked once; commit_messages is told (checked=True)
@@ -923,26 +960,12 @@ def _ingest_batch(
         # at the truncates, and committed in steps (_steps)
         abort(res.messages, refused=False)
         res = run(handle, truncates)
-    counts = res.counts
-    report.events = sum(counts.values())
-    report.valid = counts.get("", 0)
-    report.tombstones = counts.get(TOMBSTONE, 0)
-    report.messages = counts.get(MESSAGE, 0)
-    report.truncates = counts.get(TRUNCATE, 0)
-    report.ddl = counts.get(DDL, 0)
-    report.reasons = {k: v for k, v in sorted(counts.items())
-                      if k not in ("", TOMBSTONE, MESSAGE, TRUNCATE, DDL)}
-    report.malformed = sum(report.reasons.values())
-    if report.malformed:
-        if base is None:
-            abort(res.messages)
-            raise SchemaError(f"batch {batch} has {report.malformed} malformed events and "
-                              "no quarantine location was given")
-        report.quarantine = base
-        fio.write_bytes(join(base, "_summary.json"), report.to_json().encode("utf-8"))
-        if report.error_ratio > opts.max_error_ratio:
-            abort(res.messages)
-            raise ErrorRatioExceeded(report, opts.max_error_ratio)
+    report.tally(res.counts)
+    try:
+        _check_malformed(report, fio, base, opts.max_error_ratio)
+    except PaimonError:
+        abort(res.messages)
+        raise
     commit_options = CommitOptions(properties={
         **(properties or {}), "cdc.batch": str(batch), "cdc.events": str(report.events),
         "cdc.malformed": str(report.malformed)})
@@ -960,6 +983,7 @@ def _ingest_batch(
     report.rows_written = res.rows
     report.skipped = not report.snapshot_ids and bool(res.messages)
     return report
+
 
 def ingest(
     spark: SparkSession,
