@@ -83,6 +83,7 @@ from paimon_core.errors import (
     FileNotFoundInTableError,
     FilterError,
     InvalidIdentifierError,
+    NotAWarehouseError,
     NotFoundError,
     PaimonError,
     SchemaError,
@@ -93,6 +94,7 @@ from paimon_core.errors import (
     TableNotExistError,
     TagNotExistError,
     UnsupportedError,
+    WarehouseNotExistError,
 )
 
 # Every other name is imported on first use (PEP 562): ``import paimon_core`` stays cheap for a
@@ -435,6 +437,7 @@ __all__ = [
     "Move",
     "MoveType",
     "MultisetType",
+    "NotAWarehouseError",
     "NotFoundError",
     "Op",
     "Or",
@@ -476,6 +479,7 @@ __all__ = [
     "UpdateColumnPosition",
     "UpdateColumnType",
     "UpdateComment",
+    "WarehouseNotExistError",
     "and_",
     "arrow_short_retract_mask",
     "bind",

@@ -82,6 +82,7 @@ __all__ = [
     "apply_changes",
     "check_type_change",
     "commit_changes",
+    "publish_schema",
 ]
 
 log = logging.getLogger(__name__)
@@ -528,7 +529,7 @@ def commit_changes(
             raise TableNotExistError(table_path)
         has_snapshots = snapshots.latest_snapshot_id() is not None
         new = apply_changes(old, changes, has_snapshots=has_snapshots)
-        if _publish(file_io, schemas.schema_path(new.id), encode_schema(new)):
+        if publish_schema(file_io, schemas.schema_path(new.id), encode_schema(new)):
             return new
         lost.append(new.id)
         if len(lost) > max_retries:
@@ -540,7 +541,7 @@ def commit_changes(
         sleep(min(0.005 * 2 ** min(len(lost), 8), 1.0))
 
 
-def _publish(file_io: FileIO, path: str, data: bytes) -> bool:
+def publish_schema(file_io: FileIO, path: str, data: bytes) -> bool:
     """Create ``path`` only if absent. A refusal or an error proves nothing (a retried request
     may have created it for us): the file is read back and compared (reliability rule 2)."""
     error: PaimonError | None = None

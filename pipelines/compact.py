@@ -73,6 +73,7 @@ from pipelines.config import (
     TableHandle,
     add_catalog_args,
     add_spark_args,
+    check_table,
     configure_logging,
     limit_task_threads,
     parse_pairs,
@@ -368,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipelines.session import LOCAL_DEFAULTS, get_session
 
     settings = CatalogSettings.from_args(args)
+    if (rc := check_table(settings, args.table, "compact")) is not None:
+        return rc
     spark_settings = SparkSettings.from_args(args, app_name="paimon-compact")
     archive = _local_archive(spark_settings)
     spark = get_session(spark_settings,
