@@ -99,7 +99,7 @@ class ArrowFrame:
             i, pa.field(column, arrow_type), pc.cast(self.data.column(i), arrow_type)))
 
     def is_empty(self) -> bool:
-        return self.data.num_rows == 0
+        return int(self.data.num_rows) == 0
 
     def _mask(self, spec: dict[str, Any]) -> Any:
         masks = []
