@@ -456,10 +456,12 @@ def test_state_sensor_emits_only_on_a_new_snapshot(lake: dict[str, Any]) -> None
     key = dg.AssetKey(["java_db", "t"])
     sensor = build_table_state_sensor("java_state", {key: "java_db.t"})
     resources = {"catalog": PaimonCatalog(warehouse=str(lake["wh"]))}
-    first = sensor(dg.build_sensor_context(resources=resources))
+    instance = dg.DagsterInstance.ephemeral()
+    first = sensor(dg.build_sensor_context(resources=resources, instance=instance))
     assert [e.asset_key for e in first.asset_events] == [key]
     assert first.asset_events[0].metadata["dagster/row_count"].value == len(_java_rows(lake))
-    again = sensor(dg.build_sensor_context(cursor=first.cursor, resources=resources))
+    again = sensor(dg.build_sensor_context(cursor=first.cursor, resources=resources,
+                                           instance=instance))
     assert again.asset_events == []  # unchanged table: no observation, no drop to zero
 
 
