@@ -64,7 +64,7 @@ def _has_null_type(t: "T.DataType") -> bool:
 
 
 class SparkFrame:
-    """A Spark DataFrame as a :class:`assets.io_managers.Frame`."""
+    """A Spark DataFrame as a :class:`assets.frames.Frame`."""
 
     def __init__(self, df: "DataFrame", settings: CatalogSettings) -> None:
         self.df = df
