@@ -25,6 +25,10 @@ core; a frame type is a small :class:`Frame`: Arrow here, a Spark DataFrame in
   nullable columns (the catalog's ALTER TABLE, recorded in a new schema version) and fills the
   table's columns the frame lacks with nulls; ``error`` refuses both with a
   :class:`~paimon_core.SchemaError` naming the column.
+* **untyped columns** (:func:`assets.frames.type_untyped`): an all-null or empty column (Arrow
+  ``null``, a pandas object column of None, polars ``Null``) takes the table's column type; a
+  new table or new column has none to take and is refused, named. An empty frame (even one
+  without columns) overwrites its partitions to empty.
 * **exact values only**: a value that does not fit its column (overflow, precision, time zone,
   unsupported Arrow types such as unsigned 64-bit integers) is refused with a
   :class:`~paimon_core.SchemaError` naming the column (``paimon_core``'s write-side checks).
