@@ -47,6 +47,7 @@ from assets.metadata import (
     run_commit_user,
     snapshot_metadata,
 )
+from assets.observations import report_table_state
 from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import DAILY_START, TableSpec
@@ -191,6 +192,7 @@ def build_compaction(
     a schedule (``cron``, hourly by default) requesting runs only for the buckets that need
     compaction. ``table_key``: the table's asset key (default ``spec.key_path``)."""
     labels = labels or AssetLabels()
+    table_asset = dg.AssetKey(list(table_key or spec.key_path))
     parts = bucket_partitions(spec, day_start)
     mapping: dg.PartitionMapping = (
         dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=DAY_DIM)
@@ -202,8 +204,7 @@ def build_compaction(
             kinds=("spark", "paimon"),
             description=f"Compact one bucket of {spec.identifier} (pipelines.compact); "
             "partition = " + ("day x bucket." if spec.partition_keys else "bucket.")),
-        deps=[dg.AssetDep(dg.AssetKey(list(table_key or spec.key_path)),
-                          partition_mapping=mapping)],
+        deps=[dg.AssetDep(table_asset, partition_mapping=mapping)],
         partitions_def=parts,
         # no backfill policy: a backfill then runs one partition per run, tagged with it (a
         # policy, even multi_run(1), makes range runs, which carry no dagster/partition)
@@ -250,6 +251,8 @@ def build_compaction(
                 snapshot_ids = [report.snapshot_id]
                 status = "compacted"
         after = bucket_state(table, partition, bucket)  # the compacted snapshot's files
+        if snapshot_ids:  # the table's own asset shows the compacted table
+            report_table_state(context, table, table_asset)
         rewritten, written = (_rewritten_bytes(table, snapshot_ids[-1]) if snapshot_ids
                               else (0, 0))
         context.log.info(
@@ -348,6 +351,7 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
     orphan settings a run uses where its own config leaves them unset."""
     labels = labels or AssetLabels()
     base = defaults or ExpiryConfig()
+    table_asset = dg.AssetKey(list(table_key or spec.key_path))
 
     @dg.asset(
         **labels.asset_kwargs(
@@ -355,7 +359,7 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
             kinds=("spark", "paimon"),
             description=f"Expire old snapshots of {spec.identifier} and remove orphan files "
             "(pipelines.expire)."),
-        deps=[dg.AssetKey(list(table_key or spec.key_path))],
+        deps=[table_asset],
         pool=SPARK_POOL,
         metadata={TABLE: spec.identifier},
     )
@@ -384,7 +388,10 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
             orphans_older_than_millis=now_ms - int(orphan_hours * 3.6e6),
         )
         ex = report.expire
-        sm = cat.get_table(spec.identifier).snapshot_manager
+        table = cat.get_table(spec.identifier)
+        sm = table.snapshot_manager
+        if int(ex.get("expired", 0)):  # the table's own asset shows what expiry left
+            report_table_state(context, table, table_asset)
         freed = int(ex.get("bytes_freed", 0)) + (report.orphan_bytes if report.orphans_deleted
                                                 else 0)
         context.log.info(

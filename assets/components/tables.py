@@ -13,6 +13,7 @@ from assets.derived import Derivation, build_derived, load_transform
 from assets.labels import AssetLabels, SettingsError
 from assets.maintenance import ExpiryConfig, build_compaction, build_expiry_asset
 from assets.metadata import TABLE
+from assets.observations import build_table_state_sensor
 from assets.overwrite import OverwritePartitions, build_overwrite_asset
 from assets.resources import resources_for
 from assets.tables import DAILY_START, TableSpec
@@ -187,11 +188,31 @@ class _TableAttributes(dg.Model):
 
 
 class SensorAttributes(dg.Model):
-    """The snapshot sensor of a derived table."""
+    """A sensor of the component (a derived table's snapshot sensor, a landing sensor, a
+    table's state sensor): its name, interval, and whether it starts running."""
 
     name: str | None = None
     minimum_interval_seconds: int = 30
     running: bool = True
+
+
+#: the ``state_sensor`` attribute of the table components
+STATE_SENSOR_DOC = ("the sensor reporting the table's state on its asset after a commit no "
+                    "run of ours reported (another engine); default name "
+                    "<db>_<table>_state_sensor; null: none")
+
+
+def state_sensor_defs(spec: TableSpec, sensor: SensorAttributes | None) -> dg.Definitions:
+    """The table's state sensor (:func:`assets.observations.build_table_state_sensor`) on
+    its asset, or nothing when ``sensor`` is None."""
+    if sensor is None:
+        return dg.Definitions()
+    return dg.Definitions(sensors=[build_table_state_sensor(
+        sensor.name or f"{spec.slug}_state_sensor",
+        {dg.AssetKey(spec.key_path): spec.identifier},
+        minimum_interval_seconds=sensor.minimum_interval_seconds,
+        default_status=(dg.DefaultSensorStatus.RUNNING if sensor.running
+                        else dg.DefaultSensorStatus.STOPPED))])
 
 
 # ------------------------------------------------------------------------------ CDC
@@ -232,6 +253,8 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
     asset: AssetAttributes = Field(default_factory=AssetAttributes)
     checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
     source: CdcSourceAttributes = Field(default_factory=CdcSourceAttributes)
+    state_sensor: SensorAttributes | None = Field(default_factory=SensorAttributes,
+                                                  description=STATE_SENSOR_DOC)
     job_name: str | None = Field(default=None, description="default <db>_<table>_ingest_job; "
                                  "'' = no job (and no schedule)")
     schedule: ScheduleAttributes | None = Field(
@@ -275,8 +298,9 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
                 minimum_interval_seconds=ls.minimum_interval_seconds,
                 default_status=(dg.DefaultSensorStatus.RUNNING if ls.running
                                 else dg.DefaultSensorStatus.STOPPED)))
-        return dg.Definitions.merge(attrs.table_checks(spec), dg.Definitions(
-            assets=[asset], jobs=jobs, schedules=schedules, sensors=sensors))
+        return dg.Definitions.merge(
+            attrs.table_checks(spec), state_sensor_defs(spec, self.state_sensor),
+            dg.Definitions(assets=[asset], jobs=jobs, schedules=schedules, sensors=sensors))
 
 
 def _table_job(asset: dg.AssetsDefinition, job_name: str | None, default_name: str,
@@ -338,6 +362,8 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
     checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
     partitions: OverwritePartitionsAttributes = Field(
         default_factory=OverwritePartitionsAttributes)
+    state_sensor: SensorAttributes | None = Field(default_factory=SensorAttributes,
+                                                  description=STATE_SENSOR_DOC)
     upstream: list[str] | None = Field(
         default=None, description="an asset whose output (pyarrow / pandas / polars, same "
         "partitions) replaces the partition, instead of landed files")
@@ -361,8 +387,9 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
         jobs, schedules = _table_job(asset, self.job_name, f"{spec.slug}_overwrite_job",
                                      f"Replace one partition of {spec.identifier}.",
                                      self.schedule)
-        return dg.Definitions.merge(attrs.table_checks(spec), dg.Definitions(
-            assets=[asset], jobs=jobs, schedules=schedules))
+        return dg.Definitions.merge(
+            attrs.table_checks(spec), state_sensor_defs(spec, self.state_sensor),
+            dg.Definitions(assets=[asset], jobs=jobs, schedules=schedules))
 
 
 # ------------------------------------------------------------------------------ derived
@@ -385,6 +412,8 @@ class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
     asset: AssetAttributes = Field(default_factory=AssetAttributes)
     checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
     source: str = Field(description="the source table, database.table")
+    state_sensor: SensorAttributes | None = Field(default_factory=SensorAttributes,
+                                                  description=STATE_SENSOR_DOC)
     source_asset_key: list[str] | None = Field(default=None, description="default [db, table]")
     transform: str = Field(description="package.module:function")
     source_columns: list[str] | None = Field(default=None, description="the source columns "
@@ -418,8 +447,9 @@ class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
             sensor_status=(dg.DefaultSensorStatus.RUNNING if self.sensor.running
                            else dg.DefaultSensorStatus.STOPPED),
             labels=self.asset.labels(with_key=False))
-        return dg.Definitions.merge(attrs.table_checks(spec), dg.Definitions(
-            assets=[derived.asset], jobs=[derived.job], sensors=[derived.sensor]))
+        return dg.Definitions.merge(
+            attrs.table_checks(spec), state_sensor_defs(spec, self.state_sensor),
+            dg.Definitions(assets=[derived.asset], jobs=[derived.job], sensors=[derived.sensor]))
 
 
 # ------------------------------------------------------------------------------ maintenance
@@ -467,6 +497,10 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
                                             description="null: the table's component has them")
     compaction: CompactionAttributes | None = Field(default_factory=CompactionAttributes)
     expiry: ExpiryAttributes | None = Field(default_factory=ExpiryAttributes)
+    state_sensor: SensorAttributes | None = Field(
+        default=None, description="the table's state sensor (see the table components); "
+        "default: one when external (the table is declared here), none otherwise (the "
+        "table's own component has it); give it to observe a table declared elsewhere")
 
     def spec(self) -> TableSpec:
         if self.buckets == 0 or self.buckets < -1:
@@ -518,8 +552,10 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
                     name=f"{spec.slug}_expiry_schedule", cron_schedule=e.cron, job=job,
                     default_status=(dg.DefaultScheduleStatus.RUNNING if e.running
                                     else dg.DefaultScheduleStatus.STOPPED)))
-        return dg.Definitions.merge(check_defs(spec, self.checks), dg.Definitions(
-            assets=assets, jobs=jobs, schedules=schedules))
+        sensor = self.state_sensor or (SensorAttributes() if self.external else None)
+        return dg.Definitions.merge(
+            check_defs(spec, self.checks), state_sensor_defs(spec, sensor),
+            dg.Definitions(assets=assets, jobs=jobs, schedules=schedules))
 
 
 # ------------------------------------------------------------------------------ resources

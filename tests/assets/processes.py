@@ -206,12 +206,14 @@ def _keys(asset_keys: list[list[str]]) -> list[dict[str, list[str]]]:
 
 
 def ui_materialize(dev: DagsterDev, asset_keys: list[list[str]], partition: str | None = None,
-                   tags: Mapping[str, str] | None = None) -> str:
+                   tags: Mapping[str, str] | None = None,
+                   run_config: Mapping[str, Any] | None = None) -> str:
     """"Materialize" ``asset_keys`` (one ``partition`` of them) as the UI does: for a
-    partition, its tags and config from the asset job first; then one run of the asset job.
-    Returns the run id."""
+    partition, its tags and config from the asset job first; then one run of the asset job
+    (with ``run_config``: as the launchpad, "Open launchpad" then edited). Returns the run
+    id."""
     [repo] = dev.graphql(REPOSITORY_NAME)["repositoriesOrError"]["nodes"]
-    run_tags, run_config = [], "{}"
+    run_tags, config = [], "{}"
     if partition is not None:
         job = dev.graphql(PARTITION_FOR_ASSET_JOB, {
             "repositoryName": repo["name"], "repositoryLocationName": "paimon",
@@ -220,12 +222,14 @@ def ui_materialize(dev: DagsterDev, asset_keys: list[list[str]], partition: str 
         assert job["__typename"] == "Pipeline", job
         part = job["partition"]
         run_tags = list(part["tagsOrError"]["results"])
-        run_config = part["runConfigOrError"]["yaml"] or "{}"
+        config = part["runConfigOrError"]["yaml"] or "{}"
     run_tags += [{"key": k, "value": v} for k, v in (tags or {}).items()]
+    if run_config is not None:
+        config = json.dumps(run_config)
     out = dev.graphql(LAUNCH_PIPELINE_EXECUTION, {"p": {
         "mode": "default",
         "executionMetadata": {"tags": run_tags},
-        "runConfigData": run_config,
+        "runConfigData": config,
         "selector": {"repositoryLocationName": "paimon", "repositoryName": repo["name"],
                      "pipelineName": ASSET_JOB, "assetSelection": _keys(asset_keys),
                      "assetCheckSelection": []},

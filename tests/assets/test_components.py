@@ -56,6 +56,12 @@ def only_asset(defs: dg.Definitions) -> dg.AssetsDefinition:
     return asset
 
 
+def sensors(defs: dg.Definitions) -> dict[str, dg.SensorDefinition]:
+    """The component's sensors by name, but for the table's state sensor (every table
+    component has one: :func:`test_every_table_component_has_a_state_sensor`)."""
+    return {s.name: s for s in defs.sensors or () if not s.name.endswith("_state_sensor")}
+
+
 def test_cdc_table_follows_its_attributes() -> None:
     defs = build(PaimonCdcTable, CDC)
     asset = only_asset(defs)
@@ -120,7 +126,7 @@ def test_derived_table_needs_a_loadable_transform() -> None:
              "columns": [{"name": "id", "type": "BIGINT"}, {"name": "f", "type": "BOOLEAN"}],
              "transform": "assets.derived:enrich_orders", "sensor": {"name": "s"}}
     defs = build(PaimonDerivedTable, yaml.safe_dump(attrs))
-    assert [s.name for s in defs.sensors or ()] == ["s"]
+    assert list(sensors(defs)) == ["s"]
     assert only_asset(defs).asset_deps[dg.AssetKey(["mart", "flags"])] == {
         dg.AssetKey(["shop", "orders"])}
     for bad in ("assets.derived:no_such_function", "no_such_module:fn", "nothing"):
@@ -143,6 +149,62 @@ def test_maintenance_of_a_table_written_elsewhere() -> None:
     assert {s.name for s in defs.schedules or ()} == {"java_items_compaction_schedule",
                                                       "java_items_checks_schedule"}
     validate(defs)
+
+
+def test_every_table_component_has_a_state_sensor() -> None:
+    """The table's state sensor (on by default, on the table's asset key), tunable or
+    dropped by ``state_sensor``; maintenance brings one only with the table it declares
+    (``external``) or when asked."""
+    def state(defs: dg.Definitions) -> list[tuple[str, Any, int]]:
+        return [(s.name, s.default_status, s.minimum_interval_seconds or 0)
+                for s in defs.sensors or () if s.name.endswith("_state_sensor")]
+
+    running, stopped = dg.DefaultSensorStatus.RUNNING, dg.DefaultSensorStatus.STOPPED
+    assert state(build(PaimonCdcTable, CDC)) == [("shop_orders_state_sensor", running, 30)]
+    tuned = {**yaml.safe_load(CDC), "state_sensor": {"minimum_interval_seconds": 90,
+                                                     "running": False}}
+    assert state(build(PaimonCdcTable, yaml.safe_dump(tuned))) == [
+        ("shop_orders_state_sensor", stopped, 90)]
+    assert state(build(PaimonCdcTable, yaml.safe_dump(
+        {**yaml.safe_load(CDC), "state_sensor": None}))) == []
+    derived = {"table": "mart.flags", "source": "shop.orders", "primary_key": ["id"],
+               "columns": [{"name": "id", "type": "BIGINT"}],
+               "transform": "assets.derived:enrich_orders"}
+    assert state(build(PaimonDerivedTable, yaml.safe_dump(derived))) == [
+        ("mart_flags_state_sensor", running, 30)]
+    overwrite = {"table": "ref.rates", "columns": [{"name": "k", "type": "STRING"}],
+                 "partition_by": ["k"], "state_sensor": {"name": "rates_state_sensor"}}
+    assert state(build(PaimonOverwriteTable, yaml.safe_dump(overwrite))) == [
+        ("rates_state_sensor", running, 30)]
+    maintenance = {"table": "java.items", "buckets": 2}
+    assert state(build(PaimonTableMaintenance, yaml.safe_dump(maintenance))) == []
+    assert state(build(PaimonTableMaintenance, yaml.safe_dump(
+        {**maintenance, "external": True}))) == [("java_items_state_sensor", running, 30)]
+    assert state(build(PaimonTableMaintenance, yaml.safe_dump(
+        {**maintenance, "state_sensor": {}}))) == [("java_items_state_sensor", running, 30)]
+
+
+def test_state_sensor_reports_on_the_configured_asset_key(lake: dict[str, Any]) -> None:
+    """A commit of another engine reaches the component's asset (``asset.key``)."""
+    from assets.resources import PaimonCatalog
+    from paimon_core import FileSystemCatalog, Schema, parse_sql_type
+    from tests.tables import write_rows
+
+    [sensor] = [s for s in build(PaimonCdcTable, CDC).sensors or ()
+                if s.name == "shop_orders_state_sensor"]
+    cat = FileSystemCatalog(str(lake["warehouse"]))
+    table = cat.create_table("shop.orders", Schema.of(
+        [(n, parse_sql_type(t)) for n, t in (("id", "BIGINT NOT NULL"), ("status", "STRING"),
+                                             ("lsn", "BIGINT"))],
+        primary_keys=["id"], options={"bucket": "3"}))
+    write_rows(table, pa.table({"id": [1, 2], "status": ["a", "b"], "lsn": [1, 2]}))
+    ctx = dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), resources={
+        "catalog": PaimonCatalog(warehouse=str(lake["warehouse"]))})
+    result = sensor(ctx)
+    assert isinstance(result, dg.SensorResult)
+    [event] = result.asset_events or ()
+    assert event.asset_key == dg.AssetKey(["lake", "orders"])
+    assert event.metadata["dagster/row_count"].value == 2
 
 
 def test_demo_tables_are_the_demo_yaml() -> None:
@@ -197,7 +259,7 @@ def test_landing_sensor_requests_each_landed_partition(lake: dict[str, Any]) -> 
 
     attrs = {**yaml.safe_load(CDC), "landing_sensor": {"name": "orders_landed"}}
     defs = build(PaimonCdcTable, yaml.safe_dump(attrs))
-    [sensor] = defs.sensors or ()
+    [sensor] = sensors(defs).values()
     assert sensor.name == "orders_landed"
     root = Path(lake["landing"])
     hours = {"2025-02-01-03:00": True, "2025-02-01-04:00": False, "2025-01-31-23:00": True}
@@ -236,7 +298,7 @@ def test_landed_partitions_are_the_landed_days(lake: dict[str, Any]) -> None:
     parts = asset.partitions_def
     assert isinstance(parts, dg.DynamicPartitionsDefinition)
     assert parts.name == "shop_orders_landed"
-    [sensor] = defs.sensors or ()
+    [sensor] = sensors(defs).values()
     root = Path(lake["landing"]) / "shop.orders"
     landed = {"2025-01-03": True, "2025-01-09": True, "2025-01-05": False,  # empty: no
               "2024-12-31": True, "garbage": True}  # before start / no day: ignored
