@@ -270,6 +270,82 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
     setattr(DataFrameWriter, _INSTALLED, True)
 
 
+#: the ``DataStreamWriter`` calls recorded (replayed on the shuffled stream by ``start``)
+_STREAM_CALLS = ("outputMode", "format", "option", "options", "partitionBy", "clusterBy",
+                 "queryName", "trigger")
+_CALLS = "_paimon_calls"  # on a DataStreamWriter: the calls made on it, in order
+
+
+def _recorded_options(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
+                      ) -> tuple[str | None, dict[str, str]]:
+    """The format and options set by the recorded ``DataStreamWriter`` calls."""
+    fmt: str | None = None
+    opts: dict[str, str] = {}
+    for name, args, kwargs in calls:
+        if name == "format":
+            fmt = str(args[0] if args else kwargs.get("source"))
+        elif name == "option":
+            key, value = args if len(args) == 2 else (kwargs["key"], kwargs["value"])
+            if value is not None:
+                opts[str(key)] = str(value)
+        elif name == "options":
+            opts.update({str(k): str(v) for k, v in kwargs.items() if v is not None})
+    return fmt, opts
+
+
+def _install_stream_patch() -> None:
+    """``writeStream.format("paimon")...start()``: a primary-key table's rows shuffled first,
+    as ``save`` does (:func:`pipelines.sink.bucketed_input`): the calls made on the writer are
+    recorded and replayed on a writer of the shuffled stream. The session defaults are the
+    ``DataFrameWriter`` patch's (:func:`_install_writer_patch`)."""
+    from pyspark.sql.readwriter import DataFrameWriter
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    if getattr(DataStreamWriter, _INSTALLED, False):
+        return
+    originals = {n: getattr(DataStreamWriter, n) for n in _STREAM_CALLS
+                 if hasattr(DataStreamWriter, n)}
+    orig_start = DataStreamWriter.start
+
+    def recorder(name: str, orig: Any) -> Any:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            self.__dict__.setdefault(_CALLS, []).append((name, args, kwargs))
+            return orig(self, *args, **kwargs)
+
+        call.__doc__, call.__name__ = orig.__doc__, name
+        return call
+
+    def start(self: Any, path: str | None = None, format: str | None = None,
+              outputMode: str | None = None, partitionBy: Any = None,
+              queryName: str | None = None, **options: Any) -> Any:
+        calls = self.__dict__.get(_CALLS, [])
+        fmt, given = _recorded_options(calls)
+        fmt = format or fmt
+        if fmt is None or str(fmt).lower() != FORMAT:
+            return orig_start(self, path, format, outputMode, partitionBy, queryName, **options)
+        write_opts = {**given, **{str(k): str(v) for k, v in options.items() if v is not None}}
+        if path is not None:
+            write_opts["path"] = path
+        check_options(write_opts)
+        shuffled = bucketed_input(self._df, write_opts, getattr(DataFrameWriter, _DEFAULTS, {}),
+                                  write_target)
+        if shuffled is None:
+            return orig_start(self, path, format, outputMode, partitionBy, queryName, **options)
+        df, extra = shuffled
+        w = DataStreamWriter(df)
+        for name, args, kwargs in calls:
+            originals[name](w, *args, **kwargs)
+        if extra:
+            originals["options"](w, **extra)
+        return orig_start(w, path, format, outputMode, partitionBy, queryName, **options)
+
+    for name, orig in originals.items():
+        setattr(DataStreamWriter, name, recorder(name, orig))
+    start.__doc__ = orig_start.__doc__
+    DataStreamWriter.start = start  # type: ignore[method-assign]
+    setattr(DataStreamWriter, _INSTALLED, True)
+
+
 def register_sql(spark: SparkSession) -> None:
     """Register the ``paimon`` source, the system table functions and the procedures on
     ``spark`` with its current ``spark.paimon.*`` conf (see the module docs)."""
@@ -290,3 +366,4 @@ def register_sql(spark: SparkSession) -> None:
         _rollback_udtf(defaults), returnType="snapshot_id bigint, removed_snapshots int, "
         "removed_tags int, deleted_files int"))
     _install_writer_patch(defaults)
+    _install_stream_patch()

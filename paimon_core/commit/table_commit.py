@@ -397,8 +397,11 @@ class TableCommit:
         """Delete the files the messages' writers created (never call after a commit of them
         succeeded, or when its state is unknown)."""
         schema = self._schema()
-        # the same checks as commit: a message may only name plain files of this table
-        self._validate(messages, schema)
+        # the same checks as commit: a message may only name plain files of this table;
+        # files written with a schema not published yet (a write that evolves the schema and
+        # failed before publishing it) are deleted too
+        self._validate(messages, schema, newest_schema_id=max(
+            [schema.id, *(m.schema_id for m in messages if isinstance(m, CommitMessage))]))
         layout = TableLayout.of(self.table_path, schema)
         for m in messages:
             bucket_dir = layout.bucket_dir(m.partition, m.bucket)
@@ -416,10 +419,12 @@ class TableCommit:
             raise SchemaError(f"no table at {self.table_path}")
         return schema
 
-    def _validate(self, messages: Sequence[CommitMessage], schema: TableSchema) -> None:
+    def _validate(self, messages: Sequence[CommitMessage], schema: TableSchema,
+                  newest_schema_id: int | None = None) -> None:
         validate_messages(
             messages, table_path=self.table_path, partition_arity=len(schema.partition_keys),
-            num_buckets=schema.num_buckets, latest_schema_id=schema.id,
+            num_buckets=schema.num_buckets,
+            latest_schema_id=schema.id if newest_schema_id is None else newest_schema_id,
         )
         for m in messages:
             if schema.num_buckets > 0 and m.total_buckets != schema.num_buckets and (
