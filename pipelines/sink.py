@@ -168,8 +168,8 @@ def bucketed_input(df: DataFrame, options: Mapping[str, str], defaults: Mapping[
     from ``df``'s schema when missing, as the writer would); else None (written as it is).
     Fixed buckets (when ``df`` has more than one partition, or is a stream: each micro-batch
     may): each bucket's rows in one Spark partition. Dynamic bucket (``bucket=-1``): each
-    assigner channel's rows in Spark partition = channel, and :data:`WRITE_ASSIGNER_TASKS` tells the writer the channels.
-    ``target`` resolves the table from the options (the source's)."""
+    assigner channel's rows in Spark partition = channel, and :data:`WRITE_ASSIGNER_TASKS`
+    tells the writer the channels. ``target`` resolves the table from the options (the source's)."""
     opts = effective_options(options, None, defaults)
     if not (opts.get("table") or opts.get("path")) or not opts.get("warehouse"):
         return None  # the writer raises the typed error
