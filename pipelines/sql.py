@@ -47,6 +47,7 @@ from pipelines.source import FORMAT, PaimonDataSource, options_settings, write_t
 from pipelines.source_options import check_options
 from pipelines.spark_errors import typed_error
 from pipelines.spark_types import spark_schema
+from pipelines.sql_statements import install_sql_hook
 from pipelines.sql_tables import SESSION_PREFIX
 
 if TYPE_CHECKING:
@@ -367,3 +368,4 @@ def register_sql(spark: SparkSession) -> None:
         "removed_tags int, deleted_files int"))
     _install_writer_patch(defaults)
     _install_stream_patch()
+    install_sql_hook()
