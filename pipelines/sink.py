@@ -249,9 +249,10 @@ class _Writes:
                 raise UnsupportedError(
                     f"this write cannot go to {self.handle.identifier}, a dynamic bucket "
                     "primary-key table (bucket=-1): its rows were not routed to assigner "
-                    "tasks (a SQL INSERT or a stream); df.write.format('paimon').save(...) "
-                    "and pipelines.writer.write_dataframe route them, or give the table a "
-                    "fixed 'bucket' count")
+                    "tasks (a parameterized SQL INSERT, Spark Connect, or a session without "
+                    "pipelines.sql.register_sql); df.write.format('paimon').save(...), "
+                    "writeStream, spark.sql's INSERT and pipelines.writer.write_dataframe "
+                    "route them, or give the table a fixed 'bucket' count")
             self.route = routing(self.handle.schema, tasks)
             if self.route.tasks != tasks:
                 raise SchemaError(f"option {WRITE_ASSIGNER_TASKS}={tasks} does not match the "
@@ -276,10 +277,11 @@ class _Writes:
             raise UnsupportedError(
                 f"{len(shared)} bucket(s) of primary-key table {self.handle.identifier} "
                 f"({buckets}) got rows from more than one Spark task: their records would "
-                "share sequence numbers. df.write.format('paimon').save(...) shuffles by "
-                "bucket itself; a SQL INSERT cannot (Spark gives a Python data source no "
-                "hook): insert from a DataFrame instead, or from a single partition "
-                "(SELECT /*+ COALESCE(1) */ ...)")
+                "share sequence numbers. df.write.format('paimon').save(...), writeStream "
+                "and spark.sql's INSERT (literal text, classic session) shuffle by bucket "
+                "themselves; this write came without (a parameterized INSERT, Spark Connect, "
+                "or a session without pipelines.sql.register_sql): write from a DataFrame, "
+                "or from a single partition (SELECT /*+ COALESCE(1) */ ...)")
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], *,
                commit_identifier: int | None,

@@ -33,6 +33,10 @@ task per bucket, or per assigner channel of a dynamic bucket table:
 :func:`pipelines.sink.bucketed_input`), as paimon-spark's writer does; a Paimon error
 raised in its tasks reaches the caller as that typed error
 (:func:`pipelines.spark_errors.typed_error`; Spark's exception is its ``__cause__``).
+``writeStream.format("paimon")...start()`` shuffles the same way (the calls made on the
+``DataStreamWriter`` are replayed on one of the shuffled stream), and ``spark.sql`` runs the
+statements Spark never hands a Python data source (``CREATE TABLE`` with columns, ``INSERT``
+through ``df.write``, ``VERSION AS OF``, ``t$snapshots``: :mod:`pipelines.sql_statements`).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from paimon_core import FileStoreTable, PaimonError, SchemaError
+from paimon_core.inspect import SYSTEM_TABLES
 from pipelines.config import TableHandle
 from pipelines.sink import bucketed_input
 from pipelines.source import FORMAT, PaimonDataSource, options_settings, write_target
@@ -56,10 +61,8 @@ if TYPE_CHECKING:
 __all__ = ["PROCEDURES", "SYSTEM_TABLE_FUNCTIONS", "bound_source", "register_sql",
            "session_defaults"]
 
-_SYSTEM_TABLES = ("snapshots", "schemas", "options", "files", "manifests", "partitions",
-                  "buckets", "tags", "consumers", "audit_log", "ro")
 #: SQL name -> system table
-SYSTEM_TABLE_FUNCTIONS: dict[str, str] = {f"paimon_{n}": n for n in _SYSTEM_TABLES}
+SYSTEM_TABLE_FUNCTIONS: dict[str, str] = {f"paimon_{n}": n for n in SYSTEM_TABLES}
 #: SQL names of the procedures
 PROCEDURES = ("paimon_compact", "paimon_expire_snapshots", "paimon_create_tag",
               "paimon_rollback")

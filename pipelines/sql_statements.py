@@ -42,8 +42,9 @@ runs them itself:
   ``USING paimon`` session-catalog table, or else a Paimon table ``db.t`` of the session's
   warehouse. Relations inside subquery expressions are not rewritten (Spark's error stays).
 
-Statements with parameters (``args``), other statements, and Spark Connect sessions go to
-Spark unchanged.
+Statements with parameters (``args``; a ``CREATE TABLE ... USING paimon`` with parameters is
+refused), other statements, and Spark Connect sessions go to Spark unchanged: a parameterized
+``INSERT`` reaches the source as Spark plans it (see :mod:`pipelines.sql_tables`).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from paimon_core import (
     TableAlreadyExistError,
     UnsupportedError,
 )
+from paimon_core.inspect import SYSTEM_TABLES
 from pipelines.source import FORMAT, options_settings
 from pipelines.spark_types import paimon_type
 from pipelines.sql_tables import effective_options, table_identity
@@ -71,10 +73,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["SYSTEM_TABLES", "install_sql_hook", "run_statement"]
+__all__ = ["install_sql_hook", "refuse_parameterized_create", "run_statement"]
 
-SYSTEM_TABLES = ("snapshots", "schemas", "options", "files", "manifests", "partitions",
-                 "buckets", "tags", "consumers", "audit_log", "ro")
 _HOOKED = "_paimon_sql_hook"
 #: statements worth parsing (others go to Spark untouched)
 _CANDIDATE = re.compile(r"(?is)\b(using\s+paimon|insert|as\s+of)\b|\$")
@@ -94,16 +94,39 @@ def install_sql_hook() -> None:
     orig = SparkSession.sql
 
     def sql(self: Any, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
-        if args is None and not kwargs and isinstance(sqlQuery, str) \
-                and _CANDIDATE.search(sqlQuery):
-            done = run_statement(self, sqlQuery, lambda text: orig(self, text))
-            if done is not None:
-                return done
+        if isinstance(sqlQuery, str) and _CANDIDATE.search(sqlQuery):
+            if args is None and not kwargs:
+                done = run_statement(self, sqlQuery, lambda text: orig(self, text))
+                if done is not None:
+                    return done
+            else:
+                refuse_parameterized_create(self, sqlQuery)
         return orig(self, sqlQuery, args, **kwargs)
 
     sql.__doc__ = orig.__doc__
     SparkSession.sql = sql  # type: ignore[method-assign]
     setattr(SparkSession, _HOOKED, True)
+
+
+def _creates_paimon(plan: Any) -> bool:
+    if str(plan.nodeName()) not in ("CreateTable", "CreateTableAsSelect", "ReplaceTable",
+                                    "ReplaceTableAsSelect"):
+        return False
+    provider = plan.tableSpec().provider()
+    return bool(provider.isDefined() and str(provider.get()).lower() == FORMAT)
+
+
+def refuse_parameterized_create(spark: SparkSession, text: str) -> None:
+    """A ``CREATE TABLE ... USING paimon`` with parameters (``spark.sql(text, args)``) is not
+    run here (the parameters are Spark's to bind): refused rather than left to Spark, which
+    would answer OK and create no Paimon table."""
+    try:
+        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
+    except Exception:
+        return  # Spark reports it
+    if _creates_paimon(plan):
+        raise UnsupportedError("CREATE TABLE ... USING paimon with parameters (args) is not "
+                               "supported: spark.sql runs it only as literal text")
 
 
 def run_statement(spark: SparkSession, text: str, run: Any) -> DataFrame | None:
@@ -119,8 +142,7 @@ def run_statement(spark: SparkSession, text: str, run: Any) -> DataFrame | None:
         plan, text = parser.parsePlan(fixed), fixed
     kind = str(plan.nodeName())
     if kind in ("CreateTable", "CreateTableAsSelect", "ReplaceTable", "ReplaceTableAsSelect"):
-        spec = plan.tableSpec()
-        if not (spec.provider().isDefined() and str(spec.provider().get()).lower() == FORMAT):
+        if not _creates_paimon(plan):
             return None
         if kind.startswith("Replace"):
             raise UnsupportedError("REPLACE TABLE ... USING paimon is not supported: DROP the "

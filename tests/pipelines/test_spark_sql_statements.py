@@ -84,6 +84,8 @@ def test_create_table_partitions_comments_options_and_refusals(spark: Any, wh: P
     with pytest.raises(SchemaError, match=r"key column\(s\) \['nope'\]"):
         spark.sql("CREATE TABLE t_bad (id INT) USING paimon TBLPROPERTIES "
                   "('primary-key' = 'nope')")
+    with pytest.raises(UnsupportedError, match="with parameters"):
+        spark.sql("CREATE TABLE t_bad (id INT) USING paimon COMMENT :c", args={"c": "x"})
     assert not FileSystemCatalog(str(wh)).table_exists("default.t_bad")
     assert not spark.catalog.tableExists("t_bad")
 
