@@ -80,6 +80,7 @@ _HOOKED = "_paimon_sql_hook"
 _CANDIDATE = re.compile(r"(?is)\b(using\s+paimon|insert|as\s+of)\b|\$")
 _DOLLAR = re.compile(r"(?<![\w`$.])((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*\$(?:"
                      + "|".join(SYSTEM_TABLES) + r"))(?![\w`])")
+_CREATE_PAIMON = re.compile(r"(?is)^\s*(create|replace)\b.*\busing\s+paimon\b")
 #: keys of a CREATE TABLE's OPTIONS that name the table, not options of it
 _IDENTITY_KEYS = ("table", "warehouse")
 _STORAGE_PREFIXES = ("storage.", "s3.", "fs.")
@@ -121,10 +122,11 @@ def refuse_parameterized_create(spark: SparkSession, text: str) -> None:
     run here (the parameters are Spark's to bind): refused rather than left to Spark, which
     would answer OK and create no Paimon table."""
     try:
-        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
-    except Exception:
-        return  # Spark reports it
-    if _creates_paimon(plan):
+        creates = _creates_paimon(spark._jsparkSession.sessionState().sqlParser().parsePlan(
+            text))
+    except Exception:  # a marker where Spark's parser takes only literals: by its text
+        creates = bool(_CREATE_PAIMON.search(text))
+    if creates:
         raise UnsupportedError("CREATE TABLE ... USING paimon with parameters (args) is not "
                                "supported: spark.sql runs it only as literal text")
 

@@ -225,9 +225,10 @@ def test_rollback_from_sql(spark: Any, wh: Path) -> None:
 
 
 def test_task_errors_reach_the_user_typed_first(spark: Any, wh: Path) -> None:
-    """A value the table cannot store exactly, raised inside a write task: df.write raises
-    the Paimon error itself (Spark's exception as its cause); a SQL INSERT's exception text
-    starts with it; neither carries a Python traceback."""
+    """A value the table cannot store exactly, raised inside a write task: df.write and a SQL
+    INSERT (run through df.write by spark.sql) raise the Paimon error itself (Spark's
+    exception as its cause); a parameterized INSERT (Spark's own path) gives an exception
+    whose text starts with it; none carries a Python traceback."""
     from paimon_core import SchemaError
     from pipelines.spark_errors import typed_error
 
@@ -241,8 +242,12 @@ def test_task_errors_reach_the_user_typed_first(spark: Any, wh: Path) -> None:
     assert "Traceback" not in str(err.value.__cause__)
     spark.sql("CREATE TABLE narrow USING paimon OPTIONS (table 'db.narrow')")
     try:
-        with pytest.raises(Exception) as sql_err:
+        with pytest.raises(SchemaError, match=r"^column 's' is VARCHAR\(3\) but row 0 holds "
+                           r"'toolong'") as typed_sql:
             spark.sql("INSERT INTO narrow SELECT 2, 'toolong'")
+        assert "Traceback" not in str(typed_sql.value.__cause__)
+        with pytest.raises(Exception) as sql_err:
+            spark.sql("INSERT INTO narrow SELECT :id, 'toolong'", args={"id": 2})
         text = str(sql_err.value).lstrip()
         first_lines = text.splitlines()[:2]
         assert first_lines[1].startswith("paimon_core.errors.SchemaError: column 's' is "
