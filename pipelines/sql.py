@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from paimon_core import FileStoreTable, PaimonError, SchemaError
+from paimon_core import FileStoreTable, PaimonError, SchemaError, UnsupportedError
 from paimon_core.inspect import SYSTEM_TABLES
 from pipelines.config import TableHandle
 from pipelines.sink import bucketed_input
@@ -52,7 +52,12 @@ from pipelines.source import FORMAT, PaimonDataSource, options_settings, write_t
 from pipelines.source_options import check_options
 from pipelines.spark_errors import typed_error
 from pipelines.spark_types import spark_schema
-from pipelines.sql_statements import install_sql_hook
+from pipelines.sql_statements import (
+    catalog_options,
+    insert_into,
+    install_sql_hook,
+    table_parts,
+)
 from pipelines.sql_tables import SESSION_PREFIX
 
 if TYPE_CHECKING:
@@ -202,6 +207,7 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
     orig_mode, orig_format = DataFrameWriter.mode, DataFrameWriter.format
     orig_option, orig_options = DataFrameWriter.option, DataFrameWriter.options
     orig_save = DataFrameWriter.save
+    _install_table_writes(DataFrameWriter, orig_save)
 
     def given(self: Any) -> dict[str, Any]:
         if _GIVEN not in self.__dict__:
@@ -272,6 +278,60 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
     DataFrameWriter.options = options  # type: ignore[method-assign]
     DataFrameWriter.save = save  # type: ignore[method-assign]
     setattr(DataFrameWriter, _INSTALLED, True)
+
+
+def _install_table_writes(cls: Any, orig_save: Any) -> None:
+    """``DataFrameWriter.insertInto`` / ``saveAsTable`` on a ``USING paimon`` catalog table:
+    ``insertInto`` runs the SQL ``INSERT`` of :mod:`pipelines.sql_statements` (by position);
+    ``saveAsTable`` with the format ``paimon`` saves into the table the name maps to (by
+    column name, with the writer's options; ``append`` or ``ignore`` on an existing table,
+    ``overwrite`` refused: Spark would replace the table), or, for a new name, creates Paimon
+    table ``<database>.<name>`` from the DataFrame (``save``) and maps the name to it."""
+    orig_insert, orig_save_as = cls.insertInto, cls.saveAsTable
+
+    def insertInto(self: Any, tableName: str, overwrite: bool | None = None) -> None:
+        spark = self._df.sparkSession
+        if catalog_options(spark, table_parts(spark, tableName)) is None:
+            return orig_insert(self, tableName, overwrite)
+        insert_into(self._df, tableName, bool(overwrite))
+        return None
+
+    def saveAsTable(self: Any, name: str, format: str | None = None, mode: str | None = None,
+                    partitionBy: Any = None, **options: Any) -> None:
+        g = self.__dict__.get(_GIVEN, {})
+        if str(format or g.get("format") or "").lower() != FORMAT:
+            return orig_save_as(self, name, format, mode, partitionBy, **options)
+        spark = self._df.sparkSession
+        parts = table_parts(spark, name)
+        mode = str(mode or g.get("mode") or "append").lower()
+        quoted = ".".join(f"`{p}`" for p in parts)
+        if partitionBy:
+            raise UnsupportedError("saveAsTable(..., partitionBy=...) into paimon: give the "
+                                   "write option 'partition' (as for save)")
+        if spark.catalog.tableExists(".".join(parts)):
+            identity = catalog_options(spark, parts)
+            if identity is None or mode in ("error", "errorifexists"):
+                return orig_save_as(self, name, format, mode, partitionBy, **options)
+            if mode == "overwrite":
+                raise UnsupportedError(
+                    f"saveAsTable({name!r}) with mode 'overwrite' would replace the table: not "
+                    "supported for paimon; overwrite its rows with .mode('overwrite')"
+                    f".save('{identity.get('table')}') or INSERT OVERWRITE")
+            if mode == "ignore":
+                return None
+            self.options(**identity, **options).mode(mode).save()
+            return None
+        database = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
+        ident = str({**g.get("options", {}), **options}.get("table") or
+                    f"{database}.{parts[-1]}")
+        self.options(**options, table=ident).mode("append" if mode != "overwrite"
+                                                  else "overwrite").save()
+        spark.sql(f"CREATE TABLE {quoted} USING {FORMAT} OPTIONS (table '{ident}')")
+        return None
+
+    insertInto.__doc__, saveAsTable.__doc__ = orig_insert.__doc__, orig_save_as.__doc__
+    cls.insertInto = insertInto
+    cls.saveAsTable = saveAsTable
 
 
 #: the ``DataStreamWriter`` calls recorded (replayed on the shuffled stream by ``start``)

@@ -73,7 +73,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["install_sql_hook", "refuse_parameterized_create", "run_statement"]
+__all__ = ["catalog_options", "insert_into", "install_sql_hook", "refuse_parameterized_create",
+           "run_statement", "table_parts"]
 
 _HOOKED = "_paimon_sql_hook"
 #: statements worth parsing (others go to Spark untouched)
@@ -334,6 +335,25 @@ def _insert(spark: SparkSession, plan: Any) -> DataFrame | None:
     return _empty(spark)
 
 
+def table_parts(spark: SparkSession, name: str) -> list[str]:
+    """A table name's parts, as Spark's parser splits them (backticks honoured)."""
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    return [str(p) for p in _seq(parser.parseMultipartIdentifier(name))]
+
+
+def insert_into(df: DataFrame, name: str, overwrite: bool) -> None:
+    """``df.write.insertInto(name, overwrite)`` into a ``USING paimon`` table: the SQL
+    ``INSERT`` of :func:`run_statement` over ``df`` (by position, as ``insertInto``)."""
+    view = f"paimon_insert_{uuid.uuid4().hex[:12]}"
+    df.createOrReplaceTempView(view)
+    try:
+        target = ".".join(_quote(p) for p in table_parts(df.sparkSession, name))
+        verb = "OVERWRITE" if overwrite else "INTO"
+        df.sparkSession.sql(f"INSERT {verb} {target} SELECT * FROM {view}")
+    finally:
+        df.sparkSession.catalog.dropTempView(view)
+
+
 # ---------------------------------------------------------------------------- time travel
 
 
@@ -344,7 +364,7 @@ def _walk(node: Any) -> Iterator[Any]:
             yield from _walk(child)
 
 
-def _catalog_options(spark: SparkSession, parts: list[str]) -> dict[str, str] | None:
+def catalog_options(spark: SparkSession, parts: list[str]) -> dict[str, str] | None:
     """The OPTIONS of session-catalog table ``parts`` when it is a ``USING paimon`` table;
     else, with a session warehouse, Paimon table ``db.t`` itself; else None."""
     jvm = spark._jvm
@@ -383,7 +403,7 @@ def _reads(spark: SparkSession, plan: Any) -> list[tuple[int, int, dict[str, str
         if name == "RelationTimeTravel" and str(node.relation().nodeName()) == \
                 "UnresolvedRelation":
             rel = node.relation()
-            opts = _catalog_options(spark, [str(p) for p in _seq(rel.multipartIdentifier())])
+            opts = catalog_options(spark, [str(p) for p in _seq(rel.multipartIdentifier())])
             start, stop = rel.origin().startIndex(), node.origin().stopIndex()
             if opts is not None and start.isDefined() and stop.isDefined():
                 out.append((int(start.get()), int(stop.get()),
@@ -394,7 +414,7 @@ def _reads(spark: SparkSession, plan: Any) -> list[tuple[int, int, dict[str, str
             base, _, system = full.rpartition("$")
             if not base or system not in SYSTEM_TABLES:
                 continue
-            opts = _catalog_options(spark, base.split("."))
+            opts = catalog_options(spark, base.split("."))
             start, stop = node.origin().startIndex(), node.origin().stopIndex()
             if opts is not None and start.isDefined() and stop.isDefined():
                 opts["table"] = f"{opts['table']}${system}"

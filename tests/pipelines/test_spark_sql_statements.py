@@ -155,3 +155,29 @@ def test_time_travel_and_system_tables_in_sql(spark: Any, wh: Path) -> None:
     assert rows("SELECT count(*) FROM t_tt$files") == [(t.inspect.files().num_rows,)]
     # the rewrite leaves no view behind
     assert not [v for v in spark.catalog.listTables() if v.name.startswith("paimon_read_")]
+
+
+def test_insert_into_and_save_as_table(spark: Any, wh: Path) -> None:
+    """df.write.insertInto (by position, as the SQL INSERT) and saveAsTable (a new name: the
+    Paimon table is created from the DataFrame with the write options; an existing one:
+    appended by column name); saveAsTable's overwrite, which would replace the table, is
+    refused."""
+    df = spark.range(0, 6, 1, 3).selectExpr("id", "CAST(id AS STRING) AS v")
+    df.write.format("paimon").options(**{"primary-key": "id", "bucket": "2"}).saveAsTable(
+        "t_sat")
+    try:
+        t = FileSystemCatalog(str(wh)).get_table("default.t_sat")
+        assert list(t.schema.primary_keys) == ["id"] and t.schema.num_buckets == 2
+        assert _rows(wh, "default.t_sat") == [(i, str(i)) for i in range(6)]
+        spark.createDataFrame([("x", 7)], "v string, id long").write.format("paimon") \
+            .saveAsTable("t_sat")
+        spark.createDataFrame([(1, "one")], "a long, b string").write.insertInto("t_sat")
+        assert _rows(wh, "default.t_sat") == [
+            (0, "0"), (1, "one"), (2, "2"), (3, "3"), (4, "4"), (5, "5"), (7, "x")]
+        spark.createDataFrame([(9, "nine")], "a long, b string").write.insertInto(
+            "t_sat", overwrite=True)
+        assert _rows(wh, "default.t_sat") == [(9, "nine")]
+        with pytest.raises(UnsupportedError, match="would replace the table"):
+            df.write.format("paimon").mode("overwrite").saveAsTable("t_sat")
+    finally:
+        spark.sql("DROP TABLE IF EXISTS t_sat")
