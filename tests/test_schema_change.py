@@ -488,5 +488,5 @@ def test_publish_schema_written_before_it_and_abort_of_its_files(tmp_path: Path)
     publish_schema(cat.file_io, t.path, evolved)  # the same schema again: a retry
     assert cat.get_table("db.t").schema.field_names == ["id", "v", "extra"]
     other = apply_changes(t.schema, [AddColumn("other", "INT")], has_snapshots=False)
-    with pytest.raises(CommitConflictError, match="schema 1 of .* was created by another"):
+    with pytest.raises(CommitConflictError, match=r"schema 1 of .* was created by another"):
         publish_schema(cat.file_io, t.path, other)
