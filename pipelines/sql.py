@@ -207,7 +207,7 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
     orig_mode, orig_format = DataFrameWriter.mode, DataFrameWriter.format
     orig_option, orig_options = DataFrameWriter.option, DataFrameWriter.options
     orig_save = DataFrameWriter.save
-    _install_table_writes(DataFrameWriter, orig_save)
+    _install_table_writes(DataFrameWriter)
 
     def given(self: Any) -> dict[str, Any]:
         if _GIVEN not in self.__dict__:
@@ -280,7 +280,7 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
     setattr(DataFrameWriter, _INSTALLED, True)
 
 
-def _install_table_writes(cls: Any, orig_save: Any) -> None:
+def _install_table_writes(cls: Any) -> None:
     """``DataFrameWriter.insertInto`` / ``saveAsTable`` on a ``USING paimon`` catalog table:
     ``insertInto`` runs the SQL ``INSERT`` of :mod:`pipelines.sql_statements` (by position);
     ``saveAsTable`` with the format ``paimon`` saves into the table the name maps to (by
@@ -292,15 +292,16 @@ def _install_table_writes(cls: Any, orig_save: Any) -> None:
     def insertInto(self: Any, tableName: str, overwrite: bool | None = None) -> None:
         spark = self._df.sparkSession
         if catalog_options(spark, table_parts(spark, tableName)) is None:
-            return orig_insert(self, tableName, overwrite)
-        insert_into(self._df, tableName, bool(overwrite))
-        return None
+            orig_insert(self, tableName, overwrite)
+        else:
+            insert_into(self._df, tableName, bool(overwrite))
 
     def saveAsTable(self: Any, name: str, format: str | None = None, mode: str | None = None,
                     partitionBy: Any = None, **options: Any) -> None:
         g = self.__dict__.get(_GIVEN, {})
         if str(format or g.get("format") or "").lower() != FORMAT:
-            return orig_save_as(self, name, format, mode, partitionBy, **options)
+            orig_save_as(self, name, format, mode, partitionBy, **options)
+            return
         spark = self._df.sparkSession
         parts = table_parts(spark, name)
         mode = str(mode or g.get("mode") or "append").lower()
@@ -311,23 +312,22 @@ def _install_table_writes(cls: Any, orig_save: Any) -> None:
         if spark.catalog.tableExists(".".join(parts)):
             identity = catalog_options(spark, parts)
             if identity is None or mode in ("error", "errorifexists"):
-                return orig_save_as(self, name, format, mode, partitionBy, **options)
+                orig_save_as(self, name, format, mode, partitionBy, **options)
+                return
             if mode == "overwrite":
                 raise UnsupportedError(
                     f"saveAsTable({name!r}) with mode 'overwrite' would replace the table: not "
                     "supported for paimon; overwrite its rows with .mode('overwrite')"
                     f".save('{identity.get('table')}') or INSERT OVERWRITE")
-            if mode == "ignore":
-                return None
-            self.options(**identity, **options).mode(mode).save()
-            return None
+            if mode != "ignore":
+                self.options(**identity, **options).mode(mode).save()
+            return
         database = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
         ident = str({**g.get("options", {}), **options}.get("table") or
                     f"{database}.{parts[-1]}")
         self.options(**options, table=ident).mode("append" if mode != "overwrite"
                                                   else "overwrite").save()
         spark.sql(f"CREATE TABLE {quoted} USING {FORMAT} OPTIONS (table '{ident}')")
-        return None
 
     insertInto.__doc__, saveAsTable.__doc__ = orig_insert.__doc__, orig_save_as.__doc__
     cls.insertInto = insertInto

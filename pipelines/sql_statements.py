@@ -368,6 +368,7 @@ def catalog_options(spark: SparkSession, parts: list[str]) -> dict[str, str] | N
     """The OPTIONS of session-catalog table ``parts`` when it is a ``USING paimon`` table;
     else, with a session warehouse, Paimon table ``db.t`` itself; else None."""
     jvm = spark._jvm
+    assert jvm is not None
     catalog = spark._jsparkSession.sessionState().catalog()
     db = jvm.scala.Option.apply(parts[-2] if len(parts) > 1 else None)
     ti = jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], db)
