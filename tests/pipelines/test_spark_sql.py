@@ -19,6 +19,7 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
+from tests.pipelines.spark_warehouse import session_warehouse
 from tests.tables import write_rows
 
 pytestmark = pytest.mark.spark
@@ -30,16 +31,8 @@ ORDERS = Schema.of([("pt", "STRING"), ("id", "BIGINT"), ("amount", "DOUBLE")],
 @pytest.fixture(scope="module")
 def wh(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A warehouse set as the session's ``spark.paimon.warehouse`` (unset afterwards)."""
-    from pipelines.sql import register_sql
-
-    path = tmp_path_factory.mktemp("sparksql") / "wh"
-    spark.conf.set("spark.paimon.warehouse", str(path))
-    register_sql(spark)
-    yield path
-    spark.conf.unset("spark.paimon.warehouse")
-    register_sql(spark)
-    spark.sql("DROP TABLE IF EXISTS sql_orders")
-    spark.sql("DROP TABLE IF EXISTS sql_orders_v1")
+    yield from session_warehouse(spark, tmp_path_factory, "sparksql",
+                                 drop=("sql_orders", "sql_orders_v1"))
 
 
 def _table(wh: Path, ident: str) -> FileStoreTable:

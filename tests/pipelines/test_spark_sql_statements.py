@@ -18,6 +18,7 @@ import pytest
 from paimon_core import SchemaError, TableAlreadyExistError, UnsupportedError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
+from tests.pipelines.spark_warehouse import session_warehouse
 from tests.tables import write_rows
 
 pytestmark = pytest.mark.spark
@@ -26,16 +27,8 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def wh(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A warehouse set as the session's ``spark.paimon.warehouse`` (unset afterwards)."""
-    from pipelines.sql import register_sql
-
-    path = tmp_path_factory.mktemp("sparkstmts") / "wh"
-    spark.conf.set("spark.paimon.warehouse", str(path))
-    register_sql(spark)
-    yield path
-    for name in ("t_kv", "t_parts", "t_ctas", "t_nn", "t_tt"):
-        spark.sql(f"DROP TABLE IF EXISTS {name}")
-    spark.conf.unset("spark.paimon.warehouse")
-    register_sql(spark)
+    yield from session_warehouse(spark, tmp_path_factory, "sparkstmts",
+                                 drop=("t_kv", "t_parts", "t_ctas", "t_nn", "t_tt"))
 
 
 def _rows(wh: Path, ident: str) -> list[tuple[Any, ...]]:

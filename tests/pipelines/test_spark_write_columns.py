@@ -19,6 +19,7 @@ from paimon_core import SchemaError, UnsupportedError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
+from tests.pipelines.spark_warehouse import session_warehouse
 from tests.tables import write_rows
 
 pytestmark = pytest.mark.spark
@@ -30,14 +31,7 @@ KV = Schema.of([("id", "BIGINT NOT NULL"), ("v", "STRING")], primary_keys=["id"]
 @pytest.fixture(scope="module")
 def wh(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A warehouse set as the session's ``spark.paimon.warehouse`` (unset afterwards)."""
-    from pipelines.sql import register_sql
-
-    path = tmp_path_factory.mktemp("sparkcols") / "wh"
-    spark.conf.set("spark.paimon.warehouse", str(path))
-    register_sql(spark)
-    yield path
-    spark.conf.unset("spark.paimon.warehouse")
-    register_sql(spark)
+    yield from session_warehouse(spark, tmp_path_factory, "sparkcols")
 
 
 def _create(wh: Path, ident: str, schema: Schema) -> FileStoreTable:
