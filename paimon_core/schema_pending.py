@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from paimon_core.errors import CorruptMetadataError, FileNotFoundInTableError, PaimonError
 from paimon_core.io.file_io import join
-from paimon_core.schema_change import DropColumn, apply_changes, publish_schema
+from paimon_core.schema_change import DropColumn, apply_changes, publish_schema_file
 from paimon_core.spec.schema import TableSchema, encode_schema
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def publish_pending(table: FileStoreTable, schema: TableSchema, commit_user: str
                             int(time.time() * 1000))
     marker = _marker_path(table, schema.id)
     table.file_io.write_bytes(marker, pending.to_bytes())
-    if not publish_schema(table.file_io, table.schema_manager.schema_path(schema.id),
+    if not publish_schema_file(table.file_io, table.schema_manager.schema_path(schema.id),
                     encode_schema(schema)):
         table.file_io.delete(marker)
         raise PendingSchemaRaceError(
@@ -155,7 +155,7 @@ def withdraw_pending(table: FileStoreTable, pending: PendingSchema) -> TableSche
         drops = [DropColumn(n) for n in pending.added if n in latest.field_names]
         if drops:
             new = apply_changes(latest, drops, has_snapshots=True)
-            if publish_schema(table.file_io, schemas.schema_path(new.id), encode_schema(new)):
+            if publish_schema_file(table.file_io, schemas.schema_path(new.id), encode_schema(new)):
                 superseded = new
                 log.warning("table %s: schema %s of commit %s of %s did not land with its "
                             "rows; superseded by schema %s without %s", table.identifier,

@@ -33,6 +33,10 @@ task per bucket, or per assigner channel of a dynamic bucket table:
 :func:`pipelines.sink.bucketed_input`), as paimon-spark's writer does; a Paimon error
 raised in its tasks reaches the caller as that typed error
 (:func:`pipelines.spark_errors.typed_error`; Spark's exception is its ``__cause__``).
+``writeStream.format("paimon")...start()`` shuffles the same way (the calls made on the
+``DataStreamWriter`` are replayed on one of the shuffled stream), and ``spark.sql`` runs the
+statements Spark never hands a Python data source (``CREATE TABLE`` with columns, ``INSERT``
+through ``df.write``, ``VERSION AS OF``, ``t$snapshots``: :mod:`pipelines.sql_statements`).
 """
 
 from __future__ import annotations
@@ -40,13 +44,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from paimon_core import FileStoreTable, PaimonError, SchemaError
+from paimon_core import FileStoreTable, PaimonError, SchemaError, UnsupportedError
+from paimon_core.inspect import SYSTEM_TABLES
 from pipelines.config import TableHandle
 from pipelines.sink import bucketed_input
 from pipelines.source import FORMAT, PaimonDataSource, options_settings, write_target
 from pipelines.source_options import check_options
 from pipelines.spark_errors import typed_error
 from pipelines.spark_types import spark_schema
+from pipelines.sql_statements import (
+    catalog_options,
+    insert_into,
+    install_sql_hook,
+    table_parts,
+)
 from pipelines.sql_tables import SESSION_PREFIX
 
 if TYPE_CHECKING:
@@ -55,10 +66,8 @@ if TYPE_CHECKING:
 __all__ = ["PROCEDURES", "SYSTEM_TABLE_FUNCTIONS", "bound_source", "register_sql",
            "session_defaults"]
 
-_SYSTEM_TABLES = ("snapshots", "schemas", "options", "files", "manifests", "partitions",
-                  "buckets", "tags", "consumers", "audit_log", "ro")
 #: SQL name -> system table
-SYSTEM_TABLE_FUNCTIONS: dict[str, str] = {f"paimon_{n}": n for n in _SYSTEM_TABLES}
+SYSTEM_TABLE_FUNCTIONS: dict[str, str] = {f"paimon_{n}": n for n in SYSTEM_TABLES}
 #: SQL names of the procedures
 PROCEDURES = ("paimon_compact", "paimon_expire_snapshots", "paimon_create_tag",
               "paimon_rollback")
@@ -198,6 +207,7 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
     orig_mode, orig_format = DataFrameWriter.mode, DataFrameWriter.format
     orig_option, orig_options = DataFrameWriter.option, DataFrameWriter.options
     orig_save = DataFrameWriter.save
+    _install_table_writes(DataFrameWriter)
 
     def given(self: Any) -> dict[str, Any]:
         if _GIVEN not in self.__dict__:
@@ -270,6 +280,136 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
     setattr(DataFrameWriter, _INSTALLED, True)
 
 
+def _install_table_writes(cls: Any) -> None:
+    """``DataFrameWriter.insertInto`` / ``saveAsTable`` on a ``USING paimon`` catalog table:
+    ``insertInto`` runs the SQL ``INSERT`` of :mod:`pipelines.sql_statements` (by position);
+    ``saveAsTable`` with the format ``paimon`` saves into the table the name maps to (by
+    column name, with the writer's options; ``append`` or ``ignore`` on an existing table,
+    ``overwrite`` refused: Spark would replace the table), or, for a new name, creates Paimon
+    table ``<database>.<name>`` from the DataFrame (``save``) and maps the name to it."""
+    orig_insert, orig_save_as = cls.insertInto, cls.saveAsTable
+
+    def insertInto(self: Any, tableName: str, overwrite: bool | None = None) -> None:
+        spark = self._df.sparkSession
+        if catalog_options(spark, table_parts(spark, tableName)) is None:
+            orig_insert(self, tableName, overwrite)
+        else:
+            insert_into(self._df, tableName, bool(overwrite))
+
+    def saveAsTable(self: Any, name: str, format: str | None = None, mode: str | None = None,
+                    partitionBy: Any = None, **options: Any) -> None:
+        g = self.__dict__.get(_GIVEN, {})
+        if str(format or g.get("format") or "").lower() != FORMAT:
+            orig_save_as(self, name, format, mode, partitionBy, **options)
+            return
+        spark = self._df.sparkSession
+        parts = table_parts(spark, name)
+        mode = str(mode or g.get("mode") or "append").lower()
+        quoted = ".".join(f"`{p}`" for p in parts)
+        if partitionBy:
+            raise UnsupportedError("saveAsTable(..., partitionBy=...) into paimon: give the "
+                                   "write option 'partition' (as for save)")
+        if spark.catalog.tableExists(".".join(parts)):
+            identity = catalog_options(spark, parts)
+            if identity is None or mode in ("error", "errorifexists"):
+                orig_save_as(self, name, format, mode, partitionBy, **options)
+                return
+            if mode == "overwrite":
+                raise UnsupportedError(
+                    f"saveAsTable({name!r}) with mode 'overwrite' would replace the table: not "
+                    "supported for paimon; overwrite its rows with .mode('overwrite')"
+                    f".save('{identity.get('table')}') or INSERT OVERWRITE")
+            if mode != "ignore":
+                self.options(**identity, **options).mode(mode).save()
+            return
+        database = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
+        ident = str({**g.get("options", {}), **options}.get("table") or
+                    f"{database}.{parts[-1]}")
+        self.options(**options, table=ident).mode("append" if mode != "overwrite"
+                                                  else "overwrite").save()
+        spark.sql(f"CREATE TABLE {quoted} USING {FORMAT} OPTIONS (table '{ident}')")
+
+    insertInto.__doc__, saveAsTable.__doc__ = orig_insert.__doc__, orig_save_as.__doc__
+    cls.insertInto = insertInto
+    cls.saveAsTable = saveAsTable
+
+
+#: the ``DataStreamWriter`` calls recorded (replayed on the shuffled stream by ``start``)
+_STREAM_CALLS = ("outputMode", "format", "option", "options", "partitionBy", "clusterBy",
+                 "queryName", "trigger")
+_CALLS = "_paimon_calls"  # on a DataStreamWriter: the calls made on it, in order
+
+
+def _recorded_options(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
+                      ) -> tuple[str | None, dict[str, str]]:
+    """The format and options set by the recorded ``DataStreamWriter`` calls."""
+    fmt: str | None = None
+    opts: dict[str, str] = {}
+    for name, args, kwargs in calls:
+        if name == "format":
+            fmt = str(args[0] if args else kwargs.get("source"))
+        elif name == "option":
+            key, value = args if len(args) == 2 else (kwargs["key"], kwargs["value"])
+            if value is not None:
+                opts[str(key)] = str(value)
+        elif name == "options":
+            opts.update({str(k): str(v) for k, v in kwargs.items() if v is not None})
+    return fmt, opts
+
+
+def _install_stream_patch() -> None:
+    """``writeStream.format("paimon")...start()``: a primary-key table's rows shuffled first,
+    as ``save`` does (:func:`pipelines.sink.bucketed_input`): the calls made on the writer are
+    recorded and replayed on a writer of the shuffled stream. The session defaults are the
+    ``DataFrameWriter`` patch's (:func:`_install_writer_patch`)."""
+    from pyspark.sql.readwriter import DataFrameWriter
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    if getattr(DataStreamWriter, _INSTALLED, False):
+        return
+    originals = {n: getattr(DataStreamWriter, n) for n in _STREAM_CALLS
+                 if hasattr(DataStreamWriter, n)}
+    orig_start = DataStreamWriter.start
+
+    def recorder(name: str, orig: Any) -> Any:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            self.__dict__.setdefault(_CALLS, []).append((name, args, kwargs))
+            return orig(self, *args, **kwargs)
+
+        call.__doc__, call.__name__ = orig.__doc__, name
+        return call
+
+    def start(self: Any, path: str | None = None, format: str | None = None,
+              outputMode: str | None = None, partitionBy: Any = None,
+              queryName: str | None = None, **options: Any) -> Any:
+        calls = self.__dict__.get(_CALLS, [])
+        fmt, given = _recorded_options(calls)
+        fmt = format or fmt
+        if fmt is None or str(fmt).lower() != FORMAT:
+            return orig_start(self, path, format, outputMode, partitionBy, queryName, **options)
+        write_opts = {**given, **{str(k): str(v) for k, v in options.items() if v is not None}}
+        if path is not None:
+            write_opts["path"] = path
+        check_options(write_opts)
+        shuffled = bucketed_input(self._df, write_opts, getattr(DataFrameWriter, _DEFAULTS, {}),
+                                  write_target)
+        if shuffled is None:
+            return orig_start(self, path, format, outputMode, partitionBy, queryName, **options)
+        df, extra = shuffled
+        w = DataStreamWriter(df)
+        for name, args, kwargs in calls:
+            originals[name](w, *args, **kwargs)
+        if extra:
+            originals["options"](w, **extra)
+        return orig_start(w, path, format, outputMode, partitionBy, queryName, **options)
+
+    for name, orig in originals.items():
+        setattr(DataStreamWriter, name, recorder(name, orig))
+    start.__doc__ = orig_start.__doc__
+    DataStreamWriter.start = start  # type: ignore[method-assign]
+    setattr(DataStreamWriter, _INSTALLED, True)
+
+
 def register_sql(spark: SparkSession) -> None:
     """Register the ``paimon`` source, the system table functions and the procedures on
     ``spark`` with its current ``spark.paimon.*`` conf (see the module docs)."""
@@ -290,3 +430,5 @@ def register_sql(spark: SparkSession) -> None:
         _rollback_udtf(defaults), returnType="snapshot_id bigint, removed_snapshots int, "
         "removed_tags int, deleted_files int"))
     _install_writer_patch(defaults)
+    _install_stream_patch()
+    install_sql_hook()
