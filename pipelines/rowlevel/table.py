@@ -48,8 +48,8 @@ def _session_settings(spark: SparkSession, warehouse: str | None,
     if warehouse is not None:
         options["warehouse"] = warehouse
     if not options.get("warehouse"):
-        raise ConfigError("no warehouse: set 'spark.paimon.warehouse' on the session or pass "
-                          "warehouse=")
+        raise ConfigError("spark.paimon.warehouse", "not set on the session: set it, or pass "
+                          "warehouse= (no warehouse to find the table in)")
     settings = options_settings(options)
     if storage_options:
         settings = CatalogSettings(settings.warehouse,
