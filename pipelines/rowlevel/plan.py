@@ -159,9 +159,9 @@ def _guarded(new: Column, name: str, schema: TableSchema, old: Column,
         return F.when(bad, F.raise_error(msg)).otherwise(new)
     if CoreOptions(schema.options).merge_engine is MergeEngine.PARTIAL_UPDATE:
         bad = update & new.isNull() & old.isNotNull()
-        msg = (f"paimon_core.errors.SchemaError: an update sets column {name!r} to NULL on a "
-               "partial-update table, whose merge engine would keep the old value instead")
-        return F.when(bad, F.raise_error(F.lit(msg))).otherwise(new)
+        text = (f"paimon_core.errors.SchemaError: an update sets column {name!r} to NULL on "
+                "a partial-update table, whose merge engine would keep the old value instead")
+        return F.when(bad, F.raise_error(F.lit(text))).otherwise(new)
     return new
 
 

@@ -312,7 +312,7 @@ def test_session_warehouse_and_missing_warehouse(spark: Any, tmp_path: Path) -> 
     from paimon_core import ConfigError
 
     t = new_table(tmp_path, "append", [[("a", 1, 1)]])
-    with pytest.raises(ConfigError, match="spark.paimon.warehouse"):
+    with pytest.raises(ConfigError, match=r"spark\.paimon\.warehouse"):
         PaimonTable.forName(spark, str(t.identifier))
     spark.conf.set("spark.paimon.warehouse", str(tmp_path))
     try:
