@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from paimon_core import (
+    BATCH_COMMIT_IDENTIFIER,
     CommitConflictError,
+    ConfigError,
     CommitOptions,
     CoreOptions,
     MergeEngine,
@@ -168,11 +170,13 @@ def run(operation: Operation, settings: CatalogSettings, identifier: str,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> RowLevelResult:
     """Plan ``operation`` on the latest snapshot with ``build`` and commit it once (see the
     module docs); Paimon errors raised in Spark tasks are raised as themselves."""
-    user = commit_user or f"spark-{uuid.uuid4()}"
+    # the commit user is for identified commits: a batch commit (identifier Long.MAX) by it
+    # would make every later identifier look committed
+    user = (commit_user if commit_identifier is not None and commit_user
+            else f"spark-{uuid.uuid4()}")
     for attempt in range(1, max_attempts + 1):
         handle = TableHandle.load(settings, identifier)
-        if commit_identifier is not None and not handle.open().new_commit(
-                user).filter_committed([commit_identifier]):
+        if commit_identifier is not None and _committed(handle, user, commit_identifier):
             log.info("%s of %s: %s/%s already committed: nothing to do", operation,
                      identifier, user, commit_identifier)
             return RowLevelResult(operation, handle.identifier, None, (), 0, 0, 0, 0, user,
@@ -188,6 +192,25 @@ def run(operation: Operation, settings: CatalogSettings, identifier: str,
                         "snapshot (attempt %d of %d)", operation, identifier, e, attempt + 1,
                         max_attempts)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _committed(handle: TableHandle, user: str, ident: int) -> bool:
+    """Whether ``user`` already committed ``ident`` (exactly once).
+
+    Raises:
+        ConfigError: ``user``'s last commit is a batch commit (identifier Long.MAX), after
+            which no identifier can be told apart from a re-run.
+    """
+    commit = handle.open().new_commit(user)
+    if commit.filter_committed([ident]):
+        return False
+    if commit.latest_committed_identifier() == BATCH_COMMIT_IDENTIFIER and not commit.landed(
+            ident):
+        raise ConfigError("commit_user", f"{user!r} last committed to {handle.identifier} "
+                          "without an identifier (a batch commit), so identifier "
+                          f"{ident} cannot be told from a re-run: give identified "
+                          "operations a commit user of their own")
+    return True
 
 
 def _once(operation: Operation, target: TargetSnapshot,

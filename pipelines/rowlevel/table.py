@@ -64,8 +64,10 @@ class PaimonTable:
         spark: the session (its ``paimon`` source is registered by ``get_session``).
         settings: the warehouse.
         identifier: ``db.name``.
-        commit_user: the identity of this table's commits (default: a random one per
-            operation); with ``commit_identifier`` it makes a re-run apply nothing.
+        commit_user: the identity of the operations given a ``commit_identifier`` (the
+            pair makes a re-run apply nothing); operations without one commit as a fresh
+            random user, as a batch commit (identifier Long.MAX) would make every later
+            identifier of the user look committed.
         alias: the name the target's columns are qualified with in conditions.
     """
 

@@ -320,3 +320,46 @@ def test_session_warehouse_and_missing_warehouse(spark: Any, tmp_path: Path) -> 
     finally:
         spark.conf.unset("spark.paimon.warehouse")
     assert make_catalog(tmp_path).get_table(str(t.identifier)).to_arrow().num_rows == 0
+
+
+def test_readme_block_runs_as_written(spark: Any, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """README's PaimonTable block, as written (only the warehouse path replaced), in the test
+    session (tests/test_readme_examples.py lists it in NOT_RUN for that)."""
+    from decimal import Decimal
+
+    from pipelines.sql import register_sql
+    from tests.readme_harness import README
+    from tests.test_readme_examples import WAREHOUSE, orders_table, readme_blocks
+
+    (code,) = [c for _, c in readme_blocks(README.read_text())
+               if 'PaimonTable.forName(spark, "sales.orders"' in c]
+    wh = tmp_path / "warehouse"
+    orders = orders_table(wh, commits=2)
+    before = latest_id(orders)
+    try:
+        exec(compile(code.replace(WAREHOUSE, str(wh)), "README.md", "exec"),
+             {"__name__": "readme"})
+    finally:
+        spark.conf.unset("spark.paimon.warehouse")
+        register_sql(spark)
+    out = capsys.readouterr().out
+    assert f"1 1 ({before + 3},)" in out
+    # update, delete, merge: three commits; the restore took the merge back
+    assert latest_id(orders) == before + 2
+    got = sorted((r["region"], r["order_id"], r["amount"]) for r in orders.to_arrow().to_pylist())
+    d = Decimal
+    assert got == [("amer", 1, d("10.00")), ("amer", 2, d("12.00")), ("amer", 3, d("13.00")),
+                   ("emea", 1, d("2.00")), ("emea", 2, d("4.00")), ("emea", 3, d("6.00"))]
+
+
+def test_identifier_after_a_batch_commit_of_the_user_is_refused(spark: Any,
+                                                               tmp_path: Path) -> None:
+    from paimon_core import ConfigError
+
+    t = new_table(tmp_path, "append", [])
+    write_rows(t, arrow([("a", 1, 1)]), user="shared")  # a batch commit (Long.MAX) by "shared"
+    pt = opened(spark, tmp_path, t, commit_user="shared")
+    with pytest.raises(ConfigError, match="without an identifier"):
+        pt.delete("id = 1", commit_identifier=1)
+    assert pt.delete("id = 1").deleted == 1  # no identifier: a fresh user, applied
