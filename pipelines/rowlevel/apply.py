@@ -30,17 +30,16 @@ from typing import TYPE_CHECKING, Literal
 from paimon_core import (
     BATCH_COMMIT_IDENTIFIER,
     CommitConflictError,
-    ConfigError,
     CommitOptions,
+    ConfigError,
     CoreOptions,
     MergeEngine,
-    PaimonError,
     UnsupportedError,
 )
 from pipelines.config import CatalogSettings, TableHandle
 from pipelines.rowlevel.plan import ACTION_COLUMN
 from pipelines.rowlevel.target import FILE_COLUMN, TargetSnapshot
-from pipelines.spark_errors import typed_error
+from pipelines.spark_errors import raising_typed
 from pipelines.writer import write_dataframe
 
 if TYPE_CHECKING:
@@ -217,7 +216,7 @@ def _once(operation: Operation, target: TargetSnapshot,
           build: Callable[[TargetSnapshot], DataFrame], user: str, ident: int | None,
           properties: dict[str, str], attempt: int) -> RowLevelResult:
     handle = target.handle
-    try:
+    with raising_typed():
         plan = build(target)
         counts = _count(plan)
         ids: tuple[int, ...] = ()
@@ -230,13 +229,6 @@ def _once(operation: Operation, target: TargetSnapshot,
                 row_kind_column=None if target.copy_on_write else KIND_COLUMN,
                 commit_options=options, handle=handle, extra_messages=deletions)
             ids = written.snapshot_ids
-    except PaimonError:
-        raise
-    except Exception as e:
-        typed = typed_error(e)
-        if typed is None:
-            raise
-        raise typed from e
     return RowLevelResult(operation, handle.identifier, target.snapshot_id, ids,
                           counts.updated, counts.deleted, counts.inserted,
                           len(counts.touched) if target.copy_on_write else 0, user, ident,

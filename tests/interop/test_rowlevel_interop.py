@@ -1,6 +1,6 @@
 """Tables changed by ``PaimonTable`` (UPDATE / DELETE / MERGE through Spark) read by Paimon
 Java 0.9: the same rows as ours and as the hand-written expectation, and, on the primary-key
-table, each operation's snapshot streamed by Java with the row kinds paimon-spark writes
+tables (fixed and dynamic bucket), each operation's snapshot streamed by Java with the row kinds paimon-spark writes
 (``+U`` updates, ``-D`` deletes, ``+I`` inserts); the append table's copy-on-write commits are
 read by Java as one file set (the rewritten files gone)."""
 
@@ -51,6 +51,8 @@ def test_java_reads_row_level_changes(spark: Any, tmp_path: Path) -> None:
 
     shapes = {"pk": dict(primary_keys=["pt", "id"], partition_keys=["pt"],
                          options={"bucket": "2"}),
+              # dynamic bucket (Paimon's default bucket = -1): rows routed by the hash index
+              "pkd": dict(primary_keys=["pt", "id"], partition_keys=["pt"], options={}),
               "ap": dict(partition_keys=["pt"], options={})}
     for name, kw in shapes.items():
         t = cat.create_table(f"db.{name}", Schema.of(

@@ -140,7 +140,7 @@ def apply_op(spark: Any, wh: str, t: FileStoreTable, shape: str, op: tuple[Any, 
 def test_operations_match_the_model(spark: Any, shape: str) -> None:
     wh = tempfile.mkdtemp(prefix="rowlevel-")
 
-    @settings(max_examples=examples(4))
+    @settings(max_examples=examples(3))
     @given(first=st.lists(ROW, max_size=8), second=st.lists(ROW, max_size=8),
            ops=st.lists(OP, min_size=1, max_size=2))
     def check(first: list[Row], second: list[Row], ops: list[tuple[Any, ...]]) -> None:
