@@ -304,6 +304,9 @@ def test_history_and_restore(spark: Any, tmp_path: Path) -> None:
     assert latest_id(t) == 2
     pd.testing.assert_frame_equal(rows_of(t), canonical([("a", 2, 2)]))
     assert sorted(tuple(r) for r in pt.toDF().collect()) == [("a", 2, 2)]
+    first = t.snapshot_manager.snapshot(1)
+    pt.restoreToTimestamp(first.time_millis)
+    assert latest_id(t) == 1
     by_path = PaimonTable.forPath(spark, t.path)
     assert by_path.identifier == str(t.identifier)
 
@@ -363,3 +366,16 @@ def test_identifier_after_a_batch_commit_of_the_user_is_refused(spark: Any,
     with pytest.raises(ConfigError, match="without an identifier"):
         pt.delete("id = 1", commit_identifier=1)
     assert pt.delete("id = 1").deleted == 1  # no identifier: a fresh user, applied
+
+
+def test_sequence_field_table_takes_updates_and_deletes(spark: Any, tmp_path: Path) -> None:
+    """With ``sequence.field``, a ``+U`` / ``-D`` carries the row's sequence value: equal to
+    the stored one, the later write wins."""
+    t = make_table(tmp_path, COLUMNS, name="db.seq", primary_keys=["pt", "id"],
+                   options={"bucket": "1", "sequence.field": "v"})
+    write_rows(t, arrow([("a", 1, 5), ("a", 2, 6), ("a", 3, 7)]))
+    pt = opened(spark, tmp_path, t)
+    pt.update("id = 1", {"v": "v"})  # same sequence value: accepted, the row unchanged
+    pt.delete("id = 2")
+    pt.update("id = 3", {"v": "9"})
+    pd.testing.assert_frame_equal(rows_of(t), canonical([("a", 1, 5), ("a", 3, 9)]))
