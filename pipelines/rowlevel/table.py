@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PaimonMergeBuilder", "PaimonTable"]
 
-Condition = "str | Column | None"
-
 
 def _session_settings(spark: SparkSession, warehouse: str | None,
                       storage_options: Mapping[str, str] | None) -> CatalogSettings:
