@@ -1,8 +1,8 @@
 """Tables changed by ``PaimonTable`` (UPDATE / DELETE / MERGE through Spark) read by Paimon
-Java 0.9: the same rows as ours and as the hand-written expectation, and, on the primary-key
-tables (fixed and dynamic bucket), each operation's snapshot streamed by Java with the row kinds paimon-spark writes
-(``+U`` updates, ``-D`` deletes, ``+I`` inserts); the append table's copy-on-write commits are
-read by Java as one file set (the rewritten files gone)."""
+Java 0.9: the same rows as ours and as the hand-written expectation (primary-key tables with
+fixed and dynamic buckets, an append table rewritten by copy-on-write), and each operation's
+snapshot of the fixed-bucket table streamed by Java with the row kinds paimon-spark writes
+(``+U`` updates, ``-D`` deletes, ``+I`` inserts)."""
 
 from __future__ import annotations
 
