@@ -44,13 +44,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from paimon_core import FileStoreTable, PaimonError, SchemaError, UnsupportedError
+from paimon_core import FileStoreTable, SchemaError, UnsupportedError
 from paimon_core.inspect import SYSTEM_TABLES
 from pipelines.config import TableHandle
 from pipelines.sink import bucketed_input
 from pipelines.source import FORMAT, PaimonDataSource, options_settings, write_target
 from pipelines.source_options import check_options
-from pipelines.spark_errors import typed_error
+from pipelines.spark_errors import raising_typed
 from pipelines.spark_types import spark_schema
 from pipelines.sql_statements import (
     catalog_options,
@@ -242,15 +242,8 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
         fmt = format or g.get("format")
         if fmt is None or str(fmt).lower() != FORMAT:
             return orig_save(self, path, format, mode, partitionBy, **opts)
-        try:
+        with raising_typed():
             return paimon_save(self, g, path, mode, partitionBy, opts)
-        except PaimonError:
-            raise
-        except Exception as e:
-            typed = typed_error(e)
-            if typed is None:
-                raise
-            raise typed from e
 
     def paimon_save(self: Any, g: dict[str, Any], path: str | None, mode: str | None,
                     partitionBy: Any, opts: dict[str, Any]) -> None:
