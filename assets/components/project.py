@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
+from dagster_shared.yaml_utils.source_position import (
+    SourcePositionTree,
+    ValueAndSourcePositionTree,
+)
 
 __all__ = ["TableDecl", "field_location", "project_tables", "suggestion"]
 
@@ -41,9 +45,17 @@ class TableDecl:
     checks: bool
 
 
+def _source_tree(decl: object) -> SourcePositionTree | None:
+    """The source positions of a component declared in YAML (None: not declared in YAML,
+    e.g. the mock declaration of ``dg.build_defs_for_component``)."""
+    source = getattr(decl, "source_tree", None)
+    return (source.source_position_tree if isinstance(source, ValueAndSourcePositionTree)
+            else None)
+
+
 def _where(context: dg.ComponentLoadContext, decl: object, path: Sequence[str] = ()) -> str:
     """``defs/x/defs.yaml:7`` of ``decl``'s YAML (the line of ``path`` under its document)."""
-    tree = getattr(getattr(decl, "source_tree", None), "source_position_tree", None)
+    tree = _source_tree(decl)
     position = None
     if tree is not None:
         position = (tree.lookup(list(path)) if path else None) or tree.lookup([])
@@ -59,23 +71,23 @@ def field_location(context: dg.ComponentLoadContext, field: str) -> str:
     """``<defs.yaml>:<line>`` of attribute ``field`` of the component being built (its file
     alone when it was not built from YAML)."""
     decl = getattr(context, "component_decl", None)
-    if decl is None:
+    if _source_tree(decl) is None:
         return "(not from a defs.yaml)"
     return _where(context, decl, ["attributes", field])
 
 
 def project_tables(context: dg.ComponentLoadContext) -> list[TableDecl] | None:
     """The tables the project's Paimon table components declare as assets (CDC, overwrite and
-    derived tables; maintenance with ``external: true``); None when the component is built
-    outside a ``dg`` project (``dg.build_defs_for_component``: no tree to look in)."""
+    derived tables; maintenance with ``external: true``); None when the component being built
+    is not declared in a ``defs.yaml`` of a ``dg`` project (``dg.build_defs_for_component``,
+    a Python ``component.py``: no tree of YAML declarations to look in)."""
     from assets.components.maintenance import PaimonTableMaintenance
     from assets.components.tables import PaimonCdcTable, PaimonDerivedTable, PaimonOverwriteTable
 
-    tree = context.component_tree
-    try:
-        pairs = list(tree.find_root_decl().iterate_loc_component_decl_pairs())
-    except Exception:  # a test tree (no defs folder): nothing to look in
+    if _source_tree(getattr(context, "component_decl", None)) is None:
         return None
+    tree = context.component_tree
+    pairs = list(tree.find_root_decl().iterate_loc_component_decl_pairs())
     out: list[TableDecl] = []
     for loc, decl in pairs:
         kind = getattr(decl, "component_type", None)

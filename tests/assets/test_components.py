@@ -236,7 +236,14 @@ def test_landed_partitions_are_the_landed_days(lake: dict[str, Any]) -> None:
     parts = asset.partitions_def
     assert isinstance(parts, dg.DynamicPartitionsDefinition)
     assert parts.name == "shop_orders_landed"
-    [sensor] = defs.sensors or ()
+    sensors = {s.name: s for s in defs.sensors or ()}
+    assert set(sensors) == {"shop_orders_landing_sensor", "shop_orders_landed_partitions_sensor"}
+    sensor = sensors["shop_orders_landing_sensor"]
+    # the partitions' own sensor ships running: a day landed while the landing sensor is
+    # stopped still becomes a partition (Missing, backfillable); it requests no run
+    registrar = sensors["shop_orders_landed_partitions_sensor"]
+    assert registrar.default_status is dg.DefaultSensorStatus.RUNNING
+    assert sensor.default_status is dg.DefaultSensorStatus.RUNNING
     root = Path(lake["landing"]) / "shop.orders"
     landed = {"2025-01-03": True, "2025-01-09": True, "2025-01-05": False,  # empty: no
               "2024-12-31": True, "garbage": True}  # before start / no day: ignored
@@ -266,6 +273,14 @@ def test_landed_partitions_are_the_landed_days(lake: dict[str, Any]) -> None:
         expected.append("2025-01-10")
         [add] = tick().dynamic_partitions_requests or ()
         assert list(add.partition_keys) == ["2025-01-10"]
+        (root / "dt=2025-01-11").mkdir()
+        (root / "dt=2025-01-11" / "part-0.json").write_text("{}\n")
+        ctx = dg.build_sensor_context(instance=instance, resources={
+            "landing": LandingZone(root=str(lake["landing"]))})
+        result = registrar(ctx)
+        assert isinstance(result, dg.SensorResult) and not result.run_requests
+        [add] = result.dynamic_partitions_requests or ()
+        assert list(add.partition_keys) == ["2025-01-10", "2025-01-11"]
 
 
 @pytest.mark.parametrize(("change", "named"), [
