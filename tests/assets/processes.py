@@ -244,6 +244,19 @@ def ui_backfill(dev: DagsterDev, asset_keys: list[list[str]], partitions: list[s
     return str(out["backfillId"])
 
 
+def ui_stop_sensor(dev: DagsterDev, name: str, *, location: str = "paimon") -> None:
+    """Stop sensor ``name`` as the UI's toggle does (``stopSensor`` with its state's id; the
+    queries are the production story's, scripts/prod_demo.py)."""
+    [repo] = dev.graphql(REPOSITORY_NAME)["repositoriesOrError"]["nodes"]
+    found = dev.graphql(_prod_demo.SENSOR_ID, {"s": {
+        "repositoryLocationName": location, "repositoryName": repo["name"],
+        "sensorName": name}})["sensorOrError"]
+    assert found["__typename"] == "Sensor", found
+    out = dev.graphql(_prod_demo.STOP_SENSOR, {"id": found["sensorState"]["id"]})["stopSensor"]
+    assert out["__typename"] == "StopSensorMutationResult", out
+    assert out["instigationState"]["status"] == "STOPPED", out
+
+
 def ui_reexecute(dev: DagsterDev, run_id: str) -> str:
     """"Re-execute all" of a finished run, as the UI does; the new run's id."""
     out = dev.graphql(LAUNCH_REEXECUTION, {"p": {
