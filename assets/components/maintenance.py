@@ -11,11 +11,11 @@ from assets.components.project import field_location, project_tables
 from assets.components.tables import (
     AssetAttributes,
     ChecksAttributes,
-    SettingsError,
     _identifier,
     _Template,
     check_defs,
 )
+from assets.labels import SettingsError
 from assets.maintenance import ExpiryConfig, build_compaction, build_expiry_asset
 from assets.metadata import TABLE
 from assets.tables import DAILY_START, TableSpec

@@ -239,7 +239,7 @@ def test_materialize_sensor_and_maintenance(project: Project) -> None:
     warehouse = project.root / "warehouse"
     # 1. the landing sensor (the daemon) adds the landed day to the table's partitions and
     # requests its run of the table's named job
-    [record] = wait_for_runs(dev, 1, timeout=300, job_name="shop_orders_ingest_job")
+    [record] = wait_for_runs(dev, 1, timeout=600, job_name="shop_orders_ingest_job")
     assert record.dagster_run.status.value == "SUCCESS", dev.log.read_text()[-4000:]
     assert record.dagster_run.tags.get("dagster/partition") == DAY
     cat = FileSystemCatalog(str(warehouse))
@@ -326,7 +326,7 @@ def test_a_day_landed_while_the_landing_sensor_is_stopped_is_a_missing_partition
 
     dev = project.dev
     key = {"path": ["shop", "orders"]}
-    wait_for_runs(dev, 1, timeout=300, job_name="shop_orders_ingest_job")
+    wait_for_runs(dev, 1, timeout=600, job_name="shop_orders_ingest_job")
     ui_stop_sensor(dev, "shop_orders_landing_sensor", location=project.location)
     _land(project.root, LATE_DAY, _events(LATE_DAY_EVENTS))
     deadline = time.monotonic() + 180
@@ -341,7 +341,7 @@ def test_a_day_landed_while_the_landing_sensor_is_stopped_is_a_missing_partition
     assert [r.dagster_run.tags.get("dagster/partition") for r in run_records(
         dev, job_name="shop_orders_ingest_job")] == [DAY]
     backfill = ui_backfill(dev, [key["path"]], [LATE_DAY])
-    [run] = wait_for_runs(dev, 1, timeout=400, tags={"dagster/backfill": backfill})
+    [run] = wait_for_runs(dev, 1, timeout=600, tags={"dagster/backfill": backfill})
     assert run.dagster_run.status.value == "SUCCESS", dev.log.read_text()[-4000:]
     rows = FileSystemCatalog(str(project.root / "warehouse")).get_table(
         "shop.orders").to_arrow(columns=["id", "status"]).to_pylist()
