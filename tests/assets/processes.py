@@ -244,17 +244,34 @@ def ui_backfill(dev: DagsterDev, asset_keys: list[list[str]], partitions: list[s
     return str(out["backfillId"])
 
 
-def ui_stop_sensor(dev: DagsterDev, name: str, *, location: str = "paimon") -> None:
+SENSOR_LAST_TICK = """
+query($s: SensorSelector!) {
+  sensorOrError(sensorSelector: $s) {
+    __typename ... on Sensor { sensorState { ticks(limit: 1) { status } } }
+  }
+}"""
+
+
+def ui_stop_sensor(dev: DagsterDev, name: str, *, location: str = "paimon",
+                   timeout: float = 120) -> None:
     """Stop sensor ``name`` as the UI's toggle does (``stopSensor`` with its state's id; the
-    queries are the production story's, scripts/prod_demo.py)."""
+    queries are the production story's, scripts/prod_demo.py), then wait until no tick of
+    it is in flight (one the daemon started before the stop still ends as it began)."""
     [repo] = dev.graphql(REPOSITORY_NAME)["repositoriesOrError"]["nodes"]
-    found = dev.graphql(_prod_demo.SENSOR_ID, {"s": {
-        "repositoryLocationName": location, "repositoryName": repo["name"],
-        "sensorName": name}})["sensorOrError"]
+    selector = {"repositoryLocationName": location, "repositoryName": repo["name"],
+                "sensorName": name}
+    found = dev.graphql(_prod_demo.SENSOR_ID, {"s": selector})["sensorOrError"]
     assert found["__typename"] == "Sensor", found
     out = dev.graphql(_prod_demo.STOP_SENSOR, {"id": found["sensorState"]["id"]})["stopSensor"]
     assert out["__typename"] == "StopSensorMutationResult", out
     assert out["instigationState"]["status"] == "STOPPED", out
+    deadline = time.monotonic() + timeout
+    while True:
+        state = dev.graphql(SENSOR_LAST_TICK, {"s": selector})["sensorOrError"]["sensorState"]
+        if all(t["status"] != "STARTED" for t in state["ticks"]):
+            return
+        assert time.monotonic() < deadline, f"a tick of {name} still in flight: {state}"
+        time.sleep(1)
 
 
 def ui_reexecute(dev: DagsterDev, run_id: str) -> str:
