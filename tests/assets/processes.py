@@ -247,16 +247,18 @@ def ui_backfill(dev: DagsterDev, asset_keys: list[list[str]], partitions: list[s
 SENSOR_LAST_TICK = """
 query($s: SensorSelector!) {
   sensorOrError(sensorSelector: $s) {
-    __typename ... on Sensor { sensorState { ticks(limit: 1) { status } } }
+    __typename ... on Sensor { sensorState { ticks(limit: 1) { tickId status } } }
   }
 }"""
 
 
 def ui_stop_sensor(dev: DagsterDev, name: str, *, location: str = "paimon",
-                   timeout: float = 120) -> None:
+                   quiet: float = 20, timeout: float = 180) -> None:
     """Stop sensor ``name`` as the UI's toggle does (``stopSensor`` with its state's id; the
     queries are the production story's, scripts/prod_demo.py), then wait until no tick of
-    it is in flight (one the daemon started before the stop still ends as it began)."""
+    it is in flight and none began for ``quiet`` seconds: the daemon reads the sensors'
+    states when an iteration starts, so under load a tick it queued before the stop can
+    still begin after it (and see what landed since)."""
     [repo] = dev.graphql(REPOSITORY_NAME)["repositoriesOrError"]["nodes"]
     selector = {"repositoryLocationName": location, "repositoryName": repo["name"],
                 "sensorName": name}
@@ -266,11 +268,16 @@ def ui_stop_sensor(dev: DagsterDev, name: str, *, location: str = "paimon",
     assert out["__typename"] == "StopSensorMutationResult", out
     assert out["instigationState"]["status"] == "STOPPED", out
     deadline = time.monotonic() + timeout
+    last, since = None, time.monotonic()
     while True:
         state = dev.graphql(SENSOR_LAST_TICK, {"s": selector})["sensorOrError"]["sensorState"]
-        if all(t["status"] != "STARTED" for t in state["ticks"]):
+        ticks = state["ticks"]
+        if ticks != last:
+            last, since = ticks, time.monotonic()
+        elif (all(t["status"] != "STARTED" for t in ticks)
+              and time.monotonic() - since >= quiet):
             return
-        assert time.monotonic() < deadline, f"a tick of {name} still in flight: {state}"
+        assert time.monotonic() < deadline, f"{name} still ticking after its stop: {state}"
         time.sleep(1)
 
 
