@@ -8,12 +8,13 @@ partition key names its bucket in full (``cdc.orders/bucket-3``,
 they are launched, is the bucket's, and ``dagster.yaml`` admits one run per value of that
 tag: the same bucket never compacts twice at once (see :mod:`assets.runs`; two compactions
 that raced anyway would conflict on the files they delete: the second re-plans from the fresh
-snapshot). The hourly schedule asks the planner which buckets the universal picker would
-compact and requests a run for each of them only; a run does what the picker asks for
-(``strategy="minor"``, what writers do), or a full compaction with the run config
-``full: true`` (the default of ``pipelines.compact`` and ``paimon compact`` is full:
-maintenance states its strategy explicitly). Metadata: files and sorted runs before / after,
-bytes rewritten and written.
+snapshot). A run compacts its bucket fully (one sorted run on the last level), as
+``python -m pipelines.compact`` and ``paimon compact`` do (one default,
+:data:`paimon_core.DEFAULT_COMPACT_STRATEGY`), unless its config says ``strategy: minor``
+(what the universal picker asks for, what writers do; may be nothing). The hourly schedule
+asks the planner which buckets the picker would compact and requests a ``strategy: minor``
+run for each of them only. Metadata: files and sorted runs before / after, bytes rewritten
+and written.
 
 **Expiry** — one asset per table, daily schedule: :func:`pipelines.expire.expire` expires
 snapshots by the table's ``snapshot.*`` retention (consumers and tags keep what they need)
@@ -36,7 +37,7 @@ import dagster as dg
 import pyarrow.compute as pc
 from pydantic import Field
 
-from assets.labels import AssetLabels
+from assets.labels import AssetLabels, SettingsError
 from assets.metadata import (
     COMMIT_KIND,
     SNAPSHOT_ID,
@@ -52,6 +53,7 @@ from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import DAILY_START, TableSpec
 from paimon_core import (
+    DEFAULT_COMPACT_STRATEGY,
     CompactStrategy,
     DataFileMeta,
     FileStoreTable,
@@ -164,14 +166,29 @@ def partition_key_of(spec: TableSpec, partition: dict[str, str] | None, bucket: 
 
 # ------------------------------------------------------------------------------ compaction
 class CompactConfig(dg.Config):
-    """Knobs of a compaction run."""
+    """Knobs of a compaction run: the strategy, full unless told otherwise, as
+    ``python -m pipelines.compact`` and ``paimon compact``
+    (:data:`paimon_core.DEFAULT_COMPACT_STRATEGY`, one home)."""
 
-    full: bool = Field(default=False, description="full compaction (everything to the "
-                       "last level) instead of the universal picker's choice")
+    strategy: CompactStrategy = Field(
+        default=DEFAULT_COMPACT_STRATEGY, description="full: the bucket becomes one sorted "
+        "run on the last level; minor: what the universal picker asks for (may be nothing)")
+    full: bool | None = Field(default=None, description="the older spelling: true = "
+                              "strategy full, false = strategy minor")
 
-    @property
-    def strategy(self) -> CompactStrategy:
-        return "full" if self.full else "minor"
+    def chosen(self) -> CompactStrategy:
+        """The strategy of the run: ``full`` when set, else ``strategy``.
+
+        Raises:
+            SettingsError: ``full`` and an explicit ``strategy`` disagree.
+        """
+        if self.full is None:
+            return self.strategy
+        spelled: CompactStrategy = "full" if self.full else "minor"
+        if "strategy" in self.model_fields_set and self.strategy != spelled:
+            raise SettingsError(f"compaction config: full: {str(self.full).lower()} "
+                                f"contradicts strategy: {self.strategy}")
+        return spelled
 
 
 @dataclass(frozen=True)
@@ -235,7 +252,11 @@ def build_compaction(
         # the bucket's live files, listed once: its state before and the job's first plan
         _, groups = list_buckets(handle, partitions=parts_arg, buckets=[bucket])
         before = files_state(table, [f for _, fs in groups.values() for f in fs])
-        todo = pick_buckets(handle, groups, strategy=config.strategy)
+        try:
+            strategy = config.chosen()
+        except SettingsError as e:
+            raise non_retryable(context, str(e)) from e
+        todo = pick_buckets(handle, groups, strategy=strategy)
         snapshot_ids: list[int] = []
         status = "nothing to compact"
         if todo:  # only now start Spark
@@ -243,7 +264,7 @@ def build_compaction(
             if accepts_properties(compact):
                 kwargs["properties"] = context_properties(context)
             report = compact(spark.session(), settings, spec.identifier,
-                             strategy=config.strategy, partitions=parts_arg,
+                             strategy=strategy, partitions=parts_arg,
                              buckets=[bucket],
                              commit_user=run_commit_user(context.run.run_id),
                              table=table, planned=todo, **kwargs)
@@ -307,7 +328,9 @@ def build_compaction(
             key = partition_key_of(spec, partition, bucket)
             if not parts.has_partition_key(key):
                 continue  # a day outside the partitions definition
-            requests.append(dg.RunRequest(run_key=f"{stamp}:{key}", partition_key=key))
+            requests.append(dg.RunRequest(  # the picker's choice, not a full rewrite
+                run_key=f"{stamp}:{key}", partition_key=key,
+                run_config={"ops": {_compact.op.name: {"config": {"strategy": "minor"}}}}))
         if not requests:
             return dg.SkipReason(f"no bucket of {spec.identifier} needs compaction")
         return requests
@@ -370,8 +393,12 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
         spark: SparkResource,
     ) -> dg.MaterializeResult:
         cat = catalog.load()
-        if not cat.table_exists(spec.identifier):
-            return dg.MaterializeResult(metadata={"expire/status": "no table yet"})
+        if not cat.table_exists(spec.identifier):  # the figures are those of no table: 0
+            return dg.MaterializeResult(metadata={
+                TABLE: spec.identifier, "expire/status": "no table yet",
+                **{k: dg.MetadataValue.int(0) for k in (
+                    "expire/snapshots_expired", "expire/files_deleted", "expire/bytes_freed",
+                    "expire/orphans_removed", "expire/total_bytes_freed")}})
         sm = cat.get_table(spec.identifier).snapshot_manager
         retained_before = _retained(sm)
         config = config.over(base)
@@ -400,6 +427,7 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
             f"{ex.get('bytes_freed', 0)} bytes freed; {report.orphans_deleted} orphans removed")
         return dg.MaterializeResult(metadata={
             TABLE: spec.identifier,
+            "expire/status": "expired" if ex.get("expired") else "nothing to expire",
             SNAPSHOT_ID: id_text(sm.latest_snapshot_id()),
             COMMIT_KIND: "NONE",
             "expire/snapshots_expired": dg.MetadataValue.int(int(ex.get("expired", 0))),

@@ -126,7 +126,7 @@ if TYPE_CHECKING:
         pick_buckets,
         plan_compaction,
     )
-    from paimon_core.compact.options import CompactStrategy, is_full
+    from paimon_core.compact.options import DEFAULT_COMPACT_STRATEGY, CompactStrategy, is_full
     from paimon_core.consumer import Consumer, ConsumerManager
     from paimon_core.expire import BulkDelete, ExpireSnapshots
     from paimon_core.expire_config import ExpireConfig, ExpireResult
@@ -242,6 +242,7 @@ _LAZY: dict[str, str] = {
     "pick_buckets": "paimon_core.compact.manager",
     "plan_compaction": "paimon_core.compact.manager",
     "CompactStrategy": "paimon_core.compact.options",
+    "DEFAULT_COMPACT_STRATEGY": "paimon_core.compact.options",
     "is_full": "paimon_core.compact.options",
     "Consumer": "paimon_core.consumer",
     "ConsumerManager": "paimon_core.consumer",
@@ -377,6 +378,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "BATCH_COMMIT_IDENTIFIER",
     "BINARY_ROOTS",
+    "DEFAULT_COMPACT_STRATEGY",
     "DEFAULT_MAX_ATTEMPTS",
     "INTEGER_ROOTS",
     "INT_RANGES",

@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from paimon_core import (
+    DEFAULT_COMPACT_STRATEGY,
     DEFAULT_MAX_ATTEMPTS,
     BucketCompactor,
     BucketWork,
@@ -138,7 +139,7 @@ def list_buckets(
 
 
 def pick_buckets(handle: TableHandle, groups: BucketFiles, *,
-                 strategy: CompactStrategy = "full") -> list[BucketWork]:
+                 strategy: CompactStrategy = DEFAULT_COMPACT_STRATEGY) -> list[BucketWork]:
     """The buckets of ``groups`` (:func:`list_buckets`) the strategy would compact."""
     return core_pick_buckets(handle.open(), groups, full=is_full(strategy))
 
@@ -146,7 +147,7 @@ def pick_buckets(handle: TableHandle, groups: BucketFiles, *,
 def plan_compaction(
     handle: TableHandle,
     *,
-    strategy: CompactStrategy = "full",
+    strategy: CompactStrategy = DEFAULT_COMPACT_STRATEGY,
     partitions: Sequence[Mapping[str, Any]] | None = None,
     buckets: Sequence[int] | None = None,
 ) -> tuple[int | None, list[BucketWork]]:
@@ -248,7 +249,7 @@ def compact(
     settings: CatalogSettings,
     identifier: str,
     *,
-    strategy: CompactStrategy = "full",
+    strategy: CompactStrategy = DEFAULT_COMPACT_STRATEGY,
     partitions: Sequence[Mapping[str, Any]] | None = None,
     buckets: Sequence[int] | None = None,
     commit_user: str | None = None,

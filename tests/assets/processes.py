@@ -248,6 +248,43 @@ def ui_backfill(dev: DagsterDev, asset_keys: list[list[str]], partitions: list[s
     return str(out["backfillId"])
 
 
+SENSOR_LAST_TICK = """
+query($s: SensorSelector!) {
+  sensorOrError(sensorSelector: $s) {
+    __typename ... on Sensor { sensorState { ticks(limit: 1) { tickId status } } }
+  }
+}"""
+
+
+def ui_stop_sensor(dev: DagsterDev, name: str, *, location: str = "paimon",
+                   quiet: float = 20, timeout: float = 180) -> None:
+    """Stop sensor ``name`` as the UI's toggle does (``stopSensor`` with its state's id; the
+    queries are the production story's, scripts/prod_demo.py), then wait until no tick of
+    it is in flight and none began for ``quiet`` seconds: the daemon reads the sensors'
+    states when an iteration starts, so under load a tick it queued before the stop can
+    still begin after it (and see what landed since)."""
+    [repo] = dev.graphql(REPOSITORY_NAME)["repositoriesOrError"]["nodes"]
+    selector = {"repositoryLocationName": location, "repositoryName": repo["name"],
+                "sensorName": name}
+    found = dev.graphql(_prod_demo.SENSOR_ID, {"s": selector})["sensorOrError"]
+    assert found["__typename"] == "Sensor", found
+    out = dev.graphql(_prod_demo.STOP_SENSOR, {"id": found["sensorState"]["id"]})["stopSensor"]
+    assert out["__typename"] == "StopSensorMutationResult", out
+    assert out["instigationState"]["status"] == "STOPPED", out
+    deadline = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while True:
+        state = dev.graphql(SENSOR_LAST_TICK, {"s": selector})["sensorOrError"]["sensorState"]
+        ticks = state["ticks"]
+        if ticks != last:
+            last, since = ticks, time.monotonic()
+        elif (all(t["status"] != "STARTED" for t in ticks)
+              and time.monotonic() - since >= quiet):
+            return
+        assert time.monotonic() < deadline, f"{name} still ticking after its stop: {state}"
+        time.sleep(1)
+
+
 def ui_reexecute(dev: DagsterDev, run_id: str) -> str:
     """"Re-execute all" of a finished run, as the UI does; the new run's id."""
     out = dev.graphql(LAUNCH_REEXECUTION, {"p": {

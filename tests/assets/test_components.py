@@ -5,6 +5,7 @@ demo's YAML builds what the demo's tables say (``assets.tables`` reads the same 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -298,7 +299,14 @@ def test_landed_partitions_are_the_landed_days(lake: dict[str, Any]) -> None:
     parts = asset.partitions_def
     assert isinstance(parts, dg.DynamicPartitionsDefinition)
     assert parts.name == "shop_orders_landed"
-    [sensor] = sensors(defs).values()
+    by_name = sensors(defs)
+    assert set(by_name) == {"shop_orders_landing_sensor", "shop_orders_landed_partitions_sensor"}
+    sensor = by_name["shop_orders_landing_sensor"]
+    # the partitions' own sensor ships running: a day landed while the landing sensor is
+    # stopped still becomes a partition (Missing, backfillable); it requests no run
+    registrar = by_name["shop_orders_landed_partitions_sensor"]
+    assert registrar.default_status is dg.DefaultSensorStatus.RUNNING
+    assert sensor.default_status is dg.DefaultSensorStatus.RUNNING
     root = Path(lake["landing"]) / "shop.orders"
     landed = {"2025-01-03": True, "2025-01-09": True, "2025-01-05": False,  # empty: no
               "2024-12-31": True, "garbage": True}  # before start / no day: ignored
@@ -328,6 +336,14 @@ def test_landed_partitions_are_the_landed_days(lake: dict[str, Any]) -> None:
         expected.append("2025-01-10")
         [add] = tick().dynamic_partitions_requests or ()
         assert list(add.partition_keys) == ["2025-01-10"]
+        (root / "dt=2025-01-11").mkdir()
+        (root / "dt=2025-01-11" / "part-0.json").write_text("{}\n")
+        ctx = dg.build_sensor_context(instance=instance, resources={
+            "landing": LandingZone(root=str(lake["landing"]))})
+        result = registrar(ctx)
+        assert isinstance(result, dg.SensorResult) and not result.run_requests
+        [add] = result.dynamic_partitions_requests or ()
+        assert list(add.partition_keys) == ["2025-01-10", "2025-01-11"]
 
 
 @pytest.mark.parametrize(("change", "named"), [
@@ -356,3 +372,145 @@ def test_scaffolded_attributes_resolve(cls: Any) -> None:
         dg.Definitions.validate_loadable(defs)
     else:
         validate(defs)
+
+
+# ------------------------------------------------------------------------------ in a project
+PROJECT_CDC = """\
+type: assets.components.PaimonCdcTable
+attributes:
+  table: shop.customers
+  columns: [{name: id, type: BIGINT}, {name: status, type: STRING}, {name: lsn, type: BIGINT}]
+  primary_key: [id]
+  options: {bucket: 2, sequence.field: lsn}
+"""
+PROJECT_DERIVED = """\
+type: assets.components.PaimonDerivedTable
+attributes:
+  table: mart.flags
+  columns: [{name: id, type: BIGINT}, {name: f, type: BOOLEAN}]
+  primary_key: [id]
+  source: %s
+  transform: assets.derived:enrich_orders
+"""
+PROJECT_MAINTENANCE = """\
+type: assets.components.PaimonTableMaintenance
+attributes:
+  table: shop.customers
+  buckets: 2
+"""
+
+
+def load_project(root: Path, monkeypatch: pytest.MonkeyPatch, defs: dict[str, str]
+                 ) -> dg.Definitions:
+    """The definitions of a dg project at ``root`` whose defs folder holds ``defs``
+    (folder -> defs.yaml) and the resources component, as ``dg check defs`` builds them."""
+    name = f"proj_{root.name}"
+    assert name not in sys.modules, f"{name}: one project name per test session"
+    files = {"pyproject.toml": f'[project]\nname = "{name}"\nversion = "0.1.0"\n\n'
+             f'[tool.dg]\ndirectory_type = "project"\n\n[tool.dg.project]\n'
+             f'root_module = "{name}"\n', f"{name}/__init__.py": "",
+             f"{name}/defs/__init__.py": "",
+             f"{name}/defs/lake/defs.yaml": "type: assets.components.PaimonResources\n",
+             **{f"{name}/defs/{k}/defs.yaml": v for k, v in defs.items()}}
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    monkeypatch.syspath_prepend(str(root))
+    return dg.ComponentTree.for_project(root).build_defs()
+
+
+def settings_error(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+    """The message of the SettingsError behind Dagster's load error."""
+    e: BaseException | None = excinfo.value
+    while e is not None and not isinstance(e, SettingsError):
+        e = e.__cause__ or e.__context__
+    assert e is not None, excinfo.value
+    return str(e)
+
+
+def test_a_derived_source_must_be_a_table_of_the_project(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``source: shop.customerz`` (the issue's typo) fails the load: one line with the file
+    and line, the field, the value and the closest table of the project."""
+    with pytest.raises(Exception) as excinfo:
+        load_project(tmp_path / "typo", monkeypatch, {
+            "customers": PROJECT_CDC, "flags": PROJECT_DERIVED % "shop.customerz"})
+    assert settings_error(excinfo) == (
+        "proj_typo/defs/flags/defs.yaml:6: source: 'shop.customerz' is no table of this code "
+        "location (did you mean 'shop.customers'?); its components write shop.customers (a "
+        "table only another engine writes: add source_external: true)")
+    # the right name loads, with the lineage edge to the source component's asset
+    defs = load_project(tmp_path / "right", monkeypatch, {
+        "customers": PROJECT_CDC, "flags": PROJECT_DERIVED % "shop.customers"})
+    dg.Definitions.validate_loadable(defs)
+    [flags] = [a for a in defs.assets or () if isinstance(a, dg.AssetsDefinition)
+               and dg.AssetKey(["mart", "flags"]) in a.keys]
+    assert flags.asset_deps[dg.AssetKey(["mart", "flags"])] == {dg.AssetKey(["shop",
+                                                                             "customers"])}
+
+
+def test_an_external_source_fails_the_sensor_tick_while_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lake: dict[str, Any]) -> None:
+    """A source another engine writes (``source_external: true``) is not checked at load;
+    while it does not exist the snapshot sensor's tick fails naming it (a source of the
+    project's own components skips: not written yet)."""
+    from assets.resources import PaimonCatalog
+
+    text = PROJECT_DERIVED % "java.items" + "  source_external: true\n"
+    defs = load_project(tmp_path / "ext", monkeypatch, {"flags": text,
+                                                        "customers": PROJECT_CDC})
+    catalog = PaimonCatalog(warehouse=str(lake["warehouse"]))
+    sensors = {s.name: s for s in defs.sensors or ()}
+    ctx = dg.build_sensor_context(resources={"catalog": catalog})
+    with pytest.raises(Exception) as excinfo:
+        sensors["java_items_snapshot_sensor"](ctx)
+    assert settings_error(excinfo).startswith(
+        f"source table java.items of mart.flags does not exist in the warehouse "
+        f"{lake['warehouse']}")
+    ours = load_project(tmp_path / "ownsrc", monkeypatch, {
+        "customers": PROJECT_CDC, "flags": PROJECT_DERIVED % "shop.customers"})
+    [sensor] = [s for s in ours.sensors or () if s.name == "shop_customers_snapshot_sensor"]
+    result = sensor(dg.build_sensor_context(resources={"catalog": catalog}))
+    assert isinstance(result, dg.SensorResult)
+    assert not result.run_requests and "does not exist yet" in str(result.skip_reason)
+
+
+def test_maintenance_of_a_component_table_builds_no_second_checks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's maintenance block for one's own CDC table loads (it failed with
+    ``Duplicate asset check key ... fsck_clean``): the table's component has the checks; the
+    expiry schedule ships running, the compaction schedule stopped."""
+    defs = load_project(tmp_path / "own", monkeypatch, {
+        "customers": PROJECT_CDC, "maintenance": PROJECT_MAINTENANCE})
+    dg.Definitions.validate_loadable(defs)
+    checks = [k.name for c in defs.asset_checks or () for k in c.check_keys]
+    assert sorted(checks) == ["freshness", "fsck_clean", "small_files", "snapshot_retention"]
+    schedules = {s.name: s.default_status for s in defs.schedules or ()}
+    assert schedules["shop_customers_expiry_schedule"] is dg.DefaultScheduleStatus.RUNNING
+    assert schedules["shop_customers_compaction_schedule"] is dg.DefaultScheduleStatus.STOPPED
+    stopped = load_project(tmp_path / "stopped", monkeypatch, {
+        "customers": PROJECT_CDC,
+        "maintenance": PROJECT_MAINTENANCE + "  expiry: {running: false}\n"})
+    assert {s.name: s.default_status for s in stopped.schedules or ()}[
+        "shop_customers_expiry_schedule"] is dg.DefaultScheduleStatus.STOPPED
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ("  checks: {max_small_files: 10}\n",
+     "proj_{n}/defs/maintenance/defs.yaml:5: checks: shop.customers has its checks from its "
+     "PaimonCdcTable (proj_{n}/defs/customers/defs.yaml:3): set them there, or checks: null "
+     "here"),
+    ("  external: true\n",
+     "proj_{n}/defs/maintenance/defs.yaml:5: external: true, but shop.customers is the asset "
+     "of its PaimonCdcTable (proj_{n}/defs/customers/defs.yaml:3): remove external here"),
+])
+def test_maintenance_refuses_what_the_table_component_has(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: str, message: str) -> None:
+    name = "mc" if "checks" in extra else "me"
+    with pytest.raises(Exception) as excinfo:
+        load_project(tmp_path / name, monkeypatch, {
+            "customers": PROJECT_CDC, "maintenance": PROJECT_MAINTENANCE + extra})
+    assert settings_error(excinfo) == message.format(n=name)
+    # checks: null is accepted (the demo's spelling)
+    load_project(tmp_path / f"{name}null", monkeypatch, {
+        "customers": PROJECT_CDC, "maintenance": PROJECT_MAINTENANCE + "  checks: null\n"})

@@ -4,6 +4,7 @@ overwrite asset."""
 
 from __future__ import annotations
 
+import argparse
 import datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from assets.demo_data import generate
 from assets.derived import DERIVED_CONSUMER_ID
+from assets.labels import SettingsError
 from assets.maintenance import (
     bucket_state,
     compactions,
@@ -140,6 +142,10 @@ def test_compaction_schedule_requests_only_buckets_that_need_it(
         scheduled_execution_time=datetime.datetime(2025, 1, 9, 3, 0, tzinfo=datetime.UTC))
     requests = ORDERS_COMPACTION.schedule.evaluate_tick(ctx).run_requests
     assert [r.partition_key for r in requests] == [f"cdc.orders/bucket-{b}" for b in (0, 2, 3)]
+    # its runs do what the picker asked for (a run without config compacts fully)
+    op = ORDERS_COMPACTION.asset.op.name
+    assert {str(r.run_config) for r in requests} == {
+        str({"ops": {op: {"config": {"strategy": "minor"}}}})}
     assert [r.run_key for r in requests] == [
         f"2025-01-09T03:00:00+00:00:cdc.orders/bucket-{b}" for b in (0, 2, 3)]
     # a table whose buckets are all compacted: skip
@@ -151,6 +157,32 @@ def test_compaction_schedule_requests_only_buckets_that_need_it(
     commit_orders(orders, order_rows(range(1, 41), "s6"), 8)
     result = ORDERS_COMPACTION.schedule.evaluate_tick(ctx)
     assert not result.run_requests and result.skip_message
+
+
+def test_compaction_config_defaults_to_the_cli_strategy() -> None:
+    """One default for a compaction asset run and ``python -m pipelines.compact``; the older
+    ``full`` spelling still works, a contradiction is an error."""
+    from assets.maintenance import CompactConfig
+    from paimon_core.cli.compact_cmds import add_strategy_args
+
+    parser = argparse.ArgumentParser()
+    add_strategy_args(parser)
+    assert CompactConfig().chosen() == parser.parse_args([]).strategy == "full"
+    assert CompactConfig(strategy="minor").chosen() == "minor"
+    assert CompactConfig(full=False).chosen() == "minor"
+    assert CompactConfig(full=True, strategy="full").chosen() == "full"
+    with pytest.raises(SettingsError, match="full: true contradicts strategy: minor"):
+        CompactConfig(full=True, strategy="minor").chosen()
+
+
+def test_expiry_of_a_table_not_created_yet_reports_zero(resources: dict[str, Any]) -> None:
+    """Its figures are those of no table (prod_demo printed "expired None snapshot(s)" for
+    such a table: the materialization had no figures); Spark does not start."""
+    res = {k: resources[k] for k in ("catalog", "spark")}
+    md = _md(dg.materialize([ORDERS_EXPIRY], resources=res), ORDERS_EXPIRY)
+    assert md["expire/status"] == "no table yet" and md["paimon/table"] == "cdc.orders"
+    assert md["expire/snapshots_expired"] == md["expire/files_deleted"] == 0
+    assert md["expire/bytes_freed"] == md["expire/total_bytes_freed"] == 0
 
 
 @pytest.mark.spark
