@@ -96,6 +96,8 @@ def test_one_bucket_compaction_opens_once_and_lists_once(
     result = dg.materialize([ORDERS_COMPACTION.asset], partition_key="cdc.orders/bucket-2",
                             resources={k: resources[k] for k in ("catalog", "spark")})
     assert result.success
-    # listings: the bucket before (state and plan: one) and after the compaction (one)
+    # listings: the bucket before (state and plan: one) and after the compaction (one), and
+    # the table's state reported on the table's own asset (assets.observations
+    # .report_table_state: the asset Overview shows the compacted table)
     assert dict(counts) == {"catalogs": 1, "warehouse_file_ios": 1, "tables": 1,
-                            "listings": 2}
+                            "listings": 3}

@@ -90,7 +90,7 @@ def test_write_dataframe_routes_by_assigner_channel(spark: Any, tmp_path: Path) 
     assert fsck(t, deep=True).ok
 
 
-def test_data_source_routes_dynamic_pk_tables_and_sql_insert_is_refused(
+def test_data_source_and_sql_insert_route_dynamic_pk_tables(
         spark: Any, tmp_path: Path) -> None:
     t = _table(tmp_path)
     base = [(("a", "b")[i % 2], i % 40, f"v{i}") for i in range(80)]  # every key twice
@@ -102,9 +102,12 @@ def test_data_source_routes_dynamic_pk_tables_and_sql_insert_is_refused(
     assert fsck(t, deep=True).ok
     spark.sql(f"CREATE TABLE dyn_t USING paimon OPTIONS (warehouse '{tmp_path}', "
               "table 'db.t')")
-    try:
-        with pytest.raises(Exception, match="bucket=-1"):
-            spark.sql("INSERT INTO dyn_t SELECT 'a' AS p, 1000 AS i, 'x' AS w")
+    try:  # an INSERT is written as df.write is (pipelines.sql_statements): routed the same
+        spark.sql("INSERT INTO dyn_t SELECT 'a' AS p, 1000 AS i, 'x' AS w")
+        spark.sql("INSERT INTO dyn_t SELECT 'a' AS p, 1 AS i, 'new' AS w")
+        rows, _ = _state(t)
+        assert rows[("a", 1000)] == "x" and rows[("a", 1)] == "new"
+        assert fsck(t, deep=True).ok
     finally:
         spark.sql("DROP TABLE IF EXISTS dyn_t")
 
