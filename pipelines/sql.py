@@ -70,7 +70,10 @@ _GIVEN = "_paimon_given"  # on a DataFrameWriter: the format, mode and options s
 
 def session_defaults(spark: SparkSession) -> dict[str, str]:
     """The ``spark.paimon.*`` conf of ``spark`` with the prefix stripped."""
-    conf = spark.sparkContext.getConf().getAll()
+    from pipelines.session import is_connect
+
+    # a Spark Connect session has no SparkContext: its conf holds the server's conf already
+    conf = [] if is_connect(spark) else spark.sparkContext.getConf().getAll()
     out = {k[len(SESSION_PREFIX):]: v for k, v in conf if k.startswith(SESSION_PREFIX)}
     for k, v in spark.conf.getAll.items():
         if k.startswith(SESSION_PREFIX):

@@ -370,7 +370,6 @@ def story(topo: Any, *, days: int = 3, buckets: Iterable[int] = range(4),
 
     say("[3] compaction of cdc.orders (cdc_orders_compaction_job, full, launched as the UI "
         "does), two runs at a time")
-    apps_before = set(spark_apps(topo))
     t0 = time.monotonic()
     compactions: list[dict[str, Any]] = []
     todo = [f"cdc.orders/bucket-{b}" for b in buckets]
@@ -392,7 +391,11 @@ def story(topo: Any, *, days: int = 3, buckets: Iterable[int] = range(4),
     failed = [r["runId"] for r in compactions if r["status"] != "SUCCESS"]
     if failed:
         raise RuntimeError(f"compaction runs failed: {failed}")
-    apps = {k: v for k, v in spark_apps(topo).items() if k not in apps_before}
+    # the applications the runs name (the shared Spark Connect server's, or one per run with
+    # PAIMON_SPARK_CONNECT=off) as the master knows them
+    named = {materializations(r).get("maintenance/cdc_orders_compaction", {})
+             .get("spark/application_id") for r in compactions} - {None}
+    apps = {k: v for k, v in spark_apps(topo).items() if k in named}
     executors = worker_executors(topo)
     figures["compaction_apps"] = {a: executors.get(a, []) for a in apps}
     for app, rec in sorted(apps.items()):

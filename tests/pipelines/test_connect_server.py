@@ -1,0 +1,75 @@
+"""The shared Spark Connect server's life (pipelines.connect), through its command as
+``make ui`` and the Spark resource use it: two processes asking at once start one server
+(the lock), its state and log sit in the known directory, it serves jobs, and it stops by
+itself once no client holds it for the idle timeout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from pipelines.connect import connect_mode, read_info, server_conf, server_dir, stop_server
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _start(env: dict[str, str]) -> str:
+    out = subprocess.run([sys.executable, "-W", "ignore", "-m", "pipelines.connect", "start"],
+                         env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_concurrent_starts_share_one_server_that_stops_when_idle(tmp_path: Path) -> None:
+    env = {**os.environ, "PAIMON_SPARK_CONNECT_DIR": str(tmp_path), "PAIMON_SPARK_MASTER": "",
+           "PAIMON_SPARK_CONNECT_IDLE": "20", "PYTHONPATH": str(REPO)}
+    with ThreadPoolExecutor(2) as pool:
+        said = list(pool.map(_start, [env, env]))
+    try:
+        assert sorted(s.split(":", 1)[0] for s in said) == ["running", "started"], said
+        [directory] = list(tmp_path.iterdir())
+        info = read_info(directory)
+        assert info is not None and info.alive() and info.master == "local[2]"
+        assert all(info.url in s for s in said), said
+        assert Path(info.log) == directory / "server.log"
+        # a client's job runs on it (a separate process: a Connect session turns the
+        # process's pyspark into Connect mode)
+        probe = ("from pyspark.sql import SparkSession; import sys; "
+                 "s = SparkSession.builder.remote(sys.argv[1]).getOrCreate(); "
+                 "print(s.range(5).count(), s.conf.get('spark.scheduler.mode')); s.stop()")
+        out = subprocess.run([sys.executable, "-c", probe, info.url], capture_output=True,
+                             text=True, timeout=300, env=env)
+        assert out.stdout.split() == ["5", "FAIR"], out.stderr[-3000:]
+        # no client left: it stops after the idle timeout, and says so in its log
+        deadline = time.monotonic() + 120
+        while info.alive() and time.monotonic() < deadline:
+            time.sleep(1)
+        assert not info.alive()
+        assert read_info(directory) is None
+        assert "no client for 20 s: stopping" in Path(info.log).read_text()
+    finally:
+        for d in tmp_path.iterdir():
+            stop_server(d)
+
+
+def test_settings() -> None:
+    assert connect_mode(None) is None and connect_mode("off") is None
+    assert connect_mode("auto") == "auto" and connect_mode("sc://h:1") == "sc://h:1"
+    local = server_conf("local[3]", {"spark.sql.shuffle.partitions": "8"})
+    assert local["spark.default.parallelism"] == "3" and local["spark.scheduler.mode"] == "FAIR"
+    assert local["spark.sql.shuffle.partitions"] == "8"
+    assert local["spark.driver.bindAddress"] == "127.0.0.1"
+    cluster = server_conf("spark://m:7077", {})
+    assert "spark.driver.bindAddress" not in cluster and "spark.default.parallelism" not in cluster
+    # one server per master and conf
+    assert server_dir("local[2]", local) != server_dir("local[3]", local)
+    assert server_dir("local[2]", local) != server_dir("local[2]", cluster)
+    assert server_dir("local[2]", local) == server_dir("local[2]", dict(local))
