@@ -146,15 +146,16 @@ def server_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
 
 
 def server_dir(master: str, conf: Mapping[str, str]) -> Path:
-    """The state directory of the ``auto`` server of this checkout, interpreter, source
-    version, master and conf."""
+    """The state directory of the ``auto`` server of this checkout, environment (its prefix
+    and ``PYTHONPATH``), source version, master and conf."""
     from pipelines.session import source_root
 
     root = Path(source_root())
     base = Path(os.environ.get(DIR_ENV) or
                 Path(tempfile.gettempdir()) / f"paimon-spark-connect-{os.getuid()}")
-    key = json.dumps([str(root), sys.prefix, _source_fingerprint(root), master,
-                      sorted(conf.items())])
+    # the server's Python workers import what the starting process's PYTHONPATH holds
+    key = json.dumps([str(root), sys.prefix, os.environ.get("PYTHONPATH", ""),
+                      _source_fingerprint(root), master, sorted(conf.items())])
     return base / hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
@@ -234,7 +235,7 @@ def _start_detached(directory: Path, master: str, conf: Mapping[str, str],
         args += ["--conf", f"{k}={v}"]
     from pipelines.session import source_root
 
-    env = dict(os.environ)
+    env = _classic_env()
     env["PYTHONPATH"] = os.pathsep.join(
         [source_root(), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
     with open(directory / _LOG, "ab") as out:
@@ -303,12 +304,21 @@ def server_command(master: str, host: str, port: int, conf: Mapping[str, str]) -
     return cmd
 
 
+#: what pyspark sets in a process that opened a Spark Connect session: inherited by a server
+#: started from there, it would turn the server's Python workers into Connect clients
+_CLIENT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+
+
+def _classic_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _CLIENT_ENV}
+
+
 def _server_env(master: str) -> dict[str, str]:
     import pyspark
 
     from pipelines.session import local_cores, source_root
 
-    env = dict(os.environ)
+    env = _classic_env()
     env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("SPARK_HIDE_TRACEBACK", "1")

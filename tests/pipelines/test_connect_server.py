@@ -21,6 +21,35 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 
+#: a run's resource starts a 10-minute Spark job, then the run ends (resource teardown)
+INTERRUPTED = """
+import threading, time
+import dagster as dg
+from assets.resources import SparkResource
+
+def slow(batches):
+    import time
+    time.sleep(600)
+    yield from batches
+
+failed = {}
+with dg.build_resources({"spark": SparkResource(master="local[2]")}) as res:
+    session = res.spark.session()
+    print(session.range(5).count(), session.conf.get("spark.scheduler.mode"), flush=True)
+    def job():
+        try:
+            session.range(0, 2, 1, 2).mapInArrow(slow, "id long").collect()
+        except Exception as e:
+            failed["at"] = time.monotonic()
+    thread = threading.Thread(target=job, daemon=True)
+    thread.start()
+    time.sleep(10)  # the tasks are running
+    ended = time.monotonic()
+thread.join(120)
+print(f"interrupted after {failed['at'] - ended:.1f} s" if failed else "still running")
+"""
+
+
 def _start(env: dict[str, str]) -> str:
     out = subprocess.run([sys.executable, "-W", "ignore", "-m", "pipelines.connect", "start"],
                          env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -30,7 +59,8 @@ def _start(env: dict[str, str]) -> str:
 
 def test_concurrent_starts_share_one_server_that_stops_when_idle(tmp_path: Path) -> None:
     env = {**os.environ, "PAIMON_SPARK_CONNECT_DIR": str(tmp_path), "PAIMON_SPARK_MASTER": "",
-           "PAIMON_SPARK_CONNECT_IDLE": "20", "PYTHONPATH": str(REPO)}
+           "PAIMON_SPARK_CONNECT_IDLE": "30", "PYTHONPATH": str(REPO),
+           "PAIMON_SPARK_CONNECT": "auto"}
     with ThreadPoolExecutor(2) as pool:
         said = list(pool.map(_start, [env, env]))
     try:
@@ -40,21 +70,23 @@ def test_concurrent_starts_share_one_server_that_stops_when_idle(tmp_path: Path)
         assert info is not None and info.alive() and info.master == "local[2]"
         assert all(info.url in s for s in said), said
         assert Path(info.log) == directory / "server.log"
-        # a client's job runs on it (a separate process: a Connect session turns the
-        # process's pyspark into Connect mode)
-        probe = ("from pyspark.sql import SparkSession; import sys; "
-                 "s = SparkSession.builder.remote(sys.argv[1]).getOrCreate(); "
-                 "print(s.range(5).count(), s.conf.get('spark.scheduler.mode')); s.stop()")
-        out = subprocess.run([sys.executable, "-c", probe, info.url], capture_output=True,
-                             text=True, timeout=300, env=env)
-        assert out.stdout.split() == ["5", "FAIR"], out.stderr[-3000:]
+        # the end of a run (the Spark resource's teardown, as on a failed or terminated run)
+        # interrupts what its session still runs on the shared server
+        out = subprocess.run([sys.executable, "-W", "ignore", "-c", INTERRUPTED], env=env,
+                             cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        counted, verdict = out.stdout.strip().splitlines()[-2:]
+        assert counted.split() == ["5", "FAIR"], out.stdout  # a job ran there, FAIR-scheduled
+        assert verdict.startswith("interrupted after"), (verdict, out.stderr[-3000:])
+        assert float(verdict.split()[2]) < 60, verdict  # not the task's 10 minutes
+        assert info.alive()
         # no client left: it stops after the idle timeout, and says so in its log
         deadline = time.monotonic() + 120
         while info.alive() and time.monotonic() < deadline:
             time.sleep(1)
         assert not info.alive()
         assert read_info(directory) is None
-        assert "no client for 20 s: stopping" in Path(info.log).read_text()
+        assert "no client for 30 s: stopping" in Path(info.log).read_text()
     finally:
         for d in tmp_path.iterdir():
             stop_server(d)
