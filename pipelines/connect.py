@@ -313,12 +313,17 @@ def _classic_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in _CLIENT_ENV}
 
 
-def _server_env(master: str) -> dict[str, str]:
+def _server_env(master: str, conf: Mapping[str, str]) -> dict[str, str]:
     import pyspark
 
     from pipelines.session import local_cores, source_root
 
     env = _classic_env()
+    # spark-submit sizes the Connect server's JVM as a daemon's (SPARK_DAEMON_MEMORY, e.g.
+    # the 256m of a loopback cluster's master and workers) unless told its driver memory
+    env.pop("SPARK_DAEMON_MEMORY", None)
+    if conf.get("spark.driver.memory"):
+        env["SPARK_DAEMON_MEMORY"] = conf["spark.driver.memory"]
     env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("SPARK_HIDE_TRACEBACK", "1")
@@ -338,7 +343,8 @@ def serve(directory: Path, master: str, conf: Mapping[str, str], *, host: str = 
     ``idle_timeout`` seconds (0: never) without a lease of a live client process."""
     directory.mkdir(parents=True, exist_ok=True)
     port = port or _free_port(host)
-    jvm = subprocess.Popen(server_command(master, host, port, conf), env=_server_env(master),
+    jvm = subprocess.Popen(server_command(master, host, port, conf),
+                           env=_server_env(master, conf),
                            stdin=subprocess.DEVNULL)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda sig, _f: stopping.append(sig))
@@ -351,6 +357,7 @@ def serve(directory: Path, master: str, conf: Mapping[str, str], *, host: str = 
     try:
         while not stopping and jvm.poll() is None:
             if not published and _answers(address, port):
+                last_client = time.monotonic()  # the idle time counts from here
                 info = ServerInfo(**{**asdict(info), "started": time.time()})
                 tmp = directory / f".{_INFO}.{os.getpid()}"
                 tmp.write_text(json.dumps(asdict(info)))

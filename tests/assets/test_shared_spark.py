@@ -118,7 +118,9 @@ def test_runs_share_one_spark_connect_server(dev: DagsterDev, lake: dict[str, Pa
     assert info is not None and info.alive() and info.master == "local[2]"
     assert info.url in first and info.url in second
     log = Path(info.log).read_text(errors="replace")
-    assert apps[0]["spark/application_id"] in log  # the server's own log, in its directory
+    # the server's own log, in its directory: the supervisor's line and Spark's
+    assert f"Spark Connect server for local[2] at {info.url}" in log
+    assert "SparkConnectServer: Spark Connect server started" in log
     with capsys.disabled():
         for rid, line in zip(runs, (first, second)):
             print(f"\n[shared spark] run {rid[:8]}: {_figures(dev, rid, line)}")

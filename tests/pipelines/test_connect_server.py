@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.connect import connect_mode, read_info, server_conf, server_dir, stop_server
+from pipelines.connect import (
+    connect_mode,
+    read_info,
+    release,
+    server_conf,
+    server_dir,
+    stop_server,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -70,6 +77,9 @@ def test_concurrent_starts_share_one_server_that_stops_when_idle(tmp_path: Path)
         assert info is not None and info.alive() and info.master == "local[2]"
         assert all(info.url in s for s in said), said
         assert Path(info.log) == directory / "server.log"
+        # this test holds the server as a client would while it checks it (a loaded machine
+        # can take longer than the idle timeout to start the next client)
+        (directory / "leases" / str(os.getpid())).touch()
         # the end of a run (the Spark resource's teardown, as on a failed or terminated run)
         # interrupts what its session still runs on the shared server
         out = subprocess.run([sys.executable, "-W", "ignore", "-c", INTERRUPTED], env=env,
@@ -80,6 +90,7 @@ def test_concurrent_starts_share_one_server_that_stops_when_idle(tmp_path: Path)
         assert verdict.startswith("interrupted after"), (verdict, out.stderr[-3000:])
         assert float(verdict.split()[2]) < 60, verdict  # not the task's 10 minutes
         assert info.alive()
+        release(info)
         # no client left: it stops after the idle timeout, and says so in its log
         deadline = time.monotonic() + 120
         while info.alive() and time.monotonic() < deadline:
