@@ -249,7 +249,7 @@ class SparkResource(dg.ConfigurableResource):
         started = time.monotonic()
         self._session = get_session(settings)
         dg.get_dagster_logger().info(
-            f"{SPARK_STARTED} ({_describe(self._session)}) in "
+            f"{SPARK_STARTED} ({_describe(self._session, settings.connect)}) in "
             f"{time.monotonic() - started:.1f} s")
         return self._session  # type: ignore[no-any-return]
 
@@ -286,7 +286,7 @@ def _classic_session() -> "SparkSession | None":
     return SparkSession.getActiveSession()
 
 
-def _describe(session: "SparkSession") -> str:
+def _describe(session: "SparkSession", connect: str | None) -> str:
     """What the run's log says of its session: the server it shares (and whether this run
     started it) or the master, the application, the core cap, the UI."""
     from pipelines.connect import current_server
@@ -296,8 +296,8 @@ def _describe(session: "SparkSession") -> str:
     parts = [f"master {app.master}", f"application {app.application_id}"]
     if is_connect(session):
         server = current_server()
-        if server is None:
-            parts.insert(0, "Spark Connect")
+        if connect != "auto" or server is None:  # a server the deployment runs
+            parts.insert(0, f"Spark Connect {connect}: connected to the deployment's server")
         else:
             info, started = server
             since = time.strftime("%H:%M:%S", time.gmtime(info.started))

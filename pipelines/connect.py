@@ -153,9 +153,12 @@ def server_dir(master: str, conf: Mapping[str, str]) -> Path:
     root = Path(source_root())
     base = Path(os.environ.get(DIR_ENV) or
                 Path(tempfile.gettempdir()) / f"paimon-spark-connect-{os.getuid()}")
-    # the server's Python workers import what the starting process's PYTHONPATH holds
-    key = json.dumps([str(root), sys.prefix, os.environ.get("PYTHONPATH", ""),
-                      _source_fingerprint(root), master, sorted(conf.items())])
+    # the server's Python workers import what the starting process's PYTHONPATH holds (the
+    # source root, always first, aside)
+    path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and p != str(root)]
+    key = json.dumps([str(root), sys.prefix, path, _source_fingerprint(root), master,
+                      sorted(conf.items())])
     return base / hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
