@@ -128,7 +128,8 @@ def _source_fingerprint(root: Path) -> str:
 def server_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
     """The Spark conf of a server for ``master``: the session defaults of
     :func:`pipelines.session.get_session` (loopback binding in local mode), the FAIR scheduler
-    (the runs' jobs share the cores instead of queueing behind the first), a known
+    (the runs' jobs share the cores instead of queueing behind the first; :func:`serve` makes
+    its default pool, where every session's jobs land, FAIR within), a known
     ``spark.default.parallelism`` (:func:`pipelines.session.default_parallelism`), then
     ``conf``."""
     from pipelines.session import COMMON_DEFAULTS, LOCAL_DEFAULTS, local_cores
@@ -346,6 +347,7 @@ def serve(directory: Path, master: str, conf: Mapping[str, str], *, host: str = 
     ``idle_timeout`` seconds (0: never) without a lease of a live client process."""
     directory.mkdir(parents=True, exist_ok=True)
     port = port or _free_port(host)
+    conf = _with_fair_default_pool(directory, conf)
     jvm = subprocess.Popen(server_command(master, host, port, conf),
                            env=_server_env(master, conf),
                            stdin=subprocess.DEVNULL)
@@ -385,6 +387,31 @@ def serve(directory: Path, master: str, conf: Mapping[str, str], *, host: str = 
             except subprocess.TimeoutExpired:
                 jvm.kill()
     return 0 if stopping or jvm.returncode in (0, None, -signal.SIGTERM) else 1
+
+
+#: the FAIR scheduler's default pool, FAIR within: every run's jobs land in it (a Connect
+#: session cannot choose a pool), and Spark's own default pool is FIFO inside
+_FAIR_POOLS = """<?xml version="1.0"?>
+<allocations>
+  <pool name="default">
+    <schedulingMode>FAIR</schedulingMode>
+    <weight>1</weight>
+    <minShare>0</minShare>
+  </pool>
+</allocations>
+"""
+
+
+def _with_fair_default_pool(directory: Path, conf: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` with an allocation file whose default pool shares fairly between jobs (unless
+    the conf has its own, or is not FAIR)."""
+    out = dict(conf)
+    if out.get("spark.scheduler.mode") != "FAIR" or "spark.scheduler.allocation.file" in out:
+        return out
+    path = directory / "fairscheduler.xml"
+    path.write_text(_FAIR_POOLS)
+    out["spark.scheduler.allocation.file"] = str(path)
+    return out
 
 
 def _answers(host: str, port: int) -> bool:

@@ -97,7 +97,10 @@ def test_concurrent_starts_share_one_server_that_stops_when_idle(tmp_path: Path)
             time.sleep(1)
         assert not info.alive()
         assert read_info(directory) is None
-        assert "no client for 30 s: stopping" in Path(info.log).read_text()
+        log = Path(info.log).read_text()
+        assert "no client for 30 s: stopping" in log
+        # every session's jobs land in the default pool: FAIR within, not Spark's FIFO
+        assert "Created pool: default, schedulingMode: FAIR" in log
     finally:
         for d in tmp_path.iterdir():
             stop_server(d)
