@@ -141,10 +141,12 @@ def test_every_run_log_is_served_by_the_webserver(topo: Any, story: dict[str, An
         assert captures, r["runId"]
         text = "".join(c["stdout"] + c["stderr"] for c in captures.values())
         assert text.strip(), r["runId"]
-    # Spark's own output (the driver JVM's stderr) of a compaction run reaches the UI
+    # a compaction run's captured log names the Spark Connect server its Spark work ran on;
+    # Spark's own output (the driver JVM's) is that server's log (compose: its service log)
     spark_run = story["compaction_runs"][0]["runId"]
     stderr = "".join(c["stderr"] for c in story["logs"][spark_run].values())
-    assert "log4j" in stderr, stderr[-2000:]  # the driver JVM's own first lines
+    assert "Spark session started (Spark Connect sc://" in stderr, stderr[-2000:]
+    assert "log4j" in topo.services["spark-connect"].log.read_text()
     objects, _ = story["compute_logs_on_s3"]
     assert objects >= len(runs)
 
