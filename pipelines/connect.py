@@ -347,14 +347,14 @@ def serve(directory: Path, master: str, conf: Mapping[str, str], *, host: str = 
     ``idle_timeout`` seconds (0: never) without a lease of a live client process."""
     directory.mkdir(parents=True, exist_ok=True)
     port = port or _free_port(host)
-    conf = _with_fair_default_pool(directory, conf)
+    address = advertise or ("127.0.0.1" if host in ("0.0.0.0", "") else host)
+    conf = _with_ui_url(_with_fair_default_pool(directory, conf), host, address)
     jvm = subprocess.Popen(server_command(master, host, port, conf),
                            env=_server_env(master, conf),
                            stdin=subprocess.DEVNULL)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda sig, _f: stopping.append(sig))
     signal.signal(signal.SIGINT, lambda sig, _f: stopping.append(sig))
-    address = advertise or ("127.0.0.1" if host in ("0.0.0.0", "") else host)
     info = ServerInfo(url=f"sc://{address}:{port}", pid=os.getpid(), jvm_pid=jvm.pid,
                       master=master, log=str(directory / _LOG), started=0.0)
     published = False
@@ -411,6 +411,21 @@ def _with_fair_default_pool(directory: Path, conf: Mapping[str, str]) -> dict[st
     path = directory / "fairscheduler.xml"
     path.write_text(_FAIR_POOLS)
     out["spark.scheduler.allocation.file"] = str(path)
+    return out
+
+
+def _with_ui_url(conf: Mapping[str, str], host: str, address: str) -> dict[str, str]:
+    """``conf`` with the driver UI on a known port (``spark.ui.port``, else a free one) and
+    its address published to the sessions (:data:`pipelines.session.UI_URL_CONF`: a run's
+    ``spark/ui_url``); unchanged when the UI is off."""
+    from pipelines.session import UI_URL_CONF
+
+    out = dict(conf)
+    if out.get("spark.ui.enabled", "true").lower() == "false":
+        return out
+    port = out.get("spark.ui.port") or str(_free_port("" if host == "0.0.0.0" else host))
+    out["spark.ui.port"] = port
+    out.setdefault(UI_URL_CONF, f"http://{os.environ.get('SPARK_PUBLIC_DNS') or address}:{port}")
     return out
 
 

@@ -47,7 +47,8 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
-#: where a Spark Connect server this project started publishes its driver UI (None: no UI)
+#: where a Spark Connect server this project started publishes its driver UI (unset: no UI;
+#: :func:`pipelines.connect.serve`)
 UI_URL_CONF = "spark.pipelines.connect.uiUrl"
 #: Conf applied to every session unless overridden.
 COMMON_DEFAULTS: dict[str, str] = {
