@@ -45,6 +45,7 @@ __all__ = [
     "CdcConfig",
     "CdcSource",
     "build_cdc_asset",
+    "build_landed_partitions_sensor",
     "build_landing_sensor",
     "cdc_commit_user",
     "cdc_identifier",
@@ -228,6 +229,29 @@ def _options(config: CdcConfig, source: CdcSource, user: str,
     return CdcOptions(**kw)
 
 
+def _landed_keys(spec: TableSpec, source: CdcSource
+                 ) -> tuple[dg.TimeWindowPartitionsDefinition, dg.PartitionsDefinition]:
+    """(the calendar of keys a landed directory may name, the run partitions) of a table
+    whose runs are partitioned."""
+    calendar = source.calendar()
+    parts = source.partitions_def(spec.slug)
+    if calendar is None or parts is None:
+        raise SettingsError(f"{spec.identifier}: a landing sensor needs partitioned runs "
+                            "(partitioning daily or hourly)")
+    return calendar, parts
+
+
+def _add_landed(context: dg.SensorEvaluationContext, parts: dg.PartitionsDefinition,
+                keys: list[str]) -> list[dg.AddDynamicPartitionsRequest]:
+    """The request adding those of ``keys`` the dynamic ``parts`` do not have yet (none for
+    calendar partitions)."""
+    if not isinstance(parts, dg.DynamicPartitionsDefinition) or parts.name is None:
+        return []
+    known = set(context.instance.get_dynamic_partitions(parts.name))
+    new = [k for k in keys if k not in known]
+    return [parts.build_add_request(new)] if new else []
+
+
 def build_landing_sensor(spec: TableSpec, source: CdcSource, job: Any, *, name: str,
                          minimum_interval_seconds: int = 60,
                          default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
@@ -236,13 +260,9 @@ def build_landing_sensor(spec: TableSpec, source: CdcSource, job: Any, *, name: 
     directory holds a file; ``run_key`` = the partition: each partition is requested once,
     and a re-run finds its commit anyway). With ``partition_keys: landed`` it first adds the
     landed keys the dynamic partitions do not have yet (a directory whose name is no
-    day / hour of the calendar from ``start`` is ignored)."""
-    calendar = source.calendar()
-    parts = source.partitions_def(spec.slug)
-    if calendar is None or parts is None:
-        raise SettingsError(f"{spec.identifier}: a landing sensor needs partitioned runs "
-                            "(partitioning daily or hourly)")
-    dynamic = parts if isinstance(parts, dg.DynamicPartitionsDefinition) else None
+    day / hour of the calendar from ``start`` is ignored); so does
+    :func:`build_landed_partitions_sensor` while this one is stopped."""
+    calendar, parts = _landed_keys(spec, source)
 
     @dg.sensor(name=name, job=job, minimum_interval_seconds=minimum_interval_seconds,
                default_status=default_status,
@@ -253,16 +273,40 @@ def build_landing_sensor(spec: TableSpec, source: CdcSource, job: Any, *, name: 
                 if calendar.has_partition_key(k)]
         if not keys:
             return dg.SensorResult(skip_reason=f"nothing has landed for {spec.identifier}")
-        adds = []
-        if dynamic is not None and dynamic.name is not None:
-            known = set(context.instance.get_dynamic_partitions(dynamic.name))
-            new = [k for k in keys if k not in known]
-            if new:
-                adds.append(dynamic.build_add_request(new))
         return dg.SensorResult(run_requests=[dg.RunRequest(run_key=k, partition_key=k)
-                                             for k in keys], dynamic_partitions_requests=adds)
+                                             for k in keys],
+                               dynamic_partitions_requests=_add_landed(context, parts, keys))
 
     return _landed
+
+
+def build_landed_partitions_sensor(
+    spec: TableSpec, source: CdcSource, *, name: str, minimum_interval_seconds: int = 60,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
+) -> dg.SensorDefinition:
+    """A sensor adding each landed day (hour) of ``spec`` to its dynamic partitions
+    (``partition_keys: landed``) without requesting runs: a day that lands while the landing
+    sensor is stopped is a partition all the same, "Missing" in the UI and backfillable from
+    it. Ships running."""
+    calendar, parts = _landed_keys(spec, source)
+    if not isinstance(parts, dg.DynamicPartitionsDefinition):
+        raise SettingsError(f"{spec.identifier}: partitions of landed days need "
+                            "partition_keys 'landed'")
+
+    @dg.sensor(name=name, minimum_interval_seconds=minimum_interval_seconds,
+               default_status=default_status,
+               description=f"Days (hours) landed for {spec.identifier} -> its partitions "
+               f"({parts.name}); requests no run (the landing sensor does).")
+    def _register(context: dg.SensorEvaluationContext, landing: LandingZone
+                  ) -> dg.SensorResult:
+        keys = [k for k in source.landed(landing, spec.identifier)
+                if calendar.has_partition_key(k)]
+        adds = _add_landed(context, parts, keys)
+        if not adds:
+            return dg.SensorResult(skip_reason=f"no new landed partition of {spec.identifier}")
+        return dg.SensorResult(dynamic_partitions_requests=adds)
+
+    return _register
 
 
 def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,

@@ -435,6 +435,7 @@ def build_derived(
     minimum_interval_seconds: int = 30,
     sensor_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
     labels: AssetLabels | None = None,
+    source_required: bool = False,
 ) -> Derived:
     """A derived table following ``source`` by snapshot ranges (:func:`apply_range`): its
     asset (pool :data:`~assets.runs.DERIVED_POOL`: one run at a time), its job and the
@@ -444,6 +445,9 @@ def build_derived(
         source_key: the source's asset key (default ``source.key_path``).
         consumer_id / commit_user: default from the target's identifier
             (``mart-orders-enriched``, ``dagster-mart-orders-enriched``).
+        source_required: the source is no table of this code location (another engine
+            writes it): a sensor tick fails while it does not exist, instead of skipping
+            (a table of the code location may just not have been written yet).
     """
     labels = labels or AssetLabels()
     slug = target.identifier.replace(".", "-").replace("_", "-")
@@ -504,7 +508,8 @@ def build_derived(
         name=sensor_name or f"{source.slug}_snapshot_sensor",
         source=source, target=target, job=job, op_name=_derived.op.name,
         consumer_id=consumer, commit_user=user,
-        minimum_interval_seconds=minimum_interval_seconds, default_status=sensor_status)
+        minimum_interval_seconds=minimum_interval_seconds, default_status=sensor_status,
+        source_required=source_required)
     return Derived(_derived, job, sensor)
 
 
@@ -533,9 +538,12 @@ def build_snapshot_sensor(
     commit_user: str,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
+    source_required: bool = False,
 ) -> dg.SensorDefinition:
     """A sensor on new snapshots of ``source`` that requests one run of ``job`` per snapshot
-    range; cursor = the last snapshot id handed out.
+    range; cursor = the last snapshot id handed out. A missing source skips the tick ("does
+    not exist yet"), or fails it when ``source_required`` (no component of the code location
+    writes it: a missing table is a wrong name, not one to wait for).
 
     Ranges of COMPACT snapshots only are not worth a run: when nothing is pending (the
     consumer is at the cursor) the sensor moves the consumer past them itself, so expiry is
@@ -553,6 +561,11 @@ def build_snapshot_sensor(
     def _sensor(context: dg.SensorEvaluationContext, catalog: PaimonCatalog) -> dg.SensorResult:
         cat = catalog.load()
         if not cat.table_exists(source.identifier):
+            if source_required:
+                raise SettingsError(
+                    f"source table {source.identifier} of {target.identifier} does not exist "
+                    f"in the warehouse {catalog.warehouse}: its defs.yaml says "
+                    "source_external (written by another engine): is the name right?")
             return dg.SensorResult(skip_reason=f"{source.identifier} does not exist yet",
                                    cursor=context.cursor)
         src = cat.get_table(source.identifier)

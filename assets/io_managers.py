@@ -25,6 +25,10 @@ core; a frame type is a small :class:`Frame`: Arrow here, a Spark DataFrame in
   nullable columns (the catalog's ALTER TABLE, recorded in a new schema version) and fills the
   table's columns the frame lacks with nulls; ``error`` refuses both with a
   :class:`~paimon_core.SchemaError` naming the column.
+* **untyped columns** (:func:`assets.frames.type_untyped`): an all-null or empty column (Arrow
+  ``null``, a pandas object column of None, polars ``Null``) takes the table's column type; a
+  new table or new column has none to take and is refused, named. An empty frame (even one
+  without columns) overwrites its partitions to empty.
 * **exact values only**: a value that does not fit its column (overflow, precision, time zone,
   unsupported Arrow types such as unsigned 64-bit integers) is refused with a
   :class:`~paimon_core.SchemaError` naming the column (``paimon_core``'s write-side checks).
@@ -40,21 +44,19 @@ Example:
 """
 
 import datetime
-import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
 import pyarrow as pa
-import pyarrow.compute as pc
 from pydantic import Field
 
+from assets.frames import ArrowFrame, Frame, type_untyped
 from assets.metadata import commit_properties, table_state_metadata
 from assets.resources import PaimonCatalog
 from paimon_core import (
     STRING_ROOTS,
     AddColumn,
-    CommitOptions,
     DataType,
     FileStoreTable,
     FileSystemCatalog,
@@ -66,11 +68,9 @@ from paimon_core import (
     TypeRoot,
     UnsupportedError,
     and_,
-    from_arrow_type,
     is_in,
     or_,
     parse_sql_type,
-    to_arrow_type,
 )
 
 if TYPE_CHECKING:
@@ -154,6 +154,7 @@ class PaimonIOManager(dg.ConfigurableIOManager):
         specs = self._partition_specs(context, meta) if context.has_asset_partitions else None
         catalog = self.catalog.load()
         table = _get(catalog, ident)
+        data = type_untyped(data, table, ident, self.row_kind_column)
         typed = None
         if specs is not None:
             data = _with_partition_columns(data, specs, table)
@@ -286,104 +287,14 @@ class PaimonIOManager(dg.ConfigurableIOManager):
         if missing and mode == "error":
             raise SchemaError(f"column {missing[0].name!r} of table {table.identifier} is not in "
                               "the output (schema_update_mode 'error')")
+        # an empty frame (no rows) holds no null for a NOT NULL column it lacks
+        empty = any(not f.type.nullable for f in missing) and data.is_empty()
         for f in missing:
-            if not f.type.nullable:
+            if not f.type.nullable and not empty:
                 raise SchemaError(f"column {f.name!r} of table {table.identifier} is NOT NULL "
                                   "but not in the output")
             data = data.with_constant(f.name, None, f.type)
         return data
-
-
-# ------------------------------------------------------------------------------ frames
-class Frame(Protocol):
-    """What the IO manager needs of an output: its columns and Paimon types, constant
-    columns, the partition check and the write itself."""
-
-    @property
-    def columns(self) -> list[str]: ...
-
-    def fields(self) -> list[tuple[str, DataType]]:
-        """``(name, Paimon type)`` of every column (SchemaError naming a column without
-        one)."""
-        ...
-
-    def with_constant(self, column: str, value: Any, t: DataType) -> "Frame": ...
-
-    def check_rows_in(self, specs: list[dict[str, Any]]) -> None:
-        """SchemaError when a row lies outside every spec (``{column: value}``)."""
-        ...
-
-    def write(self, table: FileStoreTable, specs: list[dict[str, Any]] | None,
-              props: Mapping[str, str], kinds: str | None, *, overwrite: bool) -> int:
-        """Writes and commits; returns the rows written. ``overwrite``: each spec exactly
-        (even by nothing), or the whole table without specs."""
-        ...
-
-
-class ArrowFrame:
-    """An Arrow table as a :class:`Frame` (pyarrow, pandas and polars outputs)."""
-
-    def __init__(self, data: pa.Table) -> None:
-        self.data = data
-
-    @property
-    def columns(self) -> list[str]:
-        return list(self.data.column_names)
-
-    def fields(self) -> list[tuple[str, DataType]]:
-        out = []
-        for f in self.data.schema:
-            try:
-                out.append((f.name, from_arrow_type(f.type, f.nullable)))
-            except SchemaError as e:
-                raise SchemaError(f"column {f.name!r} cannot be stored exactly: {e}") from e
-        return out
-
-    def with_constant(self, column: str, value: Any, t: DataType) -> "ArrowFrame":
-        arrow_type = to_arrow_type(t)
-        if value is None:
-            return ArrowFrame(self.data.append_column(
-                column, pa.nulls(self.data.num_rows, arrow_type)))
-        return ArrowFrame(self.data.append_column(
-            column, pa.array([value] * self.data.num_rows, arrow_type)))
-
-    def _mask(self, spec: dict[str, Any]) -> Any:
-        masks = []
-        for c, v in spec.items():
-            col = self.data.column(c)
-            try:
-                masks.append(pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-                raise SchemaError(f"partition column {c!r} ({col.type}) cannot hold the "
-                                  f"partition value {v!r}") from e
-        out = masks[0]
-        for m in masks[1:]:
-            out = pc.and_(out, m)
-        return out
-
-    def check_rows_in(self, specs: list[dict[str, Any]]) -> None:
-        if not self.data.num_rows:
-            return
-        inside = self._mask(specs[0])
-        for s in specs[1:]:
-            inside = pc.or_(inside, self._mask(s))
-        if not pc.all(inside).as_py():
-            i = int(pc.index(inside, False).as_py())
-            row = {c: self.data.column(c)[i].as_py() for c in specs[0]}
-            raise SchemaError(f"row {i} has partition {row}, outside the run's partitions "
-                              f"{specs}")
-
-    def write(self, table: FileStoreTable, specs: list[dict[str, Any]] | None,
-              props: Mapping[str, str], kinds: str | None, *, overwrite: bool) -> int:
-        if not overwrite:
-            _commit(table, self.data, props, kinds, overwrite=None)
-        elif specs is None:
-            _commit(table, self.data, props, kinds, overwrite={})
-        else:
-            for spec in specs:
-                part = self.data if len(specs) == 1 else self.data.filter(self._mask(spec))
-                _commit(table, part, props, kinds, overwrite=spec)
-        return int(self.data.num_rows)
 
 
 # ------------------------------------------------------------------------------ frame types
@@ -584,17 +495,3 @@ def _spec_predicate(table: FileStoreTable, specs: list[PartitionSpec]) -> Predic
         leaves = [is_in(c, [v]) for c, v in spec.items()]
         ors.append(and_(*leaves) if len(leaves) > 1 else leaves[0])
     return or_(*ors) if len(ors) > 1 else ors[0]
-
-
-def _commit(table: FileStoreTable, data: pa.Table, props: Mapping[str, str],
-            kinds: str | None, *, overwrite: Mapping[str, Any] | None) -> list[int]:
-    """One write and one commit (an OVERWRITE of the static spec ``overwrite`` when given)."""
-    user = str(uuid.uuid4())
-    with table.new_write(user, overwrite=overwrite is not None) as write:
-        if data.num_rows:
-            write.write_arrow(data, row_kind_column=kinds)
-        messages = write.prepare_commit()
-    commit = table.new_commit(user, options=CommitOptions(properties=props))
-    if overwrite is None:
-        return commit.commit(messages)
-    return commit.overwrite(messages, overwrite, dynamic=False)

@@ -24,6 +24,7 @@ from pipelines.config import CatalogSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+    from pyspark.sql import types as T
 
 __all__ = ["PaimonSparkIOManager", "SparkFrame"]
 
@@ -46,8 +47,24 @@ def _any_of(specs: list[dict[str, Any]]) -> "Column":
     return cond
 
 
+def _has_null_type(t: "T.DataType") -> bool:
+    """Whether a Spark type is ``NullType`` (``F.lit(None)``, an all-None column) or holds
+    one: no column type of its own."""
+    from pyspark.sql import types as T
+
+    if isinstance(t, T.NullType):
+        return True
+    if isinstance(t, T.ArrayType):
+        return _has_null_type(t.elementType)
+    if isinstance(t, T.MapType):
+        return _has_null_type(t.keyType) or _has_null_type(t.valueType)
+    if isinstance(t, T.StructType):
+        return any(_has_null_type(f.dataType) for f in t.fields)
+    return False
+
+
 class SparkFrame:
-    """A Spark DataFrame as a :class:`assets.io_managers.Frame`."""
+    """A Spark DataFrame as a :class:`assets.frames.Frame`."""
 
     def __init__(self, df: "DataFrame", settings: CatalogSettings) -> None:
         self.df = df
@@ -75,6 +92,20 @@ class SparkFrame:
 
         return SparkFrame(self.df.withColumn(column, F.lit(value).cast(spark_type(t))),
                           self.settings)
+
+    def untyped(self) -> list[str]:
+        return [f.name for f in self.df.schema.fields if _has_null_type(f.dataType)]
+
+    def cast(self, column: str, t: DataType) -> "SparkFrame":
+        from pyspark.sql import functions as F
+
+        from pipelines.spark_types import spark_type
+
+        return SparkFrame(self.df.withColumn(column, F.col(column).cast(spark_type(t))),
+                          self.settings)
+
+    def is_empty(self) -> bool:
+        return bool(self.df.isEmpty())
 
     def check_rows_in(self, specs: list[dict[str, Any]]) -> None:
         from pyspark.sql import functions as F

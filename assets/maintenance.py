@@ -8,12 +8,13 @@ partition key names its bucket in full (``cdc.orders/bucket-3``,
 they are launched, is the bucket's, and ``dagster.yaml`` admits one run per value of that
 tag: the same bucket never compacts twice at once (see :mod:`assets.runs`; two compactions
 that raced anyway would conflict on the files they delete: the second re-plans from the fresh
-snapshot). The hourly schedule asks the planner which buckets the universal picker would
-compact and requests a run for each of them only; a run does what the picker asks for
-(``strategy="minor"``, what writers do), or a full compaction with the run config
-``full: true`` (the default of ``pipelines.compact`` and ``paimon compact`` is full:
-maintenance states its strategy explicitly). Metadata: files and sorted runs before / after,
-bytes rewritten and written.
+snapshot). A run compacts its bucket fully (one sorted run on the last level), as
+``python -m pipelines.compact`` and ``paimon compact`` do (one default,
+:data:`paimon_core.DEFAULT_COMPACT_STRATEGY`), unless its config says ``strategy: minor``
+(what the universal picker asks for, what writers do; may be nothing). The hourly schedule
+asks the planner which buckets the picker would compact and requests a ``strategy: minor``
+run for each of them only. Metadata: files and sorted runs before / after, bytes rewritten
+and written.
 
 **Expiry** — one asset per table, daily schedule: :func:`pipelines.expire.expire` expires
 snapshots by the table's ``snapshot.*`` retention (consumers and tags keep what they need)
@@ -36,7 +37,7 @@ import dagster as dg
 import pyarrow.compute as pc
 from pydantic import Field
 
-from assets.labels import AssetLabels
+from assets.labels import AssetLabels, SettingsError
 from assets.metadata import (
     COMMIT_KIND,
     SNAPSHOT_ID,
@@ -47,10 +48,12 @@ from assets.metadata import (
     run_commit_user,
     snapshot_metadata,
 )
+from assets.observations import report_table_state
 from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import DAILY_START, TableSpec
 from paimon_core import (
+    DEFAULT_COMPACT_STRATEGY,
     CompactStrategy,
     DataFileMeta,
     FileStoreTable,
@@ -163,14 +166,29 @@ def partition_key_of(spec: TableSpec, partition: dict[str, str] | None, bucket: 
 
 # ------------------------------------------------------------------------------ compaction
 class CompactConfig(dg.Config):
-    """Knobs of a compaction run."""
+    """Knobs of a compaction run: the strategy, full unless told otherwise, as
+    ``python -m pipelines.compact`` and ``paimon compact``
+    (:data:`paimon_core.DEFAULT_COMPACT_STRATEGY`, one home)."""
 
-    full: bool = Field(default=False, description="full compaction (everything to the "
-                       "last level) instead of the universal picker's choice")
+    strategy: CompactStrategy = Field(
+        default=DEFAULT_COMPACT_STRATEGY, description="full: the bucket becomes one sorted "
+        "run on the last level; minor: what the universal picker asks for (may be nothing)")
+    full: bool | None = Field(default=None, description="the older spelling: true = "
+                              "strategy full, false = strategy minor")
 
-    @property
-    def strategy(self) -> CompactStrategy:
-        return "full" if self.full else "minor"
+    def chosen(self) -> CompactStrategy:
+        """The strategy of the run: ``full`` when set, else ``strategy``.
+
+        Raises:
+            SettingsError: ``full`` and an explicit ``strategy`` disagree.
+        """
+        if self.full is None:
+            return self.strategy
+        spelled: CompactStrategy = "full" if self.full else "minor"
+        if "strategy" in self.model_fields_set and self.strategy != spelled:
+            raise SettingsError(f"compaction config: full: {str(self.full).lower()} "
+                                f"contradicts strategy: {self.strategy}")
+        return spelled
 
 
 @dataclass(frozen=True)
@@ -191,6 +209,7 @@ def build_compaction(
     a schedule (``cron``, hourly by default) requesting runs only for the buckets that need
     compaction. ``table_key``: the table's asset key (default ``spec.key_path``)."""
     labels = labels or AssetLabels()
+    table_asset = dg.AssetKey(list(table_key or spec.key_path))
     parts = bucket_partitions(spec, day_start)
     mapping: dg.PartitionMapping = (
         dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=DAY_DIM)
@@ -202,8 +221,7 @@ def build_compaction(
             kinds=("spark", "paimon"),
             description=f"Compact one bucket of {spec.identifier} (pipelines.compact); "
             "partition = " + ("day x bucket." if spec.partition_keys else "bucket.")),
-        deps=[dg.AssetDep(dg.AssetKey(list(table_key or spec.key_path)),
-                          partition_mapping=mapping)],
+        deps=[dg.AssetDep(table_asset, partition_mapping=mapping)],
         partitions_def=parts,
         # no backfill policy: a backfill then runs one partition per run, tagged with it (a
         # policy, even multi_run(1), makes range runs, which carry no dagster/partition)
@@ -234,7 +252,11 @@ def build_compaction(
         # the bucket's live files, listed once: its state before and the job's first plan
         _, groups = list_buckets(handle, partitions=parts_arg, buckets=[bucket])
         before = files_state(table, [f for _, fs in groups.values() for f in fs])
-        todo = pick_buckets(handle, groups, strategy=config.strategy)
+        try:
+            strategy = config.chosen()
+        except SettingsError as e:
+            raise non_retryable(context, str(e)) from e
+        todo = pick_buckets(handle, groups, strategy=strategy)
         snapshot_ids: list[int] = []
         status = "nothing to compact"
         if todo:  # only now start Spark
@@ -242,7 +264,7 @@ def build_compaction(
             if accepts_properties(compact):
                 kwargs["properties"] = context_properties(context)
             report = compact(spark.session(), settings, spec.identifier,
-                             strategy=config.strategy, partitions=parts_arg,
+                             strategy=strategy, partitions=parts_arg,
                              buckets=[bucket],
                              commit_user=run_commit_user(context.run.run_id),
                              table=table, planned=todo, **kwargs)
@@ -250,6 +272,8 @@ def build_compaction(
                 snapshot_ids = [report.snapshot_id]
                 status = "compacted"
         after = bucket_state(table, partition, bucket)  # the compacted snapshot's files
+        if snapshot_ids:  # the table's own asset shows the compacted table
+            report_table_state(context, table, table_asset)
         rewritten, written = (_rewritten_bytes(table, snapshot_ids[-1]) if snapshot_ids
                               else (0, 0))
         context.log.info(
@@ -304,7 +328,9 @@ def build_compaction(
             key = partition_key_of(spec, partition, bucket)
             if not parts.has_partition_key(key):
                 continue  # a day outside the partitions definition
-            requests.append(dg.RunRequest(run_key=f"{stamp}:{key}", partition_key=key))
+            requests.append(dg.RunRequest(  # the picker's choice, not a full rewrite
+                run_key=f"{stamp}:{key}", partition_key=key,
+                run_config={"ops": {_compact.op.name: {"config": {"strategy": "minor"}}}}))
         if not requests:
             return dg.SkipReason(f"no bucket of {spec.identifier} needs compaction")
         return requests
@@ -348,6 +374,7 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
     orphan settings a run uses where its own config leaves them unset."""
     labels = labels or AssetLabels()
     base = defaults or ExpiryConfig()
+    table_asset = dg.AssetKey(list(table_key or spec.key_path))
 
     @dg.asset(
         **labels.asset_kwargs(
@@ -355,7 +382,7 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
             kinds=("spark", "paimon"),
             description=f"Expire old snapshots of {spec.identifier} and remove orphan files "
             "(pipelines.expire)."),
-        deps=[dg.AssetKey(list(table_key or spec.key_path))],
+        deps=[table_asset],
         pool=SPARK_POOL,
         metadata={TABLE: spec.identifier},
     )
@@ -366,8 +393,12 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
         spark: SparkResource,
     ) -> dg.MaterializeResult:
         cat = catalog.load()
-        if not cat.table_exists(spec.identifier):
-            return dg.MaterializeResult(metadata={"expire/status": "no table yet"})
+        if not cat.table_exists(spec.identifier):  # the figures are those of no table: 0
+            return dg.MaterializeResult(metadata={
+                TABLE: spec.identifier, "expire/status": "no table yet",
+                **{k: dg.MetadataValue.int(0) for k in (
+                    "expire/snapshots_expired", "expire/files_deleted", "expire/bytes_freed",
+                    "expire/orphans_removed", "expire/total_bytes_freed")}})
         sm = cat.get_table(spec.identifier).snapshot_manager
         retained_before = _retained(sm)
         config = config.over(base)
@@ -384,7 +415,10 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
             orphans_older_than_millis=now_ms - int(orphan_hours * 3.6e6),
         )
         ex = report.expire
-        sm = cat.get_table(spec.identifier).snapshot_manager
+        table = cat.get_table(spec.identifier)
+        sm = table.snapshot_manager
+        if int(ex.get("expired", 0)):  # the table's own asset shows what expiry left
+            report_table_state(context, table, table_asset)
         freed = int(ex.get("bytes_freed", 0)) + (report.orphan_bytes if report.orphans_deleted
                                                 else 0)
         context.log.info(
@@ -393,6 +427,7 @@ def build_expiry_asset(spec: TableSpec, *, labels: AssetLabels | None = None,
             f"{ex.get('bytes_freed', 0)} bytes freed; {report.orphans_deleted} orphans removed")
         return dg.MaterializeResult(metadata={
             TABLE: spec.identifier,
+            "expire/status": "expired" if ex.get("expired") else "nothing to expire",
             SNAPSHOT_ID: id_text(sm.latest_snapshot_id()),
             COMMIT_KIND: "NONE",
             "expire/snapshots_expired": dg.MetadataValue.int(int(ex.get("expired", 0))),

@@ -23,6 +23,7 @@ __all__ = [
     "ASSET_PROPERTY",
     "COLUMN_SCHEMA",
     "COMMIT_KIND",
+    "REPORTED_BY",
     "ROW_COUNT",
     "RUN_ID_PROPERTY",
     "SNAPSHOT_ID",
@@ -36,6 +37,7 @@ __all__ = [
     "snapshot_metadata",
     "snapshot_stats",
     "snapshots_of_run",
+    "table_state_event",
     "table_state_metadata",
     "table_stats",
 ]
@@ -48,6 +50,9 @@ TABLE = "paimon/table"
 SNAPSHOT_ID = "paimon/snapshot_id"
 #: APPEND / COMPACT / OVERWRITE of the run's last snapshot; NONE: the run committed nothing
 COMMIT_KIND = "paimon/commit_kind"
+#: on a table-state event (:func:`table_state_event`): what made the commit it reports (a
+#: maintenance run, or the state sensor seeing another engine's commit)
+REPORTED_BY = "paimon/reported_by"
 #: Dagster's well-known keys, shown on the asset page
 TABLE_NAME = "dagster/table_name"
 ROW_COUNT = "dagster/row_count"
@@ -199,8 +204,8 @@ def snapshot_metadata(
     * what the table is now: :func:`table_state_metadata` (row count, column schema, live
       files and bytes, sorted runs...), so a no-op run reports the same table, never a drop
       to zero. ``table_state=False`` for an asset that maintains the table rather than
-      being it (compaction): the table's own asset gets that state from the table-state
-      sensor (:mod:`assets.observations`).
+      being it (compaction): the run reports that state on the table's own asset
+      (:func:`assets.observations.report_table_state`).
     """
     import dagster as dg
 
@@ -330,6 +335,28 @@ def table_state_metadata(table: FileStoreTable, *, count_rows: bool = True) -> d
             # run made still stands, and the table's blocking fsck_clean check fails the run
             md["paimon/row_count_error"] = dg.MetadataValue.text(f"{type(e).__name__}: {e}")
     return md
+
+
+def table_state_event(table: FileStoreTable, asset_key: Any, reported_by: str, *,
+                      count_rows: bool = True, description: str | None = None) -> Any:
+    """A materialization of the TABLE's asset (``asset_key``) carrying
+    :func:`table_state_metadata` and :data:`REPORTED_BY`: how a commit that the table's own
+    asset did not make (a compaction or expiry run, another engine) reaches its asset page.
+
+    A materialization, not an ``AssetObservation``: the asset Overview of dagster-webserver
+    1.13 (``AssetNodeOverview``) shows the metadata, row count and columns of the latest
+    MATERIALIZATION (``materialization || observation``: an observation only while the asset
+    was never materialized), so after one run of the table's asset an observation would
+    reach the Events tab only and the Overview would keep the superseded snapshot. No
+    partition: the event describes the whole table, not one partition's data.
+    """
+    import dagster as dg
+
+    md = table_state_metadata(table, count_rows=count_rows)
+    md[REPORTED_BY] = reported_by
+    return dg.AssetMaterialization(
+        asset_key=asset_key, metadata=md,
+        description=description or f"{table.identifier} after a commit of {reported_by}")
 
 
 def column_schema(schema: TableSchema) -> Any:

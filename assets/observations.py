@@ -1,16 +1,21 @@
-"""Observations of a table's state, whoever wrote it (Spark, Flink, Paimon Java, a script).
+"""A table's state on its asset, whoever committed (Spark, Flink, Paimon Java, a compaction
+or expiry run, a script).
 
-Two shapes, both reporting :func:`assets.metadata.table_state_metadata` (live rows, column
-schema, table name / URI, snapshot, live files and bytes, sorted runs, retained snapshots):
+All report :func:`assets.metadata.table_state_metadata` (live rows, column schema, table name /
+URI, snapshot, live files and bytes, sorted runs, retained snapshots):
 
 * :func:`build_table_observation`: an observable source asset for a table Dagster does not
   write; its data version is the latest snapshot id, so downstream assets see it change.
-* :func:`build_table_state_sensor`: a sensor that emits an ``AssetObservation`` for assets that
-  Dagster does materialize (e.g. through the IO managers of :mod:`assets.io_managers`) whenever
-  something else committed (another engine, a compaction run): the cursor keeps the last
-  snapshot id seen per table, so an unchanged table emits nothing, and a snapshot the asset's
-  own materialization committed (its key in the snapshot's ``dagster.asset-key``) is not
-  reported twice.
+* :func:`report_table_state`: a maintenance run (compaction, expiry) reports the table it
+  changed on the TABLE's asset, not only on its own.
+* :func:`build_table_state_sensor` (on by default; every table component adds one): the
+  commits no run of ours reported (another engine, a run that failed after its commit). The
+  cursor keeps the last snapshot id seen per table, so an unchanged table costs one read of
+  its latest snapshot and emits nothing; a snapshot the asset's latest materialization already
+  reports is not reported twice.
+
+The events on the table's asset are materializations (:func:`assets.metadata.table_state_event`
+says why: the asset Overview shows the latest materialization's metadata only).
 
 Example:
     >>> orders = build_table_observation(["sales", "orders"])         # doctest: +SKIP
@@ -24,11 +29,12 @@ from typing import Any
 
 import dagster as dg
 
-from assets.metadata import ASSET_PROPERTY, SNAPSHOT_ID, TABLE_NAME, table_state_metadata
+from assets.metadata import SNAPSHOT_ID, TABLE_NAME, table_state_event, table_state_metadata
 from assets.resources import PaimonCatalog
-from paimon_core import Identifier, TableNotExistError
+from paimon_core import FileStoreTable, Identifier, TableNotExistError
 
-__all__ = ["build_table_observation", "build_table_state_sensor", "observe_table"]
+__all__ = ["build_table_observation", "build_table_state_sensor", "observe_table",
+           "report_table_state", "reported_snapshot"]
 
 
 def observe_table(catalog: PaimonCatalog, identifier: str | Identifier,
@@ -77,22 +83,44 @@ def build_table_observation(
     return _observe
 
 
+def reported_snapshot(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
+    """The snapshot id (text) the asset's latest materialization reported as the table's:
+    its own run's, a maintenance run's or the state sensor's (None: none yet)."""
+    entry = instance.get_latest_materialization_event(key)
+    mat = entry.asset_materialization if entry is not None else None
+    value = mat.metadata.get(SNAPSHOT_ID) if mat is not None else None
+    return None if value is None else str(getattr(value, "value", value))
+
+
+def report_table_state(context: dg.AssetExecutionContext, table: FileStoreTable,
+                       key: dg.AssetKey, *, count_rows: bool = True) -> None:
+    """From a run that committed to (or expired) a table it is not the asset of (compaction,
+    expiry): the table's state on the TABLE's asset (:func:`table_state_event`), so its
+    Overview shows the table as the run left it."""
+    context.log_event(table_state_event(
+        table, key, f"{context.asset_key.to_user_string()} (run {context.run.run_id})",
+        count_rows=count_rows))
+
+
 def build_table_state_sensor(
     name: str,
     tables: Mapping[dg.AssetKey, str],
     *,
-    minimum_interval_seconds: int = 60,
+    minimum_interval_seconds: int = 30,
     count_rows: bool = True,
-    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
 ) -> dg.SensorDefinition:
-    """A sensor emitting an ``AssetObservation`` of each table (asset key -> ``db.table``)
-    whose latest snapshot changed since its last tick (cursor: JSON ``{table: snapshot id}``)
-    unless the asset's own materialization committed it (and so reported that state),
-    needing the ``catalog`` resource."""
+    """A sensor reporting the state of each table (asset key -> ``db.table``) on its asset
+    (:func:`table_state_event`) when its latest snapshot changed since the last tick (cursor:
+    JSON ``{table: last seen snapshot id}``) and no materialization of the asset reported that
+    snapshot yet (:func:`reported_snapshot`: a run of ours did, or this sensor's own earlier
+    event): the commits of other engines, or of a run that failed before reporting. Needs the
+    ``catalog`` resource. On by default."""
 
     @dg.sensor(name=name, minimum_interval_seconds=minimum_interval_seconds,
                default_status=default_status,
-               description="Observes the state of Paimon tables whoever wrote them")
+               description="Reports the state of Paimon tables after commits no run of this "
+               "code location reported (other engines)")
     def _sensor(context: dg.SensorEvaluationContext, catalog: PaimonCatalog) -> dg.SensorResult:
         seen: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
         events = []
@@ -105,10 +133,10 @@ def build_table_state_sensor(
             if snap is None or seen.get(ident) == snap.id:
                 continue
             seen[ident] = snap.id
-            if (snap.properties or {}).get(ASSET_PROPERTY) == key.to_user_string():
-                continue  # the asset's materialization reported this state
-            events.append(dg.AssetObservation(
-                asset_key=key, metadata=table_state_metadata(table, count_rows=count_rows)))
+            if reported_snapshot(context.instance, key) == str(snap.id):
+                continue  # a run of ours reported this state
+            by = f"{snap.commit_user} ({snap.commit_kind.value}), seen by sensor {name}"
+            events.append(table_state_event(table, key, by, count_rows=count_rows))
         return dg.SensorResult(asset_events=events, cursor=json.dumps(seen, sort_keys=True))
 
     return _sensor

@@ -83,6 +83,7 @@ from paimon_core.errors import (
     FileNotFoundInTableError,
     FilterError,
     InvalidIdentifierError,
+    NotAWarehouseError,
     NotFoundError,
     PaimonError,
     SchemaError,
@@ -93,6 +94,7 @@ from paimon_core.errors import (
     TableNotExistError,
     TagNotExistError,
     UnsupportedError,
+    WarehouseNotExistError,
 )
 
 # Every other name is imported on first use (PEP 562): ``import paimon_core`` stays cheap for a
@@ -124,7 +126,7 @@ if TYPE_CHECKING:
         pick_buckets,
         plan_compaction,
     )
-    from paimon_core.compact.options import CompactStrategy, is_full
+    from paimon_core.compact.options import DEFAULT_COMPACT_STRATEGY, CompactStrategy, is_full
     from paimon_core.consumer import Consumer, ConsumerManager
     from paimon_core.expire import BulkDelete, ExpireSnapshots
     from paimon_core.expire_config import ExpireConfig, ExpireResult
@@ -240,6 +242,7 @@ _LAZY: dict[str, str] = {
     "pick_buckets": "paimon_core.compact.manager",
     "plan_compaction": "paimon_core.compact.manager",
     "CompactStrategy": "paimon_core.compact.options",
+    "DEFAULT_COMPACT_STRATEGY": "paimon_core.compact.options",
     "is_full": "paimon_core.compact.options",
     "Consumer": "paimon_core.consumer",
     "ConsumerManager": "paimon_core.consumer",
@@ -375,6 +378,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "BATCH_COMMIT_IDENTIFIER",
     "BINARY_ROOTS",
+    "DEFAULT_COMPACT_STRATEGY",
     "DEFAULT_MAX_ATTEMPTS",
     "INTEGER_ROOTS",
     "INT_RANGES",
@@ -435,6 +439,7 @@ __all__ = [
     "Move",
     "MoveType",
     "MultisetType",
+    "NotAWarehouseError",
     "NotFoundError",
     "Op",
     "Or",
@@ -476,6 +481,7 @@ __all__ = [
     "UpdateColumnPosition",
     "UpdateColumnType",
     "UpdateComment",
+    "WarehouseNotExistError",
     "and_",
     "arrow_short_retract_mask",
     "bind",

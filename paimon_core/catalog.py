@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -16,8 +17,11 @@ from paimon_core.errors import (
     DatabaseAlreadyExistError,
     DatabaseNotEmptyError,
     DatabaseNotExistError,
+    NotAWarehouseError,
+    PaimonError,
     TableAlreadyExistError,
     TableNotExistError,
+    WarehouseNotExistError,
 )
 from paimon_core.identifier import Identifier, validate_name
 from paimon_core.io.file_io import FileIO, join
@@ -33,6 +37,13 @@ if TYPE_CHECKING:
     from paimon_core.schema_change import SchemaChange
 
 DB_SUFFIX = ".db"
+
+
+def _did_you_mean(name: str, known: Sequence[str], prefix: str = "") -> str:
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {prefix + close[0]!r}?)"
+    return f" (it has: {', '.join(prefix + k for k in known[:10])})" if known else ""
 
 
 class FileSystemCatalog:
@@ -124,8 +135,39 @@ class FileSystemCatalog:
         path = self.table_path(ident)
         table = FileStoreTable.load(self.file_io, path, ident, self.manifest_cache)
         if table is None:
-            raise TableNotExistError(str(ident))
+            try:
+                error = self._missing_table(ident)
+            except PaimonError:  # the diagnosis needs listings storage may deny
+                error = TableNotExistError(str(ident))
+            raise error
         return table
+
+    def _missing_table(self, ident: Identifier) -> TableNotExistError:
+        """Why ``ident`` is not there, named: the warehouse does not exist, is no Paimon
+        warehouse (a table or database directory given as the warehouse, or any other
+        directory), lacks the database, or the database lacks the table (did you mean)."""
+        entries = self.file_io.list_status(self.warehouse)
+        if not entries and not self.file_io.is_dir(self.warehouse):
+            return WarehouseNotExistError(self.warehouse, str(ident))
+        names = {st.path.rsplit("/", 1)[-1] for st in entries if st.is_dir}
+        databases = sorted(n[: -len(DB_SUFFIX)] for n in names
+                           if n.endswith(DB_SUFFIX) and len(n) > len(DB_SUFFIX))
+        if not databases:
+            if "schema" in names:
+                detail = "it is a table directory: the warehouse is two levels up"
+            elif self.warehouse.endswith(DB_SUFFIX):
+                detail = "it looks like a database directory: the warehouse is its parent"
+            else:
+                detail = f"no <database>{DB_SUFFIX} directory in it"
+            return NotAWarehouseError(self.warehouse, str(ident), detail)
+        if ident.database not in databases:
+            return TableNotExistError(str(ident), (
+                f"table {str(ident)!r} does not exist: warehouse {self.warehouse!r} has no "
+                f"database {ident.database!r}{_did_you_mean(ident.database, databases)}"))
+        tables = self.list_tables(ident.database)
+        return TableNotExistError(str(ident), (
+            f"table {str(ident)!r} does not exist in warehouse {self.warehouse!r}"
+            f"{_did_you_mean(ident.table, tables, prefix=ident.database + '.')}"))
 
     def create_table(
         self, identifier: str | Identifier, schema: Schema, ignore_if_exists: bool = False

@@ -43,9 +43,29 @@ class DatabaseNotEmptyError(PaimonError):
 
 
 class TableNotExistError(NotFoundError):
-    def __init__(self, identifier: str) -> None:
-        super().__init__(f"table {identifier!r} does not exist")
+    def __init__(self, identifier: str, message: str | None = None) -> None:
+        super().__init__(message or f"table {identifier!r} does not exist")
         self.identifier = identifier
+
+
+class WarehouseNotExistError(TableNotExistError):
+    """A table looked up in a warehouse path where nothing exists (a wrong ``--warehouse``)."""
+
+    def __init__(self, warehouse: str, identifier: str) -> None:
+        super().__init__(identifier, f"warehouse {warehouse!r} does not exist (looking for "
+                                     f"table {identifier!r}); check --warehouse / "
+                                     "PAIMON_WAREHOUSE")
+        self.warehouse = warehouse
+
+
+class NotAWarehouseError(TableNotExistError):
+    """A table looked up in a directory that holds no Paimon warehouse (no ``<db>.db``)."""
+
+    def __init__(self, warehouse: str, identifier: str, detail: str) -> None:
+        super().__init__(identifier, f"{warehouse!r} is not a Paimon warehouse ({detail}; "
+                                     f"looking for table {identifier!r}); check --warehouse / "
+                                     "PAIMON_WAREHOUSE")
+        self.warehouse = warehouse
 
 
 class TableAlreadyExistError(PaimonError):

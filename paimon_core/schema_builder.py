@@ -36,6 +36,17 @@ from paimon_core.types import (
 _MAX_BUCKETS = 2**31 - 1
 
 
+def _column_type(name: str, t: DataType | str | Mapping[str, Any], where: str = "") -> DataType:
+    """Column ``name``'s type: a SQL string, Paimon's type JSON or a type; an error names the
+    column (and ``where``, the file it came from)."""
+    if not isinstance(t, (str, Mapping)):
+        return t
+    try:
+        return parse_sql_type(t) if isinstance(t, str) else parse_type_json(t)
+    except SchemaError as e:
+        raise SchemaError(f"{where}column {name!r}: {e}") from e
+
+
 @dataclass(frozen=True)
 class Schema:
     """A table definition before ids are assigned (``org.apache.paimon.schema.Schema``)."""
@@ -56,25 +67,24 @@ class Schema:
         options: Mapping[str, str] | None = None,
         comment: str | None = None,
     ) -> Schema:
-        fields = tuple(
-            DataField(-1, name, parse_sql_type(t) if isinstance(t, str) else t)
-            for name, t in columns
-        )
+        fields = tuple(DataField(-1, name, _column_type(name, t)) for name, t in columns)
         return cls(fields, tuple(partition_keys), tuple(primary_keys),
                    {str(k): str(v) for k, v in (options or {}).items()}, comment)
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Schema:
+    def from_json(cls, obj: Mapping[str, Any], *, source: str | None = None) -> Schema:
         """The oracle's ``schema.json`` form: ``fields`` [{name, type}], ``partition_keys`` /
-        ``partitionKeys``, ``primary_keys`` / ``primaryKeys``, ``options``, ``comment``."""
+        ``partitionKeys``, ``primary_keys`` / ``primaryKeys``, ``options``, ``comment``.
+        ``source`` (the file or setting it came from) prefixes the errors."""
+        where = f"{source}: " if source else ""
         try:
             fields = []
             for f in obj["fields"]:
-                t = f["type"]
-                fields.append(DataField(-1, f["name"], parse_sql_type(t) if isinstance(t, str)
-                                        else parse_type_json(t), f.get("description")))
+                fields.append(DataField(-1, f["name"], _column_type(f["name"], f["type"], where),
+                                        f.get("description")))
         except (KeyError, TypeError) as e:
-            raise SchemaError(f"schema JSON needs fields with name and type: {e!r}") from e
+            raise SchemaError(f"{where}schema JSON needs fields with name and type: "
+                              f"{e!r}") from e
         opts = obj.get("options") or {}
         return cls(
             tuple(fields),

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from paimon_core.errors import PaimonError, SchemaError, TableNotExistError
+from paimon_core.errors import CommitConflictError, PaimonError, SchemaError, TableNotExistError
 from paimon_core.io.file_io import FileIO
 from paimon_core.option_validation import check_alter_option, validate_options
 from paimon_core.options import CoreOptions
@@ -82,6 +82,8 @@ __all__ = [
     "apply_changes",
     "check_type_change",
     "commit_changes",
+    "publish_schema",
+    "publish_schema_file",
 ]
 
 log = logging.getLogger(__name__)
@@ -528,7 +530,7 @@ def commit_changes(
             raise TableNotExistError(table_path)
         has_snapshots = snapshots.latest_snapshot_id() is not None
         new = apply_changes(old, changes, has_snapshots=has_snapshots)
-        if _publish(file_io, schemas.schema_path(new.id), encode_schema(new)):
+        if publish_schema_file(file_io, schemas.schema_path(new.id), encode_schema(new)):
             return new
         lost.append(new.id)
         if len(lost) > max_retries:
@@ -540,7 +542,23 @@ def commit_changes(
         sleep(min(0.005 * 2 ** min(len(lost), 8), 1.0))
 
 
-def _publish(file_io: FileIO, path: str, data: bytes) -> bool:
+def publish_schema(file_io: FileIO, table_path: str, schema: TableSchema) -> None:
+    """Publish ``schema`` (made by :func:`apply_changes` from schema ``schema.id - 1``) as
+    ``schema-<id>``, exactly as computed: data files may already carry its id and field ids,
+    so it is not re-applied on top of a newer schema (as :func:`commit_changes` does). A
+    schema file already holding exactly ``schema`` counts as published (a retry).
+
+    Raises:
+        CommitConflictError: another schema change took id ``schema.id`` first.
+    """
+    path = SchemaManager(file_io, table_path).schema_path(schema.id)
+    if not publish_schema_file(file_io, path, encode_schema(schema)):
+        raise CommitConflictError(
+            f"schema {schema.id} of {table_path} was created by another writer first: the "
+            "schema change and the rows written for it are not committed; retry the write")
+
+
+def publish_schema_file(file_io: FileIO, path: str, data: bytes) -> bool:
     """Create ``path`` only if absent. A refusal or an error proves nothing (a retried request
     may have created it for us): the file is read back and compared (reliability rule 2)."""
     error: PaimonError | None = None

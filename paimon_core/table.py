@@ -219,7 +219,7 @@ class FileStoreTable:
         partitions: Sequence[Mapping[str, Any]] | None = None,
         buckets: Sequence[int] | None = None,
         *,
-        strategy: CompactStrategy = "full",
+        strategy: CompactStrategy | None = None,
         commit_user: str | None = None,
         max_attempts: int | None = None,
     ) -> int | None:
@@ -227,12 +227,15 @@ class FileStoreTable:
         and buckets (default all) into one COMPACT snapshot, re-planning on conflicts; see
         :func:`paimon_core.compact.manager.compact_table`. A full compaction (one sorted run
         per bucket on the max level) unless ``strategy="minor"``: then what the universal
-        picker asks for. ``max_attempts`` defaults to
+        picker asks for (``None``: :data:`paimon_core.compact.options.DEFAULT_COMPACT_STRATEGY`).
+        ``max_attempts`` defaults to
         :data:`paimon_core.compact.manager.DEFAULT_MAX_ATTEMPTS`. Returns the snapshot id, or
         None when nothing needed compaction."""
         from paimon_core.compact.manager import DEFAULT_MAX_ATTEMPTS, compact_table
+        from paimon_core.compact.options import DEFAULT_COMPACT_STRATEGY
 
-        return compact_table(self, partitions=partitions, buckets=buckets, strategy=strategy,
+        return compact_table(self, partitions=partitions, buckets=buckets,
+                             strategy=DEFAULT_COMPACT_STRATEGY if strategy is None else strategy,
                              commit_user=commit_user,
                              max_attempts=DEFAULT_MAX_ATTEMPTS if max_attempts is None
                              else max_attempts)

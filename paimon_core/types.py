@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import enum
 import re
 from dataclasses import dataclass, field, replace
@@ -250,6 +251,11 @@ _SIMPLE_ALIASES: dict[str, TypeRoot] = {
     "DATE": TypeRoot.DATE,
 }
 
+#: every type name :func:`parse_sql_type` knows (for "did you mean")
+_TYPE_WORDS = [*_SIMPLE_ALIASES, "DECIMAL", "NUMERIC", "DEC", "STRING", "BYTES", "CHAR",
+               "VARCHAR", "BINARY", "VARBINARY", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ", "ARRAY",
+               "MULTISET", "MAP", "ROW"]
+
 _TOKEN = re.compile(r"\s*(<|>|\(|\)|,|`[^`]*`|'[^']*'|[A-Za-z_][A-Za-z0-9_$]*|\d+|\S)")
 
 
@@ -413,7 +419,10 @@ def _parse(toks: _Tokens) -> DataType:
             break
         toks.expect(">")
         return RowType(tuple(fields), _nullability(toks))
-    raise SchemaError(f"unknown type {word!r} in {toks.text!r}")
+    close = difflib.get_close_matches(word, _TYPE_WORDS, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    within = f" in {toks.text!r}" if toks.text.strip().upper() != word else ""
+    raise SchemaError(f"unknown type {word!r}{within}{hint}")
 
 
 def _check_precision(p: int, toks: _Tokens) -> None:

@@ -49,6 +49,7 @@ from pipelines.config import (
     TableHandle,
     add_catalog_args,
     add_spark_args,
+    check_table,
     configure_logging,
     parse_pairs,
     run_job_main,
@@ -233,6 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipelines.session import get_session
 
     settings = CatalogSettings.from_args(args)
+    if (rc := check_table(settings, args.table, "batch_overwrite")) is not None:
+        return rc
     spark = get_session(SparkSettings.from_args(args, app_name="paimon-batch-overwrite"))
     try:
         if args.source_table:

@@ -40,9 +40,11 @@ of the whole landing directory, applies every event exactly once). Per batch, on
    reason; for ``bad value for <col>`` the refused value's text in ``value``), keeps the
    last change of every key by source position and writes the rows;
 3. on the driver: when the images carried new columns, the files are deleted, the columns
-   added (``ALTER TABLE ADD COLUMN``, type inferred from the JSON values) and the job runs
-   again; ``_summary.json`` gets the counts per reason; above ``max_error_ratio`` the files are
-   deleted and the batch fails; otherwise one commit.
+   added to a schema computed in memory (``ADD COLUMN``, type inferred from the JSON values)
+   and the job runs again with it; ``_summary.json`` gets the counts per reason; above
+   ``max_error_ratio`` the files are deleted and the batch fails (no schema written); otherwise
+   the new schema is published and the batch committed (:mod:`pipelines.cdc_schema`: the
+   columns land with the rows or not at all).
 
 Across batches, events that arrive out of order are resolved by the table's
 ``sequence.field``: declare e.g. ``_seq BIGINT`` with ``'sequence.field' = '_seq'`` and the job
@@ -91,7 +93,6 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from paimon_core import (
-    AddColumn,
     CommitMessage,
     CommitOptions,
     CommitStateUnknownError,
@@ -108,6 +109,7 @@ from paimon_core import (
     deduplicate,
     join,
 )
+from paimon_core.schema_pending import PendingSchemaRaceError
 from pipelines.cdc_avro import avro_file_order
 from pipelines.cdc_decode import output_schema, split_text
 from pipelines.cdc_events import (
@@ -117,11 +119,10 @@ from pipelines.cdc_events import (
     TOMBSTONE,
     TRUNCATE,
     Unavailable,
-    infer_column_type,
     is_supported_type,
     position_columns,
 )
-from pipelines.cdc_formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence, sample_values
+from pipelines.cdc_formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence
 from pipelines.cdc_ranges import (
     DEFAULT_MAX_BYTES,
     LineNumbers,
@@ -130,6 +131,7 @@ from pipelines.cdc_ranges import (
     plan_ranges,
 )
 from pipelines.cdc_routing import routing
+from pipelines.cdc_schema import commit_batch, evolve, settle, withdraw
 from pipelines.cdc_toast import fill_unavailable
 from pipelines.cdc_values import bad_value
 from pipelines.config import (
@@ -138,7 +140,9 @@ from pipelines.config import (
     TableHandle,
     add_catalog_args,
     add_spark_args,
+    check_table,
     configure_logging,
+    load_schema_file,
     run_job_main,
 )
 from pipelines.session import default_parallelism
@@ -235,6 +239,18 @@ class BatchReport:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
+
+    def tally(self, counts: Mapping[str, int]) -> None:
+        """Take the batch's event counts per outcome (``""``: valid, else the reason)."""
+        self.events = sum(counts.values())
+        self.valid = counts.get("", 0)
+        self.tombstones = counts.get(TOMBSTONE, 0)
+        self.messages = counts.get(MESSAGE, 0)
+        self.truncates = counts.get(TRUNCATE, 0)
+        self.ddl = counts.get(DDL, 0)
+        self.reasons = {k: v for k, v in sorted(counts.items())
+                        if k not in ("", TOMBSTONE, MESSAGE, TRUNCATE, DDL)}
+        self.malformed = sum(self.reasons.values())
 
 
 # ---------------------------------------------------------------------------- input
@@ -792,18 +808,41 @@ def _key_only_deletes(data: pa.Table, fields: Sequence[DataField],
     return data
 
 
-def _evolve(settings: CatalogSettings, handle: TableHandle, samples: dict[str, list[str]],
-            fmt: str = DEFAULT_FORMAT) -> tuple[TableHandle, dict[str, str]]:
-    """Add the new columns, typed from the JSON values of sample events of format ``fmt``
-    (altering the handle's table: no second load)."""
-    names = sorted(samples)
-    lines = [x for k in names for x in samples[k]]
-    values = sample_values(fmt, lines, names)
-    added = {n: infer_column_type(values[n]) for n in names}
-    table = handle.open()
-    table.alter([AddColumn(n, t) for n, t in added.items()])
-    log.info("table %s: added columns %s", handle.identifier, added)
-    return TableHandle.of(settings, table), added
+def _check_malformed(report: BatchReport, fio: FileIO, quarantine: str | None,
+                     max_ratio: float) -> None:
+    """Refuse a batch with malformed events but no ``quarantine`` location, or with more
+    than ``max_ratio`` of them (the quarantine's ``_summary.json`` written first)."""
+    if not report.malformed:
+        return
+    if quarantine is None:
+        raise SchemaError(f"batch {report.batch} has {report.malformed} malformed events and "
+                          "no quarantine location was given")
+    report.quarantine = quarantine
+    fio.write_bytes(join(quarantine, "_summary.json"), report.to_json().encode("utf-8"))
+    if report.error_ratio > max_ratio:
+        raise ErrorRatioExceeded(report, max_ratio)
+
+
+def _cdc_table(settings: CatalogSettings, identifier: str, table: FileStoreTable | None,
+               opts: CdcOptions) -> TableHandle:
+    """The handle on the table ``identifier`` (``table`` when the caller opened it), checked:
+    a known format, a primary key, columns change events can carry."""
+    if opts.format not in FORMATS:
+        raise SchemaError(f"unknown CDC format {opts.format!r}; one of "
+                          f"{', '.join(sorted(FORMATS))}")
+    handle = (TableHandle.of(settings, table) if table is not None
+              else TableHandle.load(settings, identifier))
+    if not handle.schema.primary_keys:
+        raise SchemaError(f"CDC needs a primary-key table; {identifier} has no primary key")
+    for f in handle.schema.fields:
+        if not is_supported_type(f.type):
+            raise UnsupportedError(f"column {f.name} of type {f.type.sql()} cannot be decoded "
+                                   "from change events")
+    return handle
+
+
+#: attempts of a batch whose new schema id another writer took meanwhile
+_SCHEMA_RACE_ATTEMPTS = 3
 
 
 def ingest_batch(
@@ -824,31 +863,56 @@ def ingest_batch(
     the snapshot's properties (e.g. the orchestrator's run id). ``table``: the table
     ``identifier`` as the caller opened it (from ``settings``' catalog; default: opened here);
     ``checked``: the caller already asked whether the commit user committed ``batch`` (it did
-    not), so the question is not asked again.
+    not), so the question is not asked again. New columns land with the batch's snapshot or
+    not at all (:mod:`pipelines.cdc_schema`); when another writer changes the schema while
+    the batch is written with its new columns, the batch is written again (a few times).
 
     Raises:
         ErrorRatioExceeded: too many malformed events (quarantine written, nothing committed).
         SchemaError / UnsupportedError: a table the events cannot be written to.
     """
+    for attempt in range(1, _SCHEMA_RACE_ATTEMPTS + 1):
+        try:
+            return _ingest_batch(spark, settings, identifier, batch, files, options,
+                                 landing_io=landing_io, quarantine_root=quarantine_root,
+                                 properties=properties, table=table, checked=checked)
+        except PendingSchemaRaceError as e:
+            if attempt == _SCHEMA_RACE_ATTEMPTS:
+                raise
+            log.warning("%s; writing batch %s again (attempt %s)", e, batch, attempt + 1)
+            table = None  # the latest schema, loaded again
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _ingest_batch(
+    spark: SparkSession,
+    settings: CatalogSettings,
+    identifier: str,
+    batch: int,
+    files: Sequence[str],
+    options: CdcOptions | None = None,
+    *,
+    landing_io: FileIO | None = None,
+    quarantine_root: str | None = None,
+    properties: Mapping[str, str] | None = None,
+    table: FileStoreTable | None = None,
+    checked: bool = False,
+) -> BatchReport:
+    """One attempt of :func:`ingest_batch`."""
     opts = options or CdcOptions()
-    if opts.format not in FORMATS:
-        raise SchemaError(f"unknown CDC format {opts.format!r}; one of "
-                          f"{', '.join(sorted(FORMATS))}")
     # the table is opened once: every driver step below uses handle.open() (the same object)
-    handle = (TableHandle.of(settings, table) if table is not None
-              else TableHandle.load(settings, identifier))
-    if not handle.schema.primary_keys:
-        raise SchemaError(f"CDC needs a primary-key table; {identifier} has no primary key")
-    for f in handle.schema.fields:
-        if not is_supported_type(f.type):
-            raise UnsupportedError(f"column {f.name} of type {f.type.sql()} cannot be decoded "
-                                   "from change events")
+    handle = _cdc_table(settings, identifier, table, opts)
     user = opts.commit_user or f"cdc-{identifier}"
     report = BatchReport(batch)
     # "already committed?" is asked once; commit_messages is told (checked=True)
     if not checked and not handle.open().new_commit(user).filter_committed([batch]):
         report.skipped = True
         return report
+    # a schema a crashed run of this batch published is adopted, any other left over withdrawn
+    handle, adopted = settle(settings, handle, user, batch)
+    if adopted is not None:  # the columns this batch adds (published by its crashed run)
+        report.new_columns = {n: handle.schema.field(n).type.sql() for n in adopted.added
+                              if n in handle.schema.field_names}
     routing(handle.schema, 1)  # a bucket mode the job can write (else an error naming it)
     check_sequence(opts.format, _sequence_column(handle, opts), opts.position_fields)
     fio = landing_io or settings.file_io()
@@ -870,14 +934,20 @@ def ingest_batch(
         return _write_pass(h, user, decoded_blobs(spark, fio, files, h, opts, ranges), opts,
                            fio, base, batch, files, start_snapshot, ranges, truncates)
 
-    def abort(messages: Sequence[CommitMessage]) -> None:
+    def abort(messages: Sequence[CommitMessage], refused: bool = True) -> None:
         if messages:
             handle.open().new_commit(user).abort(messages)
+        if refused:  # nothing of the batch lands: its schema neither
+            withdraw(handle, adopted)
 
     res = run(handle)
+    added: dict[str, str] = {}  # the columns this run adds (published with the snapshot)
     if res.unknown and opts.evolve_schema:
-        abort(res.messages)  # written with the old schema: write again with the new one
-        handle, report.new_columns = _evolve(settings, handle, res.unknown, opts.format)
+        # written with the old schema: write again with the new one (in memory until the
+        # commit: every refusal below is decided before it is published)
+        abort(res.messages, refused=False)
+        handle, added = evolve(handle, res.unknown, opts.format)
+        report.new_columns = added
         res = run(handle)
     if len(res.connectors) > 1 and opts.position_fields is None:
         abort(res.messages)
@@ -889,41 +959,32 @@ def ingest_batch(
     if truncates:
         # the table is emptied at each truncate's position: the rows are written again, split
         # at the truncates, and committed in steps (_steps)
-        abort(res.messages)
+        abort(res.messages, refused=False)
         res = run(handle, truncates)
-    counts = res.counts
-    report.events = sum(counts.values())
-    report.valid = counts.get("", 0)
-    report.tombstones = counts.get(TOMBSTONE, 0)
-    report.messages = counts.get(MESSAGE, 0)
-    report.truncates = counts.get(TRUNCATE, 0)
-    report.ddl = counts.get(DDL, 0)
-    report.reasons = {k: v for k, v in sorted(counts.items())
-                      if k not in ("", TOMBSTONE, MESSAGE, TRUNCATE, DDL)}
-    report.malformed = sum(report.reasons.values())
-    if report.malformed:
-        if base is None:
-            abort(res.messages)
-            raise SchemaError(f"batch {batch} has {report.malformed} malformed events and "
-                              "no quarantine location was given")
-        report.quarantine = base
-        fio.write_bytes(join(base, "_summary.json"), report.to_json().encode("utf-8"))
-        if report.error_ratio > opts.max_error_ratio:
-            abort(res.messages)
-            raise ErrorRatioExceeded(report, opts.max_error_ratio)
+    report.tally(res.counts)
+    try:
+        _check_malformed(report, fio, base, opts.max_error_ratio)
+    except PaimonError:
+        abort(res.messages)
+        raise
     commit_options = CommitOptions(properties={
         **(properties or {}), "cdc.batch": str(batch), "cdc.events": str(report.events),
         "cdc.malformed": str(report.malformed)})
-    if truncates:
-        report.snapshot_ids = _commit_steps(handle, user, _steps(res.segments), batch,
-                                            commit_options)
-    else:
-        report.snapshot_ids = commit_messages(handle, user, res.messages,
-                                              commit_identifier=batch, checked=True,
-                                              options=commit_options)
+    segments, messages = res.segments, res.messages
+    try:
+        report.snapshot_ids = commit_batch(
+            handle, user, batch, list(added), adopted,
+            (lambda: _commit_steps(handle, user, _steps(segments), batch, commit_options))
+            if truncates else
+            (lambda: commit_messages(handle, user, messages, commit_identifier=batch,
+                                     checked=True, options=commit_options)))
+    except PendingSchemaRaceError:
+        abort(res.messages, refused=False)  # written with a schema id another writer took
+        raise
     report.rows_written = res.rows
     report.skipped = not report.snapshot_ids and bool(res.messages)
     return report
+
 
 def ingest(
     spark: SparkSession,
@@ -940,8 +1001,12 @@ def ingest(
     the table is created from ``schema`` when missing. Stops at the first failing batch."""
     opts = options or CdcOptions()
     catalog = settings.catalog()
-    table = (catalog.create_table(identifier, schema, ignore_if_exists=True)
-             if schema is not None else None)
+    table = None
+    if schema is not None:
+        existed = catalog.table_exists(identifier)
+        table = catalog.create_table(identifier, schema, ignore_if_exists=True)
+        if not existed:
+            log.info("created table %s at %s", identifier, table.path)
     fio = FileIO(landing, dict(settings.storage_options))
     q_root = opts.quarantine or join(landing, "_quarantine")
     reports = []
@@ -1002,11 +1067,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipelines.session import get_session
 
     settings = CatalogSettings.from_args(args)
+    try:  # before the JVM starts: a wrong --schema or --warehouse fails at once, named
+        schema = load_schema_file(args.schema) if args.schema else None
+    except PaimonError as e:
+        print(f"cdc_ingest: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    if schema is None and (rc := check_table(settings, args.table, "cdc_ingest")) is not None:
+        return rc
     spark = get_session(SparkSettings.from_args(args, app_name="paimon-cdc-ingest"))
-    schema = None
-    if args.schema:
-        with open(args.schema, encoding="utf-8") as fh:
-            schema = Schema.from_json(json.load(fh))
     opts = CdcOptions(
         position_fields=(tuple(x.strip() for x in args.position_fields.split(",") if x.strip())
                          if args.position_fields else None),

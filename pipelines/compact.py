@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from paimon_core import (
+    DEFAULT_COMPACT_STRATEGY,
     DEFAULT_MAX_ATTEMPTS,
     BucketCompactor,
     BucketWork,
@@ -77,6 +78,7 @@ from pipelines.config import (
     TableHandle,
     add_catalog_args,
     add_spark_args,
+    check_table,
     configure_logging,
     limit_task_threads,
     parse_pairs,
@@ -141,7 +143,7 @@ def list_buckets(
 
 
 def pick_buckets(handle: TableHandle, groups: BucketFiles, *,
-                 strategy: CompactStrategy = "full") -> list[BucketWork]:
+                 strategy: CompactStrategy = DEFAULT_COMPACT_STRATEGY) -> list[BucketWork]:
     """The buckets of ``groups`` (:func:`list_buckets`) the strategy would compact."""
     return core_pick_buckets(handle.open(), groups, full=is_full(strategy))
 
@@ -149,7 +151,7 @@ def pick_buckets(handle: TableHandle, groups: BucketFiles, *,
 def plan_compaction(
     handle: TableHandle,
     *,
-    strategy: CompactStrategy = "full",
+    strategy: CompactStrategy = DEFAULT_COMPACT_STRATEGY,
     partitions: Sequence[Mapping[str, Any]] | None = None,
     buckets: Sequence[int] | None = None,
 ) -> tuple[int | None, list[BucketWork]]:
@@ -264,7 +266,7 @@ def compact(
     settings: CatalogSettings,
     identifier: str,
     *,
-    strategy: CompactStrategy = "full",
+    strategy: CompactStrategy = DEFAULT_COMPACT_STRATEGY,
     partitions: Sequence[Mapping[str, Any]] | None = None,
     buckets: Sequence[int] | None = None,
     commit_user: str | None = None,
@@ -385,6 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipelines.session import LOCAL_DEFAULTS, get_session
 
     settings = CatalogSettings.from_args(args)
+    if (rc := check_table(settings, args.table, "compact")) is not None:
+        return rc
     spark_settings = SparkSettings.from_args(args, app_name="paimon-compact")
     archive = _local_archive(spark_settings)
     spark = get_session(spark_settings,

@@ -37,6 +37,9 @@ from paimon_core import (
     FileStoreTable,
     FileSystemCatalog,
     Identifier,
+    PaimonError,
+    Schema,
+    SchemaError,
     TableSchema,
     limit_threads,
 )
@@ -52,8 +55,10 @@ __all__ = [
     "TableHandle",
     "add_catalog_args",
     "add_spark_args",
+    "check_table",
     "configure_logging",
     "limit_task_threads",
+    "load_schema_file",
     "parse_pairs",
     "run_job_main",
 ]
@@ -261,6 +266,38 @@ def configure_logging(level: int = logging.INFO) -> None:
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         handler._pipelines = True  # type: ignore[attr-defined]
         log.addHandler(handler)
+
+
+def load_schema_file(path: str) -> Schema:
+    """The table schema of a job's ``--schema`` JSON file; every error names the file (and
+    the column: ``orders.json: column 'id': unknown type 'BIGNT' ... (did you mean
+    'BIGINT'?)``).
+
+    Raises:
+        SchemaError: unreadable, not JSON, or not a schema.
+    """
+    try:
+        with open(path, encoding="utf-8") as fh:
+            obj = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise SchemaError(f"--schema {path}: {e}") from e
+    if not isinstance(obj, dict):
+        raise SchemaError(f"--schema {path}: not a JSON object")
+    return Schema.from_json(obj, source=path)
+
+
+def check_table(settings: CatalogSettings, identifier: str, prog: str) -> int | None:
+    """Open the job's table before its Spark session starts, so that a wrong ``--warehouse``
+    or table name fails in a second with its own message (the warehouse does not exist / is
+    not a Paimon warehouse / lacks the database or table: :class:`TableNotExistError` and its
+    leaves) instead of after the JVM's start-up. Returns the exit code 1 after printing the
+    error, None when the table is there."""
+    try:
+        settings.catalog().get_table(identifier)
+    except PaimonError as e:
+        print(f"{prog}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return None
 
 
 def add_catalog_args(p: argparse.ArgumentParser) -> None:

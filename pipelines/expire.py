@@ -48,6 +48,7 @@ from pipelines.config import (
     TableHandle,
     add_catalog_args,
     add_spark_args,
+    check_table,
     configure_logging,
     run_job_main,
 )
@@ -212,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipelines.session import get_session
 
     settings = CatalogSettings.from_args(args)
+    if (rc := check_table(settings, args.table, "expire")) is not None:
+        return rc
     spark = get_session(SparkSettings.from_args(args, app_name="paimon-expire"))
     try:
         report = expire(

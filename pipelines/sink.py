@@ -59,6 +59,7 @@ from paimon_core import (
 from pipelines.cdc_routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle, parse_pairs
 from pipelines.session import known_partitions
+from pipelines.sink_schema import WriteSchema, write_schema
 from pipelines.spark_types import paimon_type
 from pipelines.sql_tables import effective_options
 from pipelines.writer import (
@@ -166,10 +167,10 @@ def bucketed_input(df: DataFrame, options: Mapping[str, str], defaults: Mapping[
     """``df`` shuffled for a primary-key table, and the write options to add, when the write
     ``options`` (``defaults`` = the session's ``spark.paimon.*``) go to one (created here
     from ``df``'s schema when missing, as the writer would); else None (written as it is).
-    Fixed buckets (when ``df`` has more than one partition): each bucket's rows in one Spark
-    partition. Dynamic bucket (``bucket=-1``): each assigner channel's rows in Spark
-    partition = channel, and :data:`WRITE_ASSIGNER_TASKS` tells the writer the channels.
-    ``target`` resolves the table from the options (the source's)."""
+    Fixed buckets (when ``df`` has more than one partition, or is a stream: each micro-batch
+    may): each bucket's rows in one Spark partition. Dynamic bucket (``bucket=-1``): each
+    assigner channel's rows in Spark partition = channel, and :data:`WRITE_ASSIGNER_TASKS`
+    tells the writer the channels. ``target`` resolves the table from the options (the source's)."""
     opts = effective_options(options, None, defaults)
     if not (opts.get("table") or opts.get("path")) or not opts.get("warehouse"):
         return None  # the writer raises the typed error
@@ -181,7 +182,7 @@ def bucketed_input(df: DataFrame, options: Mapping[str, str], defaults: Mapping[
     if route is not None:
         return (bucketed(df, handle).drop(BUCKET_COLUMN),
                 {WRITE_ASSIGNER_TASKS: str(route.tasks)})
-    if schema.num_buckets <= 0 or known_partitions(df) == 1:
+    if schema.num_buckets <= 0 or (not df.isStreaming and known_partitions(df) == 1):
         return None
     return bucketed(df, handle).drop(BUCKET_COLUMN), {}
 
@@ -235,7 +236,12 @@ class _Writes:
                  overwrite: bool, commit_user: str) -> None:
         self.overwrite = overwrite
         self.row_kind_column = _row_kind_column(options, schema)
-        self.handle = _open_or_create(target, options, schema, self.row_kind_column)
+        handle = _open_or_create(target, options, schema, self.row_kind_column)
+        rk = self.row_kind_column
+        #: the schema the rows go into: every input column written or refused here
+        self.columns: WriteSchema = write_schema(handle, schema, options,
+                                                 ignore=[rk] if rk else [])
+        self.handle = self.columns.handle
         self.commit_user = commit_user
         self.route: Routing | None = None
         if self.handle.schema.num_buckets == -1 and self.handle.schema.primary_keys:
@@ -244,9 +250,10 @@ class _Writes:
                 raise UnsupportedError(
                     f"this write cannot go to {self.handle.identifier}, a dynamic bucket "
                     "primary-key table (bucket=-1): its rows were not routed to assigner "
-                    "tasks (a SQL INSERT or a stream); df.write.format('paimon').save(...) "
-                    "and pipelines.writer.write_dataframe route them, or give the table a "
-                    "fixed 'bucket' count")
+                    "tasks (a parameterized SQL INSERT, Spark Connect, or a session without "
+                    "pipelines.sql.register_sql); df.write.format('paimon').save(...), "
+                    "writeStream, spark.sql's INSERT and pipelines.writer.write_dataframe "
+                    "route them, or give the table a fixed 'bucket' count")
             self.route = routing(self.handle.schema, tasks)
             if self.route.tasks != tasks:
                 raise SchemaError(f"option {WRITE_ASSIGNER_TASKS}={tasks} does not match the "
@@ -254,7 +261,8 @@ class _Writes:
 
     def write_task(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
         channel = None if self.route is None else self.route.channel(_task_id())
-        messages, rows = write_batches(self.handle, self.commit_user, iterator,
+        messages, rows = write_batches(self.handle, self.commit_user,
+                                       self.columns.fill(iterator),
                                        row_kind_column=self.row_kind_column,
                                        assigner_channel=channel)
         return PaimonCommitMessage(pickle.dumps(messages), rows, _task_id())
@@ -270,10 +278,27 @@ class _Writes:
             raise UnsupportedError(
                 f"{len(shared)} bucket(s) of primary-key table {self.handle.identifier} "
                 f"({buckets}) got rows from more than one Spark task: their records would "
-                "share sequence numbers. df.write.format('paimon').save(...) shuffles by "
-                "bucket itself; a SQL INSERT cannot (Spark gives a Python data source no "
-                "hook): insert from a DataFrame instead, or from a single partition "
-                "(SELECT /*+ COALESCE(1) */ ...)")
+                "share sequence numbers. df.write.format('paimon').save(...), writeStream "
+                "and spark.sql's INSERT (literal text, classic session) shuffle by bucket "
+                "themselves; this write came without (a parameterized INSERT, Spark Connect, "
+                "or a session without pipelines.sql.register_sql): write from a DataFrame, "
+                "or from a single partition (SELECT /*+ COALESCE(1) */ ...)")
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None], *,
+               commit_identifier: int | None,
+               overwrite_partition: dict[str, str] | None = None,
+               options: CommitOptions | None = None) -> None:
+        """Commit the tasks' files once: after the bucket check and, when the write evolved
+        the schema, after publishing it (a conflict there deletes the files)."""
+        self.check_buckets(messages)
+        try:
+            self.columns.publish()
+        except BaseException:
+            self.abort_all(messages)
+            raise
+        commit_messages(self.handle, self.commit_user, _unpickle(messages),
+                        commit_identifier=commit_identifier, overwrite=self.overwrite,
+                        overwrite_partition=overwrite_partition, options=options)
 
     def abort_all(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         msgs = _unpickle(messages)
@@ -300,14 +325,9 @@ class PaimonWriter(DataSourceArrowWriter):
         return self.writes.write_task(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        w = self.writes
-        w.check_buckets(messages)
-        commit_messages(
-            w.handle, w.commit_user, _unpickle(messages),
-            commit_identifier=self.commit_identifier, overwrite=w.overwrite,
-            overwrite_partition=self.overwrite_partition,
-            options=CommitOptions(dynamic_partition_overwrite=self.dynamic),
-        )
+        self.writes.commit(messages, commit_identifier=self.commit_identifier,
+                           overwrite_partition=self.overwrite_partition,
+                           options=CommitOptions(dynamic_partition_overwrite=self.dynamic))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         self.writes.abort_all(messages)
@@ -350,11 +370,8 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         return self.writes.write_task(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        w = self.writes
-        w.check_buckets(messages)
         # an identifier the user already committed (a replayed batch) is not applied again
-        commit_messages(w.handle, w.commit_user, _unpickle(messages),
-                        commit_identifier=int(batchId), overwrite=w.overwrite)
+        self.writes.commit(messages, commit_identifier=int(batchId))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         self.writes.abort_all(messages)

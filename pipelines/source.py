@@ -274,10 +274,13 @@ class PaimonDataSource(DataSource):
         if not (options.get("table") or options.get("path")) and not self.options:
             raise SchemaError(
                 "the paimon data source needs a table: option 'table' or save('db.t'). An "
-                "INSERT into a 'USING paimon' table arrives without the table's OPTIONS when "
-                "every column of its SELECT matches the table's by name and type (Spark hands "
-                "the writer the SELECT's own columns): alias or cast one column "
-                "(SELECT id AS id2, ...), or write with df.write.format('paimon').save('db.t')")
+                "INSERT into a 'USING paimon' table that did not go through spark.sql of a "
+                "session with pipelines.sql.register_sql (parameterized, Spark Connect, the "
+                "spark-sql shell) arrives without the table's OPTIONS when every column of its "
+                "SELECT matches the table's by name and type: alias or cast one column "
+                "(SELECT id AS id2, ...), or write with df.write.format('paimon').save('db.t'); "
+                "a table created with a column list outside such a spark.sql names no Paimon "
+                "table: CREATE it again through it")
         return PaimonWriter(write_target(options), options, schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:

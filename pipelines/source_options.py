@@ -39,6 +39,7 @@ from pipelines.sink import (
     ROW_KIND_COLUMN,
     WRITE_ASSIGNER_TASKS,
 )
+from pipelines.sink_schema import EXPLICIT_CAST, MERGE_SCHEMA, MERGE_SCHEMA_ALIAS
 from pipelines.sql_tables import CREATE_TABLE_EXTRAS
 
 __all__ = [
@@ -162,6 +163,13 @@ WRITE_OPTIONS: tuple[SourceOption, ...] = (
     SourceOption(OVERWRITE_PARTITION, "string", None,
                  "``mode('overwrite')``: the static partition ``k=v,...`` to replace"),
     SourceOption(ROW_KIND_COLUMN, "string", None, "input column holding each row's kind"),
+    SourceOption(MERGE_SCHEMA, "bool", "false",
+                 "add the columns the table lacks (nullable), write NULL into the table "
+                 "columns the rows lack, widen numeric columns (otherwise both are refused)",
+                 aliases=(MERGE_SCHEMA_ALIAS,)),
+    SourceOption(EXPLICIT_CAST, "bool", "false",
+                 "paimon-spark's lossy retyping under merge-schema: refused when it would be "
+                 "needed (paimon_core only widens types)"),
     SourceOption(WRITE_ASSIGNER_TASKS, "int", None,
                  "set by ``df.write``'s shuffle: the assigner channels a dynamic bucket "
                  "primary-key table's rows were routed to (task ``i`` runs channel ``i``)"),

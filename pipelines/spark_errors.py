@@ -13,12 +13,14 @@ exception stays attached as ``__cause__``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import re
+from collections.abc import Iterator
 
 from paimon_core import PaimonError
 
-__all__ = ["typed_error"]
+__all__ = ["raising_typed", "typed_error"]
 
 _NAMED = re.compile(r"\b(paimon_core(?:\.\w+)*)\.(\w+): (.*?)(?:\n\s*SQLSTATE: \w+)?\s*$",
                     re.DOTALL)
@@ -42,3 +44,18 @@ def typed_error(error: BaseException) -> PaimonError | None:
     typed = cls.__new__(cls)
     Exception.__init__(typed, message.strip())
     return typed
+
+
+@contextlib.contextmanager
+def raising_typed() -> Iterator[None]:
+    """Raise a PySpark exception that reports a Paimon error as that error (``from`` the
+    Spark one); other exceptions pass unchanged."""
+    try:
+        yield
+    except PaimonError:
+        raise
+    except Exception as e:
+        typed = typed_error(e)
+        if typed is None:
+            raise
+        raise typed from e

@@ -33,32 +33,42 @@ task per bucket, or per assigner channel of a dynamic bucket table:
 :func:`pipelines.sink.bucketed_input`), as paimon-spark's writer does; a Paimon error
 raised in its tasks reaches the caller as that typed error
 (:func:`pipelines.spark_errors.typed_error`; Spark's exception is its ``__cause__``).
+``writeStream.format("paimon")...start()`` shuffles the same way (the calls made on the
+``DataStreamWriter`` are replayed on one of the shuffled stream), and ``spark.sql`` runs the
+statements Spark never hands a Python data source (``CREATE TABLE`` with columns, ``INSERT``
+through ``df.write``, ``VERSION AS OF``, ``t$snapshots``: :mod:`pipelines.sql_statements`).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from paimon_core import FileStoreTable, PaimonError, SchemaError
+from paimon_core import FileStoreTable, SchemaError, UnsupportedError
+from paimon_core.inspect import SYSTEM_TABLES
 from pipelines.config import TableHandle
 from pipelines.sink import bucketed_input
 from pipelines.source import FORMAT, PaimonDataSource, options_settings, write_target
 from pipelines.source_options import check_options
-from pipelines.spark_errors import typed_error
+from pipelines.spark_errors import raising_typed
 from pipelines.spark_types import spark_schema
+from pipelines.sql_statements import (
+    catalog_options,
+    insert_into,
+    install_sql_hook,
+    table_parts,
+)
 from pipelines.sql_tables import SESSION_PREFIX
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["PROCEDURES", "SYSTEM_TABLE_FUNCTIONS", "bound_source", "register_sql",
            "session_defaults"]
 
-_SYSTEM_TABLES = ("snapshots", "schemas", "options", "files", "manifests", "partitions",
-                  "buckets", "tags", "consumers", "audit_log", "ro")
 #: SQL name -> system table
-SYSTEM_TABLE_FUNCTIONS: dict[str, str] = {f"paimon_{n}": n for n in _SYSTEM_TABLES}
+SYSTEM_TABLE_FUNCTIONS: dict[str, str] = {f"paimon_{n}": n for n in SYSTEM_TABLES}
 #: SQL names of the procedures
 PROCEDURES = ("paimon_compact", "paimon_expire_snapshots", "paimon_create_tag",
               "paimon_rollback")
@@ -188,19 +198,55 @@ def _rollback_udtf(defaults: Mapping[str, str]) -> type:
     return Rollback
 
 
-def _install_writer_patch(defaults: Mapping[str, str]) -> None:
-    """``DataFrameWriter`` with the format ``paimon``: ``append`` when no mode was set, and a
-    primary-key table's rows shuffled before ``save`` (:func:`pipelines.sink.bucketed_input`);
-    a Paimon error from the write raised as itself (:func:`pipelines.spark_errors.typed_error`).
-    ``defaults``: the session's ``spark.paimon.*`` (the latest :func:`register_sql` call's)."""
-    from pyspark.sql.readwriter import DataFrameWriter
+def _writer_classes(kind: str) -> list[Any]:
+    """The ``DataFrameWriter`` (``kind="batch"``) or ``DataStreamWriter`` classes to patch:
+    the classic one, and Spark Connect's when its client is installed (a Dagster run's
+    session is a Connect one: :mod:`pipelines.connect`)."""
+    classic: list[tuple[str, str]] = [("pyspark.sql.readwriter", "DataFrameWriter"),
+                                      ("pyspark.sql.connect.readwriter", "DataFrameWriter")]
+    stream = [("pyspark.sql.streaming.readwriter", "DataStreamWriter"),
+              ("pyspark.sql.connect.streaming.readwriter", "DataStreamWriter")]
+    out = []
+    for module, name in classic if kind == "batch" else stream:
+        try:
+            out.append(getattr(importlib.import_module(module), name))
+        except ImportError:  # no Spark Connect client (grpc) in this environment
+            continue
+    return out
 
-    setattr(DataFrameWriter, _DEFAULTS, dict(defaults))
-    if getattr(DataFrameWriter, _INSTALLED, False):
-        return
+
+def _frame_of(writer: Any) -> DataFrame:
+    """The DataFrame a ``DataFrameWriter`` / ``DataStreamWriter`` writes: a classic writer
+    holds it, a Spark Connect writer its plan and session."""
+    df = getattr(writer, "_df", None)
+    if df is not None and hasattr(df, "sparkSession"):
+        return cast("DataFrame", df)
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+
+    if df is not None:  # Connect's DataFrameWriter: the plan
+        return cast("DataFrame", ConnectFrame(df, writer._spark))
+    return cast("DataFrame", ConnectFrame(writer._write_stream._child, writer._session))
+
+
+def _install_writer_patch(defaults: Mapping[str, str]) -> None:
+    """``DataFrameWriter`` with the format ``paimon`` (classic and Spark Connect): ``append``
+    when no mode was set, and a primary-key table's rows shuffled before ``save``
+    (:func:`pipelines.sink.bucketed_input`); a Paimon error from the write raised as itself
+    (:func:`pipelines.spark_errors.typed_error`). ``defaults``: the session's
+    ``spark.paimon.*`` (the latest :func:`register_sql` call's)."""
+    for cls in _writer_classes("batch"):
+        setattr(cls, _DEFAULTS, dict(defaults))
+        if not getattr(cls, _INSTALLED, False):
+            _patch_writer(cls)
+
+
+def _patch_writer(DataFrameWriter: Any) -> None:
+    """:func:`_install_writer_patch` on one ``DataFrameWriter`` class."""
     orig_mode, orig_format = DataFrameWriter.mode, DataFrameWriter.format
     orig_option, orig_options = DataFrameWriter.option, DataFrameWriter.options
     orig_save = DataFrameWriter.save
+    if DataFrameWriter.__module__ == "pyspark.sql.readwriter":
+        _install_table_writes(DataFrameWriter)  # SQL INSERT: classic sessions (the parser)
 
     def given(self: Any) -> dict[str, Any]:
         if _GIVEN not in self.__dict__:
@@ -235,15 +281,8 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
         fmt = format or g.get("format")
         if fmt is None or str(fmt).lower() != FORMAT:
             return orig_save(self, path, format, mode, partitionBy, **opts)
-        try:
+        with raising_typed():
             return paimon_save(self, g, path, mode, partitionBy, opts)
-        except PaimonError:
-            raise
-        except Exception as e:
-            typed = typed_error(e)
-            if typed is None:
-                raise
-            raise typed from e
 
     def paimon_save(self: Any, g: dict[str, Any], path: str | None, mode: str | None,
                     partitionBy: Any, opts: dict[str, Any]) -> None:
@@ -252,25 +291,159 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
         if path is not None:
             write_opts["path"] = path
         check_options(write_opts)  # a typo fails before a table is created from the options
-        shuffled = bucketed_input(self._df, write_opts, getattr(DataFrameWriter, _DEFAULTS, {}),
-                                  write_target)
+        shuffled = bucketed_input(_frame_of(self), write_opts,
+                                  getattr(DataFrameWriter, _DEFAULTS, {}), write_target)
         mode = mode or g.get("mode") or "append"
         if shuffled is None:
             return orig_save(self, path, FORMAT, mode, partitionBy, **opts)
         df, extra = shuffled
-        w = DataFrameWriter(df)
+        w = df.write
         orig_options(w, **g.get("options", {}), **extra)
         return orig_save(w, path, FORMAT, mode, partitionBy, **opts)
 
     for fn, orig in ((mode, orig_mode), (format, orig_format), (option, orig_option),
                      (options, orig_options), (save, orig_save)):
         fn.__doc__ = orig.__doc__
-    DataFrameWriter.mode = mode  # type: ignore[method-assign]
-    DataFrameWriter.format = format  # type: ignore[method-assign]
-    DataFrameWriter.option = option  # type: ignore[method-assign]
-    DataFrameWriter.options = options  # type: ignore[method-assign]
-    DataFrameWriter.save = save  # type: ignore[method-assign]
+    DataFrameWriter.mode = mode
+    DataFrameWriter.format = format
+    DataFrameWriter.option = option
+    DataFrameWriter.options = options
+    DataFrameWriter.save = save
     setattr(DataFrameWriter, _INSTALLED, True)
+
+
+def _install_table_writes(cls: Any) -> None:
+    """``DataFrameWriter.insertInto`` / ``saveAsTable`` on a ``USING paimon`` catalog table:
+    ``insertInto`` runs the SQL ``INSERT`` of :mod:`pipelines.sql_statements` (by position);
+    ``saveAsTable`` with the format ``paimon`` saves into the table the name maps to (by
+    column name, with the writer's options; ``append`` or ``ignore`` on an existing table,
+    ``overwrite`` refused: Spark would replace the table), or, for a new name, creates Paimon
+    table ``<database>.<name>`` from the DataFrame (``save``) and maps the name to it."""
+    orig_insert, orig_save_as = cls.insertInto, cls.saveAsTable
+
+    def insertInto(self: Any, tableName: str, overwrite: bool | None = None) -> None:
+        spark = self._df.sparkSession
+        if catalog_options(spark, table_parts(spark, tableName)) is None:
+            orig_insert(self, tableName, overwrite)
+        else:
+            insert_into(self._df, tableName, bool(overwrite))
+
+    def saveAsTable(self: Any, name: str, format: str | None = None, mode: str | None = None,
+                    partitionBy: Any = None, **options: Any) -> None:
+        g = self.__dict__.get(_GIVEN, {})
+        if str(format or g.get("format") or "").lower() != FORMAT:
+            orig_save_as(self, name, format, mode, partitionBy, **options)
+            return
+        spark = self._df.sparkSession
+        parts = table_parts(spark, name)
+        mode = str(mode or g.get("mode") or "append").lower()
+        quoted = ".".join(f"`{p}`" for p in parts)
+        if partitionBy:
+            raise UnsupportedError("saveAsTable(..., partitionBy=...) into paimon: give the "
+                                   "write option 'partition' (as for save)")
+        if spark.catalog.tableExists(".".join(parts)):
+            identity = catalog_options(spark, parts)
+            if identity is None or mode in ("error", "errorifexists"):
+                orig_save_as(self, name, format, mode, partitionBy, **options)
+                return
+            if mode == "overwrite":
+                raise UnsupportedError(
+                    f"saveAsTable({name!r}) with mode 'overwrite' would replace the table: not "
+                    "supported for paimon; overwrite its rows with .mode('overwrite')"
+                    f".save('{identity.get('table')}') or INSERT OVERWRITE")
+            if mode != "ignore":
+                self.options(**identity, **options).mode(mode).save()
+            return
+        database = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
+        ident = str({**g.get("options", {}), **options}.get("table") or
+                    f"{database}.{parts[-1]}")
+        self.options(**options, table=ident).mode("append" if mode != "overwrite"
+                                                  else "overwrite").save()
+        spark.sql(f"CREATE TABLE {quoted} USING {FORMAT} OPTIONS (table '{ident}')")
+
+    insertInto.__doc__, saveAsTable.__doc__ = orig_insert.__doc__, orig_save_as.__doc__
+    cls.insertInto = insertInto
+    cls.saveAsTable = saveAsTable
+
+
+#: the ``DataStreamWriter`` calls recorded (replayed on the shuffled stream by ``start``)
+_STREAM_CALLS = ("outputMode", "format", "option", "options", "partitionBy", "clusterBy",
+                 "queryName", "trigger")
+_CALLS = "_paimon_calls"  # on a DataStreamWriter: the calls made on it, in order
+
+
+def _recorded_options(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
+                      ) -> tuple[str | None, dict[str, str]]:
+    """The format and options set by the recorded ``DataStreamWriter`` calls."""
+    fmt: str | None = None
+    opts: dict[str, str] = {}
+    for name, args, kwargs in calls:
+        if name == "format":
+            fmt = str(args[0] if args else kwargs.get("source"))
+        elif name == "option":
+            key, value = args if len(args) == 2 else (kwargs["key"], kwargs["value"])
+            if value is not None:
+                opts[str(key)] = str(value)
+        elif name == "options":
+            opts.update({str(k): str(v) for k, v in kwargs.items() if v is not None})
+    return fmt, opts
+
+
+def _install_stream_patch() -> None:
+    """``writeStream.format("paimon")...start()`` (classic and Spark Connect): a primary-key
+    table's rows shuffled first, as ``save`` does (:func:`pipelines.sink.bucketed_input`): the
+    calls made on the writer are recorded and replayed on a writer of the shuffled stream. The
+    session defaults are the ``DataFrameWriter`` patch's (:func:`_install_writer_patch`)."""
+    for cls in _writer_classes("stream"):
+        if not getattr(cls, _INSTALLED, False):
+            _patch_stream_writer(cls)
+
+
+def _patch_stream_writer(DataStreamWriter: Any) -> None:
+    """:func:`_install_stream_patch` on one ``DataStreamWriter`` class."""
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    originals = {n: getattr(DataStreamWriter, n) for n in _STREAM_CALLS
+                 if hasattr(DataStreamWriter, n)}
+    orig_start = DataStreamWriter.start
+
+    def recorder(name: str, orig: Any) -> Any:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            self.__dict__.setdefault(_CALLS, []).append((name, args, kwargs))
+            return orig(self, *args, **kwargs)
+
+        call.__doc__, call.__name__ = orig.__doc__, name
+        return call
+
+    def start(self: Any, path: str | None = None, format: str | None = None,
+              outputMode: str | None = None, partitionBy: Any = None,
+              queryName: str | None = None, **options: Any) -> Any:
+        calls = self.__dict__.get(_CALLS, [])
+        fmt, given = _recorded_options(calls)
+        fmt = format or fmt
+        if fmt is None or str(fmt).lower() != FORMAT:
+            return orig_start(self, path, format, outputMode, partitionBy, queryName, **options)
+        write_opts = {**given, **{str(k): str(v) for k, v in options.items() if v is not None}}
+        if path is not None:
+            write_opts["path"] = path
+        check_options(write_opts)
+        shuffled = bucketed_input(_frame_of(self), write_opts,
+                                  getattr(DataFrameWriter, _DEFAULTS, {}), write_target)
+        if shuffled is None:
+            return orig_start(self, path, format, outputMode, partitionBy, queryName, **options)
+        df, extra = shuffled
+        w = df.writeStream
+        for name, args, kwargs in calls:
+            originals[name](w, *args, **kwargs)
+        if extra:
+            originals["options"](w, **extra)
+        return orig_start(w, path, format, outputMode, partitionBy, queryName, **options)
+
+    for name, orig in originals.items():
+        setattr(DataStreamWriter, name, recorder(name, orig))
+    start.__doc__ = orig_start.__doc__
+    DataStreamWriter.start = start
+    setattr(DataStreamWriter, _INSTALLED, True)
 
 
 def register_sql(spark: SparkSession) -> None:
@@ -293,3 +466,5 @@ def register_sql(spark: SparkSession) -> None:
         _rollback_udtf(defaults), returnType="snapshot_id bigint, removed_snapshots int, "
         "removed_tags int, deleted_files int"))
     _install_writer_patch(defaults)
+    _install_stream_patch()
+    install_sql_hook()

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CREATE_TABLE_EXTRAS", "CREATE_TABLE_MARK", "OPTIONS_META", "SESSION_PREFIX",
            "WAREHOUSE_CONF",
-           "effective_options", "with_identity"]
+           "effective_options", "table_identity", "with_identity"]
 
 #: session conf prefix of the source's defaults (``spark.paimon.warehouse``, ``spark.paimon.s3.*``)
 SESSION_PREFIX = "spark.paimon."
@@ -46,7 +46,9 @@ CREATE_TABLE_MARK = "provider"
 CREATE_TABLE_EXTRAS = ("provider", "owner")
 
 
-def _identity(schema: StructType | None) -> dict[str, str]:
+def table_identity(schema: StructType | None) -> dict[str, str]:
+    """The OPTIONS a catalog table's stored schema carries (:func:`with_identity`); empty
+    when it carries none."""
     for f in schema.fields if schema is not None else ():
         raw = (f.metadata or {}).get(OPTIONS_META)
         if raw:
@@ -62,7 +64,7 @@ def effective_options(options: Mapping[str, str], schema: StructType | None,
     given = {str(k).lower(): str(v) for k, v in options.items()}
     out = {str(k).lower(): str(v) for k, v in defaults.items()}
     if not (given.get("table") or given.get("path")):
-        out.update(_identity(schema))
+        out.update(table_identity(schema))
     out.update(given)
     return out
 

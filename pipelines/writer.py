@@ -339,6 +339,7 @@ def write_dataframe(
     commit_options: CommitOptions | None = None,
     fault_hook: FaultHook | None = None,
     handle: TableHandle | None = None,
+    extra_messages: Sequence[CommitMessage] = (),
 ) -> WriteResult:
     """Write ``df`` into table ``identifier`` with one commit (see the module docs).
 
@@ -364,6 +365,8 @@ def write_dataframe(
             even by nothing).
         fault_hook: fault injection for tests (see ``FaultHook``).
         handle: the table ``identifier`` as the caller opened it (default: opened here).
+        extra_messages: messages committed in the same snapshot as the rows (a
+            copy-on-write's deleted files: :mod:`pipelines.rowlevel`).
 
     Returns:
         A :class:`WriteResult`.
@@ -400,6 +403,7 @@ def write_dataframe(
                                      dedup_order=dedup_order, fault_hook=fault_hook,
                                      route=write_routing(df, handle),
                                      overwrite=mode == "overwrite")
+    messages = [*messages, *extra_messages]
     ids = commit_messages(handle, user, messages, commit_identifier=commit_identifier,
                           overwrite=mode == "overwrite", overwrite_partition=overwrite_partition,
                           options=commit_options, checked=True)

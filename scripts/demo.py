@@ -31,14 +31,15 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 DEMO_DIR = Path(os.environ.get("PAIMON_DEMO_DIR") or Path(os.environ.get("TMPDIR", "/tmp"))
                 / "paimon-pipelines-demo")
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+#: where everything but the story goes (Dagster's and Spark's own output, warnings)
+LOG_NAME = "demo.log"
 #: the file that marks a directory as the demo's (replaced without asking)
 MARKER = ".paimon-pipelines-demo"
 #: what the demo makes in its directory (a demo made before the marker existed holds only these)
@@ -54,13 +55,28 @@ def _md(result: Any, asset: Any) -> dict[str, Any]:
     return {k: v.value for k, v in mats[-1].metadata.items()}
 
 
+def story_terminal(log: Path) -> TextIO:
+    """Send this process's standard output and error (file descriptors 1 and 2, which the
+    Spark JVM and Dagster's log capture inherit) to ``log``; return a stream on the terminal
+    the demo was started from, for the story alone."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    story = os.fdopen(os.dup(1), "w", buffering=1)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return story
+
+
 class Demo:
-    def __init__(self) -> None:
+    def __init__(self, out: TextIO | None = None) -> None:
         self.started = time.monotonic()
         self.failures: list[str] = []
+        self.out = out or sys.stdout
 
     def say(self, text: str = "") -> None:
-        print(text, flush=True)
+        print(text, file=self.out, flush=True)
 
     def step(self, n: int, title: str) -> None:
         self.say(f"\n[{n}/6] {title}  (+{time.monotonic() - self.started:.0f}s)")
@@ -69,6 +85,13 @@ class Demo:
         self.say(f"      {'ok  ' if ok else 'FAIL'} {what}")
         if not ok:
             self.failures.append(what)
+
+
+def _captured_bytes(storage: Path, run_id: str) -> int:
+    """The bytes of ``run_id``'s captured stdout/stderr (the local compute log manager's files
+    under the instance's storage directory: what the UI's stdout/stderr tabs show)."""
+    logs = storage / run_id / "compute_logs"
+    return sum(p.stat().st_size for p in logs.glob("*.[oe][ur][tr]")) if logs.is_dir() else 0
 
 
 def is_previous_demo(path: Path) -> bool:
@@ -109,14 +132,11 @@ def prepare(reset: bool) -> dict[str, Path] | None:
     return dirs
 
 
-def main() -> int:
-    demo = Demo()
-    reset = "--reset" in sys.argv[1:] or os.environ.get("PAIMON_DEMO_RESET") == "1"
-    prepared = prepare(reset)
-    if prepared is None:
-        return 2
-    dirs = prepared
-    demo.say(f"Paimon Pipelines demo in {DEMO_DIR}")
+def main(demo: Demo) -> int:
+    """The story; ``demo`` prints it (the caller has sent everything else to the log)."""
+    dirs = {k: DEMO_DIR / k for k in DEMO_SUBDIRS}
+    demo.say(f"Paimon Pipelines demo in {DEMO_DIR} (Dagster's and Spark's own output: "
+             f"{DEMO_DIR / LOG_NAME})")
 
     import dagster as dg
     import pyarrow as pa
@@ -147,9 +167,8 @@ def main() -> int:
     def run(job: str, **kw: Any) -> Any:
         """One run of the code location's job ``job`` in the instance (its resources: the
         location's, from PAIMON_WAREHOUSE / PAIMON_LANDING)."""
-        config = {**QUIET, **kw.pop("run_config", {})}
         return defs.resolve_job_def(job).execute_in_process(
-            instance=instance, run_config=config, **kw)
+            instance=instance, run_config=kw.pop("run_config", {}), **kw)
 
     def sensor_tick(cursor: str | None) -> Any:
         tick = orders_snapshot_sensor(dg.build_sensor_context(
@@ -291,6 +310,10 @@ def main() -> int:
         demo.say(f"      {spec.identifier:<21} {sm.earliest_snapshot_id():>3}..{st.snapshot_id:<4}"
                  f" {rows:>6} {st.records:>8} {st.files:>6}  {_kib(st.bytes)}")
     runs = len(instance.get_runs())
+    logged = [r.run_id for r in instance.get_runs()
+              if _captured_bytes(Path(instance.storage_directory()), r.run_id) > 0]
+    demo.check(len(logged) == runs,
+               f"each run's stdout/stderr is kept for the UI ({len(logged)} of {runs} runs)")
     demo.say(f"\n{runs} Dagster runs recorded in {dirs['dagster_home']} "
              f"({time.monotonic() - demo.started:.0f}s). Browse them: make ui")
     if demo.failures:
@@ -299,11 +322,23 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run_demo() -> int:
+    """Prepare the directory, send Dagster's and Spark's own output to its log, tell the story;
+    any failure is shown on the terminal (with the log's last lines) and exits non-zero."""
+    reset = "--reset" in sys.argv[1:] or os.environ.get("PAIMON_DEMO_RESET") == "1"
+    if prepare(reset) is None:
+        return 2
+    log = DEMO_DIR / LOG_NAME
+    demo = Demo(story_terminal(log))
     try:
-        code = main()
+        return main(demo)
     except Exception:  # any failure: show it and exit non-zero
-        traceback.print_exc()
-        print("DEMO FAILED", flush=True)
-        code = 1
-    sys.exit(code)
+        demo.say(traceback.format_exc())
+        tail = log.read_text(errors="replace").splitlines()[-40:]
+        demo.say(f"last lines of {log}:\n" + "\n".join(tail))
+        demo.say("DEMO FAILED")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(run_demo())

@@ -415,7 +415,8 @@ def story(topo: Any, *, days: int = 3, buckets: Iterable[int] = range(4),
     after = topo.s3_bytes(warehouse)
     figures.update(expiry_run=expiry, warehouse_before=before, warehouse_after=after)
     for key, md in sorted(materializations(expiry).items()):
-        say(f"      {md.get('paimon/table', key):<20} expired "
+        # a table the story has not created reports 0 and says so (expire/status)
+        say(f"      {md.get('paimon/table', key):<20} {md.get('expire/status')}: expired "
             f"{md.get('expire/snapshots_expired')} snapshot(s), "
             f"{md.get('expire/files_deleted')} files / {_kib(md.get('expire/bytes_freed') or 0)}"
             " freed")

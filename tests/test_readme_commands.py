@@ -91,7 +91,7 @@ NOT_RUN: dict[str, str] = {
     **{key: "a step of the dg project of the section 'Your own table in 10 lines of YAML', "
        "which tests/assets/test_components_project.py builds and runs" for key in (
         "mkdir -p my_lake/my_lake/defs/orders my_lake/my_lake/defs/order_flags "
-        "my_lake/my_lake/defs/lake",
+        "my_lake/my_lake/defs/lake my_lake/my_lake/defs/maintenance",
         "cd my_lake",
         "dg check defs",
         "export DAGSTER_HOME=$PWD/dagster_home PAIMON_WAREHOUSE=$PWD/warehouse "

@@ -203,6 +203,9 @@ EXAMPLES: dict[str, Example] = {
 }
 #: README blocks (by marker) that are not run here, with the reason
 NOT_RUN = {
+    "PaimonTable.forName(spark, \"sales.orders\"":
+        "needs the test session's SparkSession (the session fixture); runs as written in "
+        "tests/pipelines/test_rowlevel.py::test_readme_block_runs_as_written",
     "spark.readStream":
         "starts a Spark session and a never-ending streaming query into /out and /ck; the same "
         "calls run in tests/pipelines (test_source.py, test_writer.py) and the README's Spark "

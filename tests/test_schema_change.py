@@ -459,3 +459,34 @@ def test_reads_after_alter_map_by_field_id(catalog: FileSystemCatalog) -> None:
     assert old.column_names == ["pt", "id", "a", "b", "c", "d"]
     assert sorted(old.column("c").to_pylist()) == [0.5, 1.5, 2.5]
     assert t.to_arrow(filter="b2 = 'b3'").column("id").to_pylist() == [3]
+
+
+def test_publish_schema_written_before_it_and_abort_of_its_files(tmp_path: Path) -> None:
+    """A write that evolves the schema (pipelines.sink_schema): files are written with the
+    schema computed by apply_changes before it is published; an abort deletes them although
+    their schema id is newer than the table's; publish_schema publishes exactly that schema
+    (a retry of the same one passes) and refuses when another schema took the id."""
+    from paimon_core.errors import CommitConflictError
+    from paimon_core.identifier import Identifier
+    from paimon_core.schema_change import publish_schema
+
+    cat = FileSystemCatalog(str(tmp_path / "wh"))
+    t = cat.create_table("db.t", Schema.of([("id", "BIGINT NOT NULL"), ("v", "STRING")],
+                                           primary_keys=["id"], options={"bucket": "1"}))
+    evolved = apply_changes(t.schema, [AddColumn("extra", "INT")], has_snapshots=False)
+    pending = FileStoreTable(cat.file_io, t.path, Identifier.parse("db.t"), evolved,
+                             cat.manifest_cache)
+    with pending.new_write("u") as w:
+        w.write_arrow(pa.table({"id": [1], "v": ["a"], "extra": [3]}))
+        msgs = w.prepare_commit()
+    files = list(Path(t.path).rglob("data-*"))
+    assert files and all(m.schema_id == 1 for m in msgs)
+    pending.new_commit("u").abort(msgs)
+    assert not any(f.exists() for f in files)
+    assert t.schema_manager.latest().id == 0  # type: ignore[union-attr]
+    publish_schema(cat.file_io, t.path, evolved)
+    publish_schema(cat.file_io, t.path, evolved)  # the same schema again: a retry
+    assert cat.get_table("db.t").schema.field_names == ["id", "v", "extra"]
+    other = apply_changes(t.schema, [AddColumn("other", "INT")], has_snapshots=False)
+    with pytest.raises(CommitConflictError, match=r"schema 1 of .* was created by another"):
+        publish_schema(cat.file_io, t.path, other)

@@ -32,17 +32,19 @@ Example ``defs.yaml``::
 """
 
 from assets.components.alerts import PaimonRunAlerts
+from assets.components.maintenance import (
+    CompactionAttributes,
+    ExpiryAttributes,
+    PaimonTableMaintenance,
+)
 from assets.components.tables import (
     AssetAttributes,
     ChecksAttributes,
     Column,
-    CompactionAttributes,
-    ExpiryAttributes,
     PaimonCdcTable,
     PaimonDerivedTable,
     PaimonOverwriteTable,
     PaimonResources,
-    PaimonTableMaintenance,
     ScheduleAttributes,
 )
 

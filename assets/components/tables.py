@@ -1,4 +1,5 @@
-"""The components of :mod:`assets.components`: YAML attributes -> the builders' settings."""
+"""The table components of :mod:`assets.components`: YAML attributes -> the builders'
+settings (the maintenance component: :mod:`assets.components.maintenance`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,18 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field
 
-from assets.cdc import DEFAULT_LAYOUT, CdcSource, build_cdc_asset, build_landing_sensor
+from assets.cdc import (
+    DEFAULT_LAYOUT,
+    CdcSource,
+    build_cdc_asset,
+    build_landed_partitions_sensor,
+    build_landing_sensor,
+)
 from assets.checks import CheckPolicy, build_check_schedule, build_table_checks
+from assets.components.project import field_location, project_tables, suggestion
 from assets.derived import Derivation, build_derived, load_transform
 from assets.labels import AssetLabels, SettingsError
-from assets.maintenance import ExpiryConfig, build_compaction, build_expiry_asset
-from assets.metadata import TABLE
+from assets.observations import build_table_state_sensor
 from assets.overwrite import OverwritePartitions, build_overwrite_asset
 from assets.resources import resources_for
 from assets.tables import DAILY_START, TableSpec
@@ -22,13 +29,10 @@ __all__ = [
     "AssetAttributes",
     "ChecksAttributes",
     "Column",
-    "CompactionAttributes",
-    "ExpiryAttributes",
     "PaimonCdcTable",
     "PaimonDerivedTable",
     "PaimonOverwriteTable",
     "PaimonResources",
-    "PaimonTableMaintenance",
     "ScheduleAttributes",
     "check_defs",
 ]
@@ -187,11 +191,31 @@ class _TableAttributes(dg.Model):
 
 
 class SensorAttributes(dg.Model):
-    """The snapshot sensor of a derived table."""
+    """A sensor of the component (a derived table's snapshot sensor, a landing sensor, a
+    table's state sensor): its name, interval, and whether it starts running."""
 
     name: str | None = None
     minimum_interval_seconds: int = 30
     running: bool = True
+
+
+#: the ``state_sensor`` attribute of the table components
+STATE_SENSOR_DOC = ("the sensor reporting the table's state on its asset after a commit no "
+                    "run of ours reported (another engine); default name "
+                    "<db>_<table>_state_sensor; null: none")
+
+
+def state_sensor_defs(spec: TableSpec, sensor: SensorAttributes | None) -> dg.Definitions:
+    """The table's state sensor (:func:`assets.observations.build_table_state_sensor`) on
+    its asset, or nothing when ``sensor`` is None."""
+    if sensor is None:
+        return dg.Definitions()
+    return dg.Definitions(sensors=[build_table_state_sensor(
+        sensor.name or f"{spec.slug}_state_sensor",
+        {dg.AssetKey(spec.key_path): spec.identifier},
+        minimum_interval_seconds=sensor.minimum_interval_seconds,
+        default_status=(dg.DefaultSensorStatus.RUNNING if sensor.running
+                        else dg.DefaultSensorStatus.STOPPED))])
 
 
 # ------------------------------------------------------------------------------ CDC
@@ -232,6 +256,8 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
     asset: AssetAttributes = Field(default_factory=AssetAttributes)
     checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
     source: CdcSourceAttributes = Field(default_factory=CdcSourceAttributes)
+    state_sensor: SensorAttributes | None = Field(default_factory=SensorAttributes,
+                                                  description=STATE_SENSOR_DOC)
     job_name: str | None = Field(default=None, description="default <db>_<table>_ingest_job; "
                                  "'' = no job (and no schedule)")
     schedule: ScheduleAttributes | None = Field(
@@ -275,8 +301,13 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
                 minimum_interval_seconds=ls.minimum_interval_seconds,
                 default_status=(dg.DefaultSensorStatus.RUNNING if ls.running
                                 else dg.DefaultSensorStatus.STOPPED)))
-        return dg.Definitions.merge(attrs.table_checks(spec), dg.Definitions(
-            assets=[asset], jobs=jobs, schedules=schedules, sensors=sensors))
+            if src.partition_keys == "landed":  # landed days are partitions, sensor or not
+                sensors.append(build_landed_partitions_sensor(
+                    spec, source, name=f"{spec.slug}_landed_partitions_sensor",
+                    minimum_interval_seconds=ls.minimum_interval_seconds))
+        return dg.Definitions.merge(
+            attrs.table_checks(spec), state_sensor_defs(spec, self.state_sensor),
+            dg.Definitions(assets=[asset], jobs=jobs, schedules=schedules, sensors=sensors))
 
 
 def _table_job(asset: dg.AssetsDefinition, job_name: str | None, default_name: str,
@@ -338,6 +369,8 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
     checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
     partitions: OverwritePartitionsAttributes = Field(
         default_factory=OverwritePartitionsAttributes)
+    state_sensor: SensorAttributes | None = Field(default_factory=SensorAttributes,
+                                                  description=STATE_SENSOR_DOC)
     upstream: list[str] | None = Field(
         default=None, description="an asset whose output (pyarrow / pandas / polars, same "
         "partitions) replaces the partition, instead of landed files")
@@ -361,8 +394,9 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
         jobs, schedules = _table_job(asset, self.job_name, f"{spec.slug}_overwrite_job",
                                      f"Replace one partition of {spec.identifier}.",
                                      self.schedule)
-        return dg.Definitions.merge(attrs.table_checks(spec), dg.Definitions(
-            assets=[asset], jobs=jobs, schedules=schedules))
+        return dg.Definitions.merge(
+            attrs.table_checks(spec), state_sensor_defs(spec, self.state_sensor),
+            dg.Definitions(assets=[asset], jobs=jobs, schedules=schedules))
 
 
 # ------------------------------------------------------------------------------ derived
@@ -384,8 +418,16 @@ class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
     options: dict[str, OptionValue] = Field(default_factory=dict)
     asset: AssetAttributes = Field(default_factory=AssetAttributes)
     checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
-    source: str = Field(description="the source table, database.table")
-    source_asset_key: list[str] | None = Field(default=None, description="default [db, table]")
+    source: str = Field(description="the source table, database.table: a table a component "
+                        "of this code location writes (else source_external)")
+    source_asset_key: list[str] | None = Field(default=None, description="default: the "
+                                               "source component's asset key, or [db, table]")
+    state_sensor: SensorAttributes | None = Field(default_factory=SensorAttributes,
+                                                  description=STATE_SENSOR_DOC)
+    source_external: bool = Field(
+        default=False, description="the source is written outside this code location "
+        "(another engine, a Python asset): not checked at load; the sensor's tick fails "
+        "while it does not exist")
     transform: str = Field(description="package.module:function")
     source_columns: list[str] | None = Field(default=None, description="the source columns "
                                              "the transform reads (default: all)")
@@ -404,8 +446,9 @@ class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
         if len(self.primary_key) != 1:
             raise SettingsError(f"{spec.identifier}: a derived table needs a one-column "
                                 f"primary key (got {self.primary_key})")
-        source = TableSpec(identifier=_identifier(self.source), schema={},
-                           asset_key=tuple(self.source_asset_key or ()) or None)
+        source_key, source_known = self._source(context)
+        source = TableSpec(identifier=self.source, schema={},
+                           asset_key=tuple(source_key or ()) or None)
         derivation = Derivation(
             load_transform(self.transform), self.primary_key[0],
             None if self.source_columns is None else tuple(self.source_columns),
@@ -417,109 +460,31 @@ class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
             minimum_interval_seconds=self.sensor.minimum_interval_seconds,
             sensor_status=(dg.DefaultSensorStatus.RUNNING if self.sensor.running
                            else dg.DefaultSensorStatus.STOPPED),
-            labels=self.asset.labels(with_key=False))
-        return dg.Definitions.merge(attrs.table_checks(spec), dg.Definitions(
-            assets=[derived.asset], jobs=[derived.job], sensors=[derived.sensor]))
+            labels=self.asset.labels(with_key=False), source_required=not source_known)
+        return dg.Definitions.merge(
+            attrs.table_checks(spec), state_sensor_defs(spec, self.state_sensor),
+            dg.Definitions(assets=[derived.asset], jobs=[derived.job], sensors=[derived.sensor]))
 
+    def _source(self, context: dg.ComponentLoadContext) -> tuple[list[str] | None, bool]:
+        """(the source's asset key, whether a component of the project writes it).
 
-# ------------------------------------------------------------------------------ maintenance
-class CompactionAttributes(dg.Model):
-    """Per-bucket compaction: one asset partition per bucket (per day x bucket for a
-    day-partitioned table); one run per bucket at a time (``dagster.yaml``)."""
-
-    cron: str = Field(default="0 * * * *", description="when to ask which buckets need it")
-    running: bool = False
-    day_start: str = Field(default=DAILY_START, description="first day (day-partitioned table)")
-    asset: AssetAttributes = Field(default_factory=AssetAttributes)
-
-
-class ExpiryAttributes(dg.Model):
-    """Snapshot expiry and orphan removal (unset retention: the table's ``snapshot.*``
-    options)."""
-
-    cron: str | None = Field(default="30 2 * * *", description="null: no job / schedule "
-                             "(the asset only)")
-    running: bool = False
-    retain_min: int | None = None
-    retain_max: int | None = None
-    older_than_minutes: float | None = None
-    remove_orphans: bool = True
-    orphans_older_than_hours: float = 24.0
-    asset: AssetAttributes = Field(default_factory=AssetAttributes)
-
-
-@dg.scaffold_with(_Template)
-class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
-    """Maintenance of any Paimon table — ours, or one another engine (Paimon Java, Flink,
-    Spark) writes: per-bucket compaction with its schedule, snapshot expiry and orphan
-    removal with theirs, and the table's asset checks."""
-
-    table: str = Field(description="database.table")
-    buckets: int = Field(description="the table's 'bucket' option (compaction partitions)")
-    day_partition: str | None = Field(default=None, description="the table's day partition "
-                                      "column (YYYY-MM-DD values), if partitioned by day")
-    table_asset_key: list[str] | None = Field(default=None, description="default [db, table]")
-    external: bool = Field(default=False, description="declare the table as an asset here "
-                           "(written outside this code location)")
-    retain_max: int | None = Field(default=None, description="snapshot retention check bound "
-                                   "(default: the table's snapshot.num-retained.max)")
-    checks: ChecksAttributes | None = Field(default_factory=ChecksAttributes,
-                                            description="null: the table's component has them")
-    compaction: CompactionAttributes | None = Field(default_factory=CompactionAttributes)
-    expiry: ExpiryAttributes | None = Field(default_factory=ExpiryAttributes)
-
-    def spec(self) -> TableSpec:
-        if self.buckets == 0 or self.buckets < -1:
-            raise SettingsError(f"{self.table}: buckets must be positive (or -1), got "
-                                f"{self.buckets}")
-        options = {"bucket": str(self.buckets)}
-        if self.retain_max is not None:
-            options["snapshot.num-retained.max"] = str(self.retain_max)
-        checks = self.checks or ChecksAttributes()
-        return TableSpec(
-            identifier=_identifier(self.table),
-            schema={"partition_keys": [self.day_partition] if self.day_partition else [],
-                    "options": options},
-            small_file_bytes=checks.small_file_bytes, max_small_files=checks.max_small_files,
-            freshness_hours=checks.freshness_hours,
-            asset_key=tuple(self.table_asset_key) if self.table_asset_key else None)
-
-    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        spec = self.spec()
-        assets: list[Any] = []
-        jobs: list[Any] = []
-        schedules: list[Any] = []
-        if self.external:
-            assets.append(dg.AssetSpec(spec.key_path, kinds={"paimon"}, metadata={
-                TABLE: spec.identifier}, description=f"{spec.identifier} (written "
-                "outside this code location; maintained here)"))
-        if self.compaction is not None:
-            c = self.compaction
-            compaction = build_compaction(
-                spec, cron=c.cron, day_start=c.day_start, labels=c.asset.labels(),
-                schedule_status=(dg.DefaultScheduleStatus.RUNNING if c.running
-                                 else dg.DefaultScheduleStatus.STOPPED))
-            assets.append(compaction.asset)
-            jobs.append(compaction.job)
-            schedules.append(compaction.schedule)
-        if self.expiry is not None:
-            e = self.expiry
-            expiry = build_expiry_asset(spec, labels=e.asset.labels(), defaults=ExpiryConfig(
-                retain_min=e.retain_min, retain_max=e.retain_max,
-                older_than_minutes=e.older_than_minutes, remove_orphans=e.remove_orphans,
-                orphans_older_than_hours=e.orphans_older_than_hours))
-            assets.append(expiry)
-            if e.cron is not None:
-                job = dg.define_asset_job(f"{spec.slug}_expiry_job", selection=[expiry],
-                                          description=f"Expire snapshots of {spec.identifier} "
-                                          "and remove its orphan files.")
-                jobs.append(job)
-                schedules.append(dg.ScheduleDefinition(
-                    name=f"{spec.slug}_expiry_schedule", cron_schedule=e.cron, job=job,
-                    default_status=(dg.DefaultScheduleStatus.RUNNING if e.running
-                                    else dg.DefaultScheduleStatus.STOPPED)))
-        return dg.Definitions.merge(check_defs(spec, self.checks), dg.Definitions(
-            assets=assets, jobs=jobs, schedules=schedules))
+        Raises:
+            SettingsError: ``source`` is no table of the project's components (and not
+                ``source_external``): the file, the field, the value and the closest name.
+        """
+        ident = _identifier(self.source)
+        tables = None if self.source_external else project_tables(context)
+        if tables is None:  # external, or built outside a dg project
+            return self.source_asset_key, False
+        owner = next((t for t in tables if t.identifier == ident), None)
+        if owner is None:
+            names = sorted({t.identifier for t in tables} - {self.table})
+            raise SettingsError(
+                f"{field_location(context, 'source')}: source: {ident!r} is no table of this "
+                f"code location{suggestion(ident, names)}; its components write "
+                f"{', '.join(names) or 'none'} (a table only another engine writes: add "
+                "source_external: true)")
+        return self.source_asset_key or list(owner.key), True
 
 
 # ------------------------------------------------------------------------------ resources

@@ -1,13 +1,12 @@
 """The demo's jobs that span several tables: one ingestion job for both CDC tables (a day
-of every feed per run, by schedule or by the landing sensor), one expiry job for every table,
-and the sensor observing every table's state whoever wrote it."""
+of every feed per run, by schedule or by the landing sensor) and one expiry job for every
+table. (Each table's state sensor comes with its component: ``<db>_<table>_state_sensor``.)"""
 
 import dagster as dg
 
 from assets.cdc import CdcSource, build_landing_sensor
 from assets.maintenance import EXPIRE_TAG
-from assets.observations import build_table_state_sensor
-from assets.tables import ALL_TABLES, ORDERS
+from assets.tables import ORDERS
 
 CDC_TABLES = (dg.AssetKey(["cdc", "customers"]), dg.AssetKey(["cdc", "orders"]))
 cdc_job = dg.define_asset_job(
@@ -42,10 +41,3 @@ table_checks_job = dg.define_asset_job(
     selection=dg.AssetSelection.all_asset_checks(),
     description="Run every table's asset checks (fsck, small files, retention, freshness).",
 )
-
-#: each table's state (row count, schema, live files, sorted runs, retained snapshots) on its
-#: asset page after a commit its own materialization did not report: a compaction or expiry
-#: run, or another engine (Flink, Spark, Paimon Java) writing the table
-table_state_sensor = build_table_state_sensor(
-    "table_state_sensor", {dg.AssetKey(list(t.key_path)): t.identifier for t in ALL_TABLES},
-    minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)

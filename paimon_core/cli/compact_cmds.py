@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.write_cmds import UsageError, parse_partition_spec
-from paimon_core.compact.options import COMPACT_STRATEGIES
+from paimon_core.compact.options import COMPACT_STRATEGIES, DEFAULT_COMPACT_STRATEGY
 from paimon_core.table import FileStoreTable
 
 __all__ = ["add_compact_parser", "add_strategy_args", "cmd_compact"]
@@ -73,7 +73,8 @@ def add_strategy_args(p: argparse.ArgumentParser) -> None:
     """``--strategy full|minor`` (default full) and ``--full`` (its explicit spelling), as
     ``paimon compact`` and ``python -m pipelines.compact`` take them (``args.strategy``)."""
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--strategy", choices=COMPACT_STRATEGIES, default="full",
+    how.add_argument("--strategy", choices=COMPACT_STRATEGIES,
+                     default=DEFAULT_COMPACT_STRATEGY,
                      help="full (default): one sorted run per bucket on the max level; minor: "
                      "what the universal picker asks for (may be nothing)")
     how.add_argument("--full", dest="strategy", action="store_const", const="full",

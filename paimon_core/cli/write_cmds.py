@@ -43,7 +43,7 @@ from paimon_core.schema_change import (
 from paimon_core.spec.row_kind import RowKind
 from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_core.table import FileStoreTable
-from paimon_core.types import parse_sql_type
+from paimon_core.types import DataType, parse_sql_type
 
 __all__ = ["UsageError", "add_parsers"]
 
@@ -87,7 +87,7 @@ def cmd_create(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"--schema {args.schema} must hold a JSON object")
     catalog = _catalog(args)
     existed = catalog.table_exists(args.table)
-    table = catalog.create_table(args.table, Schema.from_json(spec),
+    table = catalog.create_table(args.table, Schema.from_json(spec, source=args.schema),
                                  ignore_if_exists=args.ignore_if_exists)
     _emit({"op": "create", "table": str(table.identifier), "created": not existed,
            "schema_id": table.schema.id}, out)
@@ -185,7 +185,15 @@ def _add_column(text: str) -> SchemaChange:
         rest = m.group(1)
         first = m.group(2).upper() == "FIRST"
         after = m.group(3)
-    return AddColumn(name, parse_sql_type(rest), first=first, after=after)
+    return AddColumn(name, _flag_type(rest, "--add-column", text), first=first, after=after)
+
+
+def _flag_type(text: str, flag: str, value: str) -> DataType:
+    """The type ``text`` of ``flag``'s ``value``; an error names the flag and its value."""
+    try:
+        return parse_sql_type(text)
+    except SchemaError as e:
+        raise SchemaError(f"{flag} {value!r}: {e}") from e
 
 
 def _key_value(text: str, flag: str, form: str = "KEY=VALUE") -> tuple[str, str]:
@@ -209,7 +217,7 @@ def _change(flag: str, value: str) -> SchemaChange:
         return RemoveOption(value.strip())
     if flag == "alter_column_type":
         name, t = _name_and_type(value, "--alter-column-type")
-        return UpdateColumnType(name, parse_sql_type(t))
+        return UpdateColumnType(name, _flag_type(t, "--alter-column-type", value))
     raise UsageError(f"unknown change {flag}")  # pragma: no cover
 
 

@@ -397,8 +397,11 @@ class TableCommit:
         """Delete the files the messages' writers created (never call after a commit of them
         succeeded, or when its state is unknown)."""
         schema = self._schema()
-        # the same checks as commit: a message may only name plain files of this table
-        self._validate(messages, schema)
+        # the same checks as commit: a message may only name plain files of this table; its
+        # schema may be one not published yet (a schema change that lands with the commit or
+        # not at all: paimon_core.schema_pending), its files go all the same
+        newest = max((m.schema_id for m in messages), default=schema.id)
+        self._validate(messages, schema, latest_schema_id=max(schema.id, newest))
         layout = TableLayout.of(self.table_path, schema)
         for m in messages:
             bucket_dir = layout.bucket_dir(m.partition, m.bucket)
@@ -416,10 +419,12 @@ class TableCommit:
             raise SchemaError(f"no table at {self.table_path}")
         return schema
 
-    def _validate(self, messages: Sequence[CommitMessage], schema: TableSchema) -> None:
+    def _validate(self, messages: Sequence[CommitMessage], schema: TableSchema, *,
+                  latest_schema_id: int | None = None) -> None:
         validate_messages(
             messages, table_path=self.table_path, partition_arity=len(schema.partition_keys),
-            num_buckets=schema.num_buckets, latest_schema_id=schema.id,
+            num_buckets=schema.num_buckets,
+            latest_schema_id=schema.id if latest_schema_id is None else latest_schema_id,
         )
         for m in messages:
             if schema.num_buckets > 0 and m.total_buckets != schema.num_buckets and (

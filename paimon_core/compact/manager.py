@@ -40,7 +40,12 @@ from paimon_core.commit_message import CommitMessage
 from paimon_core.compact.append import plan_append, rewrite_append
 from paimon_core.compact.changelog import KeyedRecords
 from paimon_core.compact.levels import Levels
-from paimon_core.compact.options import CompactOptions, CompactStrategy, is_full
+from paimon_core.compact.options import (
+    DEFAULT_COMPACT_STRATEGY,
+    CompactOptions,
+    CompactStrategy,
+    is_full,
+)
 from paimon_core.compact.picker import (
     CompactUnit,
     ForceUpLevel0Compaction,
@@ -393,7 +398,7 @@ class CompactOutcome:
 def compact_with_retries(
     open_source: Callable[[], CompactSource],
     *,
-    strategy: CompactStrategy = "full",
+    strategy: CompactStrategy = DEFAULT_COMPACT_STRATEGY,
     partitions: Sequence[Mapping[str, Any]] | None = None,
     buckets: Sequence[int] | None = None,
     commit_user: str,
@@ -460,7 +465,7 @@ def compact_table(
     *,
     partitions: Sequence[Mapping[str, Any]] | None = None,
     buckets: Sequence[int] | None = None,
-    strategy: CompactStrategy = "full",
+    strategy: CompactStrategy = DEFAULT_COMPACT_STRATEGY,
     commit_user: str | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     max_workers: int | None = None,

@@ -22,7 +22,10 @@ from paimon_core.options import CoreOptions
 from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
 from paimon_core.spec.schema import TableSchema
 
-__all__ = ["COMPACT_STRATEGIES", "CompactOptions", "CompactStrategy", "is_full"]
+__all__ = [
+    "COMPACT_STRATEGIES", "DEFAULT_COMPACT_STRATEGY", "CompactOptions", "CompactStrategy",
+    "is_full",
+]
 
 _MIB = 1024 * 1024
 
@@ -33,6 +36,10 @@ _MIB = 1024 * 1024
 #: for (what writers do after a commit), which is often nothing.
 CompactStrategy = Literal["full", "minor"]
 COMPACT_STRATEGIES: tuple[CompactStrategy, ...] = ("full", "minor")
+#: the strategy of an explicit compaction that names none: the one home of the default of
+#: ``table.compact``, ``paimon compact``, ``python -m pipelines.compact`` and the Dagster
+#: compaction assets (``assets.maintenance.CompactConfig``)
+DEFAULT_COMPACT_STRATEGY: CompactStrategy = "full"
 
 
 def is_full(strategy: str) -> bool:

@@ -209,12 +209,14 @@ def _keys(asset_keys: list[list[str]]) -> list[dict[str, list[str]]]:
 
 
 def ui_materialize(dev: DagsterDev, asset_keys: list[list[str]], partition: str | None = None,
-                   tags: Mapping[str, str] | None = None) -> str:
+                   tags: Mapping[str, str] | None = None,
+                   run_config: Mapping[str, Any] | None = None) -> str:
     """"Materialize" ``asset_keys`` (one ``partition`` of them) as the UI does: for a
-    partition, its tags and config from the asset job first; then one run of the asset job.
-    Returns the run id."""
+    partition, its tags and config from the asset job first; then one run of the asset job
+    (with ``run_config``: as the launchpad, "Open launchpad" then edited). Returns the run
+    id."""
     [repo] = dev.graphql(REPOSITORY_NAME)["repositoriesOrError"]["nodes"]
-    run_tags, run_config = [], "{}"
+    run_tags, config = [], "{}"
     if partition is not None:
         job = dev.graphql(PARTITION_FOR_ASSET_JOB, {
             "repositoryName": repo["name"], "repositoryLocationName": "paimon",
@@ -223,12 +225,14 @@ def ui_materialize(dev: DagsterDev, asset_keys: list[list[str]], partition: str 
         assert job["__typename"] == "Pipeline", job
         part = job["partition"]
         run_tags = list(part["tagsOrError"]["results"])
-        run_config = part["runConfigOrError"]["yaml"] or "{}"
+        config = part["runConfigOrError"]["yaml"] or "{}"
     run_tags += [{"key": k, "value": v} for k, v in (tags or {}).items()]
+    if run_config is not None:
+        config = json.dumps(run_config)
     out = dev.graphql(LAUNCH_PIPELINE_EXECUTION, {"p": {
         "mode": "default",
         "executionMetadata": {"tags": run_tags},
-        "runConfigData": run_config,
+        "runConfigData": config,
         "selector": {"repositoryLocationName": "paimon", "repositoryName": repo["name"],
                      "pipelineName": ASSET_JOB, "assetSelection": _keys(asset_keys),
                      "assetCheckSelection": []},
@@ -245,6 +249,43 @@ def ui_backfill(dev: DagsterDev, asset_keys: list[list[str]], partitions: list[s
     }})["launchPartitionBackfill"]
     assert out["__typename"] == "LaunchBackfillSuccess", out
     return str(out["backfillId"])
+
+
+SENSOR_LAST_TICK = """
+query($s: SensorSelector!) {
+  sensorOrError(sensorSelector: $s) {
+    __typename ... on Sensor { sensorState { ticks(limit: 1) { tickId status } } }
+  }
+}"""
+
+
+def ui_stop_sensor(dev: DagsterDev, name: str, *, location: str = "paimon",
+                   quiet: float = 20, timeout: float = 180) -> None:
+    """Stop sensor ``name`` as the UI's toggle does (``stopSensor`` with its state's id; the
+    queries are the production story's, scripts/prod_demo.py), then wait until no tick of
+    it is in flight and none began for ``quiet`` seconds: the daemon reads the sensors'
+    states when an iteration starts, so under load a tick it queued before the stop can
+    still begin after it (and see what landed since)."""
+    [repo] = dev.graphql(REPOSITORY_NAME)["repositoriesOrError"]["nodes"]
+    selector = {"repositoryLocationName": location, "repositoryName": repo["name"],
+                "sensorName": name}
+    found = dev.graphql(_prod_demo.SENSOR_ID, {"s": selector})["sensorOrError"]
+    assert found["__typename"] == "Sensor", found
+    out = dev.graphql(_prod_demo.STOP_SENSOR, {"id": found["sensorState"]["id"]})["stopSensor"]
+    assert out["__typename"] == "StopSensorMutationResult", out
+    assert out["instigationState"]["status"] == "STOPPED", out
+    deadline = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while True:
+        state = dev.graphql(SENSOR_LAST_TICK, {"s": selector})["sensorOrError"]["sensorState"]
+        ticks = state["ticks"]
+        if ticks != last:
+            last, since = ticks, time.monotonic()
+        elif (all(t["status"] != "STARTED" for t in ticks)
+              and time.monotonic() - since >= quiet):
+            return
+        assert time.monotonic() < deadline, f"{name} still ticking after its stop: {state}"
+        time.sleep(1)
 
 
 def ui_reexecute(dev: DagsterDev, run_id: str) -> str:

@@ -5,6 +5,7 @@ demo's YAML builds what the demo's tables say (``assets.tables`` reads the same 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,12 @@ def validate(defs: dg.Definitions) -> None:
 def only_asset(defs: dg.Definitions) -> dg.AssetsDefinition:
     [asset] = [a for a in defs.assets or () if isinstance(a, dg.AssetsDefinition)]
     return asset
+
+
+def sensors(defs: dg.Definitions) -> dict[str, dg.SensorDefinition]:
+    """The component's sensors by name, but for the table's state sensor (every table
+    component has one: :func:`test_every_table_component_has_a_state_sensor`)."""
+    return {s.name: s for s in defs.sensors or () if not s.name.endswith("_state_sensor")}
 
 
 def test_cdc_table_follows_its_attributes() -> None:
@@ -120,7 +127,7 @@ def test_derived_table_needs_a_loadable_transform() -> None:
              "columns": [{"name": "id", "type": "BIGINT"}, {"name": "f", "type": "BOOLEAN"}],
              "transform": "assets.derived:enrich_orders", "sensor": {"name": "s"}}
     defs = build(PaimonDerivedTable, yaml.safe_dump(attrs))
-    assert [s.name for s in defs.sensors or ()] == ["s"]
+    assert list(sensors(defs)) == ["s"]
     assert only_asset(defs).asset_deps[dg.AssetKey(["mart", "flags"])] == {
         dg.AssetKey(["shop", "orders"])}
     for bad in ("assets.derived:no_such_function", "no_such_module:fn", "nothing"):
@@ -143,6 +150,62 @@ def test_maintenance_of_a_table_written_elsewhere() -> None:
     assert {s.name for s in defs.schedules or ()} == {"java_items_compaction_schedule",
                                                       "java_items_checks_schedule"}
     validate(defs)
+
+
+def test_every_table_component_has_a_state_sensor() -> None:
+    """The table's state sensor (on by default, on the table's asset key), tunable or
+    dropped by ``state_sensor``; maintenance brings one only with the table it declares
+    (``external``) or when asked."""
+    def state(defs: dg.Definitions) -> list[tuple[str, Any, int]]:
+        return [(s.name, s.default_status, s.minimum_interval_seconds or 0)
+                for s in defs.sensors or () if s.name.endswith("_state_sensor")]
+
+    running, stopped = dg.DefaultSensorStatus.RUNNING, dg.DefaultSensorStatus.STOPPED
+    assert state(build(PaimonCdcTable, CDC)) == [("shop_orders_state_sensor", running, 30)]
+    tuned = {**yaml.safe_load(CDC), "state_sensor": {"minimum_interval_seconds": 90,
+                                                     "running": False}}
+    assert state(build(PaimonCdcTable, yaml.safe_dump(tuned))) == [
+        ("shop_orders_state_sensor", stopped, 90)]
+    assert state(build(PaimonCdcTable, yaml.safe_dump(
+        {**yaml.safe_load(CDC), "state_sensor": None}))) == []
+    derived = {"table": "mart.flags", "source": "shop.orders", "primary_key": ["id"],
+               "columns": [{"name": "id", "type": "BIGINT"}],
+               "transform": "assets.derived:enrich_orders"}
+    assert state(build(PaimonDerivedTable, yaml.safe_dump(derived))) == [
+        ("mart_flags_state_sensor", running, 30)]
+    overwrite = {"table": "ref.rates", "columns": [{"name": "k", "type": "STRING"}],
+                 "partition_by": ["k"], "state_sensor": {"name": "rates_state_sensor"}}
+    assert state(build(PaimonOverwriteTable, yaml.safe_dump(overwrite))) == [
+        ("rates_state_sensor", running, 30)]
+    maintenance = {"table": "java.items", "buckets": 2}
+    assert state(build(PaimonTableMaintenance, yaml.safe_dump(maintenance))) == []
+    assert state(build(PaimonTableMaintenance, yaml.safe_dump(
+        {**maintenance, "external": True}))) == [("java_items_state_sensor", running, 30)]
+    assert state(build(PaimonTableMaintenance, yaml.safe_dump(
+        {**maintenance, "state_sensor": {}}))) == [("java_items_state_sensor", running, 30)]
+
+
+def test_state_sensor_reports_on_the_configured_asset_key(lake: dict[str, Any]) -> None:
+    """A commit of another engine reaches the component's asset (``asset.key``)."""
+    from assets.resources import PaimonCatalog
+    from paimon_core import FileSystemCatalog, Schema, parse_sql_type
+    from tests.tables import write_rows
+
+    [sensor] = [s for s in build(PaimonCdcTable, CDC).sensors or ()
+                if s.name == "shop_orders_state_sensor"]
+    cat = FileSystemCatalog(str(lake["warehouse"]))
+    table = cat.create_table("shop.orders", Schema.of(
+        [(n, parse_sql_type(t)) for n, t in (("id", "BIGINT NOT NULL"), ("status", "STRING"),
+                                             ("lsn", "BIGINT"))],
+        primary_keys=["id"], options={"bucket": "3"}))
+    write_rows(table, pa.table({"id": [1, 2], "status": ["a", "b"], "lsn": [1, 2]}))
+    ctx = dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), resources={
+        "catalog": PaimonCatalog(warehouse=str(lake["warehouse"]))})
+    result = sensor(ctx)
+    assert isinstance(result, dg.SensorResult)
+    [event] = result.asset_events or ()
+    assert event.asset_key == dg.AssetKey(["lake", "orders"])
+    assert event.metadata["dagster/row_count"].value == 2
 
 
 def test_demo_tables_are_the_demo_yaml() -> None:
@@ -197,7 +260,7 @@ def test_landing_sensor_requests_each_landed_partition(lake: dict[str, Any]) -> 
 
     attrs = {**yaml.safe_load(CDC), "landing_sensor": {"name": "orders_landed"}}
     defs = build(PaimonCdcTable, yaml.safe_dump(attrs))
-    [sensor] = defs.sensors or ()
+    [sensor] = sensors(defs).values()
     assert sensor.name == "orders_landed"
     root = Path(lake["landing"])
     hours = {"2025-02-01-03:00": True, "2025-02-01-04:00": False, "2025-01-31-23:00": True}
@@ -236,7 +299,14 @@ def test_landed_partitions_are_the_landed_days(lake: dict[str, Any]) -> None:
     parts = asset.partitions_def
     assert isinstance(parts, dg.DynamicPartitionsDefinition)
     assert parts.name == "shop_orders_landed"
-    [sensor] = defs.sensors or ()
+    by_name = sensors(defs)
+    assert set(by_name) == {"shop_orders_landing_sensor", "shop_orders_landed_partitions_sensor"}
+    sensor = by_name["shop_orders_landing_sensor"]
+    # the partitions' own sensor ships running: a day landed while the landing sensor is
+    # stopped still becomes a partition (Missing, backfillable); it requests no run
+    registrar = by_name["shop_orders_landed_partitions_sensor"]
+    assert registrar.default_status is dg.DefaultSensorStatus.RUNNING
+    assert sensor.default_status is dg.DefaultSensorStatus.RUNNING
     root = Path(lake["landing"]) / "shop.orders"
     landed = {"2025-01-03": True, "2025-01-09": True, "2025-01-05": False,  # empty: no
               "2024-12-31": True, "garbage": True}  # before start / no day: ignored
@@ -266,6 +336,14 @@ def test_landed_partitions_are_the_landed_days(lake: dict[str, Any]) -> None:
         expected.append("2025-01-10")
         [add] = tick().dynamic_partitions_requests or ()
         assert list(add.partition_keys) == ["2025-01-10"]
+        (root / "dt=2025-01-11").mkdir()
+        (root / "dt=2025-01-11" / "part-0.json").write_text("{}\n")
+        ctx = dg.build_sensor_context(instance=instance, resources={
+            "landing": LandingZone(root=str(lake["landing"]))})
+        result = registrar(ctx)
+        assert isinstance(result, dg.SensorResult) and not result.run_requests
+        [add] = result.dynamic_partitions_requests or ()
+        assert list(add.partition_keys) == ["2025-01-10", "2025-01-11"]
 
 
 @pytest.mark.parametrize(("change", "named"), [
@@ -294,3 +372,145 @@ def test_scaffolded_attributes_resolve(cls: Any) -> None:
         dg.Definitions.validate_loadable(defs)
     else:
         validate(defs)
+
+
+# ------------------------------------------------------------------------------ in a project
+PROJECT_CDC = """\
+type: assets.components.PaimonCdcTable
+attributes:
+  table: shop.customers
+  columns: [{name: id, type: BIGINT}, {name: status, type: STRING}, {name: lsn, type: BIGINT}]
+  primary_key: [id]
+  options: {bucket: 2, sequence.field: lsn}
+"""
+PROJECT_DERIVED = """\
+type: assets.components.PaimonDerivedTable
+attributes:
+  table: mart.flags
+  columns: [{name: id, type: BIGINT}, {name: f, type: BOOLEAN}]
+  primary_key: [id]
+  source: %s
+  transform: assets.derived:enrich_orders
+"""
+PROJECT_MAINTENANCE = """\
+type: assets.components.PaimonTableMaintenance
+attributes:
+  table: shop.customers
+  buckets: 2
+"""
+
+
+def load_project(root: Path, monkeypatch: pytest.MonkeyPatch, defs: dict[str, str]
+                 ) -> dg.Definitions:
+    """The definitions of a dg project at ``root`` whose defs folder holds ``defs``
+    (folder -> defs.yaml) and the resources component, as ``dg check defs`` builds them."""
+    name = f"proj_{root.name}"
+    assert name not in sys.modules, f"{name}: one project name per test session"
+    files = {"pyproject.toml": f'[project]\nname = "{name}"\nversion = "0.1.0"\n\n'
+             f'[tool.dg]\ndirectory_type = "project"\n\n[tool.dg.project]\n'
+             f'root_module = "{name}"\n', f"{name}/__init__.py": "",
+             f"{name}/defs/__init__.py": "",
+             f"{name}/defs/lake/defs.yaml": "type: assets.components.PaimonResources\n",
+             **{f"{name}/defs/{k}/defs.yaml": v for k, v in defs.items()}}
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    monkeypatch.syspath_prepend(str(root))
+    return dg.ComponentTree.for_project(root).build_defs()
+
+
+def settings_error(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+    """The message of the SettingsError behind Dagster's load error."""
+    e: BaseException | None = excinfo.value
+    while e is not None and not isinstance(e, SettingsError):
+        e = e.__cause__ or e.__context__
+    assert e is not None, excinfo.value
+    return str(e)
+
+
+def test_a_derived_source_must_be_a_table_of_the_project(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``source: shop.customerz`` (the issue's typo) fails the load: one line with the file
+    and line, the field, the value and the closest table of the project."""
+    with pytest.raises(Exception) as excinfo:
+        load_project(tmp_path / "typo", monkeypatch, {
+            "customers": PROJECT_CDC, "flags": PROJECT_DERIVED % "shop.customerz"})
+    assert settings_error(excinfo) == (
+        "proj_typo/defs/flags/defs.yaml:6: source: 'shop.customerz' is no table of this code "
+        "location (did you mean 'shop.customers'?); its components write shop.customers (a "
+        "table only another engine writes: add source_external: true)")
+    # the right name loads, with the lineage edge to the source component's asset
+    defs = load_project(tmp_path / "right", monkeypatch, {
+        "customers": PROJECT_CDC, "flags": PROJECT_DERIVED % "shop.customers"})
+    dg.Definitions.validate_loadable(defs)
+    [flags] = [a for a in defs.assets or () if isinstance(a, dg.AssetsDefinition)
+               and dg.AssetKey(["mart", "flags"]) in a.keys]
+    assert flags.asset_deps[dg.AssetKey(["mart", "flags"])] == {dg.AssetKey(["shop",
+                                                                             "customers"])}
+
+
+def test_an_external_source_fails_the_sensor_tick_while_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lake: dict[str, Any]) -> None:
+    """A source another engine writes (``source_external: true``) is not checked at load;
+    while it does not exist the snapshot sensor's tick fails naming it (a source of the
+    project's own components skips: not written yet)."""
+    from assets.resources import PaimonCatalog
+
+    text = PROJECT_DERIVED % "java.items" + "  source_external: true\n"
+    defs = load_project(tmp_path / "ext", monkeypatch, {"flags": text,
+                                                        "customers": PROJECT_CDC})
+    catalog = PaimonCatalog(warehouse=str(lake["warehouse"]))
+    sensors = {s.name: s for s in defs.sensors or ()}
+    ctx = dg.build_sensor_context(resources={"catalog": catalog})
+    with pytest.raises(Exception) as excinfo:
+        sensors["java_items_snapshot_sensor"](ctx)
+    assert settings_error(excinfo).startswith(
+        f"source table java.items of mart.flags does not exist in the warehouse "
+        f"{lake['warehouse']}")
+    ours = load_project(tmp_path / "ownsrc", monkeypatch, {
+        "customers": PROJECT_CDC, "flags": PROJECT_DERIVED % "shop.customers"})
+    [sensor] = [s for s in ours.sensors or () if s.name == "shop_customers_snapshot_sensor"]
+    result = sensor(dg.build_sensor_context(resources={"catalog": catalog}))
+    assert isinstance(result, dg.SensorResult)
+    assert not result.run_requests and "does not exist yet" in str(result.skip_reason)
+
+
+def test_maintenance_of_a_component_table_builds_no_second_checks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's maintenance block for one's own CDC table loads (it failed with
+    ``Duplicate asset check key ... fsck_clean``): the table's component has the checks; the
+    expiry schedule ships running, the compaction schedule stopped."""
+    defs = load_project(tmp_path / "own", monkeypatch, {
+        "customers": PROJECT_CDC, "maintenance": PROJECT_MAINTENANCE})
+    dg.Definitions.validate_loadable(defs)
+    checks = [k.name for c in defs.asset_checks or () for k in c.check_keys]
+    assert sorted(checks) == ["freshness", "fsck_clean", "small_files", "snapshot_retention"]
+    schedules = {s.name: s.default_status for s in defs.schedules or ()}
+    assert schedules["shop_customers_expiry_schedule"] is dg.DefaultScheduleStatus.RUNNING
+    assert schedules["shop_customers_compaction_schedule"] is dg.DefaultScheduleStatus.STOPPED
+    stopped = load_project(tmp_path / "stopped", monkeypatch, {
+        "customers": PROJECT_CDC,
+        "maintenance": PROJECT_MAINTENANCE + "  expiry: {running: false}\n"})
+    assert {s.name: s.default_status for s in stopped.schedules or ()}[
+        "shop_customers_expiry_schedule"] is dg.DefaultScheduleStatus.STOPPED
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ("  checks: {max_small_files: 10}\n",
+     "proj_{n}/defs/maintenance/defs.yaml:5: checks: shop.customers has its checks from its "
+     "PaimonCdcTable (proj_{n}/defs/customers/defs.yaml:3): set them there, or checks: null "
+     "here"),
+    ("  external: true\n",
+     "proj_{n}/defs/maintenance/defs.yaml:5: external: true, but shop.customers is the asset "
+     "of its PaimonCdcTable (proj_{n}/defs/customers/defs.yaml:3): remove external here"),
+])
+def test_maintenance_refuses_what_the_table_component_has(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: str, message: str) -> None:
+    name = "mc" if "checks" in extra else "me"
+    with pytest.raises(Exception) as excinfo:
+        load_project(tmp_path / name, monkeypatch, {
+            "customers": PROJECT_CDC, "maintenance": PROJECT_MAINTENANCE + extra})
+    assert settings_error(excinfo) == message.format(n=name)
+    # checks: null is accepted (the demo's spelling)
+    load_project(tmp_path / f"{name}null", monkeypatch, {
+        "customers": PROJECT_CDC, "maintenance": PROJECT_MAINTENANCE + "  checks: null\n"})

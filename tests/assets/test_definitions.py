@@ -35,8 +35,12 @@ def test_definitions_load(module: str) -> None:
     assert len(checks) == 16
     assert ("cdc/orders", "fsck_clean") in checks and ("ref/fx_rates", "freshness") in checks
     repo = defs.get_repository_def()
-    assert {s.name for s in repo.sensor_defs} == {"cdc_orders_snapshot_sensor",
-                                                  "cdc_landing_sensor", "table_state_sensor"}
+    assert {s.name for s in repo.sensor_defs} == {
+        "cdc_orders_snapshot_sensor", "cdc_landing_sensor",
+        *(f"{t}_state_sensor" for t in ("cdc_customers", "cdc_orders", "ref_fx_rates",
+                                        "mart_orders_enriched"))}
+    assert all(repo.get_sensor_def(f"{t}_state_sensor").default_status
+               is dg.DefaultSensorStatus.RUNNING for t in ("cdc_orders", "ref_fx_rates"))
     assert {s.name for s in repo.schedule_defs} == {
         "cdc_ingest_job_schedule", "fx_rates_overwrite_job_schedule", "expiry_schedule",
         *(f"{t}_{kind}_schedule" for t in ("cdc_customers", "cdc_orders", "ref_fx_rates",
@@ -107,39 +111,47 @@ def test_derived_asset_on_s3(s3_root: tuple[str, dict[str, str]]) -> None:
     assert target.latest_snapshot().properties["dagster.run-id"] == result.run_id
 
 
-def test_table_state_sensor_observes_what_other_writers_commit(lake: dict[str, Path]) -> None:
-    """The demo's ``table_state_sensor``: a snapshot the table's own materialization committed
-    (its asset key in the snapshot) is not reported twice; one another writer committed is
-    observed with the table's state as paimon_core reads it; an unchanged table emits
-    nothing."""
+def test_table_state_sensor_reports_what_other_writers_commit(lake: dict[str, Path]) -> None:
+    """The demo's ``cdc_orders_state_sensor`` (on by default): a snapshot the table asset's
+    latest materialization reports is not reported twice; one another writer committed is
+    reported on ``cdc/orders`` -- as a materialization, what the asset Overview shows -- with
+    the table's state as paimon_core reads it; an unchanged table emits nothing."""
     from assets import defs
-    from assets.metadata import commit_properties
+    from assets.metadata import REPORTED_BY, commit_properties, snapshot_metadata
     from paimon_core import CommitOptions
 
-    sensor = defs.get_repository_def().get_sensor_def("table_state_sensor")
+    sensor = defs.get_repository_def().get_sensor_def("cdc_orders_state_sensor")
     cat = FileSystemCatalog(str(lake["warehouse"]))
     orders = ORDERS.ensure(cat)
     resources = {"catalog": PaimonCatalog(warehouse=str(lake["warehouse"]))}
+    key = dg.AssetKey(["cdc", "orders"])
+    instance = dg.DagsterInstance.ephemeral()
 
     def tick(cursor: str | None) -> dg.SensorResult:
-        result = sensor(dg.build_sensor_context(cursor=cursor, resources=resources))
+        result = sensor(dg.build_sensor_context(cursor=cursor, resources=resources,
+                                                instance=instance))
         assert isinstance(result, dg.SensorResult)
         return result
 
-    # what a materialization of cdc/orders commits (its run and asset in the snapshot)
+    # what a materialization of cdc/orders commits (its run and asset in the snapshot) and
+    # reports (its metadata in the instance)
     builder = orders.new_batch_write_builder("dagster-run", options=CommitOptions(
         properties=commit_properties("run-1", "cdc/orders")))
     with builder.new_write() as write:
         write.write_arrow(order_rows([1, 2, 3], "new").drop_columns(["_k"]))
         messages = write.prepare_commit()
     builder.new_commit().commit(messages)
+    instance.report_runless_asset_event(dg.AssetMaterialization(
+        key, metadata=snapshot_metadata(orders, [1])))
     first = tick(None)
     assert first.asset_events == []  # the materialization reported it
     commit_orders(orders, order_rows([3], "new", "-D"), 2)  # another writer
     second = tick(first.cursor)
     [event] = second.asset_events
-    assert event.asset_key == dg.AssetKey(["cdc", "orders"])
+    assert isinstance(event, dg.AssetMaterialization) and event.asset_key == key
+    assert event.partition is None  # the whole table's state
     md = {k: getattr(v, "value", v) for k, v in event.metadata.items()}
     assert md["dagster/row_count"] == orders.to_arrow().num_rows == 2
     assert md["paimon/snapshot_id"] == str(orders.latest_snapshot().id) == "2"
+    assert orders.latest_snapshot().commit_user in md[REPORTED_BY]
     assert tick(second.cursor).asset_events == []

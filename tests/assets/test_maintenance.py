@@ -4,6 +4,7 @@ overwrite asset."""
 
 from __future__ import annotations
 
+import argparse
 import datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from assets.demo_data import generate
 from assets.derived import DERIVED_CONSUMER_ID
+from assets.labels import SettingsError
 from assets.maintenance import (
     bucket_state,
     compactions,
@@ -32,6 +34,7 @@ from tests.assets.helpers import assert_spark_metadata, by_key, commit_orders, o
 
 ORDERS_COMPACTION = next(c for c in compactions if c.asset.key.path[-1] == "cdc_orders_compaction")
 ORDERS_EXPIRY = next(a for a in expiry_assets if a.key.path[-1] == "cdc_orders_expiry")
+ORDERS_KEY = dg.AssetKey(["cdc", "orders"])
 
 
 @pytest.fixture
@@ -43,9 +46,19 @@ def orders(lake_catalog: FileSystemCatalog) -> FileStoreTable:
     return table
 
 
-def _md(result: dg.ExecuteInProcessResult, asset: dg.AssetsDefinition) -> dict[str, Any]:
-    [mat] = result.asset_materializations_for_node(asset.op.name)
+def _md(result: dg.ExecuteInProcessResult, asset: dg.AssetsDefinition,
+        key: dg.AssetKey | None = None) -> dict[str, Any]:
+    """The metadata of the run's materialization of ``key`` (default: the asset's own)."""
+    [mat] = [m for m in result.asset_materializations_for_node(asset.op.name)
+             if m.asset_key == (key or asset.key)]
     return {k: v.value for k, v in mat.metadata.items()}
+
+
+def _table_events(result: dg.ExecuteInProcessResult,
+                  asset: dg.AssetsDefinition) -> list[dg.AssetMaterialization]:
+    """What a maintenance run reported on the TABLE's asset (cdc/orders)."""
+    return [m for m in result.asset_materializations_for_node(asset.op.name)
+            if m.asset_key == ORDERS_KEY]
 
 
 def test_partition_keys_name_their_bucket() -> None:
@@ -95,14 +108,25 @@ def test_compact_one_bucket(spark: Any, orders: FileStoreTable, resources: dict)
     assert str(snap.id) == md["paimon/snapshot_id"] == "7"
     assert snap.commit_user == run_commit_user(result.run_id)
     assert fsck(orders).ok
+    # the table's own asset shows the compacted table (its Overview: the latest
+    # materialization's metadata), named by the run that made it
+    [event] = _table_events(result, ORDERS_COMPACTION.asset)
+    assert event.partition is None
+    table_md = _md(result, ORDERS_COMPACTION.asset, ORDERS_KEY)
+    assert table_md["paimon/snapshot_id"] == "7" and table_md["paimon/commit_kind"] == "COMPACT"
+    assert table_md["paimon/live_files"] == 3 * 6 + 1
+    assert table_md["paimon/sorted_runs"] == 3 * 6 + 1 and table_md["dagster/row_count"] == 40
+    assert table_md["paimon/reported_by"] == (
+        f"maintenance/cdc_orders_compaction (run {result.run_id})")
     # nothing left to do in that bucket: no Spark job, no snapshot
     again = dg.materialize([ORDERS_COMPACTION.asset], partition_key="cdc.orders/bucket-2",
                            resources={k: resources[k] for k in ("catalog", "spark")})
     md = _md(again, ORDERS_COMPACTION.asset)
     assert md["compact/status"] == "nothing to compact" and md["paimon/commit_kind"] == "NONE"
+    assert _table_events(again, ORDERS_COMPACTION.asset) == []  # no commit, nothing to report
     assert orders.snapshot_manager.latest_snapshot_id() == 7
     # a no-op names the table's latest snapshot (text), no drop to 0; the table's row count
-    # and schema belong to the table's asset (the table-state sensor), not to its compaction
+    # and schema belong to the table's asset, not to its compaction
     assert md["paimon/snapshot_id"] == "7" and md["paimon/files_added"] == 0
     assert "dagster/row_count" not in md and "dagster/column_schema" not in md
 
@@ -118,6 +142,10 @@ def test_compaction_schedule_requests_only_buckets_that_need_it(
         scheduled_execution_time=datetime.datetime(2025, 1, 9, 3, 0, tzinfo=datetime.UTC))
     requests = ORDERS_COMPACTION.schedule.evaluate_tick(ctx).run_requests
     assert [r.partition_key for r in requests] == [f"cdc.orders/bucket-{b}" for b in (0, 2, 3)]
+    # its runs do what the picker asked for (a run without config compacts fully)
+    op = ORDERS_COMPACTION.asset.op.name
+    assert {str(r.run_config) for r in requests} == {
+        str({"ops": {op: {"config": {"strategy": "minor"}}}})}
     assert [r.run_key for r in requests] == [
         f"2025-01-09T03:00:00+00:00:cdc.orders/bucket-{b}" for b in (0, 2, 3)]
     # a table whose buckets are all compacted: skip
@@ -129,6 +157,32 @@ def test_compaction_schedule_requests_only_buckets_that_need_it(
     commit_orders(orders, order_rows(range(1, 41), "s6"), 8)
     result = ORDERS_COMPACTION.schedule.evaluate_tick(ctx)
     assert not result.run_requests and result.skip_message
+
+
+def test_compaction_config_defaults_to_the_cli_strategy() -> None:
+    """One default for a compaction asset run and ``python -m pipelines.compact``; the older
+    ``full`` spelling still works, a contradiction is an error."""
+    from assets.maintenance import CompactConfig
+    from paimon_core.cli.compact_cmds import add_strategy_args
+
+    parser = argparse.ArgumentParser()
+    add_strategy_args(parser)
+    assert CompactConfig().chosen() == parser.parse_args([]).strategy == "full"
+    assert CompactConfig(strategy="minor").chosen() == "minor"
+    assert CompactConfig(full=False).chosen() == "minor"
+    assert CompactConfig(full=True, strategy="full").chosen() == "full"
+    with pytest.raises(SettingsError, match="full: true contradicts strategy: minor"):
+        CompactConfig(full=True, strategy="minor").chosen()
+
+
+def test_expiry_of_a_table_not_created_yet_reports_zero(resources: dict[str, Any]) -> None:
+    """Its figures are those of no table (prod_demo printed "expired None snapshot(s)" for
+    such a table: the materialization had no figures); Spark does not start."""
+    res = {k: resources[k] for k in ("catalog", "spark")}
+    md = _md(dg.materialize([ORDERS_EXPIRY], resources=res), ORDERS_EXPIRY)
+    assert md["expire/status"] == "no table yet" and md["paimon/table"] == "cdc.orders"
+    assert md["expire/snapshots_expired"] == md["expire/files_deleted"] == 0
+    assert md["expire/bytes_freed"] == md["expire/total_bytes_freed"] == 0
 
 
 @pytest.mark.spark
@@ -144,7 +198,12 @@ def test_expiry_frees_snapshots_and_respects_consumers(
     ConsumerManager(orders.file_io, orders.path).reset_consumer(DERIVED_CONSUMER_ID,
                                                                 Consumer(5))
     res = {k: resources[k] for k in ("catalog", "spark")}
-    first = _md(dg.materialize([ORDERS_EXPIRY], resources=res), ORDERS_EXPIRY)
+    run = dg.materialize([ORDERS_EXPIRY], resources=res)
+    first = _md(run, ORDERS_EXPIRY)
+    # the table's asset shows what expiry left
+    table_md = _md(run, ORDERS_EXPIRY, ORDERS_KEY)
+    assert table_md["paimon/earliest_snapshot"] == "5" and table_md["paimon/snapshot_id"] == "10"
+    assert table_md["paimon/snapshots_retained"] == 6
     assert first["expire/expired_ids"] == [1, 2, 3, 4]
     assert first["expire/snapshots_expired"] == 4 and first["expire/earliest"] == "5"
     assert first["expire/retained_before"] == 10 and first["expire/retained_after"] == 6

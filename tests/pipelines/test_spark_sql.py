@@ -19,6 +19,7 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
+from tests.pipelines.spark_warehouse import session_warehouse
 from tests.tables import write_rows
 
 pytestmark = pytest.mark.spark
@@ -30,16 +31,8 @@ ORDERS = Schema.of([("pt", "STRING"), ("id", "BIGINT"), ("amount", "DOUBLE")],
 @pytest.fixture(scope="module")
 def wh(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A warehouse set as the session's ``spark.paimon.warehouse`` (unset afterwards)."""
-    from pipelines.sql import register_sql
-
-    path = tmp_path_factory.mktemp("sparksql") / "wh"
-    spark.conf.set("spark.paimon.warehouse", str(path))
-    register_sql(spark)
-    yield path
-    spark.conf.unset("spark.paimon.warehouse")
-    register_sql(spark)
-    spark.sql("DROP TABLE IF EXISTS sql_orders")
-    spark.sql("DROP TABLE IF EXISTS sql_orders_v1")
+    yield from session_warehouse(spark, tmp_path_factory, "sparksql",
+                                 drop=("sql_orders", "sql_orders_v1"))
 
 
 def _table(wh: Path, ident: str) -> FileStoreTable:
@@ -81,15 +74,6 @@ def test_sql_table_by_name_reads_and_writes(spark: Any, wh: Path, orders: FileSt
     spark.sql("CREATE TABLE sql_orders_v1 USING paimon "
               "OPTIONS (table 'db.orders', 'scan.snapshot-id' '1')")
     assert spark.sql("SELECT count(*) AS n FROM sql_orders_v1").first()["n"] == 10
-
-
-def test_create_table_with_columns_names_no_table(spark: Any, wh: Path) -> None:
-    spark.sql("CREATE TABLE cols_only (id BIGINT) USING paimon")
-    try:
-        with pytest.raises(Exception, match="needs a table"):
-            spark.sql("SELECT * FROM cols_only").collect()
-    finally:
-        spark.sql("DROP TABLE cols_only")
 
 
 def test_view_sees_new_snapshots(spark: Any, wh: Path, orders: FileStoreTable) -> None:
@@ -157,32 +141,30 @@ def test_pk_df_write_from_many_partitions_is_bucketed(spark: Any, wh: Path) -> N
     assert got2 == {**got, **{k: f"n{k}" for k in range(0, 50, 2)}}
 
 
-def test_pk_sql_insert_from_many_tasks_into_one_bucket_is_refused(spark: Any, wh: Path
-                                                                  ) -> None:
-    """A SQL INSERT reaches the source with Spark's partitioning (a Python data source has
-    no distribution hook): many tasks into one bucket is refused before anything lands."""
+def test_pk_sql_insert_from_many_tasks_into_one_bucket(spark: Any, wh: Path) -> None:
+    """spark.sql runs an INSERT through df.write (pipelines.sql_statements): shuffled by
+    bucket, from any number of tasks, whatever the SELECT's column names. A parameterized
+    INSERT reaches the source with Spark's partitioning (a Python data source has no
+    distribution hook): many tasks into one bucket is refused before anything lands."""
     FileSystemCatalog(str(wh)).create_table("db.pk_one", Schema.of(
         [("id", "BIGINT NOT NULL"), ("v", "STRING")], primary_keys=["id"],
         options={"bucket": "1"}))
     spark.sql("CREATE TABLE pk_one USING paimon OPTIONS (table 'db.pk_one')")
     try:
-        # (every column renamed: a SELECT matching the table's columns exactly by name and
-        # type reaches the source without the table's OPTIONS, see pipelines.sql_tables)
-        with pytest.raises(Exception, match="arrives without the table's OPTIONS"):
-            spark.sql("INSERT INTO pk_one SELECT id, CAST(id AS STRING) AS v "
-                      "FROM range(0, 40, 1, 2)")
+        t = _table(wh, "db.pk_one")
         with pytest.raises(Exception, match="more than one Spark task") as err:
-            spark.sql("INSERT INTO pk_one SELECT id AS k, 'v' AS w FROM range(0, 40, 1, 2)")
+            spark.sql("INSERT INTO pk_one SELECT id AS k, :v AS w FROM range(0, 40, 1, 2)",
+                      args={"v": "v"})
         assert str(err.value).lstrip().startswith("[PYTHON_DATA_SOURCE_ERROR] Failed to "
                                                   "commit or abort Python data source write: "
                                                   "paimon_core.errors.UnsupportedError: ")
-        t = _table(wh, "db.pk_one")
         assert t.latest_snapshot() is None
         assert not list(Path(t.path).rglob("data-*.parquet"))
-        # from one task (the hint the message gives) it is written
-        spark.sql("INSERT INTO pk_one SELECT /*+ COALESCE(1) */ id AS k, 'v' AS w FROM "
-                  "range(0, 40, 1, 2)")
-        assert len(_rows(t, "id")) == 40
+        # the same columns as the table's, from two tasks: written
+        spark.sql("INSERT INTO pk_one SELECT id, CAST(id AS STRING) AS v "
+                  "FROM range(0, 40, 1, 2)")
+        assert _rows(t, "id", "v") == sorted((i, str(i)) for i in range(40))
+        assert len(t.snapshot_manager.list_snapshot_ids()) == 1
     finally:
         spark.sql("DROP TABLE IF EXISTS pk_one")
 
@@ -236,9 +218,10 @@ def test_rollback_from_sql(spark: Any, wh: Path) -> None:
 
 
 def test_task_errors_reach_the_user_typed_first(spark: Any, wh: Path) -> None:
-    """A value the table cannot store exactly, raised inside a write task: df.write raises
-    the Paimon error itself (Spark's exception as its cause); a SQL INSERT's exception text
-    starts with it; neither carries a Python traceback."""
+    """A value the table cannot store exactly, raised inside a write task: df.write and a SQL
+    INSERT (run through df.write by spark.sql) raise the Paimon error itself (Spark's
+    exception as its cause); a parameterized INSERT (Spark's own path) gives an exception
+    whose text starts with it; none carries a Python traceback."""
     from paimon_core import SchemaError
     from pipelines.spark_errors import typed_error
 
@@ -252,8 +235,12 @@ def test_task_errors_reach_the_user_typed_first(spark: Any, wh: Path) -> None:
     assert "Traceback" not in str(err.value.__cause__)
     spark.sql("CREATE TABLE narrow USING paimon OPTIONS (table 'db.narrow')")
     try:
-        with pytest.raises(Exception) as sql_err:
+        with pytest.raises(SchemaError, match=r"^column 's' is VARCHAR\(3\) but row 0 holds "
+                           r"'toolong'") as typed_sql:
             spark.sql("INSERT INTO narrow SELECT 2, 'toolong'")
+        assert "Traceback" not in str(typed_sql.value.__cause__)
+        with pytest.raises(Exception) as sql_err:
+            spark.sql("INSERT INTO narrow SELECT :id, 'toolong'", args={"id": 2})
         text = str(sql_err.value).lstrip()
         first_lines = text.splitlines()[:2]
         assert first_lines[1].startswith("paimon_core.errors.SchemaError: column 's' is "
@@ -386,10 +373,17 @@ def test_readme_spark_sql_block_runs_as_written(spark: Any, tmp_path: Path,
         # the typed error of the bad write was caught and printed (its message names the key)
         assert "'id'" in capsys.readouterr().out.strip().splitlines()[-1]
         kv = _table(wh, "db.kv")
-        assert _rows(kv, "id", "v") == [(1, "a")]
-        assert [tuple(r) for r in spark.sql("SELECT id, v FROM kv").collect()] == [(1, "a")]
+        assert kv.schema.field_names == ["id", "v", "extra"]  # write.merge-schema added it
+        assert _rows(kv, "id", "v", "extra") == [(1, "a", None), (3, "c", 7)]
+        assert sorted(tuple(r) for r in spark.sql("SELECT id, v FROM kv").collect()) == [
+            (1, "a"), (3, "c")]
+        # CREATE TABLE with columns created the Paimon table; the INSERT filled it
+        events = _table(wh, "default.events")
+        assert list(events.schema.primary_keys) == ["id", "dt"]
+        assert len(_rows(events, "id")) == 10
     finally:
         spark.sql("DROP TABLE IF EXISTS orders")
+        spark.sql("DROP TABLE IF EXISTS events")
         spark.sql("DROP VIEW IF EXISTS kv")
         spark.conf.unset("spark.paimon.warehouse")
         register_sql(spark)
