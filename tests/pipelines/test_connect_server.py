@@ -57,6 +57,40 @@ print(f"interrupted after {failed['at'] - ended:.1f} s" if failed else "still ru
 """
 
 
+#: a user's own asset writing with ``df.write.format("paimon")`` on its run's session (a
+#: Spark Connect one): no mode given, a primary-key table's rows from 4 tasks (shuffled by
+#: bucket first: a bucket takes rows from one task); then a column the table lacks
+USER_WRITE = """
+import sys
+import dagster as dg
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.schema_builder import Schema
+from assets.resources import SparkResource
+from pipelines.session import is_connect
+
+wh = sys.argv[1]
+cat = FileSystemCatalog(wh)
+cat.create_database("db", ignore_if_exists=True)
+cat.create_table("db.kv", Schema.of([("id", "BIGINT NOT NULL"), ("v", "STRING")],
+                                    primary_keys=["id"], options={"bucket": "2"}))
+with dg.build_resources({"spark": SparkResource(master="local[2]")}) as res:
+    spark = res.spark.session()
+    print("connect" if is_connect(spark) else "classic", flush=True)
+    df = spark.createDataFrame([(i, f"v{i}") for i in range(12)], "id long, v string")
+    df = df.repartition(4)
+    df.write.format("paimon").option("warehouse", wh).save("db.kv")
+    got = sorted(tuple(r) for r in cat.get_table("db.kv").to_arrow().to_pylist()
+                 for r in [r.values()])
+    print(got, flush=True)
+    try:
+        spark.createDataFrame([(1, "x", 3)], "id long, v string, extra int").write.format(
+            "paimon").option("warehouse", wh).save("db.kv")
+        print("extra column written")
+    except Exception as e:
+        print(type(e).__name__, str(e).splitlines()[0], flush=True)
+"""
+
+
 def _start(env: dict[str, str]) -> str:
     out = subprocess.run([sys.executable, "-W", "ignore", "-m", "pipelines.connect", "start"],
                          env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -90,6 +124,16 @@ def test_concurrent_starts_share_one_server_that_stops_when_idle(tmp_path: Path)
         assert verdict.startswith("interrupted after"), (verdict, out.stderr[-3000:])
         assert float(verdict.split()[2]) < 60, verdict  # not the task's 10 minutes
         assert info.alive()
+        # a user's own asset writes df.write.format("paimon") on that server as in process
+        out = subprocess.run([sys.executable, "-W", "ignore", "-c", USER_WRITE,
+                              str(tmp_path / "wh")], env={**env, "PAIMON_SPARK_CONNECT_DIR":
+                                                          str(directory.parent)},
+                             cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        kind, got, refused = out.stdout.strip().splitlines()[-3:]
+        assert kind == "connect"
+        assert got == str([(k, f"v{k}") for k in range(12)]), out.stdout
+        assert refused.startswith("SchemaError") and "extra" in refused, out.stdout
         release(info)
         # no client left: it stops after the idle timeout, and says so in its log
         deadline = time.monotonic() + 120
