@@ -14,6 +14,7 @@ Example:
     ... # doctest: +SKIP
 """
 
+import dataclasses
 import os
 import sys
 import time
@@ -32,6 +33,7 @@ from paimon_core import (
 )
 from pipelines.cluster import CONCURRENT_RUNS_ENV, ClusterShape, positive_int
 from pipelines.config import CatalogSettings, SparkSettings, parse_pairs
+from pipelines.connect import CONNECT_ENV, connect_mode
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,7 +59,7 @@ S3_ENV = {"endpoint": "PAIMON_S3_ENDPOINT", "region": "PAIMON_S3_REGION",
 
 #: the pool of every asset that runs Spark: ``dagster.yaml`` limits how many runs hold it
 SPARK_POOL = "paimon-spark"
-#: what the run's log says when a step starts the Spark session of its process
+#: what the run's log says when a step opens the Spark session of its run
 SPARK_STARTED = "Spark session started"
 
 
@@ -171,68 +173,94 @@ def spark_pool_limit(instance: dg.DagsterInstance | None) -> int | None:
 
 
 class SparkResource(dg.ConfigurableResource):
-    """The Spark session of a run (:func:`pipelines.session.get_session`): one session per
-    process, created on first use and reused (the jobs run in-process with the assets).
+    """The Spark session of a run (:func:`pipelines.session.get_session`), created on first
+    use and reused by the run's steps in the same process.
 
-    On a standalone cluster the run takes its share of the cores
+    By default (``connect: auto``) the session is a Spark Connect session of its own on the
+    long-lived server that the runs share (:mod:`pipelines.connect`: found, or started on first
+    use), so a run reaches its first Spark task in seconds, not after a JVM's start; the run's
+    end closes the session and interrupts whatever it still runs there (a terminated run stops
+    its Spark work). ``connect: sc://host:port`` uses a server the deployment runs
+    (docker/compose.yaml); ``connect: off`` starts a classic session in the run's process (a
+    JVM per run), as does any process that already runs a classic session (tests).
+
+    A classic session on a standalone cluster takes its share of the cores
     (:func:`pipelines.cluster.run_share`): the cluster's shape from the environment
     (``PAIMON_SPARK_WORKERS``, ``SPARK_WORKER_CORES``), the number of runs at once from the
-    instance's :data:`SPARK_POOL` limit (:func:`spark_pool_limit`).
+    instance's :data:`SPARK_POOL` limit (:func:`spark_pool_limit`). On a shared server the
+    runs' jobs share the server application's cores through its FAIR scheduler.
 
     Attributes:
         master: ``local[2]`` (embedded) or ``spark://host:7077``.
-        conf: extra Spark conf.
+        connect: ``auto``, ``off`` or ``sc://host:port`` (default: ``PAIMON_SPARK_CONNECT``,
+            else ``auto``).
+        conf: extra Spark conf (with ``connect: auto``: the conf of the server it starts).
         conf_pairs: more conf as ``k=v;k=v`` or a JSON object (e.g. from an env var).
     """
 
     master: str = "local[2]"
     app_name: str = "paimon-dagster"
+    connect: str | None = None
     conf: dict[str, str] = Field(default_factory=dict)
     conf_pairs: str | None = None
     _concurrent_runs: int | None = PrivateAttr(default=None)
+    _session: Any = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         self._concurrent_runs = spark_pool_limit(context.instance)
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        """A Spark Connect session: interrupt what it still runs (a failed or terminated run
+        leaves nothing running on the shared server), close it, drop the server lease."""
+        from pipelines.connect import release
+        from pipelines.session import is_connect
+
+        session, self._session = self._session, None
+        if session is None or not is_connect(session):
+            return
+        for step in (session.interruptAll, session.stop):
+            try:
+                step()
+            except Exception as e:  # the server gone: nothing of this run runs there
+                dg.get_dagster_logger().warning(f"Spark Connect session: {step.__name__}: {e}")
+        release()
 
     def settings(self) -> SparkSettings:
         conf = dict(self.conf)
         conf.update(parse_pairs(self.conf_pairs, what="spark conf"))
         runs = self._concurrent_runs or positive_int(os.environ, CONCURRENT_RUNS_ENV)
+        connect = connect_mode(self.connect or os.environ.get(CONNECT_ENV) or "auto")
         return SparkSettings(master=self.master, app_name=self.app_name, conf=conf,
-                             shape=ClusterShape.from_env(), concurrent_runs=runs)
+                             shape=ClusterShape.from_env(), concurrent_runs=runs,
+                             connect=connect)
 
     def session(self) -> "SparkSession":
-        """The session of this process; the first call starts it (a JVM, 5-25 s), which the
-        run's log records (:data:`SPARK_STARTED`)."""
-        from pyspark.sql import SparkSession
+        """The session of this run; the first call starts it (a Spark Connect session: 1-3 s;
+        a classic one: a JVM, 5-60 s), which the run's log records (:data:`SPARK_STARTED`)."""
+        from pipelines.session import get_session
 
-        from pipelines.session import application_of, get_session
-
-        if SparkSession.getActiveSession() is not None:
-            return get_session(self.settings())
+        if self._session is not None:
+            return self._session  # type: ignore[no-any-return]
+        settings = self.settings()
+        classic = _classic_session()
+        if classic is not None:  # this process runs a classic session already: reuse it
+            self._session = get_session(dataclasses.replace(settings, connect=None))
+            return self._session  # type: ignore[no-any-return]
         started = time.monotonic()
-        session = get_session(self.settings())
-        app = application_of(session)
-        cores = session.conf.get("spark.cores.max", None)
+        self._session = get_session(settings)
         dg.get_dagster_logger().info(
-            f"{SPARK_STARTED} (master {app.master}, application {app.application_id}"
-            f"{', ' + cores + ' cores at most' if cores else ''}"
-            f"{', UI ' + app.ui_url if app.ui_url else ''}) in "
+            f"{SPARK_STARTED} ({_describe(self._session, settings.connect)}) in "
             f"{time.monotonic() - started:.1f} s")
-        return session
+        return self._session  # type: ignore[no-any-return]
 
     def run_metadata(self) -> dict[str, Any]:
-        """The materialization metadata of the Spark application this process runs (its id,
-        master, driver UI, core cap); empty when no Spark session was started."""
-        if "pyspark" not in sys.modules:  # Spark never started in this process
-            return {}
-        from pyspark.sql import SparkSession
-
-        from pipelines.session import application_of
-
-        active = SparkSession.getActiveSession()
+        """The materialization metadata of the Spark application behind this run's session
+        (its id, master, driver UI, core cap); empty when no Spark session was started."""
+        active = self._session if self._session is not None else _classic_session()
         if active is None:
             return {}
+        from pipelines.session import application_of
+
         app = application_of(active)
         meta: dict[str, Any] = {
             "spark/application_id": dg.MetadataValue.text(app.application_id),
@@ -244,6 +272,44 @@ class SparkResource(dg.ConfigurableResource):
         if cores:
             meta["spark/cores_max"] = dg.MetadataValue.int(int(cores))
         return meta
+
+
+def _classic_session() -> "SparkSession | None":
+    """The classic (in-process) session this process runs, if any (no JVM is started)."""
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    if SparkContext._active_spark_context is None:
+        return None
+    return SparkSession.getActiveSession()
+
+
+def _describe(session: "SparkSession", connect: str | None) -> str:
+    """What the run's log says of its session: the server it shares (and whether this run
+    started it) or the master, the application, the core cap, the UI."""
+    from pipelines.connect import current_server
+    from pipelines.session import application_of, is_connect
+
+    app = application_of(session)
+    parts = [f"master {app.master}", f"application {app.application_id}"]
+    if is_connect(session):
+        server = current_server()
+        if connect != "auto" or server is None:  # a server the deployment runs
+            parts.insert(0, f"Spark Connect {connect}: connected to the deployment's server")
+        else:
+            info, started = server
+            since = time.strftime("%H:%M:%S", time.gmtime(info.started))
+            parts.insert(0, f"Spark Connect {info.url}: "
+                            + ("started a server" if started else
+                               f"connected to the existing server (up since {since} UTC)"))
+    cores = session.conf.get("spark.cores.max", None)
+    if cores:
+        parts.append(f"{cores} cores at most")
+    if app.ui_url:
+        parts.append(f"UI {app.ui_url}")
+    return ", ".join(parts)
 
 
 def local_resources() -> dict[str, Any]:

@@ -54,6 +54,7 @@ from pipelines.config import (
     parse_pairs,
     run_job_main,
 )
+from pipelines.session import default_parallelism
 from pipelines.spark_types import arrow_for_spark, spark_schema, spark_type
 from pipelines.writer import WriteResult, write_dataframe
 
@@ -139,7 +140,7 @@ def load_files(spark: SparkSession, path: str, fmt: str, schema: TableSchema,
                 yield from pa.Table.from_arrays(cols, schema=target).to_batches()
 
     df = spark.createDataFrame([(i, p) for i, p in enumerate(files)], "idx int, path string")
-    n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+    n = max(1, min(len(files), default_parallelism(spark) * 2))
     return df.repartitionById(n, F.col("idx")).select("path").mapInArrow(read, out_schema)
 
 

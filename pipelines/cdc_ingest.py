@@ -145,6 +145,7 @@ from pipelines.config import (
     load_schema_file,
     run_job_main,
 )
+from pipelines.session import default_parallelism
 from pipelines.spark_types import spark_schema
 from pipelines.writer import BUCKET_COLUMN, commit_messages, write_batches
 
@@ -306,7 +307,7 @@ def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> Da
                     schema=arrow_schema)
 
     idx = spark.createDataFrame([(i, f) for i, f in enumerate(files)], "idx int, file string")
-    n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 4))
+    n = max(1, min(len(files), default_parallelism(spark) * 4))
     return idx.repartitionById(n, F.col("idx")).select("file").mapInArrow(read, out_schema)
 
 
@@ -383,7 +384,7 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
 
     schema = handle.schema
     seq = _sequence_column(handle, opts)
-    route = routing(schema, spark.sparkContext.defaultParallelism)
+    route = routing(schema, default_parallelism(spark))
     buckets = route.tasks
     units = list(ranges) if ranges is not None else plan_file_ranges(spark, file_io, files,
                                                                       opts)
@@ -416,8 +417,8 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                              "data": pa.array([_ipc(part)], pa.binary())})
                     at += n
 
-    n = max(1, min(len(units), spark.sparkContext.defaultParallelism))
-    threads = len(units) < spark.sparkContext.defaultParallelism  # else the tasks fill it
+    n = max(1, min(len(units), default_parallelism(spark)))
+    threads = len(units) < default_parallelism(spark)  # else the tasks fill it
     return spark.range(0, len(units), 1, n).mapInArrow(decode, _BLOB_SCHEMA)
 
 
@@ -497,7 +498,7 @@ def _write_pass(
     from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
     pos = position_columns(opts.position_fields)
-    route = routing(handle.schema, blobs.sparkSession.sparkContext.defaultParallelism)
+    route = routing(handle.schema, default_parallelism(blobs.sparkSession))
     routed = blobs.repartitionById(route.tasks, "bucket")
     cuts = [list(t) for t in truncates] if truncates is not None else None
     seg_handle = handle if cuts is None else dataclasses.replace(

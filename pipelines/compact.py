@@ -6,8 +6,9 @@ one COMPACT commit on the driver.
    ``paimon compact`` and Paimon's batch compaction) every pair that is not one sorted run on
    the max level already; with ``--strategy minor`` the pairs the universal picker would
    compact (``paimon_core.compact.BucketCompactor.needs_compaction``).
-2. Each pair, with its planned file list, goes to one task (a plain RDD of the work units,
-   one per partition: no SQL plan, shuffle or Arrow conversion), which rewrites it with
+2. Each pair, with its planned file list, goes to one task (a small DataFrame of the pickled
+   work units, one per partition, through ``mapInArrow``: the same on a classic and a Spark
+   Connect session), which rewrites it with
    ``BucketCompactor.compact`` (the same code as ``FileStoreTable.compact``; built once per
    reused Python worker, never listing the snapshot again) and returns its ``CommitMessage``
    (``compact_before`` / ``compact_after``), pickled. The task's pools and Arrow's use the
@@ -41,11 +42,14 @@ import functools
 import json
 import logging
 import os
+import pickle
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from paimon_core import (
     DEFAULT_COMPACT_STRATEGY,
@@ -156,8 +160,6 @@ def plan_compaction(
     return sid, pick_buckets(handle, groups, strategy=strategy)
 
 
-#: one task's answer: its messages, (partition id, attempt) and the listings it made
-_TaskResult = tuple[list[CommitMessage], tuple[int, int], int]
 #: the compactors of this (worker) process, by table and schema: a reused Python worker
 #: opens each table once, not once per task
 _COMPACTORS: dict[tuple[object, ...], BucketCompactor] = {}
@@ -176,10 +178,12 @@ def _worker_compactor(handle: TableHandle) -> BucketCompactor:
     return compactor
 
 
-def _compact_partition(handle: TableHandle, full: bool,
-                       items: Iterable[BucketWork]) -> Iterator[_TaskResult]:
-    """One Spark task: compact its (partition, bucket) work units with the planned files (no
-    listing: the driver planned them) and answer with their commit messages."""
+def _compact_units(handle: TableHandle, full: bool,
+                   batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """One Spark task (``mapInArrow``): compact its (partition, bucket) work units (pickled in
+    the ``unit`` column) with the planned files (no listing: the driver planned them) and
+    answer with their commit messages, pickled, the task's (partition id, attempt) and the
+    listings it made."""
     from pyspark import TaskContext
 
     tc = TaskContext.get()
@@ -188,29 +192,42 @@ def _compact_partition(handle: TableHandle, full: bool,
     listed = snapshot_listings()
     compactor = _worker_compactor(handle)
     out: list[CommitMessage] = []
-    for part, bucket, total, files in items:  # one unit per task (a failed one cleans up)
-        msg = compactor.message(part, bucket, total,
-                                compactor.compact(part, bucket, files, full=full))
-        if msg is not None:
-            out.append(msg)
-    yield out, ids, snapshot_listings() - listed
+    for batch in batches:
+        for blob in batch.column("unit").to_pylist():  # one unit per task (a failed one
+            part, bucket, total, files = pickle.loads(blob)  # cleans up)
+            msg = compactor.message(part, bucket, total,
+                                    compactor.compact(part, bucket, files, full=full))
+            if msg is not None:
+                out.append(msg)
+    yield pa.RecordBatch.from_pydict(
+        {"messages": [pickle.dumps(out)], "partition": [ids[0]], "attempt": [ids[1]],
+         "listed": [snapshot_listings() - listed]}, schema=_RESULT_SCHEMA)
+
+
+_RESULT_SCHEMA = pa.schema([("messages", pa.binary()), ("partition", pa.int32()),
+                            ("attempt", pa.int32()), ("listed", pa.int64())])
 
 
 def _run_tasks(spark: SparkSession, handle: TableHandle, todo: Sequence[BucketWork],
                full: bool) -> tuple[list[CommitMessage], list[tuple[int, int]], int]:
-    """Compact ``todo`` with one Spark task per (partition, bucket): a plain RDD of the
-    planned work units (picklable, metadata only), no SQL plan, shuffle or Arrow conversion;
+    """Compact ``todo`` with one Spark task per (partition, bucket): a small DataFrame of the
+    planned work units (picklable, metadata only), one per partition (``repartitionById``),
+    each compacted by ``mapInArrow`` -- the same on a classic and a Spark Connect session;
     the messages come back pickled. Returns the messages, the (partition id, attempt) of the
     task behind each, and the listings the tasks made."""
-    rdd = spark.sparkContext.parallelize(list(todo), len(todo))
+    units = spark.createDataFrame(
+        [(i, pickle.dumps(unit)) for i, unit in enumerate(todo)], "i int, unit binary")
+    work = units.repartitionById(len(todo), "i").mapInArrow(
+        functools.partial(_compact_units, handle, full),
+        "messages binary, partition int, attempt int, listed bigint")
     messages: list[CommitMessage] = []
     tasks: list[tuple[int, int]] = []
     listings = 0
-    for msgs, ids, listed in rdd.mapPartitions(
-            functools.partial(_compact_partition, handle, full)).collect():
+    for row in work.collect():
+        msgs: list[CommitMessage] = pickle.loads(row["messages"])
         messages.extend(msgs)
-        tasks.extend([ids] * len(msgs))
-        listings += listed
+        tasks.extend([(row["partition"], row["attempt"])] * len(msgs))
+        listings += row["listed"]
     return messages, tasks, listings
 
 

@@ -10,6 +10,8 @@ cluster deployment (``spark-submit``, a Dagster step, a container) sets it once:
                            (``s3.endpoint``, ``s3.access-key``, ...; see ``paimon_core.io``)
 ``PAIMON_SPARK_MASTER``    Spark master (default ``local[*]``)
 ``PAIMON_SPARK_CONF``      extra Spark conf, ``k=v`` pairs separated by ``;`` or a JSON object
+``PAIMON_SPARK_CONNECT``   ``off`` (default here: an in-process session), ``auto`` or
+                           ``sc://host:port``: a Spark Connect session (:mod:`pipelines.connect`)
 ========================  ===================================================================
 
 On a standalone cluster, a run's share of the cores (``spark.cores.max``,
@@ -42,6 +44,7 @@ from paimon_core import (
     limit_threads,
 )
 from pipelines.cluster import CONCURRENT_RUNS_ENV, SHARE_KEYS, ClusterShape, positive_int, run_share
+from pipelines.connect import CONNECT_ENV, connect_mode
 
 _CATALOG = "_catalog"  # CatalogSettings' catalog, built once
 _TABLE = "_table"  # TableHandle's table, opened once
@@ -190,6 +193,9 @@ class SparkSettings:
     conf: Mapping[str, str] = field(default_factory=dict)
     shape: ClusterShape | None = None
     concurrent_runs: int | None = None
+    #: None: a classic in-process session; ``auto`` / ``sc://host:port``: a Spark Connect
+    #: session (:mod:`pipelines.connect`)
+    connect: str | None = None
 
     @property
     def is_local(self) -> bool:
@@ -210,6 +216,12 @@ class SparkSettings:
             return explicit
         return {**self.share_conf(), **explicit}
 
+    def connect_conf(self) -> dict[str, str]:
+        """The conf of a Spark Connect session: ``conf`` only. The runs share the server's
+        one application, whose FAIR scheduler shares its cores between their jobs: a per-run
+        share (``spark.cores.max``) is the server's to set, not a session's."""
+        return dict(self.conf)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, app_name: str | None = None
                  ) -> SparkSettings:
@@ -220,6 +232,7 @@ class SparkSettings:
             conf=parse_pairs(env.get("PAIMON_SPARK_CONF"), what="spark conf"),
             shape=ClusterShape.from_env(env),
             concurrent_runs=positive_int(env, CONCURRENT_RUNS_ENV),
+            connect=connect_mode(env.get(CONNECT_ENV)),
         )
 
     @classmethod

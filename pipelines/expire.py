@@ -52,6 +52,7 @@ from pipelines.config import (
     configure_logging,
     run_job_main,
 )
+from pipelines.session import default_parallelism
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -111,7 +112,7 @@ def bulk_deleter(
         if not items:
             return []
         session = _session(spark)
-        n = max(1, min(len(items), parallelism or session.sparkContext.defaultParallelism * 2))
+        n = max(1, min(len(items), parallelism or default_parallelism(session) * 2))
         df = session.createDataFrame(
             [(i % n, p, s) for i, (p, s) in enumerate(items)], "idx int, path string, size long"
         ).repartitionById(n, F.col("idx")).select("path", "size")

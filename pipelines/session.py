@@ -26,12 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from paimon_core import ConfigError
 from pipelines.config import SparkSettings
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["LOCAL_DEFAULTS", "SparkApplication", "application_of", "get_session", "source_root"]
+__all__ = ["LOCAL_DEFAULTS", "SparkApplication", "application_of", "default_parallelism",
+           "get_session", "is_connect", "known_partitions", "source_root"]
 
 #: Conf applied to local sessions unless overridden (small shuffles, no UI, UTC).
 LOCAL_DEFAULTS: dict[str, str] = {
@@ -45,6 +47,9 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
+#: where a Spark Connect server this project started publishes its driver UI (unset: no UI;
+#: :func:`pipelines.connect.serve`)
+UI_URL_CONF = "spark.pipelines.connect.uiUrl"
 #: Conf applied to every session unless overridden.
 COMMON_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
@@ -69,11 +74,53 @@ class SparkApplication:
     master: str
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect client session (no SparkContext, no RDDs)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def application_of(spark: SparkSession) -> SparkApplication:
-    """The application of ``spark`` (asked of its SparkContext; no job runs)."""
+    """The application of ``spark``: asked of its SparkContext, or of a Spark Connect
+    server's conf (``spark.app.id``, ``spark.master``; no job runs)."""
+    if is_connect(spark):
+        ui = spark.conf.get(UI_URL_CONF, None)
+        return SparkApplication(application_id=str(spark.conf.get("spark.app.id")),
+                                ui_url=ui or None, master=str(spark.conf.get("spark.master")))
     sc = spark.sparkContext
     return SparkApplication(application_id=sc.applicationId, ui_url=sc.uiWebUrl or None,
                             master=sc.master)
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """The number of tasks a job spreads small inputs over: ``defaultParallelism`` of the
+    SparkContext, or on Spark Connect the server's ``spark.default.parallelism`` (the server
+    this project starts always sets it, :func:`pipelines.connect.server_conf`), else the
+    cores of a ``local[N]`` master, else 2 (Spark's own floor)."""
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    value = spark.conf.get("spark.default.parallelism", None)
+    if value:
+        return int(value)
+    return local_cores(str(spark.conf.get("spark.master", "")) or "") or 2
+
+
+def known_partitions(df: DataFrame) -> int | None:
+    """The partitions of ``df`` (``df.rdd.getNumPartitions()``; None on Spark Connect, which
+    does not tell without running a job)."""
+    if is_connect(df.sparkSession):
+        return None
+    return int(df.rdd.getNumPartitions())
+
+
+def local_cores(master: str) -> int | None:
+    """The cores of a ``local``, ``local[N]``, ``local[N,F]`` or ``local[*]`` master (None for
+    another master)."""
+    if master == "local":
+        return 1
+    if not master.startswith("local["):
+        return None
+    first = master[len("local["):].rstrip("]").split(",")[0].strip()
+    return os.cpu_count() or 1 if first == "*" else int(first)
 
 
 def source_root() -> str:
@@ -115,6 +162,10 @@ def get_session(
     settings = settings or SparkSettings.from_env()
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit
     chosen_master = master or settings.master
+    if settings.connect is not None and not under_submit:
+        return connect_session(settings.connect, chosen_master,
+                               {**settings.connect_conf(), **(conf or {})},
+                               register_source=register_source)
     local = chosen_master.startswith("local")
     if local and not under_submit:
         # the workers are started by the JVM from this process's environment
@@ -139,6 +190,43 @@ def get_session(
     for k, v in merged.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
+    if register_source:
+        register(spark)
+    return spark
+
+
+def connect_session(connect: str, master: str, conf: Mapping[str, str], *,
+                    register_source: bool = True) -> SparkSession:
+    """A Spark Connect session of this process (the same one on every call until stopped).
+
+    ``connect="auto"``: on the server of ``master`` and ``conf`` that
+    :func:`pipelines.connect.ensure_server` finds or starts (``conf`` is the server's); an
+    ``sc://`` address: on that server, with ``conf`` set on the session.
+
+    Raises:
+        ConfigError: a conf key the server does not let a session set (a static one, such as
+            ``spark.executor.memory``: it belongs to the server's own conf).
+    """
+    from pyspark.sql import SparkSession
+
+    from pipelines.connect import ensure_server
+
+    session_conf = dict(COMMON_DEFAULTS)
+    if connect == "auto":
+        url = ensure_server(master, conf)[0].url
+    else:
+        url = connect
+        session_conf.update(conf)
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    for key, value in session_conf.items():
+        if spark.conf.get(key, None) == value:
+            continue
+        try:
+            spark.conf.set(key, value)
+        except Exception as e:  # pyspark's AnalysisException: CANNOT_MODIFY_CONFIG
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ConfigError(key, f"cannot be set on a session of the Spark Connect server "
+                                   f"{url} ({first}); set it in the server's conf") from e
     if register_source:
         register(spark)
     return spark

@@ -58,6 +58,7 @@ from paimon_core import (
 )
 from pipelines.cdc_routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle, parse_pairs
+from pipelines.session import known_partitions
 from pipelines.sink_schema import WriteSchema, write_schema
 from pipelines.spark_types import paimon_type
 from pipelines.sql_tables import effective_options
@@ -181,7 +182,7 @@ def bucketed_input(df: DataFrame, options: Mapping[str, str], defaults: Mapping[
     if route is not None:
         return (bucketed(df, handle).drop(BUCKET_COLUMN),
                 {WRITE_ASSIGNER_TASKS: str(route.tasks)})
-    if schema.num_buckets <= 0 or (not df.isStreaming and df.rdd.getNumPartitions() <= 1):
+    if schema.num_buckets <= 0 or (not df.isStreaming and known_partitions(df) == 1):
         return None
     return bucketed(df, handle).drop(BUCKET_COLUMN), {}
 

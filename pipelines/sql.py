@@ -41,8 +41,9 @@ through ``df.write``, ``VERSION AS OF``, ``t$snapshots``: :mod:`pipelines.sql_st
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from paimon_core import FileStoreTable, SchemaError, UnsupportedError
 from paimon_core.inspect import SYSTEM_TABLES
@@ -61,7 +62,7 @@ from pipelines.sql_statements import (
 from pipelines.sql_tables import SESSION_PREFIX
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["PROCEDURES", "SYSTEM_TABLE_FUNCTIONS", "bound_source", "register_sql",
            "session_defaults"]
@@ -79,7 +80,10 @@ _GIVEN = "_paimon_given"  # on a DataFrameWriter: the format, mode and options s
 
 def session_defaults(spark: SparkSession) -> dict[str, str]:
     """The ``spark.paimon.*`` conf of ``spark`` with the prefix stripped."""
-    conf = spark.sparkContext.getConf().getAll()
+    from pipelines.session import is_connect
+
+    # a Spark Connect session has no SparkContext: its conf holds the server's conf already
+    conf = [] if is_connect(spark) else spark.sparkContext.getConf().getAll()
     out = {k[len(SESSION_PREFIX):]: v for k, v in conf if k.startswith(SESSION_PREFIX)}
     for k, v in spark.conf.getAll.items():
         if k.startswith(SESSION_PREFIX):
@@ -194,20 +198,55 @@ def _rollback_udtf(defaults: Mapping[str, str]) -> type:
     return Rollback
 
 
-def _install_writer_patch(defaults: Mapping[str, str]) -> None:
-    """``DataFrameWriter`` with the format ``paimon``: ``append`` when no mode was set, and a
-    primary-key table's rows shuffled before ``save`` (:func:`pipelines.sink.bucketed_input`);
-    a Paimon error from the write raised as itself (:func:`pipelines.spark_errors.typed_error`).
-    ``defaults``: the session's ``spark.paimon.*`` (the latest :func:`register_sql` call's)."""
-    from pyspark.sql.readwriter import DataFrameWriter
+def _writer_classes(kind: str) -> list[Any]:
+    """The ``DataFrameWriter`` (``kind="batch"``) or ``DataStreamWriter`` classes to patch:
+    the classic one, and Spark Connect's when its client is installed (a Dagster run's
+    session is a Connect one: :mod:`pipelines.connect`)."""
+    classic: list[tuple[str, str]] = [("pyspark.sql.readwriter", "DataFrameWriter"),
+                                      ("pyspark.sql.connect.readwriter", "DataFrameWriter")]
+    stream = [("pyspark.sql.streaming.readwriter", "DataStreamWriter"),
+              ("pyspark.sql.connect.streaming.readwriter", "DataStreamWriter")]
+    out = []
+    for module, name in classic if kind == "batch" else stream:
+        try:
+            out.append(getattr(importlib.import_module(module), name))
+        except ImportError:  # no Spark Connect client (grpc) in this environment
+            continue
+    return out
 
-    setattr(DataFrameWriter, _DEFAULTS, dict(defaults))
-    if getattr(DataFrameWriter, _INSTALLED, False):
-        return
+
+def _frame_of(writer: Any) -> DataFrame:
+    """The DataFrame a ``DataFrameWriter`` / ``DataStreamWriter`` writes: a classic writer
+    holds it, a Spark Connect writer its plan and session."""
+    df = getattr(writer, "_df", None)
+    if df is not None and hasattr(df, "sparkSession"):
+        return cast("DataFrame", df)
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+
+    if df is not None:  # Connect's DataFrameWriter: the plan
+        return cast("DataFrame", ConnectFrame(df, writer._spark))
+    return cast("DataFrame", ConnectFrame(writer._write_stream._child, writer._session))
+
+
+def _install_writer_patch(defaults: Mapping[str, str]) -> None:
+    """``DataFrameWriter`` with the format ``paimon`` (classic and Spark Connect): ``append``
+    when no mode was set, and a primary-key table's rows shuffled before ``save``
+    (:func:`pipelines.sink.bucketed_input`); a Paimon error from the write raised as itself
+    (:func:`pipelines.spark_errors.typed_error`). ``defaults``: the session's
+    ``spark.paimon.*`` (the latest :func:`register_sql` call's)."""
+    for cls in _writer_classes("batch"):
+        setattr(cls, _DEFAULTS, dict(defaults))
+        if not getattr(cls, _INSTALLED, False):
+            _patch_writer(cls)
+
+
+def _patch_writer(DataFrameWriter: Any) -> None:
+    """:func:`_install_writer_patch` on one ``DataFrameWriter`` class."""
     orig_mode, orig_format = DataFrameWriter.mode, DataFrameWriter.format
     orig_option, orig_options = DataFrameWriter.option, DataFrameWriter.options
     orig_save = DataFrameWriter.save
-    _install_table_writes(DataFrameWriter)
+    if DataFrameWriter.__module__ == "pyspark.sql.readwriter":
+        _install_table_writes(DataFrameWriter)  # SQL INSERT: classic sessions (the parser)
 
     def given(self: Any) -> dict[str, Any]:
         if _GIVEN not in self.__dict__:
@@ -252,24 +291,24 @@ def _install_writer_patch(defaults: Mapping[str, str]) -> None:
         if path is not None:
             write_opts["path"] = path
         check_options(write_opts)  # a typo fails before a table is created from the options
-        shuffled = bucketed_input(self._df, write_opts, getattr(DataFrameWriter, _DEFAULTS, {}),
-                                  write_target)
+        shuffled = bucketed_input(_frame_of(self), write_opts,
+                                  getattr(DataFrameWriter, _DEFAULTS, {}), write_target)
         mode = mode or g.get("mode") or "append"
         if shuffled is None:
             return orig_save(self, path, FORMAT, mode, partitionBy, **opts)
         df, extra = shuffled
-        w = DataFrameWriter(df)
+        w = df.write
         orig_options(w, **g.get("options", {}), **extra)
         return orig_save(w, path, FORMAT, mode, partitionBy, **opts)
 
     for fn, orig in ((mode, orig_mode), (format, orig_format), (option, orig_option),
                      (options, orig_options), (save, orig_save)):
         fn.__doc__ = orig.__doc__
-    DataFrameWriter.mode = mode  # type: ignore[method-assign]
-    DataFrameWriter.format = format  # type: ignore[method-assign]
-    DataFrameWriter.option = option  # type: ignore[method-assign]
-    DataFrameWriter.options = options  # type: ignore[method-assign]
-    DataFrameWriter.save = save  # type: ignore[method-assign]
+    DataFrameWriter.mode = mode
+    DataFrameWriter.format = format
+    DataFrameWriter.option = option
+    DataFrameWriter.options = options
+    DataFrameWriter.save = save
     setattr(DataFrameWriter, _INSTALLED, True)
 
 
@@ -351,15 +390,19 @@ def _recorded_options(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
 
 
 def _install_stream_patch() -> None:
-    """``writeStream.format("paimon")...start()``: a primary-key table's rows shuffled first,
-    as ``save`` does (:func:`pipelines.sink.bucketed_input`): the calls made on the writer are
-    recorded and replayed on a writer of the shuffled stream. The session defaults are the
-    ``DataFrameWriter`` patch's (:func:`_install_writer_patch`)."""
-    from pyspark.sql.readwriter import DataFrameWriter
-    from pyspark.sql.streaming.readwriter import DataStreamWriter
+    """``writeStream.format("paimon")...start()`` (classic and Spark Connect): a primary-key
+    table's rows shuffled first, as ``save`` does (:func:`pipelines.sink.bucketed_input`): the
+    calls made on the writer are recorded and replayed on a writer of the shuffled stream. The
+    session defaults are the ``DataFrameWriter`` patch's (:func:`_install_writer_patch`)."""
+    for cls in _writer_classes("stream"):
+        if not getattr(cls, _INSTALLED, False):
+            _patch_stream_writer(cls)
 
-    if getattr(DataStreamWriter, _INSTALLED, False):
-        return
+
+def _patch_stream_writer(DataStreamWriter: Any) -> None:
+    """:func:`_install_stream_patch` on one ``DataStreamWriter`` class."""
+    from pyspark.sql.readwriter import DataFrameWriter
+
     originals = {n: getattr(DataStreamWriter, n) for n in _STREAM_CALLS
                  if hasattr(DataStreamWriter, n)}
     orig_start = DataStreamWriter.start
@@ -384,12 +427,12 @@ def _install_stream_patch() -> None:
         if path is not None:
             write_opts["path"] = path
         check_options(write_opts)
-        shuffled = bucketed_input(self._df, write_opts, getattr(DataFrameWriter, _DEFAULTS, {}),
-                                  write_target)
+        shuffled = bucketed_input(_frame_of(self), write_opts,
+                                  getattr(DataFrameWriter, _DEFAULTS, {}), write_target)
         if shuffled is None:
             return orig_start(self, path, format, outputMode, partitionBy, queryName, **options)
         df, extra = shuffled
-        w = DataStreamWriter(df)
+        w = df.writeStream
         for name, args, kwargs in calls:
             originals[name](w, *args, **kwargs)
         if extra:
@@ -399,7 +442,7 @@ def _install_stream_patch() -> None:
     for name, orig in originals.items():
         setattr(DataStreamWriter, name, recorder(name, orig))
     start.__doc__ = orig_start.__doc__
-    DataStreamWriter.start = start  # type: ignore[method-assign]
+    DataStreamWriter.start = start
     setattr(DataStreamWriter, _INSTALLED, True)
 
 

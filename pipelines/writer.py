@@ -48,6 +48,7 @@ from paimon_core import (
 )
 from pipelines.cdc_routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle
+from pipelines.session import default_parallelism
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -157,7 +158,7 @@ def write_routing(df: DataFrame, handle: TableHandle) -> Routing | None:
     other tables): ``dynamic-bucket.assigner-parallelism``, else the Spark parallelism."""
     if handle.schema.num_buckets != -1 or not handle.schema.primary_keys:
         return None
-    return routing(handle.schema, df.sparkSession.sparkContext.defaultParallelism)
+    return routing(handle.schema, default_parallelism(df.sparkSession))
 
 
 def with_channel_column(df: DataFrame, handle: TableHandle, route: Routing) -> DataFrame:

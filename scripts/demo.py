@@ -153,6 +153,7 @@ def main(demo: Demo) -> int:
     from paimon_core.catalog import FileSystemCatalog
     from paimon_core.fsck import fsck
     from paimon_core.io.file_io import FileIO
+    from pipelines.session import is_connect
 
     instance = dg.DagsterInstance.get()
     register_pools(instance)  # before any run is queued (assets/runs.py)
@@ -185,7 +186,8 @@ def main(demo: Demo) -> int:
         demo.say(f"      {table:<14} events per day {per_day}  ({bad} malformed)")
     demo.say(f"      expected final state: {len(feed.customers)} customers, "
              f"{len(feed.orders)} orders")
-    spark.session().sparkContext.setLogLevel("ERROR")
+    if not is_connect(spark.session()):  # a shared Spark Connect server logs to its own file
+        spark.session().sparkContext.setLogLevel("ERROR")
 
     # ------------------------------------------------------------------ 2. day by day
     demo.step(2, "Ingest day by day; the sensor drives the incremental derived table")

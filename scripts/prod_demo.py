@@ -241,33 +241,37 @@ def captured_logs(topo: Any, run_id: str) -> dict[str, dict[str, str]]:
 
 # ------------------------------------------------------------------------------ Spark
 PROBE = r"""
-import json, os, socket, sys
+import json, os
 import paimon_core
-from pipelines.config import SparkSettings, parse_pairs
-from pipelines.session import get_session
+import pyarrow as pa
+from pipelines.config import SparkSettings
+from pipelines.session import application_of, get_session
 
-spark = get_session(SparkSettings(master=os.environ["PAIMON_SPARK_MASTER"],
-                                  app_name="paimon-deploy-probe",
-                                  conf=parse_pairs(os.environ["PAIMON_SPARK_CONF"])))
+# as a run's Spark resource does: a session on the deployment's Spark Connect server
+spark = get_session(SparkSettings.from_env())
 
-def where(_):
+def where(batches):
     import os, sys
     import paimon_core
-    yield {"file": paimon_core.__file__, "cwd": os.getcwd(), "python": sys.executable,
-           "pid": os.getpid(), "ppid": os.getppid()}
+    for _ in batches:
+        yield pa.RecordBatch.from_pylist([{
+            "file": paimon_core.__file__, "cwd": os.getcwd(), "python": sys.executable,
+            "pid": os.getpid(), "ppid": os.getppid()}])
 
-sc = spark.sparkContext
-seen = sc.parallelize(range(8), 8).mapPartitions(where).collect()
+seen = spark.range(0, 8, 1, 8).mapInArrow(
+    where, "file string, cwd string, python string, pid long, ppid long").collect()
+app = application_of(spark)
 print(json.dumps({"driver": paimon_core.__file__, "cwd": os.getcwd(),
-                  "app": sc.applicationId, "master": sc.master, "executors": seen}))
+                  "app": app.application_id, "master": app.master,
+                  "executors": [r.asDict() for r in seen]}))
 spark.stop()
 """
 
 
 def probe_deployment(topo: Any) -> dict[str, Any]:
-    """A Spark application on the cluster, started like a run's driver (the services'
-    environment and working directory): which ``paimon_core`` the driver and the executors'
-    Python workers import."""
+    """A Spark job on the cluster, started as a run starts one (the services' environment and
+    working directory: a session on the deployment's Spark Connect server): which
+    ``paimon_core`` the client and the executors' Python workers import."""
     out = subprocess.run([sys.executable, "-c", PROBE], env=topo.env, cwd=topo.run_dir,
                          capture_output=True, text=True, timeout=240)
     if out.returncode:
@@ -370,7 +374,6 @@ def story(topo: Any, *, days: int = 3, buckets: Iterable[int] = range(4),
 
     say("[3] compaction of cdc.orders (cdc_orders_compaction_job, full, launched as the UI "
         "does), two runs at a time")
-    apps_before = set(spark_apps(topo))
     t0 = time.monotonic()
     compactions: list[dict[str, Any]] = []
     todo = [f"cdc.orders/bucket-{b}" for b in buckets]
@@ -392,7 +395,11 @@ def story(topo: Any, *, days: int = 3, buckets: Iterable[int] = range(4),
     failed = [r["runId"] for r in compactions if r["status"] != "SUCCESS"]
     if failed:
         raise RuntimeError(f"compaction runs failed: {failed}")
-    apps = {k: v for k, v in spark_apps(topo).items() if k not in apps_before}
+    # the applications the runs name (the shared Spark Connect server's, or one per run with
+    # PAIMON_SPARK_CONNECT=off) as the master knows them
+    named = {materializations(r).get("maintenance/cdc_orders_compaction", {})
+             .get("spark/application_id") for r in compactions} - {None}
+    apps = {k: v for k, v in spark_apps(topo).items() if k in named}
     executors = worker_executors(topo)
     figures["compaction_apps"] = {a: executors.get(a, []) for a in apps}
     for app, rec in sorted(apps.items()):

@@ -13,6 +13,8 @@ compose service           here
 ``spark-master``          ``spark-class ...Master`` from pyspark's own distribution
 ``spark-worker``          ``PAIMON_SPARK_WORKERS`` (2) ``spark-class ...Worker`` (compose's cores,
                           1 GiB each here: ``SPARK_WORKER_MEMORY`` overridden)
+``spark-connect``         ``python -m pipelines.connect serve`` on the master (the runs' shared
+                          driver)
 ``code-location``         ``dagster code-server start -m assets.production``
 ``dagster-init``          ``python -m assets.pools``
 ``dagster-webserver``     ``dagster-webserver`` on the workspace (``docker/workspace.yaml``'s
@@ -24,8 +26,8 @@ compose service           here
 (``docker/paimon.env``, and an operator's secrets file when it exists), the instance is
 ``docker/dagster-postgres.yaml`` copied verbatim, the workspace is ``docker/workspace.yaml``
 with the host and port of the code server. Only what differs on loopback is overridden
-(:meth:`Topology.overrides`): host names, ports, the S3 endpoint, the Spark master, the
-driver's address and the JVM sizes in ``PAIMON_SPARK_CONF``. The secrets
+(:meth:`Topology.overrides`): host names, ports, the S3 endpoint, the Spark master and Spark
+Connect addresses, the driver's address and the JVM sizes in ``PAIMON_SPARK_CONF``. The secrets
 (``DAGSTER_PG_PASSWORD``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``) are generated
 here, never taken from the files.
 
@@ -435,6 +437,7 @@ class Topology:
             "DAGSTER_PG_PORT": str(self.ports["postgres"]),
             "PAIMON_S3_ENDPOINT": self.s3_endpoint,
             "PAIMON_SPARK_MASTER": self.spark_master_url,
+            "PAIMON_SPARK_CONNECT": f"sc://127.0.0.1:{self.ports['spark-connect']}",
             "PAIMON_SPARK_CONF": ";".join(f"{k}={v}" for k, v in conf.items()),
             "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
@@ -523,6 +526,20 @@ class Topology:
             "--webui-port", str(self.ports[f"spark-worker-{i}-ui"]),
             "--work-dir", str(work), self.spark_master_url))
 
+    def _spark_connect(self) -> Service:
+        """compose's ``spark-connect``: the Spark Connect server the runs share."""
+        return self._service("spark-connect", [
+            sys.executable, "-m", "pipelines.connect", "serve",
+            "--master", self.spark_master_url, "--host", "127.0.0.1",
+            "--port", str(self.ports["spark-connect"]), "--idle-timeout", "0",
+            "--dir", str(self.root / "spark-connect")])
+
+    @staticmethod
+    def _answers(port: int) -> bool:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 2):
+            return True
+        return False
+
     def start(self) -> Topology:
         t0 = time.monotonic()
         self.root.mkdir(parents=True, exist_ok=True)
@@ -530,8 +547,8 @@ class Topology:
         self.logs.mkdir(parents=True, exist_ok=True)
         if self.workers is None:
             self.workers = int(compose_env().get("PAIMON_SPARK_WORKERS", "2"))
-        names = ["postgres", "moto", "spark-master", "spark-master-ui", "code-server",
-                 "webserver"] + [f"spark-worker-{i}{s}" for i in range(self.workers)
+        names = ["postgres", "moto", "spark-master", "spark-master-ui", "spark-connect",
+                 "code-server", "webserver"] + [f"spark-worker-{i}{s}" for i in range(self.workers)
                                  for s in ("", "-ui")]
         self.ports = {n: free_port() for n in names}
         self.timings["deploy"] = self.deploy()
@@ -581,6 +598,8 @@ class Topology:
                    ["status"] == "ALIVE", 90, master.log)
         for i in range(self.workers):
             self._worker(i).start()
+        connect = self._spark_connect()
+        connect.start()
 
         self.wait_code_server()
         self.timings["code-server"] = time.monotonic() - t0
@@ -592,6 +611,9 @@ class Topology:
 
         self.wait_spark_workers()
         self.timings["spark"] = time.monotonic() - t0
+        wait_until("spark connect server", lambda: self._answers(self.ports["spark-connect"]),
+                   240, connect.log)
+        self.timings["spark-connect"] = time.monotonic() - t0
         self.wait_webserver()
         self.timings["webserver"] = time.monotonic() - t0
         self.wait_daemon()

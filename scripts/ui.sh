@@ -16,5 +16,11 @@ export PAIMON_LANDING="$DEMO_DIR/landing"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 # the instance's pools before it queues a run (assets/runs.py); idempotent
 "$PY" -W ignore -m assets.pools
+# the Spark Connect server the runs share (pipelines/connect.py), started in the background
+# now so that the first run finds it up; it stops by itself after 30 idle minutes
+# (PAIMON_SPARK_CONNECT=off: a JVM per run instead)
+case "${PAIMON_SPARK_CONNECT:-auto}" in
+    auto) "$PY" -W ignore -m pipelines.connect start & ;;
+esac
 echo "Dagster UI on http://127.0.0.1:$PORT  (DAGSTER_HOME=$DAGSTER_HOME, Ctrl-C to stop)"
 exec "$(dirname "$PY")/dagster" dev -w workspace.yaml -h 127.0.0.1 -p "$PORT"

@@ -85,15 +85,21 @@ def spark() -> Iterator[SparkSession]:
     retry per task so that the task-retry tests can kill an attempt)."""
     pytest.importorskip("pyspark")
     # pyspark is optional for the paimon_core suites: imported only when a test asks for Spark
-    from pipelines.session import get_session
+    from pipelines.config import SparkSettings
+    from pipelines.connect import connect_mode
+    from pipelines.session import get_session, is_connect
 
+    # PAIMON_TEST_SPARK_CONNECT=auto (or sc://host:port): the same tests over Spark Connect
+    connect = connect_mode(os.environ.get("PAIMON_TEST_SPARK_CONNECT"))
     session = get_session(
+        SparkSettings(connect=connect),
         master="local[2,2]",
         app_name="paimon-pipelines-tests",
         conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
               "spark.sql.adaptive.enabled": "false"},
     )
-    session.sparkContext.setLogLevel("ERROR")
+    if not is_connect(session):
+        session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
 

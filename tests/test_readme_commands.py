@@ -75,6 +75,10 @@ NOT_RUN: dict[str, str] = {
     "make demo": "the demo (a CI job of its own) runs the whole Dagster story for minutes",
     "make ui": "a long-lived dagster dev server (tests/assets/test_ui.py runs dagster dev)",
     "make test": "the whole suite, of which this test is a part",
+    ".venv/bin/python -m pipelines.connect start":
+        "a long-lived Spark Connect server (a JVM) the user's runs share; "
+        "tests/pipelines/test_connect_server.py runs the same command (two at once, idle stop)",
+    ".venv/bin/python -m pipelines.connect stop": "stops the server of the line above",
     "make prod-demo": "the production topology's story for minutes; tests/prod/test_topology.py "
                       "runs the same story (scripts/prod_demo.py) in `make test-prod`",
     "make test-prod": "tests/prod, which .ci/run runs after `make test`",

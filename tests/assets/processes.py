@@ -67,6 +67,9 @@ def dagster_dev(tmp: Path, env: Mapping[str, str], *, startup_timeout: float = 2
     paths = [str(REPO), os.environ.get("PYTHONPATH", "")]
     full_env = {**os.environ, **env, "DAGSTER_HOME": str(home),
                 "PYTHONPATH": os.pathsep.join([str(project), *paths] if project else paths)}
+    # the runs' shared Spark Connect server (pipelines/connect.py) serves the next test
+    # module's runs too, and goes 3 minutes after the last one (not the default 30)
+    full_env.setdefault("PAIMON_SPARK_CONNECT_IDLE", "180")
     subprocess.run([sys.executable, "-W", "ignore", "-m", "assets.pools"], cwd=REPO,
                    env=full_env, check=True, capture_output=True, timeout=120)
     with open(log, "wb") as out:

@@ -60,8 +60,8 @@ def test_compose_has_the_whole_deployment(compose: dict[str, Any]) -> None:
     services = compose["services"]
     assert {"postgres", "minio", "spark-master", "code-location",
             "dagster-webserver", "dagster-daemon"} <= set(services)
-    app = ["spark-master", *_workers(services), "code-location", "dagster-webserver",
-           "dagster-daemon"]
+    app = ["spark-master", *_workers(services), "spark-connect", "code-location",
+           "dagster-webserver", "dagster-daemon"]
     # the Spark master/worker run the same image (the same Python environment) as the code
     for name in app:
         assert services[name]["image"] == "paimon-pipelines:latest", name
@@ -85,7 +85,17 @@ def test_compose_has_the_whole_deployment(compose: dict[str, Any]) -> None:
     assert env["PAIMON_SPARK_MASTER"] == "spark://spark-master:7077"
     assert env["PAIMON_S3_ENDPOINT"] == "http://minio:9000"
     assert env["PAIMON_WAREHOUSE"].startswith("s3://lake/")
-    assert "spark.driver.host=code-location" in env["PAIMON_SPARK_CONF"]
+    # the runs' driver is the shared Spark Connect server (pipelines/connect.py): the client
+    # address is the service's, its command serves that port on the master of the environment
+    assert "spark.driver.host=spark-connect" in env["PAIMON_SPARK_CONF"]
+    connect = services["spark-connect"]["command"]
+    assert connect[:4] == ["python", "-m", "pipelines.connect", "serve"]
+    assert connect[connect.index("--master") + 1] == env["PAIMON_SPARK_MASTER"]
+    assert env["PAIMON_SPARK_CONNECT"] == (f"sc://{connect[connect.index('--advertise') + 1]}:"
+                                           f"{connect[connect.index('--port') + 1]}")
+    assert services["spark-connect"]["hostname"] == "spark-connect"
+    assert services["code-location"]["depends_on"]["spark-connect"] == {
+        "condition": "service_healthy"}
 
 
 def test_every_referenced_file_exists(compose: dict[str, Any]) -> None:
@@ -191,7 +201,7 @@ def test_no_secret_in_committed_files(compose: dict[str, Any]) -> None:
     for name in ("postgres", "minio", "minio-init", "code-location", "dagster-init",
                  "dagster-webserver", "dagster-daemon"):
         assert SECRETS_ENV in services[name]["env_file"], name
-    for name in ("spark-master", *_workers(services)):
+    for name in ("spark-master", *_workers(services), "spark-connect"):
         assert SECRETS_ENV not in services[name]["env_file"], name
     pg = yaml.safe_load((DOCKER / "dagster-postgres.yaml").read_text())
     assert pg["storage"]["postgres"]["postgres_db"]["password"] == {"env": "DAGSTER_PG_PASSWORD"}

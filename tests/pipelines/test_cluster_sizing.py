@@ -168,3 +168,31 @@ def test_master_health_check_waits_for_every_worker(fake_master: dict[str, Any])
     # no master: unhealthy, saying where it looked
     res = _health("http://127.0.0.1:9", env)
     assert res.returncode == 1 and "does not answer" in res.stderr
+
+
+def test_runs_on_a_shared_spark_connect_server_take_no_share_of_their_own(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the shared server (the Spark resource's default, ``connect: auto``) the runs are
+    sessions of one application: no per-run core cap is sent (the server's FAIR scheduler
+    shares its cores between the runs' jobs); the classic opt-out keeps the per-run share."""
+    from pipelines.connect import server_conf
+
+    monkeypatch.setenv("PAIMON_SPARK_WORKERS", "2")
+    monkeypatch.setenv("SPARK_WORKER_CORES", "2")
+    monkeypatch.setenv("PAIMON_SPARK_CONCURRENT_RUNS", "4")
+    monkeypatch.delenv("PAIMON_SPARK_CONNECT", raising=False)
+    shared = SparkResource(master="spark://m:7077", conf={"spark.executor.memory": "1g"})
+    assert shared.settings().connect == "auto"
+    assert shared.settings().connect_conf() == {"spark.executor.memory": "1g"}
+    assert server_conf("spark://m:7077", shared.settings().connect_conf())[
+        "spark.scheduler.mode"] == "FAIR"
+    classic = SparkResource(master="spark://m:7077", connect="off")
+    assert classic.settings().connect is None
+    assert classic.settings().session_conf() == {"spark.cores.max": "1",
+                                                 "spark.executor.cores": "1"}
+    monkeypatch.setenv("PAIMON_SPARK_CONNECT", "sc://spark-connect:15002")
+    assert SparkResource(master="spark://m:7077").settings().connect == \
+        "sc://spark-connect:15002"
+    with pytest.raises(ConfigError, match=r"PAIMON_SPARK_CONNECT: 'yes please': expected auto"):
+        SparkResource(master="spark://m:7077", connect="yes please").settings()

@@ -15,8 +15,8 @@ import pytest
 from tests.prod.conftest import REPO
 
 DAYS = ("2025-01-06", "2025-01-07", "2025-01-08")
-SERVICES = {"moto", "spark-master", "spark-worker-0", "spark-worker-1", "code-server",
-            "webserver", "daemon"}
+SERVICES = {"moto", "spark-master", "spark-worker-0", "spark-worker-1", "spark-connect",
+            "code-server", "webserver", "daemon"}
 
 
 @pytest.fixture(scope="module")
@@ -107,18 +107,19 @@ def test_compaction_runs_on_the_cluster(topo: Any, story: dict[str, Any],
                 ["compact/status"] for r in runs]
     assert statuses.count("compacted") >= 1, statuses
     apps = story["compaction_apps"]
-    # one Spark application per compacting run, each with executors in a worker's JVM
-    assert len(apps) >= statuses.count("compacted"), apps
-    assert all(workers for workers in apps.values()), apps
+    # the runs share one Spark application, the Spark Connect server's (compose's
+    # spark-connect, pipelines/connect.py), with executors in the workers' JVMs
+    assert len(apps) == 1, apps
+    [(app, workers)] = apps.items()
+    assert workers, apps
     master = prod_demo.spark_apps(topo)
-    assert all(master[a]["name"] == "paimon-dagster" for a in apps)
-    # each compacting run names its application in its metadata, and holds its share of the
-    # cluster (pipelines.cluster.run_share): compose's 2 workers x 2 cores over the pool limit
-    # of 4 -> one core per run, so every run the pool admits gets an executor
+    assert master[app]["name"] == "paimon-spark-connect", master[app]
+    # every compacting run names it in its metadata; no run caps its cores (the server's FAIR
+    # scheduler shares them between the runs' jobs)
     compacted = [md for md in (prod_demo.materializations(r)["maintenance/cdc_orders_compaction"]
                                for r in runs) if md["compact/status"] == "compacted"]
-    assert {md["spark/application_id"] for md in compacted} <= set(apps), (compacted, apps)
-    assert {md.get("spark/cores_max") for md in compacted} == {1}, compacted
+    assert {md["spark/application_id"] for md in compacted} == {app}, (compacted, apps)
+    assert all(md.get("spark/cores_max") is None for md in compacted), compacted
 
 
 def test_expiry_frees_bytes_on_s3(topo: Any, story: dict[str, Any],
@@ -140,10 +141,12 @@ def test_every_run_log_is_served_by_the_webserver(topo: Any, story: dict[str, An
         assert captures, r["runId"]
         text = "".join(c["stdout"] + c["stderr"] for c in captures.values())
         assert text.strip(), r["runId"]
-    # Spark's own output (the driver JVM's stderr) of a compaction run reaches the UI
+    # a compaction run's captured log names the Spark Connect server its Spark work ran on;
+    # Spark's own output (the driver JVM's) is that server's log (compose: its service log)
     spark_run = story["compaction_runs"][0]["runId"]
     stderr = "".join(c["stderr"] for c in story["logs"][spark_run].values())
-    assert "log4j" in stderr, stderr[-2000:]  # the driver JVM's own first lines
+    assert "Spark session started (Spark Connect sc://" in stderr, stderr[-2000:]
+    assert "log4j" in topo.services["spark-connect"].log.read_text()
     objects, _ = story["compute_logs_on_s3"]
     assert objects >= len(runs)
 
