@@ -9,7 +9,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from paimon_core.errors import (
     TableAlreadyExistError,
     TableNotExistError,
     WarehouseNotExistError,
+    did_you_mean,
 )
 from paimon_core.identifier import Identifier, validate_name
 from paimon_core.io.file_io import FileIO, join
@@ -40,9 +40,9 @@ DB_SUFFIX = ".db"
 
 
 def _did_you_mean(name: str, known: Sequence[str], prefix: str = "") -> str:
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    close = did_you_mean(name, known)
     if close:
-        return f" (did you mean {prefix + close[0]!r}?)"
+        return f" (did you mean {prefix + close!r}?)"
     return f" (it has: {', '.join(prefix + k for k in known[:10])})" if known else ""
 
 

@@ -6,6 +6,9 @@ pyarrow or fastavro are translated at the edges (``io/`` and the codecs) with ``
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class PaimonError(Exception):
     """Root of every error raised by paimon_core."""
@@ -146,3 +149,10 @@ class CommitStateUnknownError(PaimonError):
     """The commit's outcome cannot be determined (the snapshot write failed in a way that may
     or may not have landed). Nothing was cleaned up: resolve with ``filter_committed`` before
     retrying."""
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str | None:
+    """The entry of ``known`` closest to ``name`` (difflib's ratio of at least 0.6), which an
+    error about a misspelt name suggests; None when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return close[0] if close else None

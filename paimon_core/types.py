@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import enum
 import re
 from dataclasses import dataclass, field, replace
@@ -22,7 +21,7 @@ from typing import Any, Union
 
 import pyarrow as pa
 
-from paimon_core.errors import SchemaError
+from paimon_core.errors import SchemaError, did_you_mean
 
 MAX_LENGTH = 2147483647
 
@@ -419,8 +418,8 @@ def _parse(toks: _Tokens) -> DataType:
             break
         toks.expect(">")
         return RowType(tuple(fields), _nullability(toks))
-    close = difflib.get_close_matches(word, _TYPE_WORDS, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    close = did_you_mean(word, _TYPE_WORDS)
+    hint = f" (did you mean {close!r}?)" if close else ""
     within = f" in {toks.text!r}" if toks.text.strip().upper() != word else ""
     raise SchemaError(f"unknown type {word!r}{within}{hint}")
 

@@ -19,7 +19,6 @@ into a full read of the latest snapshot. Spark hands a Python data source its op
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -31,6 +30,7 @@ from paimon_core import (
     parse_memory_size,
     text_timestamp_nanos,
 )
+from paimon_core.errors import did_you_mean
 from pipelines.sink import (
     CHECKPOINT_LOCATION,
     COMMIT_IDENTIFIER,
@@ -254,8 +254,8 @@ def check_options(options: Mapping[str, str]) -> None:
             continue
         if k.startswith(PREFIXES):
             continue
-        close = difflib.get_close_matches(k, list(_SPELLING), n=1, cutoff=0.6)
-        raise UnknownOptionError(str(key), _SPELLING[close[0]] if close else None)
+        close = did_you_mean(k, _SPELLING)
+        raise UnknownOptionError(str(key), _SPELLING[close] if close else None)
     ReadOptions.parse(options)  # conflicts
 
 

@@ -49,7 +49,6 @@ refused), other statements, and Spark Connect sessions go to Spark unchanged: a 
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import uuid
@@ -64,6 +63,7 @@ from paimon_core import (
     TableAlreadyExistError,
     UnsupportedError,
 )
+from paimon_core.errors import did_you_mean
 from paimon_core.inspect import SYSTEM_TABLES
 from pipelines.source import FORMAT, options_settings
 from pipelines.spark_types import paimon_type
@@ -218,8 +218,8 @@ def _table_options(given: Mapping[str, str]) -> dict[str, str]:
         if key in _IDENTITY_KEYS or key.startswith(_STORAGE_PREFIXES):
             continue
         if key not in known and not key.startswith("fields."):
-            close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            close = did_you_mean(key, sorted(known))
+            hint = f"; did you mean {close!r}?" if close else ""
             raise SchemaError(f"CREATE TABLE ... USING paimon: unknown table option {key!r}"
                               f"{hint} (Paimon table options are the keys of "
                               "paimon_core.CoreOptions)")

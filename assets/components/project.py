@@ -12,7 +12,6 @@ own component has them (:func:`table_owner`).
 from __future__ import annotations
 
 import contextlib
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,8 @@ from dagster_shared.yaml_utils.source_position import (
     SourcePositionTree,
     ValueAndSourcePositionTree,
 )
+
+from paimon_core.errors import did_you_mean
 
 __all__ = ["TableDecl", "field_location", "project_tables", "suggestion"]
 
@@ -113,5 +114,5 @@ def project_tables(context: dg.ComponentLoadContext) -> list[TableDecl] | None:
 
 def suggestion(value: str, choices: Sequence[str]) -> str:
     """``" (did you mean 'x'?)"`` for the closest of ``choices``, or ``""``."""
-    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    close = did_you_mean(value, choices)
+    return f" (did you mean {close!r}?)" if close else ""
