@@ -42,6 +42,7 @@ through ``df.write``, ``VERSION AS OF``, ``t$snapshots``: :mod:`pipelines.sql_st
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -200,19 +201,16 @@ def _rollback_udtf(defaults: Mapping[str, str]) -> type:
 
 def _writer_classes(kind: str) -> list[Any]:
     """The ``DataFrameWriter`` (``kind="batch"``) or ``DataStreamWriter`` classes to patch:
-    the classic one, and Spark Connect's when its client is installed (a Dagster run's
-    session is a Connect one: :mod:`pipelines.connect`)."""
-    classic: list[tuple[str, str]] = [("pyspark.sql.readwriter", "DataFrameWriter"),
-                                      ("pyspark.sql.connect.readwriter", "DataFrameWriter")]
-    stream = [("pyspark.sql.streaming.readwriter", "DataStreamWriter"),
-              ("pyspark.sql.connect.streaming.readwriter", "DataStreamWriter")]
-    out = []
-    for module, name in classic if kind == "batch" else stream:
-        try:
-            out.append(getattr(importlib.import_module(module), name))
-        except ImportError:  # no Spark Connect client (grpc) in this environment
-            continue
-    return out
+    the classic one, and Spark Connect's once this process uses a Connect client (a Dagster
+    run's session is a Connect one: :mod:`pipelines.connect`; :func:`register_sql` runs for
+    that session too). A classic-only process does not import the Connect client (~0.4 s)."""
+    modules = (["pyspark.sql.readwriter", "pyspark.sql.connect.readwriter"] if kind == "batch"
+               else ["pyspark.sql.streaming.readwriter",
+                     "pyspark.sql.connect.streaming.readwriter"])
+    if "pyspark.sql.connect.session" not in sys.modules:
+        modules = modules[:1]
+    name = "DataFrameWriter" if kind == "batch" else "DataStreamWriter"
+    return [getattr(importlib.import_module(m), name) for m in modules]
 
 
 def _frame_of(writer: Any) -> DataFrame:
