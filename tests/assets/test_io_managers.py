@@ -21,43 +21,24 @@ import pyarrow as pa
 import pytest
 
 from assets.io_managers import (
-    PaimonPandasIOManager,
-    PaimonPolarsIOManager,
     PaimonPyArrowIOManager,
 )
 from assets.io_managers_spark import PaimonSparkIOManager
 from assets.metadata import RUN_ID_PROPERTY
 from assets.observations import build_table_observation, build_table_state_sensor
 from assets.resources import PaimonCatalog, SparkResource
-from paimon_core import FileSystemCatalog, SchemaError
+from paimon_core import FileSystemCatalog
 from paimon_core.cli.main import main as paimon_main
+from tests.assets.io_helpers import (
+    DAILY,
+    REGIONS,
+    io_manager,
+    last_metadata,
+    materialize,
+    refused,
+    sorted_rows,
+)
 from tests.interop.oracle import ensure_ready, run_batches
-
-DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-01-05")
-REGIONS = dg.StaticPartitionsDefinition(["eu", "us"])
-
-
-def _rows(table: pa.Table, *order: str) -> list[dict[str, Any]]:
-    return sorted(table.to_pylist(), key=lambda r: tuple(r[c] for c in order))
-
-
-def _io(kind: str, wh: Path, **kw: Any) -> dg.ConfigurableIOManager:
-    cls = {"arrow": PaimonPyArrowIOManager, "pandas": PaimonPandasIOManager,
-           "polars": PaimonPolarsIOManager}[kind]
-    return cls(catalog=PaimonCatalog(warehouse=str(wh)), **kw)
-
-
-def _materialize(assets: list[Any], io: dg.ConfigurableIOManager, wh: Path,
-                 **kw: Any) -> dg.ExecuteInProcessResult:
-    return dg.materialize(assets, resources={"io_manager": io,
-                                             "catalog": PaimonCatalog(warehouse=str(wh))}, **kw)
-
-
-def _md(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
-    """The metadata of the run's (last) materialization, values unwrapped."""
-    mats = result.get_asset_materialization_events()
-    md = mats[-1].materialization.metadata
-    return {k: getattr(v, "value", v) for k, v in md.items()}
 
 
 # ------------------------------------------------------------------------------ daily events
@@ -87,9 +68,9 @@ def _write_daily(kind: str, wh: Path, model: dict[str, list[dict[str, Any]]]) ->
     def events(context: dg.AssetExecutionContext) -> Any:
         return frame(context.partition_key)
 
-    io = _io(kind, wh)
+    io = io_manager(kind, wh)
     for day in ("2024-01-01", "2024-01-02", "2024-01-01"):
-        assert _materialize([events], io, wh, partition_key=day).success
+        assert materialize([events], io, wh, partition_key=day).success
 
 
 # ------------------------------------------------------------------------------ static regions
@@ -108,9 +89,9 @@ def _write_regions(kind: str, wh: Path, model: dict[str, list[dict[str, Any]]]) 
             return pd.DataFrame(rows)
         return pl.DataFrame(rows)
 
-    io = _io(kind, wh)
+    io = io_manager(kind, wh)
     for region in ("eu", "us"):
-        assert _materialize([regions], io, wh, partition_key=region).success
+        assert materialize([regions], io, wh, partition_key=region).success
 
 
 # ------------------------------------------------------------------------------ modes
@@ -124,13 +105,13 @@ def _upsert_asset(rows: list[dict[str, Any]]) -> dg.AssetsDefinition:
 
 def _write_modes(wh: Path) -> dict[str, Any]:
     """upsert with row kinds, append twice, overwrite, schema evolution (a new column)."""
-    io = _io("arrow", wh)
+    io = io_manager("arrow", wh)
     model: dict[int, dict[str, Any]] = {}
     first = [{"id": i, "v": f"a{i}"} for i in range(6)]
     second = [{"id": 1, "v": "b1", "_row_kind": "+U"}, {"id": 2, "v": "a2", "_row_kind": "-D"},
               {"id": 9, "v": "b9", "_row_kind": "+I"}]
     for batch in (first, second):
-        assert _materialize([_upsert_asset(batch)], io, wh).success
+        assert materialize([_upsert_asset(batch)], io, wh).success
         for r in batch:
             if r.get("_row_kind") == "-D":
                 model.pop(r["id"], None)
@@ -142,7 +123,7 @@ def _write_modes(wh: Path) -> dict[str, Any]:
         return pa.table({"n": pa.array([1, 2], pa.int64())})
 
     for _ in range(2):
-        assert _materialize([log], io, wh).success
+        assert materialize([log], io, wh).success
 
     evolved = [{"id": 1, "a": "x"}, {"id": 2, "a": "y"}]
 
@@ -154,10 +135,10 @@ def _write_modes(wh: Path) -> dict[str, Any]:
     def wide_v2() -> pa.Table:
         return pa.Table.from_pylist([{"id": 3, "a": "z", "b": 30.5}])
 
-    assert _materialize([wide_v1], io, wh).success
-    result = _materialize([wide_v2], io, wh)
+    assert materialize([wide_v1], io, wh).success
+    result = materialize([wide_v2], io, wh)
     assert result.success
-    return {"kv": sorted(model.values(), key=lambda r: r["id"]), "wide_md": _md(result)}
+    return {"kv": sorted(model.values(), key=lambda r: r["id"]), "wide_md": last_metadata(result)}
 
 
 # ------------------------------------------------------------------------------ Spark
@@ -184,8 +165,8 @@ def _write_spark(spark: Any, wh: Path, model: dict[str, Any]) -> None:
     io = PaimonSparkIOManager(catalog=PaimonCatalog(warehouse=str(wh)),
                               spark=SparkResource(master="local[2]"))
     for day in ("2024-01-01", "2024-01-02"):
-        assert _materialize([events], io, wh, partition_key=day).success
-    assert _materialize([events, ids], io, wh, partition_key="2024-01-01").success
+        assert materialize([events], io, wh, partition_key=day).success
+    assert materialize([events, ids], io, wh, partition_key="2024-01-01").success
 
 
 # ------------------------------------------------------------------------------ the module's lake
@@ -259,7 +240,7 @@ def test_daily_partition_overwrites_exactly_its_day(lake: dict[str, Any], kind: 
     got = table.to_arrow()
     dt_as = (lambda d: datetime.date.fromisoformat(d)) if kind == "polars" else (lambda d: d)
     expected = [{**r, "dt": dt_as(day)} for day, rows in model.items() for r in rows]
-    assert _rows(got, "dt", "id") == sorted(expected, key=lambda r: (r["dt"], r["id"]))
+    assert sorted_rows(got, "dt", "id") == sorted(expected, key=lambda r: (r["dt"], r["id"]))
     assert len(model["2024-01-01"]) == 6  # the second write of day 01 (version 3) won
     snaps = list(table.snapshot_manager.snapshots())
     assert [s.commit_kind.value for s in snaps] == ["OVERWRITE"] * 3
@@ -274,7 +255,7 @@ def test_static_partitions_with_primary_key(lake: dict[str, Any], kind: str) -> 
     assert table.schema.primary_keys == ("region", "id")
     assert table.schema.options["bucket"] == "2"
     expected = [r for rows in model.values() for r in rows]
-    assert _rows(table.to_arrow(), "region", "id") == sorted(
+    assert sorted_rows(table.to_arrow(), "region", "id") == sorted(
         expected, key=lambda r: (r["region"], r["id"]))
 
 
@@ -283,16 +264,16 @@ def test_spark_dataframes_by_partition(lake: dict[str, Any]) -> None:
     model = lake["models"]["spark"]
     expected = sorted(model["2024-01-01"] + model["2024-01-02"], key=lambda r: (r["dt"], r["id"]))
     assert len(model["2024-01-01"]) == 5  # version 3 replaced version 1 of day 01
-    assert _rows(catalog.get_table("spark_db.events").to_arrow(), "dt", "id") == expected
+    assert sorted_rows(catalog.get_table("spark_db.events").to_arrow(), "dt", "id") == expected
     assert model["ids_columns"] == ["id"]  # the input's columns metadata
     ids = catalog.get_table("spark_db.ids")  # written once, from day 01 only
-    assert _rows(ids.to_arrow(), "dt", "id") == [{"id": r["id"], "dt": r["dt"]}
+    assert sorted_rows(ids.to_arrow(), "dt", "id") == [{"id": r["id"], "dt": r["dt"]}
                                                  for r in model["2024-01-01"]]
 
 
 def test_upsert_with_row_kinds(lake: dict[str, Any]) -> None:
     table = FileSystemCatalog(str(lake["wh"])).get_table("modes.kv")
-    assert _rows(table.to_arrow(), "id") == lake["models"]["kv"]
+    assert sorted_rows(table.to_arrow(), "id") == lake["models"]["kv"]
     assert "_row_kind" not in table.schema.field_names
 
 
@@ -305,7 +286,7 @@ def test_schema_evolution_adds_a_nullable_column(lake: dict[str, Any]) -> None:
     table = FileSystemCatalog(str(lake["wh"])).get_table("modes.wide")
     assert table.schema.id == 1 and table.schema.field_names == ["id", "a", "b"]
     assert table.schema.field("b").type.nullable
-    assert _rows(table.to_arrow(), "id") == [
+    assert sorted_rows(table.to_arrow(), "id") == [
         {"id": 1, "a": "x", "b": None}, {"id": 2, "a": "y", "b": None},
         {"id": 3, "a": "z", "b": 30.5}]
     md = lake["models"]["wide_md"]
@@ -329,10 +310,10 @@ def test_inputs_select_columns_and_partitions(tmp_path: Path) -> None:
         seen[context.partition_key] = daily
         return daily
 
-    io = _io("pandas", tmp_path)
+    io = io_manager("pandas", tmp_path)
     for day in ("2024-01-01", "2024-01-02"):
-        assert _materialize([daily], io, tmp_path, partition_key=day).success
-    result = _materialize([daily, picked], io, tmp_path, partition_key="2024-01-02",
+        assert materialize([daily], io, tmp_path, partition_key=day).success
+    result = materialize([daily, picked], io, tmp_path, partition_key="2024-01-02",
                           selection=[picked])
     assert result.success
     got = seen["2024-01-02"]
@@ -351,20 +332,13 @@ def test_polars_lazy_input(tmp_path: Path) -> None:
     def dst(src: pl.LazyFrame) -> None:
         out["frame"] = src
 
-    assert _materialize([src, dst], _io("polars", tmp_path), tmp_path).success
+    assert materialize([src, dst], io_manager("polars", tmp_path), tmp_path).success
     assert isinstance(out["frame"], pl.LazyFrame)
     assert out["frame"].collect().sort("id").to_dicts() == [{"id": 1, "v": "a"},
                                                             {"id": 2, "v": "b"}]
 
 
 # ------------------------------------------------------------------------------ refusals
-def _failure(assets: list[Any], io: dg.ConfigurableIOManager, wh: Path,
-             **kw: Any) -> BaseException:
-    with pytest.raises(SchemaError) as e:
-        _materialize(assets, io, wh, **kw)
-    return e.value
-
-
 def test_schema_update_mode_error_names_the_column(tmp_path: Path) -> None:
     @dg.asset(key=["s", "t"])
     def v1() -> pa.Table:
@@ -374,9 +348,9 @@ def test_schema_update_mode_error_names_the_column(tmp_path: Path) -> None:
     def v2() -> pa.Table:
         return pa.table({"id": [2], "extra": ["x"]})
 
-    io = _io("arrow", tmp_path)
-    assert _materialize([v1], io, tmp_path).success
-    assert "'extra'" in str(_failure([v2], io, tmp_path))
+    io = io_manager("arrow", tmp_path)
+    assert materialize([v1], io, tmp_path).success
+    assert "'extra'" in str(refused([v2], io, tmp_path))
     assert FileSystemCatalog(str(tmp_path)).get_table("s.t").schema.field_names == ["id"]
 
 
@@ -390,7 +364,7 @@ def test_unstorable_values_are_refused(tmp_path: Path, kind: str) -> None:
             return pd.DataFrame({"id": [1], "big": pd.array([big], dtype="uint64")})
         return pl.DataFrame({"id": [1], "big": pl.Series([big], dtype=pl.UInt64)})
 
-    assert "'big'" in str(_failure([unsigned], _io(kind, tmp_path), tmp_path))
+    assert "'big'" in str(refused([unsigned], io_manager(kind, tmp_path), tmp_path))
 
     @dg.asset(key=["u", "small"])
     def small() -> pa.Table:
@@ -400,9 +374,9 @@ def test_unstorable_values_are_refused(tmp_path: Path, kind: str) -> None:
     def overflow() -> pa.Table:
         return pa.table({"n": pa.array([2**40], pa.int64())})
 
-    io = _io("arrow", tmp_path)
-    assert _materialize([small], io, tmp_path).success
-    assert "'n'" in str(_failure([overflow], io, tmp_path))
+    io = io_manager("arrow", tmp_path)
+    assert materialize([small], io, tmp_path).success
+    assert "'n'" in str(refused([overflow], io, tmp_path))
     assert FileSystemCatalog(str(tmp_path)).get_table("u.small").to_arrow().num_rows == 1
 
 
@@ -411,14 +385,14 @@ def test_rows_outside_the_partition_and_upsert_without_key(tmp_path: Path) -> No
     def wrong_day() -> pa.Table:
         return pa.table({"dt": ["2024-01-03"], "id": [1]})
 
-    io = _io("arrow", tmp_path)
-    assert "outside" in str(_failure([wrong_day], io, tmp_path, partition_key="2024-01-01"))
+    io = io_manager("arrow", tmp_path)
+    assert "outside" in str(refused([wrong_day], io, tmp_path, partition_key="2024-01-01"))
 
     @dg.asset(key=["r", "plain"], metadata={"write_mode": "upsert"})
     def plain() -> pa.Table:
         return pa.table({"id": [1]})
 
-    assert "primary-key" in str(_failure([plain], io, tmp_path))
+    assert "primary-key" in str(refused([plain], io, tmp_path))
 
 
 # ------------------------------------------------------------------------------ observations
@@ -477,16 +451,16 @@ def test_multi_partitions_map_to_two_table_partition_keys(tmp_path: Path) -> Non
         written[(key["date"], key["region"])] = rows
         return pa.Table.from_pylist(rows)  # dt and region are added
 
-    io = _io("arrow", tmp_path)
+    io = io_manager("arrow", tmp_path)
     for date, region in [("2024-01-01", "eu"), ("2024-01-01", "us"), ("2024-01-02", "eu"),
                          ("2024-01-01", "eu")]:
         key = dg.MultiPartitionKey({"date": date, "region": region})
-        assert _materialize([sales], io, tmp_path, partition_key=key).success
+        assert materialize([sales], io, tmp_path, partition_key=key).success
     table = FileSystemCatalog(str(tmp_path)).get_table("m.sales")
     assert table.schema.partition_keys == ("dt", "region")
     expected = [{**r, "dt": d, "region": g} for (d, g), rows in written.items() for r in rows]
     order = ("dt", "region", "id")
-    assert _rows(table.to_arrow(), *order) == sorted(
+    assert sorted_rows(table.to_arrow(), *order) == sorted(
         expected, key=lambda r: tuple(r[c] for c in order))
     assert len(expected) == 6  # the re-run of (01, eu) replaced only that cell
 
@@ -506,17 +480,17 @@ def test_partition_range_run_overwrites_each_day_even_by_nothing(tmp_path: Path)
         # days 02..03 again: 02 gets new rows, 03 none (it must end up empty)
         return pa.Table.from_pylist([{"dt": "2024-01-02", "id": 30}])
 
-    io = _io("arrow", tmp_path)
+    io = io_manager("arrow", tmp_path)
 
     def run(asset: Any, start: str, end: str) -> None:
         tags = {"dagster/asset_partition_range_start": start,
                 "dagster/asset_partition_range_end": end}
-        assert _materialize([asset], io, tmp_path, tags=tags).success
+        assert materialize([asset], io, tmp_path, tags=tags).success
 
     run(first, "2024-01-01", "2024-01-04")
     run(again, "2024-01-02", "2024-01-03")
     table = FileSystemCatalog(str(tmp_path)).get_table("b.t")
-    assert _rows(table.to_arrow(), "dt", "id") == [
+    assert sorted_rows(table.to_arrow(), "dt", "id") == [
         {"dt": "2024-01-01", "id": 1}, {"dt": "2024-01-01", "id": 2},
         {"dt": "2024-01-02", "id": 30}, {"dt": "2024-01-04", "id": 6}]
 
@@ -533,110 +507,3 @@ def test_catalog_from_environment_variables(tmp_path: Path,
     assert dg.materialize([t], resources={"io_manager": io}).success
     assert FileSystemCatalog(str(tmp_path / "from-env")).get_table("env.t").to_arrow().num_rows == 2
 
-
-# ------------------------------------------------------------------------------ untyped columns
-def _null_frames(kind: str) -> tuple[Any, Any, Any]:
-    """(day 02 with an all-null ``v``, day 01 with no rows, a new table's all-null ``v``)
-    as the frame type writes them: Arrow ``null`` columns, pandas object columns of None /
-    an empty frame, polars ``Null`` columns."""
-    if kind == "arrow":
-        return (pa.table({"dt": ["2024-01-02"], "id": [3], "v": pa.nulls(1)}),
-                pa.table({"dt": pa.nulls(0), "id": pa.nulls(0), "v": pa.nulls(0)}),
-                pa.table({"id": [1], "v": pa.nulls(1)}))
-    if kind == "pandas":
-        return (pd.DataFrame({"dt": ["2024-01-02"], "id": [3], "v": [None]}),
-                pd.DataFrame(columns=["dt", "id", "v"]),
-                pd.DataFrame({"id": [1], "v": [None]}))
-    return (pl.DataFrame({"dt": ["2024-01-02"], "id": [3], "v": [None]}),
-            pl.DataFrame({"dt": [], "id": [], "v": []}),
-            pl.DataFrame({"id": [1], "v": [None]}))
-
-
-@pytest.mark.parametrize("kind", ["arrow", "pandas", "polars"])
-def test_all_null_and_empty_columns_take_the_table_type(tmp_path: Path, kind: str) -> None:
-    """An all-null column of a typed table is written as nulls of the table's type; an empty
-    frame for a partition overwrites it to empty; only a column with no table type to take
-    (a new table, a new column) is refused, named."""
-    all_null, empty, new_table = _null_frames(kind)
-    frames = iter([pa.table({"dt": ["2024-01-01"] * 2, "id": [1, 2], "v": [1.5, 2.5]}),
-                   all_null, empty])
-
-    @dg.asset(key=["n", "t"], partitions_def=DAILY,
-              metadata={"partition_expr": "dt", "primary_key": ["dt", "id"]})
-    def t() -> Any:
-        return next(frames)
-
-    io = _io(kind, tmp_path)
-    assert _materialize([t], _io("arrow", tmp_path), tmp_path, partition_key="2024-01-01").success
-    assert _materialize([t], io, tmp_path, partition_key="2024-01-02").success
-    table = FileSystemCatalog(str(tmp_path)).get_table("n.t")
-    assert table.schema.field("v").type.sql() == "DOUBLE" and table.schema.id == 0
-    assert _rows(table.to_arrow(), "dt", "id") == [
-        {"dt": "2024-01-01", "id": 1, "v": 1.5}, {"dt": "2024-01-01", "id": 2, "v": 2.5},
-        {"dt": "2024-01-02", "id": 3, "v": None}]
-    # the empty frame for day 01: day 01 is now empty, day 02 untouched
-    assert _materialize([t], io, tmp_path, partition_key="2024-01-01").success
-    table = FileSystemCatalog(str(tmp_path)).get_table("n.t")
-    assert _rows(table.to_arrow(), "dt", "id") == [{"dt": "2024-01-02", "id": 3, "v": None}]
-    assert table.latest_snapshot().commit_kind.value == "OVERWRITE"
-
-    @dg.asset(key=["n", "fresh"])
-    def fresh() -> Any:
-        return new_table
-
-    err = str(_failure([fresh], io, tmp_path))
-    assert "'v'" in err and "does not exist yet" in err, err
-    assert not FileSystemCatalog(str(tmp_path)).table_exists("n.fresh")
-
-    @dg.asset(key=["n", "t"], partitions_def=DAILY, metadata={"partition_expr": "dt"})
-    def extra() -> Any:
-        return pa.table({"dt": ["2024-01-03"], "id": [4], "v": [1.0], "w": pa.nulls(1)})
-
-    err = str(_failure([extra], _io("arrow", tmp_path), tmp_path, partition_key="2024-01-03"))
-    assert "'w'" in err and "has no column" in err, err
-    assert FileSystemCatalog(str(tmp_path)).get_table("n.t").schema.field_names == [
-        "dt", "id", "v"]
-
-
-def test_pandas_frame_without_columns_empties_the_partition(tmp_path: Path) -> None:
-    """``pd.DataFrame()`` for a partition of a primary-key table (NOT NULL key columns it
-    lacks) overwrites the partition by nothing."""
-    frames = iter([pd.DataFrame({"dt": ["2024-01-01"], "id": [1]}), pd.DataFrame()])
-
-    @dg.asset(key=["n", "kv"], partitions_def=DAILY,
-              metadata={"partition_expr": "dt", "primary_key": ["dt", "id"]})
-    def kv() -> pd.DataFrame:
-        return next(frames)
-
-    io = _io("pandas", tmp_path)
-    for _ in range(2):
-        assert _materialize([kv], io, tmp_path, partition_key="2024-01-01").success
-    assert FileSystemCatalog(str(tmp_path)).get_table("n.kv").to_arrow().num_rows == 0
-
-
-@pytest.mark.spark
-def test_spark_null_column_and_empty_partition(tmp_path: Path, spark: Any) -> None:
-    """The Spark IO manager: a ``NullType`` column (``F.lit(None)``) takes the table's type;
-    an empty DataFrame for a partition overwrites it to empty."""
-    from pyspark.sql import functions as F
-
-    frames = iter([
-        lambda: spark.createDataFrame([(1, "a", "2024-01-01"), (2, "b", "2024-01-01")],
-                                      "id BIGINT, v STRING, dt STRING"),
-        lambda: spark.createDataFrame([(3, "2024-01-02")], "id BIGINT, dt STRING")
-        .withColumn("v", F.lit(None)),
-        lambda: spark.createDataFrame([], "id BIGINT, v STRING, dt STRING"),
-    ])
-
-    @dg.asset(key=["sn", "t"], partitions_def=DAILY,
-              metadata={"partition_expr": "dt", "primary_key": ["dt", "id"]})
-    def t() -> Any:
-        return next(frames)()
-
-    io = PaimonSparkIOManager(catalog=PaimonCatalog(warehouse=str(tmp_path)),
-                              spark=SparkResource(master="local[2]"))
-    for day in ("2024-01-01", "2024-01-02", "2024-01-01"):
-        assert _materialize([t], io, tmp_path, partition_key=day).success
-    table = FileSystemCatalog(str(tmp_path)).get_table("sn.t")
-    assert table.schema.field("v").type.sql() == "STRING"
-    assert _rows(table.to_arrow(), "id") == [{"id": 3, "v": None, "dt": "2024-01-02"}]
