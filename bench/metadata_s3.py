@@ -11,7 +11,7 @@ apart), ``read`` (``table.to_arrow()``: requests on data files against the plann
 files), ``plan_one``, ``expire`` (the 10 oldest snapshots; deletes = ``DELETE`` requests and
 ``POST ?delete`` batches) and ``day`` (the Dagster-style day of :func:`metadata_steps.day`).
 
-    .venv/bin/python bench/metadata_s3.py        # prints the counts as one JSON line
+    .venv/bin/python bench/metadata_s3.py [--snapshots 20]   # the counts as one JSON line
 """
 
 from __future__ import annotations
@@ -86,24 +86,32 @@ def start_s3() -> tuple[Any, Any, dict[str, str]]:
                            "s3.secret-key": "testing", "s3.region": "us-east-1"}
 
 
-def s3_child() -> dict[str, Any]:
+def s3_child(snapshots: int = SNAPSHOTS) -> dict[str, Any]:
     import numpy as np
-
     from metadata_steps import (
-        ONE_FILE_ID, TABLE, Layout, catalog, create_table, day, plan_files, rows,
+        ONE_FILE_ID,
+        TABLE,
+        Layout,
+        catalog,
+        create_table,
+        day,
+        plan_files,
+        rows,
         write_messages,
     )
 
     server, proxy, opts = start_s3()
     wh = f"s3://{BUCKET}/wh"
-    lay = Layout(SNAPSHOTS, PARTITIONS)
+    if snapshots <= EXPIRED:
+        raise SystemExit(f"the S3 table needs more than {EXPIRED} snapshots, not {snapshots}")
+    lay = Layout(snapshots, PARTITIONS)
 
     def table() -> Any:
         return catalog(wh, opts).get_table(TABLE)
 
     try:
         create_table(catalog(wh, opts))
-        for i in range(SNAPSHOTS):
+        for i in range(snapshots):
             t = table()
             msgs = write_messages(t, "bench-s3", [rows(
                 np.array([i % PARTITIONS], np.int32), np.array([i // PARTITIONS], np.int64),
@@ -131,7 +139,7 @@ def s3_child() -> dict[str, Any]:
         steps["read"]["rows"] = got.num_rows
         counted("plan_one", lambda: plan_files(table(), 0))
         res = counted("expire", lambda: table().expire_snapshots(
-            retain_min=1, retain_max=SNAPSHOTS + 1 - EXPIRED))
+            retain_min=1, retain_max=snapshots + 1 - EXPIRED))
         steps["expire"]["expired"] = len(res.expired_ids)
         steps["expire"]["deleted_objects"] = res.deleted_files
         counted("day", lambda: day(table, lay))
@@ -139,21 +147,23 @@ def s3_child() -> dict[str, Any]:
         proxy.stop()
         server.stop()
     failures = []
-    if steps["read"]["rows"] != SNAPSHOTS + 1:
-        failures.append(f"S3 read: {steps['read']['rows']} rows, {SNAPSHOTS + 1} expected")
+    if steps["read"]["rows"] != snapshots + 1:
+        failures.append(f"S3 read: {steps['read']['rows']} rows, {snapshots + 1} expected")
     if steps["expire"]["expired"] != EXPIRED:
         failures.append(f"S3 expire: {steps['expire']['expired']} snapshots expired, "
                         f"{EXPIRED} expected")
-    return {"table": f"primary-key table, {PARTITIONS} partitions, {SNAPSHOTS} snapshots of "
+    return {"table": f"primary-key table, {PARTITIONS} partitions, {snapshots} snapshots of "
                      "1 file each (moto_server behind scripts/s3proxy.py)",
             "steps": steps, "failures": failures}
 
 
-def run_s3() -> dict[str, Any]:
+def run_s3(snapshots: int | None = None) -> dict[str, Any]:
     """The S3 counts, measured in a fresh process (this module as a script)."""
+    more = [] if snapshots is None else ["--snapshots", str(snapshots)]
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     try:
-        p = subprocess.run([sys.executable, str(Path(__file__).resolve())], capture_output=True,
+        p = subprocess.run([sys.executable, str(Path(__file__).resolve()), *more],
+                           capture_output=True,
                            text=True, timeout=CHILD_TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired as e:
         return {"failures": [f"S3 counts timed out: {e}"]}
@@ -166,7 +176,11 @@ def run_s3() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    out = s3_child()
+    import argparse
+
+    ap = argparse.ArgumentParser(description="S3 request counts of the metadata scale step")
+    ap.add_argument("--snapshots", type=int, default=SNAPSHOTS)
+    out = s3_child(ap.parse_args().snapshots)
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
     os._exit(0)

@@ -81,13 +81,14 @@ def ours_cmd(step: str, wh: Path, lay: Layout, commit: int = 0) -> list[str]:
             "--commit", str(commit)]
 
 
-def peer_cmd(py: str, step: str, wh: Path, lay: Layout) -> list[str]:
+def peer_cmd(lib: str, py: str, step: str, wh: Path, lay: Layout) -> list[str]:
     side = [py, str(BENCH / "pypaimon_meta_side.py")]
     base = ["--warehouse", str(wh), "--table", TABLE]
     if step == "commit1":
         return [*side, "commit", *base, "--part", str(lay.one_part()), "--id", str(ONE_FILE_ID)]
     part = ["--part", str(lay.one_part())] if step == "plan_one" else []
-    return [*side, "plan", *base, *part]
+    native = ["--native"] if lib == "pypaimon_rust" else []
+    return [*side, "plan", *base, *part, *native]
 
 
 def peer_pythons(gen_path: Path) -> dict[str, str]:
@@ -156,14 +157,19 @@ def one_run(lib: str, step: str, wh: Path, lay: Layout, pys: dict[str, str]) -> 
             copy_table(wh, use)
         if lib == "ours":
             return run_json(ours_cmd(step, use, lay), f"ours {step}")
-        return run_json(peer_cmd(pys[lib], step, use, lay), f"{lib} {step}", cwd=BENCH)
+        return run_json(peer_cmd(lib, pys[lib], step, use, lay), f"{lib} {step}", cwd=BENCH)
 
 
-def peer_check(step: str, r: dict[str, Any], lay: Layout) -> list[Any]:
+def peer_check(lib: str, step: str, r: dict[str, Any], lay: Layout) -> list[Any]:
     if step == "commit1":
         return [r["files"] == 1, f"{r['files']} file committed"]
     want = lay.per_partition if step == "plan_one" else lay.entries
-    return [r["files"] == want, f"{r['files']:,} files planned, {want:,} expected"]
+    msg = f"{r['files']:,} files planned, {want:,} expected"
+    if lib == "pypaimon_rust":
+        if not r["native_planned"]:
+            return [False, msg + "; pypaimon fell back to its Python planner"]
+        msg += " (native planner)"
+    return [r["files"] == want, msg]
 
 
 def measure(wh: Path, lay: Layout, pys: dict[str, str], steps: list[str], rounds: int,
@@ -184,7 +190,7 @@ def measure(wh: Path, lay: Layout, pys: dict[str, str], steps: list[str], rounds
                     print(f"!!! {lib} {step} FAILED: {e}", flush=True)
                     continue
                 if lib != "ours":
-                    r["check"] = peer_check(step, r, lay)
+                    r["check"] = peer_check(lib, step, r, lay)
                 if not r["check"][0]:
                     failures.append(f"{lib} {step}: check FAILED: {r['check'][1]}")
                 runs.setdefault(step, {}).setdefault(lib, []).append(r)
@@ -238,6 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gen", default=str(Path(os.environ.get("PAIMON_SHARED")
                                               or REPO.parent / "shared") / "bench" / "gen.py"))
     ap.add_argument("--json", default=str(RESULTS / "metadata.json"))
+    ap.add_argument("--cache", default=str(RESULTS / "cache" / "metadata"),
+                    help="where the built tables are cached")
+    ap.add_argument("--s3-snapshots", type=int, default=None,
+                    help="snapshots of the S3 table (default 20; at least 11)")
     # internal: one step in a fresh process
     ap.add_argument("--child", choices=["build", *STEPS], help=argparse.SUPPRESS)
     ap.add_argument("--warehouse", help=argparse.SUPPRESS)
@@ -266,7 +276,7 @@ def drive(a: argparse.Namespace) -> int:
     for n in sizes:
         lay = Layout(n, a.partitions)
         lay.check()
-        prep = build(RESULTS / "cache" / "metadata", lay, a.fresh)
+        prep = build(Path(a.cache), lay, a.fresh)
         wh = Path(prep["dir"]) / "wh"
         res, f = measure(wh, lay, pys, a.steps, a.rounds)
         failures += f
@@ -282,7 +292,7 @@ def drive(a: argparse.Namespace) -> int:
     if not a.no_s3:
         from metadata_s3 import run_s3
 
-        s3 = run_s3()
+        s3 = run_s3(a.s3_snapshots)
         failures += s3.get("failures", [])
     out["s3"] = s3
     out["targets"] = targets(out)

@@ -242,8 +242,13 @@ def day(open_table: Callable[[], Any], lay: Layout) -> dict[str, Any]:
         table = open_table()
         msgs = timed("cdc write", lambda: write_messages(table, "bench-day", [day_rows(lay)]))
         timed("cdc commit", lambda: table.new_commit("bench-day").commit(msgs))
-        return [timed(f"compact bucket {b}", lambda b=b: open_table().compact(
-            parts, buckets=[b], commit_user="bench-day-compact")) for b in range(BUCKETS)]
+        snaps = []
+        for b in range(BUCKETS):
+            def compact(bucket: int = b) -> Any:
+                return open_table().compact(parts, buckets=[bucket],
+                                            commit_user="bench-day-compact")
+            snaps.append(timed(f"compact bucket {b}", compact))
+        return snaps
 
     out, snaps = measured(run)
     return {**out, "commits": commits, "compact_snapshots": snaps}

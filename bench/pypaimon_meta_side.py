@@ -5,7 +5,9 @@ pypaimon-rust 0.4), never in ours. One measured operation per fresh process, one
 ``plan --warehouse WH --table T [--part P] [--native]``
     ``new_read_builder()`` (``with_filter(pb.equal("part", P))`` with ``--part``) ->
     ``new_scan().plan().splits()``; ``--native`` plans with pypaimon_rust
-    (``table.copy({"scan.native-plan.enabled": "true"})``). Reports the planned data files.
+    (``table.copy({"scan.native-plan.enabled": "true"})``). Reports the planned data files
+    and, with ``--native``, whether the native planner answered (``native_planned``: pypaimon
+    falls back to its Python scanner silently).
 
 ``commit --warehouse WH --table T --part P --id I``
     Writes one row (``part = P``, ``id = I``) and commits it; only the commit is the measured
@@ -47,16 +49,15 @@ def measured(fn: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
 def preload(*packages: str) -> None:
     """Import every module of ``packages`` up front: a step measures the work, not the
     first import of the modules it uses (ours and pypaimon alike)."""
+    import contextlib
     import importlib
     import pkgutil
 
     for name in packages:
         pkg = importlib.import_module(name)
         for m in pkgutil.walk_packages(getattr(pkg, "__path__", []), name + "."):
-            try:
+            with contextlib.suppress(Exception):  # an optional dependency missing here
                 importlib.import_module(m.name)
-            except Exception:  # noqa: BLE001  (an optional dependency missing here)
-                pass
 
 
 def plan(warehouse: str, table_name: str, part: int | None, native: bool) -> dict[str, Any]:
@@ -65,8 +66,18 @@ def plan(warehouse: str, table_name: str, part: int | None, native: bool) -> dic
     preload("pyarrow.compute", "pypaimon.read", "pypaimon.manifest", "pypaimon.table",
             "pypaimon.common", "pypaimon.schema", "pypaimon.snapshot", "pypaimon.utils",
             "pypaimon.filesystem", "pypaimon.data")
-    if native:
-        import pypaimon_rust.datafusion  # noqa: F401
+    native_plans: list[bool] = []
+    if native:  # record whether pypaimon's native planner answered (it falls back silently)
+        from pypaimon.read.table_scan import TableScan
+
+        try_native = TableScan._try_native_plan
+
+        def recorded(self: Any) -> Any:
+            plan = try_native(self)
+            native_plans.append(plan is not None)
+            return plan
+
+        TableScan._try_native_plan = recorded
 
     def run() -> Any:
         table = CatalogFactory.create({"warehouse": warehouse}).get_table(table_name)
@@ -81,6 +92,7 @@ def plan(warehouse: str, table_name: str, part: int | None, native: bool) -> dic
     out["files"] = sum(len(s.files) for s in splits)
     out["rows"] = sum(f.row_count for s in splits for f in s.files)
     out["pypaimon_rust_imported"] = "pypaimon_rust" in sys.modules
+    out["native_planned"] = native_plans == [True]
     return out
 
 
