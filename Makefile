@@ -77,12 +77,15 @@ ui: install
 	UI_PORT=$(UI_PORT) PY=$(PY) scripts/ui.sh
 
 # BENCH_SCALE_SIZES=1000000 (or 1M,4M) limits the scale step (default 1M,4M,16M rows).
+# BENCH_METADATA_SIZES=1M (or 100k,1M) sizes the metadata step (default 100k data-file entries;
+# the 1M-entry table is opt-in: its build takes about an hour).
 # Byte-compiled first: a fresh measuring process must not pay for compiling our sources.
 bench: install oracle
 	$(PY) -m compileall -q paimon_core pipelines
 	$(PY) bench/run.py
 	$(PY) bench/scale.py
 	$(PY) bench/cdc.py
+	$(PY) bench/metadata_scale.py
 
 # docker/secrets.env with random secrets for docker/compose.yaml (kept if it exists)
 .PHONY: prod-secrets
