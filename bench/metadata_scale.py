@@ -202,6 +202,8 @@ def measure(wh: Path, lay: Layout, pys: dict[str, str], steps: list[str], rounds
                         "wall_s": statistics.median(r["wall_s"] for r in rs),
                         "growth_mb": statistics.median(r["growth_mb"] for r in rs),
                         "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in rs),
+                        **({"write_cpu_s": statistics.median(r["write_cpu_s"] for r in rs)}
+                           if all("write_cpu_s" in r for r in rs) else {}),
                         "runs": rs} for lib, rs in by_lib.items()}
            for step, by_lib in runs.items()}
     return res, failures
@@ -221,6 +223,8 @@ def report(prep: dict[str, Any], res: dict[str, Any], s3: dict[str, Any]) -> lis
         for lib, s in by_lib.items():
             lines.append(f"{step:<22} {lib:<14} {s['cpu_s']:9.3f} {s['wall_s']:9.3f} "
                          f"{s['growth_mb']:10.0f}")
+            if "write_cpu_s" in s:  # the write before the measured commit
+                lines.append(f"{'  its write':<22} {lib:<14} {s['write_cpu_s']:9.3f}")
     if s3.get("steps"):
         lines += ["", f"S3 requests ({s3['table']}), by method:"]
         for step, c in s3["steps"].items():
