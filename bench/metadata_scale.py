@@ -91,13 +91,16 @@ def peer_cmd(lib: str, py: str, step: str, wh: Path, lay: Layout) -> list[str]:
     return [*side, "plan", *base, *part, *native]
 
 
-def peer_pythons(gen_path: Path) -> dict[str, str]:
-    """The peers' pythons: the oracle venv (pypaimon 2.1) and ``bench/results/venv-rust``
-    (pypaimon 2.1 + pypaimon-rust 0.4; made on first use, skipped when it cannot be)."""
+def peer_pythons(gen_path: Path, rust: bool) -> dict[str, str]:
+    """The peers' pythons: the oracle venv (pypaimon 2.1) and, with ``rust``,
+    ``bench/results/venv-rust`` (pypaimon 2.1 + pypaimon-rust 0.4; made on first use,
+    skipped when it cannot be)."""
     from run import oracle_python
     from writes import rust_python
 
     out = {"pypaimon": oracle_python(gen_path)}
+    if not rust:
+        return out
     py, note = rust_python()
     if py is None:
         print(f"  pypaimon_rust {note}", flush=True)
@@ -242,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", nargs="+", choices=list(STEPS), default=list(STEPS))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-peers", action="store_true", help="ours only (no pypaimon)")
+    ap.add_argument("--no-rust", action="store_true",
+                    help="no pypaimon-rust (does not create bench/results/venv-rust)")
     ap.add_argument("--no-java", action="store_true", help="skip the Java 0.9 spot check")
     ap.add_argument("--no-s3", action="store_true", help="skip the S3 request counts")
     ap.add_argument("--fresh", action="store_true", help="rebuild the cached tables")
@@ -273,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
 def drive(a: argparse.Namespace) -> int:
     load_start = [round(x, 2) for x in os.getloadavg()]
     print(f"metadata scale step: load average {load_start} on {os.cpu_count()} CPUs", flush=True)
-    pys = {} if a.no_peers else peer_pythons(Path(a.gen))
+    pys = {} if a.no_peers else peer_pythons(Path(a.gen), not a.no_rust)
     sizes = parse_sizes(a.sizes) if a.sizes else DEFAULT_SIZES
     out: dict[str, Any] = {"load_avg_start": load_start, "sizes": {}}
     failures: list[str] = []
