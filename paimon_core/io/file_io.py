@@ -272,7 +272,7 @@ class FileIO:
         caller closes it."""
         if self.is_local:
             with self._translate(path):
-                return open(self._fs_path(path), "rb")  # noqa: SIM115 - caller closes
+                return open(self._fs_path(path), "rb")
         from paimon_core.io.range_reader import RangeReader
 
         def fetch(start: int, end: int) -> bytes:
