@@ -611,8 +611,11 @@ class TableCommit:
 
     def _publish(self, snapshot: Snapshot) -> bool:
         """Create ``snapshot-N`` only if absent and never below expiry (see the module docs);
-        True only for a verified snapshot of ours. An id expiry passed while this commit was
-        prepared is found after the create (one check, not two) and withdrawn."""
+        True only for a verified snapshot of ours."""
+        if self.snapshots.below_expiry_fence(snapshot.id):
+            log.info("snapshot id %s was expired while this commit was prepared: re-planning",
+                     snapshot.id)
+            return False
         if not self._create(snapshot):
             return False
         try:
