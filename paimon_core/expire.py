@@ -260,7 +260,7 @@ class ExpireSnapshots:
                 self._raise_fence(earliest)
                 return ExpireResult(earliest=earliest, expired_ids=strays,
                                     deleted_files=tally.metadata, metadata_files=tally.metadata)
-            plan = self._plan(begin, floor, below_fence=max(fence or 0, floor))
+            plan = self._plan(begin, floor, below_fence=fence or 0)
             # consumers again, last thing before the fence (a reader registered while this
             # expiry planned): a smaller range is planned again from what was read
             consumer_next = self._min_consumer_next()
