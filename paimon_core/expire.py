@@ -21,39 +21,46 @@ only if it does not exist. ``older_than`` = now - ``snapshot.time-retained`` unl
 * metadata: ``j``'s base / delta / changelog manifest lists and their manifests, its index
   manifest and index files, its statistics file, except what the skip set holds: everything
   (manifest lists, manifests, index manifest and files, statistics) referenced by the first
-  retained snapshot, by the tags overlapping the expired range (``findOverlappedSnapshots``),
-  and by ``j + 1``;
-* then ``snapshot/snapshot-<j>``; at the end ``snapshot/EARLIEST = end``.
+  retained snapshot and by the tags overlapping the expired range
+  (``findOverlappedSnapshots``);
+* then ``snapshot/snapshot-<j>``.
 
-**Order and crash safety.** Snapshots are expired one at a time, oldest first; within one
-snapshot data files go first, then changelog files, then manifests and index files, then the
-manifest lists / index manifest / statistics file that name them, and the snapshot file last.
-Every snapshot newer than the one being expired keeps all its files at every moment (its
-metadata is in the skip set, its data files are not DELETEd by any delta it precedes), so a
-kill at any point leaves at most the oldest snapshot incomplete. A re-run finds that snapshot
-as the earliest and finishes it: the data to delete comes from the intact delta of the next
-snapshot, a manifest list is deleted only after its manifests (a missing list means its
-manifests are gone too), and every deletion accepts an already-missing file.
+**Order and crash safety** (as Java, stage by stage over the whole range). Everything is
+worked out first, reading each snapshot, manifest list and delta manifest once (bad metadata
+stops the expiry before it deleted anything); then ``EARLIEST`` (the fence) is raised to the
+first retained id, and the files go: data files, changelog files, manifests and index files,
+the manifest lists / index manifests / statistics files that name them, the snapshot files
+last; on S3 each stage in ``DeleteObjects`` batches of up to 1,000 keys. The retained
+snapshots keep all their files at every moment. A kill at any point leaves the snapshots below
+the fence expired (a read raises ``SnapshotExpiredError``), some of their files gone; a re-run
+finds them below the fence and finishes them: their data was deleted before any manifest (a
+delta whose manifests are gone has nothing left to free), a delta manifest list missing below
+the fence means that snapshot's metadata is going already, a manifest list is deleted only
+after its manifests, and every deletion accepts an already-missing file.
 
 **Deviations from Java**, all keeping more, never less:
 
 * Nothing the first retained snapshot holds live is ever deleted (defence in depth against a
-  table that re-adds a deleted file name), comparing full paths.
+  table that re-adds a deleted file name), comparing full paths: a file DELETEd by the delta of
+  ``j + 1`` stays when a later delta up to the first retained snapshot ADDs it again (every
+  file live there was ADDed by one of those deltas, already read); when one of them cannot be
+  read, the first retained snapshot's live files are read whole instead.
 * A tagged snapshot's changelog list, manifests and files are kept (the tag references them;
   Java deletes them and leaves the tag naming a missing changelog list). Orphan cleaning
   reclaims them once the tag is gone.
-* Consumers and tags are re-read before each snapshot is expired (Java reads them once), so
-  one created while an expiry runs is honoured from the next snapshot on.
+* Consumers are read again after planning, just before the fence is raised (Java reads them
+  once): one registered while the expiry planned shrinks the range. One registered after the
+  fence went up names an expired snapshot, as in Java.
 * A data-file deletion whose delta manifests cannot all be read is skipped (Java does the same
   for the manifest it fails on); the files become orphans.
 * ``snapshot.clean-empty-directories`` is not implemented (never deletes directories).
 * A decoupled changelog lifecycle (``changelog.num-retained.*`` / ``changelog.time-retained``
   larger than the snapshot values) raises :class:`UnsupportedError` before anything happens.
 
-**Deleting elsewhere.** ``bulk_delete`` hands a snapshot's data and changelog files (when at
+**Deleting elsewhere.** ``bulk_delete`` hands the range's data and changelog files (when at
 least ``bulk_min_files``) to another executor, e.g. Spark tasks (``pipelines.expire``): the
 driver plans, executors delete in parallel; the order above is kept (the call returns before
-the snapshot's metadata goes).
+any metadata goes).
 
 Files are only ever deleted under the table directory; names read from metadata that are not a
 single path segment, and external paths outside the table, are left alone (``kept_files``).
@@ -78,19 +85,19 @@ from paimon_core.errors import (
 )
 from paimon_core.expire_config import INT_MAX, ExpireConfig, ExpireResult, expire_end
 from paimon_core.expire_metadata import (
+    Delta,
     ExpiryMetadata,
+    ExpiryPaths,
     overlapped_tags,
-    plain_name,
     previous_tag,
     read_again_if_corrupt,
+    read_delta,
 )
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
 from paimon_core.snapshot_manager import SnapshotManager, contiguous_tail
 from paimon_core.spec.file_entries import live_files
-from paimon_core.spec.index_manifest import IndexManifestEntry
 from paimon_core.spec.manifest import FileKind, ManifestEntry
-from paimon_core.spec.manifest_list import ManifestFileMeta
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot, decode_snapshot
 from paimon_core.tags import TagManager
@@ -104,14 +111,6 @@ BulkDelete = Callable[[Sequence[tuple[str, "int | None"]]], Sequence["int | None
 """Deletes ``(path, size if known)`` items (all under the table directory, already checked);
 returns, per item in order, the bytes freed, or None when the file was already missing. It
 must delete every item or raise."""
-
-@dataclass
-class _Delta:
-    """What one snapshot's delta adds, and removes for good (path -> size when known)."""
-
-    added: set[str] = dataclasses.field(default_factory=set)
-    deleted: dict[str, int | None] = dataclasses.field(default_factory=dict)
-
 
 @dataclass
 class _Plan:
@@ -181,7 +180,7 @@ class ExpireSnapshots:
         self.consumers = ConsumerManager(file_io, self.table_path)
         self.meta = ExpiryMetadata(file_io, self.table_path)
         self.layout = TableLayout.of(self.table_path, schema)
-        self._bucket_dirs: dict[tuple[bytes, int], str] = {}
+        self.paths = ExpiryPaths(self.table_path, self.layout)
         self._refs: dict[tuple[int, str], frozenset[str]] = {}
         self._tag_files: dict[tuple[int, str], frozenset[str] | None] = {}
         self._tag_cache: tuple[frozenset[str], list[Snapshot]] | None = None
@@ -325,7 +324,7 @@ class ExpireSnapshots:
             plan.expired.append(sid)
         return plan
 
-    def _freed_data(self, sid: int, delta: _Delta | None, deltas: Mapping[int, _Delta | None],
+    def _freed_data(self, sid: int, delta: Delta | None, deltas: Mapping[int, Delta | None],
                     protected: frozenset[str] | None, tags: Sequence[Snapshot],
                     plan: _Plan) -> dict[str, int | None]:
         """The data files snapshot ``sid`` frees: what the delta of ``sid + 1`` removes for
@@ -361,26 +360,26 @@ class ExpireSnapshots:
         for name in lists:
             for m in self.meta.manifest_list(name) or []:
                 if m.file_name not in skip:
-                    plan.files[self._manifest_path(m.file_name)] = m.file_size
+                    plan.files[self.paths.manifest(m.file_name)] = m.file_size
         if snap.index_manifest:
             for ie in self.meta.index_manifest(snap.index_manifest) or []:
                 if ie.file_name not in skip:
-                    plan.files[self._index_path(ie)] = ie.file_size
+                    plan.files[self.paths.index(ie)] = ie.file_size
         sizes = {snap.base_manifest_list: snap.base_manifest_list_size,
                  snap.delta_manifest_list: snap.delta_manifest_list_size}
         for name in lists:
             if name not in skip:
-                plan.owners[self._manifest_path(name)] = sizes.get(name)
+                plan.owners[self.paths.manifest(name)] = sizes.get(name)
         if snap.index_manifest and snap.index_manifest not in skip:
-            plan.owners[self._manifest_path(snap.index_manifest)] = None
+            plan.owners[self.paths.manifest(snap.index_manifest)] = None
         if snap.statistics and snap.statistics not in skip:
-            plan.owners[self._child(self.layout.statistics_dir, snap.statistics)] = None
+            plan.owners[self.paths.child(self.layout.statistics_dir, snap.statistics)] = None
 
-    def _deltas(self, first: int, last: int, below_fence: int) -> dict[int, _Delta | None]:
+    def _deltas(self, first: int, last: int, below_fence: int) -> dict[int, Delta | None]:
         """The deltas of snapshots ``[first, last]``, each read once; None when one cannot be
         read completely. A snapshot below ``below_fence`` whose delta list is gone was being
         expired by an interrupted run (its lists go after its data): nothing to free."""
-        out: dict[int, _Delta | None] = {}
+        out: dict[int, Delta | None] = {}
         for sid in range(first, last + 1):
             snap = self._snapshot(sid)
             if snap is None:
@@ -389,38 +388,13 @@ class ExpireSnapshots:
             metas = self.meta.manifest_list(snap.delta_manifest_list)
             if metas is None:
                 if sid < below_fence:
-                    out[sid] = _Delta()
+                    out[sid] = Delta()
                     continue
                 raise CorruptMetadataError(
-                    self._manifest_path(snap.delta_manifest_list),
+                    self.paths.manifest(snap.delta_manifest_list),
                     f"delta manifest list of snapshot {sid} is missing")
-            out[sid] = self._read_delta(metas)
+            out[sid] = read_delta(self.meta, self.paths, metas)
         return out
-
-    def _read_delta(self, metas: Sequence[ManifestFileMeta]) -> _Delta | None:
-        """A delta's ADDed paths and the paths (with sizes) it DELETEs for good (no ADD of
-        the same path in the same delta: a level upgrade keeps the file)."""
-        delta = _Delta()
-        deleted: dict[str, ManifestEntry] = {}
-        for m in metas:
-            entries = self.meta.manifest(m.file_name)
-            if entries is None:
-                return None
-            for e in entries:
-                path = self._data_path(e)
-                if path is None:
-                    continue
-                if e.kind is FileKind.ADD:
-                    delta.added.add(path)
-                else:
-                    deleted[path] = e
-        for path, e in deleted.items():
-            if path in delta.added:
-                continue
-            delta.deleted[path] = e.file.file_size
-            for extra in self._extra_paths(e, path):
-                delta.deleted[extra] = None
-        return delta
 
     def _added_by_list(self, list_name: str) -> dict[str, int | None]:
         out: dict[str, int | None] = {}
@@ -428,10 +402,10 @@ class ExpireSnapshots:
             for e in self.meta.manifest(m.file_name) or []:
                 if e.kind is not FileKind.ADD:
                     continue
-                path = self._data_path(e)
+                path = self.paths.data(e)
                 if path is not None:
                     out[path] = e.file.file_size
-                    for extra in self._extra_paths(e, path):
+                    for extra in self.paths.extras(e, path):
                         out[extra] = None
         return out
 
@@ -467,10 +441,10 @@ class ExpireSnapshots:
                 entries += self.meta.required(self.meta.manifest(m.file_name), m.file_name, owner)
         live: set[str] = set()
         for e in live_files(entries, source=f"{owner} ({self.table_path})"):
-            path = self._data_path(e)
+            path = self.paths.data(e)
             if path is not None:
                 live.add(path)
-                live.update(self._extra_paths(e, path))
+                live.update(self.paths.extras(e, path))
         return frozenset(live)
 
     def _tag_live_paths(self, tag: Snapshot) -> frozenset[str] | None:
@@ -511,46 +485,6 @@ class ExpireSnapshots:
     def _min_consumer_next(self) -> int | None:
         """``ConsumerManager.minNextSnapshot``."""
         return read_again_if_corrupt(self.consumers.min_next_snapshot)
-
-    # ------------------------------------------------------------------ paths
-    def _child(self, directory: str, name: str) -> str:
-        if not plain_name(name):
-            raise CorruptMetadataError(directory, f"file name {name!r} is not a plain name")
-        return join(directory, name)
-
-    def _manifest_path(self, name: str) -> str:
-        return self._child(self.meta.manifest_dir, name)
-
-    def _index_path(self, ie: IndexManifestEntry) -> str:
-        if ie.external_path:
-            return ie.external_path
-        return self._child(self.layout.index_dir, ie.file_name)
-
-    def _bucket_dir(self, partition: bytes, bucket: int) -> str:
-        key = (partition, bucket)
-        hit = self._bucket_dirs.get(key)
-        if hit is None:
-            hit = self.layout.bucket_dir(partition, bucket)
-            self._bucket_dirs[key] = hit
-        return hit
-
-    def _data_path(self, e: ManifestEntry) -> str | None:
-        if e.file.external_path:
-            return e.file.external_path
-        if not plain_name(e.file.file_name):
-            return None
-        return join(self._bucket_dir(e.partition, e.bucket), e.file.file_name)
-
-    def _extra_paths(self, e: ManifestEntry, path: str) -> list[str]:
-        directory = path.rsplit("/", 1)[0]
-        return [join(directory, x) for x in e.file.extra_files if plain_name(x)]
-
-    def _inside(self, path: str) -> bool:
-        prefix = self.table_path + "/"
-        if not path.startswith(prefix):
-            return False
-        parts = path[len(prefix):].split("/")
-        return all(p not in ("", ".", "..") for p in parts)
 
     # ------------------------------------------------------------------ IO
     def _snapshot(self, sid: int) -> Snapshot | None:
@@ -593,7 +527,7 @@ class ExpireSnapshots:
         table are kept. On S3 one ``DeleteObjects`` per 1,000 files."""
         todo = []
         for path, size in files.items():
-            if self._inside(path):
+            if self.paths.inside(path):
                 todo.append((path, size))
             else:
                 tally.kept += 1

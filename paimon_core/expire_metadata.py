@@ -1,17 +1,20 @@
-"""What snapshot expiry reads: manifest lists, manifests and index manifests by name (each
-read once per expiry), and the helpers that pick tags (``paimon_core.expire``)."""
+"""What snapshot expiry (``paimon_core.expire``) reads and where the files it names live:
+manifest lists, manifests and index manifests by name (lists read once per expiry), one
+snapshot's delta as ADDed / removed paths, the paths of data, extra, manifest and index files
+(plain names under the table only), and the helpers that pick tags."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from paimon_core.errors import CorruptMetadataError, FileNotFoundInTableError
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
 from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_manifest
-from paimon_core.spec.manifest import ManifestEntry, decode_manifest
+from paimon_core.spec.manifest import FileKind, ManifestEntry, decode_manifest
 from paimon_core.spec.manifest_list import ManifestFileMeta, decode_manifest_list
 from paimon_core.spec.snapshot import Snapshot
 
@@ -66,6 +69,94 @@ class ExpiryMetadata:
                 f"missing, but {owner} references it (expiry cannot tell what is protected)",
             )
         return value
+
+
+class ExpiryPaths:
+    """Where the files metadata names live (a name that is not one plain path segment is
+    refused or skipped; see :func:`plain_name`)."""
+
+    def __init__(self, table_path: str, layout: TableLayout) -> None:
+        self.table_path = table_path
+        self.layout = layout
+        self.manifest_dir = layout.manifest_dir
+        self._bucket_dirs: dict[tuple[bytes, int], str] = {}
+
+    def child(self, directory: str, name: str) -> str:
+        if not plain_name(name):
+            raise CorruptMetadataError(directory, f"file name {name!r} is not a plain name")
+        return join(directory, name)
+
+    def manifest(self, name: str) -> str:
+        return self.child(self.manifest_dir, name)
+
+    def index(self, ie: IndexManifestEntry) -> str:
+        if ie.external_path:
+            return ie.external_path
+        return self.child(self.layout.index_dir, ie.file_name)
+
+    def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        key = (partition, bucket)
+        hit = self._bucket_dirs.get(key)
+        if hit is None:
+            hit = self.layout.bucket_dir(partition, bucket)
+            self._bucket_dirs[key] = hit
+        return hit
+
+    def data(self, e: ManifestEntry) -> str | None:
+        if e.file.external_path:
+            return e.file.external_path
+        if not plain_name(e.file.file_name):
+            return None
+        return join(self.bucket_dir(e.partition, e.bucket), e.file.file_name)
+
+    def extras(self, e: ManifestEntry, path: str) -> list[str]:
+        directory = path.rsplit("/", 1)[0]
+        return [join(directory, x) for x in e.file.extra_files if plain_name(x)]
+
+    def inside(self, path: str) -> bool:
+        """Is ``path`` under the table directory (no ``.``/``..``/empty segment)?"""
+        prefix = self.table_path + "/"
+        if not path.startswith(prefix):
+            return False
+        parts = path[len(prefix):].split("/")
+        return all(p not in ("", ".", "..") for p in parts)
+
+
+@dataclass
+class Delta:
+    """What one snapshot's delta adds, and removes for good (path -> size when known)."""
+
+    added: set[str] = field(default_factory=set)
+    deleted: dict[str, int | None] = field(default_factory=dict)
+
+
+
+def read_delta(meta: ExpiryMetadata, paths: ExpiryPaths,
+               metas: Sequence[ManifestFileMeta]) -> Delta | None:
+    """A delta's ADDed paths and the paths (with sizes) it DELETEs for good (no ADD of the
+    same path in the same delta: a level upgrade keeps the file); None when one of its
+    manifests is gone."""
+    delta = Delta()
+    deleted: dict[str, ManifestEntry] = {}
+    for m in metas:
+        entries = meta.manifest(m.file_name)
+        if entries is None:
+            return None
+        for e in entries:
+            path = paths.data(e)
+            if path is None:
+                continue
+            if e.kind is FileKind.ADD:
+                delta.added.add(path)
+            else:
+                deleted[path] = e
+    for path, e in deleted.items():
+        if path in delta.added:
+            continue
+        delta.deleted[path] = e.file.file_size
+        for extra in paths.extras(e, path):
+            delta.deleted[extra] = None
+    return delta
 
 
 def read_again_if_corrupt(read: Callable[[], _T]) -> _T:

@@ -142,7 +142,7 @@ class SnapshotManager:
         (read the latest snapshot again), False that the table is damaged."""
         path = self.snapshot_path(snapshot_id)
         self.file_io.invalidate(path)
-        return self.below_expiry_fence(snapshot_id) or not self.file_io.exists(path)
+        return self.below_expiry_fence(snapshot_id) or not self.file_io.is_file(path)
 
     def is_stray(self, snapshot_id: int) -> bool:
         """Is the existing file ``snapshot-<id>`` a stray, not a snapshot: below the expiry
