@@ -21,39 +21,46 @@ only if it does not exist. ``older_than`` = now - ``snapshot.time-retained`` unl
 * metadata: ``j``'s base / delta / changelog manifest lists and their manifests, its index
   manifest and index files, its statistics file, except what the skip set holds: everything
   (manifest lists, manifests, index manifest and files, statistics) referenced by the first
-  retained snapshot, by the tags overlapping the expired range (``findOverlappedSnapshots``),
-  and by ``j + 1``;
-* then ``snapshot/snapshot-<j>``; at the end ``snapshot/EARLIEST = end``.
+  retained snapshot and by the tags overlapping the expired range
+  (``findOverlappedSnapshots``);
+* then ``snapshot/snapshot-<j>``.
 
-**Order and crash safety.** Snapshots are expired one at a time, oldest first; within one
-snapshot data files go first, then changelog files, then manifests and index files, then the
-manifest lists / index manifest / statistics file that name them, and the snapshot file last.
-Every snapshot newer than the one being expired keeps all its files at every moment (its
-metadata is in the skip set, its data files are not DELETEd by any delta it precedes), so a
-kill at any point leaves at most the oldest snapshot incomplete. A re-run finds that snapshot
-as the earliest and finishes it: the data to delete comes from the intact delta of the next
-snapshot, a manifest list is deleted only after its manifests (a missing list means its
-manifests are gone too), and every deletion accepts an already-missing file.
+**Order and crash safety** (as Java, stage by stage over the whole range). Everything is
+worked out first, reading each snapshot, manifest list and delta manifest once (bad metadata
+stops the expiry before it deleted anything); then ``EARLIEST`` (the fence) is raised to the
+first retained id, and the files go: data files, changelog files, manifests and index files,
+the manifest lists / index manifests / statistics files that name them, the snapshot files
+last; on S3 each stage in ``DeleteObjects`` batches of up to 1,000 keys. The retained
+snapshots keep all their files at every moment. A kill at any point leaves the snapshots below
+the fence expired (a read raises ``SnapshotExpiredError``), some of their files gone; a re-run
+finds them below the fence and finishes them: their data was deleted before any manifest (a
+delta whose manifests are gone has nothing left to free), a delta manifest list missing below
+the fence means that snapshot's metadata is going already, a manifest list is deleted only
+after its manifests, and every deletion accepts an already-missing file.
 
 **Deviations from Java**, all keeping more, never less:
 
 * Nothing the first retained snapshot holds live is ever deleted (defence in depth against a
-  table that re-adds a deleted file name), comparing full paths.
+  table that re-adds a deleted file name), comparing full paths: a file DELETEd by the delta of
+  ``j + 1`` stays when a later delta up to the first retained snapshot ADDs it again (every
+  file live there was ADDed by one of those deltas, already read); when one of them cannot be
+  read, the first retained snapshot's live files are read whole instead.
 * A tagged snapshot's changelog list, manifests and files are kept (the tag references them;
   Java deletes them and leaves the tag naming a missing changelog list). Orphan cleaning
   reclaims them once the tag is gone.
-* Consumers and tags are re-read before each snapshot is expired (Java reads them once), so
-  one created while an expiry runs is honoured from the next snapshot on.
+* Consumers are read again after planning, just before the fence is raised (Java reads them
+  once): one registered while the expiry planned shrinks the range. One registered after the
+  fence went up names an expired snapshot, as in Java.
 * A data-file deletion whose delta manifests cannot all be read is skipped (Java does the same
   for the manifest it fails on); the files become orphans.
 * ``snapshot.clean-empty-directories`` is not implemented (never deletes directories).
 * A decoupled changelog lifecycle (``changelog.num-retained.*`` / ``changelog.time-retained``
   larger than the snapshot values) raises :class:`UnsupportedError` before anything happens.
 
-**Deleting elsewhere.** ``bulk_delete`` hands a snapshot's data and changelog files (when at
+**Deleting elsewhere.** ``bulk_delete`` hands the range's data and changelog files (when at
 least ``bulk_min_files``) to another executor, e.g. Spark tasks (``pipelines.expire``): the
 driver plans, executors delete in parallel; the order above is kept (the call returns before
-the snapshot's metadata goes).
+any metadata goes).
 
 Files are only ever deleted under the table directory; names read from metadata that are not a
 single path segment, and external paths outside the table, are left alone (``kept_files``).
@@ -67,7 +74,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 from paimon_core.consumer import ConsumerManager
 from paimon_core.errors import (
@@ -78,13 +84,20 @@ from paimon_core.errors import (
     UnsupportedError,
 )
 from paimon_core.expire_config import INT_MAX, ExpireConfig, ExpireResult, expire_end
+from paimon_core.expire_metadata import (
+    Delta,
+    ExpiryMetadata,
+    ExpiryPaths,
+    overlapped_tags,
+    previous_tag,
+    read_again_if_corrupt,
+    read_delta,
+)
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
-from paimon_core.snapshot_manager import SnapshotManager
+from paimon_core.snapshot_manager import SnapshotManager, contiguous_tail
 from paimon_core.spec.file_entries import live_files
-from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_manifest
-from paimon_core.spec.manifest import FileKind, ManifestEntry, decode_manifest
-from paimon_core.spec.manifest_list import ManifestFileMeta, decode_manifest_list
+from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot, decode_snapshot
 from paimon_core.tags import TagManager
@@ -93,12 +106,23 @@ __all__ = [
     "INT_MAX", "BulkDelete", "ExpireConfig", "ExpireResult", "ExpireSnapshots", "expire_end",
 ]
 
-_T = TypeVar("_T")
 
 BulkDelete = Callable[[Sequence[tuple[str, "int | None"]]], Sequence["int | None"]]
 """Deletes ``(path, size if known)`` items (all under the table directory, already checked);
 returns, per item in order, the bytes freed, or None when the file was already missing. It
 must delete every item or raise."""
+
+@dataclass
+class _Plan:
+    """What an expiry deletes, stage by stage (path -> size when known)."""
+
+    expired: list[int] = dataclasses.field(default_factory=list)
+    data: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    changelog: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    files: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    owners: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    kept: int = 0
+
 
 @dataclass
 class _Tally:
@@ -107,56 +131,6 @@ class _Tally:
     metadata: int = 0
     bytes: int = 0
     kept: int = 0
-
-
-def _plain_name(name: str) -> bool:
-    """A file name read from metadata that is one path segment."""
-    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
-
-
-class _Metadata:
-    """Decoded manifest lists / manifests / index manifests by name; None = the file is gone
-    (deleted by an earlier, interrupted or concurrent expiry). Undecodable files raise."""
-
-    def __init__(self, file_io: FileIO, table_path: str) -> None:
-        self.file_io = file_io
-        self.manifest_dir = TableLayout(table_path).manifest_dir
-        self._lists: dict[str, list[ManifestFileMeta] | None] = {}
-        self._index: dict[str, list[IndexManifestEntry] | None] = {}
-
-    def _bytes(self, name: str) -> bytes | None:
-        if not _plain_name(name):
-            raise CorruptMetadataError(join(self.manifest_dir, "?"), f"bad file name {name!r}")
-        try:
-            return self.file_io.read_bytes(join(self.manifest_dir, name))
-        except FileNotFoundInTableError:
-            return None
-
-    def manifest_list(self, name: str) -> list[ManifestFileMeta] | None:
-        if name not in self._lists:
-            data = self._bytes(name)
-            self._lists[name] = (None if data is None
-                                 else decode_manifest_list(data, join(self.manifest_dir, name)))
-        return self._lists[name]
-
-    def manifest(self, name: str) -> list[ManifestEntry] | None:
-        data = self._bytes(name)
-        return None if data is None else decode_manifest(data, join(self.manifest_dir, name))
-
-    def index_manifest(self, name: str) -> list[IndexManifestEntry] | None:
-        if name not in self._index:
-            data = self._bytes(name)
-            self._index[name] = (None if data is None
-                                 else decode_index_manifest(data, join(self.manifest_dir, name)))
-        return self._index[name]
-
-    def required(self, value: list[Any] | None, name: str, owner: str) -> list[Any]:
-        if value is None:
-            raise CorruptMetadataError(
-                join(self.manifest_dir, name),
-                f"missing, but {owner} references it (expiry cannot tell what is protected)",
-            )
-        return value
 
 
 class ExpireSnapshots:
@@ -204,12 +178,13 @@ class ExpireSnapshots:
         self.snapshots = SnapshotManager(file_io, self.table_path)
         self.tags = TagManager(file_io, self.table_path)
         self.consumers = ConsumerManager(file_io, self.table_path)
-        self.meta = _Metadata(file_io, self.table_path)
+        self.meta = ExpiryMetadata(file_io, self.table_path)
         self.layout = TableLayout.of(self.table_path, schema)
-        self._bucket_dirs: dict[tuple[bytes, int], str] = {}
+        self.paths = ExpiryPaths(self.table_path, self.layout)
         self._refs: dict[tuple[int, str], frozenset[str]] = {}
         self._tag_files: dict[tuple[int, str], frozenset[str] | None] = {}
         self._tag_cache: tuple[frozenset[str], list[Snapshot]] | None = None
+        self._snaps: dict[int, Snapshot] = {}
 
     # ------------------------------------------------------------------ public API
     def expire(self) -> ExpireResult:
@@ -236,17 +211,20 @@ class ExpireSnapshots:
                 now - self.config.consumer_expiration_millis)
         older_than = (now - self.config.time_retained_millis
                       if self.older_than_millis is None else self.older_than_millis)
-        latest = self.snapshots.latest_snapshot_id()
-        earliest = self.snapshots.earliest_snapshot_id()
-        if latest is None or earliest is None:
+        # one fresh listing and one fence read serve the range and the expiry (rule 5)
+        ids = self.snapshots.list_snapshot_ids()
+        fence = self.snapshots.expiry_fence()
+        if not ids:
             return ExpireResult(expired_consumers=tuple(expired_consumers))
+        earliest = fence if fence is not None else contiguous_tail(ids)[0]
+        consumer_next = self._min_consumer_next()
         c = self.config
         end = expire_end(
-            latest, earliest, retain_min=c.retain_min, retain_max=c.retain_max,
+            ids[-1], earliest, retain_min=c.retain_min, retain_max=c.retain_max,
             max_deletes=c.max_deletes, older_than_millis=older_than,
-            min_consumer_next=self._min_consumer_next(), time_millis=self._time_millis,
+            min_consumer_next=consumer_next, time_millis=self._time_millis,
         )
-        result = self.expire_until(earliest, end)
+        result = self._expire_until(earliest, end, ids, fence, consumer_next)
         return dataclasses.replace(result, expired_consumers=tuple(expired_consumers))
 
     def expire_until(self, earliest: int, end_exclusive: int) -> ExpireResult:
@@ -254,48 +232,52 @@ class ExpireSnapshots:
         and write ``EARLIEST``.
 
         Below the expiry fence (``earliest`` when ``EARLIEST`` names an existing snapshot) every
-        snapshot file is finished too: the one an interrupted expiry left (contiguous with
+        snapshot file is finished too: the ones an interrupted expiry left (contiguous with
         the retained ones: expired like any other), and strays a delayed writer re-created in
         an expired slot (below a gap: only the file goes; what it references is orphaned).
-        The fence is raised to ``j + 1`` before anything of snapshot ``j`` is deleted.
+        The fence is raised to the first retained id before anything is deleted.
         """
-        fence = self.snapshots.expiry_fence()
+        ids = self.snapshots.list_snapshot_ids()  # fresh (reliability rule 5)
+        return self._expire_until(earliest, end_exclusive, ids, self.snapshots.expiry_fence(),
+                                  self._min_consumer_next())
+
+    def _expire_until(self, earliest: int, end_exclusive: int, ids: Sequence[int],
+                      fence: int | None, consumer_next: int | None) -> ExpireResult:
+        """:meth:`expire_until` with the snapshot listing, the fence and the consumers'
+        next snapshot read just before."""
         floor = max(end_exclusive, earliest)
+        present = set(ids)
         begin = floor
-        while begin > 1 and self.snapshots.snapshot_exists(begin - 1):
+        while begin > 1 and begin - 1 in present:
             begin -= 1
         tally = _Tally()
-        if begin == floor:
-            strays = self._remove_strays(begin, fence, tally)
-            self._raise_fence(earliest)
-            return ExpireResult(earliest=earliest, expired_ids=strays,
-                                deleted_files=tally.metadata, metadata_files=tally.metadata)
-        retained = self._snapshot(floor)
-        if retained is None:
-            raise SnapshotNotExistError(
-                f"snapshot {floor}, the first one to retain, does not exist (expired "
-                "concurrently?)")
-        protected = self._live_paths(retained, f"snapshot {floor}")
-        expired: list[int] = list(self._remove_strays(begin, fence, tally))
-        stop = floor
-        for sid in range(begin, floor):
+        strays = self._remove_strays(ids, begin, fence, tally)
+        plan: _Plan | None = None
+        while True:
+            floor = _consumer_floor(floor, consumer_next, earliest, begin)
+            if begin >= floor:
+                self._raise_fence(earliest)
+                return ExpireResult(earliest=earliest, expired_ids=strays,
+                                    deleted_files=tally.metadata, metadata_files=tally.metadata)
+            plan = self._plan(begin, floor, below_fence=fence or 0)
+            # consumers again, last thing before the fence (a reader registered while this
+            # expiry planned): a smaller range is planned again from what was read
             consumer_next = self._min_consumer_next()
-            if sid >= earliest and consumer_next is not None and consumer_next <= sid:
-                stop = sid  # a consumer appeared meanwhile: keep what it will read
+            if _consumer_floor(floor, consumer_next, earliest, begin) == floor:
                 break
-            snap = self._snapshot(sid)
-            if snap is None:
-                continue  # expired concurrently
-            nxt = self._snapshot(sid + 1)
-            if nxt is None:
-                raise SnapshotNotExistError(
-                    f"snapshot {sid + 1} vanished while expiring snapshot {sid}")
-            self._expire_one(snap, nxt, retained, floor, protected, tally)
-            expired.append(sid)
-        self._raise_fence(stop)
+        tally.kept += plan.kept
+        # the fence first: from here on these ids are expired (a writer that re-creates one
+        # withdraws its file), and readers start at the first retained snapshot
+        self._raise_fence(floor)
+        self._delete(plan.data, tally, "data")
+        self._delete(plan.changelog, tally, "changelog")
+        self._delete(plan.files, tally, "metadata")
+        self._delete(plan.owners, tally, "metadata")
+        self._delete({self.snapshots.snapshot_path(i): None for i in plan.expired}, tally,
+                     "metadata")
         return ExpireResult(
-            expired_ids=tuple(expired),
-            earliest=stop,
+            expired_ids=strays + tuple(plan.expired),
+            earliest=floor,
             deleted_files=tally.data + tally.changelog + tally.metadata,
             bytes_freed=tally.bytes,
             data_files=tally.data,
@@ -304,98 +286,114 @@ class ExpireSnapshots:
             kept_files=tally.kept,
         )
 
-    # ------------------------------------------------------------------ one snapshot
-    def _expire_one(self, snap: Snapshot, nxt: Snapshot, retained: Snapshot, end: int,
-                    protected: frozenset[str], tally: _Tally) -> None:
-        """Everything to delete is worked out first (so that bad metadata stops the step
-        before it deleted anything), then deleted in crash-safe order."""
+    # ------------------------------------------------------------------ planning
+    def _plan(self, begin: int, floor: int, *, below_fence: int) -> _Plan:
+        """Everything snapshots ``[begin, floor)`` free, worked out before anything is deleted
+        (bad metadata stops the expiry before it deleted anything)."""
+        retained = self._snapshot(floor)
+        if retained is None:
+            raise SnapshotNotExistError(
+                f"snapshot {floor}, the first one to retain, does not exist (expired "
+                "concurrently?)")
         tags = self._tagged_snapshots()
-        keep_changelog = snap.id in {t.id for t in tags}  # the tag references it
-
-        # 1. data files no longer used from the next snapshot on
-        data = self._deleted_by_delta(nxt) or {}
-        keep = protected
-        previous_tag = _previous(tags, nxt.id)
-        if data and previous_tag is not None:
-            tag_files = self._tag_live_paths(previous_tag)
-            if tag_files is None:
-                data = {}  # cannot tell what the tag holds: leave the files (Java too)
-            else:
-                keep = keep | tag_files
-        tally.kept += sum(1 for p in data if p in keep)
-        data = {p: size for p, size in data.items() if p not in keep}
-
-        # 2. changelog files
-        changelog: dict[str, int | None] = {}
-        if snap.changelog_manifest_list and not keep_changelog:
-            changelog = self._added_by_list(snap.changelog_manifest_list)
-
-        # 3. metadata not referenced by what stays
+        tagged = {t.id for t in tags}
+        deltas = self._deltas(begin + 1, floor, below_fence)
+        protected: frozenset[str] | None = None
+        if any(d is None for d in deltas.values()):
+            # a delta cannot be read: what it re-added is unknown, keep what the first
+            # retained snapshot holds live (read whole)
+            protected = self._live_paths(retained, f"snapshot {floor}")
         skip = set(self._refs_of(retained, "retained snapshot"))
-        skip |= self._refs_of(nxt, "snapshot")
-        for tag in _overlapped(tags, snap.id, end):
+        for tag in overlapped_tags(tags, begin, floor):
             skip |= self._refs_of(tag, "tag")
+        plan = _Plan()
+        for sid in range(begin, floor):
+            snap = self._snapshot(sid)
+            if snap is None:
+                continue  # expired concurrently
+            if self._snapshot(sid + 1) is None:
+                raise SnapshotNotExistError(
+                    f"snapshot {sid + 1} vanished while expiring snapshot {sid}")
+            delta = deltas.get(sid + 1)
+            data = self._freed_data(sid, delta, deltas, protected, tags, plan)
+            plan.data.update(data)
+            keep_changelog = sid in tagged  # the tag references it
+            if snap.changelog_manifest_list and not keep_changelog:
+                plan.changelog.update(self._added_by_list(snap.changelog_manifest_list))
+            self._plan_metadata(snap, keep_changelog, skip, plan)
+            plan.expired.append(sid)
+        return plan
+
+    def _freed_data(self, sid: int, delta: Delta | None, deltas: Mapping[int, Delta | None],
+                    protected: frozenset[str] | None, tags: Sequence[Snapshot],
+                    plan: _Plan) -> dict[str, int | None]:
+        """The data files snapshot ``sid`` frees: what the delta of ``sid + 1`` removes for
+        good, minus what a later delta (up to the first retained snapshot) adds again (so
+        nothing the first retained snapshot holds live goes) and what the nearest tag holds."""
+        if delta is None:
+            return {}
+        data = dict(delta.deleted)
+        keep: set[str] = set()
+        if protected is not None:
+            keep |= protected & data.keys()
+        else:
+            for path in data:
+                if any(d is not None and path in d.added
+                       for k, d in deltas.items() if k > sid + 1):
+                    keep.add(path)
+        previous = previous_tag(tags, sid + 1)
+        if data and previous is not None:
+            tag_files = self._tag_live_paths(previous)
+            if tag_files is None:
+                return {}  # cannot tell what the tag holds: leave the files (Java too)
+            keep |= tag_files & data.keys()
+        plan.kept += len(keep)
+        return {p: size for p, size in data.items() if p not in keep}
+
+    def _plan_metadata(self, snap: Snapshot, keep_changelog: bool, skip: set[str],
+                       plan: _Plan) -> None:
+        """The manifests / index files and the lists naming them that only ``snap`` (and
+        other expired snapshots) reference."""
         lists = [snap.base_manifest_list, snap.delta_manifest_list]
         if snap.changelog_manifest_list and not keep_changelog:
             lists.append(snap.changelog_manifest_list)
-        files: dict[str, int | None] = {}  # manifests and index files
         for name in lists:
             for m in self.meta.manifest_list(name) or []:
                 if m.file_name not in skip:
-                    files[self._manifest_path(m.file_name)] = m.file_size
+                    plan.files[self.paths.manifest(m.file_name)] = m.file_size
         if snap.index_manifest:
             for ie in self.meta.index_manifest(snap.index_manifest) or []:
                 if ie.file_name not in skip:
-                    files[self._index_path(ie)] = ie.file_size
-        owners: dict[str, int | None] = {}  # what names them: lists, index manifest, stats
+                    plan.files[self.paths.index(ie)] = ie.file_size
+        sizes = {snap.base_manifest_list: snap.base_manifest_list_size,
+                 snap.delta_manifest_list: snap.delta_manifest_list_size}
         for name in lists:
             if name not in skip:
-                owners[self._manifest_path(name)] = None
+                plan.owners[self.paths.manifest(name)] = sizes.get(name)
         if snap.index_manifest and snap.index_manifest not in skip:
-            owners[self._manifest_path(snap.index_manifest)] = None
+            plan.owners[self.paths.manifest(snap.index_manifest)] = None
         if snap.statistics and snap.statistics not in skip:
-            owners[self._child(self.layout.statistics_dir, snap.statistics)] = None
+            plan.owners[self.paths.child(self.layout.statistics_dir, snap.statistics)] = None
 
-        # the fence first: from here on the id is expired (a writer that re-creates it
-        # withdraws its file), and readers start at the next snapshot
-        self._raise_fence(snap.id + 1)
-        self._delete(data, tally, "data")
-        self._delete(changelog, tally, "changelog")
-        self._delete(files, tally, "metadata")
-        self._delete(owners, tally, "metadata")
-        # 4. the snapshot file itself, last
-        self._delete({self.snapshots.snapshot_path(snap.id): None}, tally, "metadata")
-
-    def _deleted_by_delta(self, snap: Snapshot) -> dict[str, int | None] | None:
-        """Paths (with sizes) of the files the snapshot's delta removes for good: DELETE
-        entries without an ADD of the same path in the same delta. None when the delta cannot
-        be read completely."""
-        metas = self.meta.manifest_list(snap.delta_manifest_list)
-        if metas is None:
-            raise CorruptMetadataError(
-                self._manifest_path(snap.delta_manifest_list),
-                f"delta manifest list of snapshot {snap.id} is missing")
-        added: set[str] = set()
-        deleted: dict[str, ManifestEntry] = {}
-        for m in metas:
-            entries = self.meta.manifest(m.file_name)
-            if entries is None:
-                return None
-            for e in entries:
-                path = self._data_path(e)
-                if path is None:
-                    continue
-                if e.kind is FileKind.ADD:
-                    added.add(path)
-                else:
-                    deleted[path] = e
-        out: dict[str, int | None] = {}
-        for path, e in deleted.items():
-            if path in added:
+    def _deltas(self, first: int, last: int, below_fence: int) -> dict[int, Delta | None]:
+        """The deltas of snapshots ``[first, last]``, each read once; None when one cannot be
+        read completely. A snapshot below ``below_fence`` whose delta list is gone was being
+        expired by an interrupted run (its lists go after its data): nothing to free."""
+        out: dict[int, Delta | None] = {}
+        for sid in range(first, last + 1):
+            snap = self._snapshot(sid)
+            if snap is None:
+                out[sid] = None
                 continue
-            out[path] = e.file.file_size
-            for extra in self._extra_paths(e, path):
-                out[extra] = None
+            metas = self.meta.manifest_list(snap.delta_manifest_list)
+            if metas is None:
+                if sid < below_fence:
+                    out[sid] = Delta()
+                    continue
+                raise CorruptMetadataError(
+                    self.paths.manifest(snap.delta_manifest_list),
+                    f"delta manifest list of snapshot {sid} is missing")
+            out[sid] = read_delta(self.meta, self.paths, metas)
         return out
 
     def _added_by_list(self, list_name: str) -> dict[str, int | None]:
@@ -404,10 +402,10 @@ class ExpireSnapshots:
             for e in self.meta.manifest(m.file_name) or []:
                 if e.kind is not FileKind.ADD:
                     continue
-                path = self._data_path(e)
+                path = self.paths.data(e)
                 if path is not None:
                     out[path] = e.file.file_size
-                    for extra in self._extra_paths(e, path):
+                    for extra in self.paths.extras(e, path):
                         out[extra] = None
         return out
 
@@ -443,10 +441,10 @@ class ExpireSnapshots:
                 entries += self.meta.required(self.meta.manifest(m.file_name), m.file_name, owner)
         live: set[str] = set()
         for e in live_files(entries, source=f"{owner} ({self.table_path})"):
-            path = self._data_path(e)
+            path = self.paths.data(e)
             if path is not None:
                 live.add(path)
-                live.update(self._extra_paths(e, path))
+                live.update(self.paths.extras(e, path))
         return frozenset(live)
 
     def _tag_live_paths(self, tag: Snapshot) -> frozenset[str] | None:
@@ -470,7 +468,7 @@ class ExpireSnapshots:
         by_id: dict[int, Snapshot] = {}
         for fname in sorted(names):
             path = join(self.tags.tag_dir, fname)
-            tag = _read_again_if_corrupt(functools.partial(self._read_tag, path))
+            tag = read_again_if_corrupt(functools.partial(self._read_tag, path))
             if tag is not None:
                 by_id.setdefault(tag.id, tag)
         tags = [by_id[i] for i in sorted(by_id)]
@@ -486,54 +484,17 @@ class ExpireSnapshots:
 
     def _min_consumer_next(self) -> int | None:
         """``ConsumerManager.minNextSnapshot``."""
-        return _read_again_if_corrupt(self.consumers.min_next_snapshot)
-
-    # ------------------------------------------------------------------ paths
-    def _child(self, directory: str, name: str) -> str:
-        if not _plain_name(name):
-            raise CorruptMetadataError(directory, f"file name {name!r} is not a plain name")
-        return join(directory, name)
-
-    def _manifest_path(self, name: str) -> str:
-        return self._child(self.meta.manifest_dir, name)
-
-    def _index_path(self, ie: IndexManifestEntry) -> str:
-        if ie.external_path:
-            return ie.external_path
-        return self._child(self.layout.index_dir, ie.file_name)
-
-    def _bucket_dir(self, partition: bytes, bucket: int) -> str:
-        key = (partition, bucket)
-        hit = self._bucket_dirs.get(key)
-        if hit is None:
-            hit = self.layout.bucket_dir(partition, bucket)
-            self._bucket_dirs[key] = hit
-        return hit
-
-    def _data_path(self, e: ManifestEntry) -> str | None:
-        if e.file.external_path:
-            return e.file.external_path
-        if not _plain_name(e.file.file_name):
-            return None
-        return join(self._bucket_dir(e.partition, e.bucket), e.file.file_name)
-
-    def _extra_paths(self, e: ManifestEntry, path: str) -> list[str]:
-        directory = path.rsplit("/", 1)[0]
-        return [join(directory, x) for x in e.file.extra_files if _plain_name(x)]
-
-    def _inside(self, path: str) -> bool:
-        prefix = self.table_path + "/"
-        if not path.startswith(prefix):
-            return False
-        parts = path[len(prefix):].split("/")
-        return all(p not in ("", ".", "..") for p in parts)
+        return read_again_if_corrupt(self.consumers.min_next_snapshot)
 
     # ------------------------------------------------------------------ IO
     def _snapshot(self, sid: int) -> Snapshot | None:
-        try:
-            return self.snapshots.snapshot(sid)
-        except SnapshotNotExistError:
-            return None
+        """Snapshot ``sid`` (read once per expiry), None when it does not exist."""
+        if sid not in self._snaps:
+            try:
+                self._snaps[sid] = self.snapshots.snapshot(sid)
+            except SnapshotNotExistError:
+                return None
+        return self._snaps[sid]
 
     def _time_millis(self, sid: int) -> int | None:
         snap = self._snapshot(sid)
@@ -548,23 +509,25 @@ class ExpireSnapshots:
             self.file_io.write_bytes(join(self.snapshots.snapshot_dir, "EARLIEST"),
                                      str(sid).encode())
 
-    def _remove_strays(self, begin: int, fence: int | None, tally: _Tally) -> tuple[int, ...]:
-        """Delete the snapshot files below ``begin`` that are below the expiry fence found
-        when this expiry started, i.e. strays: ids a delayed writer re-created after expiry
-        had removed them (the writer withdraws them itself unless it died first)."""
+    def _remove_strays(self, ids: Sequence[int], begin: int, fence: int | None,
+                       tally: _Tally) -> tuple[int, ...]:
+        """Delete the snapshot files (of the listing ``ids``) below ``begin`` that are below
+        the expiry fence found when this expiry started, i.e. strays: ids a delayed writer
+        re-created after expiry had removed them (the writer withdraws them itself unless it
+        died first)."""
         if fence is None:
             return ()  # no evidence that expiry passed them: fsck reports the gap
-        strays = tuple(i for i in self.snapshots.list_snapshot_ids() if i < min(begin, fence))
-        for sid in strays:
-            self._delete({self.snapshots.snapshot_path(sid): None}, tally, "metadata")
+        strays = tuple(i for i in ids if i < min(begin, fence))
+        self._delete({self.snapshots.snapshot_path(sid): None for sid in strays}, tally,
+                     "metadata")
         return strays
 
     def _delete(self, files: Mapping[str, int | None], tally: _Tally, kind: str) -> None:
         """Delete ``files`` (path -> known size); missing files are fine. Paths outside the
-        table are kept."""
+        table are kept. On S3 one ``DeleteObjects`` per 1,000 files."""
         todo = []
         for path, size in files.items():
-            if self._inside(path):
+            if self.paths.inside(path):
                 todo.append((path, size))
             else:
                 tally.kept += 1
@@ -590,6 +553,12 @@ class ExpireSnapshots:
                     self.table_path,
                     f"bulk delete returned {len(sizes)} results for {len(todo)} files",
                 )
+        elif self.file_io.is_s3 and todo:
+            # batched (DeleteObjects), without asking first: S3 does not say whether a key
+            # existed, so a file an interrupted run already deleted counts again, with the
+            # size its metadata records (0 when it records none)
+            self.file_io.delete_files([p for p, _ in todo])
+            sizes = [size or 0 for _, size in todo]
         elif self.delete_threads > 1 and len(todo) > 1:
             with ThreadPoolExecutor(min(self.delete_threads, len(todo))) as pool:
                 sizes = list(pool.map(one, todo))
@@ -607,34 +576,9 @@ class ExpireSnapshots:
                 tally.metadata += 1
 
 
-def _read_again_if_corrupt(read: Callable[[], _T]) -> _T:
-    """Java overwrites consumer (and some tag) files in place: a reader can catch one empty or
-    half-written. Read again a few times (``Consumer.fromPath`` retries 5 times, 100 ms apart)
-    before taking the file as corrupt."""
-    for attempt in range(5):
-        try:
-            return read()
-        except CorruptMetadataError:
-            if attempt == 4:
-                raise
-            time.sleep(0.1)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _previous(tags: Sequence[Snapshot], sid: int) -> Snapshot | None:
-    """``findPreviousSnapshot``: the last tag with id < sid."""
-    for t in reversed(tags):
-        if t.id < sid:
-            return t
-    return None
-
-
-def _overlapped(tags: Sequence[Snapshot], begin: int, end: int) -> list[Snapshot]:
-    """``SnapshotManager.findOverlappedSnapshots``: from the last tag with id <= begin (or the
-    first tag) to the last tag with id < end."""
-    right = max((i for i, t in enumerate(tags) if t.id < end), default=-1)
-    if right < 0:
-        return []
-    left = max((i for i, t in enumerate(tags) if t.id <= begin), default=0)
-    return list(tags[left:right + 1])
-
+def _consumer_floor(floor: int, consumer_next: int | None, earliest: int, begin: int) -> int:
+    """The first snapshot to retain once the consumers' next snapshot is kept (snapshots
+    below ``earliest``, left by an interrupted expiry, go whatever consumers say)."""
+    if consumer_next is None:
+        return floor
+    return min(floor, max(earliest, begin, consumer_next))

@@ -78,7 +78,7 @@ class SnapshotManager:
         return value if 0 < value < 2**63 else None
 
     def snapshot_exists(self, snapshot_id: int) -> bool:
-        return self.file_io.exists(self.snapshot_path(snapshot_id))
+        return self.file_io.is_file(self.snapshot_path(snapshot_id))
 
     def latest_snapshot_id(self) -> int | None:
         hint = self._read_hint("LATEST")
@@ -87,6 +87,22 @@ class SnapshotManager:
             return hint
         ids = self.list_snapshot_ids()
         return ids[-1] if ids else None
+
+    def _hinted_latest(self) -> Snapshot | None:
+        """The snapshot ``LATEST`` names when it is the latest (read whole: its ``GET`` also
+        proves it exists; then no ``snapshot-<id+1>``, and not below the expiry fence), as
+        Java's ``findLatest``: four requests, no listing. None: ask a listing."""
+        hint = self._read_hint("LATEST")
+        if hint is None:
+            return None
+        path = self.snapshot_path(hint)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundInTableError:
+            return None
+        if self.snapshot_exists(hint + 1) or self.below_expiry_fence(hint):
+            return None
+        return decode_snapshot(data, path, expected_id=hint)
 
     def earliest_snapshot_id(self) -> int | None:
         """The expiry fence when it names an existing snapshot; else, from a listing, the
@@ -126,7 +142,7 @@ class SnapshotManager:
         (read the latest snapshot again), False that the table is damaged."""
         path = self.snapshot_path(snapshot_id)
         self.file_io.invalidate(path)
-        return self.below_expiry_fence(snapshot_id) or not self.file_io.exists(path)
+        return self.below_expiry_fence(snapshot_id) or not self.file_io.is_file(path)
 
     def is_stray(self, snapshot_id: int) -> bool:
         """Is the existing file ``snapshot-<id>`` a stray, not a snapshot: below the expiry
@@ -160,6 +176,11 @@ class SnapshotManager:
         return self.snapshot(snapshot_id)
 
     def latest_snapshot(self) -> Snapshot | None:
+        """The latest snapshot: through the ``LATEST`` hint when it holds (no listing), else
+        from a fresh listing."""
+        hinted = self._hinted_latest()
+        if hinted is not None:
+            return hinted
         sid = self.latest_snapshot_id()
         return None if sid is None else self.snapshot(sid)
 

@@ -16,7 +16,9 @@ bounded by a count:
 * ``deny_missing``: forward, and turn a 404 into 403 (S3 without ``s3:ListBucket``).
 * ``delay``: forward after ``delay`` seconds (a slow store: keeps a request in flight).
 
-Every exchange is logged as ``(method, path, status, action)`` for assertions.
+Every exchange is logged as ``(method, path, status, action)`` for assertions, and its
+``Range`` header beside it; :meth:`FaultProxy.counting` counts the requests of one operation by
+kind (:class:`RequestCount`: what the request-count tests and ``make bench`` report).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ import socket
 import struct
 import threading
 import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -69,6 +74,69 @@ class Rule:
         return True
 
 
+def request_kind(method: str, path: str, range_header: str | None) -> str:
+    """The S3 operation of one exchange: ``GET`` (whole object), ``GET range``, ``HEAD``,
+    ``PUT``, ``DELETE``, ``LIST`` (ListObjects), ``DeleteObjects`` (batch delete), or
+    ``<METHOD> ?<query>`` for anything else."""
+    _, _, query = path.partition("?")
+    params = {kv.partition("=")[0] for kv in query.split("&") if kv}
+    if method == "GET" and ("list-type" in params or "prefix" in params
+                            or "delimiter" in params):
+        return "LIST"
+    if method == "POST" and "delete" in params:
+        return "DeleteObjects"
+    if method == "GET":
+        return "GET range" if range_header else "GET"
+    if method in ("HEAD", "PUT", "DELETE") and not params - {"x-id"}:
+        return method
+    return f"{method} ?{'&'.join(sorted(params))}"
+
+
+@dataclass(frozen=True)
+class Exchange:
+    method: str
+    path: str
+    status: int
+    action: str
+    range: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return request_kind(self.method, self.path, self.range)
+
+
+@dataclass
+class RequestCount:
+    """The requests of one operation (filled when its :meth:`FaultProxy.counting` block
+    ends)."""
+
+    label: str
+    exchanges: list[Exchange] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.exchanges)
+
+    def by_kind(self) -> Counter[str]:
+        return Counter(e.kind for e in self.exchanges)
+
+    def count(self, *kinds: str) -> int:
+        """How many requests were of any of ``kinds``."""
+        return sum(1 for e in self.exchanges if e.kind in kinds)
+
+    def summary(self) -> str:
+        """``label: N requests (GET 3, PUT 2, ...)``."""
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.by_kind().items()))
+        return f"{self.label}: {self.total} requests ({kinds})"
+
+    def describe(self) -> str:
+        """The summary, then one line per request (for assertion messages)."""
+        lines = [self.summary()]
+        lines += [f"  {e.kind:<13} {e.status} {e.path}"
+                  + (f" [{e.range}]" if e.range else "") for e in self.exchanges]
+        return "\n".join(lines)
+
+
 @dataclass
 class FaultProxy:
     """Start with :meth:`start`; ``endpoint`` is the URL clients use instead of moto's."""
@@ -76,6 +144,8 @@ class FaultProxy:
     upstream: str
     rules: list[Rule] = field(default_factory=list)
     log: list[tuple[str, str, int, str]] = field(default_factory=list)
+    #: every exchange with its ``Range`` header (parallel to ``log``)
+    exchanges: list[Exchange] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
 
@@ -108,6 +178,7 @@ class FaultProxy:
 
             def _handle(self) -> None:
                 method, path = self.command, self.path
+                rng = self.headers.get("Range")
                 body = self._body()
                 with proxy.lock:
                     rule = next((r for r in proxy.rules if r.take(method, path)), None)
@@ -129,17 +200,17 @@ class FaultProxy:
                 finally:
                     conn.close()
                 if action == "drop_response":
-                    proxy._record(method, path, status, action)
+                    proxy._record(method, path, status, action, rng)
                     self._reset()
                     return
                 if action == "deny_missing" and status == 404:
                     # S3 without s3:ListBucket: a missing key is 403, not 404
-                    proxy._record(method, path, 403, action)
+                    proxy._record(method, path, 403, action, rng)
                     self._answer_error(403, method, path, record=False)
                     return
                 if action == "strip_condition" and status == 412:
                     data = re.sub(rb"<Condition>[^<]*</Condition>", b"", data)
-                proxy._record(method, path, status, action)
+                proxy._record(method, path, status, action, rng)
                 self.send_response(status)
                 for k, v in rheaders:
                     if k.lower() in _HOP or (k.lower() == "content-length"
@@ -160,7 +231,8 @@ class FaultProxy:
                     f"<Message>{message}</Message><RequestId>proxy</RequestId></Error>"
                 ).encode()
                 if record:
-                    proxy._record(method, path, status, "status")
+                    proxy._record(method, path, status, "status",
+                                  self.headers.get("Range"))
                 self.send_response(status)
                 self.send_header("Content-Type", "application/xml")
                 self.send_header("x-amz-request-id", "proxy")
@@ -206,10 +278,30 @@ class FaultProxy:
         with self.lock:
             self.rules.clear()
             self.log.clear()
+            self.exchanges.clear()
 
-    def _record(self, method: str, path: str, status: int, action: str) -> None:
+    def _record(self, method: str, path: str, status: int, action: str,
+                range_header: str | None = None) -> None:
         with self.lock:
             self.log.append((method, path, status, action))
+            self.exchanges.append(Exchange(method, path, status, action, range_header))
+
+    @contextmanager
+    def counting(self, label: str) -> Iterator[RequestCount]:
+        """Count the requests made while the block runs (callers make none concurrently)::
+
+            with proxy.counting("commit") as n:
+                table.new_commit(user).commit(messages, 1)
+            assert n.total <= 15, n.describe()
+        """
+        with self.lock:
+            start = len(self.exchanges)
+        out = RequestCount(label)
+        try:
+            yield out
+        finally:
+            with self.lock:
+                out.exchanges.extend(self.exchanges[start:])
 
     def requests(self, method: str, pattern: str) -> list[tuple[str, str, int, str]]:
         with self.lock:

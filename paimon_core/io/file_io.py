@@ -16,7 +16,7 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
@@ -58,6 +58,8 @@ _S3_RETRY_CODES = frozenset({"ConditionalRequestConflict", "OperationAborted", "
                              "RequestTimeout", "InternalError", "ServiceUnavailable"})
 _S3_RETRY_STATUS = frozenset({409, 500, 502, 503, 504})
 _S3_ATTEMPTS = 6
+#: keys per ``DeleteObjects`` request (the S3 maximum)
+_DELETE_BATCH = 1000
 #: Modules whose exceptions are storage failures (translated to StorageError, rule I6).
 _REMOTE_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "urllib3")
 
@@ -263,6 +265,21 @@ class FileIO:
         except UnicodeDecodeError as e:
             raise StorageError(path, "not UTF-8 text") from e
 
+    def open_sized(self, path: str, size: int) -> IO[bytes]:
+        """Open a file whose exact ``size`` the metadata records, for a format reader: no
+        request for the size, a small file in one ``GET`` (see
+        :class:`~paimon_core.io.range_reader.RangeReader`). Local files open as usual. The
+        caller closes it."""
+        if self.is_local:
+            with self._translate(path):
+                return open(self._fs_path(path), "rb")
+        from paimon_core.io.range_reader import RangeReader
+
+        def fetch(start: int, end: int) -> bytes:
+            return self.read_range(path, start, end - start)
+
+        return RangeReader(path, size, fetch)  # type: ignore[return-value]
+
     @contextmanager
     def open_input(self, path: str) -> Iterator[IO[bytes]]:
         with self._translate(path):
@@ -289,6 +306,21 @@ class FileIO:
                 # S3 answers HEAD of a *missing* key with 403 when the principal may not
                 # list the bucket; a 403 proves nothing: ask a listing, which either answers
                 # exactly or fails with a typed StorageError
+                return self._s3_exists_by_listing(path)
+
+    def is_file(self, path: str) -> bool:
+        """Does the file ``path`` exist? For an object store one ``HEAD`` (``exists`` also
+        lists the prefix when the key is missing, to find a directory)."""
+        if not self.is_s3:
+            return self.exists(path)
+        with self._translate(path):
+            bucket, _, key = self._fs_path(path).partition("/")
+            try:
+                self.fs.call_s3("head_object", Bucket=bucket, Key=key)
+                return True
+            except FileNotFoundError:
+                return False
+            except PermissionError:
                 return self._s3_exists_by_listing(path)
 
     def _s3_exists_by_listing(self, path: str) -> bool:
@@ -333,7 +365,7 @@ class FileIO:
                 return out
             self.invalidate(directory)
             try:
-                infos = self.fs.ls(self._fs_path(directory), detail=True, refresh=True)
+                infos = self._ls_fresh(directory)
             except FileNotFoundError:
                 return []
             res = []
@@ -355,6 +387,19 @@ class FileIO:
                     )
                 )
             return res
+
+    def _ls_fresh(self, directory: str) -> list[dict[str, Any]]:
+        """The entries under ``directory`` from the store itself; on S3 one ``LIST`` of the
+        prefix (``fs.ls`` lists the parent again when the prefix is empty)."""
+        if not self.is_s3:
+            out: list[dict[str, Any]] = self.fs.ls(self._fs_path(directory), detail=True,
+                                                   refresh=True)
+            return out
+        from fsspec.asyn import sync
+
+        entries: list[dict[str, Any]] = sync(self.fs.loop, self.fs._lsdir,
+                                             self._fs_path(directory).rstrip("/"), refresh=True)
+        return entries
 
     def list_names(self, directory: str) -> list[str]:
         return [s.path.rsplit("/", 1)[-1] for s in self.list_status(directory)]
@@ -479,12 +524,50 @@ class FileIO:
                 else:
                     # object stores answer DELETE of a missing key with 204: ask first
                     self.invalidate(path)
-                    if not self.fs.exists(self._fs_path(path)):
+                    if not self.is_file(path):
                         return False
                     self.fs.rm_file(self._fs_path(path))
             return True
         except FileNotFoundInTableError:
             return False
+
+    def delete_files(self, paths: Sequence[str]) -> list[bool]:
+        """Delete many files, on an object store in batches (``DeleteObjects``, up to 1,000
+        keys a request) without asking first; missing files are fine. Returns, per path,
+        whether it was deleted: exact on local disk; on an object store True for every path
+        (S3 answers a deletion of a missing key as a success)."""
+        if not self.is_s3:
+            return [self.delete(p) for p in paths]
+        keys = [self._fs_path(p) for p in paths]
+        for i in range(0, len(keys), _DELETE_BATCH):
+            batch = keys[i : i + _DELETE_BATCH]
+            with self._translate(paths[i]):
+                self._s3_delete_batch(batch)
+        return [True] * len(paths)
+
+    def _s3_delete_batch(self, keys: Sequence[str]) -> None:
+        """One ``DeleteObjects`` per bucket; a key it reports as failed raises."""
+        by_bucket: dict[str, list[str]] = {}
+        for k in keys:
+            bucket, _, key = k.partition("/")
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, names in by_bucket.items():
+            for attempt in range(_S3_ATTEMPTS):
+                try:
+                    out = self.fs.call_s3(
+                        "delete_objects", Bucket=bucket,
+                        Delete={"Objects": [{"Key": n} for n in names], "Quiet": True})
+                    break
+                except OSError as e:
+                    if attempt + 1 >= _S3_ATTEMPTS or not _is_retryable_s3(e):
+                        raise
+                _backoff(attempt)
+            errors = out.get("Errors") or []
+            if errors:
+                first = errors[0]
+                raise StorageError(f"{bucket}/{first.get('Key')}",
+                                   f"{len(errors)} of {len(names)} deletions failed: "
+                                   f"{first.get('Code')}: {first.get('Message')}")
 
     def delete_dir(self, path: str) -> None:
         with self._translate(path):

@@ -15,5 +15,7 @@ _mod = sys.modules.get(MODULE) or load_module(
 
 FaultProxy = _mod.FaultProxy
 Rule = _mod.Rule
+RequestCount = _mod.RequestCount
+Exchange = _mod.Exchange
 
-__all__ = ["FaultProxy", "Rule"]
+__all__ = ["Exchange", "FaultProxy", "RequestCount", "Rule"]

@@ -19,6 +19,7 @@ import os
 import random
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +60,21 @@ class Model:
         for sid in ids:
             self.snapshots[sid] = rows(self.t, snapshot_id=sid)
 
-    def check(self, *, skip_earliest: bool = False) -> None:
+    def check(self, *, after_crash: bool = False) -> None:
+        """Every snapshot reads as committed; ``after_crash`` (an expiry interrupted): those
+        below the expiry fence it raised before deleting anything raise a typed expired
+        error, every one from the fence on is intact."""
         t = self.t
         ids = t.snapshot_manager.list_snapshot_ids()
         assert ids == list(range(ids[0], ids[-1] + 1)), ids
-        for sid in ids[1:] if skip_earliest else ids:
-            assert rows(t, snapshot_id=sid) == self.snapshots[sid], f"snapshot {sid}"
+        fence = t.snapshot_manager.earliest_snapshot_id() if after_crash else ids[0]
+        assert fence is not None
+        for sid in ids:
+            if sid < fence:
+                with pytest.raises(SnapshotExpiredError):
+                    t.to_arrow(snapshot_id=sid)
+            else:
+                assert rows(t, snapshot_id=sid) == self.snapshots[sid], f"snapshot {sid}"
         for name, sid in self.tags.items():
             assert rows(t, tag=name) == self.snapshots[sid], f"tag {name}"
         consumers = ConsumerManager(t.file_io, t.path).consumers()
@@ -72,7 +82,7 @@ class Model:
             assert nxt >= ids[0], f"consumer {cid} at {nxt} lost snapshots ({ids})"
             if nxt <= ids[-1]:
                 assert rows(t, snapshot_id=nxt) == self.snapshots[nxt]
-        if ids[0] > 1 and not skip_earliest:
+        if ids[0] > 1 and not after_crash:
             with pytest.raises(SnapshotExpiredError):
                 t.to_arrow(snapshot_id=ids[0] - 1)
 
@@ -176,6 +186,17 @@ class FailingDeletes(FileIO):
             raise StorageError(path, str(OSError(errno.ECONNRESET, "injected")))
         return super().delete(path)
 
+    def delete_files(self, paths: Sequence[str]) -> list[bool]:
+        """A batch (S3): the files before the failing one go, then the failure."""
+        for i, path in enumerate(paths):
+            self.deletes += 1
+            if self.deletes in (self.exit_at, self.fail_at):
+                super().delete_files(paths[:i])
+                if self.deletes == self.exit_at:
+                    os._exit(EXIT_CODE)
+                raise StorageError(path, str(OSError(errno.ECONNRESET, "injected")))
+        return super().delete_files(paths)
+
 
 CONFIG = ExpireConfig(retain_min=1, max_deletes=100)
 
@@ -227,8 +248,8 @@ def _after_crash(wh: Path, model: Model, ref_tree: dict[str, int], expired: tupl
                  ) -> None:
     t = _open(wh)
     model.t = t
-    # everything but the oldest remaining snapshot is intact, tags and consumers too
-    model.check(skip_earliest=True)
+    # everything from the fence on is intact, tags and consumers too
+    model.check(after_crash=True)
     again = _expire(t)
     assert set(again.expired_ids) <= set(expired)
     model.check()
@@ -291,7 +312,7 @@ def test_s3_sequence_and_failed_expiry(s3_root: tuple[str, dict[str, str]]) -> N
     with pytest.raises(StorageError, match="injected"):
         ExpireSnapshots(failing, t.path, t.schema, config=CONFIG,
                         older_than_millis=FAR_FUTURE, delete_threads=1).expire()
-    model.check(skip_earliest=True)
+    model.check(after_crash=True)
     r = t.expire_snapshots(retain_min=1, older_than_millis=FAR_FUTURE)
     assert r.expired_ids and t.snapshot_manager.list_snapshot_ids() == [5]
     cutoff = int(time.time() * 1000) + 120_000
