@@ -17,12 +17,17 @@ DataFileMeta fields 0-19 with null-first unions and null defaults, Java's record
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.spec._avro import check_int32, decode_columns, encode_container
+from paimon_core.spec._avro import check_int32, encode_container
+from paimon_core.spec._avro_columns import Malformed, Select
+from paimon_core.spec._avro_decode import decode_columns, decode_columns_batch
 from paimon_core.spec._bulk import frozen_factory, gc_paused
 from paimon_core.spec.stats import SimpleStats, simple_stats_avro_schema, stats_from_columns
 
@@ -30,12 +35,19 @@ __all__ = [
     "MANIFEST_ENTRY_AVRO_SCHEMA",
     "MANIFEST_VERSION",
     "DataFileMeta",
+    "EntrySelect",
     "FileKind",
     "FileSource",
     "ManifestEntry",
     "decode_manifest",
+    "decode_manifests",
     "encode_manifest",
 ]
+
+#: Which rows of a manifest to build: a function of the ``_PARTITION``, ``_BUCKET`` and
+#: ``_TOTAL_BUCKETS`` columns (one value per row) returning the ascending indices of the rows
+#: to keep, or None for all of them. Only the kept rows' ``_FILE`` is decoded.
+EntrySelect = Callable[[list[bytes], list[int], list[int]], "npt.NDArray[np.int64] | None"]
 
 #: ``_VERSION`` of every ManifestEntry row (a permanent format identifier, 0.9 and HEAD).
 MANIFEST_VERSION = 2
@@ -286,15 +298,27 @@ def data_file_to_avro(f: DataFileMeta) -> dict[str, Any]:
     }
 
 
-def _decode_manifest(data: bytes, path: str) -> list[ManifestEntry]:
-    """Decoding part of :func:`decode_manifest` (run with the collector paused)."""
-    _, n, cols = decode_columns(data, path, _ENTRY_DESC)
-    versions = set(cols["_VERSION"])
-    if versions - {MANIFEST_VERSION}:
-        bad = sorted(versions - {MANIFEST_VERSION})
-        raise CorruptMetadataError(
-            path, f"unsupported _VERSION {bad[0]} (expected {MANIFEST_VERSION})"
-        )
+_SELECT_FIELDS = ("_VERSION", "_PARTITION", "_BUCKET", "_TOTAL_BUCKETS")
+
+
+def _row_select(select: EntrySelect | None) -> Select | None:
+    """``select`` as the decoder's row selection (every row's ``_VERSION`` checked first)."""
+    if select is None:
+        return None
+    pick = select
+
+    def rows(cols: dict[str, Any]) -> npt.NDArray[np.int64] | None:
+        bad = sorted(set(cols["_VERSION"]) - {MANIFEST_VERSION})
+        if bad:  # raised as CorruptMetadataError naming the file
+            raise Malformed(f"unsupported _VERSION {bad[0]} (expected {MANIFEST_VERSION})")
+        return pick(cols["_PARTITION"], cols["_BUCKET"], cols["_TOTAL_BUCKETS"])
+
+    return (_SELECT_FIELDS, rows)
+
+
+def _entries(n: int, cols: dict[str, Any], path: str) -> list[ManifestEntry]:
+    """Build the entries of decoded columns (run with the collector paused)."""
+    _check_versions(cols["_VERSION"], path)
     try:
         kinds = [_KINDS[k] for k in cols["_KIND"]]
         files = data_files_from_columns(cols["_FILE"], n)
@@ -304,22 +328,45 @@ def _decode_manifest(data: bytes, path: str) -> list[ManifestEntry]:
     return _build_entries(kinds, cols["_PARTITION"], cols["_BUCKET"], cols["_TOTAL_BUCKETS"], files)
 
 
-def decode_manifest(data: bytes, path: str) -> list[ManifestEntry]:
+def _check_versions(versions: list[int], path: str) -> None:
+    bad = sorted(set(versions) - {MANIFEST_VERSION})
+    if bad:
+        raise CorruptMetadataError(
+            path, f"unsupported _VERSION {bad[0]} (expected {MANIFEST_VERSION})"
+        )
+
+
+def decode_manifests(
+    files: Sequence[tuple[bytes, str]], select: EntrySelect | None = None
+) -> list[list[ManifestEntry]]:
+    """:func:`decode_manifest` of each ``(data, path)``, the manifests decoded together (one
+    lock-step pass for many files, see ``_avro_decode.decode_columns_batch``)."""
+    with gc_paused():
+        decoded = decode_columns_batch(files, _ENTRY_DESC, _row_select(select))
+        return [_entries(n, cols, path) for (n, cols), (_, path) in zip(decoded, files)]
+
+
+def decode_manifest(
+    data: bytes, path: str, select: EntrySelect | None = None
+) -> list[ManifestEntry]:
     """Decode a manifest file (``ManifestFile.read`` / ``ManifestEntrySerializer.fromRow``).
 
     Args:
         data: the whole file.
         path: its path, for error messages.
+        select: build only the rows it keeps (Java's entry row filter, applied to the
+            partition and bucket before the rest of the row is read).
 
     Returns:
-        The entries in file order.
+        The entries in file order (the kept ones).
 
     Raises:
         CorruptMetadataError: empty, truncated or malformed file, a missing required field,
             an unknown ``_KIND``/``_FILE_SOURCE``, or ``_VERSION`` other than 2.
     """
     with gc_paused():
-        return _decode_manifest(data, path)
+        _, n, cols = decode_columns(data, path, _ENTRY_DESC, _row_select(select))
+        return _entries(n, cols, path)
 
 
 def encode_manifest(
