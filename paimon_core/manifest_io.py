@@ -135,21 +135,18 @@ class ManifestIO:
     ) -> list[ManifestEntry]:
         """Decode a manifest (cached); ``size`` = ``_FILE_SIZE`` from the manifest list.
 
-        ``select``: only the rows it keeps are returned (and built). The cache only ever holds
-        whole files: a file it would keep is decoded whole, cached, then selected from (as
-        Java's manifest cache filters cached rows); a larger one is decoded selectively and
-        not kept."""
+        ``select``: only the rows it keeps are returned, and only they are built. The cache
+        only ever holds whole files: a cached file is selected from (as Java's manifest cache
+        filters cached rows); an uncached one is decoded selectively and not kept (decoding
+        all of it to keep it would cost what the selection saves: a 1 MB manifest can hold
+        40k entries)."""
         if select is None:
             return self._decoded(name, size, "manifest", decode_manifest)
         path = self.path(name)
         hit = self.cache.get(path, size)
-        if hit is None and (size is None or self.cache.keeps(size)):
-            entries = self._decoded(name, size, "manifest", decode_manifest)
-        elif hit is None:
+        if hit is None:
             return decode_manifest(self._read(name, "manifest", size), path, select)
-        else:
-            entries = list(cast(tuple[ManifestEntry, ...], hit))
-        return _selected(entries, select)
+        return _selected(list(cast(tuple[ManifestEntry, ...], hit)), select)
 
     def manifests(
         self,
@@ -158,16 +155,17 @@ class ManifestIO:
         select: EntrySelect | None = None,
         max_workers: int = 8,
     ) -> list[ManifestEntry]:
-        """The entries of several manifests, in order: :meth:`manifest` of each, the files
-        not cached read in parallel (on an object store) and decoded together."""
+        """The entries of several manifests, in order: :meth:`manifest` of each (the same
+        cache rules), the files not cached read in parallel (on an object store) and decoded
+        together."""
         chunks: list[list[ManifestEntry]] = [[] for _ in metas]
-        whole: list[int] = []  # decoded whole, for the cache
+        whole: list[int] = []  # decoded whole (and cached when small)
         selective: list[int] = []
         for i, m in enumerate(metas):
             hit = self.cache.get(self.path(m.file_name), m.file_size)
             if hit is not None:
                 chunks[i] = _selected(list(cast(tuple[ManifestEntry, ...], hit)), select)
-            elif select is None or self.cache.keeps(m.file_size):
+            elif select is None:
                 whole.append(i)
             else:
                 selective.append(i)
@@ -175,7 +173,7 @@ class ManifestIO:
         files = [(data, self.path(metas[i].file_name)) for i, data in zip(whole + selective, datas)]
         for i, (data, path), entries in zip(whole, files, decode_manifests(files[: len(whole)])):
             self.cache.put(path, len(data), tuple(entries))
-            chunks[i] = _selected(entries, select)
+            chunks[i] = entries
         for i, entries in zip(selective, decode_manifests(files[len(whole):], select)):
             chunks[i] = entries
         return [e for chunk in chunks for e in chunk]

@@ -121,10 +121,11 @@ def _compile(s: Any, named: dict[str, Any], ns: str, stack: frozenset[str]) -> N
 
 
 class _Decoder:
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.n = len(buf)
-        self.u8 = np.frombuffer(buf + bytes(_PAD), dtype=np.uint8)
+    def __init__(self, parts: list[bytes]) -> None:
+        # one buffer, padded (varint reads may look past the end), viewed without a copy
+        self.buf = b"".join([*parts, bytes(_PAD)])
+        self.n = len(self.buf) - _PAD
+        self.u8 = np.frombuffer(self.buf, dtype=np.uint8)
 
     def _check(self, p: IntArray) -> None:
         if p.size and int(p.max()) > self.n:
@@ -356,7 +357,7 @@ def decode_columns(
     Raises:
         Malformed: the data does not decode (truncated values, bad lengths, leftover bytes).
     """
-    dec = _Decoder(b"".join(b for _, b in blocks))
+    dec = _Decoder([b for _, b in blocks])
     starts, expected_end = _record_starts(dec, node, blocks)
     if select is None or node[0] != "record":
         columns, end = dec.read(node, starts, True)

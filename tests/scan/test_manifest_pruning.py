@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -261,24 +262,30 @@ def test_bucket_filter_builds_only_the_bucket(
     assert 5 in t.new_read_builder().new_read().to_arrow(splits).column("id").to_pylist()
 
 
-def test_a_filtered_read_never_serves_as_the_whole_file(tmp_path: Path) -> None:
-    t = _day_table(tmp_path)  # default cache: these small manifests are kept
+def test_a_filtered_read_never_serves_as_the_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = _day_table(tmp_path)  # default cache: these small manifests are kept when read whole
     meta = t.manifest_io.data_manifests(t.latest_snapshot())[-1]  # day 19's delta
-    mio = ManifestIO(t.file_io, t.path, ManifestCache())
-    none = mio.manifest(meta.file_name, meta.file_size,
-                        select=lambda parts, b, tb: __import__("numpy").array([], "int64"))
-    assert none == []
-    assert mio.is_cached(meta.file_name, meta.file_size)  # cached: the whole file
-    assert len(mio.manifest(meta.file_name, meta.file_size)) == 4
-    # a file too large for the cache is read selectively and not kept
-    small = ManifestIO(t.file_io, t.path, ManifestCache(threshold=1))
-    assert small.manifest(meta.file_name, meta.file_size,
-                          select=lambda parts, b, tb: None) != []
-    assert not small.is_cached(meta.file_name, meta.file_size)
-    assert len(small.manifests([meta], select=lambda p, b, tb: __import__("numpy").array(
-        [0], "int64"))) == 1
-    assert not small.is_cached(meta.file_name, meta.file_size)
-    assert len(small.manifests([meta])) == 4
+
+    def nothing(parts: list[bytes], b: list[int], tb: list[int]) -> Any:
+        return np.array([], np.int64)
+
+    def first(parts: list[bytes], b: list[int], tb: list[int]) -> Any:
+        return np.array([0], np.int64)
+
+    for read in (lambda m, s: m.manifest(meta.file_name, meta.file_size, select=s),
+                 lambda m, s: m.manifests([meta], select=s)):
+        mio = ManifestIO(t.file_io, t.path, ManifestCache())
+        assert read(mio, nothing) == []
+        assert not mio.is_cached(meta.file_name, meta.file_size)  # a selection is not kept
+        assert len(read(mio, None)) == 4  # the whole file, now kept
+        assert mio.is_cached(meta.file_name, meta.file_size)
+        reads = _spy_reads(monkeypatch)
+        assert len(read(mio, first)) == 1  # selected from the cached whole file, no IO
+        assert read(mio, nothing) == [] and reads == []
+        assert len(read(mio, None)) == 4
+        monkeypatch.undo()
 
 
 def test_commit_reads_only_the_manifests_of_the_touched_partition(
