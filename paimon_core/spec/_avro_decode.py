@@ -10,7 +10,7 @@ together costs those steps once instead of once per file.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -251,46 +251,45 @@ def _selected_rows(
     return len(rows), columns.rows_to_columns(record, rows)
 
 
-#: decompressed bytes decoded together at most (the lock-step decoder holds about twice that)
-_BATCH_BYTES = 64 << 20
+#: decompressed bytes decoded together at most: whole records become Python values (about
+#: 10x their encoded size while a batch is turned into objects), selected ones rarely
+_BATCH_BYTES = 16 << 20
+_SELECTIVE_BATCH_BYTES = 32 << 20
 
 
 def decode_columns_batch(
-    files: Sequence[tuple[bytes, str]],
+    files: Iterable[tuple[bytes, str]],
     expected: TypeDesc | None = None,
     select: columns.Select | None = None,
-) -> list[tuple[int, Any]]:
-    """:func:`decode_columns` of each file -- ``(number of records returned, columns)``, same
-    values, same errors --, the files of one writer schema that the lock-step decoder suits
-    decoded together (up to :data:`_BATCH_BYTES` at a time)."""
-    prepared = [prepare(data, path, expected) for data, path in files]
-    out: list[tuple[int, Any] | None] = [None] * len(prepared)
-    groups: dict[int, list[int]] = {}
-    for i, f in enumerate(prepared):
-        if f.records > _SMALL_FILE_RECORDS and f.plan.node is f.plan.record:
-            groups.setdefault(id(f.plan), []).append(i)
-    for members in groups.values():
-        for batch in _batches([prepared[i] for i in members], members):
-            records = sum(prepared[i].records for i in batch)
-            largest = max(prepared[i].largest_block for i in batch)
-            if len(batch) > 1 and lockstep_pays(records, largest):
-                results = _decode_together([prepared[i] for i in batch], select)
-                for i, result in zip(batch, results):
-                    out[i] = result
-    return [r if r is not None else decode_prepared(f, select) for r, f in zip(out, prepared)]
-
-
-def _batches(files: list[Prepared], indices: list[int]) -> list[list[int]]:
-    batches: list[list[int]] = [[]]
+) -> Iterator[tuple[int, Any]]:
+    """:func:`decode_columns` of each file in turn -- ``(number of records returned,
+    columns)``, same values, same errors --, consecutive files of one writer schema that the
+    lock-step decoder suits decoded together (up to :data:`_BATCH_BYTES` of blocks at a time,
+    :data:`_SELECTIVE_BATCH_BYTES` with ``select``). Files are decompressed batch by batch and
+    each result is handed over as soon as its batch is decoded."""
+    limit = _BATCH_BYTES if select is None else _SELECTIVE_BATCH_BYTES
+    pending: list[Prepared] = []
     size = 0
-    for f, i in zip(files, indices):
+    for data, path in files:
+        f = prepare(data, path, expected)
         n = sum(len(b) for _, b in f.blocks)
-        if batches[-1] and size + n > _BATCH_BYTES:
-            batches.append([])
-            size = 0
-        batches[-1].append(i)
-        size += n
-    return batches
+        if pending and (f.plan is not pending[0].plan or size + n > limit):
+            yield from _decode_pending(pending, select)
+            pending, size = [], 0
+        if f.records > _SMALL_FILE_RECORDS and f.plan.node is f.plan.record:
+            pending.append(f)
+            size += n
+        else:
+            yield decode_prepared(f, select)
+    yield from _decode_pending(pending, select)
+
+
+def _decode_pending(files: list[Prepared], select: columns.Select | None) -> list[tuple[int, Any]]:
+    records = sum(f.records for f in files)
+    largest = max((f.largest_block for f in files), default=0)
+    if len(files) > 1 and lockstep_pays(records, largest):
+        return _decode_together(files, select)
+    return [decode_prepared(f, select) for f in files]
 
 
 def _decode_together(

@@ -17,7 +17,7 @@ DataFileMeta fields 0-19 with null-first unions and null defaults, Java's record
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -338,12 +338,15 @@ def _check_versions(versions: list[int], path: str) -> None:
 
 def decode_manifests(
     files: Sequence[tuple[bytes, str]], select: EntrySelect | None = None
-) -> list[list[ManifestEntry]]:
-    """:func:`decode_manifest` of each ``(data, path)``, the manifests decoded together (one
-    lock-step pass for many files, see ``_avro_decode.decode_columns_batch``)."""
-    with gc_paused():
-        decoded = decode_columns_batch(files, _ENTRY_DESC, _row_select(select))
-        return [_entries(n, cols, path) for (n, cols), (_, path) in zip(decoded, files)]
+) -> Iterator[list[ManifestEntry]]:
+    """:func:`decode_manifest` of each ``(data, path)`` in turn, the manifests decoded
+    together (one lock-step pass for many files, see ``_avro_decode.decode_columns_batch``)."""
+    decoded = decode_columns_batch(files, _ENTRY_DESC, _row_select(select))
+    for _, path in files:
+        with gc_paused():
+            n, cols = next(decoded)
+            entries = _entries(n, cols, path)
+        yield entries
 
 
 def decode_manifest(

@@ -353,7 +353,7 @@ def test_manifests_decoded_together_equal_one_by_one(tmp_path: Path) -> None:
              for m in metas]
     assert len(files) >= 3
     one_by_one = [decode_manifest(d, p) for d, p in files]
-    assert decode_manifests(files) == one_by_one
+    assert list(decode_manifests(files)) == one_by_one
 
     def odd_days(parts: list[bytes], b: list[int], tb: list[int]) -> Any:
         import numpy as np
@@ -361,14 +361,14 @@ def test_manifests_decoded_together_equal_one_by_one(tmp_path: Path) -> None:
         days = [deserialize_binary_row(p, [INT])[0] for p in parts]
         return np.flatnonzero([d % 2 == 1 and x == 1 for d, x in zip(days, b)])
 
-    selected = decode_manifests(files, odd_days)
+    selected = list(decode_manifests(files, odd_days))
     assert selected == [[e for e in es if e.bucket == 1 and _day(e) % 2 == 1]
                         for es in one_by_one]
     assert sum(map(len, selected)) > 0
     # a broken file among them is named, wherever it sits
     broken = files[1][0][:-40]
     with pytest.raises(Exception, match=files[1][1].replace("/", ".")):
-        decode_manifests([files[0], (broken, files[1][1]), files[2]])
+        list(decode_manifests([files[0], (broken, files[1][1]), files[2]]))
 
 
 def _day(e: ManifestEntry) -> int:
