@@ -13,6 +13,7 @@ from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
 from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_manifest
 from paimon_core.spec.manifest import (
+    BlockRangeTest,
     EntrySelect,
     ManifestEntry,
     decode_manifest,
@@ -131,7 +132,12 @@ class ManifestIO:
         return self.cache.get(self.path(name), size) is not None
 
     def manifest(
-        self, name: str, size: int | None = None, *, select: EntrySelect | None = None
+        self,
+        name: str,
+        size: int | None = None,
+        *,
+        select: EntrySelect | None = None,
+        blocks: BlockRangeTest | None = None,
     ) -> list[ManifestEntry]:
         """Decode a manifest (cached); ``size`` = ``_FILE_SIZE`` from the manifest list.
 
@@ -139,13 +145,15 @@ class ManifestIO:
         only ever holds whole files: a cached file is selected from (as Java's manifest cache
         filters cached rows); an uncached one is decoded selectively and not kept (decoding
         all of it to keep it would cost what the selection saves: a 1 MB manifest can hold
-        40k entries)."""
+        40k entries). ``blocks`` (with ``select``): the blocks of a manifest our writer
+        indexed (see ``spec.manifest.BLOCK_INDEX_KEY``) that it rejects are not decoded; it
+        must reject only blocks none of whose rows ``select`` keeps."""
         if select is None:
             return self._decoded(name, size, "manifest", decode_manifest)
         path = self.path(name)
         hit = self.cache.get(path, size)
         if hit is None:
-            return decode_manifest(self._read(name, "manifest", size), path, select)
+            return decode_manifest(self._read(name, "manifest", size), path, select, blocks)
         return _selected(list(cast(tuple[ManifestEntry, ...], hit)), select)
 
     def manifests(
@@ -153,6 +161,7 @@ class ManifestIO:
         metas: Sequence[ManifestFileMeta],
         *,
         select: EntrySelect | None = None,
+        blocks: BlockRangeTest | None = None,
         max_workers: int = 8,
     ) -> list[ManifestEntry]:
         """The entries of several manifests, in order: :meth:`manifest` of each (the same
@@ -174,7 +183,7 @@ class ManifestIO:
         for i, (data, path), entries in zip(whole, files, decode_manifests(files[: len(whole)])):
             self.cache.put(path, len(data), tuple(entries))
             chunks[i] = entries
-        for i, entries in zip(selective, decode_manifests(files[len(whole):], select)):
+        for i, entries in zip(selective, decode_manifests(files[len(whole):], select, blocks)):
             chunks[i] = entries
         return [e for chunk in chunks for e in chunk]
 

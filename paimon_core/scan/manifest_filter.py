@@ -55,7 +55,48 @@ class EntryFilter:
     manifest_ok: Callable[[ManifestFileMeta], bool] | None = None
     partition_ok: Callable[[bytes], bool] | None = None
     buckets_of: Callable[[int], Collection[int] | None] | None = None
+    partition_pred: tuple[Predicate, Sequence[str], Sequence[DataType]] | None = None
     _verdicts: dict[bytes, bool] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of_predicate(
+        cls,
+        pred: Predicate,
+        keys: Sequence[str],
+        types: Sequence[DataType],
+        partition_ok: Callable[[bytes], bool],
+        buckets_of: Callable[[int], Collection[int] | None] | None = None,
+    ) -> EntryFilter:
+        """Manifests and blocks by ``pred`` (a predicate on the partition fields ``keys``)
+        against their partition ranges, rows by ``partition_ok`` and ``buckets_of``."""
+        return cls(
+            manifest_ok=lambda m: manifest_may_match(m, pred, keys, types),
+            partition_ok=partition_ok,
+            buckets_of=buckets_of,
+            partition_pred=(pred, keys, types),
+        )
+
+    def block_ok(self, first: bytes, last: bytes, count: int) -> bool:
+        """Whether a block of a manifest ordered by partition values, from partition
+        ``first`` to ``last``, may hold a wanted row: the first field lies between theirs;
+        a later field too when every field before it is the same in both (else unknown)."""
+        if self.partition_pred is None:
+            return True
+        pred, keys, types = self.partition_pred
+        nullable = [t.with_nullable(True) for t in types]
+        try:
+            lo = deserialize_binary_row(first, nullable)
+            hi = deserialize_binary_row(last, nullable)
+        except Exception:  # not a partition row of this table: keep the block
+            return True
+        stats: dict[str, ColumnStats] = {}
+        for i, key in enumerate(keys):
+            if lo[i] is None or hi[i] is None:
+                break  # nulls sort first: a range from null is unknown
+            stats[key] = ColumnStats(lo[i], hi[i], 0)
+            if lo[i] != hi[i]:
+                break
+        return might_match(pred, stats, count)
 
     @property
     def selects(self) -> bool:
@@ -115,10 +156,7 @@ class EntryFilter:
         pred = None if any(f is None for f in fields) else and_(*fields)  # type: ignore[arg-type]
         if pred is None:  # an empty set: no manifest holds an entry of it
             return cls(manifest_ok=lambda _: False, partition_ok=wanted.__contains__)
-        return cls(
-            manifest_ok=lambda m: manifest_may_match(m, pred, keys, types),
-            partition_ok=wanted.__contains__,
-        )
+        return cls.of_predicate(pred, keys, types, wanted.__contains__)
 
 
 def manifest_may_match(
@@ -163,4 +201,5 @@ def read_entries(
         ok = flt.manifest_ok
         metas = [m for m in metas if ok(m)]
     select = flt.rows if flt.selects else None
-    return manifests.manifests(metas, select=select, max_workers=max_workers)
+    blocks = flt.block_ok if select is not None and flt.partition_pred is not None else None
+    return manifests.manifests(metas, select=select, blocks=blocks, max_workers=max_workers)

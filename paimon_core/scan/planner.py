@@ -20,7 +20,6 @@ from paimon_core.manifest_io import ManifestIO
 from paimon_core.options import CoreOptions
 from paimon_core.scan.manifest_filter import (
     EntryFilter,
-    manifest_may_match,
     read_entries,
     stats_to_columns,
 )
@@ -85,10 +84,9 @@ class _Pruner:
         pred, keys, types = self.part_pred, self.schema.partition_keys, self.part_types
         if pred is None or not types:
             return EntryFilter(buckets_of=self.buckets if self.bucket_rows is not None else None)
-        return EntryFilter(
-            manifest_ok=lambda m: manifest_may_match(m, pred, keys, types),
-            partition_ok=self.partition_ok,
-            buckets_of=self.buckets if self.bucket_rows is not None else None,
+        return EntryFilter.of_predicate(
+            pred, keys, types, self.partition_ok,
+            self.buckets if self.bucket_rows is not None else None,
         )
 
     def partition_ok(self, partition: bytes) -> bool:

@@ -35,7 +35,7 @@ import lzma
 import os
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +83,8 @@ class AvroContainer:
     """(record count, block bytes as stored) per block."""
     schema_json: bytes = b""
     """The writer schema exactly as stored in the header (``avro.schema``)."""
+    meta: tuple[tuple[str, bytes], ...] = ()
+    """The header's metadata (``avro.schema`` and ``avro.codec`` included)."""
 
 
 class _Corrupt(Exception):
@@ -169,7 +171,8 @@ def _parse(data: bytes) -> AvroContainer:
             raise _Corrupt(f"sync marker mismatch after block {len(blocks)} (truncated?)")
         pos += SYNC_SIZE
         blocks.append((count, block))
-    return AvroContainer(schema, codec, sync, tuple(blocks), meta["avro.schema"])
+    return AvroContainer(schema, codec, sync, tuple(blocks), meta["avro.schema"],
+                         tuple(meta.items()))
 
 
 def parse_container(data: bytes, path: str) -> AvroContainer:
@@ -246,11 +249,16 @@ def _map_entries(meta: dict[str, bytes]) -> bytes:
 
 
 def _assemble(
-    schema_json: str, codec: str, sync: bytes, blocks: Iterable[tuple[int, bytes]]
+    schema_json: str,
+    codec: str,
+    sync: bytes,
+    blocks: Iterable[tuple[int, bytes]],
+    extra: dict[str, bytes] | None = None,
 ) -> bytes:
     out = io.BytesIO()
     out.write(MAGIC)
-    meta = {"avro.schema": schema_json.encode("utf-8"), "avro.codec": codec.encode()}
+    meta = {"avro.schema": schema_json.encode("utf-8"), "avro.codec": codec.encode(),
+            **(extra or {})}
     out.write(_map_entries(meta))
     out.write(sync)
     for count, block in blocks:
@@ -329,6 +337,7 @@ def encode_container(
     level: int | None = None,
     sync: bytes | None = None,
     sync_interval: int = _SYNC_INTERVAL,
+    block_meta: Callable[[list[int]], dict[str, bytes]] | None = None,
 ) -> bytes:
     """Encode ``records`` as an Avro container file whose header carries ``schema`` verbatim.
 
@@ -339,6 +348,8 @@ def encode_container(
         level: compression level (zstd default 1, as Java's ``file.compression.zstd-level``).
         sync: 16-byte sync marker (random if omitted).
         sync_interval: end a block once it holds this many bytes (Java: 64000).
+        block_meta: header metadata to add, given the record count of every block (readers
+            ignore keys they do not know).
 
     Raises:
         SchemaError: a record does not fit the schema, or an unknown codec.
@@ -365,7 +376,8 @@ def encode_container(
     container = _parse(buf.getvalue())
     blocks = [(count, _compress(codec, block, level)) for count, block in container.blocks]
     schema_json = json.dumps(schema, separators=(",", ":"))
-    return _assemble(schema_json, codec, sync, blocks)
+    extra = block_meta([c for c, _ in blocks]) if block_meta is not None else {}
+    return _assemble(schema_json, codec, sync, blocks, extra)
 
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1

@@ -10,8 +10,8 @@ together costs those steps once instead of once per file.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import fastavro
@@ -133,6 +133,7 @@ def decode_columns(
     path: str,
     expected: TypeDesc | None = None,
     select: columns.Select | None = None,
+    blocks_kept: BlockFilter | None = None,
 ) -> tuple[Any, int, Any]:
     """Decode an Avro container file into columns (see ``paimon_core.spec._avro_columns``).
 
@@ -144,6 +145,8 @@ def decode_columns(
             declared nullable are checked after.
         select: only the records it keeps are returned (and, in the lock-step decoder, only
             they are decoded beyond the fields it looks at); see ``_avro_columns.Select``.
+        blocks_kept: only the records of the blocks it keeps are decoded (see
+            :data:`BlockFilter`).
 
     Returns:
         (writer schema as stored, number of records returned, columns of the root record: a
@@ -154,7 +157,7 @@ def decode_columns(
         CorruptMetadataError: any structural or decoding problem, a writer schema that does not
             match ``expected``, or an unsupported (recursive) writer schema.
     """
-    f = prepare(data, path, expected)
+    f = prepare(data, path, expected, blocks_kept)
     n, cols = decode_prepared(f, select)
     return f.schema, n, cols
 
@@ -189,8 +192,16 @@ def lockstep_pays(records: int, largest_block: int) -> bool:
     )
 
 
-def prepare(data: bytes, path: str, expected: TypeDesc | None) -> Prepared:
-    """Parse ``data``, check its writer schema against ``expected``, decompress its blocks.
+#: Which blocks of a container to decode (indices, ascending), from its header and block
+#: counts; None: all. Records of the other blocks are neither decompressed nor decoded.
+BlockFilter = Callable[[AvroContainer], "list[int] | None"]
+
+
+def prepare(
+    data: bytes, path: str, expected: TypeDesc | None, blocks_kept: BlockFilter | None = None
+) -> Prepared:
+    """Parse ``data``, check its writer schema against ``expected``, decompress its blocks
+    (those ``blocks_kept`` keeps).
 
     Raises:
         CorruptMetadataError: as :func:`decode_columns`.
@@ -198,6 +209,9 @@ def prepare(data: bytes, path: str, expected: TypeDesc | None) -> Prepared:
     try:
         container = _parse(data)
         plan = _schema_plan(container, expected)
+        kept = blocks_kept(container) if blocks_kept is not None else None
+        if kept is not None:
+            container = replace(container, blocks=tuple(container.blocks[i] for i in kept))
         blocks = _plain_blocks(container)
     except (_Corrupt, SchemaProblem) as e:
         raise CorruptMetadataError(path, str(e)) from e
@@ -261,6 +275,7 @@ def decode_columns_batch(
     files: Iterable[tuple[bytes, str]],
     expected: TypeDesc | None = None,
     select: columns.Select | None = None,
+    blocks_kept: BlockFilter | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """:func:`decode_columns` of each file in turn -- ``(number of records returned,
     columns)``, same values, same errors --, consecutive files of one writer schema that the
@@ -271,7 +286,7 @@ def decode_columns_batch(
     pending: list[Prepared] = []
     size = 0
     for data, path in files:
-        f = prepare(data, path, expected)
+        f = prepare(data, path, expected, blocks_kept)
         n = sum(len(b) for _, b in f.blocks)
         if pending and (f.plan is not pending[0].plan or size + n > limit):
             yield from _decode_pending(pending, select)

@@ -25,9 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.spec._avro import check_int32, encode_container
+from paimon_core.spec._avro import AvroContainer, check_int32, encode_container
 from paimon_core.spec._avro_columns import Malformed, Select
-from paimon_core.spec._avro_decode import decode_columns, decode_columns_batch
+from paimon_core.spec._avro_decode import BlockFilter, decode_columns, decode_columns_batch
 from paimon_core.spec._bulk import frozen_factory, gc_paused
 from paimon_core.spec.stats import SimpleStats, simple_stats_avro_schema, stats_from_columns
 
@@ -48,6 +48,15 @@ __all__ = [
 #: ``_TOTAL_BUCKETS`` columns (one value per row) returning the ascending indices of the rows
 #: to keep, or None for all of them. Only the kept rows' ``_FILE`` is decoded.
 EntrySelect = Callable[[list[bytes], list[int], list[int]], "npt.NDArray[np.int64] | None"]
+
+#: Whether a block of a manifest whose entries are ordered by partition may hold a wanted
+#: row: ``(first partition, last partition, number of rows)`` of the block.
+BlockRangeTest = Callable[[bytes, bytes, int], bool]
+
+#: Header key of the block index our writer adds to manifests it wrote ordered by partition
+#: values (``commit.manifest_writer.clustered``): per block, its first and last partition
+#: (serialized BinaryRows). Other readers ignore it (Avro keeps unknown metadata).
+BLOCK_INDEX_KEY = "paimon.python.block-partition-ranges"
 
 #: ``_VERSION`` of every ManifestEntry row (a permanent format identifier, 0.9 and HEAD).
 MANIFEST_VERSION = 2
@@ -337,11 +346,13 @@ def _check_versions(versions: list[int], path: str) -> None:
 
 
 def decode_manifests(
-    files: Sequence[tuple[bytes, str]], select: EntrySelect | None = None
+    files: Sequence[tuple[bytes, str]],
+    select: EntrySelect | None = None,
+    blocks: BlockRangeTest | None = None,
 ) -> Iterator[list[ManifestEntry]]:
     """:func:`decode_manifest` of each ``(data, path)`` in turn, the manifests decoded
     together (one lock-step pass for many files, see ``_avro_decode.decode_columns_batch``)."""
-    decoded = decode_columns_batch(files, _ENTRY_DESC, _row_select(select))
+    decoded = decode_columns_batch(files, _ENTRY_DESC, _row_select(select), _blocks_kept(blocks))
     for _, path in files:
         with gc_paused():
             n, cols = next(decoded)
@@ -350,7 +361,10 @@ def decode_manifests(
 
 
 def decode_manifest(
-    data: bytes, path: str, select: EntrySelect | None = None
+    data: bytes,
+    path: str,
+    select: EntrySelect | None = None,
+    blocks: BlockRangeTest | None = None,
 ) -> list[ManifestEntry]:
     """Decode a manifest file (``ManifestFile.read`` / ``ManifestEntrySerializer.fromRow``).
 
@@ -359,6 +373,8 @@ def decode_manifest(
         path: its path, for error messages.
         select: build only the rows it keeps (Java's entry row filter, applied to the
             partition and bucket before the rest of the row is read).
+        blocks: in a manifest with a :data:`BLOCK_INDEX_KEY` index, only the blocks whose
+            partition range it accepts are decompressed and decoded.
 
     Returns:
         The entries in file order (the kept ones).
@@ -368,12 +384,17 @@ def decode_manifest(
             an unknown ``_KIND``/``_FILE_SOURCE``, or ``_VERSION`` other than 2.
     """
     with gc_paused():
-        _, n, cols = decode_columns(data, path, _ENTRY_DESC, _row_select(select))
+        _, n, cols = decode_columns(data, path, _ENTRY_DESC, _row_select(select),
+                                    _blocks_kept(blocks))
         return _entries(n, cols, path)
 
 
 def encode_manifest(
-    entries: Sequence[ManifestEntry], *, codec: str = "zstandard", level: int | None = None
+    entries: Sequence[ManifestEntry],
+    *,
+    codec: str = "zstandard",
+    level: int | None = None,
+    ordered: bool = False,
 ) -> bytes:
     """Encode a manifest file readable by Java 0.9, Java 1.x+ and pypaimon 2.1 (§14.3).
 
@@ -381,6 +402,8 @@ def encode_manifest(
         entries: the rows, written in order.
         codec: Avro codec (``manifest.compression``: zstd -> ``zstandard``).
         level: compression level (default: 1 for zstd, as ``file.compression.zstd-level``).
+        ordered: the entries are ordered by partition values (first field first, nulls
+            first): the header gets the :data:`BLOCK_INDEX_KEY` block index.
 
     Returns:
         The Avro container bytes.
@@ -403,4 +426,52 @@ def encode_manifest(
             }
             for e in entries
         ]
-        return encode_container(MANIFEST_ENTRY_AVRO_SCHEMA, records, codec=codec, level=level)
+        index = _block_index(entries) if ordered else None
+        return encode_container(MANIFEST_ENTRY_AVRO_SCHEMA, records, codec=codec, level=level,
+                                block_meta=index)
+
+
+def _block_index(entries: Sequence[ManifestEntry]) -> Callable[[list[int]], dict[str, bytes]]:
+    def index(counts: list[int]) -> dict[str, bytes]:
+        out = bytearray(b"\x01")  # format version
+        start = 0
+        for count in counts:
+            for e in (entries[start], entries[start + count - 1]):
+                out += len(e.partition).to_bytes(4, "little") + e.partition
+            start += count
+        return {BLOCK_INDEX_KEY: bytes(out)}
+
+    return index
+
+
+def _read_block_index(container: AvroContainer) -> list[tuple[bytes, bytes]] | None:
+    """The block index of a container, None when absent or not one range per block."""
+    raw = dict(container.meta).get(BLOCK_INDEX_KEY)
+    if raw is None or raw[:1] != b"\x01":
+        return None
+    ranges: list[tuple[bytes, bytes]] = []
+    pos, n = 1, len(raw)
+    while pos < n:
+        pair = []
+        for _ in range(2):
+            size = int.from_bytes(raw[pos:pos + 4], "little")
+            pair.append(raw[pos + 4:pos + 4 + size])
+            pos += 4 + size
+        if pos > n:
+            return None
+        ranges.append((pair[0], pair[1]))
+    return ranges if len(ranges) == len(container.blocks) else None
+
+
+def _blocks_kept(test: BlockRangeTest | None) -> BlockFilter | None:
+    if test is None:
+        return None
+
+    def kept(container: AvroContainer) -> list[int] | None:
+        ranges = _read_block_index(container)
+        if ranges is None:
+            return None
+        return [i for i, ((lo, hi), (count, _)) in enumerate(zip(ranges, container.blocks))
+                if test(lo, hi, count)]
+
+    return kept
