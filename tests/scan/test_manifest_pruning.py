@@ -18,14 +18,20 @@ import pyarrow.compute as pc
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
-from paimon_core.commit.manifest_writer import ManifestWriter
+from paimon_core.commit.manifest_writer import ManifestWriter, clustered
 from paimon_core.manifest_io import ManifestCache, ManifestIO
 from paimon_core.scan import predicate_model as P
 from paimon_core.schema_change import AddColumn
 from paimon_core.spec import manifest as manifest_spec
 from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
 from paimon_core.spec.file_entries import live_files
-from paimon_core.spec.manifest import FileKind, ManifestEntry, decode_manifest, decode_manifests
+from paimon_core.spec.manifest import (
+    FileKind,
+    ManifestEntry,
+    decode_manifest,
+    decode_manifests,
+    encode_manifest,
+)
 from paimon_core.table import FileStoreTable
 from paimon_core.types import parse_sql_type
 from tests.commit.helpers import data_file
@@ -373,3 +379,76 @@ def test_manifests_decoded_together_equal_one_by_one(tmp_path: Path) -> None:
 
 def _day(e: ManifestEntry) -> int:
     return int(deserialize_binary_row(e.partition, [INT])[0])
+
+
+def _two_field_entries(n: int) -> list[ManifestEntry]:
+    types = [STRING.with_nullable(True), INT.with_nullable(True)]
+    out = []
+    for i in range(n):
+        day = None if i % 97 == 0 else f"d{i % 40:02d}"
+        hr = None if i % 89 == 0 else (i // 40) % 24
+        out.append(ManifestEntry(FileKind.ADD, serialize_binary_row([day, hr], types), i % 3, 3,
+                                 data_file()))
+    return out
+
+
+BLOCK_CASES = [
+    ("dt = d07", P.equal("dt", "d07")),
+    ("dt IN (d00, d39)", P.is_in("dt", ["d00", "d39"])),
+    ("dt = d12 AND hr = 5", P.and_(P.equal("dt", "d12"), P.equal("hr", 5))),
+    ("dt = d12 AND hr > 20", P.and_(P.equal("dt", "d12"), P.greater_than("hr", 20))),
+    ("hr = 3", P.equal("hr", 3)),
+    ("dt IS NULL", P.is_null("dt")),
+    ("dt = d05 AND hr IS NULL", P.and_(P.equal("dt", "d05"), P.is_null("hr"))),
+    ("dt >= d30 OR hr = 1", P.or_(P.greater_or_equal("dt", "d30"), P.equal("hr", 1))),
+]
+
+
+@pytest.mark.parametrize("case", [c[0] for c in BLOCK_CASES])
+def test_block_index_skips_blocks_and_keeps_every_matching_row(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest our writer ordered and indexed: the blocks whose partition range cannot
+    match are not decompressed, and the rows read are exactly those of a whole decode
+    filtered afterwards."""
+    from paimon_core.scan.manifest_filter import EntryFilter
+    from paimon_core.scan.predicate_model import evaluate_row
+    from paimon_core.spec import _avro
+
+    pred = dict(BLOCK_CASES)[case]
+    types = [STRING.with_nullable(True), INT.with_nullable(True)]
+    entries, ordered = clustered(_two_field_entries(3000), types, {})
+    assert ordered  # as ManifestWriter.write_manifests orders them
+    data = encode_manifest(entries, ordered=True)
+    whole = decode_manifest(data, "m")
+
+    def ok(part: bytes) -> bool:
+        dt, hr = deserialize_binary_row(part, types)
+        return evaluate_row(pred, {"dt": dt, "hr": hr})
+
+    expected = [e for e in whole if ok(e.partition)]
+    assert expected
+    flt = EntryFilter.of_predicate(pred, ["dt", "hr"], types, ok)
+    blocks = len(_avro.parse_container(data, "m").blocks)
+    assert blocks > 5
+    decompressed: list[int] = []
+    real = _avro._decompress
+
+    def spy(codec: str, block: bytes) -> bytes:
+        decompressed.append(1)
+        return real(codec, block)
+
+    monkeypatch.setattr(_avro, "_decompress", spy)
+    got = decode_manifest(data, "m", flt.rows, flt.block_ok)
+    assert got == expected
+    if case in ("hr = 3", "dt >= d30 OR hr = 1"):  # a block spans days: hr's range unknown
+        assert len(decompressed) == blocks
+    else:
+        assert 0 < len(decompressed) < blocks  # some blocks skipped, undecompressed
+    assert list(decode_manifests([(data, "m"), (data, "m2")], flt.rows, flt.block_ok)) == [
+        expected, expected]
+    # without the index (a manifest written by another engine): every block, same rows
+    unindexed = encode_manifest(whole)
+    decompressed.clear()
+    assert decode_manifest(unindexed, "m", flt.rows, flt.block_ok) == expected
+    assert len(decompressed) == len(_avro.parse_container(unindexed, "m").blocks)
