@@ -16,6 +16,7 @@ DataFileMeta fields 0-19 with null-first unions and null defaults, Java's record
 
 from __future__ import annotations
 
+import base64
 import enum
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -55,7 +56,7 @@ BlockRangeTest = Callable[[bytes, bytes, int], bool]
 
 #: Header key of the block index our writer adds to manifests it wrote ordered by partition
 #: values (``commit.manifest_writer.clustered``): per block, its first and last partition
-#: (serialized BinaryRows). Other readers ignore it (Avro keeps unknown metadata).
+#: (serialized BinaryRows), base64. Other readers ignore it (Avro keeps unknown metadata).
 BLOCK_INDEX_KEY = "paimon.python.block-partition-ranges"
 
 #: ``_VERSION`` of every ManifestEntry row (a permanent format identifier, 0.9 and HEAD).
@@ -439,15 +440,22 @@ def _block_index(entries: Sequence[ManifestEntry]) -> Callable[[list[int]], dict
             for e in (entries[start], entries[start + count - 1]):
                 out += len(e.partition).to_bytes(4, "little") + e.partition
             start += count
-        return {BLOCK_INDEX_KEY: bytes(out)}
+        # base64: fastavro (pypaimon) decodes every header value as UTF-8 text
+        return {BLOCK_INDEX_KEY: base64.b64encode(bytes(out))}
 
     return index
 
 
 def _read_block_index(container: AvroContainer) -> list[tuple[bytes, bytes]] | None:
     """The block index of a container, None when absent or not one range per block."""
-    raw = dict(container.meta).get(BLOCK_INDEX_KEY)
-    if raw is None or raw[:1] != b"\x01":
+    text = dict(container.meta).get(BLOCK_INDEX_KEY)
+    if text is None:
+        return None
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        return None
+    if raw[:1] != b"\x01":
         return None
     ranges: list[tuple[bytes, bytes]] = []
     pos, n = 1, len(raw)
