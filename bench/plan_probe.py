@@ -13,6 +13,7 @@ Usage::
     python -m bench.plan_probe build /tmp/probe --entries 100000 --partitions 10000
     python -m bench.plan_probe plan /tmp/probe one      # one partition (pt = 4242)
     python -m bench.plan_probe plan /tmp/probe full
+    python -m bench.plan_probe live /tmp/probe          # a commit's live read, one partition
 
 ``plan`` runs in a process of its own per measurement and prints one JSON line: CPU seconds
 of the plan, RSS growth (peak over the plan minus RSS before it) and the number of splits.
@@ -119,6 +120,23 @@ def plan(warehouse: str, which: str) -> None:
                       "splits": len(splits), "files": files}))
 
 
+def live(warehouse: str) -> None:
+    """The commit's read of the live files of one touched partition (its conflict check's
+    input): ``TableCommit._live`` on the latest snapshot, as a 1-file commit to partition
+    ``ONE_PARTITION`` makes it (manifest merging, the rest of that commit, is not measured)."""
+    table = FileSystemCatalog(warehouse).get_table(TABLE)
+    commit = table.new_commit("probe-live")
+    metas = table.manifest_io.data_manifests(table.latest_snapshot())
+    touched = {serialize_binary_row([ONE_PARTITION], [_INT])}
+    before = _rss_mb()
+    cpu = time.process_time()
+    entries = commit._live(metas, touched)
+    cpu = time.process_time() - cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"live": "one partition", "cpu_s": round(cpu, 3),
+                      "rss_growth_mb": round(peak - before), "entries": len(entries)}))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.plan_probe")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -130,9 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     q = sub.add_parser("plan")
     q.add_argument("warehouse")
     q.add_argument("which", choices=["one", "full"])
+    lv = sub.add_parser("live")
+    lv.add_argument("warehouse")
     a = p.parse_args(argv)
     if a.cmd == "build":
         build(a.warehouse, a.entries, a.partitions, a.commits)
+    elif a.cmd == "live":
+        live(a.warehouse)
     else:
         plan(a.warehouse, a.which)
     return 0

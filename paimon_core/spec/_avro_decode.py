@@ -40,11 +40,13 @@ __all__ = ["Prepared", "decode_columns", "decode_columns_batch", "decode_prepare
 # below this many records plain fastavro decoding is faster (measured: 16 entries took
 # 16 ms in lock-step, ~1 ms record by record)
 _SMALL_FILE_RECORDS = 256
-#: costs (µs) of the decoders, per step of the lock-step pass 1 and per record otherwise
-#: (measured on manifest entries: see :func:`lockstep_pays`)
-_LOCKSTEP_STEP_US = 1000
-_LOCKSTEP_RECORD_US = 3
-_FASTAVRO_RECORD_US = 10
+#: costs (µs) of the decoders, per step of the lock-step pass 1 and per record otherwise,
+#: measured on manifests of 1k-37k entries in 4-143 blocks of 259 (lock-step 0.15-0.42 s,
+#: fastavro 0.03-0.97 s; they cross at ~30 blocks, as the old rule of thumb of 8 did not)
+_LOCKSTEP_STEP_US = 550
+_LOCKSTEP_RECORD_US = 8
+_FASTAVRO_RECORD_US = 25
+
 
 def _small_file_rows(schema: Any, blocks: list[tuple[int, bytes]]) -> list[Any] | None:
     """Strict record-by-record decoding of a small file (every block must hold exactly its
@@ -185,8 +187,8 @@ class Prepared:
 
 def lockstep_pays(records: int, largest_block: int) -> bool:
     """Whether decoding ``records`` records whose largest block holds ``largest_block`` in
-    lock-step beats fastavro: pass 1 costs one step per record of the largest block
-    (measured ~1 ms a step for a manifest entry), fastavro ~10 µs a record, pass 2 ~3 µs."""
+    lock-step beats fastavro: pass 1 costs one step per record of the largest block, then
+    every record costs a little in lock-step and more in fastavro (see the constants)."""
     return largest_block * _LOCKSTEP_STEP_US + records * _LOCKSTEP_RECORD_US < (
         records * _FASTAVRO_RECORD_US
     )
@@ -267,7 +269,7 @@ def _selected_rows(
 
 #: decompressed bytes decoded together at most: whole records become Python values (about
 #: 10x their encoded size while a batch is turned into objects), selected ones rarely
-_BATCH_BYTES = 16 << 20
+_BATCH_BYTES = 8 << 20
 _SELECTIVE_BATCH_BYTES = 32 << 20
 
 
