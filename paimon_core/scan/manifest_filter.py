@@ -50,6 +50,8 @@ class EntryFilter:
         partition_ok: whether entries of a partition (serialized BinaryRow) are wanted;
             evaluated once per distinct partition of a read.
         buckets_of: the buckets wanted among ``total_buckets`` (None: all of them).
+        partition_pred: a predicate on the partition fields (with their names and types)
+            that prunes the blocks of manifests our writer indexed (:meth:`block_ok`).
     """
 
     manifest_ok: Callable[[ManifestFileMeta], bool] | None = None
