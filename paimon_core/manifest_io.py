@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar, cast
 
 from paimon_core.errors import CorruptMetadataError, FileNotFoundInTableError
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
 from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_manifest
-from paimon_core.spec.manifest import ManifestEntry, decode_manifest
+from paimon_core.spec.manifest import (
+    BlockRangeTest,
+    EntrySelect,
+    ManifestEntry,
+    decode_manifest,
+    decode_manifests,
+)
 from paimon_core.spec.manifest_list import ManifestFileMeta, decode_manifest_list
 from paimon_core.spec.snapshot import Snapshot
 
@@ -51,8 +58,12 @@ class ManifestCache:
             self._entries.move_to_end(path)
             return hit[1]
 
+    def keeps(self, size: int) -> bool:
+        """Whether a file of ``size`` bytes is kept by :meth:`put`."""
+        return size <= self.threshold and size <= self.memory
+
     def put(self, path: str, size: int, value: object) -> None:
-        if size > self.threshold or size > self.memory:
+        if not self.keeps(size):
             return
         with self._lock:
             old = self._entries.pop(path, None)
@@ -120,9 +131,73 @@ class ManifestIO:
         cache (no IO, no decoding)."""
         return self.cache.get(self.path(name), size) is not None
 
-    def manifest(self, name: str, size: int | None = None) -> list[ManifestEntry]:
-        """Decode a manifest (cached); ``size`` = ``_FILE_SIZE`` from the manifest list."""
-        return self._decoded(name, size, "manifest", decode_manifest)
+    def manifest(
+        self,
+        name: str,
+        size: int | None = None,
+        *,
+        select: EntrySelect | None = None,
+        blocks: BlockRangeTest | None = None,
+    ) -> list[ManifestEntry]:
+        """Decode a manifest (cached); ``size`` = ``_FILE_SIZE`` from the manifest list.
+
+        ``select``: only the rows it keeps are returned, and only they are built. The cache
+        only ever holds whole files: a cached file is selected from (as Java's manifest cache
+        filters cached rows); an uncached one is decoded selectively and not kept (decoding
+        all of it to keep it would cost what the selection saves: a 1 MB manifest can hold
+        40k entries). ``blocks`` (with ``select``): the blocks of a manifest our writer
+        indexed (see ``spec.manifest.BLOCK_INDEX_KEY``) that it rejects are not decoded; it
+        must reject only blocks none of whose rows ``select`` keeps."""
+        if select is None:
+            return self._decoded(name, size, "manifest", decode_manifest)
+        path = self.path(name)
+        hit = self.cache.get(path, size)
+        if hit is None:
+            return decode_manifest(self._read(name, "manifest", size), path, select, blocks)
+        return _selected(list(cast(tuple[ManifestEntry, ...], hit)), select)
+
+    def manifests(
+        self,
+        metas: Sequence[ManifestFileMeta],
+        *,
+        select: EntrySelect | None = None,
+        blocks: BlockRangeTest | None = None,
+        max_workers: int = 8,
+    ) -> list[ManifestEntry]:
+        """The entries of several manifests, in order: :meth:`manifest` of each (the same
+        cache rules), the files not cached read in parallel (on an object store) and decoded
+        together."""
+        chunks: list[list[ManifestEntry]] = [[] for _ in metas]
+        whole: list[int] = []  # decoded whole (and cached when small)
+        selective: list[int] = []
+        for i, m in enumerate(metas):
+            hit = self.cache.get(self.path(m.file_name), m.file_size)
+            if hit is not None:
+                chunks[i] = _selected(list(cast(tuple[ManifestEntry, ...], hit)), select)
+            elif select is None:
+                whole.append(i)
+            else:
+                selective.append(i)
+        datas = self._read_all([metas[i] for i in whole + selective], max_workers)
+        files = [(data, self.path(metas[i].file_name)) for i, data in zip(whole + selective, datas)]
+        for i, (data, path), entries in zip(whole, files, decode_manifests(files[: len(whole)])):
+            self.cache.put(path, len(data), tuple(entries))
+            chunks[i] = entries
+        for i, entries in zip(selective, decode_manifests(files[len(whole):], select, blocks)):
+            chunks[i] = entries
+        return [e for chunk in chunks for e in chunk]
+
+    def _read_all(self, metas: Sequence[ManifestFileMeta], max_workers: int) -> list[bytes]:
+        """The bytes of these manifests; in threads on an object store (they overlap
+        requests), in turn on a local disk."""
+
+        def read(m: ManifestFileMeta) -> bytes:
+            return self._read(m.file_name, "manifest", m.file_size)
+
+        if len(metas) <= 1 or self.file_io.is_local:
+            return [read(m) for m in metas]
+        with ThreadPoolExecutor(min(max_workers, len(metas))) as pool:
+            return list(pool.map(read, metas))
 
     def index_manifest(self, name: str) -> list[IndexManifestEntry]:
         return decode_index_manifest(self._read(name, "index manifest", None), self.path(name))
@@ -137,3 +212,12 @@ class ManifestIO:
         return self.manifest_list(
             snapshot.base_manifest_list, snapshot.base_manifest_list_size
         ) + self.manifest_list(snapshot.delta_manifest_list, snapshot.delta_manifest_list_size)
+
+
+def _selected(entries: list[ManifestEntry], select: EntrySelect | None) -> list[ManifestEntry]:
+    """The entries ``select`` keeps (all without one)."""
+    if select is None:
+        return entries
+    kept = select([e.partition for e in entries], [e.bucket for e in entries],
+                  [e.total_buckets for e in entries])
+    return entries if kept is None else [entries[i] for i in kept.tolist()]

@@ -4,7 +4,9 @@ bounded, keyed by path and checked against the recorded size, and off with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -28,17 +30,22 @@ def _count_decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     import paimon_core.manifest_io as mio
 
     seen: list[str] = []
-    real_m, real_l = mio.decode_manifest, mio.decode_manifest_list
+    real_m, real_l, real_ms = mio.decode_manifest, mio.decode_manifest_list, mio.decode_manifests
 
-    def m(data: bytes, path: str) -> object:
+    def m(data: bytes, path: str, *args: Any) -> object:
         seen.append(path)
-        return real_m(data, path)
+        return real_m(data, path, *args)
+
+    def ms(files: Sequence[tuple[bytes, str]], *args: Any) -> object:
+        seen.extend(path for _, path in files)  # several manifests decoded together
+        return real_ms(files, *args)
 
     def lst(data: bytes, path: str) -> object:
         seen.append(path)
         return real_l(data, path)
 
     monkeypatch.setattr(mio, "decode_manifest", m)
+    monkeypatch.setattr(mio, "decode_manifests", ms)
     monkeypatch.setattr(mio, "decode_manifest_list", lst)
     return seen
 

@@ -13,6 +13,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestCache
@@ -23,7 +25,7 @@ from paimon_core.spec.index_manifest import IndexManifestEntry, encode_index_man
 from paimon_core.spec.manifest import FileKind, ManifestEntry, encode_manifest
 from paimon_core.spec.manifest_list import ManifestFileMeta, encode_manifest_list
 from paimon_core.spec.stats import SimpleStats
-from paimon_core.types import DataType
+from paimon_core.types import DataType, TypeRoot
 
 # Java checks the rolling size every 1000 records; an encoded entry is ~200-400 bytes.
 _ROLL_CHECK = 1000
@@ -33,6 +35,51 @@ def _codec(options: dict[str, str]) -> str:
     c = CoreOptions(options).manifest_compression
     return {"zstd": "zstandard", "zstandard": "zstandard", "none": "null", "null": "null",
             "deflate": "deflate", "snappy": "snappy"}.get(c, "zstandard")
+
+
+def _partition_values(
+    part: bytes, nullable: Sequence[DataType], cache: dict[bytes, list[Any]]
+) -> list[Any]:
+    values = cache.get(part)
+    if values is None:
+        values = deserialize_binary_row(part, nullable, exact_timestamps=True)
+        cache[part] = values
+    return values
+
+
+def clustered(
+    entries: Sequence[ManifestEntry], types: Sequence[DataType], cache: dict[bytes, list[Any]]
+) -> tuple[Sequence[ManifestEntry], bool]:
+    """``entries`` ordered by (partition values, bucket), stably: the manifests rolled from
+    them each cover a narrow partition range, so their partition stats prune reads (Java's
+    writers hand entries over per partition and bucket already; ours may not, and a
+    merge of manifests interleaves them). Entries of one file identifier (same partition
+    and bucket) keep their relative order, so folding ADD/DELETE gives the same live set.
+
+    Returns:
+        The entries, and whether they are ordered by partition values (field by field, nulls
+        first) in the order predicates compare them (not for FLOAT/DOUBLE fields, whose NaN
+        has no place in it): only then may a block index describe them."""
+    n = len(entries)
+    parts = [e.partition for e in entries]
+    distinct = list(dict.fromkeys(parts))
+    buckets = np.fromiter((e.bucket for e in entries), np.int64, n)
+    comparable = not any(t.root in (TypeRoot.FLOAT, TypeRoot.DOUBLE) for t in types)
+    if len(distinct) == 1 and (n == 0 or bool((buckets == buckets[0]).all())):
+        return entries, comparable
+    nullable = [t.with_nullable(True) for t in types]
+    keys = [
+        tuple((0, 0) if v is None else (1, v) for v in _partition_values(p, nullable, cache))
+        for p in distinct
+    ]
+    try:
+        order = sorted(range(len(distinct)), key=keys.__getitem__)
+    except TypeError:  # values Python cannot order (mixed types): partition bytes instead
+        order = sorted(range(len(distinct)), key=distinct.__getitem__)
+        comparable = False
+    rank = {distinct[i]: r for r, i in enumerate(order)}
+    ranks = np.fromiter(map(rank.__getitem__, parts), np.int64, n)
+    return [entries[i] for i in np.lexsort((buckets, ranks)).tolist()], comparable
 
 
 def partition_stats(
@@ -45,11 +92,7 @@ def partition_stats(
     maxs: list[Any] = [None] * n
     nulls = [0] * n
     for part in set(partitions):
-        values = cache.get(part)
-        if values is None:
-            values = deserialize_binary_row(part, nullable, exact_timestamps=True)
-            cache[part] = values
-        for i, v in enumerate(values):
+        for i, v in enumerate(_partition_values(part, nullable, cache)):
             if v is None:
                 nulls[i] += 1
                 continue
@@ -107,16 +150,18 @@ class ManifestWriter:
         self.file_io.write_bytes(join(self.dir, name), data)
 
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
-        """Write entries into one or more rolling manifests (none for no entries)."""
+        """Write entries into one or more rolling manifests (none for no entries), ordered
+        by partition and bucket (see :func:`clustered`)."""
         metas: list[ManifestFileMeta] = []
         if not entries:
             return metas
+        entries, ordered = clustered(entries, self.partition_types, self._partition_cache)
         # estimate the encoded size per entry from a first chunk, then cut evenly
         chunk = max(_ROLL_CHECK, 1)
         start = 0
         while start < len(entries):
             part = entries[start:start + chunk]
-            data = encode_manifest(part, codec=self.codec)
+            data = encode_manifest(part, codec=self.codec, ordered=ordered)
             if len(data) > self.target_file_size and len(part) > _ROLL_CHECK:
                 chunk = max(_ROLL_CHECK, int(len(part) * self.target_file_size / len(data)))
                 continue

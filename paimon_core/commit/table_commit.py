@@ -56,6 +56,7 @@ from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestIO
 from paimon_core.options import CoreOptions
+from paimon_core.scan.manifest_filter import EntryFilter, read_entries
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import deserialize_binary_row
@@ -72,6 +73,7 @@ from paimon_core.spec.snapshot import (
     CommitKind,
     Snapshot,
 )
+from paimon_core.types import DataType
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +129,7 @@ class TableCommit:
         if max_retries is not None:
             self.options = replace(self.options, max_retries=max_retries)
         self._sleep = sleep
+        self._partition_fields: tuple[list[str], list[DataType]] | None = None
 
     # ------------------------------------------------------------------ public API
     def commit(
@@ -457,12 +460,19 @@ class TableCommit:
     def _live(
         self, metas: Sequence[ManifestFileMeta], touched: set[bytes] | None
     ) -> list[ManifestEntry]:
-        entries: list[ManifestEntry] = []
-        for m in metas:
-            for e in self.manifests.manifest(m.file_name, m.file_size):
-                if touched is None or e.partition in touched:
-                    entries.append(e)
-        return live_files(entries, source=self.table_path)
+        """The live entries of the ``touched`` partitions (all for None): only the manifests
+        whose partition stats may hold one are read, only their rows are built."""
+        if touched is None:
+            flt = EntryFilter()
+        else:
+            if self._partition_fields is None:  # fixed for a table's life (never retyped)
+                schema = self._schema()
+                self._partition_fields = (
+                    list(schema.partition_keys),
+                    [schema.field(k).type for k in schema.partition_keys],
+                )
+            flt = EntryFilter.of_partitions(touched, *self._partition_fields)
+        return live_files(read_entries(self.manifests, metas, flt), source=self.table_path)
 
     def _find_committed(
         self, kind: CommitKind, identifier: int, after: int | None, latest: int | None

@@ -35,7 +35,7 @@ import lzma
 import os
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,13 +43,9 @@ import fastavro
 import pyarrow as pa
 
 from paimon_core.errors import CorruptMetadataError, SchemaError
-from paimon_core.spec import _avro_columns as columns
 from paimon_core.spec._avro_schema import (
     SchemaProblem,
-    TypeDesc,
-    check_required,
     check_writer_schema,
-    match_schema,
     strip_logical_types,
 )
 
@@ -57,7 +53,6 @@ __all__ = [
     "CODECS",
     "AvroContainer",
     "check_int32",
-    "decode_columns",
     "decode_records",
     "encode_container",
     "parse_container",
@@ -73,13 +68,6 @@ CODECS = ("null", "deflate", "zstandard", "snappy", "bzip2", "xz")
 _MAX_RATIO = 1024
 #: Hard cap on one decompressed block (Java and fastavro flush blocks at 16-64 KB).
 _MAX_BLOCK_BYTES = 256 * 1024 * 1024
-#: decode_columns uses fastavro instead of the lock-step decoder for files with more records
-#: than this whose largest block holds more than 1/_LOCKSTEP_MIN_BLOCKS of them.
-# below this many records plain fastavro decoding is faster (measured: 16 entries took
-# 16 ms in lock-step, ~1 ms record by record)
-_SMALL_FILE_RECORDS = 256
-_LOCKSTEP_MIN_RECORDS = 256
-_LOCKSTEP_MIN_BLOCKS = 8
 #: Java's DataFileConstants.DEFAULT_SYNC_INTERVAL: flush a block once it holds this many bytes.
 _SYNC_INTERVAL = 64000
 
@@ -95,6 +83,8 @@ class AvroContainer:
     """(record count, block bytes as stored) per block."""
     schema_json: bytes = b""
     """The writer schema exactly as stored in the header (``avro.schema``)."""
+    meta: tuple[tuple[str, bytes], ...] = ()
+    """The header's metadata (``avro.schema`` and ``avro.codec`` included)."""
 
 
 class _Corrupt(Exception):
@@ -181,7 +171,8 @@ def _parse(data: bytes) -> AvroContainer:
             raise _Corrupt(f"sync marker mismatch after block {len(blocks)} (truncated?)")
         pos += SYNC_SIZE
         blocks.append((count, block))
-    return AvroContainer(schema, codec, sync, tuple(blocks), meta["avro.schema"])
+    return AvroContainer(schema, codec, sync, tuple(blocks), meta["avro.schema"],
+                         tuple(meta.items()))
 
 
 def parse_container(data: bytes, path: str) -> AvroContainer:
@@ -258,11 +249,16 @@ def _map_entries(meta: dict[str, bytes]) -> bytes:
 
 
 def _assemble(
-    schema_json: str, codec: str, sync: bytes, blocks: Iterable[tuple[int, bytes]]
+    schema_json: str,
+    codec: str,
+    sync: bytes,
+    blocks: Iterable[tuple[int, bytes]],
+    extra: dict[str, bytes] | None = None,
 ) -> bytes:
     out = io.BytesIO()
     out.write(MAGIC)
-    meta = {"avro.schema": schema_json.encode("utf-8"), "avro.codec": codec.encode()}
+    meta = {"avro.schema": schema_json.encode("utf-8"), "avro.codec": codec.encode(),
+            **(extra or {})}
     out.write(_map_entries(meta))
     out.write(sync)
     for count, block in blocks:
@@ -281,28 +277,6 @@ def _plain_blocks(container: AvroContainer) -> list[tuple[int, bytes]]:
             raise _Corrupt(f"block {i} claims {count} records in {len(block)} bytes")
         blocks.append((count, block))
     return blocks
-
-
-def _small_file_rows(schema: Any, blocks: list[tuple[int, bytes]]) -> list[Any] | None:
-    """Strict record-by-record decoding of a small file (every block must hold exactly its
-    records, every record must be a record) with a :func:`fastavro.parse_schema` schema. None
-    on any doubt: the lock-step decoder then decodes it again and names the problem."""
-    try:
-        rows: list[Any] = []
-        for count, raw in blocks:
-            bio = io.BytesIO(raw)
-            for _ in range(count):
-                row = fastavro.schemaless_reader(bio, schema, None)
-                if not isinstance(row, dict):
-                    return None
-                rows.append(row)
-            if bio.tell() != len(raw):
-                return None
-        return rows
-    except (MemoryError, KeyboardInterrupt):
-        raise
-    except Exception:
-        return None
 
 
 def _fastavro_records(stripped: Any, sync: bytes, blocks: list[tuple[int, bytes]]) -> list[Any]:
@@ -338,119 +312,6 @@ def decode_records(data: bytes, path: str) -> tuple[Any, list[Any]]:
         raise CorruptMetadataError(path, reason) from e
 
 
-def _top_record(node: columns.Node) -> columns.Node:
-    """The record node of a top-level record or ``["null", record]`` union (pypaimon notes
-    that paimon-rust may write the latter)."""
-    if node[0] == "record":
-        return node
-    if node[0] == "union":
-        records = [b for b in node[1] if b[0] == "record"]
-        if len(records) == 1 and all(b[0] in ("record", "null") for b in node[1]):
-            return records[0]  # type: ignore[no-any-return]
-    raise _Corrupt("top-level Avro type is not a record")
-
-
-class _SchemaPlan:
-    """What decoding needs from one writer schema, worked out once per distinct schema (a
-    table's manifests all share theirs): the nullable paths ``expected`` requires, the
-    logical-type free schema, its compiled decoder nodes, and fastavro's parsed form."""
-
-    __slots__ = ("_parsed", "expected", "loose", "node", "record", "stripped")
-
-    def __init__(self, container: AvroContainer, expected: TypeDesc | None) -> None:
-        self.expected = expected
-        self.loose = (
-            match_schema(container.schema, expected, (), {}) if expected is not None else set()
-        )
-        self.stripped = strip_logical_types(container.schema)
-        check_writer_schema(self.stripped)
-        try:
-            self.node = columns.compile_schema(self.stripped)
-        except columns.Unsupported as e:
-            raise _Corrupt(f"unsupported writer schema: {e}") from e
-        self.record = _top_record(self.node)
-        self._parsed: Any = None
-
-    def parsed(self) -> Any:
-        if self._parsed is None:
-            self._parsed = fastavro.parse_schema(self.stripped)
-        return self._parsed
-
-
-#: accepted writer schemas, by (schema JSON as stored, id of the expected descriptor); the
-#: descriptor itself is kept in the plan and compared by identity (ids may be reused)
-_PLANS: dict[tuple[bytes, int], _SchemaPlan] = {}
-_MAX_PLANS = 64
-
-
-def _schema_plan(container: AvroContainer, expected: TypeDesc | None) -> _SchemaPlan:
-    """The (cached) plan of a container's writer schema; a schema that fails its checks is
-    never cached, so it raises again for every file that carries it."""
-    key = (container.schema_json, id(expected))
-    plan = _PLANS.get(key) if container.schema_json else None
-    if plan is not None and plan.expected is expected:
-        return plan
-    plan = _SchemaPlan(container, expected)
-    if container.schema_json:
-        if len(_PLANS) >= _MAX_PLANS:
-            _PLANS.clear()
-        _PLANS[key] = plan
-    return plan
-
-
-def decode_columns(
-    data: bytes, path: str, expected: TypeDesc | None = None
-) -> tuple[Any, int, Any]:
-    """Decode an Avro container file into columns (see ``paimon_core.spec._avro_columns``).
-
-    Args:
-        data: the whole file.
-        path: its path, for error messages.
-        expected: a record descriptor (see :func:`check_schema`): the writer schema is checked
-            against it before any block is decoded, and required values that the writer
-            declared nullable are checked after.
-
-    Returns:
-        (writer schema as stored, number of records, columns of the root record: a dict of
-        field name -> column; non-nullable nested records are dicts of columns again, every
-        other column is a list with one plain Python value per record).
-
-    Raises:
-        CorruptMetadataError: any structural or decoding problem, a writer schema that does not
-            match ``expected``, or an unsupported (recursive) writer schema.
-    """
-    try:
-        container = _parse(data)
-        plan = _schema_plan(container, expected)
-        loose, stripped, node, record = plan.loose, plan.stripped, plan.node, plan.record
-        blocks = _plain_blocks(container)
-        total = sum(c for c, _ in blocks)
-        most = max((c for c, _ in blocks), default=0)
-        small = _small_file_rows(plan.parsed(), blocks) if total <= _SMALL_FILE_RECORDS else None
-        if small is not None:
-            n, cols = len(small), columns.rows_to_columns(record, small)
-        elif total > _LOCKSTEP_MIN_RECORDS and most * _LOCKSTEP_MIN_BLOCKS > total:
-            # few large blocks: walking blocks in lock-step would be mostly numpy overhead
-            rows = _fastavro_records(stripped, container.sync, blocks)
-            n, cols = len(rows), columns.rows_to_columns(record, rows)
-        else:
-            n, cols = columns.decode_columns(node, blocks)
-            if node is not record:  # top-level ["null", record]: values came out as dicts
-                if any(r is None for r in cols):
-                    raise _Corrupt("null top-level record")
-                cols = columns.rows_to_columns(record, cols)
-    except (_Corrupt, SchemaProblem, columns.Malformed) as e:
-        raise CorruptMetadataError(path, str(e)) from e
-    except (MemoryError, KeyboardInterrupt):
-        raise
-    except Exception as e:  # fastavro raises many kinds (EOFError, ValueError, IndexError, ...)
-        reason = f"cannot decode Avro records: {type(e).__name__}: {e}"
-        raise CorruptMetadataError(path, reason) from e
-    if loose:
-        check_required(cols, loose, path)
-    return container.schema, n, cols
-
-
 def _compress(codec: str, block: bytes, level: int | None) -> bytes:
     if codec == "null":
         return block
@@ -476,6 +337,7 @@ def encode_container(
     level: int | None = None,
     sync: bytes | None = None,
     sync_interval: int = _SYNC_INTERVAL,
+    block_meta: Callable[[list[int]], dict[str, bytes]] | None = None,
 ) -> bytes:
     """Encode ``records`` as an Avro container file whose header carries ``schema`` verbatim.
 
@@ -486,6 +348,8 @@ def encode_container(
         level: compression level (zstd default 1, as Java's ``file.compression.zstd-level``).
         sync: 16-byte sync marker (random if omitted).
         sync_interval: end a block once it holds this many bytes (Java: 64000).
+        block_meta: header metadata to add, given the record count of every block (readers
+            ignore keys they do not know).
 
     Raises:
         SchemaError: a record does not fit the schema, or an unknown codec.
@@ -512,7 +376,8 @@ def encode_container(
     container = _parse(buf.getvalue())
     blocks = [(count, _compress(codec, block, level)) for count, block in container.blocks]
     schema_json = json.dumps(schema, separators=(",", ":"))
-    return _assemble(schema_json, codec, sync, blocks)
+    extra = block_meta([c for c, _ in blocks]) if block_meta is not None else {}
+    return _assemble(schema_json, codec, sync, blocks, extra)
 
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1

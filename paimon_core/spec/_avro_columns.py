@@ -19,20 +19,32 @@ floats, bools, str, bytes, None, lists, dicts; logical types are not applied).
 Every Avro type is supported except recursive named references (:func:`compile_schema` raises
 :class:`Unsupported`; Paimon never writes them). Malformed data raises :class:`Malformed`.
 With few, large blocks the lock-step pass 1 degenerates to one record at a time;
-``paimon_core.spec._avro.decode_columns`` then uses fastavro and :func:`rows_to_columns`.
+``paimon_core.spec._avro_decode.decode_columns`` then uses fastavro and :func:`rows_to_columns`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Malformed", "Unsupported", "compile_schema", "decode_columns", "rows_to_columns"]
+__all__ = [
+    "Malformed",
+    "Select",
+    "Unsupported",
+    "compile_schema",
+    "decode_columns",
+    "rows_to_columns",
+    "take",
+]
 
 IntArray = npt.NDArray[np.int64]
 Node = tuple[Any, ...]
+#: Which records to decode in full: the root fields it looks at, and a function of their
+#: columns returning the (ascending) indices of the records to keep, or None for all.
+Select = tuple[tuple[str, ...], Callable[[dict[str, Any]], IntArray | None]]
 _PAD = 16
 
 
@@ -109,10 +121,11 @@ def _compile(s: Any, named: dict[str, Any], ns: str, stack: frozenset[str]) -> N
 
 
 class _Decoder:
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.n = len(buf)
-        self.u8 = np.frombuffer(buf + bytes(_PAD), dtype=np.uint8)
+    def __init__(self, parts: list[bytes]) -> None:
+        # one buffer, padded (varint reads may look past the end), viewed without a copy
+        self.buf = b"".join([*parts, bytes(_PAD)])
+        self.n = len(self.buf) - _PAD
+        self.u8 = np.frombuffer(self.buf, dtype=np.uint8)
 
     def _check(self, p: IntArray) -> None:
         if p.size and int(p.max()) > self.n:
@@ -328,23 +341,45 @@ class _Decoder:
 _FIXED_SIZE = {"null": 0, "boolean": 1, "float": 4, "double": 8}
 
 
-def decode_columns(node: Node, blocks: list[tuple[int, bytes]]) -> tuple[int, Any]:
+def decode_columns(
+    node: Node, blocks: list[tuple[int, bytes]], select: Select | None = None
+) -> tuple[int, Any, IntArray | None]:
     """Decode decompressed container blocks with the compiled writer schema ``node``.
 
+    ``select`` (root records only): the fields it names are decoded for every record, the
+    other fields only for the records it keeps (the rest are skipped, never built).
+
     Returns:
-        (number of records, columns as described in the module docstring; for a top-level
-        type other than a record: the list of plain values).
+        (number of records in the blocks, columns as described in the module docstring -- for
+        a top-level type other than a record: the list of plain values --, the indices of the
+        records ``select`` kept, None for all).
 
     Raises:
         Malformed: the data does not decode (truncated values, bad lengths, leftover bytes).
     """
-    dec = _Decoder(b"".join(b for _, b in blocks))
+    dec = _Decoder([b for _, b in blocks])
+    starts, expected_end = _record_starts(dec, node, blocks)
+    if select is None or node[0] != "record":
+        columns, end = dec.read(node, starts, True)
+        kept = None
+    else:
+        columns, end, kept = _read_selected(dec, node, starts, select)
+        if kept is not None:
+            expected_end = expected_end[kept]
+    if np.any(end != expected_end):
+        raise Malformed("inconsistent record boundaries")
+    return int(starts.size), columns, kept
+
+
+def _record_starts(
+    dec: _Decoder, node: Node, blocks: list[tuple[int, bytes]]
+) -> tuple[IntArray, IntArray]:
+    """Pass 1: where every record starts and ends, all blocks skipped in lock-step."""
     counts = np.array([c for c, _ in blocks], dtype=np.int64)
     sizes = np.array([len(b) for _, b in blocks], dtype=np.int64)
     block_end = np.cumsum(sizes)
     block_start = block_end - sizes
     total = int(counts.sum()) if counts.size else 0
-    # pass 1: record starts, all blocks in lock-step
     starts = np.empty(total, np.int64)
     first = np.concatenate(([0], np.cumsum(counts)))[:-1] if counts.size else counts
     pos = block_start.copy()
@@ -356,17 +391,43 @@ def decode_columns(node: Node, blocks: list[tuple[int, bytes]]) -> tuple[int, An
             raise Malformed("record crosses the end of its block")
     if counts.size and np.any(pos != block_end):
         raise Malformed("block has bytes left after its last record")
-    # pass 2: values, all records in lock-step
-    columns, end = dec.read(node, starts, True)
-    expected_end = np.empty(total, np.int64)
+    ends = np.empty(total, np.int64)
     if total:
-        expected_end[:-1] = starts[1:]
+        ends[:-1] = starts[1:]
         last = first + counts - 1
         nonempty = counts > 0
-        expected_end[last[nonempty]] = block_end[nonempty]
-        if np.any(end != expected_end):
-            raise Malformed("inconsistent record boundaries")
-    return total, columns
+        ends[last[nonempty]] = block_end[nonempty]
+    return starts, ends
+
+
+def _read_selected(
+    dec: _Decoder, node: Node, p: IntArray, select: Select
+) -> tuple[dict[str, Any], IntArray, IntArray | None]:
+    """Pass 2 of a root record under ``select``: its leading fields up to the last one the
+    selection needs for every record, the remaining fields for the kept records only."""
+    names, pick = select
+    fields = node[1]
+    need = set(names)
+    cols: dict[str, Any] = {}
+    i = 0
+    while i < len(fields) and not need <= cols.keys():
+        name, sub = fields[i]
+        cols[name], p = dec.read(sub, p, True)
+        i += 1
+    kept = pick(cols)
+    if kept is not None:
+        cols = take(cols, kept)
+        p = p[kept]
+    for name, sub in fields[i:]:
+        cols[name], p = dec.read(sub, p, True)
+    return cols, p, kept
+
+
+def take(columns: Any, rows: IntArray) -> Any:
+    """Records ``rows`` of a column layout (a dict of columns, nested, or a list)."""
+    if isinstance(columns, dict):
+        return {name: take(col, rows) for name, col in columns.items()}
+    return [columns[i] for i in rows.tolist()]
 
 
 def rows_to_columns(node: Node, rows: list[Any]) -> Any:

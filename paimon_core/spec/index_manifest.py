@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.spec._avro import check_int32, decode_columns, encode_container
+from paimon_core.spec._avro import check_int32, encode_container
+from paimon_core.spec._avro_decode import decode_columns
 from paimon_core.spec._bulk import gc_paused
 from paimon_core.spec.manifest import FileKind
 

@@ -16,13 +16,19 @@ DataFileMeta fields 0-19 with null-first unions and null defaults, Java's record
 
 from __future__ import annotations
 
+import base64
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.spec._avro import check_int32, decode_columns, encode_container
+from paimon_core.spec._avro import AvroContainer, check_int32, encode_container
+from paimon_core.spec._avro_columns import Malformed, Select
+from paimon_core.spec._avro_decode import BlockFilter, decode_columns, decode_columns_batch
 from paimon_core.spec._bulk import frozen_factory, gc_paused
 from paimon_core.spec.stats import SimpleStats, simple_stats_avro_schema, stats_from_columns
 
@@ -30,12 +36,28 @@ __all__ = [
     "MANIFEST_ENTRY_AVRO_SCHEMA",
     "MANIFEST_VERSION",
     "DataFileMeta",
+    "EntrySelect",
     "FileKind",
     "FileSource",
     "ManifestEntry",
     "decode_manifest",
+    "decode_manifests",
     "encode_manifest",
 ]
+
+#: Which rows of a manifest to build: a function of the ``_PARTITION``, ``_BUCKET`` and
+#: ``_TOTAL_BUCKETS`` columns (one value per row) returning the ascending indices of the rows
+#: to keep, or None for all of them. Only the kept rows' ``_FILE`` is decoded.
+EntrySelect = Callable[[list[bytes], list[int], list[int]], "npt.NDArray[np.int64] | None"]
+
+#: Whether a block of a manifest whose entries are ordered by partition may hold a wanted
+#: row: ``(first partition, last partition, number of rows)`` of the block.
+BlockRangeTest = Callable[[bytes, bytes, int], bool]
+
+#: Header key of the block index our writer adds to manifests it wrote ordered by partition
+#: values (``commit.manifest_writer.clustered``): per block, its first and last partition
+#: (serialized BinaryRows), base64. Other readers ignore it (Avro keeps unknown metadata).
+BLOCK_INDEX_KEY = "paimon.python.block-partition-ranges"
 
 #: ``_VERSION`` of every ManifestEntry row (a permanent format identifier, 0.9 and HEAD).
 MANIFEST_VERSION = 2
@@ -286,15 +308,27 @@ def data_file_to_avro(f: DataFileMeta) -> dict[str, Any]:
     }
 
 
-def _decode_manifest(data: bytes, path: str) -> list[ManifestEntry]:
-    """Decoding part of :func:`decode_manifest` (run with the collector paused)."""
-    _, n, cols = decode_columns(data, path, _ENTRY_DESC)
-    versions = set(cols["_VERSION"])
-    if versions - {MANIFEST_VERSION}:
-        bad = sorted(versions - {MANIFEST_VERSION})
-        raise CorruptMetadataError(
-            path, f"unsupported _VERSION {bad[0]} (expected {MANIFEST_VERSION})"
-        )
+_SELECT_FIELDS = ("_VERSION", "_PARTITION", "_BUCKET", "_TOTAL_BUCKETS")
+
+
+def _row_select(select: EntrySelect | None) -> Select | None:
+    """``select`` as the decoder's row selection (every row's ``_VERSION`` checked first)."""
+    if select is None:
+        return None
+    pick = select
+
+    def rows(cols: dict[str, Any]) -> npt.NDArray[np.int64] | None:
+        bad = sorted(set(cols["_VERSION"]) - {MANIFEST_VERSION})
+        if bad:  # raised as CorruptMetadataError naming the file
+            raise Malformed(f"unsupported _VERSION {bad[0]} (expected {MANIFEST_VERSION})")
+        return pick(cols["_PARTITION"], cols["_BUCKET"], cols["_TOTAL_BUCKETS"])
+
+    return (_SELECT_FIELDS, rows)
+
+
+def _entries(n: int, cols: dict[str, Any], path: str) -> list[ManifestEntry]:
+    """Build the entries of decoded columns (run with the collector paused)."""
+    _check_versions(cols["_VERSION"], path)
     try:
         kinds = [_KINDS[k] for k in cols["_KIND"]]
         files = data_files_from_columns(cols["_FILE"], n)
@@ -304,26 +338,64 @@ def _decode_manifest(data: bytes, path: str) -> list[ManifestEntry]:
     return _build_entries(kinds, cols["_PARTITION"], cols["_BUCKET"], cols["_TOTAL_BUCKETS"], files)
 
 
-def decode_manifest(data: bytes, path: str) -> list[ManifestEntry]:
+def _check_versions(versions: list[int], path: str) -> None:
+    bad = sorted(set(versions) - {MANIFEST_VERSION})
+    if bad:
+        raise CorruptMetadataError(
+            path, f"unsupported _VERSION {bad[0]} (expected {MANIFEST_VERSION})"
+        )
+
+
+def decode_manifests(
+    files: Sequence[tuple[bytes, str]],
+    select: EntrySelect | None = None,
+    blocks: BlockRangeTest | None = None,
+) -> Iterator[list[ManifestEntry]]:
+    """:func:`decode_manifest` of each ``(data, path)`` in turn, the manifests decoded
+    together (one lock-step pass for many files, see ``_avro_decode.decode_columns_batch``)."""
+    decoded = decode_columns_batch(files, _ENTRY_DESC, _row_select(select), _blocks_kept(blocks))
+    for _, path in files:
+        with gc_paused():
+            n, cols = next(decoded)
+            entries = _entries(n, cols, path)
+        yield entries
+
+
+def decode_manifest(
+    data: bytes,
+    path: str,
+    select: EntrySelect | None = None,
+    blocks: BlockRangeTest | None = None,
+) -> list[ManifestEntry]:
     """Decode a manifest file (``ManifestFile.read`` / ``ManifestEntrySerializer.fromRow``).
 
     Args:
         data: the whole file.
         path: its path, for error messages.
+        select: build only the rows it keeps (Java's entry row filter, applied to the
+            partition and bucket before the rest of the row is read).
+        blocks: in a manifest with a :data:`BLOCK_INDEX_KEY` index, only the blocks whose
+            partition range it accepts are decompressed and decoded.
 
     Returns:
-        The entries in file order.
+        The entries in file order (the kept ones).
 
     Raises:
         CorruptMetadataError: empty, truncated or malformed file, a missing required field,
             an unknown ``_KIND``/``_FILE_SOURCE``, or ``_VERSION`` other than 2.
     """
     with gc_paused():
-        return _decode_manifest(data, path)
+        _, n, cols = decode_columns(data, path, _ENTRY_DESC, _row_select(select),
+                                    _blocks_kept(blocks))
+        return _entries(n, cols, path)
 
 
 def encode_manifest(
-    entries: Sequence[ManifestEntry], *, codec: str = "zstandard", level: int | None = None
+    entries: Sequence[ManifestEntry],
+    *,
+    codec: str = "zstandard",
+    level: int | None = None,
+    ordered: bool = False,
 ) -> bytes:
     """Encode a manifest file readable by Java 0.9, Java 1.x+ and pypaimon 2.1 (§14.3).
 
@@ -331,6 +403,8 @@ def encode_manifest(
         entries: the rows, written in order.
         codec: Avro codec (``manifest.compression``: zstd -> ``zstandard``).
         level: compression level (default: 1 for zstd, as ``file.compression.zstd-level``).
+        ordered: the entries are ordered by partition values (first field first, nulls
+            first): the header gets the :data:`BLOCK_INDEX_KEY` block index.
 
     Returns:
         The Avro container bytes.
@@ -353,4 +427,59 @@ def encode_manifest(
             }
             for e in entries
         ]
-        return encode_container(MANIFEST_ENTRY_AVRO_SCHEMA, records, codec=codec, level=level)
+        index = _block_index(entries) if ordered else None
+        return encode_container(MANIFEST_ENTRY_AVRO_SCHEMA, records, codec=codec, level=level,
+                                block_meta=index)
+
+
+def _block_index(entries: Sequence[ManifestEntry]) -> Callable[[list[int]], dict[str, bytes]]:
+    def index(counts: list[int]) -> dict[str, bytes]:
+        out = bytearray(b"\x01")  # format version
+        start = 0
+        for count in counts:
+            for e in (entries[start], entries[start + count - 1]):
+                out += len(e.partition).to_bytes(4, "little") + e.partition
+            start += count
+        # base64: fastavro (pypaimon) decodes every header value as UTF-8 text
+        return {BLOCK_INDEX_KEY: base64.b64encode(bytes(out))}
+
+    return index
+
+
+def _read_block_index(container: AvroContainer) -> list[tuple[bytes, bytes]] | None:
+    """The block index of a container, None when absent or not one range per block."""
+    text = dict(container.meta).get(BLOCK_INDEX_KEY)
+    if text is None:
+        return None
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        return None
+    if raw[:1] != b"\x01":
+        return None
+    ranges: list[tuple[bytes, bytes]] = []
+    pos, n = 1, len(raw)
+    while pos < n:
+        pair = []
+        for _ in range(2):
+            size = int.from_bytes(raw[pos:pos + 4], "little")
+            pair.append(raw[pos + 4:pos + 4 + size])
+            pos += 4 + size
+        if pos > n:
+            return None
+        ranges.append((pair[0], pair[1]))
+    return ranges if len(ranges) == len(container.blocks) else None
+
+
+def _blocks_kept(test: BlockRangeTest | None) -> BlockFilter | None:
+    if test is None:
+        return None
+
+    def kept(container: AvroContainer) -> list[int] | None:
+        ranges = _read_block_index(container)
+        if ranges is None:
+            return None
+        return [i for i, ((lo, hi), (count, _)) in enumerate(zip(ranges, container.blocks))
+                if test(lo, hi, count)]
+
+    return kept

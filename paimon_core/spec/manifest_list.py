@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from paimon_core.errors import CorruptMetadataError
-from paimon_core.spec._avro import check_int32, decode_columns, encode_container
+from paimon_core.spec._avro import check_int32, encode_container
+from paimon_core.spec._avro_decode import decode_columns
 from paimon_core.spec._bulk import frozen_factory, gc_paused
 from paimon_core.spec.stats import SimpleStats, simple_stats_avro_schema, stats_from_columns
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paimon_core.errors import CorruptMetadataError, SchemaError
-from paimon_core.spec import _avro, _avro_columns, _avro_schema, _bulk
+from paimon_core.spec import _avro, _avro_columns, _avro_decode, _avro_schema, _bulk
 from tests.profiles import examples
 
 # One schema with every Avro type the column decoder handles.
@@ -121,7 +121,7 @@ def _same(a: Any, b: Any) -> bool:
 @given(st.lists(RECORD, max_size=60), st.sampled_from([1, 200, 2000, 64000]))
 def test_columns_match_fastavro(records: list[dict[str, Any]], sync_interval: int) -> None:
     data = _avro.encode_container(SCHEMA, records, codec="null", sync_interval=sync_interval)
-    schema, n, cols = _avro.decode_columns(data, "x")
+    schema, n, cols = _avro_decode.decode_columns(data, "x")
     assert schema == SCHEMA  # the header keeps the schema exactly, logical types included
     ref_n, ref = _reference(data)
     assert n == ref_n == len(records)
@@ -140,8 +140,8 @@ def test_lockstep_and_fallback_agree() -> None:
     many_blocks = _avro.encode_container(SCHEMA, records, codec="null", sync_interval=500)
     assert len(_avro.parse_container(one_block, "x").blocks) == 1  # -> fastavro fallback
     assert len(_avro.parse_container(many_blocks, "x").blocks) > 50  # -> lock-step
-    a = _avro.decode_columns(one_block, "x")
-    b = _avro.decode_columns(many_blocks, "x")
+    a = _avro_decode.decode_columns(one_block, "x")
+    b = _avro_decode.decode_columns(many_blocks, "x")
     assert a[1] == b[1] == 600
     assert _same(a[2], b[2])
     assert b[2]["l"] == list(range(600))
@@ -177,7 +177,7 @@ def test_codecs_roundtrip(codec: str) -> None:
     container = _avro.parse_container(data, "x")
     assert container.codec == codec
     assert len(container.blocks) > 1
-    _, n, cols = _avro.decode_columns(data, "x")
+    _, n, cols = _avro_decode.decode_columns(data, "x")
     assert n == 300
     assert cols["l"] == list(range(300))
     if codec in ("null", "deflate", "bzip2", "xz"):  # codecs the plain fastavro here can read
@@ -199,7 +199,7 @@ def test_header_is_plain_avro() -> None:
 def test_empty_file_has_header_only() -> None:
     data = _avro.encode_container(SCHEMA, [], codec="zstandard")
     assert _avro.parse_container(data, "x").blocks == ()
-    _, n, cols = _avro.decode_columns(data, "x")
+    _, n, cols = _avro_decode.decode_columns(data, "x")
     assert n == 0
     assert cols["l"] == []
     assert cols["rec"]["ys"] == []
@@ -216,7 +216,7 @@ def test_zstd_frames_without_content_size() -> None:
             out.write(block)
         blocks.append((count, sink.getvalue().to_pybytes()))
     data = _avro._assemble(json.dumps(SCHEMA), "zstandard", plain.sync, blocks)
-    assert _avro.decode_columns(data, "x")[2]["l"] == list(range(50))
+    assert _avro_decode.decode_columns(data, "x")[2]["l"] == list(range(50))
 
 
 # ---- corrupt input ------------------------------------------------------------------------
@@ -236,10 +236,10 @@ def test_every_truncation_is_corrupt() -> None:
     assert len(boundaries) == len(_avro.parse_container(data, "x").blocks) + 1
     for cut in range(len(data)):
         if cut in boundaries:
-            _avro.decode_columns(data[:cut], "/wh/t/manifest/m-1")
+            _avro_decode.decode_columns(data[:cut], "/wh/t/manifest/m-1")
             continue
         with pytest.raises(CorruptMetadataError) as info:
-            _avro.decode_columns(data[:cut], "/wh/t/manifest/m-1")
+            _avro_decode.decode_columns(data[:cut], "/wh/t/manifest/m-1")
         assert info.value.path == "/wh/t/manifest/m-1"
 
 
@@ -257,7 +257,7 @@ def test_every_truncation_is_corrupt() -> None:
 )
 def test_bad_headers(data: bytes, reason: str) -> None:
     with pytest.raises(CorruptMetadataError, match=reason):
-        _avro.decode_columns(data, "p")
+        _avro_decode.decode_columns(data, "p")
 
 
 def _with_blocks(schema: Any, blocks: list[tuple[int, bytes]], codec: str = "null") -> bytes:
@@ -267,13 +267,13 @@ def _with_blocks(schema: Any, blocks: list[tuple[int, bytes]], codec: str = "nul
 def test_block_claims_too_many_records() -> None:
     schema = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "long"}]}
     with pytest.raises(CorruptMetadataError, match="claims"):
-        _avro.decode_columns(_with_blocks(schema, [(10**9, b"\x02\x04")]), "p")
+        _avro_decode.decode_columns(_with_blocks(schema, [(10**9, b"\x02\x04")]), "p")
     with pytest.raises(CorruptMetadataError, match="left"):
-        _avro.decode_columns(_with_blocks(schema, [(1, b"\x02\x04")]), "p")
+        _avro_decode.decode_columns(_with_blocks(schema, [(1, b"\x02\x04")]), "p")
     with pytest.raises(CorruptMetadataError, match="end of"):
-        _avro.decode_columns(_with_blocks(schema, [(2, b"\x02\x80")]), "p")
+        _avro_decode.decode_columns(_with_blocks(schema, [(2, b"\x02\x80")]), "p")
     with pytest.raises(CorruptMetadataError, match="crosses"):
-        _avro.decode_columns(_with_blocks(schema, [(2, b"\x02\x80"), (1, b"\x04")]), "p")
+        _avro_decode.decode_columns(_with_blocks(schema, [(2, b"\x02\x80"), (1, b"\x04")]), "p")
 
 
 def test_huge_lengths_and_counts() -> None:
@@ -286,7 +286,7 @@ def test_huge_lengths_and_counts() -> None:
     }
     for schema in (s_schema, a_schema):
         with pytest.raises(CorruptMetadataError):
-            _avro.decode_columns(_with_blocks(schema, [(1, big + b"ab")]), "p")
+            _avro_decode.decode_columns(_with_blocks(schema, [(1, big + b"ab")]), "p")
 
 
 def test_writer_schema_checks_hold_for_every_file_and_descriptor() -> None:
@@ -303,17 +303,17 @@ def test_writer_schema_checks_hold_for_every_file_and_descriptor() -> None:
     wants_b: Any = ("record", {"b": ("long", True)})
     loose_a: Any = ("record", {"a": ("long", False)})
     for _ in range(2):
-        assert _avro.decode_columns(good, "p", wants_a)[2] == {"a": [2], "s": ["x"]}
+        assert _avro_decode.decode_columns(good, "p", wants_a)[2] == {"a": [2], "s": ["x"]}
         with pytest.raises(CorruptMetadataError, match="required value a is null"):
-            _avro.decode_columns(null_a, "q", wants_a)
+            _avro_decode.decode_columns(null_a, "q", wants_a)
         with pytest.raises(CorruptMetadataError, match="q2"):
-            _avro.decode_columns(good, "q2", wants_b)
-        assert _avro.decode_columns(null_a, "p", loose_a)[2]["a"] == [None]
+            _avro_decode.decode_columns(good, "q2", wants_b)
+        assert _avro_decode.decode_columns(null_a, "p", loose_a)[2]["a"] == [None]
     zero_size_items = {"type": "array", "items": "null"}
     bad = {"type": "record", "name": "r", "fields": [{"name": "a", "type": zero_size_items}]}
     for path in ("f1", "f2"):
         with pytest.raises(CorruptMetadataError, match=path):
-            _avro.decode_columns(_with_blocks(bad, [(1, b"\x00")]), path)
+            _avro_decode.decode_columns(_with_blocks(bad, [(1, b"\x00")]), path)
 
 
 def test_zero_size_array_items_rejected() -> None:
@@ -323,7 +323,7 @@ def test_zero_size_array_items_rejected() -> None:
         "fields": [{"name": "a", "type": {"type": "array", "items": "null"}}],
     }
     with pytest.raises(CorruptMetadataError, match="zero-size"):
-        _avro.decode_columns(_with_blocks(schema, [(1, b"\xfe\xff\xff\xff\x0f\x00")]), "p")
+        _avro_decode.decode_columns(_with_blocks(schema, [(1, b"\xfe\xff\xff\xff\x0f\x00")]), "p")
 
 
 def test_decompression_is_bounded() -> None:
@@ -331,11 +331,11 @@ def test_decompression_is_bounded() -> None:
     bomb = pa.Codec("zstd").compress(bytes(20_000_000), asbytes=True)
     assert len(bomb) < 5000
     with pytest.raises(CorruptMetadataError, match="expands beyond"):
-        _avro.decode_columns(_with_blocks(schema, [(1, bomb)], "zstandard"), "p")
+        _avro_decode.decode_columns(_with_blocks(schema, [(1, bomb)], "zstandard"), "p")
     deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
     dbomb = deflate.compress(bytes(20_000_000)) + deflate.flush()
     with pytest.raises(CorruptMetadataError, match="expands beyond"):
-        _avro.decode_columns(_with_blocks(schema, [(1, dbomb)], "deflate"), "p")
+        _avro_decode.decode_columns(_with_blocks(schema, [(1, dbomb)], "deflate"), "p")
 
 
 def test_bad_snappy_crc() -> None:
@@ -344,7 +344,7 @@ def test_bad_snappy_crc() -> None:
     assert _avro._decompress("snappy", good) == b"\x02"
     bad = good[:-4] + struct.pack(">I", 1)
     with pytest.raises(CorruptMetadataError, match="CRC"):
-        _avro.decode_columns(_with_blocks(schema, [(1, bad)], "snappy"), "p")
+        _avro_decode.decode_columns(_with_blocks(schema, [(1, bad)], "snappy"), "p")
 
 
 def _single_block_file() -> bytes:  # > 256 records in one block: the fastavro fallback
@@ -363,7 +363,7 @@ def test_random_corruption_never_escapes(data: st.DataObject, which: str) -> Non
         pos = data.draw(st.integers(0, len(original) - 1))
         original[pos] = data.draw(st.integers(0, 255))
     with contextlib.suppress(CorruptMetadataError):
-        _avro.decode_columns(bytes(original), "p")
+        _avro_decode.decode_columns(bytes(original), "p")
 
 
 @settings(max_examples=examples(300))
@@ -373,7 +373,7 @@ def test_garbage_blocks_never_escape(count: int, block: bytes) -> None:
 
     data = _with_blocks(MANIFEST_ENTRY_AVRO_SCHEMA, [(count, block)] * 3)
     with contextlib.suppress(CorruptMetadataError):
-        _avro.decode_columns(data, "p")
+        _avro_decode.decode_columns(data, "p")
 
 
 _json = st.recursive(
@@ -395,7 +395,7 @@ def test_garbage_schemas_never_escape(schema: Any, block: bytes) -> None:
     data = _avro._assemble(json.dumps(schema), "null", b"s" * 16, [(2, block)])
     for expected in (None, _ENTRY_DESC):
         with contextlib.suppress(CorruptMetadataError):
-            _avro.decode_columns(data, "p", expected)
+            _avro_decode.decode_columns(data, "p", expected)
     with contextlib.suppress(CorruptMetadataError):
         _avro_schema.check_schema(schema, _ENTRY_DESC, "p")
 
