@@ -51,7 +51,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -68,10 +68,8 @@ from paimon_core.datafile.writer import (
     split_by_size,
 )
 from paimon_core.errors import (
-    CorruptMetadataError,
     PaimonError,
     SchemaError,
-    SnapshotNotExistError,
     UnsupportedError,
 )
 from paimon_core.io.file_io import FileIO
@@ -82,10 +80,8 @@ from paimon_core.read.merge import deduplicate, merge_records
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import serialize_binary_row
-from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.hash_index import encode_hash_index
 from paimon_core.spec.index_manifest import HASH_INDEX, IndexFileMeta
-from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
 from paimon_core.spec.row_kind import RowKind, retract_mask
 from paimon_core.spec.schema import TableSchema
@@ -115,6 +111,7 @@ from paimon_core.write.dynamic_bucket import (
 )
 from paimon_core.write.inline_compact import InlineCompaction, inline_compaction_enabled
 from paimon_core.write.input import conform_input, parse_row_kinds
+from paimon_core.write.restore import BucketRestore
 from paimon_core.write.small_buckets import (
     SMALL_BUCKET_BYTES,
     SmallFile,
@@ -256,8 +253,9 @@ class TableWrite:
         self._buckets: dict[tuple[bytes, int], BucketState] = {}
         self._pinned_bytes = 0  # Arrow bytes of the inputs routed since the last pin check
         self._touched: set[tuple[bytes, int]] = set()
-        self._restored: dict[tuple[bytes, int], int] | None = None
-        self._restored_snapshot: int | None = None
+        self._round_refreshed = False
+        self._restore = BucketRestore(planner, snapshot_manager, commit_user, self.part_keys,
+                                      self.part_types, self._inline)
         self._closed = False
         # per write call: partition dictionary codes and bucket of every input row
         self._part_dicts: list[tuple[np.ndarray, pa.Array]] = []
@@ -330,7 +328,7 @@ class TableWrite:
         self._flush_buffers([b for b in self._buckets.values() if b.buffer])
         compacted = self._inline.after_flush(self._buckets, self._run) if self._inline else {}
         if compacted is None:  # our view of the live files is inconsistent: re-read it
-            self._restored = None
+            self._restore.invalidate()
             compacted = {key: b.compacted for key, b in self._buckets.items()
                          if not b.compacted.is_empty()}
         index_files = self._write_hash_indexes()
@@ -360,6 +358,7 @@ class TableWrite:
         out.sort(key=lambda m: (m.partition, m.bucket))
         self.writer.written_paths.clear()
         self._touched.clear()
+        self._round_refreshed = False
         return out
 
     def _write_hash_indexes(self) -> dict[tuple[bytes, int],
@@ -395,7 +394,7 @@ class TableWrite:
             compacted = compacted or b.noted > 0
             b.end_round()
         if compacted:  # the tracked live files include aborted ones: read them again
-            self._restored = None
+            self._restore.invalidate()
         paths = list(self.writer.written_paths)
         self.writer.written_paths.clear()
         errors = []
@@ -405,6 +404,7 @@ class TableWrite:
             except PaimonError as e:  # keep deleting the others
                 errors.append(e)
         self._touched.clear()
+        self._round_refreshed = False
         if errors:
             raise errors[0]
 
@@ -485,6 +485,8 @@ class TableWrite:
             pin = self._new_pin(grouped.nbytes)
         full = []
         hashes = self._key_hashes
+        if len(groups) > 1:
+            self._restore_groups(groups)
         for rows, first in groups:
             st = self._bucket_state(first)
             count = n if rows is None else len(rows)
@@ -579,78 +581,29 @@ class TableWrite:
         return state
 
     def _restored_max(self, key: tuple[bytes, int]) -> int | None:
-        """Largest ``_MAX_SEQUENCE_NUMBER`` of the bucket's live files in the latest snapshot.
+        """Largest ``_MAX_SEQUENCE_NUMBER`` of the bucket's live files in the latest snapshot
+        (:mod:`paimon_core.write.restore`: its partition read when first touched, the
+        restored partitions brought up to date at the first bucket touched in each round)."""
+        self._refresh_round()
+        return self._restore.max_sequence(key)
 
-        Refreshed at the first bucket touched in each round (between two
-        :meth:`prepare_commit`): a full read of the live files the first time, afterwards only
-        the delta manifests of snapshots committed by *other* commit users (snapshots of our
-        own commit user hold files of this writer, whose counters are already higher; as in
-        Java, one writer per bucket and commit user is assumed)."""
-        if not self._touched or self._restored is None:
-            self._refresh_restored()
-        assert self._restored is not None
-        return self._restored.get(key)
+    def _refresh_round(self) -> None:
+        if not self._round_refreshed or not self._restore.valid:
+            self._restore.refresh()
+            self._round_refreshed = True
 
-    def _refresh_restored(self) -> None:
-        sm = self.snapshot_manager
-        latest_id = sm.latest_snapshot_id()
-        cached = self._restored_snapshot
-        if self._restored is not None and latest_id == cached:
-            return
-        # cached None = the table had no snapshot yet: every snapshot since is new
-        first_new = 1 if cached is None else cached + 1
-        if self._restored is not None and latest_id is not None and latest_id >= first_new:
-            try:
-                snaps = [sm.snapshot(i) for i in range(first_new, latest_id + 1)]
-            except SnapshotNotExistError:
-                snaps = None  # expired meanwhile: read everything again
-            if snaps is not None:
-                try:
-                    for snap in snaps:
-                        if snap.commit_user == self.commit_user:
-                            continue
-                        metas = self.planner.manifests.manifest_list(snap.delta_manifest_list)
-                        entries = self.planner.read_entries(metas)
-                        self._note_max(e for e in entries if e.kind is FileKind.ADD)
-                        if self._inline is not None:
-                            self._inline.note(entries)
-                except CorruptMetadataError:
-                    if not any(sm.has_expired(s.id) for s in snaps):
-                        raise
-                    snaps = None  # expired while read: read everything again
-            if snaps is not None:
-                self._restored_snapshot = latest_id
-                return
-        while True:
-            self._restored = {}
-            self._restored_snapshot = latest_id
-            if self._inline is not None:
-                self._inline.reset()
-            if latest_id is None:
-                return
-            planner = self.planner
-            try:
-                latest = sm.snapshot(latest_id)
-                live = live_files(
-                    planner.read_entries(planner.data_manifests(latest)),
-                    source=planner.manifests.path(latest.base_manifest_list),
-                )
-            except (CorruptMetadataError, SnapshotNotExistError):
-                if not sm.has_expired(latest_id):
-                    raise
-                # expired while this writer read it (slower than retention): the latest again
-                latest_id = sm.latest_snapshot_id()
-                continue
-            self._note_max(live)
-            if self._inline is not None:
-                self._inline.note(live)
-            return
-
-    def _note_max(self, entries: Iterable[ManifestEntry]) -> None:
-        assert self._restored is not None
-        for e in entries:
-            k = (e.partition, e.bucket)
-            self._restored[k] = max(self._restored.get(k, -1), e.file.max_sequence_number)
+    def _restore_groups(self, groups: Sequence[tuple[object, int]]) -> None:
+        """Restore, in one read, the partitions of the buckets of a write call that this
+        round has not touched yet."""
+        parts = set()
+        for _, first in groups:
+            part = serialize_binary_row(self._partition_values(first), self.part_types)
+            bucket = int(self._bucket_col[first]) if self._bucket_col is not None else 0
+            if (part, bucket) not in self._touched:
+                parts.add(part)
+        if parts:
+            self._refresh_round()
+            self._restore.ensure(parts)
 
     # ------------------------------------------------------------------ buffering
     def _relieve_memory(self) -> None:
