@@ -1,30 +1,55 @@
-"""Manifest merging on commit (``org.apache.paimon.operation.ManifestFileMerger``, §4.7).
+"""Manifest merging on commit (``org.apache.paimon.operation.ManifestFileMerger`` of Paimon 0.9).
 
 Without merging, a table's base manifest list grows by one manifest per commit. Each commit
-folds the previous snapshot's data manifests:
+merges the previous snapshot's data manifests (its base list, then its delta list) before it
+writes its own base list:
 
-1. *Full compaction* when the manifests after the leading "already big and DELETE-free" ones
-   add up to ``manifest.full-compaction-threshold-size``: fold them and rewrite the live ADD
-   entries (DELETE/ADD pairs vanish), keeping base manifests that cannot contain a deleted file.
-2. Otherwise *minor compaction*: walk the manifests accumulating size; each time a group reaches
-   ``manifest.target-file-size`` fold it into new manifests; a trailing group of at least
-   ``manifest.merge-min-count`` manifests is folded too, shorter ones are kept as they are.
+1. *Full compaction* (``tryFullCompaction``). The *base* is the leading run of manifests that
+   hold no DELETE entry and have reached ``manifest.target-file-size``; everything after it is
+   the *delta*. Only when the delta adds up to ``manifest.full-compaction-threshold-size``:
 
-Folding a group keeps unmatched DELETE entries (their ADD may live in an earlier manifest).
-The merged list is equivalent to the input: folding it yields the same live files.
+   * the DELETE identifiers of the delta are collected (only manifests whose
+     ``_NUM_DELETED_FILES`` is not zero are decoded for that);
+   * a base manifest is kept as it is, undecoded, when nothing is deleted, or when its
+     ``_PARTITION_STATS`` exclude every partition a DELETE names (Java's
+     ``PartitionPredicate.fromMultiple``: per partition field, no deleted value lies in
+     [min, max]); otherwise it is decoded, and rewritten only when it holds a deleted file;
+   * the delta manifests and the base manifests that hold a deleted file are streamed, one
+     manifest at a time, into rolling manifests: their ADD entries minus the deleted ones;
+     DELETE entries vanish (their ADD is in the delta, or in a rewritten base manifest).
+
+   Java 0.9 reads every base manifest after the first one that may hold a deleted partition,
+   and every base manifest of an unpartitioned table; the per-manifest decision here writes
+   the same live files and reads fewer manifests (as Java >= 1.0 does).
+2. Otherwise *minor compaction* (``tryMinorCompaction``): walk the manifests accumulating
+   their sizes; each time a group reaches ``manifest.target-file-size`` fold it into new
+   manifests (a group of one manifest is kept as it is); a trailing group of at least
+   ``manifest.merge-min-count`` manifests is folded too, a shorter one kept. Folding a group
+   keeps unmatched DELETE entries (their ADD lives in an earlier manifest).
+
+Memory: one group (minor) or one manifest plus the delta's DELETE identifiers and the rolling
+writer's pending entries (full) are held at a time, never the whole table. The merged list is
+equivalent to the input: folding it yields the same live files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import bisect
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from paimon_core.commit.manifest_writer import ManifestWriter
 from paimon_core.options import CoreOptions
+from paimon_core.scan.predicate_literal import java_compare
+from paimon_core.spec.binary_row import deserialize_binary_row
 from paimon_core.spec.file_entries import merge_entries
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.manifest_list import ManifestFileMeta
+from paimon_core.types import DataType
 
-ReadManifest = Callable[[str], list[ManifestEntry]]
+ReadManifest = Callable[[ManifestFileMeta], list[ManifestEntry]]
+Identifier = tuple[bytes, int, int, str, tuple[str, ...], bytes | None, str | None]
 
 
 def merge_settings(options: CoreOptions) -> tuple[int, int, int]:
@@ -40,10 +65,15 @@ def merge_manifests(
     target_size: int,
     min_count: int,
     full_threshold: int,
+    partition_types: Sequence[DataType] = (),
 ) -> list[ManifestFileMeta]:
-    """Merge the data manifests of the previous snapshot; returns the new base list."""
+    """Merge the data manifests of the previous snapshot; returns the new base list.
+
+    ``read`` decodes one manifest; ``partition_types`` are the table's partition field types
+    (for skipping base manifests by their partition stats)."""
     metas = list(metas)
-    full = _try_full_compaction(metas, read, writer, target_size, full_threshold)
+    full = _try_full_compaction(metas, read, writer, target_size, full_threshold,
+                                partition_types)
     if full is not None:
         return full
     out: list[ManifestFileMeta] = []
@@ -53,7 +83,7 @@ def merge_manifests(
         group.append(m)
         size += m.file_size
         if size >= target_size:
-            out.extend(_fold(group, read, writer) if len(group) > 1 else group)
+            out.extend(_fold(group, read, writer))
             group, size = [], 0
     if len(group) >= min_count:
         out.extend(_fold(group, read, writer))
@@ -65,9 +95,11 @@ def merge_manifests(
 def _fold(
     group: Sequence[ManifestFileMeta], read: ReadManifest, writer: ManifestWriter
 ) -> list[ManifestFileMeta]:
-    entries = [e for m in group for e in read(m.file_name)]
-    folded = list(merge_entries(entries, source="manifest merge").values())
-    return writer.write_manifests(folded)
+    """``mergeCandidates``: one manifest stays as it is; more are folded and rewritten."""
+    if len(group) == 1:
+        return list(group)
+    folded = merge_entries((e for m in group for e in read(m)), source="manifest merge")
+    return writer.write_manifests(list(folded.values()))
 
 
 def _try_full_compaction(
@@ -76,33 +108,103 @@ def _try_full_compaction(
     writer: ManifestWriter,
     target_size: int,
     threshold: int,
+    partition_types: Sequence[DataType],
 ) -> list[ManifestFileMeta] | None:
-    base: list[ManifestFileMeta] = []
     i = 0
     while i < len(metas) and metas[i].num_deleted_files == 0 and metas[i].file_size >= target_size:
-        base.append(metas[i])
         i += 1
-    delta = metas[i:]
+    base, delta = metas[:i], metas[i:]
     if sum(m.file_size for m in delta) < threshold:
         return None
-    delta_entries = [e for m in delta for e in read(m.file_name)]
-    deleted = {
-        e.identifier() for e in merge_entries(delta_entries, source="manifest merge").values()
-        if e.kind is FileKind.DELETE
+    deleted: set[Identifier] = {
+        e.identifier() for m in delta if m.num_deleted_files
+        for e in read(m) if e.kind is FileKind.DELETE
     }
-    deleted_partitions = {ident[0] for ident in deleted}
+    may_hold = _DeletedPartitions({ident[0] for ident in deleted}, partition_types)
     kept: list[ManifestFileMeta] = []
-    rewrite: list[ManifestEntry] = []
+    roller = _Roller(writer)
     for m in base:
-        entries = read(m.file_name)
-        if not any(e.partition in deleted_partitions for e in entries):
+        if not deleted or not may_hold(m):
+            kept.append(m)
+            continue
+        entries = read(m)
+        live = [e for e in entries if e.identifier() not in deleted]
+        if len(live) == len(entries):
             kept.append(m)
         else:
-            rewrite.extend(entries)
-    live = [
-        e for e in merge_entries(rewrite + delta_entries, source="manifest merge").values()
-        if e.kind is FileKind.ADD
-    ]
-    # a DELETE whose ADD lives in a kept manifest cannot exist: kept manifests hold no
-    # partition with a deletion
-    return kept + writer.write_manifests(live)
+            roller.add(live)
+    for m in delta:
+        roller.add(e for e in read(m)
+                   if e.kind is FileKind.ADD and e.identifier() not in deleted)
+    return kept + roller.finish()
+
+
+class _Roller:
+    """Streams entries into rolling manifests: full ones are written as soon as they fill."""
+
+    def __init__(self, writer: ManifestWriter) -> None:
+        self.writer = writer
+        self.pending: list[ManifestEntry] = []
+        self.out: list[ManifestFileMeta] = []
+
+    def add(self, entries: Iterable[ManifestEntry]) -> None:
+        self.pending.extend(entries)
+        metas, rest = self.writer.write_full_manifests(self.pending)
+        if metas:
+            self.out.extend(metas)
+            self.pending = list(rest)
+
+    def finish(self) -> list[ManifestFileMeta]:
+        if self.pending:
+            self.out.extend(self.writer.write_manifests(self.pending))
+            self.pending = []
+        return self.out
+
+
+class _DeletedPartitions:
+    """Whether a manifest may hold an entry of one of ``partitions``, by its partition stats
+    (Java's ``PartitionPredicate.fromMultiple``): per partition field, some value of the
+    deleted partitions (or a null) lies within the manifest's [min, max] (or null count)."""
+
+    def __init__(self, partitions: set[bytes], types: Sequence[DataType]) -> None:
+        self.types = [t.with_nullable(True) for t in types]
+        order = functools.cmp_to_key(lambda a, b: java_compare(a, b) or 0)
+        self.key = order
+        self.values: list[list[Any]] = [[] for _ in self.types]
+        self.nulls = [False] * len(self.types)
+        self.comparable = True
+        for p in partitions:
+            for i, v in enumerate(deserialize_binary_row(p, self.types, exact_timestamps=True)):
+                if v is None:
+                    self.nulls[i] = True
+                elif isinstance(v, (bytes, bytearray, float)):
+                    self.comparable = False  # binary order differs by writer; NaN is unordered
+                else:
+                    self.values[i].append(v)
+        for vals in self.values:
+            vals.sort(key=order)
+
+    def __call__(self, meta: ManifestFileMeta) -> bool:
+        if not self.types or not self.comparable:
+            return True
+        stats = meta.partition_stats
+        try:
+            mins = deserialize_binary_row(stats.min_values, self.types, exact_timestamps=True)
+            maxs = deserialize_binary_row(stats.max_values, self.types, exact_timestamps=True)
+        except Exception:  # stats of another arity (an old writer): unknown, may hold
+            return True
+        rows = meta.num_added_files + meta.num_deleted_files
+        for i, vals in enumerate(self.values):
+            counts = stats.null_counts
+            nulls = counts[i] if counts is not None and i < len(counts) else None
+            if self.nulls[i] and (nulls is None or nulls > 0):
+                continue
+            lo, hi = mins[i], maxs[i]
+            if lo is None or hi is None:
+                if nulls is None or nulls < rows:
+                    continue  # unknown bounds
+                return False  # only nulls in this field, and no deleted partition has one
+            at = bisect.bisect_left(vals, self.key(lo), key=self.key)
+            if at == len(vals) or (java_compare(vals[at], hi) or 0) > 0:
+                return False
+        return True

@@ -108,26 +108,41 @@ class ManifestWriter:
 
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write entries into one or more rolling manifests (none for no entries)."""
+        metas, rest = self.write_full_manifests(entries)
+        if rest:
+            metas.append(self._write_entries(rest, encode_manifest(rest, codec=self.codec)))
+        return metas
+
+    def write_full_manifests(
+        self, entries: Sequence[ManifestEntry]
+    ) -> tuple[list[ManifestFileMeta], Sequence[ManifestEntry]]:
+        """Write the leading entries into manifests that reach ``manifest.target-file-size``
+        (Java's ``RollingFileWriter``: a manifest rolls once it has reached the target, checked
+        every 1000 records), and return them with the entries left over (too few to reach the
+        target: a streaming caller adds more to them, :meth:`write_manifests` writes them as
+        the last, smaller file)."""
         metas: list[ManifestFileMeta] = []
-        if not entries:
-            return metas
-        # estimate the encoded size per entry from a first chunk, then cut evenly
-        chunk = max(_ROLL_CHECK, 1)
+        chunk = _ROLL_CHECK
         start = 0
         while start < len(entries):
             part = entries[start:start + chunk]
             data = encode_manifest(part, codec=self.codec)
-            if len(data) > self.target_file_size and len(part) > _ROLL_CHECK:
-                chunk = max(_ROLL_CHECK, int(len(part) * self.target_file_size / len(data)))
+            if len(data) < self.target_file_size:
+                if start + len(part) >= len(entries):
+                    break  # the rest cannot reach the target
+                # grow by the estimated missing entries, in steps of 1000 records
+                missing = (self.target_file_size - len(data)) * len(part) / len(data)
+                chunk = len(part) + _ROLL_CHECK * (int(missing) // _ROLL_CHECK + 1)
                 continue
-            name = self._write_manifest(data)
-            if self.cache is not None:
-                self.cache.put(join(self.dir, name), len(data), tuple(part))
-            metas.append(self._meta(name, len(data), part))
+            metas.append(self._write_entries(part, data))
             start += len(part)
-            if len(data) < self.target_file_size // 2:
-                chunk *= 2
-        return metas
+        return metas, entries[start:]
+
+    def _write_entries(self, entries: Sequence[ManifestEntry], data: bytes) -> ManifestFileMeta:
+        name = self._write_manifest(data)
+        if self.cache is not None:
+            self.cache.put(join(self.dir, name), len(data), tuple(entries))
+        return self._meta(name, len(data), entries)
 
     def _write_manifest(self, data: bytes) -> str:
         name = self._next_name("manifest")

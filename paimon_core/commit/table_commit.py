@@ -563,9 +563,10 @@ class TableCommit:
                                 schema.id, target_file_size=target, cache=self.manifests.cache)
         try:
             delta_metas = writer.write_manifests(changes.data)
-            base_metas = merge_manifests(prev, self.manifests.manifest, writer,
-                                         target_size=target, min_count=min_count,
-                                         full_threshold=full)
+            base_metas = merge_manifests(
+                prev, lambda m: self.manifests.manifest(m.file_name, m.file_size), writer,
+                target_size=target, min_count=min_count, full_threshold=full,
+                partition_types=part_types)
             base_name, base_size = writer.write_manifest_list(base_metas)
             delta_name, delta_size = writer.write_manifest_list(delta_metas)
             changelog_name: str | None = None

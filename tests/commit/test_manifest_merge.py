@@ -17,8 +17,9 @@ from tests.commit.helpers import data_file, message, part
 @pytest.mark.parametrize("opts", [
     {"manifest.merge-min-count": "3", "manifest.target-file-size": "64 kb",
      "manifest.full-compaction-threshold-size": "1 mb"},
-    {"manifest.merge-min-count": "2", "manifest.target-file-size": "1 kb",
-     "manifest.full-compaction-threshold-size": "3 kb"},
+    # a manifest of one entry takes ~2.1 kB (mostly the Avro header), ~50 B more per entry
+    {"manifest.merge-min-count": "2", "manifest.target-file-size": "4 kb",
+     "manifest.full-compaction-threshold-size": "10 kb"},
 ])
 def test_merged_lists_fold_to_the_model(tmp_path: Path, seed: int, opts: dict[str, str]) -> None:
     rng = random.Random(seed)
