@@ -149,15 +149,17 @@ class _Roller:
 
     def add(self, entries: Iterable[ManifestEntry]) -> None:
         self.pending.extend(entries)
+        per_entry = self.writer.bytes_per_entry
+        if per_entry and len(self.pending) * per_entry < self.writer.target_file_size:
+            return  # not a full manifest yet (by the last encoding's estimate)
         metas, rest = self.writer.write_full_manifests(self.pending)
         if metas:
             self.out.extend(metas)
             self.pending = list(rest)
 
     def finish(self) -> list[ManifestFileMeta]:
-        if self.pending:
-            self.out.extend(self.writer.write_manifests(self.pending))
-            self.pending = []
+        self.out.extend(self.writer.write_manifests(self.pending))
+        self.pending = []
         return self.out
 
 

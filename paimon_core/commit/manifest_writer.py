@@ -94,6 +94,8 @@ class ManifestWriter:
         self.counter = 0
         self.written: list[str] = []  # every file this writer created (for cleanup)
         self._partition_cache: dict[bytes, list[Any]] = {}
+        #: encoded bytes per entry of the last manifest encoded (sizes the next one)
+        self.bytes_per_entry: float | None = None
 
     def _next_name(self, kind: str) -> str:
         name = f"{kind}-{self.prefix}-{self.counter}"
@@ -108,30 +110,34 @@ class ManifestWriter:
 
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write entries into one or more rolling manifests (none for no entries)."""
-        metas, rest = self.write_full_manifests(entries)
-        if rest:
-            metas.append(self._write_entries(rest, encode_manifest(rest, codec=self.codec)))
-        return metas
+        return self.write_full_manifests(entries, last=True)[0]
 
     def write_full_manifests(
-        self, entries: Sequence[ManifestEntry]
+        self, entries: Sequence[ManifestEntry], *, last: bool = False
     ) -> tuple[list[ManifestFileMeta], Sequence[ManifestEntry]]:
         """Write the leading entries into manifests that reach ``manifest.target-file-size``
         (Java's ``RollingFileWriter``: a manifest rolls once it has reached the target, checked
-        every 1000 records), and return them with the entries left over (too few to reach the
-        target: a streaming caller adds more to them, :meth:`write_manifests` writes them as
-        the last, smaller file)."""
+        every 1000 records), and return them with the entries left over: too few to reach the
+        target, a streaming caller adds more to them. ``last``: write those too, as the last,
+        smaller manifest (nothing is left over)."""
         metas: list[ManifestFileMeta] = []
         chunk = _ROLL_CHECK
+        if self.bytes_per_entry:
+            chunk = _ROLL_CHECK * (int(self.target_file_size / self.bytes_per_entry)
+                                   // _ROLL_CHECK + 1)
         start = 0
         while start < len(entries):
             part = entries[start:start + chunk]
             data = encode_manifest(part, codec=self.codec)
+            self.bytes_per_entry = len(data) / len(part)
             if len(data) < self.target_file_size:
                 if start + len(part) >= len(entries):
+                    if last:
+                        metas.append(self._write_entries(part, data))
+                        start += len(part)
                     break  # the rest cannot reach the target
                 # grow by the estimated missing entries, in steps of 1000 records
-                missing = (self.target_file_size - len(data)) * len(part) / len(data)
+                missing = (self.target_file_size - len(data)) / self.bytes_per_entry
                 chunk = len(part) + _ROLL_CHECK * (int(missing) // _ROLL_CHECK + 1)
                 continue
             metas.append(self._write_entries(part, data))

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from paimon_core.commit.conflicts import check_conflicts
+from paimon_core.commit.conflicts import check_conflicts, check_new_files, needs_live_files
 from paimon_core.commit.index_changes import check_index_bases, index_adds, index_deletes
 from paimon_core.commit.manifest_merge import merge_manifests, merge_settings
 from paimon_core.commit.manifest_writer import ManifestWriter
@@ -454,6 +454,15 @@ class TableCommit:
             return []
         return self.manifests.index_manifest(snapshot.index_manifest)
 
+    def _bucket_counts_agree(self, schema: TableSchema) -> bool:
+        """Whether every schema up to ``schema`` has its bucket count (schemas are immutable
+        and cached: read once per committer)."""
+        try:
+            return all(self.schemas.schema(i).num_buckets == schema.num_buckets
+                       for i in range(schema.id))
+        except PaimonError:  # a schema file missing or unreadable: check in full
+            return False
+
     def _live(
         self, metas: Sequence[ManifestFileMeta], touched: set[bytes] | None
     ) -> list[ManifestEntry]:
@@ -514,15 +523,21 @@ class TableCommit:
                 max_retries = options.commit_max_retries(DEFAULT_MAX_RETRIES)
             try:
                 prev = self.manifests.data_manifests(latest)
-                live = self._live(prev, touched)
-                changes = build(latest, live)
+                # an OVERWRITE's changes are made of the live files; the others' are not
+                live = self._live(prev, touched) if kind is CommitKind.OVERWRITE else None
+                changes = build(latest, live or [])
                 if (not changes.data and not changes.changelog and not changes.index
                         and (kind is not CommitKind.OVERWRITE or not allow_empty)):
                     return None
-                decode = (key_decoder(schema, exact_timestamps=True)
-                          if schema.primary_keys else None)
-                check_conflicts(live, changes.data, decode_key=decode,
-                                check_bucket_counts=check_bucket_counts)
+                if live is None and (kind is not CommitKind.APPEND or needs_live_files(
+                        changes.data, bucket_counts_agree=self._bucket_counts_agree(schema))):
+                    live = self._live(prev, touched)
+                if live is None:  # conflicts.py: an APPEND of new level-0 files
+                    check_new_files(changes.data)
+                else:
+                    check_conflicts(live, changes.data, decode_key=key_decoder(
+                        schema, exact_timestamps=True) if schema.primary_keys else None,
+                        check_bucket_counts=check_bucket_counts)
                 outcome = self._attempt(kind, schema, latest, prev, changes, identifier,
                                         opts.properties, opts.watermark)
             except CorruptMetadataError:
