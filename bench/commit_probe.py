@@ -19,10 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,7 @@ from paimon_core.commit_message import CommitMessage  # noqa: E402
 from paimon_core.schema_builder import Schema  # noqa: E402
 from paimon_core.spec.binary_row import EMPTY_ROW_SERIALIZED, serialize_binary_row  # noqa: E402
 from paimon_core.spec.manifest import DataFileMeta, FileSource  # noqa: E402
-from paimon_core.spec.stats import EMPTY_STATS, unknown_stats  # noqa: E402
+from paimon_core.spec.stats import EMPTY_STATS, SimpleStats  # noqa: E402
 from paimon_core.types import parse_sql_type  # noqa: E402
 
 INT = parse_sql_type("INT")
@@ -57,20 +59,32 @@ def _reset_peak() -> None:
         pass
 
 
-def _file(n: int) -> DataFileMeta:
+VALUE_TYPES = [parse_sql_type(t) for t in ("INT", "BIGINT", "BIGINT", "STRING", "DOUBLE")]
+
+
+def _file(n: int, rng: random.Random) -> DataFileMeta:
+    """A data file entry shaped like a real one: a unique name, value stats of 5 columns with
+    distinct values (what makes a manifest entry take ~100-200 bytes compressed)."""
+    lo = rng.randrange(1 << 40)
+    mins = [n % 10_000, lo, rng.randrange(1 << 30), f"k{lo:x}", rng.random()]
+    maxs = [n % 10_000, lo + rng.randrange(1 << 20), rng.randrange(1 << 31),
+            f"k{lo + 999:x}", 1 + rng.random()]
+    stats = SimpleStats(serialize_binary_row(mins, VALUE_TYPES),
+                        serialize_binary_row(maxs, VALUE_TYPES), (0, 0, rng.randrange(9), 0, 0))
+    rows = rng.randrange(1000, 100_000)
     return DataFileMeta(
-        f"data-probe-{n:09d}.parquet", 4096 + n % 997, 100, EMPTY_ROW_SERIALIZED,
-        EMPTY_ROW_SERIALIZED, EMPTY_STATS, unknown_stats(2), 0, 99, 0, 0, (), 0, 0, None,
-        FileSource.APPEND, None, None, None, None,
+        f"data-{uuid.UUID(int=rng.getrandbits(128))}-0.parquet", rows * 40 + rng.randrange(4096),
+        rows, EMPTY_ROW_SERIALIZED, EMPTY_ROW_SERIALIZED, EMPTY_STATS, stats, 0, rows - 1, 0, 0,
+        (), 1_764_000_000_000 + n, 0, None, FileSource.APPEND, None, None, None, None,
     )
 
 
-def _messages(path: str, parts: list[bytes], per_partition: int, start: int
-              ) -> tuple[list[CommitMessage], int]:
+def _messages(path: str, parts: list[bytes], per_partition: int, start: int,
+              rng: random.Random) -> tuple[list[CommitMessage], int]:
     msgs = []
     n = start
     for p in parts:
-        files = tuple(_file(n + i) for i in range(per_partition))
+        files = tuple(_file(n + i, rng) for i in range(per_partition))
         n += per_partition
         msgs.append(CommitMessage(p, 0, -1, new_files=files, table_path=path, schema_id=0))
     return msgs, n
@@ -106,7 +120,8 @@ def main() -> int:
     per_partition = max(1, per_commit // args.partitions)
     with tempfile.TemporaryDirectory(dir=args.dir) as wh:
         t = FileSystemCatalog(wh).create_table(
-            "db.t", Schema.of([("pt", "INT"), ("v", "BIGINT")], partition_keys=["pt"]))
+            "db.t", Schema.of([("pt", "INT"), ("a", "BIGINT"), ("b", "BIGINT"), ("c", "STRING"),
+                              ("d", "DOUBLE")], partition_keys=["pt"]))
 
         def commit(msgs: list[CommitMessage], identifier: int) -> None:
             # a fresh catalog per commit: a cold manifest cache, as a commit job in a process
@@ -123,16 +138,21 @@ def main() -> int:
             return real(data, path)
 
         mio.decode_manifest = counting  # type: ignore[assignment]
+        rng = random.Random(28)
         parts = [serialize_binary_row([i], [INT]) for i in range(args.partitions)]
         n = 0
         rows = []
         for c in range(args.commits):
-            msgs, n = _messages(t.path, parts, per_partition, n)
+            msgs, n = _messages(t.path, parts, per_partition, n, rng)
             rows.append(_measure(f"commit {c + 1} ({len(msgs) * per_partition} entries)",
                                  lambda msgs=msgs, c=c: commit(msgs, c + 1), reads))
-        one, n = _messages(t.path, parts[:1], 1, n)
+        one, n = _messages(t.path, parts[:1], 1, n, rng)
         rows.append(_measure("1-file commit", lambda: commit(one, args.commits + 1),
                              reads))
+        table = FileSystemCatalog(wh).get_table("db.t")
+        metas = table.manifest_io.data_manifests(table.latest_snapshot())
+        print(json.dumps({"data_manifests": len(metas),
+                          "sizes_kb": [m.file_size // 1024 for m in metas]}))
         first, last = rows[0]["cpu_s"], rows[args.commits - 1]["cpu_s"]
         print(json.dumps({"entries": n, "last_over_first_cpu": round(last / max(first, 1e-9), 2),
                           "max_peak_rss_mb": max(r["peak_rss_mb"] for r in rows)}))

@@ -1,35 +1,40 @@
-"""Manifest merging on commit (``org.apache.paimon.operation.ManifestFileMerger`` of Paimon 0.9).
+"""Manifest merging on commit (``org.apache.paimon.operation.ManifestFileMerger``).
 
 Without merging, a table's base manifest list grows by one manifest per commit. Each commit
 merges the previous snapshot's data manifests (its base list, then its delta list) before it
-writes its own base list:
+writes its own base list. A manifest is *done* when it has reached
+``manifest.target-file-size`` and holds no DELETE entry (the negation of Java's
+``mustChange``); manifests roll at that size (:class:`ManifestWriter`), so a table is mostly
+done manifests plus a few small ones from the latest commits.
 
-1. *Full compaction* (``tryFullCompaction``). The *base* is the leading run of manifests that
-   hold no DELETE entry and have reached ``manifest.target-file-size``; everything after it is
-   the *delta*. Only when the delta adds up to ``manifest.full-compaction-threshold-size``:
+1. *Full compaction* (``tryFullCompaction``), when the manifests that are not done add up to
+   ``manifest.full-compaction-threshold-size``:
 
-   * the DELETE identifiers of the delta are collected (only manifests whose
-     ``_NUM_DELETED_FILES`` is not zero are decoded for that);
-   * a base manifest is kept as it is, undecoded, when nothing is deleted, or when its
-     ``_PARTITION_STATS`` exclude every partition a DELETE names (Java's
-     ``PartitionPredicate.fromMultiple``: per partition field, no deleted value lies in
-     [min, max]); otherwise it is decoded, and rewritten only when it holds a deleted file;
-   * the delta manifests and the base manifests that hold a deleted file are streamed, one
-     manifest at a time, into rolling manifests: their ADD entries minus the deleted ones;
-     DELETE entries vanish (their ADD is in the delta, or in a rewritten base manifest).
+   * the DELETE identifiers are collected (only manifests whose ``_NUM_DELETED_FILES`` is not
+     zero are decoded for that);
+   * a done manifest is kept as it is, undecoded, when nothing is deleted or its
+     ``_PARTITION_STATS`` exclude every partition a DELETE names (``PartitionPredicate
+     .fromMultiple``: per partition field, no deleted value lies in [min, max]); otherwise it
+     is decoded, and rewritten only when it holds a deleted file;
+   * the other manifests are streamed, one at a time, into rolling manifests written after
+     the kept ones: their ADD entries minus the deleted ones. DELETE entries vanish (their
+     ADD is rewritten without it). Fewer than two manifests to rewrite: no full compaction.
 
-   Java 0.9 reads every base manifest after the first one that may hold a deleted partition,
-   and every base manifest of an unpartitioned table; the per-manifest decision here writes
-   the same live files and reads fewer manifests (as Java >= 1.0 does).
-2. Otherwise *minor compaction* (``tryMinorCompaction``): walk the manifests accumulating
-   their sizes; each time a group reaches ``manifest.target-file-size`` fold it into new
-   manifests (a group of one manifest is kept as it is); a trailing group of at least
-   ``manifest.merge-min-count`` manifests is folded too, a shorter one kept. Folding a group
-   keeps unmatched DELETE entries (their ADD lives in an earlier manifest).
+   This is Paimon >= 1.0's selection. Paimon 0.9 split the list into a leading run of done
+   manifests and the rest, and rewrote all of the rest (done ones included) plus every done
+   manifest after the first one whose partition stats may hold a deleted partition: with the
+   small last manifest of each commit interleaved, that is most of the table.
+2. Otherwise *minor compaction* (``tryMinorCompaction``): walk the manifests accumulating the
+   sizes of those not done; each time the group reaches ``manifest.target-file-size`` fold
+   it into new manifests (a group of one manifest is kept as it is); a trailing group of at
+   least ``manifest.merge-min-count`` manifests is folded too, a shorter one kept. Folding
+   keeps unmatched DELETE entries (their ADD lives in an earlier manifest). Unlike Java,
+   done manifests keep their place and the group goes on past them (see
+   :func:`_minor_compaction`).
 
-Memory: one group (minor) or one manifest plus the delta's DELETE identifiers and the rolling
-writer's pending entries (full) are held at a time, never the whole table. The merged list is
-equivalent to the input: folding it yields the same live files.
+Memory: one group (minor), or one manifest plus the DELETE identifiers and the rolling
+writer's pending entries (full), are held at a time, never the whole table. The merged list
+is equivalent to the input: folding it yields the same live files.
 """
 
 from __future__ import annotations
@@ -70,26 +75,51 @@ def merge_manifests(
     """Merge the data manifests of the previous snapshot; returns the new base list.
 
     ``read`` decodes one manifest; ``partition_types`` are the table's partition field types
-    (for skipping base manifests by their partition stats)."""
+    (for skipping manifests by their partition stats)."""
     metas = list(metas)
     full = _try_full_compaction(metas, read, writer, target_size, full_threshold,
                                 partition_types)
     if full is not None:
         return full
-    out: list[ManifestFileMeta] = []
-    group: list[ManifestFileMeta] = []
+    return _minor_compaction(metas, read, writer, target_size, min_count)
+
+
+def _done(m: ManifestFileMeta, target_size: int) -> bool:
+    """A manifest that needs no merging: it reached the target and deletes nothing (the
+    negation of Java's ``mustChange``)."""
+    return m.num_deleted_files == 0 and m.file_size >= target_size
+
+
+def _minor_compaction(
+    metas: list[ManifestFileMeta],
+    read: ReadManifest,
+    writer: ManifestWriter,
+    target_size: int,
+    min_count: int,
+) -> list[ManifestFileMeta]:
+    """``tryMinorCompaction``, except that a manifest that needs no merging (:func:`_done`)
+    keeps its place and the group goes on past it: its ADDs are unique files, so a group
+    folded after it (its DELETEs still after their ADDs) reads the same. Java folds it
+    into the group when the group reaches the target with it: a full manifest decoded and
+    re-encoded by a commit that added one file."""
+    out: list[tuple[int, ManifestFileMeta]] = []  # (position, manifest), sorted at the end
+    group: list[tuple[int, ManifestFileMeta]] = []
     size = 0
-    for m in metas:
-        group.append(m)
+    for pos, m in enumerate(metas):
+        if _done(m, target_size):
+            out.append((pos, m))
+            continue
+        group.append((pos, m))
         size += m.file_size
         if size >= target_size:
-            out.extend(_fold(group, read, writer))
+            out.extend((pos, f) for f in _fold([g for _, g in group], read, writer))
             group, size = [], 0
     if len(group) >= min_count:
-        out.extend(_fold(group, read, writer))
+        last = group[-1][0]
+        out.extend((last, f) for f in _fold([g for _, g in group], read, writer))
     else:
         out.extend(group)
-    return out
+    return [m for _, m in sorted(out, key=lambda pm: pm[0])]
 
 
 def _fold(
@@ -110,32 +140,29 @@ def _try_full_compaction(
     threshold: int,
     partition_types: Sequence[DataType],
 ) -> list[ManifestFileMeta] | None:
-    i = 0
-    while i < len(metas) and metas[i].num_deleted_files == 0 and metas[i].file_size >= target_size:
-        i += 1
-    base, delta = metas[:i], metas[i:]
-    if sum(m.file_size for m in delta) < threshold:
+    must_change = [not _done(m, target_size) for m in metas]
+    if sum(m.file_size for m, c in zip(metas, must_change) if c) < threshold:
         return None
     deleted: set[Identifier] = {
-        e.identifier() for m in delta if m.num_deleted_files
+        e.identifier() for m in metas if m.num_deleted_files
         for e in read(m) if e.kind is FileKind.DELETE
     }
     may_hold = _DeletedPartitions({ident[0] for ident in deleted}, partition_types)
+    candidates = [c or bool(deleted and may_hold(m)) for m, c in zip(metas, must_change)]
+    if sum(candidates) <= 1:
+        return None
     kept: list[ManifestFileMeta] = []
     roller = _Roller(writer)
-    for m in base:
-        if not deleted or not may_hold(m):
+    for m, c, candidate in zip(metas, must_change, candidates):
+        if not candidate:
             kept.append(m)
             continue
-        entries = read(m)
+        entries = [e for e in read(m) if e.kind is FileKind.ADD]
         live = [e for e in entries if e.identifier() not in deleted]
-        if len(live) == len(entries):
-            kept.append(m)
+        if not c and len(live) == len(entries):
+            kept.append(m)  # its partitions may, its files do not hold a deleted one
         else:
             roller.add(live)
-    for m in delta:
-        roller.add(e for e in read(m)
-                   if e.kind is FileKind.ADD and e.identifier() not in deleted)
     return kept + roller.finish()
 
 
