@@ -124,6 +124,10 @@ class ManifestIO:
         """Decode a manifest (cached); ``size`` = ``_FILE_SIZE`` from the manifest list."""
         return self._decoded(name, size, "manifest", decode_manifest)
 
+    def manifest_bytes(self, name: str, size: int | None = None) -> bytes:
+        """The bytes of a manifest as stored (checked against ``size``), undecoded."""
+        return self._read(name, "manifest", size)
+
     def index_manifest(self, name: str) -> list[IndexManifestEntry]:
         return decode_index_manifest(self._read(name, "index manifest", None), self.path(name))
 

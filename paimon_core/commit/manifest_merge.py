@@ -44,6 +44,7 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from paimon_core.commit.manifest_concat import ReadBytes, concat_manifests
 from paimon_core.commit.manifest_writer import ManifestWriter
 from paimon_core.options import CoreOptions
 from paimon_core.scan.predicate_literal import java_compare
@@ -71,17 +72,27 @@ def merge_manifests(
     min_count: int,
     full_threshold: int,
     partition_types: Sequence[DataType] = (),
+    read_bytes: ReadBytes | None = None,
 ) -> list[ManifestFileMeta]:
     """Merge the data manifests of the previous snapshot; returns the new base list.
 
-    ``read`` decodes one manifest; ``partition_types`` are the table's partition field types
-    (for skipping manifests by their partition stats)."""
+    ``read`` decodes one manifest, ``read_bytes`` reads it undecoded (to fold ADD-only
+    manifests by copying, :mod:`~paimon_core.commit.manifest_concat`); ``partition_types``
+    are the table's partition field types (partition stats)."""
     metas = list(metas)
     full = _try_full_compaction(metas, read, writer, target_size, full_threshold,
                                 partition_types)
     if full is not None:
         return full
-    return _minor_compaction(metas, read, writer, target_size, min_count)
+
+    def fold(group: Sequence[ManifestFileMeta]) -> list[ManifestFileMeta]:
+        if read_bytes is not None:
+            copied = concat_manifests(group, read_bytes, writer, partition_types)
+            if copied is not None:
+                return [copied]
+        return _fold(group, read, writer)
+
+    return _minor_compaction(metas, fold, target_size, min_count)
 
 
 def _done(m: ManifestFileMeta, target_size: int) -> bool:
@@ -92,8 +103,7 @@ def _done(m: ManifestFileMeta, target_size: int) -> bool:
 
 def _minor_compaction(
     metas: list[ManifestFileMeta],
-    read: ReadManifest,
-    writer: ManifestWriter,
+    fold: Callable[[Sequence[ManifestFileMeta]], list[ManifestFileMeta]],
     target_size: int,
     min_count: int,
 ) -> list[ManifestFileMeta]:
@@ -112,11 +122,11 @@ def _minor_compaction(
         group.append((pos, m))
         size += m.file_size
         if size >= target_size:
-            out.extend((pos, f) for f in _fold([g for _, g in group], read, writer))
+            out.extend((pos, f) for f in fold([g for _, g in group]))
             group, size = [], 0
     if len(group) >= min_count:
         last = group[-1][0]
-        out.extend((last, f) for f in _fold([g for _, g in group], read, writer))
+        out.extend((last, f) for f in fold([g for _, g in group]))
     else:
         out.extend(group)
     return [m for _, m in sorted(out, key=lambda pm: pm[0])]

@@ -153,6 +153,10 @@ class ManifestWriter:
             self.cache.put(join(self.dir, name), len(data), tuple(entries))
         return self._meta(name, len(data), entries)
 
+    def write_raw_manifest(self, data: bytes) -> str:
+        """Write an already encoded manifest; returns its new name."""
+        return self._write_manifest(data)
+
     def _write_manifest(self, data: bytes) -> str:
         name = self._next_name("manifest")
         self._write(name, data)

@@ -581,7 +581,8 @@ class TableCommit:
             base_metas = merge_manifests(
                 prev, lambda m: self.manifests.manifest(m.file_name, m.file_size), writer,
                 target_size=target, min_count=min_count, full_threshold=full,
-                partition_types=part_types)
+                partition_types=part_types,
+                read_bytes=lambda m: self.manifests.manifest_bytes(m.file_name, m.file_size))
             base_name, base_size = writer.write_manifest_list(base_metas)
             delta_name, delta_size = writer.write_manifest_list(delta_metas)
             changelog_name: str | None = None
