@@ -28,8 +28,9 @@ done manifests plus a few small ones from the latest commits.
    sizes of those not done; each time the group reaches ``manifest.target-file-size`` fold
    it into new manifests (a group of one manifest is kept as it is); a trailing group of at
    least ``manifest.merge-min-count`` manifests is folded too, a shorter one kept. Folding
-   keeps unmatched DELETE entries (their ADD lives in an earlier manifest). Unlike Java,
-   done manifests keep their place and the group goes on past them (see
+   keeps unmatched DELETE entries (their ADD lives in an earlier manifest); a group of
+   ADD-only manifests is folded by copying their Avro blocks (:mod:`.manifest_concat`).
+   Unlike Java, done manifests keep their place and the group goes on past them (see
    :func:`_minor_compaction`).
 
 Memory: one group (minor), or one manifest plus the DELETE identifiers and the rolling
