@@ -199,6 +199,10 @@ class ManifestIO:
         with ThreadPoolExecutor(min(max_workers, len(metas))) as pool:
             return list(pool.map(read, metas))
 
+    def manifest_bytes(self, name: str, size: int | None = None) -> bytes:
+        """The bytes of a manifest as stored (checked against ``size``), undecoded."""
+        return self._read(name, "manifest", size)
+
     def index_manifest(self, name: str) -> list[IndexManifestEntry]:
         return decode_index_manifest(self._read(name, "index manifest", None), self.path(name))
 

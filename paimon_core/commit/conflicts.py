@@ -9,6 +9,34 @@ Run on every commit attempt against the snapshot the commit is about to follow (
 
 Ignoring a conflict corrupts every later commit, so each check raises
 :class:`CommitConflictError` with what it found.
+
+**Which commits read the live files** (:func:`needs_live_files`). The checks above need the
+live ``ManifestEntry`` rows of the touched partitions, i.e. decoding every manifest whose
+``_PARTITION_STATS`` may hold one of them: for an APPEND that touches every partition, the
+whole table. Paimon 0.9 (``FileStoreCommitImpl.commit``) commits an APPEND of new files with
+``noConflictCheck()`` ("as these files are just newly written, they should not conflict with
+existing files") and only checks (``mustConflictCheck()``) when the APPEND also deletes files
+or carries deletion vectors (then it is committed as an OVERWRITE), and for COMPACT and
+OVERWRITE commits. We do the same, and keep every invariant:
+
+* an APPEND whose entries are all ADDs of level-0 files (what a writer flushes) deletes
+  nothing (check 1's first half is empty) and adds no file of a level >= 1 (check 2 compares
+  files of levels >= 1 only, and the live ones did not overlap before);
+* check 3 can only fail when a partition already holds files of another bucket count than
+  the commit's ``_TOTAL_BUCKETS``. Every commit is refused unless its files were written for
+  the ``bucket`` option of the latest schema (``TableCommit._validate``), so that needs a
+  schema with another ``bucket`` (a rescale: ``ALTER TABLE .. SET ('bucket')`` then INSERT
+  OVERWRITE). The APPEND is checked in full when any schema of the table has another bucket
+  count than the one its files were written for (files of ``bucket = -1`` tables are not
+  counted by check 3 at all);
+* "no file added twice" within the commit is checked from the commit's own entries
+  (:func:`check_new_files`). Against the live files it holds by construction: data file names
+  are unique per writer (``data-<uuid>-<n>``) and a commit identifier lands once per commit
+  user (``TableCommit.landed``). Handing the same messages to a second commit user or a new
+  identifier is not detected for such an APPEND (as in Java); ``fsck`` reports it.
+
+Everything else (APPENDs with deletes or compacted files, COMPACT, OVERWRITE) reads the live
+files of the touched partitions and runs :func:`check_conflicts`.
 """
 
 from __future__ import annotations
@@ -119,3 +147,23 @@ def _check_bucket_counts(after: Sequence[ManifestEntry], changes: Sequence[Manif
                 f"a partition would mix files written for different bucket counts {sorted(seen)} "
                 "(a writer with a stale bucket count?)"
             )
+
+
+def needs_live_files(changes: Sequence[ManifestEntry], *, bucket_counts_agree: bool) -> bool:
+    """Whether an APPEND of ``changes`` must be checked against the live files (see the
+    module docs). ``bucket_counts_agree``: every schema of the table has the bucket count the
+    commit's files were written for."""
+    for e in changes:
+        if e.kind is not FileKind.ADD or e.file.level != 0:
+            return True
+        if e.total_buckets > 0 and not bucket_counts_agree:
+            return True
+    return False
+
+
+def check_new_files(changes: Sequence[ManifestEntry]) -> None:
+    """The check that holds without the live files: no file added twice by the commit."""
+    try:
+        merge_entries(changes, source="commit")
+    except CorruptMetadataError as e:
+        raise CommitConflictError(f"commit adds the same file twice: {e.reason}") from e

@@ -33,24 +33,24 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from paimon_core.commit.conflicts import check_conflicts
+from paimon_core.commit.committed import CommittedLookup
+from paimon_core.commit.conflicts import check_conflicts, check_new_files, needs_live_files
 from paimon_core.commit.index_changes import check_index_bases, index_adds, index_deletes
 from paimon_core.commit.manifest_merge import merge_manifests, merge_settings
 from paimon_core.commit.manifest_writer import ManifestWriter
 from paimon_core.commit.options import CommitOptions
+from paimon_core.commit.publish import SnapshotPublisher
 from paimon_core.commit.steps import CommitStep, steps_done
 from paimon_core.commit_message import CommitMessage, validate_messages
 from paimon_core.errors import (
     CommitConflictError,
-    CommitStateUnknownError,
     CorruptMetadataError,
     PaimonError,
     SchemaError,
-    SnapshotNotExistError,
 )
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
@@ -130,6 +130,7 @@ class TableCommit:
             self.options = replace(self.options, max_retries=max_retries)
         self._sleep = sleep
         self._partition_fields: tuple[list[str], list[DataType]] | None = None
+        self.committed = CommittedLookup(self.snapshots, commit_user)
 
     # ------------------------------------------------------------------ public API
     def commit(
@@ -294,7 +295,7 @@ class TableCommit:
         schema = self._schema()
         for step in steps:
             self._validate(step.messages, schema)
-        landed = self._landed_snapshots(commit_identifier)
+        landed = self.committed.landed_snapshots(commit_identifier)
         done = steps_done(landed, len(steps))
         if done is None:
             return [s.id for s in landed]
@@ -335,66 +336,21 @@ class TableCommit:
 
         return build
 
+    # exactly once (:class:`CommittedLookup`)
     def unfinished_steps(self, identifier: int) -> list[Snapshot]:
-        """This user's snapshots of ``identifier`` (oldest first) when they are the first
-        steps of a multi-step commit whose last step has not landed (a crash between two of
-        its snapshots); ``[]`` otherwise."""
-        found = self._landed_snapshots(identifier)
-        return found if found and not _finished(found) else []
+        """See :meth:`CommittedLookup.unfinished_steps`."""
+        return self.committed.unfinished_steps(identifier)
 
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
-        """The identifiers that have NOT been committed by this commit user yet (Java's
-        ``filterCommitted``: everything up to the user's latest committed identifier is
-        done; that identifier itself is not, while it is a multi-step commit whose last step
-        has not landed)."""
-        last: Snapshot | None = next(self._own_snapshots_newest_first(), None)
-        if last is None:
-            return list(identifiers)
-        step = last.commit_step
-        if step is not None and step[0] < step[1]:
-            return [i for i in identifiers if i >= last.commit_identifier]
-        return [i for i in identifiers if i > last.commit_identifier]
+        """See :meth:`CommittedLookup.filter_committed`."""
+        return self.committed.filter_committed(identifiers)
 
     def latest_committed_identifier(self) -> int | None:
-        for snap in self._own_snapshots_newest_first():
-            return snap.commit_identifier
-        return None
-
-    def _own_snapshots_newest_first(self) -> Iterator[Snapshot]:
-        """This commit user's snapshots, latest first (expired ones are skipped)."""
-        latest = self.snapshots.latest_snapshot_id()
-        earliest = self.snapshots.earliest_snapshot_id()
-        if latest is None or earliest is None:
-            return
-        for sid in range(latest, earliest - 1, -1):
-            try:
-                snap = self.snapshots.snapshot(sid)
-            except SnapshotNotExistError:
-                continue
-            if snap.commit_user == self.commit_user:
-                yield snap
+        return self.committed.latest_committed_identifier()
 
     def landed(self, identifier: int) -> list[int]:
-        """The snapshots (oldest first) in which this user's ``identifier`` already landed, of
-        any kind: a commit of it again is a no-op (Java's committer skips the whole
-        committable). The batch identifier (Long.MAX) is reused by design and never checked.
-        The walk stops at the user's first older identifier (identifiers increase per user,
-        reliability.md rule 3). A multi-step commit (:meth:`commit_steps`) has landed once its
-        last step has: before, ``[]`` (see :meth:`unfinished_steps`)."""
-        found = self._landed_snapshots(identifier)
-        return [s.id for s in found] if _finished(found) else []
-
-    def _landed_snapshots(self, identifier: int) -> list[Snapshot]:
-        """This user's snapshots of ``identifier``, oldest first."""
-        if identifier == BATCH_COMMIT_IDENTIFIER:
-            return []
-        found: list[Snapshot] = []
-        for snap in self._own_snapshots_newest_first():
-            if snap.commit_identifier == identifier:
-                found.append(snap)
-            elif snap.commit_identifier < identifier:
-                break
-        return sorted(found, key=lambda s: s.id)
+        """See :meth:`CommittedLookup.landed`."""
+        return self.committed.landed(identifier)
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the files the messages' writers created (never call after a commit of them
@@ -457,6 +413,15 @@ class TableCommit:
             return []
         return self.manifests.index_manifest(snapshot.index_manifest)
 
+    def _bucket_counts_agree(self, schema: TableSchema) -> bool:
+        """Whether every schema up to ``schema`` has its bucket count (schemas are immutable
+        and cached: read once per committer)."""
+        try:
+            return all(self.schemas.schema(i).num_buckets == schema.num_buckets
+                       for i in range(schema.id))
+        except PaimonError:  # a schema file missing or unreadable: check in full
+            return False
+
     def _live(
         self, metas: Sequence[ManifestFileMeta], touched: set[bytes] | None
     ) -> list[ManifestEntry]:
@@ -473,27 +438,6 @@ class TableCommit:
                 )
             flt = EntryFilter.of_partitions(touched, *self._partition_fields)
         return live_files(read_entries(self.manifests, metas, flt), source=self.table_path)
-
-    def _find_committed(
-        self, kind: CommitKind, identifier: int, after: int | None, latest: int | None
-    ) -> int | None:
-        """A snapshot in (after, latest] with our user, identifier and kind (never a stray
-        below the expiry fence)."""
-        if latest is None:
-            return None
-        start = max((after or 0) + 1, self.snapshots.earliest_snapshot_id() or 1)
-        for sid in range(latest, start - 1, -1):
-            try:
-                snap = self.snapshots.snapshot(sid)
-            except SnapshotNotExistError:
-                break
-            if (
-                snap.commit_user == self.commit_user
-                and snap.commit_identifier == identifier
-                and snap.commit_kind is kind
-            ):
-                return sid
-        return None
 
     def _try_commit(
         self,
@@ -514,7 +458,7 @@ class TableCommit:
             if attempt == 0:
                 first_latest = latest.id if latest else None
             else:
-                done = self._find_committed(kind, identifier, first_latest,
+                done = self.committed.find_committed(kind, identifier, first_latest,
                                             latest.id if latest else None)
                 if done is not None:
                     return done
@@ -524,15 +468,21 @@ class TableCommit:
                 max_retries = options.commit_max_retries(DEFAULT_MAX_RETRIES)
             try:
                 prev = self.manifests.data_manifests(latest)
-                live = self._live(prev, touched)
-                changes = build(latest, live)
+                # an OVERWRITE's changes are made of the live files; the others' are not
+                live = self._live(prev, touched) if kind is CommitKind.OVERWRITE else None
+                changes = build(latest, live or [])
                 if (not changes.data and not changes.changelog and not changes.index
                         and (kind is not CommitKind.OVERWRITE or not allow_empty)):
                     return None
-                decode = (key_decoder(schema, exact_timestamps=True)
-                          if schema.primary_keys else None)
-                check_conflicts(live, changes.data, decode_key=decode,
-                                check_bucket_counts=check_bucket_counts)
+                if live is None and (kind is not CommitKind.APPEND or needs_live_files(
+                        changes.data, bucket_counts_agree=self._bucket_counts_agree(schema))):
+                    live = self._live(prev, touched)
+                if live is None:  # conflicts.py: an APPEND of new level-0 files
+                    check_new_files(changes.data)
+                else:
+                    check_conflicts(live, changes.data, decode_key=key_decoder(
+                        schema, exact_timestamps=True) if schema.primary_keys else None,
+                        check_bucket_counts=check_bucket_counts)
                 outcome = self._attempt(kind, schema, latest, prev, changes, identifier,
                                         opts.properties, opts.watermark)
             except CorruptMetadataError:
@@ -573,9 +523,11 @@ class TableCommit:
                                 schema.id, target_file_size=target, cache=self.manifests.cache)
         try:
             delta_metas = writer.write_manifests(changes.data)
-            base_metas = merge_manifests(prev, self.manifests.manifest, writer,
-                                         target_size=target, min_count=min_count,
-                                         full_threshold=full)
+            base_metas = merge_manifests(
+                prev, lambda m: self.manifests.manifest(m.file_name, m.file_size), writer,
+                target_size=target, min_count=min_count, full_threshold=full,
+                partition_types=part_types,
+                read_bytes=lambda m: self.manifests.manifest_bytes(m.file_name, m.file_size))
             base_name, base_size = writer.write_manifest_list(base_metas)
             delta_name, delta_size = writer.write_manifest_list(delta_metas)
             changelog_name: str | None = None
@@ -612,82 +564,13 @@ class TableCommit:
             changelog_manifest_list_size=changelog_size,
             properties=dict(properties) if properties else None,
         )
-        if self._publish(snapshot):
-            self._write_hint(new_id)
+        publisher = SnapshotPublisher(self.file_io, self.snapshots)
+        if publisher.publish(snapshot):
+            publisher.write_hint(new_id)
             return new_id
         # lost the race: our manifests are referenced by nothing
         _quietly(writer.cleanup)
         return None
-
-    def _publish(self, snapshot: Snapshot) -> bool:
-        """Create ``snapshot-N`` only if absent and never below expiry (see the module docs);
-        True only for a verified snapshot of ours."""
-        if self.snapshots.below_expiry_fence(snapshot.id):
-            log.info("snapshot id %s was expired while this commit was prepared: re-planning",
-                     snapshot.id)
-            return False
-        if not self._create(snapshot):
-            return False
-        try:
-            stray = self.snapshots.is_stray(snapshot.id)
-        except PaimonError as e:  # created, but not verified: never clean up
-            raise CommitStateUnknownError(
-                f"snapshot {snapshot.id} was created but checking it against expiry failed "
-                f"({e}); the commit may have landed: nothing was cleaned up"
-            ) from e
-        if not stray:
-            return True
-        # created in a slot that expiry had emptied: withdraw it (nothing can build on it:
-        # LATEST was not written, lookups stop at the fence), then re-plan
-        log.warning("snapshot id %s had been expired: withdrawing the file this commit created "
-                    "there and re-planning on the latest snapshot", snapshot.id)
-        path = self.snapshots.snapshot_path(snapshot.id)
-        try:
-            self.file_io.delete(path)
-        except PaimonError as e:  # lookups ignore it; the next expiry removes it
-            log.warning("could not withdraw stray %s: %s", path, e)
-        return False
-
-    def _create(self, snapshot: Snapshot) -> bool:
-        """Create ``snapshot-N`` only if absent; decide ours / theirs / unknown by reading it
-        back (reliability rule 2)."""
-        path = self.snapshots.snapshot_path(snapshot.id)
-        error: BaseException | None = None
-        try:
-            if self.file_io.try_create(path, snapshot.to_json_bytes()):
-                return True
-        except Exception as e:  # any failure: the outcome is decided by reading back
-            error = e
-        self.file_io.invalidate(path)
-        try:
-            existing = self.snapshots.snapshot(snapshot.id)
-        except SnapshotNotExistError as e:
-            if error is None:
-                return False  # refused, then gone (expired meanwhile): re-plan
-            raise CommitStateUnknownError(
-                f"publishing snapshot {snapshot.id} failed ({error}) and it cannot be found; "
-                "the commit may still land: nothing was cleaned up"
-            ) from e
-        except (CorruptMetadataError, PaimonError) as e:
-            raise CommitStateUnknownError(
-                f"publishing snapshot {snapshot.id} failed ({error or 'exists'}) and the existing "
-                f"file cannot be read ({e}); nothing was cleaned up"
-            ) from e
-        # ours when it is exactly this attempt (the manifest list name is unique per attempt):
-        # a retried request, or a lost response, whose write landed
-        return (
-            existing.commit_user == snapshot.commit_user
-            and existing.commit_identifier == snapshot.commit_identifier
-            and existing.commit_kind is snapshot.commit_kind
-            and existing.base_manifest_list == snapshot.base_manifest_list
-        )
-
-    def _write_hint(self, snapshot_id: int) -> None:
-        try:
-            self.file_io.write_bytes(join(self.snapshots.snapshot_dir, "LATEST"),
-                                     str(snapshot_id).encode())
-        except PaimonError as e:  # a hint is only a hint
-            log.warning("could not update LATEST hint: %s", e)
 
 
 def _entry(kind: FileKind, m: CommitMessage, f: DataFileMeta) -> ManifestEntry:
@@ -729,14 +612,6 @@ def _changes_of(
 
 def _touched(messages: Sequence[CommitMessage]) -> set[bytes]:
     return {m.partition for m in messages}
-
-
-def _finished(landed: Sequence[Snapshot]) -> bool:
-    """Whether the snapshots of one identifier hold its whole commit: any snapshot of a
-    one-snapshot commit, or the last step of a multi-step one."""
-    steps = [s.commit_step for s in landed]
-    return bool(landed) and (any(s is None for s in steps)
-                             or any(s is not None and s[0] == s[1] for s in steps))
 
 
 def _quietly(fn: Callable[[], None]) -> None:

@@ -434,19 +434,28 @@ def encode_manifest(
 
 def _block_index(entries: Sequence[ManifestEntry]) -> Callable[[list[int]], dict[str, bytes]]:
     def index(counts: list[int]) -> dict[str, bytes]:
-        out = bytearray(b"\x01")  # format version
+        ranges = []
         start = 0
         for count in counts:
-            for e in (entries[start], entries[start + count - 1]):
-                out += len(e.partition).to_bytes(4, "little") + e.partition
+            ranges.append((entries[start].partition, entries[start + count - 1].partition))
             start += count
-        # base64: fastavro (pypaimon) decodes every header value as UTF-8 text
-        return {BLOCK_INDEX_KEY: base64.b64encode(bytes(out))}
+        return encode_block_index(ranges)
 
     return index
 
 
-def _read_block_index(container: AvroContainer) -> list[tuple[bytes, bytes]] | None:
+def encode_block_index(ranges: Sequence[tuple[bytes, bytes]]) -> dict[str, bytes]:
+    """The header entry of a block index: each block's first and last partition (the
+    entries of each block ordered by partition values)."""
+    out = bytearray(b"\x01")  # format version
+    for pair in ranges:
+        for p in pair:
+            out += len(p).to_bytes(4, "little") + p
+    # base64: fastavro (pypaimon) decodes every header value as UTF-8 text
+    return {BLOCK_INDEX_KEY: base64.b64encode(bytes(out))}
+
+
+def read_block_index(container: AvroContainer) -> list[tuple[bytes, bytes]] | None:
     """The block index of a container, None when absent or not one range per block."""
     text = dict(container.meta).get(BLOCK_INDEX_KEY)
     if text is None:
@@ -476,7 +485,7 @@ def _blocks_kept(test: BlockRangeTest | None) -> BlockFilter | None:
         return None
 
     def kept(container: AvroContainer) -> list[int] | None:
-        ranges = _read_block_index(container)
+        ranges = read_block_index(container)
         if ranges is None:
             return None
         return [i for i, ((lo, hi), (count, _)) in enumerate(zip(ranges, container.blocks))

@@ -94,10 +94,17 @@ def test_delete_of_a_file_no_longer_live_is_a_conflict(tmp_path: Path) -> None:
 
 def test_adding_a_live_file_again_is_a_conflict(tmp_path: Path) -> None:
     t = _append_table(tmp_path)
-    a = data_file()
+    a, b = data_file(), data_file()
     t.new_commit("w").commit([message(t.path, "a", a)], 1)
+    # a compaction result that is live already (checked against the live files)
+    again = CommitMessage(part("a"), 0, -1, compact_after=(a,),
+                          table_path=t.path)
     with pytest.raises(CommitConflictError, match="already live"):
-        t.new_commit("other").commit([message(t.path, "a", a)], 1)
+        t.new_commit("other").commit([again], 1)
+    # an APPEND of new files is checked from its own entries (conflicts.py): twice in it
+    with pytest.raises(CommitConflictError, match="same file twice"):
+        t.new_commit("other").commit([message(t.path, "a", b), message(t.path, "a", b)], 1)
+    assert t.snapshot_manager.latest_snapshot_id() == 1
 
 
 def test_lsm_overlap_at_level_1_is_a_conflict(tmp_path: Path) -> None:

@@ -267,8 +267,9 @@ def stale_writer(index: int, barrier: Any, warehouse: str, options: Mapping[str,
     cat.file_io = fio
     table = cat.get_table(Identifier.parse("db.t"))
     counter = _CountWarnings()
-    logging.getLogger("paimon_core.commit.table_commit").addHandler(counter)
-    logging.getLogger("paimon_core.commit.table_commit").setLevel(logging.INFO)
+    # the committer's package: table_commit and publish (the fence check, the withdrawal)
+    logging.getLogger("paimon_core.commit").addHandler(counter)
+    logging.getLogger("paimon_core.commit").setLevel(logging.INFO)
     user = f"stale-{index}"
     cc = CountingCommit(table, user)
     stats = {"budget_exhausted": 0, "state_unknown": 0}
