@@ -20,6 +20,9 @@ class CommittedLookup:
     def __init__(self, snapshots: SnapshotManager, commit_user: str) -> None:
         self.snapshots = snapshots
         self.commit_user = commit_user
+        #: the latest snapshot the last lookup read (None: it read none); a commit builds its
+        #: first attempt on it (a newer one only makes that attempt lose the race and retry)
+        self.latest_seen: Snapshot | None = None
 
     def unfinished_steps(self, identifier: int) -> list[Snapshot]:
         """This user's snapshots of ``identifier`` (oldest first) when they are the first
@@ -47,12 +50,19 @@ class CommittedLookup:
         return None
 
     def own_snapshots_newest_first(self) -> Iterator[Snapshot]:
-        """This commit user's snapshots, latest first (expired ones are skipped)."""
-        latest = self.snapshots.latest_snapshot_id()
-        earliest = self.snapshots.earliest_snapshot_id()
-        if latest is None or earliest is None:
+        """This commit user's snapshots, latest first (expired ones are skipped). The latest
+        snapshot read is kept in :attr:`latest_seen`; the earliest id is looked up only when
+        the walk goes past the latest snapshot."""
+        latest = self.snapshots.latest_snapshot()
+        self.latest_seen = latest
+        if latest is None:
             return
-        for sid in range(latest, earliest - 1, -1):
+        if latest.commit_user == self.commit_user:
+            yield latest
+        earliest = self.snapshots.earliest_snapshot_id()
+        if earliest is None:
+            return
+        for sid in range(latest.id - 1, earliest - 1, -1):
             try:
                 snap = self.snapshots.snapshot(sid)
             except SnapshotNotExistError:
@@ -72,6 +82,7 @@ class CommittedLookup:
 
     def landed_snapshots(self, identifier: int) -> list[Snapshot]:
         """This user's snapshots of ``identifier``, oldest first."""
+        self.latest_seen = None
         if identifier == BATCH_COMMIT_IDENTIFIER:
             return []
         found: list[Snapshot] = []

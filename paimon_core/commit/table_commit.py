@@ -152,6 +152,10 @@ class TableCommit:
             log.info("commit %s/%s already in snapshot(s) %s", self.commit_user,
                      commit_identifier, landed)
             return landed
+        # the latest snapshot and schema just read: the first attempt builds on them (the
+        # schema was read first: when the snapshot already uses a newer one, both are re-read)
+        seen = self.committed.latest_seen
+        start = None if seen is None or seen.schema_id > schema.id else (seen, schema)
         out: list[int] = []
         for kind, pick in (
             (CommitKind.APPEND, _append_files),
@@ -165,7 +169,8 @@ class TableCommit:
             if kind is CommitKind.APPEND:
                 build = self._check_index_base(build, group)
             sid = self._try_commit(kind, build, commit_identifier, opts,
-                                   touched=_touched(group))
+                                   touched=_touched(group), start=start)
+            start = None  # the next kind builds on what this one made
             if sid is not None:
                 out.append(sid)
         return out
@@ -449,12 +454,16 @@ class TableCommit:
         touched: set[bytes] | None,
         check_bucket_counts: bool = True,
         allow_empty: bool = True,
+        start: tuple[Snapshot, TableSchema] | None = None,
     ) -> int | None:
+        """Commit the changes ``build`` makes of the latest snapshot, re-planned on a lost
+        race; ``start``: the latest snapshot and schema this call's caller has just read,
+        for the first attempt."""
         first_latest: int | None = None
         max_retries = opts.max_retries
         attempt = 0
         while True:
-            latest = self.snapshots.latest_snapshot()
+            latest = start[0] if attempt == 0 and start else self.snapshots.latest_snapshot()
             if attempt == 0:
                 first_latest = latest.id if latest else None
             else:
@@ -462,7 +471,7 @@ class TableCommit:
                                             latest.id if latest else None)
                 if done is not None:
                     return done
-            schema = self._schema()
+            schema = start[1] if attempt == 0 and start else self._schema()
             options = CoreOptions(schema.options)
             if max_retries is None:
                 max_retries = options.commit_max_retries(DEFAULT_MAX_RETRIES)

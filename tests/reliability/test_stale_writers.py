@@ -79,7 +79,9 @@ def _race(warehouse: str, options: dict[str, str] | None, signal_dir: Path, *,
         assert v["timeouts"] == 0 and v["stalls"] == rounds, v
         assert len(v["snapshots"]) == rounds, v  # every commit acknowledged, once
         if mode == "after_plan":
-            assert v["refused"] == rounds, v  # the fence check refused the expired id
+            # the fence check refused the expired id of every round; under load a round's
+            # re-planned attempt can fall behind the expirer again and be refused once more
+            assert v["refused"] >= rounds, v
     # in_publish: every round's create went to an emptied slot; it landed there (then was
     # withdrawn) unless the other in_publish writer's stray took the slot first (a lost
     # race): each stray accounts for at most two rounds

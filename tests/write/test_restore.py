@@ -71,7 +71,7 @@ def test_a_write_into_one_partition_reads_only_its_manifests(
     assert min(f.min_sequence_number for m in messages for f in m.new_files) > before
     reads.clear()
     t.new_commit("u2").commit(messages)
-    assert len(reads) == 1
+    assert reads == []  # an APPEND of new level-0 files checks no live file (Java 0.9)
     assert _latest(t, 12) == {0: "d12", 1: "d12", 2: "new", 3: "d12"}
 
 
