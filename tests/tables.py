@@ -107,3 +107,20 @@ def sorted_rows(table: FileStoreTable, *columns: str, **travel: Any) -> list[tup
     ``tag``, ``timestamp_millis``) reads a past version."""
     got = table.to_arrow(**travel).to_pylist()
     return sorted(tuple(r[c] for c in columns) for r in got)
+
+
+def spy_manifest_reads(monkeypatch: Any) -> list[str]:
+    """The names of the manifests read from storage from now on (not those served whole
+    from the manifest cache), in order; ``monkeypatch`` undoes the spy."""
+    from paimon_core.manifest_io import ManifestIO
+
+    reads: list[str] = []
+    real = ManifestIO._read
+
+    def spy(self: ManifestIO, name: str, what: str, size: int | None) -> bytes:
+        if what == "manifest":
+            reads.append(name)
+        return real(self, name, what, size)
+
+    monkeypatch.setattr(ManifestIO, "_read", spy)
+    return reads

@@ -38,7 +38,7 @@ from paimon_core.spec.manifest import (
 from paimon_core.table import FileStoreTable
 from paimon_core.types import parse_sql_type
 from tests.commit.helpers import data_file
-from tests.tables import make_catalog, make_table, write_rows
+from tests.tables import make_catalog, make_table, spy_manifest_reads, write_rows
 
 STRING = parse_sql_type("STRING")
 INT = parse_sql_type("INT")
@@ -206,19 +206,6 @@ def test_pruned_entries_are_the_entries_filtered_afterwards(
         e.kind is FileKind.DELETE for e in expected)
 
 
-def _spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    reads: list[str] = []
-    real = ManifestIO._read
-
-    def spy(self: ManifestIO, name: str, what: str, size: int | None) -> bytes:
-        if what == "manifest":
-            reads.append(name)
-        return real(self, name, what, size)
-
-    monkeypatch.setattr(ManifestIO, "_read", spy)
-    return reads
-
-
 def _spy_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     built: list[int] = []
     real = manifest_spec._build_entries
@@ -249,7 +236,7 @@ def test_one_partition_plan_reads_and_builds_only_what_can_match(
     t = _day_table(tmp_path, **{"cache.manifest.small-file-threshold": "1 b"})
     metas = t.manifest_io.data_manifests(t.latest_snapshot())
     assert len(metas) >= 20
-    reads = _spy_reads(monkeypatch)
+    reads = spy_manifest_reads(monkeypatch)
     built = _spy_builds(monkeypatch)
     splits = t.new_read_builder().with_filter("day = 7").new_scan().plan().splits
     assert {s.partition_values for s in splits} == {(7,)}
@@ -290,7 +277,7 @@ def test_a_filtered_read_never_serves_as_the_whole_file(
         assert not mio.is_cached(meta.file_name, meta.file_size)  # a selection is not kept
         assert len(read(mio, None)) == 4  # the whole file, now kept
         assert mio.is_cached(meta.file_name, meta.file_size)
-        reads = _spy_reads(monkeypatch)
+        reads = spy_manifest_reads(monkeypatch)
         assert len(read(mio, first)) == 1  # selected from the cached whole file, no IO
         assert read(mio, nothing) == [] and reads == []
         assert len(read(mio, None)) == 4
@@ -301,7 +288,7 @@ def test_commit_reads_only_the_manifests_of_the_touched_partition(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     t = _day_table(tmp_path, **{"cache.manifest.small-file-threshold": "1 b"})
-    reads = _spy_reads(monkeypatch)
+    reads = spy_manifest_reads(monkeypatch)
     with t.new_write("u2") as w:
         w.write_arrow(pa.table({"day": pa.array([12], pa.int32()),
                                 "id": pa.array([2], pa.int32())}))

@@ -11,22 +11,8 @@ import pyarrow as pa
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
-from paimon_core.manifest_io import ManifestIO
 from paimon_core.table import FileStoreTable
-from tests.tables import make_table, write_rows
-
-
-def _spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    reads: list[str] = []
-    real = ManifestIO._read
-
-    def spy(self: ManifestIO, name: str, what: str, size: int | None) -> bytes:
-        if what == "manifest":
-            reads.append(name)
-        return real(self, name, what, size)
-
-    monkeypatch.setattr(ManifestIO, "_read", spy)
-    return reads
+from tests.tables import make_table, spy_manifest_reads, write_rows
 
 
 def _rows(days: list[int], ids: list[int], v: str) -> pa.Table:
@@ -63,7 +49,7 @@ def test_a_write_into_one_partition_reads_only_its_manifests(
     metas = t.manifest_io.data_manifests(t.latest_snapshot())
     assert len(metas) >= 20
     before = _max_seq(t, 12)
-    reads = _spy_reads(monkeypatch)
+    reads = spy_manifest_reads(monkeypatch)
     with t.new_write("u2") as w:
         w.write_arrow(_rows([12], [2], "new"))
         messages = w.prepare_commit()
