@@ -39,7 +39,14 @@ from paimon_core.errors import SchemaError
 from paimon_core.io.file_io import join
 from paimon_core.options import CoreOptions
 from paimon_core.scan.predicate_literal import literal_from_text
-from paimon_core.scan.predicate_model import Predicate, equal, evaluate_row, is_null
+from paimon_core.scan.predicate_model import (
+    Predicate,
+    and_,
+    equal,
+    evaluate_row,
+    is_null,
+    or_,
+)
 from paimon_core.spec.partition import DEFAULT_PARTITION_NAME, decode_partition, partition_path
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import DataField, DataType
@@ -228,19 +235,7 @@ class TableLayout:
         if specs is None:
             return lambda _p: True
         keys = list(self.partition_keys)
-        types = dict(zip(keys, self.partition_types))
-        preds: list[list[Predicate]] = []
-        for spec in specs:
-            one: list[Predicate] = []
-            for k, raw in spec.items():
-                if k not in types:
-                    raise SchemaError(f"{k!r} is not a partition key of {keys}")
-                if raw is None or raw == self.default_partition_name:
-                    one.append(is_null(k))
-                else:
-                    one.append(equal(k, literal_from_text(raw, types[k], k)
-                                     if isinstance(raw, str) else raw))
-            preds.append(one)
+        preds = self._spec_predicates(specs)
         fields = list(self.fields)
         cache: dict[bytes, bool] = {}
 
@@ -254,6 +249,35 @@ class TableLayout:
             return hit
 
         return match
+
+    def partition_predicate(self, specs: Sequence[Mapping[str, Any]] | None
+                            ) -> Predicate | None:
+        """The predicate on the partition fields that :meth:`partition_matcher` evaluates
+        (any spec; all fields of one): for pruning manifests by their partition stats.
+        None: no pruning (no specs, an empty list, or a spec naming no field)."""
+        if specs is None:
+            return None
+        preds = self._spec_predicates(specs)
+        if not preds or any(not one for one in preds):
+            return None
+        return or_(*[and_(*one) for one in preds])
+
+    def _spec_predicates(self, specs: Sequence[Mapping[str, Any]]) -> list[list[Predicate]]:
+        keys = list(self.partition_keys)
+        types = dict(zip(keys, self.partition_types))
+        preds: list[list[Predicate]] = []
+        for spec in specs:
+            one: list[Predicate] = []
+            for k, raw in spec.items():
+                if k not in types:
+                    raise SchemaError(f"{k!r} is not a partition key of {keys}")
+                if raw is None or raw == self.default_partition_name:
+                    one.append(is_null(k))
+                else:
+                    one.append(equal(k, literal_from_text(raw, types[k], k)
+                                     if isinstance(raw, str) else raw))
+            preds.append(one)
+        return preds
 
     # ---- buckets and data files
     def bucket_dir_of_values(self, values: Sequence[Any], bucket: int) -> str:

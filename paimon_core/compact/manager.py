@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from paimon_core.commit.options import CommitOptions
@@ -63,6 +63,7 @@ from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestIO
 from paimon_core.options import CoreOptions
 from paimon_core.read.data_file import DataFileReader
+from paimon_core.scan.manifest_filter import EntryFilter, read_entries
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.file_entries import live_files
@@ -227,14 +228,15 @@ def _delete_quietly(file_io: FileIO, path: str) -> None:
 def live_bucket_files(
     manifests: ManifestIO, snapshot: Snapshot | None,
     accept: Callable[[bytes, int], bool] | None = None,
+    entries: EntryFilter | None = None,
 ) -> BucketFilesMap:
-    """Live files of a snapshot per (partition, bucket) (metadata only)."""
+    """Live files of a snapshot per (partition, bucket) (metadata only); ``entries``: which
+    manifests and rows to read (:mod:`paimon_core.scan.manifest_filter`; default all)."""
     out: BucketFilesMap = {}
     if snapshot is None:
         return out
-    entries = [e for m in manifests.data_manifests(snapshot)
-               for e in manifests.manifest(m.file_name, m.file_size)]
-    for e in live_files(entries, source=manifests.path(snapshot.base_manifest_list)):
+    read = read_entries(manifests, manifests.data_manifests(snapshot), entries or EntryFilter())
+    for e in live_files(read, source=manifests.path(snapshot.base_manifest_list)):
         key = (e.partition, e.bucket)
         if accept is not None and not accept(*key):
             continue
@@ -244,6 +246,26 @@ def live_bucket_files(
         else:
             slot[1].append(e.file)
     return out
+
+
+def bucket_filter(
+    source: CompactSource,
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    buckets: Collection[int] | None = None,
+) -> EntryFilter:
+    """The manifests and rows of the given partition specs and buckets (default: all):
+    manifests pruned by the specs' predicate, rows by partition and bucket."""
+    layout = TableLayout.of(source.path, source.schema)
+    wanted = frozenset(buckets) if buckets is not None else None
+    buckets_of = None if wanted is None else (lambda _total: wanted)
+    if partitions is None:
+        return EntryFilter(buckets_of=buckets_of)
+    matcher = layout.partition_matcher(partitions)
+    pred = layout.partition_predicate(partitions)
+    if pred is None:
+        return EntryFilter(partition_ok=matcher, buckets_of=buckets_of)
+    return EntryFilter.of_predicate(pred, layout.partition_keys, layout.partition_types,
+                                    matcher, buckets_of)
 
 
 class CompactSource(Protocol):
@@ -303,8 +325,12 @@ def compact_bucket(
         ``compact_changelog``), or None when there is nothing to compact.
     """
     snap = _resolve(source, snapshot)
+    layout = TableLayout.of(source.path, source.schema)
+    only = replace(EntryFilter.of_partitions({partition}, layout.partition_keys,
+                                             layout.partition_types),
+                   buckets_of=lambda _total: (bucket,))
     groups = live_bucket_files(source.manifest_io, snap,
-                               lambda p, b: p == partition and b == bucket)
+                               lambda p, b: p == partition and b == bucket, only)
     slot = groups.get((partition, bucket))
     if slot is None:
         return None
@@ -324,11 +350,8 @@ def list_buckets(
     snap = source.snapshot_manager.latest_snapshot()
     if snap is None:
         return None, {}
-    accept_part = TableLayout.of(source.path, source.schema).partition_matcher(partitions)
-    wanted = set(buckets) if buckets is not None else None
-    return snap.id, live_bucket_files(
-        source.manifest_io, snap,
-        lambda p, b: accept_part(p) and (wanted is None or b in wanted))
+    return snap.id, live_bucket_files(source.manifest_io, snap,
+                                      entries=bucket_filter(source, partitions, buckets))
 
 
 def pick_buckets(source: CompactSource, groups: BucketFilesMap, *,

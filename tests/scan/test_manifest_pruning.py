@@ -304,11 +304,11 @@ def test_commit_reads_only_the_manifests_of_the_touched_partition(
     commit_reads: list[int] = []
 
     def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-        reads.clear()
+        before = len(reads)
         try:
             return real_commit(self, *args, **kwargs)
         finally:
-            commit_reads.append(len(reads))
+            commit_reads.append(len(reads) - before)
 
     monkeypatch.setattr(type(t.new_commit("c")), "commit", counted)
     metas = t.manifest_io.data_manifests(t.latest_snapshot())
@@ -317,8 +317,11 @@ def test_commit_reads_only_the_manifests_of_the_touched_partition(
                if deserialize_binary_row(m.partition_stats.min_values, types)[0] <= 12
                <= deserialize_binary_row(m.partition_stats.max_values, types)[0]]
     assert len(holding) < len(metas)
+    reads.clear()
     assert t.compact([{"day": 12}]) is not None
     assert commit_reads == [len(holding)], (commit_reads, len(holding), len(metas))
+    # and the compaction's plan read those manifests only, too (filtered reads keep none)
+    assert len(reads) == 2 * len(holding), (len(reads), len(holding), len(metas))
     got = t.new_read_builder().with_filter("day = 12").new_read().to_arrow(
         t.new_read_builder().with_filter("day = 12").new_scan().plan().splits)
     assert sorted(got.column("id").to_pylist()) == sorted([*range(8), *[2] * 6])
