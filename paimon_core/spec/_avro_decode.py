@@ -296,7 +296,9 @@ def decode_columns_batch(
         if f.records > _SMALL_FILE_RECORDS and f.plan.node is f.plan.record:
             pending.append(f)
             size += n
-        else:
+        else:  # decoded alone, after the files before it (results stay in file order)
+            yield from _decode_pending(pending, select)
+            pending, size = [], 0
             yield decode_prepared(f, select)
     yield from _decode_pending(pending, select)
 

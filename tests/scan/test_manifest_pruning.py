@@ -386,6 +386,22 @@ def test_manifests_decoded_together_equal_one_by_one(tmp_path: Path) -> None:
     assert selected == [[e for e in es if e.bucket == 1 and _day(e) % 2 == 1]
                         for es in one_by_one]
     assert sum(map(len, selected)) > 0
+    # small manifests (decoded alone) among big ones (decoded together) keep their place:
+    # a compaction's small DELETE manifest after the big ones once came back first, and the
+    # fold of the plan found its files "added twice"
+    smalls = [writer.write_manifests([_entry(d, bucket=1) for d in range(k, k + 5)])[0]
+              for k in (100, 200)]
+    small_files = [(t.file_io.read_bytes(mio.path(m.file_name)), mio.path(m.file_name))
+                   for m in smalls]
+    mixed = [files[0], small_files[0], files[1], files[2], small_files[1]]
+    expected = [decode_manifest(d, p) for d, p in mixed]
+    assert list(decode_manifests(mixed)) == expected
+    assert list(decode_manifests(mixed, odd_days)) == [
+        [e for e in es if e.bucket == 1 and _day(e) % 2 == 1] for es in expected]
+    order = [*metas[:3], *smalls]
+    order = [order[0], order[3], order[1], order[2], order[4]]
+    assert ManifestIO(t.file_io, t.path, ManifestCache(0, 0)).manifests(order) == [
+        e for es in expected for e in es]
     # a broken file among them is named, wherever it sits
     broken = files[1][0][:-40]
     with pytest.raises(Exception, match=files[1][1].replace("/", ".")):
