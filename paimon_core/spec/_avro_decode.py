@@ -217,6 +217,11 @@ def prepare(
         blocks = _plain_blocks(container)
     except (_Corrupt, SchemaProblem) as e:
         raise CorruptMetadataError(path, str(e)) from e
+    except (MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # a malformed writer schema trips the schema checks in many ways
+        reason = f"cannot read the Avro container: {type(e).__name__}: {e}"
+        raise CorruptMetadataError(path, reason) from e
     return Prepared(
         path, container.schema, container.sync, plan, blocks, sum(c for c, _ in blocks),
         max((c for c, _ in blocks), default=0),
