@@ -15,7 +15,9 @@ up to the latest snapshot from the delta manifests of the snapshots *other* comm
 since (this writer's own files already carry higher sequence numbers); when one of those
 snapshots is gone (expired) or unreadable, everything restored is forgotten and partitions are
 read again as they are touched. Re-applying a delta already contained in a partition's read is
-harmless: maxima and the live-file view are idempotent under it.
+harmless: maxima and the live-file view are idempotent under it. Every restored partition is
+read at one snapshot (when it expires under a partition's read, all are read again at the
+latest), so the deltas of the next round start where every partition stands.
 """
 
 from __future__ import annotations
@@ -82,6 +84,9 @@ class BucketRestore:
         """Apply the deltas of the snapshots after ``cached`` up to ``latest_id``; False when
         one is gone or unreadable (then start over)."""
         sm = self.snapshots
+        if not self._partitions:  # nothing restored to bring up to date
+            self._snapshot = sm.latest_snapshot()
+            return True
         try:
             snaps = [sm.snapshot(i) for i in range((cached or 0) + 1, latest_id + 1)]
         except SnapshotNotExistError:
@@ -89,7 +94,7 @@ class BucketRestore:
         flt = self._filter(self._partitions)
         try:
             for snap in snaps:
-                if snap.commit_user == self.commit_user or not self._partitions:
+                if snap.commit_user == self.commit_user:
                     continue
                 metas = self.planner.manifests.manifest_list(
                     snap.delta_manifest_list, snap.delta_manifest_list_size)
@@ -118,8 +123,14 @@ class BucketRestore:
             except CorruptMetadataError:
                 if not self.snapshots.has_expired(snap.id):
                     raise
-                # expired while this writer read it (slower than retention): a newer snapshot
-                # serves as well (the next round's deltas re-apply idempotently)
+                # expired while this writer read it (slower than retention): everything
+                # restored is read again at the latest snapshot, so that all restored
+                # partitions stay at one snapshot (the next round's deltas start there)
+                wanted |= self._partitions
+                self._partitions = set()
+                self._max_seq.clear()
+                if self.inline is not None:
+                    self.inline.reset()
                 self._snapshot = self.snapshots.latest_snapshot()
         else:
             live = []
