@@ -378,8 +378,13 @@ class ExpireSnapshots:
     def _deltas(self, first: int, last: int, below_fence: int) -> dict[int, Delta | None]:
         """The deltas of snapshots ``[first, last]``, each read once; None when one cannot be
         read completely. A snapshot below ``below_fence`` whose delta list is gone was being
-        expired by an interrupted run (its lists go after its data): nothing to free."""
+        expired by an interrupted run (its lists go after its data): nothing to free.
+
+        Until a delta deletes files, a delta whose manifests delete none (their list says so:
+        an APPEND's) is not read: it frees nothing, and what it adds matters only to keep a
+        file an earlier delta deleted (:meth:`_freed_data`). Java 0.9 reads them all."""
         out: dict[int, Delta | None] = {}
+        deletes_seen = False
         for sid in range(first, last + 1):
             snap = self._snapshot(sid)
             if snap is None:
@@ -393,7 +398,11 @@ class ExpireSnapshots:
                 raise CorruptMetadataError(
                     self.paths.manifest(snap.delta_manifest_list),
                     f"delta manifest list of snapshot {sid} is missing")
-            out[sid] = read_delta(self.meta, self.paths, metas)
+            if not deletes_seen and not any(m.num_deleted_files for m in metas):
+                out[sid] = Delta()
+                continue
+            delta = out[sid] = read_delta(self.meta, self.paths, metas)
+            deletes_seen = deletes_seen or delta is None or bool(delta.deleted)
         return out
 
     def _added_by_list(self, list_name: str) -> dict[str, int | None]:

@@ -45,6 +45,11 @@ class SchemaManager:
         self._cache[schema_id] = schema
         return schema
 
+    def remember(self, schema: TableSchema) -> None:
+        """Keep a schema read elsewhere (schema files are immutable): the table's own, so that
+        :meth:`latest` on an unchanged table is one listing."""
+        self._cache.setdefault(schema.id, schema)
+
     def latest(self) -> TableSchema | None:
         ids = self.list_schema_ids()
         return self.schema(ids[-1]) if ids else None

@@ -94,6 +94,7 @@ class FileStoreTable:
         self.identifier = identifier
         self.schema = schema
         self.schema_manager = SchemaManager(file_io, path)
+        self.schema_manager.remember(schema)
         self.snapshot_manager = SnapshotManager(file_io, path)
         self.manifest_io = ManifestIO(file_io, path, manifest_cache)
 

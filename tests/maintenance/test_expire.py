@@ -312,6 +312,48 @@ def test_idempotent_rerun(tmp_path: Path) -> None:
     assert_clean(t)
 
 
+def test_add_only_deltas_are_read_only_after_a_delete(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An APPEND's delta (its list says no manifest deletes a file) frees nothing: it is not
+    read until a delta in the range deletes files; after one, it is read, since a later commit
+    that adds a deleted file again (here: the first file re-committed under another user) keeps
+    that file alive for the retained snapshot."""
+    from paimon_core.commit_message import CommitMessage
+    from paimon_core.expire_metadata import ExpiryMetadata
+
+    t = append_table(str(tmp_path / "wh"))
+    write(t, range(0, 4), "a1", "a")                       # 1
+    write(t, range(4, 8), "b1", "b")                       # 2: add-only
+    (split,) = t.new_read_builder().with_filter("pt = 'a'").new_scan().plan().splits
+    (orig,) = split.files
+    compact_append(t, "a")                                 # 3: deletes orig
+    t.new_commit("again").commit([CommitMessage(
+        split.partition, split.bucket, split.total_buckets, new_files=(orig,),
+        table_path=t.path, schema_id=orig.schema_id)])    # 4: add-only, re-adds orig
+    write(t, range(8, 10), "c1", "c")                      # 5: add-only
+    sm = t.snapshot_manager
+    delta_manifests = {sid: {m.file_name for m in t.manifest_io.manifest_list(
+        sm.snapshot(sid).delta_manifest_list)} for sid in range(1, 6)}
+    read: list[str] = []
+    real = ExpiryMetadata.manifest
+
+    def spy(self: ExpiryMetadata, name: str) -> Any:
+        read.append(name)
+        return real(self, name)
+
+    monkeypatch.setattr(ExpiryMetadata, "manifest", spy)
+    before = rows(t)
+    result = t.expire_snapshots(retain_min=1, older_than_millis=FAR_FUTURE)
+    assert result.expired_ids == (1, 2, 3, 4)
+    assert orig.file_name in referenced_data_files(t, 5)
+    assert rows(t) == before  # orig is still there (a missing data file fails the read)
+    # deltas 2..5 decide what 1..4 free: 2 is add-only before any delete (not read), 3 deletes,
+    # 4 and 5 come after a delete (read: they may add a deleted file again)
+    assert not set(read) & delta_manifests[2]
+    assert delta_manifests[3] <= set(read) and delta_manifests[4] <= set(read)
+    assert_clean(t)
+
+
 # ---------------------------------------------------------------------------------------------
 # tags
 
