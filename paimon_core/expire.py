@@ -95,7 +95,7 @@ from paimon_core.expire_metadata import (
 )
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
-from paimon_core.snapshot_manager import SnapshotManager, contiguous_tail
+from paimon_core.snapshot_manager import EARLIEST_HINT, SnapshotManager, contiguous_tail
 from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.manifest import FileKind, ManifestEntry
 from paimon_core.spec.schema import TableSchema
@@ -212,8 +212,7 @@ class ExpireSnapshots:
         older_than = (now - self.config.time_retained_millis
                       if self.older_than_millis is None else self.older_than_millis)
         # one fresh listing and one fence read serve the range and the expiry (rule 5)
-        ids = self.snapshots.list_snapshot_ids()
-        fence = self.snapshots.expiry_fence()
+        ids, fence = self._listing()
         if not ids:
             return ExpireResult(expired_consumers=tuple(expired_consumers))
         earliest = fence if fence is not None else contiguous_tail(ids)[0]
@@ -237,9 +236,14 @@ class ExpireSnapshots:
         an expired slot (below a gap: only the file goes; what it references is orphaned).
         The fence is raised to the first retained id before anything is deleted.
         """
-        ids = self.snapshots.list_snapshot_ids()  # fresh (reliability rule 5)
-        return self._expire_until(earliest, end_exclusive, ids, self.snapshots.expiry_fence(),
-                                  self._min_consumer_next())
+        ids, fence = self._listing()  # fresh (reliability rule 5)
+        return self._expire_until(earliest, end_exclusive, ids, fence, self._min_consumer_next())
+
+    def _listing(self) -> tuple[list[int], int | None]:
+        """The snapshot ids and the expiry fence: ``EARLIEST`` is read only when the listing
+        shows it (no hint, no fence: the GET would have found nothing either)."""
+        ids, hints = self.snapshots.list_snapshot_dir()
+        return ids, self.snapshots.expiry_fence() if EARLIEST_HINT in hints else None
 
     def _expire_until(self, earliest: int, end_exclusive: int, ids: Sequence[int],
                       fence: int | None, consumer_next: int | None) -> ExpireResult:
@@ -515,7 +519,7 @@ class ExpireSnapshots:
         delayed writer that re-creates one of their ids sees it has been expired."""
         fence = self.snapshots.expiry_fence()
         if fence is None or fence < sid:
-            self.file_io.write_bytes(join(self.snapshots.snapshot_dir, "EARLIEST"),
+            self.file_io.write_bytes(join(self.snapshots.snapshot_dir, EARLIEST_HINT),
                                      str(sid).encode())
 
     def _remove_strays(self, ids: Sequence[int], begin: int, fence: int | None,

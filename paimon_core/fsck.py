@@ -52,6 +52,7 @@ from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
 from paimon_core.options import CoreOptions
 from paimon_core.scan.predicate_literal import java_compare
+from paimon_core.snapshot_manager import EARLIEST_HINT, LATEST_HINT
 from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_manifest
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import FileKind, ManifestEntry, decode_manifest
@@ -261,8 +262,8 @@ class _Checker:
 
     def _check_hints(self, ids: list[int]) -> None:
         sm = self.table.snapshot_manager
-        for name, true in (("LATEST", ids[-1] if ids else None),
-                           ("EARLIEST", ids[0] if ids else None)):
+        for name, true in ((LATEST_HINT, ids[-1] if ids else None),
+                           (EARLIEST_HINT, ids[0] if ids else None)):
             path = join(sm.snapshot_dir, name)
             try:
                 text = self.file_io.read_bytes(path).decode("utf-8", errors="replace")

@@ -48,6 +48,7 @@ from paimon_core.layout import (
     TAG_DIR,
     TableLayout,
 )
+from paimon_core.snapshot_manager import LATEST_HINT
 from paimon_core.spec.index_manifest import decode_index_manifest
 from paimon_core.spec.manifest import decode_manifest
 from paimon_core.spec.manifest_list import decode_manifest_list
@@ -144,7 +145,7 @@ class ReferencedFiles:
         for root in _roots(self.file_io, self.table.path):
             sdir = TableLayout(root).snapshot_dir
             try:
-                text = self.file_io.read_text(join(sdir, "LATEST")).strip()
+                text = self.file_io.read_text(join(sdir, LATEST_HINT)).strip()
             except (FileNotFoundInTableError, StorageError):
                 continue
             if not text.isdigit() or int(text) <= 0:

@@ -50,7 +50,7 @@ from paimon_core.errors import (
 from paimon_core.fsck_orphans import referenced_names
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import CHANGELOG_PREFIX, TableLayout
-from paimon_core.snapshot_manager import SnapshotManager
+from paimon_core.snapshot_manager import EARLIEST_HINT, LATEST_HINT, SnapshotManager
 from paimon_core.spec.index_manifest import decode_index_manifest
 from paimon_core.spec.manifest import decode_manifest
 from paimon_core.spec.manifest_list import decode_manifest_list
@@ -218,8 +218,8 @@ def rollback_to(table: FileStoreTable, *, snapshot_id: int | None = None,
         file_io.delete(snapshots.snapshot_path(sid))
     if restore_from is not None:
         file_io.try_create(snapshots.snapshot_path(target.id), file_io.read_bytes(restore_from))
-        file_io.write_bytes(join(snapshots.snapshot_dir, "EARLIEST"), str(target.id).encode())
-    file_io.write_bytes(join(snapshots.snapshot_dir, "LATEST"), str(target.id).encode())
+        file_io.write_bytes(join(snapshots.snapshot_dir, EARLIEST_HINT), str(target.id).encode())
+    file_io.write_bytes(join(snapshots.snapshot_dir, LATEST_HINT), str(target.id).encode())
 
     # then the files nothing retained references any more
     kept = referenced_names(table)

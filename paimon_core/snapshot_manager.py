@@ -23,6 +23,10 @@ from paimon_core.spec.snapshot import Snapshot, decode_snapshot
 
 SNAPSHOT_PREFIX = "snapshot-"
 TAG_PREFIX = "tag-"
+#: the hint files in ``snapshot/`` (Java's ``SnapshotManager.EARLIEST`` / ``LATEST``); EARLIEST
+#: is also the expiry fence (reliability rule 5)
+EARLIEST_HINT = "EARLIEST"
+LATEST_HINT = "LATEST"
 
 
 def _expired(snapshot_id: int, earliest: int | None) -> SnapshotExpiredError:
@@ -56,13 +60,21 @@ class SnapshotManager:
 
     # ---- ids
     def list_snapshot_ids(self) -> list[int]:
+        return self.list_snapshot_dir()[0]
+
+    def list_snapshot_dir(self) -> tuple[list[int], frozenset[str]]:
+        """One listing of ``snapshot/``: the snapshot ids (sorted) and the hint files present
+        (:data:`EARLIEST_HINT`, :data:`LATEST_HINT`)."""
         ids = []
+        hints = set()
         for name in self.file_io.list_names(self.snapshot_dir):
             if name.startswith(SNAPSHOT_PREFIX):
                 rest = name[len(SNAPSHOT_PREFIX) :]
                 if rest.isdigit():
                     ids.append(int(rest))
-        return sorted(ids)
+            elif name in (EARLIEST_HINT, LATEST_HINT):
+                hints.add(name)
+        return sorted(ids), frozenset(hints)
 
     def _read_hint(self, name: str, *, strict: bool = False) -> int | None:
         """The id a hint holds, or None when it is missing or garbage. ``strict``: digits
@@ -81,7 +93,7 @@ class SnapshotManager:
         return self.file_io.is_file(self.snapshot_path(snapshot_id))
 
     def latest_snapshot_id(self) -> int | None:
-        hint = self._read_hint("LATEST")
+        hint = self._read_hint(LATEST_HINT)
         if (hint is not None and self.snapshot_exists(hint)
                 and not self.snapshot_exists(hint + 1) and not self.below_expiry_fence(hint)):
             return hint
@@ -92,7 +104,7 @@ class SnapshotManager:
         """The snapshot ``LATEST`` names when it is the latest (read whole: its ``GET`` also
         proves it exists; then no ``snapshot-<id+1>``, and not below the expiry fence), as
         Java's ``findLatest``: four requests, no listing. None: ask a listing."""
-        hint = self._read_hint("LATEST")
+        hint = self._read_hint(LATEST_HINT)
         if hint is None:
             return None
         path = self.snapshot_path(hint)
@@ -120,7 +132,7 @@ class SnapshotManager:
         that names a missing file is re-read, then, still missing, garbage)."""
         seen: int | None = None
         for _ in range(4):
-            fence = self._read_hint("EARLIEST", strict=True)
+            fence = self._read_hint(EARLIEST_HINT, strict=True)
             if fence is None or fence == seen:
                 return None
             if self.snapshot_exists(fence):
@@ -130,7 +142,7 @@ class SnapshotManager:
 
     def below_expiry_fence(self, snapshot_id: int) -> bool:
         """Has expiry passed ``snapshot_id`` (its slot must never be published again)?"""
-        hint = self._read_hint("EARLIEST", strict=True)
+        hint = self._read_hint(EARLIEST_HINT, strict=True)
         if hint is None or hint <= snapshot_id:
             return False  # the common case: one read
         fence = self.expiry_fence()

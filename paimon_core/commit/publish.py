@@ -18,7 +18,7 @@ from paimon_core.errors import (
     SnapshotNotExistError,
 )
 from paimon_core.io.file_io import FileIO, join
-from paimon_core.snapshot_manager import SnapshotManager
+from paimon_core.snapshot_manager import LATEST_HINT, SnapshotManager
 from paimon_core.spec.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class SnapshotPublisher:
 
     def write_hint(self, snapshot_id: int) -> None:
         try:
-            self.file_io.write_bytes(join(self.snapshots.snapshot_dir, "LATEST"),
+            self.file_io.write_bytes(join(self.snapshots.snapshot_dir, LATEST_HINT),
                                      str(snapshot_id).encode())
         except PaimonError as e:  # a hint is only a hint
             log.warning("could not update LATEST hint: %s", e)

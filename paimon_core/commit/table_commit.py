@@ -156,6 +156,7 @@ class TableCommit:
         # schema was read first: when the snapshot already uses a newer one, both are re-read)
         seen = self.committed.latest_seen
         start = None if seen is None or seen.schema_id > schema.id else (seen, schema)
+        schema_read: TableSchema | None = schema
         out: list[int] = []
         for kind, pick in (
             (CommitKind.APPEND, _append_files),
@@ -169,8 +170,9 @@ class TableCommit:
             if kind is CommitKind.APPEND:
                 build = self._check_index_base(build, group)
             sid = self._try_commit(kind, build, commit_identifier, opts,
-                                   touched=_touched(group), start=start)
-            start = None  # the next kind builds on what this one made
+                                   touched=_touched(group), start=start,
+                                   schema_read=schema_read)
+            start = schema_read = None  # the next kind builds on what this one made
             if sid is not None:
                 out.append(sid)
         return out
@@ -455,10 +457,12 @@ class TableCommit:
         check_bucket_counts: bool = True,
         allow_empty: bool = True,
         start: tuple[Snapshot, TableSchema] | None = None,
+        schema_read: TableSchema | None = None,
     ) -> int | None:
         """Commit the changes ``build`` makes of the latest snapshot, re-planned on a lost
         race; ``start``: the latest snapshot and schema this call's caller has just read,
-        for the first attempt."""
+        for the first attempt; ``schema_read``: the latest schema it has just read (used by
+        the first attempt unless the latest snapshot already has a newer one)."""
         first_latest: int | None = None
         max_retries = opts.max_retries
         attempt = 0
@@ -471,7 +475,13 @@ class TableCommit:
                                             latest.id if latest else None)
                 if done is not None:
                     return done
-            schema = start[1] if attempt == 0 and start else self._schema()
+            if attempt == 0 and start:
+                schema = start[1]
+            elif attempt == 0 and schema_read is not None and (
+                    latest is None or latest.schema_id <= schema_read.id):
+                schema = schema_read
+            else:
+                schema = self._schema()
             options = CoreOptions(schema.options)
             if max_retries is None:
                 max_retries = options.commit_max_retries(DEFAULT_MAX_RETRIES)
