@@ -52,6 +52,40 @@ def test_reads_inside_the_first_block_make_no_request() -> None:
     assert r.read(4) == b""
 
 
+def test_streamed_columns_read_ahead_within_the_cache() -> None:
+    """A streamed read (every column chunk its own sequence of small reads, interleaved)
+    fetches ahead per stream: a few large GETs, not one per buffer; the blocks kept never
+    exceed the cache; the rows are the file's."""
+    rng = np.random.default_rng(3)
+    n = 400_000
+    t = pa.table({c: pa.array(rng.random(n)) for c in "abcd"})
+    buf = io.BytesIO()
+    pq.write_table(t, buf, compression="none", row_group_size=200_000)
+    data = buf.getvalue()  # ~12.8 MB
+
+    def streamed(**kw: int) -> tuple[pa.Table, list[tuple[int, int]], RangeReader]:
+        calls: list[tuple[int, int]] = []
+
+        def fetch(start: int, end: int) -> bytes:
+            calls.append((start, end))
+            return data[start:end]
+
+        r = RangeReader("f", len(data), fetch, **kw)
+        pf = pq.ParquetFile(r, buffer_size=64 << 10, pre_buffer=False)
+        out = pa.Table.from_batches(list(pf.iter_batches(batch_size=50_000)))
+        return out, calls, r
+
+    got, calls, r = streamed(read_ahead_bytes=4 << 20, cache_bytes=16 << 20)
+    exact, exact_calls, _ = streamed(read_ahead_bytes=1)  # no read-ahead: one GET per read
+    assert got.equals(t) and exact.equals(t)
+    assert len(exact_calls) > 100  # a GET per page (~1 MB) or buffer
+    # 4 streams share 16 MiB: 4 MiB ahead each -> 4 blocks, plus each of the 8 chunks' first
+    # read and the footer
+    assert len(calls) <= len(data) // (4 << 20) + 2 * 8 + 2, calls
+    assert r._cached <= 16 << 20
+    assert sum(e - s for s, e in calls) < 1.5 * len(data)  # little read twice
+
+
 def test_short_file_is_an_error_naming_it() -> None:
     r = RangeReader("bucket-0/data-1.parquet", 100, lambda s, e: b"x" * 10)
     with pytest.raises(OSError, match=r"data-1\.parquet.*shorter than the 100 bytes"):
