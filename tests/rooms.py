@@ -259,19 +259,24 @@ def _what(kind: Kind, key: str, size: int, m: Measures) -> str:
 
 def _check_kind(kind: Kind, m: Measures, allow: dict[str, Entry]) -> list[Finding]:
     limit = SECTIONS[kind][1] if kind in SECTIONS else 0
+    fix = "use the table's own" if kind == "construction" else "split it"
     sizes = m.of(kind)
     found = []
     for key, size in sorted(sizes.items()):
         entry = allow.get(key)
         if entry is None and size > limit:
             found.append(Finding(kind, f"{_what(kind, key, size, m)} > limit {limit} "
-                                       f"(split it, or allow-list it with a reason)"))
+                                       f"({fix}, or allow-list it with a reason)"))
         elif entry is not None and size > entry.ceiling:
             found.append(Finding(kind, f"{_what(kind, key, size, m)} > its allow-list ceiling "
                                        f"{entry.ceiling} (limit {limit}): the list only shrinks"))
     for key, entry in sorted(allow.items()):
         size = sizes.get(key, 0)
-        if key not in sizes or size == 0:
+        if size == 0 and kind == "construction":
+            path, cls = key.split("::")
+            found.append(Finding(kind, f"{path}: no {cls}( construction left (ceiling "
+                                       f"{entry.ceiling}): remove it from the allow-list"))
+        elif size == 0:
             found.append(Finding(kind, f"{key}: allow-listed {kind} no longer exists (ceiling "
                                        f"{entry.ceiling}): remove it from the allow-list"))
         elif size <= limit:

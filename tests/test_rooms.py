@@ -170,10 +170,10 @@ def test_constructions_outside_their_homes_are_counted(tmp_path: Path) -> None:
                                     "scripts/gone.py::CoreOptions": Entry(2, "r")})
     assert _messages(tmp_path, allow) == [
         "assets/new.py: 1 TableLayout( construction(s) outside paimon_core/layout.py > limit 0 "
-        "(split it, or allow-list it with a reason)",
+        "(use the table's own, or allow-list it with a reason)",
         "pipelines/old.py: 2 CoreOptions( construction(s) outside paimon_core/options.py "
         "> its allow-list ceiling 1 (limit 0): the list only shrinks",
-        "scripts/gone.py::CoreOptions: allow-listed construction no longer exists (ceiling 2): "
+        "scripts/gone.py: no CoreOptions( construction left (ceiling 2): "
         "remove it from the allow-list",
     ]
 
