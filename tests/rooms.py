@@ -99,7 +99,7 @@ def _entry(where: str, value: object, ceiling_key: str) -> tuple[int, str]:
         raise AllowListError(f"{where}: expected {{ {ceiling_key} = N, reason = \"...\" }}, "
                              f"got {value!r}")
     reason = value.get("reason")
-    if not isinstance(reason, str) or not reason.strip() or reason.strip() == "TODO":
+    if not isinstance(reason, str) or reason.strip() in ("", "TODO") or "\n" in reason:
         raise AllowListError(f"{where}: every entry needs a one-line reason, got {reason!r}")
     unknown = set(value) - {ceiling_key, "reason"}
     if unknown:
@@ -121,7 +121,7 @@ def _constructions(where: str, key: str, value: object) -> dict[str, Entry]:
         raise AllowListError(f"{where}: counts only of {sorted(HOMES)}, got {sorted(value)}")
     out = {}
     for name in sorted(set(value) - {"reason"}):
-        ceiling, reason = _entry(where, {"n": value[name], "reason": value["reason"]}, "n")
+        ceiling, reason = _entry(where, {name: value[name], "reason": value["reason"]}, name)
         out[f"{key}::{name}"] = Entry(ceiling, reason)
     return out
 
