@@ -540,19 +540,23 @@ class ReadBuilder:
             self, snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis, _resolved=[]
         )
 
+    def travel(self) -> tuple[int | None, str | None, int | None]:
+        """(snapshot id, tag, millis): as given, else the table's ``scan.*`` options (a
+        :meth:`FileStoreTable.copy`'s, as Java's ``copy`` time-travels)."""
+        given = (self.snapshot_id, self.tag, self.timestamp_millis)
+        if any(x is not None for x in given):
+            return given
+        return self.table.options.batch_time_travel()
+
     @property
     def time_travel(self) -> bool:
-        return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_millis))
+        return any(x is not None for x in self.travel())
 
     def snapshot(self) -> Snapshot | None:
         if not self._resolved:
-            self._resolved.append(
-                self.table.resolve_snapshot(
-                    snapshot_id=self.snapshot_id,
-                    tag=self.tag,
-                    timestamp_millis=self.timestamp_millis,
-                )
-            )
+            sid, tag, millis = self.travel()
+            self._resolved.append(self.table.resolve_snapshot(
+                snapshot_id=sid, tag=tag, timestamp_millis=millis))
         return self._resolved[0]
 
     def read_schema(self) -> TableSchema:

@@ -141,3 +141,21 @@ def test_alter_on_a_copy_stores_the_change_not_the_overlay(warehouse: Path) -> N
     assert "target-file-size" not in stored
     assert small.schema.options["target-file-size"] == "512 kb"
     assert small.schema.id == 1
+
+
+def test_a_copy_time_travels_by_its_scan_options(catalog: FileSystemCatalog) -> None:
+    table = append_table(catalog)
+    for i in range(3):
+        write_rows(table, pa.table({"pt": ["a"], "id": pa.array([i], pa.int32()),
+                                    "v": ["x"]}))
+    table.create_tag("first", 1)
+    ids = [sorted(r["id"] for r in table.copy(o).to_arrow().to_pylist()) for o in (
+        {"scan.snapshot-id": "2"}, {"scan.tag-name": "first"},
+        {"scan.timestamp-millis": str(table.snapshot_manager.snapshot(2).time_millis)}, {})]
+    assert ids == [[0, 1], [0], [0, 1], [0, 1, 2]]
+    # an explicit argument wins over the copy's option
+    assert table.copy({"scan.snapshot-id": "2"}).to_arrow(snapshot_id=1).num_rows == 1
+    with pytest.raises(SchemaError, match="at most one time-travel option"):
+        table.copy({"scan.snapshot-id": "2", "scan.tag-name": "first"}).to_arrow()
+    with pytest.raises(SchemaError, match=r"scan.snapshot-id='two'"):
+        table.copy({"scan.snapshot-id": "two"}).to_arrow()
