@@ -6,7 +6,9 @@ its rows with its own ``TableWrite``, which routes every row to its (partition, 
 and returns the commit messages of every bucket it touched; the driver commits the messages of
 the successful tasks once (append, or overwrite when the save mode is ``overwrite``). A missing
 table is created from the DataFrame's schema with the ``primary-key`` / ``partition`` / ``bucket``
-write options and every other Paimon table option given (:func:`create_options`).
+write options and every other Paimon table option given (:func:`create_options`); an existing
+table is written through a copy with them (:func:`for_this_write`: they act on this write only,
+and one fixed for the table's life that differs is refused by name).
 
 Primary-key tables: two tasks writing the same bucket would number their records from the
 same sequence number (which of two rows of one key wins would be undefined), so each bucket's
