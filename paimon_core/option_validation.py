@@ -152,6 +152,8 @@ def check_alter_option(key: str, old: str | None, new: str | None) -> None:
 def overlaid(schema: TableSchema, overlay: Mapping[str, str]) -> TableSchema:
     """``schema`` with ``overlay`` laid over its options, unchecked (see
     :func:`checked_overlay`); ``schema`` itself when that changes nothing."""
+    if not overlay:
+        return schema
     merged = {**schema.options, **overlay}
     return schema if merged == schema.options else replace(schema, options=merged)
 
