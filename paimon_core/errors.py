@@ -112,6 +112,19 @@ class SchemaError(PaimonError, ValueError):
     """A schema, data type, option or value that does not fit the table's schema."""
 
 
+class ImmutableOptionError(SchemaError):
+    """A dynamic option (:meth:`FileStoreTable.copy`, a Spark ``df.write`` option) that would
+    change an option fixed for the table's life (``bucket``, the keys, ``merge-engine``, ...)."""
+
+    def __init__(self, key: str, table_value: str | None, given: str) -> None:
+        super().__init__(f"option {key!r} cannot be overlaid for one job: the table has "
+                         f"{key}={table_value!r}, given {key}={given!r} (it is fixed for the "
+                         "table's life)")
+        self.key = key
+        self.table_value = table_value
+        self.given = given
+
+
 class ConfigError(PaimonError, ValueError):
     """A deployment setting (an environment variable, a flag) that is missing or malformed;
     the message names the setting."""

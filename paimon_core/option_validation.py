@@ -6,12 +6,21 @@ Mirrors the option checks of ``org.apache.paimon.schema.SchemaValidation`` and
 
 from __future__ import annotations
 
-from paimon_core.errors import SchemaError
+from collections.abc import Mapping
+from dataclasses import replace
+
+from paimon_core.errors import ImmutableOptionError, SchemaError
 from paimon_core.options import CoreOptions, parse_duration_millis, parse_memory_size
 from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
 from paimon_core.spec.schema import TableSchema
 
-__all__ = ["IMMUTABLE_OPTIONS", "check_alter_option", "validate_options"]
+__all__ = [
+    "IMMUTABLE_OPTIONS",
+    "check_alter_option",
+    "checked_overlay",
+    "overlaid",
+    "validate_options",
+]
 
 _MAX_INT = 2**31 - 1
 _O = CoreOptions
@@ -22,6 +31,10 @@ IMMUTABLE_OPTIONS = frozenset({
     _O.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE, _O.ROWKIND_FIELD, _O.PRIMARY_KEY, _O.PARTITION,
     _O.FORCE_LOOKUP,
 })
+
+#: what a copy of a table (one job's dynamic options) cannot change: the immutable options and
+#: the bucket count (a write's files must have the table's, as its commit checks)
+_FIXED_FOR_COPY = IMMUTABLE_OPTIONS | {_O.BUCKET}
 
 _BOOL_OPTIONS = (
     _O.DYNAMIC_PARTITION_OVERWRITE, _O.DELETION_VECTORS_ENABLED, _O.IGNORE_DELETE,
@@ -134,3 +147,51 @@ def check_alter_option(key: str, old: str | None, new: str | None) -> None:
             raise SchemaError("cannot change bucket when it is -1 (dynamic/unaware bucket)")
         if new_n == -1 and old_n != -1:
             raise SchemaError("cannot change bucket to -1")
+
+
+def overlaid(schema: TableSchema, overlay: Mapping[str, str]) -> TableSchema:
+    """``schema`` with ``overlay`` laid over its options, unchecked (see
+    :func:`checked_overlay`); ``schema`` itself when that changes nothing."""
+    if not overlay:
+        return schema
+    merged = {**schema.options, **overlay}
+    return schema if merged == schema.options else replace(schema, options=merged)
+
+
+def _table_value(schema: TableSchema, key: str) -> str | None:
+    if key == _O.PRIMARY_KEY:
+        return ",".join(schema.primary_keys) or None
+    if key == _O.PARTITION:
+        return ",".join(schema.partition_keys) or None
+    if key == _O.BUCKET:
+        return str(schema.num_buckets)
+    return schema.options.get(key)
+
+
+def _unchanged(schema: TableSchema, key: str, value: str) -> bool:
+    if key in (_O.PRIMARY_KEY, _O.PARTITION):
+        keys = schema.primary_keys if key == _O.PRIMARY_KEY else schema.partition_keys
+        return [c.strip() for c in value.split(",") if c.strip()] == list(keys)
+    if key == _O.BUCKET:
+        try:
+            return int(value.strip()) == schema.num_buckets
+        except ValueError:
+            return False
+    return value == schema.options.get(key)
+
+
+def checked_overlay(schema: TableSchema, overlay: Mapping[str, str]) -> dict[str, str]:
+    """The entries of ``overlay`` (one job's dynamic options, Java's ``FileStoreTable.copy``)
+    that change ``schema``'s options, checked as Java's ``checkImmutability`` +
+    ``SchemaValidation`` do: an option fixed for the table's life given another value raises
+    :class:`ImmutableOptionError` (``primary-key`` / ``partition`` / ``bucket`` equal to the
+    table's are no change); the merged options are validated (:func:`validate_options`)."""
+    for key, value in overlay.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise SchemaError(f"option {key!r}={value!r}: keys and values must be strings")
+    changed = {k: v for k, v in overlay.items() if not _unchanged(schema, k, v)}
+    for key, value in changed.items():
+        if key in _FIXED_FOR_COPY:
+            raise ImmutableOptionError(key, _table_value(schema, key), value)
+    validate_options(overlaid(schema, changed))
+    return changed

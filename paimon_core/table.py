@@ -39,6 +39,7 @@ from paimon_core.errors import SchemaError, SnapshotNotExistError
 from paimon_core.identifier import Identifier
 from paimon_core.io.file_io import FileIO
 from paimon_core.manifest_io import ManifestCache, ManifestIO
+from paimon_core.option_validation import checked_overlay, overlaid
 from paimon_core.options import CoreOptions
 from paimon_core.read.incremental import IncrementalRead
 from paimon_core.read.incremental_diff import DIFF_MODE, read_incremental_diff
@@ -88,20 +89,37 @@ class FileStoreTable:
         identifier: Identifier,
         schema: TableSchema,
         manifest_cache: ManifestCache | None = None,
+        dynamic_options: Mapping[str, str] | None = None,
     ) -> None:
         self.file_io = file_io
         self.path = path
         self.identifier = identifier
-        self.schema = schema
+        #: this handle's options over the stored ones (:meth:`copy`; checked there)
+        self.dynamic_options: dict[str, str] = dict(dynamic_options or {})
+        self.schema = overlaid(schema, self.dynamic_options)
         self.schema_manager = SchemaManager(file_io, path)
-        self.schema_manager.remember(schema)
+        if not self.dynamic_options:  # the manager keeps stored schemas only
+            self.schema_manager.remember(schema)
         self.snapshot_manager = SnapshotManager(file_io, path)
         self.manifest_io = ManifestIO(file_io, path, manifest_cache)
 
-    def __reduce__(self) -> tuple[type[FileStoreTable], tuple[FileIO, str, Identifier,
-                                                             TableSchema]]:
+    def __reduce__(self) -> tuple[type[FileStoreTable], tuple[
+            FileIO, str, Identifier, TableSchema, None, dict[str, str]]]:
         # picklable for Spark / process pools (the managers hold locks and caches)
-        return (FileStoreTable, (self.file_io, self.path, self.identifier, self.schema))
+        return (FileStoreTable, (self.file_io, self.path, self.identifier, self.schema, None,
+                                 self.dynamic_options))
+
+    def copy(self, dynamic_options: Mapping[str, str]) -> FileStoreTable:
+        """This table with ``dynamic_options`` over its options, for one job (Java's
+        ``FileStoreTable.copy(Map)``): its writes, compaction, commits, expiry and scans use
+        them; nothing is written to storage. An option fixed for the table's life given another
+        value (``bucket``, ``primary-key``, ``merge-engine``, ...; see
+        :data:`~paimon_core.option_validation.IMMUTABLE_OPTIONS`) raises
+        :class:`~paimon_core.errors.ImmutableOptionError`, a bad value :class:`SchemaError`;
+        both name the option."""
+        changed = checked_overlay(self.schema, dynamic_options)
+        return FileStoreTable(self.file_io, self.path, self.identifier, self.schema,
+                              self.manifest_io.cache, {**self.dynamic_options, **changed})
 
     @classmethod
     def load(
@@ -167,7 +185,7 @@ class FileStoreTable:
         """The schema to read a snapshot with: the snapshot's own when travelling in time
         (as Java's ``tryTimeTravel``), else the latest."""
         if time_travel and snapshot is not None and snapshot.schema_id != self.schema.id:
-            return self.schema_manager.schema(snapshot.schema_id)
+            return overlaid(self.schema_manager.schema(snapshot.schema_id), self.dynamic_options)
         return self.schema
 
     # ---- writing
@@ -212,7 +230,7 @@ class FileStoreTable:
         return TableCommit(
             self.file_io, self.path, commit_user=commit_user, schema_manager=self.schema_manager,
             snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io,
-            options=options, max_retries=max_retries,
+            options=options, max_retries=max_retries, dynamic_options=self.dynamic_options,
         )
 
     def compact(
@@ -247,7 +265,8 @@ class FileStoreTable:
         :mod:`paimon_core.schema_change`). This table object then uses the new schema."""
         from paimon_core.schema_change import commit_changes
 
-        self.schema = commit_changes(self.file_io, self.path, changes)
+        self.schema = overlaid(commit_changes(self.file_io, self.path, changes),
+                               self.dynamic_options)
         return self.schema
 
     def tag_manager(self) -> TagManager:
@@ -302,7 +321,7 @@ class FileStoreTable:
         table's ``snapshot.*`` options or the explicit values given; ``older_than_millis`` is an
         epoch-millis cutoff replacing ``now - snapshot.time-retained``. See
         :mod:`paimon_core.expire`."""
-        schema = self.schema_manager.latest() or self.schema
+        schema = overlaid(self.schema_manager.latest() or self.schema, self.dynamic_options)
         from paimon_core.expire import ExpireConfig, ExpireSnapshots
 
         config = ExpireConfig.from_options(schema.options).with_overrides(
@@ -521,19 +540,23 @@ class ReadBuilder:
             self, snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis, _resolved=[]
         )
 
+    def travel(self) -> tuple[int | None, str | None, int | None]:
+        """(snapshot id, tag, millis): as given, else the table's ``scan.*`` options (a
+        :meth:`FileStoreTable.copy`'s, as Java's ``copy`` time-travels)."""
+        given = (self.snapshot_id, self.tag, self.timestamp_millis)
+        if any(x is not None for x in given):
+            return given
+        return self.table.options.batch_time_travel()
+
     @property
     def time_travel(self) -> bool:
-        return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_millis))
+        return any(x is not None for x in self.travel())
 
     def snapshot(self) -> Snapshot | None:
         if not self._resolved:
-            self._resolved.append(
-                self.table.resolve_snapshot(
-                    snapshot_id=self.snapshot_id,
-                    tag=self.tag,
-                    timestamp_millis=self.timestamp_millis,
-                )
-            )
+            sid, tag, millis = self.travel()
+            self._resolved.append(self.table.resolve_snapshot(
+                snapshot_id=sid, tag=tag, timestamp_millis=millis))
         return self._resolved[0]
 
     def read_schema(self) -> TableSchema:

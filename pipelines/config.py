@@ -145,18 +145,22 @@ class TableHandle:
     Spark tasks without touching storage (every task then writes / reads with the same schema).
 
     :meth:`open` returns one table object per handle (on the driver, the table the handle was
-    made from): a job opens its table once and passes the handle down.
+    made from): a job opens its table once and passes the handle down. A handle on a
+    :meth:`~paimon_core.FileStoreTable.copy` carries its dynamic options: ``schema`` is the
+    copy's (its options overlaid) and every task opens the same copy.
     """
 
     settings: CatalogSettings
     identifier: str
     path: str
     schema: TableSchema
+    dynamic_options: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, settings: CatalogSettings, table: FileStoreTable) -> TableHandle:
         """A handle on ``table`` (already open: :meth:`open` returns it)."""
-        handle = cls(settings, str(table.identifier), table.path, table.schema)
+        handle = cls(settings, str(table.identifier), table.path, table.schema,
+                     tuple(sorted(table.dynamic_options.items())))
         object.__setattr__(handle, _TABLE, table)
         return handle
 
@@ -171,7 +175,7 @@ class TableHandle:
         if table is None or table.schema.id != self.schema.id:  # altered since: a fresh one
             cat = self.settings.catalog()
             table = FileStoreTable(cat.file_io, self.path, Identifier.parse(self.identifier),
-                                   self.schema, cat.manifest_cache)
+                                   self.schema, cat.manifest_cache, dict(self.dynamic_options))
             object.__setattr__(self, _TABLE, table)
         return table
 

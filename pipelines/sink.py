@@ -6,7 +6,9 @@ its rows with its own ``TableWrite``, which routes every row to its (partition, 
 and returns the commit messages of every bucket it touched; the driver commits the messages of
 the successful tasks once (append, or overwrite when the save mode is ``overwrite``). A missing
 table is created from the DataFrame's schema with the ``primary-key`` / ``partition`` / ``bucket``
-write options and every other Paimon table option given (:func:`create_options`).
+write options and every other Paimon table option given (:func:`create_options`); an existing
+table is written through a copy with them (:func:`for_this_write`: they act on this write only,
+and one fixed for the table's life that differs is refused by name).
 
 Primary-key tables: two tasks writing the same bucket would number their records from the
 same sequence number (which of two rows of one key wins would be undefined), so each bucket's
@@ -131,6 +133,20 @@ def create_options(options: Mapping[str, str]) -> tuple[list[str], list[str], di
     return pks, parts, table_opts
 
 
+def for_this_write(handle: TableHandle, options: Mapping[str, str]) -> TableHandle:
+    """``handle``'s table as one write sees it: every Paimon table option among the write
+    ``options`` (a key of :class:`~paimon_core.CoreOptions`, ``primary-key`` / ``partition`` /
+    ``bucket`` included) laid over the table's for this write only
+    (:meth:`~paimon_core.FileStoreTable.copy`; nothing is stored). An option fixed for the
+    table's life that differs raises :class:`~paimon_core.ImmutableOptionError`, a bad value
+    :class:`SchemaError`, both naming the option."""
+    keys = CoreOptions.declared_keys()
+    overlay = {str(k): str(v) for k, v in options.items() if k in keys}
+    if not overlay:
+        return handle
+    return TableHandle.of(handle.settings, handle.open().copy(overlay))
+
+
 def _row_kind_column(options: Mapping[str, str], schema: StructType) -> str | None:
     given = _first(options, ROW_KIND_COLUMN)
     if given is not None:
@@ -174,7 +190,8 @@ def bucketed_input(df: DataFrame, options: Mapping[str, str], defaults: Mapping[
     opts = effective_options(options, None, defaults)
     if not (opts.get("table") or opts.get("path")) or not opts.get("warehouse"):
         return None  # the writer raises the typed error
-    handle = _open_or_create(target(opts), opts, df.schema, _row_kind_column(opts, df.schema))
+    handle = for_this_write(
+        _open_or_create(target(opts), opts, df.schema, _row_kind_column(opts, df.schema)), opts)
     schema = handle.schema
     if not schema.primary_keys:
         return None
@@ -229,11 +246,13 @@ def _task_id() -> int:
 
 
 class _Writes:
-    """What the batch and the streaming writer share: the table (created if missing), the
-    commit user, the row kind column, and one task's write."""
+    """What the batch and the streaming writer share: the table (created if missing; the
+    Paimon table options of ``table_options``, default ``options``, overlaid for this write:
+    :func:`for_this_write`), the commit user, the row kind column, and one task's write."""
 
     def __init__(self, target: Target, options: Mapping[str, str], schema: StructType,
-                 overwrite: bool, commit_user: str) -> None:
+                 overwrite: bool, commit_user: str,
+                 table_options: Mapping[str, str] | None = None) -> None:
         self.overwrite = overwrite
         self.row_kind_column = _row_kind_column(options, schema)
         handle = _open_or_create(target, options, schema, self.row_kind_column)
@@ -241,7 +260,9 @@ class _Writes:
         #: the schema the rows go into: every input column written or refused here
         self.columns: WriteSchema = write_schema(handle, schema, options,
                                                  ignore=[rk] if rk else [])
-        self.handle = self.columns.handle
+        # the schema is evolved (and published) as stored; the overlay is this write's only
+        self.handle = for_this_write(self.columns.handle,
+                                     options if table_options is None else table_options)
         self.commit_user = commit_user
         self.route: Routing | None = None
         if self.handle.schema.num_buckets == -1 and self.handle.schema.primary_keys:
@@ -307,12 +328,15 @@ class _Writes:
 
 
 class PaimonWriter(DataSourceArrowWriter):
-    """``df.write.format("paimon")`` and SQL ``INSERT``: see the module docs."""
+    """``df.write.format("paimon")`` and SQL ``INSERT``: see the module docs;
+    ``table_options``: the options whose Paimon table options apply to this write (default
+    ``options``; the source leaves out a catalog table's CREATE options)."""
 
     def __init__(self, target: Target, options: Mapping[str, str], schema: StructType,
-                 overwrite: bool) -> None:
+                 overwrite: bool, table_options: Mapping[str, str] | None = None) -> None:
         self.writes = _Writes(target, options, schema, overwrite,
-                              _first(options, COMMIT_USER) or f"spark-{uuid.uuid4()}")
+                              _first(options, COMMIT_USER) or f"spark-{uuid.uuid4()}",
+                              table_options)
         self.commit_identifier = _int(options, COMMIT_IDENTIFIER)
         raw = _first(options, OVERWRITE_PARTITION)
         self.overwrite_partition: dict[str, str] | None = None
@@ -359,12 +383,13 @@ def stream_commit_user(target: Target, options: Mapping[str, str]) -> str:
 
 
 class PaimonStreamWriter(DataSourceStreamArrowWriter):
-    """``writeStream.format("paimon")``: one commit per micro-batch, identifier = batch id."""
+    """``writeStream.format("paimon")``: one commit per micro-batch, identifier = batch id
+    (``table_options``: as :class:`PaimonWriter`'s)."""
 
     def __init__(self, target: Target, options: Mapping[str, str], schema: StructType,
-                 overwrite: bool) -> None:
+                 overwrite: bool, table_options: Mapping[str, str] | None = None) -> None:
         self.writes = _Writes(target, options, schema, overwrite,
-                              stream_commit_user(target, options))
+                              stream_commit_user(target, options), table_options)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
         return self.writes.write_task(iterator)

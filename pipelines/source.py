@@ -237,6 +237,11 @@ class PaimonDataSource(DataSource):
     def _options(self, schema: StructType | None = None) -> dict[str, str]:
         return effective_options(self.options, schema, self.session_defaults)
 
+    def _write_options(self) -> dict[str, str]:
+        """What a write overlays (:func:`pipelines.sink.for_this_write`): not a catalog
+        table's CREATE options (the table's own, maybe older than an ALTER)."""
+        return effective_options(self.options, None, self.session_defaults)
+
     def schema(self) -> StructType:
         options = self._options()
         base, system = split_system_table(table_identifier(options))
@@ -281,11 +286,13 @@ class PaimonDataSource(DataSource):
                 "(SELECT id AS id2, ...), or write with df.write.format('paimon').save('db.t'); "
                 "a table created with a column list outside such a spark.sql names no Paimon "
                 "table: CREATE it again through it")
-        return PaimonWriter(write_target(options), options, schema, overwrite)
+        return PaimonWriter(write_target(options), options, schema, overwrite,
+                            self._write_options())
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         options = self._options(schema)
-        return PaimonStreamWriter(write_target(options), options, schema, overwrite)
+        return PaimonStreamWriter(write_target(options), options, schema, overwrite,
+                                  self._write_options())
 
 
 def write_target(options: Mapping[str, str]) -> Target:

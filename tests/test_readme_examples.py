@@ -93,6 +93,24 @@ def writing(wh: Path) -> dict[str, Any]:
     return {"run_id": "run-1", "batch_id": 1, "batch": rows, "changes": changes, "emea": emea}
 
 
+def copying(wh: Path) -> dict[str, Any]:
+    return {"table": orders_table(wh, commits=1), "batch": arrow_rows(orders_rows(2))}
+
+
+def check_copy(ns: dict[str, Any]) -> None:
+    import pyarrow.parquet as pq
+
+    table: FileStoreTable = ns["table"]
+    snap = table.latest_snapshot()
+    assert snap is not None and snap.commit_user == "orders-backfill"
+    added = [r["file_path"] for r in table.inspect.delta_files(snap.id).to_pylist()]
+    codecs = {pq.ParquetFile(next(Path(table.path).rglob(name))).metadata.row_group(0)
+              .column(0).compression for name in added}
+    assert added and codecs == {"GZIP"}
+    stored = FileSystemCatalog(str(Path(table.path).parents[1])).get_table("sales.orders")
+    assert stored.schema.options == {"bucket": "2"} and stored.schema.id == 0
+
+
 def aggregation(wh: Path) -> dict[str, Any]:
     ts = datetime.datetime(2024, 1, 2, 3, 4, 5)
     deltas = pa.table({
@@ -194,6 +212,7 @@ EXAMPLES: dict[str, Example] = {
     "read_merged_changes_between_timestamps": Example(merged_changes, check_merged),
     "new_stream_scan(": Example(streaming, check_streaming),
     "new_batch_write_builder(\n    \"orders-ingest\"": Example(writing, check_writing),
+    "table.copy({": Example(copying, check_copy),
     "RenameColumn(\"amount\", \"total\")": Example(with_table, check_schema),
     "compact_bucket(": Example(with_table, check_compaction),
     "table.inspect.snapshots()": Example(with_table, check_inspect),

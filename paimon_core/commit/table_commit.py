@@ -55,6 +55,7 @@ from paimon_core.errors import (
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableLayout
 from paimon_core.manifest_io import ManifestIO
+from paimon_core.option_validation import overlaid
 from paimon_core.options import CoreOptions
 from paimon_core.scan.manifest_filter import EntryFilter, read_entries
 from paimon_core.schema_manager import SchemaManager
@@ -102,6 +103,8 @@ class TableCommit:
             overwrite mode, watermark); a call's own ``options`` replace them.
         max_retries: attempts after losing the race for a snapshot id (option
             ``commit.max-retries``); overrides ``options.max_retries``.
+        dynamic_options: the table copy's options over the stored schema's
+            (:meth:`FileStoreTable.copy`).
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class TableCommit:
         options: CommitOptions | None = None,
         max_retries: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        dynamic_options: Mapping[str, str] | None = None,
     ) -> None:
         if not commit_user:
             raise ValueError("commit_user must be a non-empty string")
@@ -129,6 +133,7 @@ class TableCommit:
         if max_retries is not None:
             self.options = replace(self.options, max_retries=max_retries)
         self._sleep = sleep
+        self.dynamic_options = dict(dynamic_options or {})
         self._partition_fields: tuple[list[str], list[DataType]] | None = None
         self.committed = CommittedLookup(self.snapshots, commit_user)
 
@@ -383,7 +388,7 @@ class TableCommit:
         schema = self.schemas.latest()
         if schema is None:
             raise SchemaError(f"no table at {self.table_path}")
-        return schema
+        return overlaid(schema, self.dynamic_options)
 
     def _validate(self, messages: Sequence[CommitMessage], schema: TableSchema, *,
                   latest_schema_id: int | None = None) -> None:
