@@ -554,27 +554,34 @@ class CoreOptions:
             raise SchemaError(
                 f"scan.mode {mode!r}: expected one of {', '.join(StartupMode)}") from e
 
-    def batch_time_travel(self) -> tuple[int | None, str | None, int | None]:
-        """(snapshot id, tag, epoch millis) of a batch read by ``scan.snapshot-id`` /
-        ``scan.tag-name`` / ``scan.timestamp-millis`` / ``scan.timestamp`` (text, UTC unless
-        it has an offset); all None: the latest. SchemaError: a bad value, or two of them."""
-        given = [k for k in (self.SCAN_SNAPSHOT_ID, self.SCAN_TAG_NAME, self.SCAN_TIMESTAMP,
-                             self.SCAN_TIMESTAMP_MILLIS) if k in self.raw]
-        if len(given) > 1:
-            raise SchemaError(f"give at most one time-travel option, not {' and '.join(given)}")
-        key = given[0] if given else None
-        raw = self.raw.get(key or "") or ""
+    def _get_long(self, key: str, what: str) -> int | None:
+        raw = self.raw.get(key)
+        if raw is None:
+            return None
         try:
-            if key == self.SCAN_TIMESTAMP:
-                from paimon_core.scan.predicate_literal import text_timestamp_nanos
-
-                return None, None, text_timestamp_nanos(raw) // 1_000_000
-            number = int(raw.strip()) if key not in (None, self.SCAN_TAG_NAME) else None
+            return int(raw.strip())
         except ValueError as e:
-            raise SchemaError(f"option {key}={raw!r}: {e}") from e
-        if key == self.SCAN_SNAPSHOT_ID:
-            return number, None, None
-        return None, raw if key == self.SCAN_TAG_NAME else None, number
+            raise SchemaError(f"{key}={raw!r} is not {what}") from e
+
+    @property
+    def scan_snapshot_id(self) -> int | None:
+        """``scan.snapshot-id`` (None when unset); SchemaError naming a bad value."""
+        return self._get_long(self.SCAN_SNAPSHOT_ID, "a snapshot id")
+
+    @property
+    def scan_timestamp_millis(self) -> int | None:
+        """``scan.timestamp-millis``, else ``scan.timestamp`` (text, UTC unless it has an
+        offset; Java: the JVM's zone) in epoch millis; None when neither is set."""
+        millis = self._get_long(self.SCAN_TIMESTAMP_MILLIS, "an integer")
+        text = self.raw.get(self.SCAN_TIMESTAMP)
+        if millis is not None or text is None:
+            return millis
+        from paimon_core.scan.predicate_literal import text_timestamp_nanos
+
+        try:
+            return text_timestamp_nanos(text) // 1_000_000
+        except ValueError as e:
+            raise SchemaError(f"scan.timestamp={text!r}: {e}") from e
 
     @property
     def consumer_id(self) -> str | None:

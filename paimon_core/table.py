@@ -546,7 +546,12 @@ class ReadBuilder:
         given = (self.snapshot_id, self.tag, self.timestamp_millis)
         if any(x is not None for x in given):
             return given
-        return self.table.options.batch_time_travel()
+        o = self.table.options
+        keys = [k for k in (o.SCAN_SNAPSHOT_ID, o.SCAN_TAG_NAME, o.SCAN_TIMESTAMP,
+                            o.SCAN_TIMESTAMP_MILLIS) if k in o.raw]
+        if len(keys) > 1:
+            raise SchemaError(f"give at most one time-travel option, not {' and '.join(keys)}")
+        return o.scan_snapshot_id, o.get(o.SCAN_TAG_NAME), o.scan_timestamp_millis
 
     @property
     def time_travel(self) -> bool:

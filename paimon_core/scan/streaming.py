@@ -81,7 +81,6 @@ from paimon_core.io.file_io import FileIO
 from paimon_core.layout import CHANGELOG_PREFIX, TableLayout
 from paimon_core.options import CoreOptions
 from paimon_core.scan.planner import ScanPlanner
-from paimon_core.scan.predicate_literal import text_timestamp_nanos
 from paimon_core.scan.split import DataSplit
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine, StartupMode
@@ -363,26 +362,16 @@ class StreamTableScan:
         return mode
 
     def _snapshot_option(self) -> int:
-        raw = self.options.get(CoreOptions.SCAN_SNAPSHOT_ID)
-        if raw is None:
+        sid = self.options.scan_snapshot_id
+        if sid is None:
             raise SchemaError("scan.mode=from-snapshot(-full) needs scan.snapshot-id")
-        try:
-            return int(raw.strip())
-        except ValueError as e:
-            raise SchemaError(f"scan.snapshot-id={raw!r} is not a snapshot id") from e
+        return sid
 
     def _timestamp_option(self) -> int:
-        o = self.options
-        raw = o.get(o.SCAN_TIMESTAMP_MILLIS)
-        if raw is not None:
-            try:
-                return int(raw.strip())
-            except ValueError as e:
-                raise SchemaError(f"scan.timestamp-millis={raw!r} is not an integer") from e
-        text = o.get(o.SCAN_TIMESTAMP)
-        if text is None:
+        millis = self.options.scan_timestamp_millis
+        if millis is None:
             raise SchemaError("scan.mode=from-timestamp needs scan.timestamp-millis")
-        return text_timestamp_nanos(text) // 1_000_000  # naive text = UTC (Java: JVM zone)
+        return millis
 
     def _start(self) -> StreamPlan | int | None:
         """A full plan, the first snapshot id to follow, or None (no snapshot yet)."""
