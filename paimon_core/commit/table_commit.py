@@ -160,7 +160,7 @@ class TableCommit:
         # the latest snapshot and schema just read: the first attempt builds on them (the
         # schema was read first: when the snapshot already uses a newer one, both are re-read)
         seen = self.committed.latest_seen
-        start = None if seen is None or seen.schema_id > schema.id else (seen, schema)
+        start = None if seen is None or seen.schema_id > schema.id else seen
         schema_read: TableSchema | None = schema
         out: list[int] = []
         for kind, pick in (
@@ -461,18 +461,18 @@ class TableCommit:
         touched: set[bytes] | None,
         check_bucket_counts: bool = True,
         allow_empty: bool = True,
-        start: tuple[Snapshot, TableSchema] | None = None,
+        start: Snapshot | None = None,
         schema_read: TableSchema | None = None,
     ) -> int | None:
         """Commit the changes ``build`` makes of the latest snapshot, re-planned on a lost
-        race; ``start``: the latest snapshot and schema this call's caller has just read,
-        for the first attempt; ``schema_read``: the latest schema it has just read (used by
-        the first attempt unless the latest snapshot already has a newer one)."""
+        race; ``start``: the latest snapshot this call's caller has just read, and
+        ``schema_read``: the latest schema, for the first attempt (the schema unless the
+        latest snapshot already has a newer one)."""
         first_latest: int | None = None
         max_retries = opts.max_retries
         attempt = 0
         while True:
-            latest = start[0] if attempt == 0 and start else self.snapshots.latest_snapshot()
+            latest = start if attempt == 0 and start else self.snapshots.latest_snapshot()
             if attempt == 0:
                 first_latest = latest.id if latest else None
             else:
@@ -480,9 +480,7 @@ class TableCommit:
                                             latest.id if latest else None)
                 if done is not None:
                     return done
-            if attempt == 0 and start:
-                schema = start[1]
-            elif attempt == 0 and schema_read is not None and (
+            if attempt == 0 and schema_read is not None and (
                     latest is None or latest.schema_id <= schema_read.id):
                 schema = schema_read
             else:
