@@ -122,15 +122,21 @@ def _split_names(raw: str | None) -> list[str]:
     return [c.strip() for c in raw.split(",") if c.strip()] if raw else []
 
 
+def table_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The Paimon table options (keys of :class:`~paimon_core.CoreOptions`) among a write's
+    options."""
+    keys = CoreOptions.declared_keys()
+    return {str(k): str(v) for k, v in options.items() if k in keys}
+
+
 def create_options(options: Mapping[str, str]) -> tuple[list[str], list[str], dict[str, str]]:
     """(primary keys, partition keys, table options) of a table created by a write: the
     ``primary-key`` / ``partition`` options (comma-separated) and every Paimon table option
     (a key of :class:`~paimon_core.CoreOptions`) among the write options."""
     pks = _split_names(_first(options, CoreOptions.PRIMARY_KEY))
     parts = _split_names(_first(options, CoreOptions.PARTITION))
-    keys = CoreOptions.declared_keys() - {CoreOptions.PRIMARY_KEY, CoreOptions.PARTITION}
-    table_opts = {k: str(v) for k, v in options.items() if k in keys}
-    return pks, parts, table_opts
+    keys = (CoreOptions.PRIMARY_KEY, CoreOptions.PARTITION)
+    return pks, parts, {k: v for k, v in table_options(options).items() if k not in keys}
 
 
 def for_this_write(handle: TableHandle, options: Mapping[str, str]) -> TableHandle:
@@ -140,8 +146,7 @@ def for_this_write(handle: TableHandle, options: Mapping[str, str]) -> TableHand
     (:meth:`~paimon_core.FileStoreTable.copy`; nothing is stored). An option fixed for the
     table's life that differs raises :class:`~paimon_core.ImmutableOptionError`, a bad value
     :class:`SchemaError`, both naming the option."""
-    keys = CoreOptions.declared_keys()
-    overlay = {str(k): str(v) for k, v in options.items() if k in keys}
+    overlay = table_options(options)
     if not overlay:
         return handle
     return TableHandle.of(handle.settings, handle.open().copy(overlay))
