@@ -31,6 +31,8 @@ RESULTS = BENCH / "results"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
+from writes import run_json  # noqa: E402
+
 CHILD_TIMEOUT_S = 900
 STEPS = ("w1_write", "w2_write", "w3_compact", "w4_expire")
 
@@ -58,15 +60,6 @@ def imported_from(tree: Path) -> str:
                           cwd="/").stdout.strip()  # not the cwd's paimon_core
 
 
-def _json(cmd: list[str], tree: Path, what: str) -> dict[str, Any]:
-    p = subprocess.run(cmd, env=_env(tree), capture_output=True, text=True, cwd=REPO,
-                       timeout=CHILD_TIMEOUT_S)
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-    if p.returncode != 0 or not lines:
-        raise RuntimeError(f"{what} failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
-    return dict(json.loads(lines[-1]))
-
-
 def one_round(tree: Path, gen: Path, cache: Path, tmp: Path, steps: list[str]
               ) -> dict[str, dict[str, float]]:
     """W1, W2 (writes.py children) and W3 + W4 (one maintenance.py child) on ``tree``."""
@@ -77,8 +70,9 @@ def one_round(tree: Path, gen: Path, cache: Path, tmp: Path, steps: list[str]
         wh = tmp / step
         shutil.rmtree(wh, ignore_errors=True)
         try:
-            r = _json([sys.executable, str(BENCH / "writes.py"), "--child", "ours", "--step",
-                       step, "--warehouse", str(wh), "--gen", str(gen), "--check"], tree, step)
+            r = run_json([sys.executable, str(BENCH / "writes.py"), "--child", "ours",
+                          "--step", step, "--warehouse", str(wh), "--gen", str(gen), "--check"],
+                         step, env=_env(tree), cwd=REPO, timeout=CHILD_TIMEOUT_S)
         finally:
             shutil.rmtree(wh, ignore_errors=True)
         ok, msg = r["check"]
@@ -87,8 +81,9 @@ def one_round(tree: Path, gen: Path, cache: Path, tmp: Path, steps: list[str]
         out[step] = {"cpu_s": r["cpu_s"], "wall_s": r["seconds"]}
     if not {"w3_compact", "w4_expire"} & set(steps):
         return out
-    r = _json([sys.executable, str(BENCH / "maintenance.py"), "--child", "--cache", str(cache),
-               "--gen", str(gen), "--reps", "1"], tree, "w3/w4")
+    r = run_json([sys.executable, str(BENCH / "maintenance.py"), "--child", "--cache",
+                  str(cache), "--gen", str(gen), "--reps", "1"], "w3/w4", env=_env(tree),
+                 cwd=REPO, timeout=CHILD_TIMEOUT_S)
     for key in ("read_after_compact_check", "read_after_expire_check"):
         if not r[key][0]:
             raise RuntimeError(f"w3/w4 on {tree}: {key} FAILED: {r[key][1]}")

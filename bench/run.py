@@ -50,6 +50,7 @@ from writes import (
     WRITE_LIBS,
     WRITE_STEPS,
     measure_writes,
+    run_json,
     rust_python,
     write_report,
     write_targets,
@@ -200,15 +201,6 @@ def oracle_python(gen_path: Path) -> str:
     oracle = gen_path.resolve().parent.parent / "oracle" / "oracle"
     info = subprocess.run([str(oracle), "info"], capture_output=True, text=True, check=True)
     return str(json.loads(info.stdout)["python"])
-
-
-def run_json(cmd: list[str], what: str) -> dict[str, Any]:
-    """Run a child, return its last stdout line as JSON (raise with its stderr on failure)."""
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
-    if p.returncode != 0 or not lines:
-        raise RuntimeError(f"{what} failed (exit {p.returncode}):\n{p.stderr[-4000:]}")
-    return dict(json.loads(lines[-1]))
 
 
 def du_mb(path: Path) -> float:

@@ -174,9 +174,11 @@ def write_cmd(lib: str, step: str, wh: Path, gen_path: Path, py_oracle: str,
     return [*cmd, "--check"] if check else cmd
 
 
-def run_json(cmd: list[str], what: str) -> dict[str, Any]:
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
+def run_json(cmd: list[str], what: str, *, env: dict[str, str] | None = None,
+             cwd: Path | None = None, timeout: float = CHILD_TIMEOUT_S) -> dict[str, Any]:
+    """Run a child, return its last JSON line on stdout (raise with its stderr on failure)."""
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode != 0 or not lines:
         raise RuntimeError(f"{what} failed (exit {p.returncode}):\n{p.stderr[-4000:]}")
     return dict(json.loads(lines[-1]))
