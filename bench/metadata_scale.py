@@ -64,13 +64,10 @@ PEERS = ("pypaimon", "pypaimon_rust")
 # ----------------------------------------------------------------------- children
 def run_json(cmd: list[str], what: str, cwd: Path | None = None) -> dict[str, Any]:
     """Run a child; its last stdout line is its JSON answer (raise with stderr on failure)."""
+    from writes import run_json as run_child
+
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, env=env,
-                       cwd=cwd)
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-    if p.returncode != 0 or not lines:
-        raise RuntimeError(f"{what} failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
-    out = dict(json.loads(lines[-1]))
+    out = run_child(cmd, what, env=env, cwd=cwd, timeout=CHILD_TIMEOUT_S)
     out["load1"] = round(os.getloadavg()[0], 2)
     return out
 
