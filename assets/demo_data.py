@@ -35,10 +35,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from paimon_core import (
-    FileIO,
-    join,
-)
+from paimon_core.integration import FileIO, join
 
 __all__ = ["DEMO_DAYS", "Feed", "epoch_millis", "generate", "main"]
 

@@ -70,16 +70,8 @@ from assets.metadata import TABLE, context_properties, snapshot_metadata
 from assets.resources import PaimonCatalog
 from assets.runs import DERIVED_POOL
 from assets.tables import TableSpec
-from paimon_core import (
-    CommitKind,
-    CommitOptions,
-    FileStoreTable,
-    Predicate,
-    and_,
-    greater_or_equal,
-    is_in,
-    less_or_equal,
-)
+from paimon_core import CommitKind, CommitOptions, FileStoreTable, Predicate
+from paimon_core.integration import and_, greater_or_equal, is_in, less_or_equal
 
 __all__ = [
     "DERIVED_COMMIT_USER",

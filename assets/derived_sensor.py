@@ -14,13 +14,8 @@ import dagster as dg
 from assets.labels import SettingsError
 from assets.resources import PaimonCatalog
 from assets.tables import TableSpec
-from paimon_core import (
-    CommitKind,
-    Consumer,
-    ConsumerManager,
-    FileStoreTable,
-    SnapshotNotExistError,
-)
+from paimon_core import CommitKind, Consumer, ConsumerManager, FileStoreTable
+from paimon_core.errors import SnapshotNotExistError
 
 __all__ = ["RANGE_TAG", "advance_consumer", "build_snapshot_sensor", "consumer_position",
            "initial_cursor", "kinds_in", "register_consumer"]

@@ -16,10 +16,9 @@ from paimon_core import (
     FileStoreTable,
     Identifier,
     SchemaError,
-    from_arrow_type,
     parse_sql_type,
-    to_arrow_type,
 )
+from paimon_core.integration import from_arrow_type, to_arrow_type
 
 __all__ = ["ArrowFrame", "Frame", "has_null_type", "type_untyped"]
 

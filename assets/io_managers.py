@@ -55,8 +55,6 @@ from assets.frames import ArrowFrame, Frame, type_untyped
 from assets.metadata import commit_properties, table_state_metadata
 from assets.resources import PaimonCatalog
 from paimon_core import (
-    STRING_ROOTS,
-    AddColumn,
     DataType,
     FileStoreTable,
     FileSystemCatalog,
@@ -65,13 +63,11 @@ from paimon_core import (
     Schema,
     SchemaError,
     TableNotExistError,
-    TypeRoot,
     UnsupportedError,
-    and_,
-    is_in,
-    or_,
     parse_sql_type,
 )
+from paimon_core.integration import STRING_ROOTS, TypeRoot, and_, is_in, or_
+from paimon_core.schema_change import AddColumn
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -24,13 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
-from paimon_core import (
-    FileIO,
-    FileStoreTable,
-    FileSystemCatalog,
-    Identifier,
-    join,
-)
+from paimon_core import FileStoreTable, FileSystemCatalog, Identifier
+from paimon_core.integration import FileIO, join
 from pipelines.cluster import CONCURRENT_RUNS_ENV, ClusterShape, positive_int
 from pipelines.config import CatalogSettings, SparkSettings, parse_pairs
 from pipelines.connect import CONNECT_ENV, connect_mode

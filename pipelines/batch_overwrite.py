@@ -35,14 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paimon_core import (
-    CommitOptions,
-    DataField,
-    FileIO,
-    PaimonError,
-    SchemaError,
-    TableSchema,
-)
+from paimon_core import CommitOptions, DataField, PaimonError, SchemaError, TableSchema
+from paimon_core.integration import FileIO
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,

@@ -44,14 +44,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from paimon_core import (
+from paimon_core import DataField, RowKind, TableSchema
+from paimon_core.integration import (
     BINARY_ROOTS,
     INTEGER_ROOTS,
     STRING_ROOTS,
     AtomicType,
-    DataField,
-    RowKind,
-    TableSchema,
     TypeRoot,
     bucket_ids,
     conform_column,

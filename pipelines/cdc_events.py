@@ -67,17 +67,14 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from paimon_core import (
+from paimon_core import DataType, RowKind, RowType, TableSchema
+from paimon_core.integration import (
     BINARY_ROOTS,
     KIND_COLUMN,
     STRING_ROOTS,
     ArrayType,
     AtomicType,
-    DataType,
     MapType,
-    RowKind,
-    RowType,
-    TableSchema,
     TypeRoot,
 )
 from pipelines.cdc_values import (

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from paimon_core import AtomicType, TableSchema, TypeRoot
+from paimon_core import TableSchema
+from paimon_core.integration import AtomicType, TypeRoot
 from pipelines.cdc_events import _LONG_TOKEN, FIELDS_COLUMN
 from pipelines.cdc_formats import SLOTS
 

@@ -67,16 +67,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core import (
-    BINARY_ROOTS,
-    INTEGER_ROOTS,
-    STRING_ROOTS,
-    AtomicType,
-    RowKind,
-    SchemaError,
-    TableSchema,
-    TypeRoot,
-)
+from paimon_core import RowKind, SchemaError, TableSchema
+from paimon_core.integration import BINARY_ROOTS, INTEGER_ROOTS, STRING_ROOTS, AtomicType, TypeRoot
 from pipelines.cdc_avro import decode_avro_file
 from pipelines.cdc_decode import decode_file, decode_view
 from pipelines.cdc_events import (

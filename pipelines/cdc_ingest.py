@@ -96,19 +96,16 @@ from paimon_core import (
     CommitMessage,
     CommitOptions,
     CommitStateUnknownError,
-    CommitStep,
     CoreOptions,
     DataField,
-    FileIO,
     FileStoreTable,
     PaimonError,
     RowKind,
     Schema,
     SchemaError,
     UnsupportedError,
-    deduplicate,
-    join,
 )
+from paimon_core.integration import CommitStep, FileIO, deduplicate, join
 from paimon_core.schema_pending import PendingSchemaRaceError
 from pipelines.cdc_avro import avro_file_order
 from pipelines.cdc_decode import output_schema, split_text

@@ -19,8 +19,8 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
-from paimon_core import AddColumn, CommitStateUnknownError, PaimonError
-from paimon_core.schema_change import apply_changes
+from paimon_core import CommitStateUnknownError, PaimonError
+from paimon_core.schema_change import AddColumn, apply_changes
 from paimon_core.schema_pending import (
     PendingSchema,
     clear_pending,

@@ -13,7 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core import BINARY_ROOTS, KIND_COLUMN, STRING_ROOTS, AtomicType, RowKind, TableSchema
+from paimon_core import RowKind, TableSchema
+from paimon_core.integration import BINARY_ROOTS, KIND_COLUMN, STRING_ROOTS, AtomicType
 from pipelines.cdc_events import UNAVAILABLE
 
 __all__ = ["NO_PREVIOUS", "fill_unavailable", "placeholder_columns"]

@@ -24,16 +24,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core import (
+from paimon_core import DataType, RowType
+from paimon_core.integration import (
     BINARY_ROOTS,
     INT_RANGES,
     INTEGER_ROOTS,
     STRING_ROOTS,
     ArrayType,
     AtomicType,
-    DataType,
     MapType,
-    RowType,
     TypeRoot,
 )
 from pipelines.cdc_connect_decimal import connect_decimal_values

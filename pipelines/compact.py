@@ -51,27 +51,24 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paimon_core import (
+from paimon_core import CommitMessage, CommitOptions, FileStoreTable, PaimonError
+from paimon_core.cli.compact_cmds import add_strategy_args
+from paimon_core.integration import (
     DEFAULT_COMPACT_STRATEGY,
     DEFAULT_MAX_ATTEMPTS,
     BucketCompactor,
     BucketWork,
-    CommitMessage,
-    CommitOptions,
     CompactSource,
     CompactStrategy,
     DataFileMeta,
-    FileStoreTable,
-    PaimonError,
     TableLayout,
     compact_with_retries,
     is_full,
     new_compactor,
     snapshot_listings,
 )
-from paimon_core import list_buckets as core_list_buckets
-from paimon_core import pick_buckets as core_pick_buckets
-from paimon_core.cli.compact_cmds import add_strategy_args
+from paimon_core.integration import list_buckets as core_list_buckets
+from paimon_core.integration import pick_buckets as core_pick_buckets
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -108,8 +105,8 @@ class CompactReport:
         tasks: (Spark partition id, attempt number) of the task that compacted each pair.
         files_before / files_after: data files replaced / written.
         attempts: planning rounds (more than one after a conflict).
-        listings: snapshot listings (:func:`paimon_core.snapshot_listings`) on the driver:
-            one plan and one commit check per round.
+        listings: snapshot listings (:func:`~paimon_core.integration.snapshot_listings`) on the
+            driver: one plan and one commit check per round.
         task_listings: listings made by the tasks (0: they compact the files planned).
     """
 

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 from paimon_core import (
-    FileIO,
     FileStoreTable,
     FileSystemCatalog,
     Identifier,
@@ -41,8 +40,8 @@ from paimon_core import (
     Schema,
     SchemaError,
     TableSchema,
-    limit_threads,
 )
+from paimon_core.integration import FileIO, limit_threads
 from pipelines.cluster import CONCURRENT_RUNS_ENV, SHARE_KEYS, ClusterShape, positive_int, run_share
 from pipelines.connect import CONNECT_ENV, connect_mode
 

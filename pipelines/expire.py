@@ -34,14 +34,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
-from paimon_core import (
-    BulkDelete,
-    ExpireConfig,
-    ExpireSnapshots,
-    FileNotFoundInTableError,
-    PaimonError,
-    remove_orphan_files,
-)
+from paimon_core import ExpireConfig, ExpireSnapshots, PaimonError, remove_orphan_files
+from paimon_core.errors import FileNotFoundInTableError
+from paimon_core.integration import BulkDelete
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,

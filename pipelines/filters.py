@@ -29,16 +29,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from paimon_core import (
+from paimon_core import DataField, Predicate
+from paimon_core.errors import FilterError
+from paimon_core.integration import (
     BINARY_ROOTS,
     INTEGER_ROOTS,
     STRING_ROOTS,
     AtomicType,
-    DataField,
-    FilterError,
     Leaf,
     Op,
-    Predicate,
     TypeRoot,
     and_,
     bind,

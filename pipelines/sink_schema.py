@@ -35,18 +35,15 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from paimon_core import (
+from paimon_core import SchemaChange, SchemaError, TableSchema, UnsupportedError
+from paimon_core.integration import AtomicType, TypeRoot, to_arrow_type
+from paimon_core.schema_change import (
     AddColumn,
-    AtomicType,
-    SchemaChange,
-    SchemaError,
-    TableSchema,
-    TypeRoot,
-    UnsupportedError,
     UpdateColumnType,
-    to_arrow_type,
+    apply_changes,
+    check_type_change,
+    publish_schema,
 )
-from paimon_core.schema_change import apply_changes, check_type_change, publish_schema
 from pipelines.config import TableHandle
 from pipelines.spark_types import paimon_type, spark_type
 

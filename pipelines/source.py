@@ -101,23 +101,25 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from paimon_core import (
-    KIND_COLUMN,
     CoreOptions,
     DataSplit,
     Predicate,
     RowKind,
     SchemaError,
-    SnapshotExpiredError,
-    StartupMode,
-    StreamPlan,
     StreamTableScan,
     TableRead,
     TableSchema,
+    parse_filters,
+    read_stream_plan,
+)
+from paimon_core.errors import SnapshotExpiredError
+from paimon_core.integration import (
+    KIND_COLUMN,
+    StartupMode,
+    StreamPlan,
     and_,
     arrow_short_retract_mask,
     check_range,
-    parse_filters,
-    read_stream_plan,
     resolve_timestamp_range,
     split_system_table,
 )

@@ -23,14 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from paimon_core import (
-    CoreOptions,
-    SchemaError,
-    StartupMode,
-    parse_memory_size,
-    text_timestamp_nanos,
-)
+from paimon_core import CoreOptions, SchemaError
 from paimon_core.errors import did_you_mean
+from paimon_core.integration import StartupMode, parse_memory_size, text_timestamp_nanos
 from pipelines.sink import (
     CHECKPOINT_LOCATION,
     COMMIT_IDENTIFIER,

@@ -23,19 +23,15 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core import (
+from paimon_core import DataField, DataType, RowType, SchemaError, parse_sql_type
+from paimon_core.integration import (
     BINARY_ROOTS,
     STRING_ROOTS,
     ArrayType,
     AtomicType,
-    DataField,
-    DataType,
     MapType,
     MultisetType,
-    RowType,
-    SchemaError,
     TypeRoot,
-    parse_sql_type,
 )
 
 if TYPE_CHECKING:

@@ -55,15 +55,8 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from paimon_core import (
-    CoreOptions,
-    DataField,
-    Schema,
-    SchemaError,
-    TableAlreadyExistError,
-    UnsupportedError,
-)
-from paimon_core.errors import did_you_mean
+from paimon_core import CoreOptions, DataField, Schema, SchemaError, UnsupportedError
+from paimon_core.errors import TableAlreadyExistError, did_you_mean
 from paimon_core.inspect import SYSTEM_TABLES
 from pipelines.source import FORMAT, options_settings
 from pipelines.spark_types import paimon_type

@@ -11,9 +11,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from paimon_core import AddColumn, CommitConflictError, FileStoreTable
+from paimon_core import CommitConflictError, FileStoreTable
 from paimon_core.fsck import fsck
-from paimon_core.schema_change import apply_changes
+from paimon_core.schema_change import AddColumn, apply_changes
 from paimon_core.schema_pending import (
     PendingSchemaRaceError,
     clear_pending,

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 
 import paimon_core.threads as threads
-from paimon_core import SchemaError, limit_threads, pool_threads
+from paimon_core import SchemaError
+from paimon_core.integration import limit_threads, pool_threads
 from tests.tables import pk_table
 
 

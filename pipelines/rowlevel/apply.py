@@ -28,14 +28,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from paimon_core import (
-    BATCH_COMMIT_IDENTIFIER,
     CommitConflictError,
     CommitOptions,
     ConfigError,
     CoreOptions,
-    MergeEngine,
     UnsupportedError,
 )
+from paimon_core.integration import BATCH_COMMIT_IDENTIFIER, MergeEngine
 from pipelines.config import CatalogSettings, TableHandle
 from pipelines.rowlevel.plan import ACTION_COLUMN
 from pipelines.rowlevel.target import FILE_COLUMN, TargetSnapshot

@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from paimon_core import CoreOptions, MergeEngine, PaimonError, SchemaError, TableSchema
+from paimon_core import CoreOptions, PaimonError, SchemaError, TableSchema
+from paimon_core.integration import MergeEngine
 from pipelines.rowlevel.target import FILE_COLUMN, ROW_COLUMN
 from pipelines.spark_types import spark_type
 

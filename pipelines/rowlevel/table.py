@@ -25,7 +25,9 @@ import posixpath
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from paimon_core import ConfigError, Identifier, RollbackResult, SchemaError, SnapshotNotExistError
+from paimon_core import ConfigError, Identifier, SchemaError
+from paimon_core.errors import SnapshotNotExistError
+from paimon_core.integration import RollbackResult
 from pipelines.config import CatalogSettings, TableHandle
 from pipelines.rowlevel.apply import OPERATION_PROPERTY, RowLevelResult, check_supported, run
 from pipelines.rowlevel.plan import Clause, Values, check_single_match, merge_plan, target_plan

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from paimon_core import CommitMessage, DataFileMeta, DataSplit, TableRead
+from paimon_core import CommitMessage, DataSplit, TableRead
+from paimon_core.integration import DataFileMeta
 from pipelines.config import TableHandle, limit_task_threads
 from pipelines.spark_types import arrow_for_spark, conform_to_spark, spark_schema
 

@@ -28,7 +28,8 @@ from assets.cdc import cdc_customers
 from assets.demo_data import Feed, generate
 from assets.maintenance import compactions
 from assets.tables import ORDERS
-from paimon_core import FileIO, FileStoreTable, FileSystemCatalog, TableCommit
+from paimon_core import FileStoreTable, FileSystemCatalog, TableCommit
+from paimon_core.integration import FileIO
 from tests.assets.helpers import commit_orders, order_rows
 
 pytestmark = pytest.mark.spark

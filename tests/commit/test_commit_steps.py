@@ -9,9 +9,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from paimon_core import CommitMessage, CommitStep, TableCommit
+from paimon_core import CommitMessage, TableCommit
 from paimon_core.errors import CommitConflictError, SchemaError
 from paimon_core.fsck import fsck
+from paimon_core.integration import CommitStep
 from paimon_core.table import FileStoreTable
 from tests.tables import make_table
 

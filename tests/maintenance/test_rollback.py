@@ -10,13 +10,8 @@ from typing import Any
 
 import pytest
 
-from paimon_core import (
-    FileStoreTable,
-    SchemaError,
-    SnapshotExpiredError,
-    SnapshotNotExistError,
-    TagNotExistError,
-)
+from paimon_core import FileStoreTable, SchemaError
+from paimon_core.errors import SnapshotExpiredError, SnapshotNotExistError, TagNotExistError
 from paimon_core.fsck import orphan_files
 from paimon_core.orphans import remove_orphan_files
 from tests.maintenance.helpers import (

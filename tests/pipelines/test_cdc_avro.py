@@ -26,9 +26,9 @@ import pyarrow as pa
 import pytest
 from fastavro.read import HEADER_SCHEMA
 
-from paimon_core import FileIO
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
+from paimon_core.integration import FileIO
 from paimon_core.schema_builder import Schema
 from pipelines.cdc_avro import (
     CORRUPT_AVRO,

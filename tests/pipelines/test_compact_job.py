@@ -15,14 +15,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from paimon_core import (
-    CommitKind,
-    FileStoreTable,
-    FileSystemCatalog,
-    list_buckets,
-    snapshot_listings,
-)
+from paimon_core import CommitKind, FileStoreTable, FileSystemCatalog
 from paimon_core.fsck import fsck
+from paimon_core.integration import list_buckets, snapshot_listings
 from pipelines.session import source_root
 from tests.tables import pk_table, sorted_rows, write_rows
 

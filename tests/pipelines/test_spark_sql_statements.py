@@ -15,8 +15,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from paimon_core import SchemaError, TableAlreadyExistError, UnsupportedError
+from paimon_core import SchemaError, UnsupportedError
 from paimon_core.catalog import FileSystemCatalog
+from paimon_core.errors import TableAlreadyExistError
 from paimon_core.schema_builder import Schema
 from tests.pipelines.spark_warehouse import session_warehouse
 from tests.tables import write_rows

@@ -35,8 +35,9 @@ import pytest
 from assets.cdc import cdc_commit_user
 from assets.demo_data import DEMO_DAYS, Feed, generate
 from assets.tables import CUSTOMERS, ORDERS
-from paimon_core import FileIO, FileSystemCatalog
+from paimon_core import FileSystemCatalog
 from paimon_core.fsck import fsck
+from paimon_core.integration import FileIO
 
 SENSOR = "cdc_landing_sensor"
 INGEST_JOB = "cdc_ingest_job"

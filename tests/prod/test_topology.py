@@ -76,8 +76,9 @@ def test_deployed_copy_is_what_runs(topo: Any, story: dict[str, Any]) -> None:
 
 def test_landing_sensor_ingests_every_day(topo: Any, story: dict[str, Any]) -> None:
     from assets.demo_data import generate
-    from paimon_core import FileIO, FileSystemCatalog
+    from paimon_core import FileSystemCatalog
     from paimon_core.fsck import fsck
+    from paimon_core.integration import FileIO
 
     runs = story["ingest_runs"]
     tags = [{t["key"]: t["value"] for t in r["tags"]} for r in runs]

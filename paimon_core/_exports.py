@@ -1,0 +1,57 @@
+"""Lazy re-exports declared once: a package's ``if TYPE_CHECKING:`` block of
+``from module import Name as Name`` lines is both what type checkers see and, read back here
+with :mod:`ast`, the map a PEP 562 ``__getattr__`` imports from on first use (the same idea as
+Scientific Python's ``lazy_loader.attach_stub``, without a stub file). ``__all__`` is that block's
+names plus the module's eager ``Name as Name`` imports, so no name is written twice.
+
+Used by :mod:`paimon_core` (the front door) and :mod:`paimon_core.integration`.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Exports:
+    """What a module re-exports: ``lazy`` name -> defining module, ``eager`` names."""
+
+    lazy: dict[str, str]
+    eager: tuple[str, ...]
+
+    @property
+    def names(self) -> list[str]:
+        """The module's ``__all__``: every re-exported name, sorted."""
+        return sorted({*self.lazy, *self.eager})
+
+    def load(self, name: str) -> Any:
+        """The value of lazily exported ``name`` (imports its module)."""
+        return getattr(importlib.import_module(self.lazy[name]), name)
+
+
+def _explicit(node: ast.ImportFrom) -> list[str]:
+    """The ``Name as Name`` (explicit re-export) aliases of one import."""
+    return [a.name for a in node.names if a.asname == a.name]
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
+def read_exports(source_file: str) -> Exports:
+    """The re-exports a module declares in its source (see the module docstring)."""
+    tree = ast.parse(Path(source_file).read_text(encoding="utf-8"), source_file)
+    lazy: dict[str, str] = {}
+    eager: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            eager.extend(_explicit(node))
+        elif isinstance(node, ast.If) and _is_type_checking(node):
+            for stmt in node.body:
+                if isinstance(stmt, ast.ImportFrom) and stmt.module:
+                    lazy.update(dict.fromkeys(_explicit(stmt), stmt.module))
+    return Exports(lazy, tuple(eager))
