@@ -73,7 +73,7 @@ def test_every_public_name_resolves_lazily() -> None:
     import paimon_core.fsck as fsck_module
 
     assert paimon_core.fsck is fsck_module  # the submodule keeps its name
-    assert paimon_core.FsckReport is fsck_module.FsckReport
+    assert paimon_core.integration.FsckReport is fsck_module.FsckReport
 
 
 def test_unknown_name_is_an_attribute_error() -> None:
