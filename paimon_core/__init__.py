@@ -62,26 +62,12 @@ from typing import TYPE_CHECKING, Any
 from paimon_core._exports import read_exports
 from paimon_core.errors import (
     CommitConflictError as CommitConflictError,
-)
-from paimon_core.errors import (
     CommitStateUnknownError as CommitStateUnknownError,
-)
-from paimon_core.errors import (
     ConfigError as ConfigError,
-)
-from paimon_core.errors import (
     ImmutableOptionError as ImmutableOptionError,
-)
-from paimon_core.errors import (
     PaimonError as PaimonError,
-)
-from paimon_core.errors import (
     SchemaError as SchemaError,
-)
-from paimon_core.errors import (
     TableNotExistError as TableNotExistError,
-)
-from paimon_core.errors import (
     UnsupportedError as UnsupportedError,
 )
 
@@ -103,17 +89,11 @@ if TYPE_CHECKING:
     )
     from paimon_core.compact import (
         compact_bucket as compact_bucket,
-    )
-    from paimon_core.compact import (
         compact_table as compact_table,
-    )
-    from paimon_core.compact import (
         live_bucket_files as live_bucket_files,
     )
     from paimon_core.consumer import (
         Consumer as Consumer,
-    )
-    from paimon_core.consumer import (
         ConsumerManager as ConsumerManager,
     )
     from paimon_core.expire import (
@@ -139,14 +119,10 @@ if TYPE_CHECKING:
     )
     from paimon_core.scan.predicate import (
         Predicate as Predicate,
-    )
-    from paimon_core.scan.predicate import (
         parse_filters as parse_filters,
     )
     from paimon_core.scan.split import (
         DataSplit as DataSplit,
-    )
-    from paimon_core.scan.split import (
         Plan as Plan,
     )
     from paimon_core.scan.streaming import (
@@ -166,35 +142,21 @@ if TYPE_CHECKING:
     )
     from paimon_core.spec.snapshot import (
         CommitKind as CommitKind,
-    )
-    from paimon_core.spec.snapshot import (
         Snapshot as Snapshot,
     )
     from paimon_core.table import (
         FileStoreTable as FileStoreTable,
-    )
-    from paimon_core.table import (
         ReadBuilder as ReadBuilder,
-    )
-    from paimon_core.table import (
         TableScan as TableScan,
     )
     from paimon_core.types import (
         DataField as DataField,
-    )
-    from paimon_core.types import (
         DataType as DataType,
-    )
-    from paimon_core.types import (
         RowType as RowType,
-    )
-    from paimon_core.types import (
         parse_sql_type as parse_sql_type,
     )
     from paimon_core.write.builder import (
         BatchTableCommit as BatchTableCommit,
-    )
-    from paimon_core.write.builder import (
         BatchWriteBuilder as BatchWriteBuilder,
     )
     from paimon_core.write.table_write import (

@@ -38,6 +38,16 @@ def _explicit(node: ast.ImportFrom) -> list[str]:
     return [a.name for a in node.names if a.asname == a.name]
 
 
+def _declared(node: ast.ImportFrom, source_file: str) -> list[str]:
+    """The names of one ``TYPE_CHECKING`` import, every one of them a ``Name as Name``: a plain
+    or renamed import there would be seen by type checkers and missing at run time."""
+    bad = [a.name for a in node.names if a.asname != a.name]
+    if bad:
+        raise ImportError(f"{source_file}:{node.lineno}: lazy re-export {bad[0]!r} of "
+                          f"{node.module} must be written '{bad[0]} as {bad[0]}'")
+    return _explicit(node)
+
+
 def _is_type_checking(node: ast.If) -> bool:
     return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
 
@@ -53,5 +63,5 @@ def read_exports(source_file: str) -> Exports:
         elif isinstance(node, ast.If) and _is_type_checking(node):
             for stmt in node.body:
                 if isinstance(stmt, ast.ImportFrom) and stmt.module:
-                    lazy.update(dict.fromkeys(_explicit(stmt), stmt.module))
+                    lazy.update(dict.fromkeys(_declared(stmt, source_file), stmt.module))
     return Exports(lazy, tuple(eager))

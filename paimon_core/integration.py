@@ -34,47 +34,23 @@ if TYPE_CHECKING:
     )
     from paimon_core.compact import (
         BucketCompactor as BucketCompactor,
-    )
-    from paimon_core.compact import (
         CompactExecutor as CompactExecutor,
-    )
-    from paimon_core.compact import (
         CompactOptions as CompactOptions,
-    )
-    from paimon_core.compact import (
         CompactSource as CompactSource,
-    )
-    from paimon_core.compact import (
         LocalExecutor as LocalExecutor,
-    )
-    from paimon_core.compact import (
         compact_with_retries as compact_with_retries,
     )
     from paimon_core.compact.manager import (
         DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS,
-    )
-    from paimon_core.compact.manager import (
         BucketWork as BucketWork,
-    )
-    from paimon_core.compact.manager import (
         list_buckets as list_buckets,
-    )
-    from paimon_core.compact.manager import (
         new_compactor as new_compactor,
-    )
-    from paimon_core.compact.manager import (
         pick_buckets as pick_buckets,
-    )
-    from paimon_core.compact.manager import (
         plan_compaction as plan_compaction,
     )
     from paimon_core.compact.options import (
         DEFAULT_COMPACT_STRATEGY as DEFAULT_COMPACT_STRATEGY,
-    )
-    from paimon_core.compact.options import (
         CompactStrategy as CompactStrategy,
-    )
-    from paimon_core.compact.options import (
         is_full as is_full,
     )
     from paimon_core.expire import (
@@ -88,17 +64,11 @@ if TYPE_CHECKING:
     )
     from paimon_core.inspect import (
         InspectTable as InspectTable,
-    )
-    from paimon_core.inspect import (
         sorted_runs as sorted_runs,
-    )
-    from paimon_core.inspect import (
         split_system_table as split_system_table,
     )
     from paimon_core.io.file_io import (
         FileIO as FileIO,
-    )
-    from paimon_core.io.file_io import (
         join as join,
     )
     from paimon_core.layout import (
@@ -121,8 +91,6 @@ if TYPE_CHECKING:
     )
     from paimon_core.scan.incremental import (
         check_range as check_range,
-    )
-    from paimon_core.scan.incremental import (
         resolve_timestamp_range as resolve_timestamp_range,
     )
     from paimon_core.scan.planner import (
@@ -130,59 +98,23 @@ if TYPE_CHECKING:
     )
     from paimon_core.scan.predicate import (
         And as And,
-    )
-    from paimon_core.scan.predicate import (
         Leaf as Leaf,
-    )
-    from paimon_core.scan.predicate import (
         Op as Op,
-    )
-    from paimon_core.scan.predicate import (
         Or as Or,
-    )
-    from paimon_core.scan.predicate import (
         and_ as and_,
-    )
-    from paimon_core.scan.predicate import (
         bind as bind,
-    )
-    from paimon_core.scan.predicate import (
         equal as equal,
-    )
-    from paimon_core.scan.predicate import (
         greater_or_equal as greater_or_equal,
-    )
-    from paimon_core.scan.predicate import (
         greater_than as greater_than,
-    )
-    from paimon_core.scan.predicate import (
         is_in as is_in,
-    )
-    from paimon_core.scan.predicate import (
         is_not_in as is_not_in,
-    )
-    from paimon_core.scan.predicate import (
         is_not_null as is_not_null,
-    )
-    from paimon_core.scan.predicate import (
         is_null as is_null,
-    )
-    from paimon_core.scan.predicate import (
         less_or_equal as less_or_equal,
-    )
-    from paimon_core.scan.predicate import (
         less_than as less_than,
-    )
-    from paimon_core.scan.predicate import (
         not_equal as not_equal,
-    )
-    from paimon_core.scan.predicate import (
         or_ as or_,
-    )
-    from paimon_core.scan.predicate import (
         parse_filter as parse_filter,
-    )
-    from paimon_core.scan.predicate import (
         starts_with as starts_with,
     )
     from paimon_core.scan.predicate_literal import (
@@ -196,20 +128,12 @@ if TYPE_CHECKING:
     )
     from paimon_core.spec.manifest import (
         DataFileMeta as DataFileMeta,
-    )
-    from paimon_core.spec.manifest import (
         FileKind as FileKind,
-    )
-    from paimon_core.spec.manifest import (
         ManifestEntry as ManifestEntry,
     )
     from paimon_core.spec.option_enums import (
         ChangelogProducer as ChangelogProducer,
-    )
-    from paimon_core.spec.option_enums import (
         MergeEngine as MergeEngine,
-    )
-    from paimon_core.spec.option_enums import (
         StartupMode as StartupMode,
     )
     from paimon_core.spec.partition import (
@@ -226,50 +150,24 @@ if TYPE_CHECKING:
     )
     from paimon_core.threads import (
         limit_threads as limit_threads,
-    )
-    from paimon_core.threads import (
         pool_threads as pool_threads,
     )
     from paimon_core.types import (
         BINARY_ROOTS as BINARY_ROOTS,
-    )
-    from paimon_core.types import (
-        INT_RANGES as INT_RANGES,
-    )
-    from paimon_core.types import (
         INTEGER_ROOTS as INTEGER_ROOTS,
-    )
-    from paimon_core.types import (
+        INT_RANGES as INT_RANGES,
         STRING_ROOTS as STRING_ROOTS,
-    )
-    from paimon_core.types import (
         ArrayType as ArrayType,
-    )
-    from paimon_core.types import (
         AtomicType as AtomicType,
-    )
-    from paimon_core.types import (
         MapType as MapType,
-    )
-    from paimon_core.types import (
         MultisetType as MultisetType,
-    )
-    from paimon_core.types import (
         TypeRoot as TypeRoot,
-    )
-    from paimon_core.types import (
         from_arrow_type as from_arrow_type,
-    )
-    from paimon_core.types import (
         to_arrow_schema as to_arrow_schema,
-    )
-    from paimon_core.types import (
         to_arrow_type as to_arrow_type,
     )
     from paimon_core.write.dynamic_bucket import (
         AssignerChannel as AssignerChannel,
-    )
-    from paimon_core.write.dynamic_bucket import (
         channel_ids as channel_ids,
     )
     from paimon_core.write.input import (

@@ -19,7 +19,7 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encodi
 
 # paimon_core.__all__ before issue 29, written out by hand: every one of these must still
 # resolve from ``paimon_core`` (a front-door name, or a forward that warns), never vanish.
-BEFORE = """
+_BEFORE = """
 AddColumn And and_ ArrayType arrow_short_retract_mask AssignerChannel AtomicType
 BATCH_COMMIT_IDENTIFIER BatchTableCommit BatchWriteBuilder BINARY_ROOTS bind bucket_ids
 BucketCompactor BucketWork BulkDelete ChangelogProducer channel_ids check_range
@@ -44,7 +44,8 @@ STRING_ROOTS TableAlreadyExistError TableCommit TableLayout TableNotExistError T
 TableScan TableSchema TableWrite TagNotExistError text_timestamp_nanos to_arrow_schema
 to_arrow_type TypeRoot UnsupportedError UpdateColumnComment UpdateColumnNullability
 UpdateColumnPosition UpdateColumnType UpdateComment WarehouseNotExistError
-""".split()
+"""
+BEFORE = _BEFORE.split()
 
 
 def _readme_front_door_imports() -> set[str]:
@@ -121,3 +122,21 @@ def test_a_from_import_of_a_moved_name_warns_in_a_fresh_process() -> None:
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("DeprecationWarning: paimon_core.ScanPlanner moved to "
                            "paimon_core.integration"), last
+
+
+def test_a_lazy_declaration_without_name_as_name_is_refused(tmp_path: Path) -> None:
+    from paimon_core._exports import read_exports
+
+    module = tmp_path / "front.py"
+    module.write_text("from typing import TYPE_CHECKING\n"
+                      "from a.b import Eager as Eager, helper\n"
+                      "if TYPE_CHECKING:\n"
+                      "    from a.c import Lazy as Lazy\n"
+                      "    from a.d import Forgotten\n")
+    with pytest.raises(ImportError, match=r"front\.py:5: lazy re-export 'Forgotten' of a\.d "
+                                          r"must be written 'Forgotten as Forgotten'"):
+        read_exports(str(module))
+    module.write_text(module.read_text().replace("Forgotten\n", "Forgotten as Forgotten\n"))
+    exports = read_exports(str(module))
+    assert exports.lazy == {"Lazy": "a.c", "Forgotten": "a.d"}
+    assert exports.names == ["Eager", "Forgotten", "Lazy"]  # ``helper`` is not re-exported
