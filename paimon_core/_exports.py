@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import ast
 import importlib
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class Exports:
+class Exports(NamedTuple):  # not a dataclass: dataclasses imports inspect (start-up cost)
     """What a module re-exports: ``lazy`` name -> defining module, ``eager`` names."""
 
     lazy: dict[str, str]
@@ -54,7 +51,8 @@ def _is_type_checking(node: ast.If) -> bool:
 
 def read_exports(source_file: str) -> Exports:
     """The re-exports a module declares in its source (see the module docstring)."""
-    tree = ast.parse(Path(source_file).read_text(encoding="utf-8"), source_file)
+    with open(source_file, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), source_file)
     lazy: dict[str, str] = {}
     eager: list[str] = []
     for node in tree.body:
