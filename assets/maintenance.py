@@ -10,11 +10,11 @@ tag: the same bucket never compacts twice at once (see :mod:`assets.runs`; two c
 that raced anyway would conflict on the files they delete: the second re-plans from the fresh
 snapshot). A run compacts its bucket fully (one sorted run on the last level), as
 ``python -m pipelines.compact`` and ``paimon compact`` do (one default,
-:data:`paimon_core.integration.DEFAULT_COMPACT_STRATEGY`), unless its config says
-``strategy: minor`` (what the universal picker asks for, what writers do; may be nothing).
-The hourly schedule asks the planner which buckets the picker would compact and requests a
-``strategy: minor`` run for each of them only. Metadata: files and sorted runs before / after,
-bytes rewritten and written.
+:data:`paimon_core.DEFAULT_COMPACT_STRATEGY`), unless its config says ``strategy: minor``
+(what the universal picker asks for, what writers do; may be nothing). The hourly schedule
+asks the planner which buckets the picker would compact and requests a ``strategy: minor``
+run for each of them only. Metadata: files and sorted runs before / after, bytes rewritten
+and written.
 
 **Expiry** — one asset per table, daily schedule: :func:`pipelines.expire.expire` expires
 snapshots by the table's ``snapshot.*`` retention (consumers and tags keep what they need)
@@ -168,7 +168,7 @@ def partition_key_of(spec: TableSpec, partition: dict[str, str] | None, bucket: 
 class CompactConfig(dg.Config):
     """Knobs of a compaction run: the strategy, full unless told otherwise, as
     ``python -m pipelines.compact`` and ``paimon compact``
-    (:data:`paimon_core.integration.DEFAULT_COMPACT_STRATEGY`, one home)."""
+    (:data:`paimon_core.DEFAULT_COMPACT_STRATEGY`, one home)."""
 
     strategy: CompactStrategy = Field(
         default=DEFAULT_COMPACT_STRATEGY, description="full: the bucket becomes one sorted "

@@ -3,8 +3,7 @@
 A large JSON-lines file is not decoded whole: the driver plans ranges of at most
 ``max_bytes`` (Spark's ``spark.sql.files.maxPartitionBytes``, 128 MB by default, or the job's
 ``--max-partition-bytes``), each decoded apart, read through FileIO with one ranged read
-(:meth:`~paimon_core.integration.FileIO.read_range`), so a task holds one range at a time,
-never a file.
+(:meth:`paimon_core.FileIO.read_range`), so a task holds one range at a time, never a file.
 
 The rule is Hadoop's ``LineRecordReader``'s: the nominal range ``k`` is the bytes
 ``[k * max_bytes, (k + 1) * max_bytes)``, and a line belongs to the range in which it starts

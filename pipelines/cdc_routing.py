@@ -4,14 +4,13 @@
   by the decoder); task ``b`` writes bucket ``b`` and holds every row of its keys.
 * Dynamic bucket tables (``bucket = -1``): buckets come from the table's hash index, so rows
   are routed as Paimon's Flink sink routes them to its bucket assigners: task ``c`` runs
-  assigner channel ``c`` (:func:`paimon_core.integration.channel_ids`: the row's partition
-  hash and trimmed primary key hash), holds every row of its keys, loads the index of its slice
-  of the key hashes, and writes with a :class:`~paimon_core.integration.AssignerChannel` writer:
-  new keys go to the channel's own buckets (one index file per bucket, from one task), stored
-  keys stay where the index says. The number of channels is
-  ``dynamic-bucket.assigner-parallelism`` (default: the Spark parallelism, as Flink's default
-  is the sink parallelism); ``initial-buckets`` bounds the bucket residue classes
-  (``min(initial-buckets, channels)``).
+  assigner channel ``c`` (:func:`paimon_core.channel_ids`: the row's partition hash and
+  trimmed primary key hash), holds every row of its keys, loads the index of its slice of the
+  key hashes, and writes with a :class:`paimon_core.AssignerChannel` writer: new keys go to the
+  channel's own buckets (one index file per bucket, from one task), stored keys stay where
+  the index says. The number of channels is ``dynamic-bucket.assigner-parallelism`` (default:
+  the Spark parallelism, as Flink's default is the sink parallelism); ``initial-buckets``
+  bounds the bucket residue classes (``min(initial-buckets, channels)``).
 """
 
 from __future__ import annotations

@@ -105,8 +105,8 @@ class CompactReport:
         tasks: (Spark partition id, attempt number) of the task that compacted each pair.
         files_before / files_after: data files replaced / written.
         attempts: planning rounds (more than one after a conflict).
-        listings: snapshot listings (:func:`~paimon_core.integration.snapshot_listings`) on the
-            driver: one plan and one commit check per round.
+        listings: snapshot listings (:func:`paimon_core.snapshot_listings`) on the driver:
+            one plan and one commit check per round.
         task_listings: listings made by the tasks (0: they compact the files planned).
     """
 

@@ -165,7 +165,7 @@ def write_routing(df: DataFrame, handle: TableHandle) -> Routing | None:
 
 def with_channel_column(df: DataFrame, handle: TableHandle, route: Routing) -> DataFrame:
     """``df`` plus ``_paimon_bucket`` = each row's assigner channel (dynamic bucket tables),
-    computed with ``paimon_core.integration.channel_ids`` in an Arrow UDF."""
+    computed with ``paimon_core.channel_ids`` in an Arrow UDF."""
     from pyspark.sql.pandas.functions import arrow_udf
     from pyspark.sql.types import IntegerType
 
