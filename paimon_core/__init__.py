@@ -59,7 +59,7 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from paimon_core._exports import read_exports
+from paimon_core._exports import read_exports as _read_exports
 from paimon_core.errors import (
     CommitConflictError as CommitConflictError,
     CommitStateUnknownError as CommitStateUnknownError,
@@ -163,7 +163,7 @@ if TYPE_CHECKING:
         TableWrite as TableWrite,
     )
 
-_EXPORTS = read_exports(__file__)
+_EXPORTS = _read_exports(__file__)
 __all__ = _EXPORTS.names
 
 # Names that left the front door (issue 29) and their new module, beyond

@@ -23,7 +23,7 @@ Every name is imported on first use, as in the front door; the ``Name as Name`` 
 
 from typing import TYPE_CHECKING, Any
 
-from paimon_core._exports import read_exports
+from paimon_core._exports import read_exports as _read_exports
 
 if TYPE_CHECKING:
     from paimon_core.bucket import (
@@ -174,7 +174,7 @@ if TYPE_CHECKING:
         conform_column as conform_column,
     )
 
-_EXPORTS = read_exports(__file__)
+_EXPORTS = _read_exports(__file__)
 __all__ = _EXPORTS.names
 
 

@@ -4,6 +4,7 @@ door (issue 29, scope 4)."""
 
 from __future__ import annotations
 
+import pkgutil
 import re
 import subprocess
 import sys
@@ -72,6 +73,8 @@ def test_readme_imports_from_the_front_door_only_front_door_names() -> None:
 def test_the_integration_surface_is_apart_and_resolves() -> None:
     front, integration = set(paimon_core.__all__), set(paimon_core.integration.__all__)
     assert front.isdisjoint(integration)
+    # a name that is also a submodule would shadow it (``paimon_core.<name>`` forwards first)
+    assert integration.isdisjoint(m.name for m in pkgutil.iter_modules(paimon_core.__path__))
     assert {"bucket_ids", "ScanPlanner", "TypeRoot", "compact_with_retries"} <= integration
     from paimon_core.bucket import bucket_ids
     from paimon_core.scan.planner import ScanPlanner
