@@ -51,15 +51,17 @@ less stable surface. A name that left this module in that move still resolves he
 release, with a :class:`DeprecationWarning` naming its new module.
 
 One declaration: the ``Name as Name`` imports below (the eager error types and the
-``TYPE_CHECKING`` block) are what type checkers see, and :mod:`paimon_core._exports` reads the
-same lines back for the lazy ``__getattr__`` and ``__all__``.
+``TYPE_CHECKING`` block) are what type checkers see, and :func:`_read_exports` reads the same
+lines back with :mod:`ast` for the lazy ``__getattr__`` and ``__all__`` (the idea of Scientific
+Python's ``lazy_loader.attach_stub``, without a stub file); :mod:`paimon_core.integration` is
+declared the same way. A ``TYPE_CHECKING`` import not written ``Name as Name`` is refused.
 """
 
+import ast
 import importlib
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from paimon_core._exports import read_exports as _read_exports
 from paimon_core.errors import (
     CommitConflictError as CommitConflictError,
     CommitStateUnknownError as CommitStateUnknownError,
@@ -162,6 +164,60 @@ if TYPE_CHECKING:
     from paimon_core.write.table_write import (
         TableWrite as TableWrite,
     )
+
+
+
+class _Exports(NamedTuple):  # not a dataclass: dataclasses imports inspect (start-up cost)
+    """What a module re-exports: ``lazy`` name -> defining module, ``eager`` names."""
+
+    lazy: dict[str, str]
+    eager: tuple[str, ...]
+
+    @property
+    def names(self) -> list[str]:
+        """The module's ``__all__``: every re-exported name, sorted."""
+        return sorted({*self.lazy, *self.eager})
+
+    def load(self, name: str) -> Any:
+        """The value of lazily exported ``name`` (imports its module)."""
+        return getattr(importlib.import_module(self.lazy[name]), name)
+
+
+def _explicit(node: ast.ImportFrom) -> list[str]:
+    """The ``Name as Name`` (explicit re-export) aliases of one import."""
+    return [a.name for a in node.names if a.asname == a.name]
+
+
+def _declared(node: ast.ImportFrom, source_file: str) -> list[str]:
+    """The names of one ``TYPE_CHECKING`` import, every one of them a ``Name as Name``: a plain
+    or renamed import there would be seen by type checkers and missing at run time."""
+    bad = [a.name for a in node.names if a.asname != a.name]
+    if bad:
+        raise ImportError(f"{source_file}:{node.lineno}: lazy re-export {bad[0]!r} of "
+                          f"{node.module} must be written '{bad[0]} as {bad[0]}'")
+    return _explicit(node)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    """Whether ``node`` is the ``if TYPE_CHECKING:`` block."""
+    return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
+def _read_exports(source_file: str) -> _Exports:
+    """The re-exports a module declares in its source (the module docstring: one declaration)."""
+    with open(source_file, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), source_file)
+    lazy: dict[str, str] = {}
+    eager: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            eager.extend(_explicit(node))
+        elif isinstance(node, ast.If) and _is_type_checking(node):
+            for stmt in node.body:
+                if isinstance(stmt, ast.ImportFrom) and stmt.module:
+                    lazy.update(dict.fromkeys(_declared(stmt, source_file), stmt.module))
+    return _Exports(lazy, tuple(eager))
+
 
 _EXPORTS = _read_exports(__file__)
 __all__ = _EXPORTS.names

@@ -128,7 +128,7 @@ def test_a_from_import_of_a_moved_name_warns_in_a_fresh_process() -> None:
 
 
 def test_a_lazy_declaration_without_name_as_name_is_refused(tmp_path: Path) -> None:
-    from paimon_core._exports import read_exports
+    from paimon_core import _read_exports as read_exports
 
     module = tmp_path / "front.py"
     module.write_text("from typing import TYPE_CHECKING\n"

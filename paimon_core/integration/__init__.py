@@ -18,12 +18,12 @@ predicate tree and its builders (:class:`Leaf`, :class:`Op`, :func:`and_`, :func
 an application should need nothing from it.
 
 Every name is imported on first use, as in the front door; the ``Name as Name`` imports of the
-``TYPE_CHECKING`` block are the one declaration (read back by :mod:`paimon_core._exports`).
+``TYPE_CHECKING`` block are the one declaration (read back by ``paimon_core._read_exports``).
 """
 
 from typing import TYPE_CHECKING, Any
 
-from paimon_core._exports import read_exports as _read_exports
+from paimon_core import _read_exports
 
 if TYPE_CHECKING:
     from paimon_core.bucket import (
