@@ -31,9 +31,10 @@ snapshot for its own after losing a publish race; the per-run user also names th
 snapshot.
 """
 
+import functools
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,16 +42,6 @@ import dagster as dg
 import pyarrow.compute as pc
 from pydantic import Field
 
-from assets.compaction_buckets import (
-    DAY_DIM,
-    BucketLayout,
-    bucket_partitions,
-    dynamic_buckets_name,
-    missing_buckets,
-    partition_key_of,
-    split_key,
-    table_bucket_layout,
-)
 from assets.labels import AssetLabels, SettingsError
 from assets.metadata import (
     COMMIT_KIND,
@@ -65,7 +56,18 @@ from assets.metadata import (
 from assets.observations import report_table_state
 from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
-from assets.tables import DAILY_START, TableSpec
+from assets.tables import (
+    DAILY_START,
+    DAY_DIM,
+    BucketLayout,
+    TableSpec,
+    bucket_partitions,
+    check_bucket_layout,
+    dynamic_buckets_name,
+    missing_buckets,
+    partition_key_of,
+    split_key,
+)
 from paimon_core import (
     DEFAULT_COMPACT_STRATEGY,
     CompactStrategy,
@@ -87,7 +89,7 @@ __all__ = [
     "build_compaction",
     "build_expiry_asset",
     "files_state",
-    "partition_key_of",  # their home: assets.compaction_buckets
+    "partition_key_of",  # their home: assets.tables
     "split_key",
 ]
 
@@ -177,30 +179,18 @@ def build_compaction(
     spec: TableSpec, *, cron: str = "0 * * * *", day_start: str = DAILY_START,
     labels: AssetLabels | None = None, table_key: Sequence[str] | None = None,
     schedule_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
-    layout: BucketLayout | None = None, layout_source: str = "the code location",
-    buckets_interval: int = 60,
+    layout: BucketLayout | None = None, layout_source: str = "", buckets_interval: int = 60,
 ) -> Compaction:
     """Per-bucket compaction of one table: the asset, its job (per-partition run tags) and
     a schedule (``cron``, hourly by default) requesting runs only for the buckets that need
     compaction. ``table_key``: the table's asset key (default ``spec.key_path``).
-    ``layout``: the table's bucket layout as ``layout_source`` declares it, giving static
-    partitions (fixed or unaware buckets); runs and ticks fail, naming both, when the table
-    has another. Unset, or dynamic buckets: dynamic partitions, which every tick of the
-    schedule brings up to the table's buckets (the live ones of a dynamic-bucket table)
-    before it asks which need compaction, as does a sensor every ``buckets_interval``
-    seconds (running from the start: the partitions are there to launch from the UI before
-    the first tick of an hourly schedule)."""
+    ``layout``: as ``layout_source`` declares it (static partitions, checked by runs and
+    ticks); unset or dynamic: dynamic partitions (:func:`_buckets_sensor`)."""
     labels = labels or AssetLabels()
     table_asset = dg.AssetKey(list(table_key or spec.key_path))
     parts = bucket_partitions(spec, day_start, layout)
     dynamic = layout is None or layout.known_buckets() is None
-
-    def check_layout(table: FileStoreTable) -> None:
-        actual = table_bucket_layout(table)
-        if layout is not None and actual.bucket != layout.bucket:
-            raise SettingsError(
-                f"{spec.identifier}: {layout_source} says {layout}, the table has {actual}")
-        actual.known_buckets()  # refuses postponed buckets
+    check_layout = functools.partial(check_bucket_layout, spec.identifier, layout, layout_source)
     mapping: dg.PartitionMapping = (
         dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=DAY_DIM)
         if spec.partition_keys else dg.AllPartitionMapping())
@@ -238,6 +228,7 @@ def build_compaction(
         table = cat.get_table(spec.identifier)
         try:
             check_layout(table)
+            strategy = config.chosen()
         except SettingsError as e:
             raise non_retryable(context, str(e)) from e
         started = time.monotonic()
@@ -246,10 +237,6 @@ def build_compaction(
         # the bucket's live files, listed once: its state before and the job's first plan
         _, groups = list_buckets(handle, partitions=parts_arg, buckets=[bucket])
         before = files_state(table, [f for _, fs in groups.values() for f in fs])
-        try:
-            strategy = config.chosen()
-        except SettingsError as e:
-            raise non_retryable(context, str(e)) from e
         todo = pick_buckets(handle, groups, strategy=strategy)
         snapshot_ids: list[int] = []
         status = "nothing to compact"
@@ -316,27 +303,52 @@ def build_compaction(
         table = cat.get_table(spec.identifier)
         check_layout(table)
         if dynamic:
-            new = missing_buckets(context.instance, spec, table)
-            if new:
-                context.instance.add_dynamic_partitions(dynamic_buckets_name(spec), new)
-        _, todo = plan_compaction(TableHandle.of(settings, table), strategy="minor")
-        stamp = context.scheduled_execution_time.isoformat()
-        requests = []
-        for part_bytes, bucket, _total, _files in todo:
-            partition = _partition_spec(table, part_bytes)
-            key = partition_key_of(spec, partition, bucket)
-            with dg.partition_loading_context(dynamic_partitions_store=context.instance):
-                if not parts.has_partition_key(key):
-                    continue  # a day outside the partitions definition
-            requests.append(dg.RunRequest(  # the picker's choice, not a full rewrite
-                run_key=f"{stamp}:{key}", partition_key=key,
-                run_config={"ops": {_compact.op.name: {"config": {"strategy": "minor"}}}}))
-        if not requests:
-            return dg.SkipReason(f"no bucket of {spec.identifier} needs compaction")
-        return requests
+            _add_buckets(context.instance, spec, table)
+        requests = _minor_requests(context, spec, parts, TableHandle.of(settings, table),
+                                   _compact.op.name)
+        return requests or dg.SkipReason(f"no bucket of {spec.identifier} needs compaction")
+
+    return Compaction(_compact, job, _schedule, _buckets_sensor(
+        spec, check_layout, buckets_interval) if dynamic else None)
+
+
+def _add_buckets(instance: dg.DagsterInstance, spec: TableSpec, table: FileStoreTable) -> None:
+    """Add the table's buckets missing from its dynamic compaction partitions."""
+    new = missing_buckets(instance, spec, table)
+    if new:
+        instance.add_dynamic_partitions(dynamic_buckets_name(spec), new)
+
+
+def _minor_requests(context: dg.ScheduleEvaluationContext, spec: TableSpec,
+                    parts: dg.PartitionsDefinition, handle: TableHandle,
+                    op_name: str) -> list[dg.RunRequest]:
+    """A ``strategy: minor`` run request for each bucket the universal picker would compact
+    (among the partitions of ``parts``)."""
+    _, todo = plan_compaction(handle, strategy="minor")
+    table = handle.open()
+    stamp = context.scheduled_execution_time.isoformat()
+    requests = []
+    for part_bytes, bucket, _total, _files in todo:
+        key = partition_key_of(spec, _partition_spec(table, part_bytes), bucket)
+        with dg.partition_loading_context(dynamic_partitions_store=context.instance):
+            if not parts.has_partition_key(key):
+                continue  # a day outside the partitions definition
+        requests.append(dg.RunRequest(  # the picker's choice, not a full rewrite
+            run_key=f"{stamp}:{key}", partition_key=key,
+            run_config={"ops": {op_name: {"config": {"strategy": "minor"}}}}))
+    return requests
+
+
+def _buckets_sensor(spec: TableSpec, check_layout: Callable[[FileStoreTable], None],
+                    interval: int) -> dg.SensorDefinition:
+    """The sensor bringing the table's dynamic compaction partitions up to its buckets
+    (:func:`assets.tables.table_buckets`: ``0..N-1``, or the live buckets of a dynamic-bucket
+    table) every ``interval`` seconds, as the schedule's ticks do too; running from the
+    start: the partitions are there to launch from the UI before the schedule's first
+    tick."""
 
     @dg.sensor(
-        name=f"{spec.slug}_compaction_buckets_sensor", minimum_interval_seconds=buckets_interval,
+        name=f"{spec.slug}_compaction_buckets_sensor", minimum_interval_seconds=interval,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=f"Add the buckets of {spec.identifier} to its compaction partitions "
         "(metadata only).")
@@ -353,7 +365,7 @@ def build_compaction(
         return dg.SensorResult(dynamic_partitions_requests=[
             dg.AddDynamicPartitionsRequest(dynamic_buckets_name(spec), new)])
 
-    return Compaction(_compact, job, _schedule, _buckets if dynamic else None)
+    return _buckets
 
 
 def _partition_spec(table: FileStoreTable, partition: bytes) -> dict[str, str] | None:

@@ -8,7 +8,6 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from assets.compaction_buckets import BucketLayout
 from assets.components.project import TableDecl, field_location, project_tables
 from assets.components.tables import (
     AssetAttributes,
@@ -22,7 +21,7 @@ from assets.components.tables import (
 from assets.labels import SettingsError
 from assets.maintenance import ExpiryConfig, build_compaction, build_expiry_asset
 from assets.metadata import TABLE
-from assets.tables import DAILY_START, TableSpec
+from assets.tables import DAILY_START, BucketLayout, TableSpec
 
 __all__ = ["CompactionAttributes", "ExpiryAttributes", "PaimonTableMaintenance"]
 
