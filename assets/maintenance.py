@@ -305,7 +305,7 @@ def build_compaction(
         if dynamic:
             _add_buckets(context.instance, spec, table)
         requests = _minor_requests(context, spec, parts, TableHandle.of(settings, table),
-                                   _compact.op.name)
+                                   _compact.op.name, dynamic)
         return requests or dg.SkipReason(f"no bucket of {spec.identifier} needs compaction")
 
     return Compaction(_compact, job, _schedule, _buckets_sensor(
@@ -321,16 +321,17 @@ def _add_buckets(instance: dg.DagsterInstance, spec: TableSpec, table: FileStore
 
 def _minor_requests(context: dg.ScheduleEvaluationContext, spec: TableSpec,
                     parts: dg.PartitionsDefinition, handle: TableHandle,
-                    op_name: str) -> list[dg.RunRequest]:
+                    op_name: str, dynamic: bool) -> list[dg.RunRequest]:
     """A ``strategy: minor`` run request for each bucket the universal picker would compact
-    (among the partitions of ``parts``)."""
+    (among the partitions of ``parts``: the instance's, when ``dynamic``)."""
     _, todo = plan_compaction(handle, strategy="minor")
     table = handle.open()
     stamp = context.scheduled_execution_time.isoformat()
     requests = []
     for part_bytes, bucket, _total, _files in todo:
         key = partition_key_of(spec, _partition_spec(table, part_bytes), bucket)
-        with dg.partition_loading_context(dynamic_partitions_store=context.instance):
+        with dg.partition_loading_context(
+                dynamic_partitions_store=context.instance if dynamic else None):
             if not parts.has_partition_key(key):
                 continue  # a day outside the partitions definition
         requests.append(dg.RunRequest(  # the picker's choice, not a full rewrite
