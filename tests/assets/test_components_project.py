@@ -482,7 +482,7 @@ def test_a_typo_in_a_derived_source_fails_dg_check_defs(tmp_path: Path) -> None:
     assert p.returncode != 0, out[-3000:]
     expected = ("my_lake/defs/order_flags/defs.yaml:9: source: 'shop.ordres' is no table of "
                 "this code location (did you mean 'shop.orders'?); its components write "
-                "java.items, shop.orders (a table only another engine writes: add "
+                "flink.clicks, java.items, shop.orders (a table only another engine writes: add "
                 "source_external: true)")
     assert expected in out.splitlines()[-20:] or any(
         line.endswith(expected) for line in out.splitlines()), out[-3000:]
