@@ -177,7 +177,7 @@ def test_every_table_component_has_a_state_sensor() -> None:
                  "partition_by": ["k"], "state_sensor": {"name": "rates_state_sensor"}}
     assert state(build(PaimonOverwriteTable, yaml.safe_dump(overwrite))) == [
         ("rates_state_sensor", running, 30)]
-    maintenance = {"table": "java.items", "buckets": 2}
+    maintenance = {"table": "java.items"}
     assert state(build(PaimonTableMaintenance, yaml.safe_dump(maintenance))) == []
     assert state(build(PaimonTableMaintenance, yaml.safe_dump(
         {**maintenance, "external": True}))) == [("java_items_state_sensor", running, 30)]
