@@ -7,6 +7,9 @@ are ``write-only`` (no inline compaction): compaction is the per-bucket maintena
 so writers and the compactor never conflict. ``ref.fx_rates`` is a daily-partitioned table
 replaced one partition at a time (INSERT OVERWRITE). ``mart.orders_enriched`` is derived from
 ``cdc.orders`` by incremental reads.
+
+The compaction partitions of a table come from its bucket layout (:class:`BucketLayout`,
+:func:`table_bucket_layout`: the one place that asks an open table for it).
 """
 
 from __future__ import annotations
