@@ -8,7 +8,11 @@ partition key names its bucket in full (``cdc.orders/bucket-3``,
 they are launched, is the bucket's, and ``dagster.yaml`` admits one run per value of that
 tag: the same bucket never compacts twice at once (see :mod:`assets.runs`; two compactions
 that raced anyway would conflict on the files they delete: the second re-plans from the fresh
-snapshot). A run compacts its bucket fully (one sorted run on the last level), as
+snapshot). The buckets are the table's (:class:`BucketLayout`): ``0..N-1`` of a fixed-bucket
+table, bucket 0 of an unaware-bucket append table (per partition), and the live buckets of a
+dynamic-bucket primary-key table (``bucket = -1``), dynamic partitions a sensor and the
+schedule add as the table grows. A run compacts its bucket fully (one sorted run on the last
+level), as
 ``python -m pipelines.compact`` and ``paimon compact`` do (one default,
 :data:`paimon_core.DEFAULT_COMPACT_STRATEGY`), unless its config says ``strategy: minor``
 (what the universal picker asks for, what writers do; may be nothing). The hourly schedule
@@ -27,9 +31,10 @@ snapshot for its own after losing a publish race; the per-run user also names th
 snapshot.
 """
 
+import functools
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +56,18 @@ from assets.metadata import (
 from assets.observations import report_table_state
 from assets.resources import SPARK_POOL, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
-from assets.tables import DAILY_START, TableSpec
+from assets.tables import (
+    DAILY_START,
+    DAY_DIM,
+    BucketLayout,
+    TableSpec,
+    bucket_partitions,
+    check_bucket_layout,
+    dynamic_buckets_name,
+    missing_buckets,
+    partition_key_of,
+    split_key,
+)
 from paimon_core import FileStoreTable
 from paimon_core.integration import (
     DEFAULT_COMPACT_STRATEGY,
@@ -73,12 +89,11 @@ __all__ = [
     "build_compaction",
     "build_expiry_asset",
     "files_state",
-    "partition_key_of",
+    "partition_key_of",  # their home: assets.tables
     "split_key",
 ]
 
 EXPIRE_TAG = "paimon/expire"
-DAY_DIM, BUCKET_DIM = "dt", "bucket"
 
 
 # ------------------------------------------------------------------------------ buckets
@@ -122,48 +137,6 @@ def _rewritten_bytes(table: FileStoreTable, snapshot_id: int) -> tuple[int, int]
             sum(v for k, v in added.items() if k not in moved))
 
 
-def _bucket_key(spec: TableSpec, bucket: int) -> str:
-    return f"{spec.identifier}/bucket-{bucket}"
-
-
-def bucket_partitions(spec: TableSpec, day_start: str = DAILY_START) -> dg.PartitionsDefinition:
-    """The table's buckets (``cdc.orders/bucket-0`` ...), or ``dt x bucket`` for a table
-    partitioned by day (days from ``day_start``): every key names the table, so no two
-    compaction assets share one."""
-    buckets = dg.StaticPartitionsDefinition(
-        [_bucket_key(spec, b) for b in range(max(spec.buckets, 1))])
-    if not spec.partition_keys:
-        return buckets
-    return dg.MultiPartitionsDefinition({
-        DAY_DIM: dg.DailyPartitionsDefinition(start_date=day_start), BUCKET_DIM: buckets})
-
-
-def split_key(spec: TableSpec, key: str) -> tuple[dict[str, str] | None, int]:
-    """(table partition spec, bucket) of a compaction partition key (``cdc.orders/bucket-3``,
-    or the multi-partition key ``ref.fx_rates/bucket-1|2025-01-06`` = bucket x day)."""
-    if spec.partition_keys:
-        mk = key if isinstance(key, dg.MultiPartitionKey) else dg.MultiPartitionKey(
-            dict(zip(sorted((BUCKET_DIM, DAY_DIM)), str(key).split("|"))))
-        dims = mk.keys_by_dimension
-        partition: dict[str, str] | None = {spec.partition_keys[0]: dims[DAY_DIM]}
-        bucket_key = dims[BUCKET_DIM]
-    else:
-        partition, bucket_key = None, str(key)
-    table, _, bucket = bucket_key.rpartition("/bucket-")
-    if table != spec.identifier or not bucket.isdigit():
-        raise ValueError(f"{key!r} is not a compaction partition of {spec.identifier}")
-    return partition, int(bucket)
-
-
-def partition_key_of(spec: TableSpec, partition: dict[str, str] | None, bucket: int) -> str:
-    """The compaction partition key of one bucket (the inverse of :func:`split_key`): the
-    ``dagster/partition`` tag value its runs are limited by."""
-    if partition:
-        return str(dg.MultiPartitionKey({DAY_DIM: next(iter(partition.values())),
-                                         BUCKET_DIM: _bucket_key(spec, bucket)}))
-    return _bucket_key(spec, bucket)
-
-
 # ------------------------------------------------------------------------------ compaction
 class CompactConfig(dg.Config):
     """Knobs of a compaction run: the strategy, full unless told otherwise, as
@@ -193,24 +166,31 @@ class CompactConfig(dg.Config):
 
 @dataclass(frozen=True)
 class Compaction:
-    """The compaction asset, job and schedule of one table."""
+    """The compaction asset, job and schedule of one table, and the sensor bringing its
+    dynamic partitions up to the table's buckets (None: static partitions)."""
 
     asset: dg.AssetsDefinition
     job: Any
     schedule: dg.ScheduleDefinition
+    sensor: dg.SensorDefinition | None = None
 
 
 def build_compaction(
     spec: TableSpec, *, cron: str = "0 * * * *", day_start: str = DAILY_START,
     labels: AssetLabels | None = None, table_key: Sequence[str] | None = None,
     schedule_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
+    layout: BucketLayout | None = None, layout_source: str = "", buckets_interval: int = 60,
 ) -> Compaction:
     """Per-bucket compaction of one table: the asset, its job (per-partition run tags) and
     a schedule (``cron``, hourly by default) requesting runs only for the buckets that need
-    compaction. ``table_key``: the table's asset key (default ``spec.key_path``)."""
+    compaction. ``table_key``: the table's asset key (default ``spec.key_path``).
+    ``layout``: as ``layout_source`` declares it (static partitions, checked by runs and
+    ticks); unset or dynamic: dynamic partitions (:func:`_buckets_sensor`)."""
     labels = labels or AssetLabels()
     table_asset = dg.AssetKey(list(table_key or spec.key_path))
-    parts = bucket_partitions(spec, day_start)
+    parts = bucket_partitions(spec, day_start, layout)
+    dynamic = layout is None or layout.known_buckets() is None
+    check_layout = functools.partial(check_bucket_layout, spec.identifier, layout, layout_source)
     mapping: dg.PartitionMapping = (
         dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=DAY_DIM)
         if spec.partition_keys else dg.AllPartitionMapping())
@@ -246,16 +226,17 @@ def build_compaction(
         if not cat.table_exists(spec.identifier):
             return dg.MaterializeResult(metadata={"compact/status": "no table yet"})
         table = cat.get_table(spec.identifier)
+        try:
+            check_layout(table)
+            strategy = config.chosen()
+        except SettingsError as e:
+            raise non_retryable(context, str(e)) from e
         started = time.monotonic()
         handle = TableHandle.of(settings, table)
         parts_arg = [partition] if partition else None
         # the bucket's live files, listed once: its state before and the job's first plan
         _, groups = list_buckets(handle, partitions=parts_arg, buckets=[bucket])
         before = files_state(table, [f for _, fs in groups.values() for f in fs])
-        try:
-            strategy = config.chosen()
-        except SettingsError as e:
-            raise non_retryable(context, str(e)) from e
         todo = pick_buckets(handle, groups, strategy=strategy)
         snapshot_ids: list[int] = []
         status = "nothing to compact"
@@ -320,22 +301,72 @@ def build_compaction(
         if not cat.table_exists(spec.identifier):
             return dg.SkipReason(f"{spec.identifier} does not exist yet")
         table = cat.get_table(spec.identifier)
-        _, todo = plan_compaction(TableHandle.of(settings, table), strategy="minor")
-        stamp = context.scheduled_execution_time.isoformat()
-        requests = []
-        for part_bytes, bucket, _total, _files in todo:
-            partition = _partition_spec(table, part_bytes)
-            key = partition_key_of(spec, partition, bucket)
+        check_layout(table)
+        if dynamic:
+            _add_buckets(context.instance, spec, table)
+        requests = _minor_requests(context, spec, parts, TableHandle.of(settings, table),
+                                   _compact.op.name, dynamic)
+        return requests or dg.SkipReason(f"no bucket of {spec.identifier} needs compaction")
+
+    return Compaction(_compact, job, _schedule, _buckets_sensor(
+        spec, check_layout, buckets_interval) if dynamic else None)
+
+
+def _add_buckets(instance: dg.DagsterInstance, spec: TableSpec, table: FileStoreTable) -> None:
+    """Add the table's buckets missing from its dynamic compaction partitions."""
+    new = missing_buckets(instance, spec, table)
+    if new:
+        instance.add_dynamic_partitions(dynamic_buckets_name(spec), new)
+
+
+def _minor_requests(context: dg.ScheduleEvaluationContext, spec: TableSpec,
+                    parts: dg.PartitionsDefinition, handle: TableHandle,
+                    op_name: str, dynamic: bool) -> list[dg.RunRequest]:
+    """A ``strategy: minor`` run request for each bucket the universal picker would compact
+    (among the partitions of ``parts``: the instance's, when ``dynamic``)."""
+    _, todo = plan_compaction(handle, strategy="minor")
+    table = handle.open()
+    stamp = context.scheduled_execution_time.isoformat()
+    requests = []
+    for part_bytes, bucket, _total, _files in todo:
+        key = partition_key_of(spec, _partition_spec(table, part_bytes), bucket)
+        with dg.partition_loading_context(
+                dynamic_partitions_store=context.instance if dynamic else None):
             if not parts.has_partition_key(key):
                 continue  # a day outside the partitions definition
-            requests.append(dg.RunRequest(  # the picker's choice, not a full rewrite
-                run_key=f"{stamp}:{key}", partition_key=key,
-                run_config={"ops": {_compact.op.name: {"config": {"strategy": "minor"}}}}))
-        if not requests:
-            return dg.SkipReason(f"no bucket of {spec.identifier} needs compaction")
-        return requests
+        requests.append(dg.RunRequest(  # the picker's choice, not a full rewrite
+            run_key=f"{stamp}:{key}", partition_key=key,
+            run_config={"ops": {op_name: {"config": {"strategy": "minor"}}}}))
+    return requests
 
-    return Compaction(_compact, job, _schedule)
+
+def _buckets_sensor(spec: TableSpec, check_layout: Callable[[FileStoreTable], None],
+                    interval: int) -> dg.SensorDefinition:
+    """The sensor bringing the table's dynamic compaction partitions up to its buckets
+    (:func:`assets.tables.table_buckets`: ``0..N-1``, or the live buckets of a dynamic-bucket
+    table) every ``interval`` seconds, as the schedule's ticks do too; running from the
+    start: the partitions are there to launch from the UI before the schedule's first
+    tick."""
+
+    @dg.sensor(
+        name=f"{spec.slug}_compaction_buckets_sensor", minimum_interval_seconds=interval,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=f"Add the buckets of {spec.identifier} to its compaction partitions "
+        "(metadata only).")
+    def _buckets(context: dg.SensorEvaluationContext,
+                 catalog: PaimonCatalog) -> dg.SensorResult | dg.SkipReason:
+        cat = catalog.settings().catalog()
+        if not cat.table_exists(spec.identifier):
+            return dg.SkipReason(f"{spec.identifier} does not exist yet")
+        table = cat.get_table(spec.identifier)
+        check_layout(table)
+        new = missing_buckets(context.instance, spec, table)
+        if not new:
+            return dg.SkipReason(f"no new bucket in {spec.identifier}")
+        return dg.SensorResult(dynamic_partitions_requests=[
+            dg.AddDynamicPartitionsRequest(dynamic_buckets_name(spec), new)])
+
+    return _buckets
 
 
 def _partition_spec(table: FileStoreTable, partition: bytes) -> dict[str, str] | None:

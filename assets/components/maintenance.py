@@ -2,12 +2,13 @@
 expiry and orphan removal of any table (:mod:`assets.maintenance`), with its checks unless
 the table's own component builds them."""
 
+import warnings
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
-from assets.components.project import field_location, project_tables
+from assets.components.project import TableDecl, field_location, project_tables
 from assets.components.tables import (
     AssetAttributes,
     ChecksAttributes,
@@ -20,16 +21,23 @@ from assets.components.tables import (
 from assets.labels import SettingsError
 from assets.maintenance import ExpiryConfig, build_compaction, build_expiry_asset
 from assets.metadata import TABLE
-from assets.tables import DAILY_START, TableSpec
+from assets.tables import DAILY_START, BucketLayout, TableSpec
 
 __all__ = ["CompactionAttributes", "ExpiryAttributes", "PaimonTableMaintenance"]
 
 
 class CompactionAttributes(dg.Model):
-    """Per-bucket compaction: one asset partition per bucket (per day x bucket for a
-    day-partitioned table); one run per bucket at a time (``dagster.yaml``)."""
+    """Per-bucket compaction: one asset partition per bucket of the table (per day x bucket
+    for a day-partitioned table); one run per bucket at a time (``dagster.yaml``). The
+    buckets: those the table's own component in the project declares (fixed: ``0..N-1``;
+    an append table's ``-1``: bucket 0), else the table's, added to dynamic partitions by a
+    sensor and by the schedule (a dynamic-bucket table's live buckets, as they appear)."""
 
     cron: str = Field(default="0 * * * *", description="when to ask which buckets need it")
+    buckets_interval: int = Field(
+        default=60, description="seconds between two looks of the buckets sensor at the "
+        "table's buckets (dynamic partitions: a dynamic-bucket table, or one no component of "
+        "the project creates)")
     running: bool = False
     day_start: str = Field(default=DAILY_START, description="first day (day-partitioned table)")
     asset: AssetAttributes = Field(default_factory=AssetAttributes)
@@ -58,7 +66,9 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
     removal with theirs, and the table's asset checks."""
 
     table: str = Field(description="database.table")
-    buckets: int = Field(description="the table's 'bucket' option (compaction partitions)")
+    buckets: int | None = Field(default=None, description="deprecated: the compaction "
+                                "reads the table's bucket layout; when given, it must be the "
+                                "table's 'bucket' option")
     day_partition: str | None = Field(default=None, description="the table's day partition "
                                       "column (YYYY-MM-DD values), if partitioned by day")
     table_asset_key: list[str] | None = Field(default=None, description="default [db, table]")
@@ -77,10 +87,7 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
         "table's own component has it); give it to observe a table declared elsewhere")
 
     def spec(self) -> TableSpec:
-        if self.buckets == 0 or self.buckets < -1:
-            raise SettingsError(f"{self.table}: buckets must be positive (or -1), got "
-                                f"{self.buckets}")
-        options = {"bucket": str(self.buckets)}
+        options: dict[str, str] = {}
         if self.retain_max is not None:
             options["snapshot.num-retained.max"] = str(self.retain_max)
         checks = self.checks or ChecksAttributes()
@@ -92,7 +99,14 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
             freshness_hours=checks.freshness_hours,
             asset_key=tuple(self.table_asset_key) if self.table_asset_key else None)
 
-    def _checks(self, context: dg.ComponentLoadContext) -> ChecksAttributes | None:
+    def _owner(self, context: dg.ComponentLoadContext) -> TableDecl | None:
+        """The table as another component of the project declares it (None: none does)."""
+        me = field_location(context, "table")
+        return next((t for t in project_tables(context) or ()
+                     if t.identifier == self.table and t.where != me), None)
+
+    def _checks(self, context: dg.ComponentLoadContext,
+                owner: TableDecl | None) -> ChecksAttributes | None:
         """The checks to build: none when the table's own component in the project builds
         them (``checks`` unset).
 
@@ -100,9 +114,6 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
             SettingsError: ``external: true`` for a table a component of the project writes,
                 or ``checks:`` set here for a table whose component builds its checks.
         """
-        me = field_location(context, "table")
-        owner = next((t for t in project_tables(context) or ()
-                      if t.identifier == self.table and t.where != me), None)
         if owner is None:
             return self.checks
         if self.external:
@@ -118,25 +129,68 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
             return None
         return self.checks
 
+    def _layout(self, context: dg.ComponentLoadContext,
+                owner: TableDecl | None) -> tuple[BucketLayout | None, str]:
+        """The table's bucket layout known when the code loads, and who says it: the
+        component of the project that creates the table (its ``options:``), else the
+        deprecated ``buckets:`` here; (None, "") when neither (the compaction schedule reads
+        the table's buckets).
+
+        Raises:
+            SettingsError: ``buckets:`` disagrees with the table's component, or is not a
+                bucket count.
+        """
+        declared: tuple[BucketLayout | None, str] = (None, "")
+        if owner is not None and owner.bucket is not None:
+            source = f"its {owner.component} ({owner.where})"
+            declared = (BucketLayout.of_option(owner.bucket, owner.primary_key, source),
+                        source)
+        if self.buckets is None:
+            return declared
+        here = f"buckets: {self.buckets} ({field_location(context, 'buckets')})"
+        layout, source = declared
+        if layout is not None and layout.bucket != self.buckets:
+            raise SettingsError(f"{here}: {self.table} has bucket = {layout.bucket} from "
+                                f"{source}: remove buckets: here (the compaction reads the "
+                                "table's bucket layout)")
+        warnings.warn(f"{here}: deprecated, the compaction reads {self.table}'s bucket "
+                      "layout: remove it", FutureWarning, stacklevel=2)
+        if layout is not None:
+            return declared
+        # a table no component of the project creates: whether it has a primary key is
+        # not known here (bucket -1: dynamic partitions)
+        return BucketLayout.of_option(str(self.buckets), None, here), here
+
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         spec = self.spec()
-        checks = self._checks(context)
+        owner = self._owner(context)
+        checks = self._checks(context, owner)
+        layout, layout_source = self._layout(context, owner)
         assets: list[Any] = []
         jobs: list[Any] = []
         schedules: list[Any] = []
+        sensors: list[Any] = []
         if self.external:
             assets.append(dg.AssetSpec(spec.key_path, kinds={"paimon"}, metadata={
                 TABLE: spec.identifier}, description=f"{spec.identifier} (written "
                 "outside this code location; maintained here)"))
         if self.compaction is not None:
             c = self.compaction
+            if c.buckets_interval < 1:
+                raise SettingsError(f"{field_location(context, 'compaction')}: compaction: "
+                                    f"buckets_interval {c.buckets_interval} is not a number "
+                                    "of seconds (>= 1)")
             compaction = build_compaction(
                 spec, cron=c.cron, day_start=c.day_start, labels=c.asset.labels(),
+                layout=layout, layout_source=layout_source,
+                buckets_interval=c.buckets_interval,
                 schedule_status=(dg.DefaultScheduleStatus.RUNNING if c.running
                                  else dg.DefaultScheduleStatus.STOPPED))
             assets.append(compaction.asset)
             jobs.append(compaction.job)
             schedules.append(compaction.schedule)
+            if compaction.sensor is not None:
+                sensors.append(compaction.sensor)
         if self.expiry is not None:
             e = self.expiry
             expiry = build_expiry_asset(spec, labels=e.asset.labels(), defaults=ExpiryConfig(
@@ -156,4 +210,4 @@ class PaimonTableMaintenance(dg.Component, dg.Model, dg.Resolvable):
         sensor = self.state_sensor or (SensorAttributes() if self.external else None)
         return dg.Definitions.merge(
             check_defs(spec, checks), state_sensor_defs(spec, sensor),
-            dg.Definitions(assets=assets, jobs=jobs, schedules=schedules))
+            dg.Definitions(assets=assets, jobs=jobs, schedules=schedules, sensors=sensors))

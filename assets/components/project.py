@@ -37,6 +37,10 @@ class TableDecl:
         component: the component's class name (``PaimonCdcTable``...).
         where: its ``defs.yaml`` (relative to the project root) and line.
         checks: whether that component builds the table's asset checks.
+        bucket: the ``bucket`` option the component creates the table with (``-1``, Paimon's
+            default, when its ``options:`` leave it out); None: a table the component does
+            not create (a maintenance component's ``external: true``).
+        primary_key: whether the component declares a primary key.
     """
 
     identifier: str
@@ -44,6 +48,8 @@ class TableDecl:
     component: str
     where: str
     checks: bool
+    bucket: str | None = None
+    primary_key: bool = False
 
 
 def _source_tree(decl: object) -> SourcePositionTree | None:
@@ -97,6 +103,8 @@ def project_tables(context: dg.ComponentLoadContext) -> list[TableDecl] | None:
                 PaimonTableMaintenance)):
             continue
         comp = tree.load_component(loc)
+        bucket: str | None = None
+        primary_key = False
         if isinstance(comp, PaimonTableMaintenance):
             if not comp.external:
                 continue
@@ -106,9 +114,11 @@ def project_tables(context: dg.ComponentLoadContext) -> list[TableDecl] | None:
             assert isinstance(comp, (PaimonCdcTable, PaimonOverwriteTable, PaimonDerivedTable))
             key = tuple(comp.asset.key or ())
             checks = comp.checks.enabled
+            bucket = str(comp.options.get("bucket", -1))
+            primary_key = bool(comp.primary_key)
         out.append(TableDecl(comp.table, key or tuple(comp.table.split(".", 1)),
                              kind.__name__, _where(context, decl, ["attributes", "table"]),
-                             checks))
+                             checks, bucket, primary_key))
     return out
 
 

@@ -177,7 +177,7 @@ def test_every_table_component_has_a_state_sensor() -> None:
                  "partition_by": ["k"], "state_sensor": {"name": "rates_state_sensor"}}
     assert state(build(PaimonOverwriteTable, yaml.safe_dump(overwrite))) == [
         ("rates_state_sensor", running, 30)]
-    maintenance = {"table": "java.items", "buckets": 2}
+    maintenance = {"table": "java.items"}
     assert state(build(PaimonTableMaintenance, yaml.safe_dump(maintenance))) == []
     assert state(build(PaimonTableMaintenance, yaml.safe_dump(
         {**maintenance, "external": True}))) == [("java_items_state_sensor", running, 30)]
@@ -396,7 +396,6 @@ PROJECT_MAINTENANCE = """\
 type: assets.components.PaimonTableMaintenance
 attributes:
   table: shop.customers
-  buckets: 2
 """
 
 
@@ -497,11 +496,11 @@ def test_maintenance_of_a_component_table_builds_no_second_checks(
 
 @pytest.mark.parametrize(("extra", "message"), [
     ("  checks: {max_small_files: 10}\n",
-     "proj_{n}/defs/maintenance/defs.yaml:5: checks: shop.customers has its checks from its "
+     "proj_{n}/defs/maintenance/defs.yaml:4: checks: shop.customers has its checks from its "
      "PaimonCdcTable (proj_{n}/defs/customers/defs.yaml:3): set them there, or checks: null "
      "here"),
     ("  external: true\n",
-     "proj_{n}/defs/maintenance/defs.yaml:5: external: true, but shop.customers is the asset "
+     "proj_{n}/defs/maintenance/defs.yaml:4: external: true, but shop.customers is the asset "
      "of its PaimonCdcTable (proj_{n}/defs/customers/defs.yaml:3): remove external here"),
 ])
 def test_maintenance_refuses_what_the_table_component_has(
@@ -514,3 +513,39 @@ def test_maintenance_refuses_what_the_table_component_has(
     # checks: null is accepted (the demo's spelling)
     load_project(tmp_path / f"{name}null", monkeypatch, {
         "customers": PROJECT_CDC, "maintenance": PROJECT_MAINTENANCE + "  checks: null\n"})
+
+
+def test_maintenance_partitions_are_the_buckets_the_table_component_declares(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No restated count: the compaction partitions of one's own table are the buckets its
+    component declares (``bucket: 2``: bucket-0, bucket-1; unset on a primary-key table:
+    Paimon's dynamic buckets, dynamic partitions with their sensor); the older ``buckets:``
+    is accepted when equal (a FutureWarning), refused naming both when not."""
+    def compaction(defs: dg.Definitions) -> dg.AssetsDefinition:
+        return next(a for a in defs.assets or () if isinstance(a, dg.AssetsDefinition)
+                    and a.key.path[-1] == "shop_customers_compaction")
+
+    defs = load_project(tmp_path / "lay", monkeypatch, {
+        "customers": PROJECT_CDC, "maintenance": PROJECT_MAINTENANCE})
+    parts = compaction(defs).partitions_def
+    assert parts is not None and parts.get_partition_keys() == [
+        "shop.customers/bucket-0", "shop.customers/bucket-1"]
+    assert "shop_customers_compaction_buckets_sensor" not in sensors(defs)
+    with pytest.raises(Exception) as excinfo:
+        load_project(tmp_path / "lay3", monkeypatch, {
+            "customers": PROJECT_CDC, "maintenance": PROJECT_MAINTENANCE + "  buckets: 3\n"})
+    assert settings_error(excinfo) == (
+        "buckets: 3 (proj_lay3/defs/maintenance/defs.yaml:4): shop.customers has bucket = 2 "
+        "from its PaimonCdcTable (proj_lay3/defs/customers/defs.yaml:3): remove buckets: here "
+        "(the compaction reads the table's bucket layout)")
+    with pytest.warns(FutureWarning, match=r"buckets: 2 .*deprecated"):
+        same = load_project(tmp_path / "lay2", monkeypatch, {
+            "customers": PROJECT_CDC, "maintenance": PROJECT_MAINTENANCE + "  buckets: 2\n"})
+    assert compaction(same).partitions_def == parts
+    dynamic = load_project(tmp_path / "laydyn", monkeypatch, {
+        "customers": PROJECT_CDC.replace("bucket: 2, ", ""),
+        "maintenance": PROJECT_MAINTENANCE})
+    assert compaction(dynamic).partitions_def == dg.DynamicPartitionsDefinition(
+        name="shop_customers_compaction_buckets")
+    sensor = sensors(dynamic)["shop_customers_compaction_buckets_sensor"]
+    assert sensor.default_status is dg.DefaultSensorStatus.RUNNING

@@ -11,11 +11,15 @@ run in a temporary directory (not the demo), then
   backfill of the landed day from the UI applies nothing twice; a tick of the derived table's
   snapshot sensor and the run it requests (the user's own transform), a compaction run of one
   bucket of a table Paimon Java wrote (the oracle), launched without config (full, as the
-  CLI); with the landing sensor stopped from the UI, a day that lands is a Missing
+  CLI); a UI backfill of every bucket of a dynamic-bucket table another engine wrote
+  (``bucket = -1``, 3 live buckets of 3 level-0 files each: the partitions are the live
+  buckets the component's sensor reads from the table, not a restated count); with the
+  landing sensor stopped from the UI, a day that lands is a Missing
   partition, and a UI backfill of it ingests it;
 * the tables then hold what an independent model says: the CDC events replayed by key, the
   transform over that state, and the rows Java wrote (one sorted run left in the bucket,
-  fsck clean);
+  fsck clean); every bucket of the dynamic-bucket table one file, its hash index the same,
+  Paimon Java reading the rows written by hand;
 * headless Chromium renders the CDC table's asset page with the row count and the columns
   paimon_core reads.
 
@@ -64,6 +68,9 @@ DAY = "2025-01-06"
 LATE_DAY = "2025-01-07"
 #: the README's placeholder for the repository checkout beside the project
 REPO_PLACEHOLDER = "../paimon-pipelines"
+PARTITION_KEYS = """
+query($k: AssetKeyInput!) { assetNodeOrError(assetKey: $k) { ... on AssetNode {
+    partitionKeys } } }"""
 PARTITION_STATS = """
 query($k: AssetKeyInput!) { assetNodeOrError(assetKey: $k) { ... on AssetNode {
     partitionStats { numMaterialized numPartitions numFailed numMaterializing } } } }"""
@@ -152,6 +159,38 @@ def _java_table(work: Path, warehouse: Path) -> Batch:
     return Batch("java-items", cmds, work)
 
 
+#: the dynamic-bucket table another engine writes (README: maintenance of ``flink.clicks``)
+CLICKS = "flink.clicks"
+CLICKS_COMPACTION = ["maintenance", "flink_clicks_compaction"]
+#: three commits of (id, page); 10 keys per bucket: ids 0..29 open buckets 0, 1, 2
+CLICKS_COMMITS = [[(i, "a") for i in range(30)], [(i, "b") for i in range(30)],
+                  [(i, "c") for i in range(0, 30, 2)]]
+#: the rows after them, by hand: even ids last written "c", odd ones "b"
+CLICKS_ROWS = {i: "c" if i % 2 == 0 else "b" for i in range(30)}
+
+
+def _clicks_table(warehouse: Path) -> None:
+    """``flink.clicks``: a primary-key table with dynamic buckets (``bucket = -1``, 10 keys
+    a bucket), three write-only commits touching every bucket."""
+    import pyarrow as pa
+
+    from paimon_core.catalog import FileSystemCatalog
+    from paimon_core.schema_builder import Schema
+
+    catalog = FileSystemCatalog(str(warehouse))
+    catalog.create_database("flink", ignore_if_exists=True)
+    table = catalog.create_table(CLICKS, Schema.of(
+        [("id", "BIGINT NOT NULL"), ("page", "STRING")], primary_keys=["id"],
+        options={"bucket": "-1", "dynamic-bucket.target-row-num": "10",
+                 "write-only": "true"}))
+    for k, rows in enumerate(CLICKS_COMMITS):
+        data = pa.table({"id": pa.array([r[0] for r in rows], pa.int64()),
+                         "page": [r[1] for r in rows]})
+        with table.new_write("flink") as w:
+            w.write_arrow(data)
+            table.new_commit("flink").commit(w.prepare_commit(), k)
+
+
 class Project:
     """The project built from the README section, with its ``dg dev``."""
 
@@ -200,6 +239,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
                 (root / name).write_text(content)
             # the lake: a table Paimon Java writes, and a landing day of change events
             java = _java_table(tmp, root / "warehouse")
+            _clicks_table(root / "warehouse")
             day = root / "landing" / "shop.orders" / f"dt={DAY}"
             day.mkdir(parents=True)
             (day / "part-0.json").write_text(
@@ -279,6 +319,9 @@ def test_materialize_sensor_and_maintenance(project: Project) -> None:
     settings = CatalogSettings(str(warehouse))
     _, before = list_buckets(TableHandle.of(settings, table), buckets=[0])
     assert sum(len(files) for _, files in before.values()) > 1
+    # no bucket count restated: the component's sensor reads java.items' two buckets
+    assert _partition_keys(dev, ["maintenance", "java_items_compaction"], 2) == [
+        "java.items/bucket-0", "java.items/bucket-1"]
     run_id = project.launch(
         "java_items_compaction_job", tags={"dagster/partition": "java.items/bucket-0"})
     run = wait_for_run(dev, run_id, timeout=300)
@@ -292,6 +335,73 @@ def test_materialize_sensor_and_maintenance(project: Project) -> None:
         model.update({r["id"]: r["name"] for r in rows})
     assert {r["id"]: r["name"] for r in table.to_arrow().to_pylist()} == model
     assert fsck(table).ok
+
+
+def _partition_keys(dev: DagsterDev, key: list[str], count: int,
+                    timeout: float = 300) -> list[str]:
+    """The partition keys of asset ``key`` once there are ``count`` (as the UI lists them)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        keys = dev.graphql(PARTITION_KEYS, {"k": {"path": key}})["assetNodeOrError"][
+            "partitionKeys"]
+        if len(keys) >= count:
+            return sorted(keys)
+        assert time.monotonic() < deadline, f"{key}: partitions {keys}, not {count}"
+        time.sleep(2)
+
+
+def test_every_bucket_of_a_dynamic_bucket_table_is_compacted(project: Project) -> None:
+    """The issue-29 case: maintenance of a ``bucket = -1`` primary-key table (no bucket count
+    in the YAML): its compaction partitions are its live buckets, a UI backfill of all of
+    them leaves each bucket one file, the hash index as it was, and Paimon Java reads the
+    rows."""
+    from paimon_core import FileSystemCatalog
+    from paimon_core.fsck import fsck
+    from paimon_core.table import FileStoreTable
+    from pipelines.compact import list_buckets
+    from pipelines.config import CatalogSettings, TableHandle
+
+    dev = project.dev
+    warehouse = project.root / "warehouse"
+    settings = CatalogSettings(str(warehouse))
+
+    def files_per_bucket(t: FileStoreTable) -> dict[int, int]:
+        _, groups = list_buckets(TableHandle.of(settings, t))
+        return {b: len(files) for (_, b), (_, files) in groups.items()}
+
+    def index_entries(t: FileStoreTable) -> list[tuple[int, str, int]]:
+        snap = t.latest_snapshot()
+        assert snap is not None and snap.index_manifest
+        return sorted((e.bucket, e.file_name, e.row_count) for e in t.new_planner(
+            t.schema, None).manifests.index_manifest(snap.index_manifest))
+
+    table = FileSystemCatalog(str(warehouse)).get_table(CLICKS)
+    assert files_per_bucket(table) == {0: 3, 1: 3, 2: 3}
+    index_before = index_entries(table)
+    assert [e[0] for e in index_before] == [0, 1, 2]
+    # the buckets come from the table: today's `buckets: -1` gave one partition, bucket-0
+    keys = _partition_keys(dev, CLICKS_COMPACTION, 3)
+    assert keys == [f"{CLICKS}/bucket-{b}" for b in range(3)]
+    backfill = ui_backfill(dev, [CLICKS_COMPACTION], keys)
+    runs = wait_for_runs(dev, 3, timeout=900, tags={"dagster/backfill": backfill})
+    assert [r.dagster_run.status.value for r in runs] == ["SUCCESS"] * 3, (
+        dev.log.read_text()[-4000:])
+    assert sorted(r.dagster_run.tags["dagster/partition"] for r in runs) == keys
+    table = FileSystemCatalog(str(warehouse)).get_table(CLICKS)
+    assert files_per_bucket(table) == {0: 1, 1: 1, 2: 1}
+    assert {s.commit_kind.name for s in table.snapshot_manager.snapshots()} == {
+        "APPEND", "COMPACT"}
+    assert index_entries(table) == index_before  # the dynamic-bucket index kept as it was
+    assert {r["id"]: r["page"] for r in table.to_arrow().to_pylist()} == CLICKS_ROWS
+    assert fsck(table, deep=True).ok
+    out = project.root.parent / "clicks-java.jsonl"
+    result = Batch("clicks-read", [{"cmd": "read", "warehouse": str(warehouse),
+                                    "table": CLICKS, "engine": "java", "output": str(out)}],
+                   project.root.parent).wait()
+    assert result.returncode == 0 and not result.failures(), result.stderr[-3000:]
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert {r["id"]: r["page"] for r in got} == CLICKS_ROWS
+    assert len(got) == len(CLICKS_ROWS)
 
 
 @pytest.mark.skipif(chromium() is None, reason="needs the Debian chromium package")
@@ -372,7 +482,7 @@ def test_a_typo_in_a_derived_source_fails_dg_check_defs(tmp_path: Path) -> None:
     assert p.returncode != 0, out[-3000:]
     expected = ("my_lake/defs/order_flags/defs.yaml:9: source: 'shop.ordres' is no table of "
                 "this code location (did you mean 'shop.orders'?); its components write "
-                "java.items, shop.orders (a table only another engine writes: add "
+                "flink.clicks, java.items, shop.orders (a table only another engine writes: add "
                 "source_external: true)")
     assert expected in out.splitlines()[-20:] or any(
         line.endswith(expected) for line in out.splitlines()), out[-3000:]

@@ -118,7 +118,6 @@ attributes:
 type: assets.components.PaimonTableMaintenance
 attributes:
   table: shop.orders
-  buckets: 2
   checks: null
   expiry: {cron: null}
 """

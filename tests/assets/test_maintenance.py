@@ -24,7 +24,7 @@ from assets.maintenance import (
 )
 from assets.metadata import run_commit_user, snapshots_of_run
 from assets.overwrite import fx_rates
-from assets.tables import FX_RATES, ORDERS
+from assets.tables import FX_RATES, ORDERS, BucketLayout, TableSpec
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.consumer import Consumer, ConsumerManager
 from paimon_core.fsck import fsck
@@ -157,6 +157,68 @@ def test_compaction_schedule_requests_only_buckets_that_need_it(
     commit_orders(orders, order_rows(range(1, 41), "s6"), 8)
     result = ORDERS_COMPACTION.schedule.evaluate_tick(ctx)
     assert not result.run_requests and result.skip_message
+
+
+def _dynamic_table(catalog: FileSystemCatalog) -> FileStoreTable:
+    """``db.dyn``: a primary-key table with dynamic buckets (``bucket = -1``, 4 keys a
+    bucket), two commits of ids 0..11: buckets 0, 1, 2, two level-0 files each."""
+    import pyarrow as pa
+
+    from paimon_core.schema_builder import Schema
+
+    catalog.create_database("db", ignore_if_exists=True)
+    table = catalog.create_table("db.dyn", Schema.of(
+        [("id", "BIGINT NOT NULL"), ("v", "STRING")], primary_keys=["id"],
+        options={"bucket": "-1", "dynamic-bucket.target-row-num": "4", "write-only": "true"}))
+    for k in range(2):
+        with table.new_write("w") as w:
+            w.write_arrow(pa.table({"id": pa.array(range(12), pa.int64()),
+                                    "v": [f"v{k}"] * 12}))
+            table.new_commit("w").commit(w.prepare_commit(), k)
+    return table
+
+
+def test_dynamic_bucket_partitions_are_the_tables_live_buckets(
+        lake_catalog: FileSystemCatalog, resources: dict[str, Any]) -> None:
+    """With no bucket layout given (a table declared elsewhere), or a dynamic-bucket one:
+    dynamic partitions, which the buckets sensor and the schedule fill with the table's live
+    buckets (today's ``buckets: -1`` gave one partition, bucket-0); a restated count the
+    table does not have fails the tick naming both."""
+    from assets.maintenance import build_compaction
+
+    table = _dynamic_table(lake_catalog)
+    assert sorted({b for b in table.inspect.buckets().column("bucket").to_pylist()}) == [0, 1, 2]
+    spec = TableSpec("db.dyn", {"options": {}})
+    compaction = build_compaction(spec, layout=BucketLayout(-1, True), layout_source="here")
+    assert isinstance(compaction.asset.partitions_def, dg.DynamicPartitionsDefinition)
+    assert compaction.sensor is not None
+    assert compaction.sensor.default_status is dg.DefaultSensorStatus.RUNNING
+    catalog = {"catalog": resources["catalog"]}
+    keys = [f"db.dyn/bucket-{b}" for b in range(3)]
+    with dg.instance_for_test() as instance:
+        result = compaction.sensor(dg.build_sensor_context(instance=instance, resources=catalog))
+        assert isinstance(result, dg.SensorResult)
+        [add] = result.dynamic_partitions_requests or ()
+        assert add.partitions_def_name == "db_dyn_compaction_buckets"
+        assert list(add.partition_keys) == keys
+        # the schedule adds them too, then asks the picker (2 sorted runs: below its trigger)
+        ctx = dg.build_schedule_context(instance=instance, resources=catalog,
+                                        scheduled_execution_time=datetime.datetime.now())
+        tick = compaction.schedule.evaluate_tick(ctx)
+        assert not tick.run_requests and tick.skip_message
+        assert instance.get_dynamic_partitions("db_dyn_compaction_buckets") == keys
+        again = compaction.sensor(dg.build_sensor_context(instance=instance, resources=catalog))
+        assert isinstance(again, dg.SkipReason)
+    # a count restated for a table declared elsewhere, which the table does not have
+    restated = build_compaction(spec, layout=BucketLayout(4, None),
+                                layout_source="buckets: 4 (defs.yaml:4)")
+    assert restated.sensor is None  # static partitions bucket-0..3
+    with dg.instance_for_test() as instance, pytest.raises(dg.DagsterError) as excinfo:
+        restated.schedule.evaluate_tick(dg.build_schedule_context(instance=instance,
+                                                                  resources=catalog))
+    assert isinstance(excinfo.value.__cause__, SettingsError)
+    assert str(excinfo.value.__cause__) == ("db.dyn: buckets: 4 (defs.yaml:4) says bucket = 4 "
+                                            "(fixed), the table has bucket = -1 (dynamic)")
 
 
 def test_compaction_config_defaults_to_the_cli_strategy() -> None:
