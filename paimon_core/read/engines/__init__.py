@@ -96,15 +96,16 @@ def _last(records: Records) -> pa.Table:
         last_in_group(records.gid, np.ones(len(records.gid), bool), records.groups))
 
 
-def validate(schema: TableSchema) -> None:
+def validate(schema: TableSchema, options: CoreOptions | None = None) -> None:
     """The checks Java makes when it creates the table's merge function
-    (``PrimaryKeyTableUtils.createMergeFunctionFactory`` and the factories).
+    (``PrimaryKeyTableUtils.createMergeFunctionFactory`` and the factories); ``options``:
+    ``schema``'s, when the caller has them parsed.
 
     Raises:
         UnsupportedError: an unknown merge engine or an aggregate function not implemented.
         SchemaError: invalid engine options.
     """
-    options = CoreOptions(schema.options)
+    options = CoreOptions(schema.options) if options is None else options
     engine = options.merge_engine  # UnsupportedError: an unknown merge engine
     if not schema.primary_keys:
         return
