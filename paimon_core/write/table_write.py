@@ -180,7 +180,7 @@ class TableWrite:
     ) -> None:
         self.file_io = file_io
         self.context = context
-        self.table_path = table_path = context.table_path
+        self.table_path = context.table_path
         self.schema = schema = context.schema
         self.commit_user = commit_user
         self.snapshot_manager = snapshot_manager
@@ -201,23 +201,7 @@ class TableWrite:
         self.dynamic = self.bucket_mode is BucketMode.HASH_DYNAMIC
         self.key_types: list[DataType] = [schema.field(k).type for k in self.key_names]
         self._overwrite = overwrite
-        self._assigner: DynamicBucketAssigner | None = None
-        self._hash_index: BucketHashes | None = None
-        if self.dynamic:
-            reader = None if overwrite else HashIndexReader(
-                file_io, table_path, snapshot_manager, planner.manifests)
-            channels, assigners = assigner_channels(self.options)
-            own: list[int] | None = None
-            if assigner_channel is not None:
-                channels, assigners = assigner_channel.num_channels, assigner_channel.num_assigners
-                own = [assigner_channel.channel]
-            self._assigner = DynamicBucketAssigner(
-                target_row_num=self.options.dynamic_bucket_target_row_num,
-                num_channels=channels, num_assigners=assigners, channels=own, reader=reader)
-            self._hash_index = BucketHashes(reader)
-        elif assigner_channel is not None:
-            raise UnsupportedError(f"an assigner channel is for dynamic bucket primary-key "
-                                   f"tables (bucket=-1); this table has bucket={self.num_buckets}")
+        self._assigner, self._hash_index = self._dynamic_buckets(assigner_channel)
         self.sequence_fields = list(self.options.sequence_fields)
         for c in self.sequence_fields:
             schema.field(c)  # typed error for an unknown column
@@ -243,16 +227,9 @@ class TableWrite:
         self.writer = DataFileWriter(
             file_io, schema, self.path_factory, parquet=ParquetOptions.of(schema, self.options)
         )
-        shared_buckets = assigner_channel is not None
-        if shared_buckets and CompactOptions.of(schema, self.options).lookup:
-            raise UnsupportedError(
-                "a dynamic bucket table written by several assigner tasks cannot have its "
-                "level-0 files compacted at every commit, which merge-engine=first-row, "
-                "changelog-producer=lookup and force-lookup need: write it from one task, or "
-                "give the table a fixed 'bucket' count")
-        self._inline = (
+        self._inline = (  # a writer of an assigner channel shares its buckets: no compaction
             InlineCompaction(file_io, context, planner.schemas, self.writer)
-            if inline_compaction_enabled(context) and not shared_buckets else None
+            if inline_compaction_enabled(context) and assigner_channel is None else None
         )
         self._buckets: dict[tuple[bytes, int], BucketState] = {}
         self._pinned_bytes = 0  # Arrow bytes of the inputs routed since the last pin check
@@ -265,6 +242,34 @@ class TableWrite:
         self._part_dicts: list[tuple[np.ndarray, pa.Array]] = []
         self._bucket_col: np.ndarray | None = None
         self._key_hashes: np.ndarray | None = None
+
+    def _dynamic_buckets(self, channel: AssignerChannel | None
+                         ) -> tuple[DynamicBucketAssigner | None, BucketHashes | None]:
+        """The bucket assigner and the hash index of a dynamic bucket table (for one assigner
+        ``channel`` when given), None for other tables."""
+        if not self.dynamic:
+            if channel is not None:
+                raise UnsupportedError(f"an assigner channel is for dynamic bucket primary-key "
+                                       f"tables (bucket=-1); this table has "
+                                       f"bucket={self.num_buckets}")
+            return None, None
+        reader = None if self._overwrite else HashIndexReader(
+            self.file_io, self.table_path, self.snapshot_manager, self.planner.manifests)
+        channels, assigners = assigner_channels(self.options)
+        own: list[int] | None = None
+        if channel is not None:
+            if CompactOptions.of(self.schema, self.options).lookup:
+                raise UnsupportedError(
+                    "a dynamic bucket table written by several assigner tasks cannot have its "
+                    "level-0 files compacted at every commit, which merge-engine=first-row, "
+                    "changelog-producer=lookup and force-lookup need: write it from one task, "
+                    "or give the table a fixed 'bucket' count")
+            channels, assigners = channel.num_channels, channel.num_assigners
+            own = [channel.channel]
+        assigner = DynamicBucketAssigner(
+            target_row_num=self.options.dynamic_bucket_target_row_num,
+            num_channels=channels, num_assigners=assigners, channels=own, reader=reader)
+        return assigner, BucketHashes(reader)
 
     # ------------------------------------------------------------------ public API
     def write_arrow(self, data: pa.Table | pa.RecordBatch, *, row_kind_column: str | None = None,
