@@ -252,7 +252,7 @@ class FileStoreTable:
             self.file_io, self.path, commit_user=commit_user, schema_manager=self.schema_manager,
             snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io,
             options=options, max_retries=max_retries, dynamic_options=self.dynamic_options,
-        )
+            context=self.context)
 
     def compact(
         self,
