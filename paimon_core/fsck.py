@@ -57,6 +57,7 @@ from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_man
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import FileKind, ManifestEntry, decode_manifest
 from paimon_core.spec.manifest_list import ManifestFileMeta, decode_manifest_list
+from paimon_core.spec.option_enums import BucketMode
 from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, decode_snapshot
 from paimon_core.table import FileStoreTable
 from paimon_core.tags import TAG_PREFIX
@@ -232,7 +233,7 @@ class _Checker:
                          snapshot=snap.id, path=self.table.schema_manager.schema_path(
                              snap.schema_id))
             fold = self._check_snapshot(snap, fold)
-        if snapshots and self.is_pk and self.schema.num_buckets == -1:
+        if snapshots and self.schema.bucket_mode is BucketMode.HASH_DYNAMIC:
             self._check_hash_index(snapshots[-1], fold)
         tags = self._check_tags({s.id: s for s in snapshots})
         targets = snapshots if deep else snapshots[-1:]

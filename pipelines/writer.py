@@ -144,20 +144,20 @@ def bucketed(df: DataFrame, handle: TableHandle) -> DataFrame:
     fixed-bucket tables; for dynamic bucket primary-key tables, the rows of each assigner
     channel (partition id = channel, see :func:`write_routing`); unaware-bucket append
     tables are returned unchanged."""
-    n = handle.schema.num_buckets
     route = write_routing(df, handle)
     if route is not None:
         return with_channel_column(df, handle, route).repartitionById(route.tasks,
                                                                       BUCKET_COLUMN)
-    if n <= 0:
+    if handle.schema.bucket_mode is not BucketMode.HASH_FIXED:
         return df
-    return with_bucket_column(df, handle).repartitionById(n, BUCKET_COLUMN)
+    return with_bucket_column(df, handle).repartitionById(handle.schema.num_buckets,
+                                                          BUCKET_COLUMN)
 
 
 def write_routing(df: DataFrame, handle: TableHandle) -> Routing | None:
     """The assigner channels of a dynamic bucket primary-key table's write tasks (None for
     other tables): ``dynamic-bucket.assigner-parallelism``, else the Spark parallelism."""
-    if handle.schema.num_buckets != -1 or not handle.schema.primary_keys:
+    if handle.schema.bucket_mode is not BucketMode.HASH_DYNAMIC:
         return None
     return routing(handle.schema, default_parallelism(df.sparkSession))
 

@@ -115,6 +115,10 @@ def _given(table: Any, data: pa.Table) -> np.ndarray:
                       [table.schema.field(k).type for k in keys], table.num_buckets)
 
 
+def _no_hash(*_a: object, **_k: object) -> None:
+    raise AssertionError("the writer hashed the bucket key again")
+
+
 def test_buckets_given_are_used_not_hashed_again(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     catalog = make_catalog(tmp_path)
@@ -124,10 +128,7 @@ def test_buckets_given_are_used_not_hashed_again(tmp_path: Path,
         w.write_arrow(ROWS)
         hashed.new_commit(USER).commit(w.prepare_commit())
 
-    def no_hash(*_a: object, **_k: object) -> None:
-        raise AssertionError("the writer hashed the bucket key again")
-
-    monkeypatch.setattr(table_write_module, "bucket_ids", no_hash)
+    monkeypatch.setattr(table_write_module, "bucket_ids", _no_hash)
     with given.new_write(USER) as w:
         w.write_arrow(ROWS, buckets=pa.array(buckets, pa.int32()))
         given.new_commit(USER).commit(w.prepare_commit())
@@ -157,3 +158,24 @@ def test_bad_buckets_are_refused(tmp_path: Path) -> None:
     with dynamic.new_write(USER) as w, pytest.raises(
             UnsupportedError, match="bucket mode is hash-dynamic"):
         w.write_arrow(ROWS, buckets=np.zeros(5, np.int64))
+
+
+def test_pipeline_writer_passes_the_bucket_column_down(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pipelines.writer.write_batches`` (a Spark write task of the CDC job and of
+    ``write_dataframe``) hands the ``_paimon_bucket`` column that the CDC decode or
+    ``bucketed`` computed to the writer: the rows land in the buckets given (here all in
+    bucket 2, which no hash of these keys gives them all), the writer hashes nothing."""
+    from pipelines.config import CatalogSettings, TableHandle
+    from pipelines.writer import BUCKET_COLUMN, write_batches
+
+    table = pk_table(make_catalog(tmp_path), bucket="3")
+    handle = TableHandle.of(CatalogSettings(str(tmp_path)), table)
+    assert set(_given(table, ROWS).tolist()) != {2}
+    monkeypatch.setattr(table_write_module, "bucket_ids", _no_hash)
+    batch = ROWS.append_column(BUCKET_COLUMN, pa.array([2] * 5, pa.int32())).to_batches()
+    messages, rows = write_batches(handle, USER, batch)
+    assert rows == 5 and {m.bucket for m in messages} == {2}
+    with pytest.raises(SchemaError, match=r"row 0 has bucket 7, outside 0\.\.2"):
+        write_batches(handle, USER, ROWS.append_column(
+            BUCKET_COLUMN, pa.array([7] * 5, pa.int32())).to_batches())
