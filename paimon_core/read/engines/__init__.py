@@ -126,10 +126,12 @@ def validate(schema: TableSchema, options: CoreOptions | None = None) -> None:
         check_partial_update(options, schema.field_names, aggregated)
 
 
-def extra_read_columns(schema: TableSchema, columns: Sequence[str]) -> list[str]:
+def extra_read_columns(schema: TableSchema, columns: Sequence[str],
+                       options: CoreOptions | None = None) -> list[str]:
     """Columns a read of ``columns`` must fetch too for the merge: the sequence fields of the
-    partial-update sequence groups that ``columns`` touch (``adjustProjection``)."""
-    options = CoreOptions(schema.options)
+    partial-update sequence groups that ``columns`` touch (``adjustProjection``); ``options``:
+    ``schema``'s, when the caller has them parsed."""
+    options = CoreOptions(schema.options) if options is None else options
     if options.merge_engine is not MergeEngine.PARTIAL_UPDATE:
         return []
     want = set(columns)
