@@ -49,8 +49,6 @@ from paimon_core.errors import (
 from paimon_core.fsck_index import check_hash_index
 from paimon_core.fsck_orphans import list_orphans
 from paimon_core.io.file_io import FileIO, join
-from paimon_core.layout import TableLayout
-from paimon_core.options import CoreOptions
 from paimon_core.scan.predicate_literal import java_compare
 from paimon_core.snapshot_manager import EARLIEST_HINT, LATEST_HINT
 from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_manifest
@@ -178,8 +176,8 @@ class _Checker:
         self.file_io: FileIO = table.file_io
         self.path = table.path
         self.schema = table.schema
-        self.options = CoreOptions(self.schema.options)
-        self.layout = TableLayout.of(self.path, self.schema)
+        self.options = table.options  # the table's own context, parsed once
+        self.layout = table.layout
         self.manifest_dir = self.layout.manifest_dir
         self.findings: list[Finding] = []
         self._keys: set[tuple[Any, ...]] = set()

@@ -56,7 +56,6 @@ from paimon_core import (
     bucket_ids,
     conform_column,
 )
-from paimon_core.spec.option_enums import BucketMode
 from pipelines.cdc_events import (
     AUTO_SLOTS,
     CONNECTOR_POSITIONS,
@@ -862,7 +861,7 @@ def outcome_rows(target: pa.Schema, reasons: Sequence[str], values: pa.Array,
 def with_buckets(out: pa.Table, schema: TableSchema) -> pa.Table:
     """``out`` with each row's fixed bucket (from its bucket key) in the bucket column;
     unchanged for a dynamic bucket table (its rows are routed by key hash instead)."""
-    if schema.bucket_mode is not BucketMode.HASH_FIXED or not out.num_rows:
+    if schema.num_buckets <= 0 or not out.num_rows:
         return out
     keys = list(schema.bucket_keys)
     types = [schema.field(k).type.with_nullable(True) for k in keys]

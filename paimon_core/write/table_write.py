@@ -186,6 +186,7 @@ class TableWrite:
         self.snapshot_manager = snapshot_manager
         self.planner = planner
         self.options = context.options
+        self.layout = context.layout
         self.is_pk = context.is_primary_key_table
         self.num_buckets = context.num_buckets
         self.bucket_mode = context.bucket_mode
@@ -218,7 +219,6 @@ class TableWrite:
         self.rowkind_field = self.options.rowkind_field
         if self.rowkind_field is not None:
             schema.field(self.rowkind_field)
-        self.layout = context.layout
         self.target_file_size = self.options.target_file_size(self.is_pk)
         self.write_buffer_size = self.options.write_buffer_size
         if self.target_file_size <= 0 or self.write_buffer_size <= 0:
@@ -254,7 +254,7 @@ class TableWrite:
                                        f"bucket={self.num_buckets}")
             return None, None
         reader = None if self._overwrite else HashIndexReader(
-            self.file_io, self.table_path, self.snapshot_manager, self.planner.manifests)
+            self.file_io, self.layout, self.snapshot_manager, self.planner.manifests)
         channels, assigners = assigner_channels(self.options)
         own: list[int] | None = None
         if channel is not None:
