@@ -24,6 +24,7 @@ from paimon_core import (
     FileSystemCatalog,
     Schema,
 )
+from paimon_core.spec.option_enums import parse_bucket
 
 __all__ = [
     "ALL_TABLES",
@@ -85,7 +86,7 @@ class TableSpec:
 
     @property
     def buckets(self) -> int:
-        return int(self.schema.get("options", {}).get("bucket", "-1"))
+        return parse_bucket(self.schema.get("options", {}).get("bucket", "-1"))
 
     @property
     def partition_keys(self) -> list[str]:
