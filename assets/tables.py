@@ -29,6 +29,8 @@ from paimon_core import (
     FileSystemCatalog,
     Schema,
 )
+from paimon_core.errors import SchemaError
+from paimon_core.spec.option_enums import BucketMode, parse_bucket
 
 __all__ = [
     "ALL_TABLES",
@@ -190,28 +192,25 @@ class BucketLayout:
 
     @classmethod
     def of_option(cls, text: str, primary_key: bool | None, where: str) -> BucketLayout:
-        """The layout of a ``bucket`` option's text (``where``: who declares it).
+        """The layout of a ``bucket`` option's text (``where``: who declares it), by
+        :func:`~paimon_core.spec.option_enums.parse_bucket` (the one rule).
 
         Raises:
-            SettingsError: not an integer, 0 or below -2.
+            SettingsError: not a bucket count (N > 0, -1 or -2), naming ``where``.
         """
         try:
-            bucket = int(text)
-        except ValueError:
-            bucket = 0
-        if bucket == 0 or bucket < -2:
-            raise SettingsError(f"{where}: bucket {text!r} is not a bucket count (N > 0, -1 "
-                                "or -2)")
+            bucket = parse_bucket(text)
+        except SchemaError as e:
+            raise SettingsError(f"{where}: {e}") from e
         return cls(bucket, primary_key)
 
     @property
     def mode(self) -> str:
-        if self.bucket > 0:
-            return "fixed"
-        if self.bucket == -2:
-            return "postpone"
-        return {True: "dynamic", False: "unaware", None: "dynamic or unaware"}[
-            self.primary_key]
+        """The table's :class:`~paimon_core.spec.option_enums.BucketMode` (when whether it has
+        a primary key is known); ``dynamic or unaware`` for ``-1`` when it is not."""
+        if self.primary_key is None and self.bucket == -1:
+            return "dynamic or unaware"
+        return str(BucketMode.of(self.bucket, bool(self.primary_key)))
 
     def __str__(self) -> str:
         return f"bucket = {self.bucket} ({self.mode})"
@@ -223,19 +222,19 @@ class BucketLayout:
         Raises:
             SettingsError: postponed buckets (``bucket = -2``).
         """
-        if self.mode == "postpone":
+        if self.mode == BucketMode.POSTPONE:
             raise SettingsError(
                 f"{self}: compaction of postponed buckets (they are rescaled into real "
                 "buckets by Paimon Java's compact action) is not supported here")
         if self.bucket > 0:
             return list(range(self.bucket))
-        return [0] if self.mode == "unaware" else None
+        return [0] if self.mode == BucketMode.BUCKET_UNAWARE else None
 
 
 def table_bucket_layout(table: FileStoreTable) -> BucketLayout:
     """The bucket layout of an open table (its schema's ``bucket``, Paimon's rule for an
     unset one; whether it has a primary key): the one place that asks the table."""
-    return BucketLayout(table.schema.num_buckets, bool(table.schema.primary_keys))
+    return BucketLayout(table.num_buckets, bool(table.schema.primary_keys))
 
 
 def check_bucket_layout(identifier: str, layout: BucketLayout | None, source: str,

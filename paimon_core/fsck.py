@@ -49,14 +49,13 @@ from paimon_core.errors import (
 from paimon_core.fsck_index import check_hash_index
 from paimon_core.fsck_orphans import list_orphans
 from paimon_core.io.file_io import FileIO, join
-from paimon_core.layout import TableLayout
-from paimon_core.options import CoreOptions
 from paimon_core.scan.predicate_literal import java_compare
 from paimon_core.snapshot_manager import EARLIEST_HINT, LATEST_HINT
 from paimon_core.spec.index_manifest import IndexManifestEntry, decode_index_manifest
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import FileKind, ManifestEntry, decode_manifest
 from paimon_core.spec.manifest_list import ManifestFileMeta, decode_manifest_list
+from paimon_core.spec.option_enums import BucketMode
 from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, decode_snapshot
 from paimon_core.table import FileStoreTable
 from paimon_core.tags import TAG_PREFIX
@@ -177,8 +176,8 @@ class _Checker:
         self.file_io: FileIO = table.file_io
         self.path = table.path
         self.schema = table.schema
-        self.options = CoreOptions(self.schema.options)
-        self.layout = TableLayout.of(self.path, self.schema)
+        self.options = table.options  # the table's own context, parsed once
+        self.layout = table.layout
         self.manifest_dir = self.layout.manifest_dir
         self.findings: list[Finding] = []
         self._keys: set[tuple[Any, ...]] = set()
@@ -232,7 +231,7 @@ class _Checker:
                          snapshot=snap.id, path=self.table.schema_manager.schema_path(
                              snap.schema_id))
             fold = self._check_snapshot(snap, fold)
-        if snapshots and self.is_pk and self.schema.num_buckets == -1:
+        if snapshots and self.schema.bucket_mode is BucketMode.HASH_DYNAMIC:
             self._check_hash_index(snapshots[-1], fold)
         tags = self._check_tags({s.id: s for s in snapshots})
         targets = snapshots if deep else snapshots[-1:]

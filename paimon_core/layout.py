@@ -18,7 +18,8 @@ Layout of a table directory (Paimon 0.9)::
     <table>/branch/branch-<name>/...
     <table>/[k1=v1/k2=v2/]bucket-<N>/data-<uuid>-<n>.<format>, changelog-<uuid>-<n>.<format>
 
-Pure: builds strings, never touches storage.
+Pure: builds strings, never touches storage. :class:`TableContext` is one schema of a table
+resolved once (options, layout, bucket mode), which the table hands to its collaborators.
 
 Example:
     >>> layout = TableLayout.of("/wh/db.db/t", schema)                   # doctest: +SKIP
@@ -47,6 +48,7 @@ from paimon_core.scan.predicate_model import (
     is_null,
     or_,
 )
+from paimon_core.spec.option_enums import BucketMode
 from paimon_core.spec.partition import DEFAULT_PARTITION_NAME, decode_partition, partition_path
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import DataField, DataType
@@ -68,6 +70,7 @@ __all__ = [
     "STATISTICS_DIR",
     "TAG_DIR",
     "DataFilePathFactory",
+    "TableContext",
     "TableLayout",
     "bucket_dir_name",
 ]
@@ -146,14 +149,17 @@ class TableLayout:
     file_format: str = "parquet"
 
     @classmethod
-    def of(cls, table_path: str, schema: TableSchema) -> TableLayout:
-        """The layout of the table at ``table_path`` with ``schema``."""
+    def of(cls, table_path: str, schema: TableSchema,
+           options: CoreOptions | None = None) -> TableLayout:
+        """The layout of the table at ``table_path`` with ``schema`` (``options``: its
+        parsed options, when the caller has them)."""
         keys = tuple(schema.partition_keys)
+        options = CoreOptions(schema.options) if options is None else options
         return cls(
             table_path=table_path,
             partition_keys=keys,
             partition_types=tuple(schema.field(k).type for k in keys),
-            default_partition_name=CoreOptions(schema.options).partition_default_name,
+            default_partition_name=options.partition_default_name,
             fields=tuple(schema.fields),
             file_format=schema.file_format,
         )
@@ -297,3 +303,47 @@ class TableLayout:
     def data_file(self, partition: bytes, bucket: int, file_name: str) -> str:
         """The path of a data (or changelog) file stored in its bucket directory."""
         return join(self.bucket_dir(partition, bucket), file_name)
+
+
+@dataclass(frozen=True)
+class TableContext:
+    """One schema of one table, resolved once: what a table's writers, compaction, scans and
+    commits read instead of re-parsing the schema's option map (Java's ``FileStoreTable`` /
+    ``AbstractFileStore`` hold the same: ``CoreOptions``, ``FileStorePathFactory``,
+    ``bucketMode()``). A table makes one per schema (:attr:`FileStoreTable.context`); an ALTER
+    makes a new one.
+
+    Attributes:
+        schema: the schema (a table copy's options laid over).
+        options: its parsed options.
+        layout: the table's paths.
+        num_buckets: the ``bucket`` option (-1 dynamic/unaware, -2 postpone, else a count).
+        bucket_mode: what ``num_buckets`` means for this table.
+    """
+
+    schema: TableSchema
+    options: CoreOptions
+    layout: TableLayout
+    num_buckets: int
+    bucket_mode: BucketMode
+
+    @classmethod
+    def of(cls, table_path: str, schema: TableSchema) -> TableContext:
+        """The context of the table at ``table_path`` with ``schema``.
+
+        Raises:
+            SchemaError: a ``bucket`` option this table cannot have (naming it).
+        """
+        options = CoreOptions(schema.options)
+        num_buckets = schema.num_buckets
+        return cls(schema=schema, options=options,
+                   layout=TableLayout.of(table_path, schema, options), num_buckets=num_buckets,
+                   bucket_mode=BucketMode.of(num_buckets, bool(schema.primary_keys)))
+
+    @property
+    def table_path(self) -> str:
+        return self.layout.table_path
+
+    @property
+    def is_primary_key_table(self) -> bool:
+        return bool(self.schema.primary_keys)

@@ -11,7 +11,12 @@ from dataclasses import replace
 
 from paimon_core.errors import ImmutableOptionError, SchemaError
 from paimon_core.options import CoreOptions, parse_duration_millis, parse_memory_size
-from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
+from paimon_core.spec.option_enums import (
+    DYNAMIC_BUCKET,
+    ChangelogProducer,
+    MergeEngine,
+    parse_bucket,
+)
 from paimon_core.spec.schema import TableSchema
 
 __all__ = [
@@ -138,14 +143,11 @@ def check_alter_option(key: str, old: str | None, new: str | None) -> None:
     if key == _O.BUCKET:
         if new is None:
             raise SchemaError("option 'bucket' cannot be reset")
-        try:
-            old_n = -1 if old is None else int(old)
-            new_n = int(new)
-        except ValueError as e:
-            raise SchemaError(f"option bucket={new!r} is not an integer") from e
-        if old_n == -1 and new_n != -1:
+        old_n = DYNAMIC_BUCKET if old is None else parse_bucket(old)
+        new_n = parse_bucket(new)
+        if old_n == DYNAMIC_BUCKET and new_n != DYNAMIC_BUCKET:
             raise SchemaError("cannot change bucket when it is -1 (dynamic/unaware bucket)")
-        if new_n == -1 and old_n != -1:
+        if new_n == DYNAMIC_BUCKET and old_n != DYNAMIC_BUCKET:
             raise SchemaError("cannot change bucket to -1")
 
 
@@ -174,8 +176,8 @@ def _unchanged(schema: TableSchema, key: str, value: str) -> bool:
         return [c.strip() for c in value.split(",") if c.strip()] == list(keys)
     if key == _O.BUCKET:
         try:
-            return int(value.strip()) == schema.num_buckets
-        except ValueError:
+            return parse_bucket(value) == schema.num_buckets
+        except SchemaError:
             return False
     return value == schema.options.get(key)
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from paimon_core.errors import SchemaError
 from paimon_core.options import CoreOptions
+from paimon_core.spec.option_enums import BucketMode
 from paimon_core.spec.schema import CURRENT_VERSION, TableSchema
 from paimon_core.spec.system_fields import is_system_field
 from paimon_core.types import (
@@ -32,8 +33,6 @@ from paimon_core.types import (
     parse_sql_type,
     parse_type_json,
 )
-
-_MAX_BUCKETS = 2**31 - 1
 
 
 def _column_type(name: str, t: DataType | str | Mapping[str, Any], where: str = "") -> DataType:
@@ -164,20 +163,9 @@ def validate_table_schema(s: TableSchema) -> None:
         s.trimmed_primary_keys  # noqa: B018 - raises when the PK is only partition keys
     if len(s.partition_keys) == len(s.fields) and s.fields:
         raise SchemaError("a table needs at least one column that is not a partition key")
-    raw_bucket = s.options.get(CoreOptions.BUCKET)
-    if raw_bucket is not None:
-        try:
-            bucket = int(raw_bucket)
-        except ValueError as e:
-            raise SchemaError(f"option bucket={raw_bucket!r} is not an integer") from e
-        if bucket == 0 or bucket < -2 or bucket > _MAX_BUCKETS:
-            raise SchemaError(
-                f"option bucket={raw_bucket!r}: must be -1 (dynamic/unaware) or in "
-                f"1..{_MAX_BUCKETS}"
-            )
-        if bucket == -2:
-            raise SchemaError("option bucket=-2 (postpone) is not supported by Paimon 0.9")
-    bucket = s.num_buckets
+    bucket = s.num_buckets  # parse_bucket: an integer, -1, -2 or 1..2^31-1
+    if s.bucket_mode is BucketMode.POSTPONE:
+        raise SchemaError("option bucket=-2 (postpone) is not supported by Paimon 0.9")
     bucket_key = s.options.get(CoreOptions.BUCKET_KEY)
     if bucket_key is not None:
         keys = [k.strip() for k in bucket_key.split(",") if k.strip()]
@@ -190,7 +178,7 @@ def validate_table_schema(s: TableSchema) -> None:
             raise SchemaError(f"bucket-key {keys} must not contain partition keys")
         if s.primary_keys and not set(keys) <= set(s.primary_keys):
             raise SchemaError(f"bucket-key {keys} must be a subset of the primary key")
-    if not s.primary_keys and bucket > 0 and bucket_key is None:
+    if not s.primary_keys and s.bucket_mode is BucketMode.HASH_FIXED and bucket_key is None:
         raise SchemaError(
             f"append table with bucket={bucket} needs the option 'bucket-key' "
             "(as Paimon requires)"

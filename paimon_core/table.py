@@ -38,6 +38,7 @@ import pyarrow as pa
 from paimon_core.errors import SchemaError, SnapshotNotExistError
 from paimon_core.identifier import Identifier
 from paimon_core.io.file_io import FileIO
+from paimon_core.layout import TableContext, TableLayout
 from paimon_core.manifest_io import ManifestCache, ManifestIO
 from paimon_core.option_validation import checked_overlay, overlaid
 from paimon_core.options import CoreOptions
@@ -55,7 +56,7 @@ from paimon_core.scan.split import DataSplit, Plan
 from paimon_core.scan.streaming import StreamSource, StreamTableScan
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
-from paimon_core.spec.option_enums import ChangelogProducer
+from paimon_core.spec.option_enums import BucketMode, ChangelogProducer
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import CommitKind, Snapshot
 
@@ -102,6 +103,7 @@ class FileStoreTable:
             self.schema_manager.remember(schema)
         self.snapshot_manager = SnapshotManager(file_io, path)
         self.manifest_io = ManifestIO(file_io, path, manifest_cache)
+        self._context: TableContext | None = None
 
     def __reduce__(self) -> tuple[type[FileStoreTable], tuple[
             FileIO, str, Identifier, TableSchema, None, dict[str, str]]]:
@@ -137,8 +139,30 @@ class FileStoreTable:
         return cls(file_io, path, identifier, schema, manifest_cache)
 
     @property
+    def context(self) -> TableContext:
+        """This schema resolved once, for the table's writers, compaction, scans, commits."""
+        ctx = self._context
+        if ctx is None or ctx.schema is not self.schema:
+            ctx = self._context = TableContext.of(self.path, self.schema)
+        return ctx
+
+    @property
     def options(self) -> CoreOptions:
-        return CoreOptions(self.schema.options)
+        return self.context.options
+
+    @property
+    def layout(self) -> TableLayout:
+        return self.context.layout
+
+    @property
+    def bucket_mode(self) -> BucketMode:
+        """Java's ``FileStoreTable.bucketMode()``."""
+        return self.context.bucket_mode
+
+    @property
+    def num_buckets(self) -> int:
+        """The ``bucket`` option (-1 dynamic/unaware, -2 postpone)."""
+        return self.context.num_buckets
 
     @property
     def inspect(self) -> InspectTable:
@@ -175,9 +199,7 @@ class FileStoreTable:
         if timestamp_millis is not None:
             snap = self.snapshot_manager.earlier_or_equal_time_millis(timestamp_millis)
             if snap is None:
-                raise SnapshotNotExistError(
-                    f"no snapshot at or before timestamp {timestamp_millis}"
-                )
+                raise SnapshotNotExistError(f"no snapshot at or before time {timestamp_millis}")
             return snap
         return self.latest_snapshot()
 
@@ -210,11 +232,10 @@ class FileStoreTable:
         :meth:`new_batch_write_builder` to have one user made for both phases."""
         from paimon_core.write.table_write import TableWrite
 
-        return TableWrite(
-            self.file_io, self.path, self.schema, commit_user=commit_user,
-            snapshot_manager=self.snapshot_manager, planner=self.new_planner(self.schema, None),
-            overwrite=overwrite, assigner_channel=assigner_channel,
-        )
+        return TableWrite(self.file_io, self.context, commit_user=commit_user,
+                          snapshot_manager=self.snapshot_manager,
+                          planner=self.new_planner(self.schema, None), overwrite=overwrite,
+                          assigner_channel=assigner_channel)
 
     def new_commit(
         self,
@@ -231,7 +252,7 @@ class FileStoreTable:
             self.file_io, self.path, commit_user=commit_user, schema_manager=self.schema_manager,
             snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io,
             options=options, max_retries=max_retries, dynamic_options=self.dynamic_options,
-        )
+            context=self.context)
 
     def compact(
         self,
@@ -346,9 +367,8 @@ class FileStoreTable:
     ) -> pa.Table:
         """Read the table (or a past version of it) into one Arrow table."""
         rb = self.new_read_builder().with_projection(columns).with_filter(filter)
-        rb = rb.with_time_travel(
-            snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis
-        )
+        rb = rb.with_time_travel(snapshot_id=snapshot_id, tag=tag,
+                                 timestamp_millis=timestamp_millis)
         return rb.new_read().to_arrow(rb.new_scan().plan().splits)
 
     # ---- change reads: unmerged (what each snapshot wrote) and merged (net change per key)
@@ -372,16 +392,10 @@ class FileStoreTable:
         parts = []
         for sid in range(from_snapshot + 1, to_snapshot + 1):
             snap = self.snapshot_manager.snapshot(sid)
-            if producer is ChangelogProducer.NONE:
-                if snap.commit_kind is not CommitKind.APPEND:
-                    continue
-                plan = planner.plan_delta(snap)
-            elif producer is ChangelogProducer.INPUT:
-                if snap.commit_kind is not CommitKind.APPEND:
-                    continue
-                plan = planner.plan_delta(snap, changelog=True)
-            else:
-                plan = planner.plan_delta(snap, changelog=True)
+            if producer in (ChangelogProducer.NONE, ChangelogProducer.INPUT) and (
+                    snap.commit_kind is not CommitKind.APPEND):
+                continue  # compaction output is no change; a changelog producer writes one
+            plan = planner.plan_delta(snap, changelog=producer is not ChangelogProducer.NONE)
             parts.append(read.read_changes(plan.splits))
         if not parts:
             return read.read_changes([])
@@ -492,13 +506,9 @@ class FileStoreTable:
 
     def new_planner(self, schema: TableSchema, predicate: Predicate | None) -> ScanPlanner:
         """The scan planner of ``schema`` (a past one for time travel) under ``predicate``."""
-        return ScanPlanner(
-            schema=schema,
-            schemas=self.schema_manager,
-            manifests=self.manifest_io,
-            table_path=self.path,
-            predicate=predicate,
-        )
+        ctx = self.context if schema is self.schema else TableContext.of(self.path, schema)
+        return ScanPlanner(ctx, schemas=self.schema_manager, manifests=self.manifest_io,
+                           predicate=predicate)
 
 
 def _to_predicate(filter: FilterArg, schema: TableSchema) -> Predicate | None:

@@ -58,6 +58,7 @@ from paimon_core import (
     TableNotExistError,
     UnsupportedError,
 )
+from paimon_core.spec.option_enums import BucketMode
 from pipelines.cdc_routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle, parse_pairs
 from pipelines.session import known_partitions
@@ -204,7 +205,8 @@ def bucketed_input(df: DataFrame, options: Mapping[str, str], defaults: Mapping[
     if route is not None:
         return (bucketed(df, handle).drop(BUCKET_COLUMN),
                 {WRITE_ASSIGNER_TASKS: str(route.tasks)})
-    if schema.num_buckets <= 0 or (not df.isStreaming and known_partitions(df) == 1):
+    if schema.bucket_mode is not BucketMode.HASH_FIXED or (
+            not df.isStreaming and known_partitions(df) == 1):
         return None
     return bucketed(df, handle).drop(BUCKET_COLUMN), {}
 
@@ -270,7 +272,7 @@ class _Writes:
                                      options if table_options is None else table_options)
         self.commit_user = commit_user
         self.route: Routing | None = None
-        if self.handle.schema.num_buckets == -1 and self.handle.schema.primary_keys:
+        if self.handle.schema.bucket_mode is BucketMode.HASH_DYNAMIC:
             tasks = _int(options, WRITE_ASSIGNER_TASKS)
             if tasks is None:
                 raise UnsupportedError(

@@ -48,6 +48,7 @@ from paimon_core.integration import (
     conform_column,
     deduplicate,
 )
+from paimon_core.spec.option_enums import BucketMode
 from pipelines.cdc_routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle
 from pipelines.session import default_parallelism
@@ -145,20 +146,20 @@ def bucketed(df: DataFrame, handle: TableHandle) -> DataFrame:
     fixed-bucket tables; for dynamic bucket primary-key tables, the rows of each assigner
     channel (partition id = channel, see :func:`write_routing`); unaware-bucket append
     tables are returned unchanged."""
-    n = handle.schema.num_buckets
     route = write_routing(df, handle)
     if route is not None:
         return with_channel_column(df, handle, route).repartitionById(route.tasks,
                                                                       BUCKET_COLUMN)
-    if n <= 0:
+    if handle.schema.bucket_mode is not BucketMode.HASH_FIXED:
         return df
-    return with_bucket_column(df, handle).repartitionById(n, BUCKET_COLUMN)
+    return with_bucket_column(df, handle).repartitionById(handle.schema.num_buckets,
+                                                          BUCKET_COLUMN)
 
 
 def write_routing(df: DataFrame, handle: TableHandle) -> Routing | None:
     """The assigner channels of a dynamic bucket primary-key table's write tasks (None for
     other tables): ``dynamic-bucket.assigner-parallelism``, else the Spark parallelism."""
-    if handle.schema.num_buckets != -1 or not handle.schema.primary_keys:
+    if handle.schema.bucket_mode is not BucketMode.HASH_DYNAMIC:
         return None
     return routing(handle.schema, default_parallelism(df.sparkSession))
 
@@ -204,9 +205,17 @@ def write_batches(
     values (later rows win ties): every row of a key is in this task when the input is
     :func:`bucketed`. On any error the files written so far are deleted. ``overwrite``: the
     rows are for an INSERT OVERWRITE; ``assigner_channel``: this task's channel of a dynamic
-    bucket table (see :class:`paimon_core.TableWrite`).
+    bucket table (see :class:`paimon_core.TableWrite`). The buckets of a fixed-bucket table's
+    rows in a ``_paimon_bucket`` column (:func:`bucketed`, the CDC decode) are passed down
+    to the writer, not hashed again.
     """
     table = handle.open()
+    fixed = table.bucket_mode is BucketMode.HASH_FIXED
+
+    def buckets(data: pa.Table | pa.RecordBatch) -> pa.Array | pa.ChunkedArray | None:
+        return data.column(BUCKET_COLUMN) if fixed and BUCKET_COLUMN in data.schema.names \
+            else None
+
     names = list(handle.schema.field_names)
     if row_kind_column is not None:
         names.append(row_kind_column)
@@ -226,13 +235,15 @@ def write_batches(
                 if held:
                     data = pa.Table.from_batches(held)
                     data = deduplicate(data, list(handle.schema.primary_keys), list(dedup_order))
-                    w.write_arrow(data.select(names), row_kind_column=row_kind_column)
+                    w.write_arrow(data.select(names), row_kind_column=row_kind_column,
+                                  buckets=buckets(data))
                     rows = data.num_rows
             else:
                 for i, batch in enumerate(batches, 1):
                     if batch.num_rows:
                         _check_columns(batch, names, handle)
-                        w.write_arrow(batch.select(names), row_kind_column=row_kind_column)
+                        w.write_arrow(batch.select(names), row_kind_column=row_kind_column,
+                                      buckets=buckets(batch))
                         rows += batch.num_rows
                     if fault_hook is not None:
                         fault_hook(part, attempt, i)

@@ -97,6 +97,15 @@ def copying(wh: Path) -> dict[str, Any]:
     return {"table": orders_table(wh, commits=1), "batch": arrow_rows(orders_rows(2))}
 
 
+def check_routed(ns: dict[str, Any]) -> None:
+    table: FileStoreTable = ns["table"]
+    snap = table.latest_snapshot()
+    assert snap is not None and snap.commit_user == "orders-routed"
+    files = table.inspect.delta_files(snap.id).to_pylist()
+    assert files and {f["bucket"] for f in files} <= {0, 1}
+    assert sum(f["record_count"] for f in files) == ns["batch"].num_rows
+
+
 def check_copy(ns: dict[str, Any]) -> None:
     import pyarrow.parquet as pq
 
@@ -213,6 +222,7 @@ EXAMPLES: dict[str, Example] = {
     "new_stream_scan(": Example(streaming, check_streaming),
     "new_batch_write_builder(\n    \"orders-ingest\"": Example(writing, check_writing),
     "table.copy({": Example(copying, check_copy),
+    "buckets=routed": Example(copying, check_routed),
     "RenameColumn(\"amount\", \"total\")": Example(with_table, check_schema),
     "compact_bucket(": Example(with_table, check_compaction),
     "table.inspect.snapshots()": Example(with_table, check_inspect),

@@ -53,10 +53,9 @@ from paimon_core.errors import (
     SchemaError,
 )
 from paimon_core.io.file_io import FileIO, join
-from paimon_core.layout import TableLayout
+from paimon_core.layout import TableContext
 from paimon_core.manifest_io import ManifestIO
 from paimon_core.option_validation import overlaid
-from paimon_core.options import CoreOptions
 from paimon_core.scan.manifest_filter import EntryFilter, read_entries
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
@@ -66,6 +65,7 @@ from paimon_core.spec.index_manifest import IndexManifestEntry, combine_index_en
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_core.spec.manifest_list import ManifestFileMeta
+from paimon_core.spec.option_enums import BucketMode
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import (
     BATCH_COMMIT_IDENTIFIER,
@@ -105,6 +105,7 @@ class TableCommit:
             ``commit.max-retries``); overrides ``options.max_retries``.
         dynamic_options: the table copy's options over the stored schema's
             (:meth:`FileStoreTable.copy`).
+        context: the table's resolved schema, reused while it is the latest.
     """
 
     def __init__(
@@ -120,6 +121,7 @@ class TableCommit:
         max_retries: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
         dynamic_options: Mapping[str, str] | None = None,
+        context: TableContext | None = None,
     ) -> None:
         if not commit_user:
             raise ValueError("commit_user must be a non-empty string")
@@ -134,6 +136,7 @@ class TableCommit:
             self.options = replace(self.options, max_retries=max_retries)
         self._sleep = sleep
         self.dynamic_options = dict(dynamic_options or {})
+        self._resolved = context
         self._partition_fields: tuple[list[str], list[DataType]] | None = None
         self.committed = CommittedLookup(self.snapshots, commit_user)
 
@@ -152,8 +155,7 @@ class TableCommit:
         opts = options or self.options
         schema = self._schema()
         self._validate(messages, schema)
-        landed = self.landed(commit_identifier)
-        if landed:
+        if landed := self.landed(commit_identifier):
             log.info("commit %s/%s already in snapshot(s) %s", self.commit_user,
                      commit_identifier, landed)
             return landed
@@ -217,23 +219,20 @@ class TableCommit:
         if any(m.compact_before or m.compact_after or m.deleted_files for m in messages):
             raise SchemaError("overwrite takes only new files (no compaction or deletions)")
         if dynamic is None:
-            dynamic = CoreOptions(schema.options).dynamic_partition_overwrite
+            dynamic = self._context(schema).options.dynamic_partition_overwrite
         dynamic = dynamic and bool(schema.partition_keys)
         if dynamic and not new:
             return []
-        matcher = TableLayout.of(self.table_path, schema).partition_matcher(
+        matcher = self._context(schema).layout.partition_matcher(
             [partition] if partition else None)
         if partition is not None:
             for m in messages:
                 if m.new_files and not matcher(m.partition):
                     values = deserialize_binary_row(m.partition, part_types)
-                    raise SchemaError(
-                        f"overwrite of partition {dict(partition)} received rows of partition "
-                        f"{dict(zip(schema.partition_keys, values))}"
-                    )
+                    raise SchemaError(f"overwrite of partition {dict(partition)} received rows "
+                                      f"of partition {dict(zip(schema.partition_keys, values))}")
         targets = {m.partition for m, _ in new}
-        landed = self.landed(commit_identifier)
-        if landed:
+        if landed := self.landed(commit_identifier):
             return landed[-1:]
 
         def replaced(partition: bytes) -> bool:
@@ -260,11 +259,9 @@ class TableCommit:
         commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
     ) -> list[int]:
         """Delete whole partitions (an OVERWRITE snapshot with deletions only)."""
-        schema = self._schema()
-        layout = TableLayout.of(self.table_path, schema)
+        layout = self._context(self._schema()).layout
         matchers = [layout.partition_matcher([p] if p else None) for p in partitions]
-        landed = self.landed(commit_identifier)
-        if landed:
+        if landed := self.landed(commit_identifier):
             return landed[-1:]
 
         def build(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
@@ -373,7 +370,7 @@ class TableCommit:
         # not at all: paimon_core.schema_pending), its files go all the same
         newest = max((m.schema_id for m in messages), default=schema.id)
         self._validate(messages, schema, latest_schema_id=max(schema.id, newest))
-        layout = TableLayout.of(self.table_path, schema)
+        layout = self._context(schema).layout
         for m in messages:
             bucket_dir = layout.bucket_dir(m.partition, m.bucket)
             for f in m.written_files():
@@ -390,21 +387,25 @@ class TableCommit:
             raise SchemaError(f"no table at {self.table_path}")
         return overlaid(schema, self.dynamic_options)
 
+    def _context(self, schema: TableSchema) -> TableContext:
+        """``schema`` resolved, made again only when the latest schema changes."""
+        if self._resolved is None or self._resolved.schema != schema:
+            self._resolved = TableContext.of(self.table_path, schema)
+        return self._resolved
+
     def _validate(self, messages: Sequence[CommitMessage], schema: TableSchema, *,
                   latest_schema_id: int | None = None) -> None:
-        validate_messages(
-            messages, table_path=self.table_path, partition_arity=len(schema.partition_keys),
-            num_buckets=schema.num_buckets,
-            latest_schema_id=schema.id if latest_schema_id is None else latest_schema_id,
-        )
+        ctx = self._context(schema)
+        n = ctx.num_buckets
+        validate_messages(messages, table_path=self.table_path, num_buckets=n,
+                          partition_arity=len(schema.partition_keys), latest_schema_id=(
+                              schema.id if latest_schema_id is None else latest_schema_id))
         for m in messages:
-            if schema.num_buckets > 0 and m.total_buckets != schema.num_buckets and (
-                m.new_files or m.compact_after
-            ):
-                raise CommitConflictError(
-                    f"files written for bucket={m.total_buckets}, but the table now has "
-                    f"bucket={schema.num_buckets} (a writer with a stale bucket count)"
-                )
+            if ctx.bucket_mode is BucketMode.HASH_FIXED and m.total_buckets != n and (
+                    m.new_files or m.compact_after):
+                raise CommitConflictError(f"files written for bucket={m.total_buckets}, but the "
+                                          f"table now has bucket={n} (a writer with a stale "
+                                          "bucket count)")
 
     def _check_index_base(self, build: ChangeBuilder,
                           messages: Sequence[CommitMessage]) -> ChangeBuilder:
@@ -485,7 +486,7 @@ class TableCommit:
                 schema = schema_read
             else:
                 schema = self._schema()
-            options = CoreOptions(schema.options)
+            options = self._context(schema).options
             if max_retries is None:
                 max_retries = options.commit_max_retries(DEFAULT_MAX_RETRIES)
             try:
@@ -538,8 +539,7 @@ class TableCommit:
         watermark: int | None,
     ) -> int | None:
         """One attempt; returns the snapshot id, or None when another commit took the id."""
-        options = CoreOptions(schema.options)
-        target, min_count, full = merge_settings(options)
+        target, min_count, full = merge_settings(self._context(schema).options)
         part_types = [schema.field(k).type for k in schema.partition_keys]
         writer = ManifestWriter(self.file_io, self.table_path, part_types, dict(schema.options),
                                 schema.id, target_file_size=target, cache=self.manifests.cache)

@@ -59,9 +59,8 @@ from paimon_core.datafile.parquet_layout import ParquetOptions
 from paimon_core.datafile.writer import DataFileWriter
 from paimon_core.errors import CommitConflictError, UnsupportedError
 from paimon_core.io.file_io import FileIO
-from paimon_core.layout import TableLayout
+from paimon_core.layout import TableContext
 from paimon_core.manifest_io import ManifestIO
-from paimon_core.options import CoreOptions
 from paimon_core.read.data_file import DataFileReader
 from paimon_core.scan.manifest_filter import EntryFilter, read_entries
 from paimon_core.schema_manager import SchemaManager
@@ -107,28 +106,27 @@ class BucketCompactor:
 
     Args:
         file_io: storage.
-        table_path: the table directory.
-        schema: the schema to read and write with.
+        context: the table with the schema to read and write with, resolved.
         schemas: the table's schemas (old files are read with their own).
         writer: the data-file writer to use (default: a fresh one per call; the writer's
             ``written_paths`` then lists what a failed call leaves behind).
     """
 
     file_io: FileIO
-    table_path: str
-    schema: TableSchema
+    context: TableContext
     schemas: SchemaManager
     writer: DataFileWriter | None = None
 
     def __post_init__(self) -> None:
-        s = self.schema
-        self.options = CompactOptions.from_schema(s)
-        self.core = CoreOptions(s.options)
+        s = self.schema = self.context.schema
+        self.table_path = self.context.table_path
+        self.core = self.context.options
+        self.options = CompactOptions.of(s, self.core)
         self.is_pk = bool(s.primary_keys)
         if self.core.deletion_vectors_enabled:
             raise UnsupportedError("compacting tables with deletion-vectors.enabled=true "
                                    "(the deletion vectors would have to be rewritten)")
-        self.layout = TableLayout.of(self.table_path, s)
+        self.layout = self.context.layout
         self.constant = tuple(s.field_names.index(k) for k in s.partition_keys)
         self.decode_key = key_decoder(s, cached=True)
         self.reader = DataFileReader(self.file_io, s, self.schemas)
@@ -144,7 +142,7 @@ class BucketCompactor:
                                         self.options.trigger)
         self.strategy: UniversalCompaction | ForceUpLevel0Compaction = (
             ForceUpLevel0Compaction(universal) if self.options.lookup else universal)
-        self._parquet = ParquetOptions.from_schema(s)
+        self._parquet = ParquetOptions.of(s, self.core)
 
     def bucket_dir(self, partition: bytes, bucket: int) -> str:
         return self.layout.bucket_dir(partition, bucket)
@@ -255,7 +253,7 @@ def bucket_filter(
 ) -> EntryFilter:
     """The manifests and rows of the given partition specs and buckets (default: all):
     manifests pruned by the specs' predicate, rows by partition and bucket."""
-    layout = TableLayout.of(source.path, source.schema)
+    layout = source.context.layout
     wanted = frozenset(buckets) if buckets is not None else None
     buckets_of = None if wanted is None else (lambda _total: wanted)
     if partitions is None:
@@ -281,6 +279,9 @@ class CompactSource(Protocol):
     def schema(self) -> TableSchema: ...
 
     @property
+    def context(self) -> TableContext: ...
+
+    @property
     def schema_manager(self) -> SchemaManager: ...
 
     @property
@@ -295,7 +296,7 @@ class CompactSource(Protocol):
 
 def new_compactor(source: CompactSource) -> BucketCompactor:
     """The compactor of ``source``'s current schema."""
-    return BucketCompactor(source.file_io, source.path, source.schema, source.schema_manager)
+    return BucketCompactor(source.file_io, source.context, source.schema_manager)
 
 
 def _resolve(source: CompactSource, snapshot: Snapshot | int | None) -> Snapshot | None:
@@ -325,7 +326,7 @@ def compact_bucket(
         ``compact_changelog``), or None when there is nothing to compact.
     """
     snap = _resolve(source, snapshot)
-    layout = TableLayout.of(source.path, source.schema)
+    layout = source.context.layout
     only = replace(EntryFilter.of_partitions({partition}, layout.partition_keys,
                                              layout.partition_types),
                    buckets_of=lambda _total: (bucket,))

@@ -93,12 +93,17 @@ class CompactOptions:
 
     @classmethod
     def from_schema(cls, schema: TableSchema) -> CompactOptions:
-        """Read and validate the options of ``schema``.
+        """:meth:`of` ``schema`` and its options, parsed here."""
+        return cls.of(schema, CoreOptions(schema.options))
+
+    @classmethod
+    def of(cls, schema: TableSchema, o: CoreOptions) -> CompactOptions:
+        """Read and validate the options ``o`` of ``schema`` (parsed by the caller: a
+        :class:`~paimon_core.layout.TableContext`'s).
 
         Raises:
             SchemaError: a malformed or out-of-range option value.
         """
-        o = CoreOptions(schema.options)
         pk = bool(schema.primary_keys)
         num_levels = o.num_levels
         if num_levels < 2:  # Levels: "Number of levels must be at least 2."

@@ -90,7 +90,12 @@ class ParquetOptions:
 
     @classmethod
     def from_schema(cls, schema: TableSchema) -> ParquetOptions:
-        """Validate the table's format options.
+        """:meth:`of` ``schema`` and its options, parsed here."""
+        return cls.of(schema, CoreOptions(schema.options))
+
+    @classmethod
+    def of(cls, schema: TableSchema, opts: CoreOptions) -> ParquetOptions:
+        """Validate the table's format options ``opts`` (parsed by the caller).
 
         Raises:
             UnsupportedError: a format other than parquet or an unknown codec.
@@ -99,7 +104,6 @@ class ParquetOptions:
             raise UnsupportedError(
                 f"file.format={schema.file_format!r}: this writer only writes parquet"
             )
-        opts = CoreOptions(schema.options)
         raw = opts.file_compression
         codec = _CODECS.get(raw)
         if codec is None:

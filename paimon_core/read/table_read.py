@@ -115,8 +115,8 @@ class TableRead:
         self.is_pk = bool(schema.primary_keys)
         if self.is_pk:
             # every merge engine of Paimon 0.9; its options are checked once, here
-            engines.validate(schema)
-            for c in engines.extra_read_columns(schema, needed):
+            engines.validate(schema, self.options)
+            for c in engines.extra_read_columns(schema, needed, self.options):
                 needed.append(c)
             for c in self.options.sequence_fields:
                 if c not in needed:

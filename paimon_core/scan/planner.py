@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from paimon_core.bucket import bucket_of, hash_binary_row
-from paimon_core.layout import TableLayout
+from paimon_core.layout import TableContext
 from paimon_core.manifest_io import ManifestIO
-from paimon_core.options import CoreOptions
 from paimon_core.scan.manifest_filter import (
     EntryFilter,
     read_entries,
@@ -144,23 +143,23 @@ class ScanPlanner:
 
     def __init__(
         self,
+        context: TableContext,
         *,
-        schema: TableSchema,
         schemas: SchemaManager,
         manifests: ManifestIO,
-        table_path: str,
         predicate: Predicate | None = None,
         max_workers: int = 8,
     ) -> None:
-        self.schema = schema
+        self.context = context
+        self.schema = context.schema
         self.schemas = schemas
         self.manifests = manifests
-        self.table_path = table_path
+        self.table_path = context.table_path
         self.predicate = predicate
-        self.options = CoreOptions(schema.options)
-        self.layout = TableLayout.of(table_path, schema)
+        self.options = context.options
+        self.layout = context.layout
         self.max_workers = max_workers
-        self.is_pk = bool(schema.primary_keys)
+        self.is_pk = context.is_primary_key_table
         # tables whose readers only see levels >= 1, where keys are unique (Java reads raw)
         self._read_raw_levels = self.is_pk and (
             self.options.deletion_vectors_enabled

@@ -13,6 +13,7 @@ from typing import Any
 
 from paimon_core.errors import CorruptMetadataError, SchemaError
 from paimon_core.options import CoreOptions
+from paimon_core.spec.option_enums import BucketMode, parse_bucket
 from paimon_core.types import DataField, RowType, highest_field_id, parse_field_json
 
 CURRENT_VERSION = 3
@@ -71,13 +72,17 @@ class TableSchema:
 
     @property
     def num_buckets(self) -> int:
+        """The ``bucket`` option (:func:`~paimon_core.spec.option_enums.parse_bucket`; unset:
+        -1, or 1 for version-1 schemas). SchemaError naming a bad value."""
         raw = self.options.get(CoreOptions.BUCKET)
         if raw is None:
             return 1 if self.version <= 1 else -1
-        try:
-            return int(raw)
-        except ValueError as e:
-            raise SchemaError(f"option bucket={raw!r} is not an integer") from e
+        return parse_bucket(raw)
+
+    @property
+    def bucket_mode(self) -> BucketMode:
+        """What :attr:`num_buckets` means for this table (:meth:`BucketMode.of`)."""
+        return BucketMode.of(self.num_buckets, bool(self.primary_keys))
 
     @property
     def file_format(self) -> str:

@@ -131,14 +131,14 @@ class HashIndexReader:
     per file name.
 
     Args:
-        file_io / table_path: the table.
+        file_io / layout: the table's storage and paths.
         snapshot_manager / manifest_io: to find the latest snapshot's index manifest.
     """
 
-    def __init__(self, file_io: FileIO, table_path: str, snapshot_manager: SnapshotManager,
+    def __init__(self, file_io: FileIO, layout: TableLayout, snapshot_manager: SnapshotManager,
                  manifest_io: ManifestIO) -> None:
         self.file_io = file_io
-        self.layout = TableLayout(table_path)
+        self.layout = layout
         self.snapshot_manager = snapshot_manager
         self.manifest_io = manifest_io
         self._entries: dict[bytes, dict[int, tuple[str, int]]] | None = None

@@ -30,15 +30,14 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from paimon_core.compact.manager import BucketCompactor
-from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult
 from paimon_core.datafile.writer import DataFileWriter
 from paimon_core.errors import CorruptMetadataError, PaimonError
 from paimon_core.io.file_io import FileIO, join
-from paimon_core.options import CoreOptions
+from paimon_core.layout import TableContext
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
-from paimon_core.spec.schema import TableSchema
+from paimon_core.spec.option_enums import BucketMode
 from paimon_core.write.buffer import BucketState
 
 __all__ = ["InlineCompaction", "inline_compaction_enabled"]
@@ -50,31 +49,30 @@ RunAll = Callable[[Sequence[BucketState], Callable[[BucketState], None]], None]
 FileId = tuple[str, int]  # (file name, level): what a DELETE entry names
 
 
-def inline_compaction_enabled(schema: TableSchema) -> bool:
+def inline_compaction_enabled(context: TableContext) -> bool:
     """Whether writers of this table compact (not ``write-only``, not unaware-bucket)."""
-    opts = CompactOptions.from_schema(schema)
-    core = CoreOptions(schema.options)
-    if opts.write_only or core.deletion_vectors_enabled:
+    core = context.options
+    if core.write_only or core.deletion_vectors_enabled:
         return False
-    return bool(schema.primary_keys) or schema.num_buckets > 0
+    return context.bucket_mode is not BucketMode.BUCKET_UNAWARE
 
 
 class InlineCompaction:
     """Live files of a writer's buckets and their compaction.
 
     Args:
-        file_io / table_path / schema / schemas: the table.
+        file_io / context / schemas: the table, resolved.
         writer: the writer's data-file writer (compaction output joins its written files,
             so ``TableWrite.abort`` removes it too).
     """
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
-                 schemas: SchemaManager, writer: DataFileWriter) -> None:
-        self.compactor = BucketCompactor(file_io, table_path, schema, schemas, writer=writer)
+    def __init__(self, file_io: FileIO, context: TableContext, schemas: SchemaManager,
+                 writer: DataFileWriter) -> None:
+        self.compactor = BucketCompactor(file_io, context, schemas, writer=writer)
         self.options = self.compactor.options
         self.file_io = file_io
         self.writer = writer
-        self.stop_trigger = CoreOptions(schema.options).num_sorted_runs_stop_trigger
+        self.stop_trigger = context.options.num_sorted_runs_stop_trigger
         self.files: dict[BucketKey, dict[FileId, DataFileMeta]] = {}
         self.commits = 0
         self.since_full: set[BucketKey] = set()

@@ -14,7 +14,8 @@ exactly. Nothing is rounded, truncated or re-interpreted silently:
 * nested ROW fields that are missing, extra or named differently;
 
 all raise :class:`~paimon_core.errors.SchemaError` naming the column, the row and the value.
-NaN and -0.0 are accepted as they are.
+NaN and -0.0 are accepted as they are. Buckets given with the rows (:func:`conform_buckets`)
+are checked the same way, and the table itself first (:func:`check_writable`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.errors import SchemaError
+from paimon_core.errors import SchemaError, UnsupportedError
+from paimon_core.layout import TableContext
+from paimon_core.read import engines
+from paimon_core.spec.option_enums import BucketMode
 from paimon_core.spec.row_kind import SHORT_STRINGS, short_string_codes
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import (
@@ -110,6 +114,63 @@ def conform_input(
     if row_kind_column is not None:
         kinds = parse_row_kinds(data.column(row_kind_column), row_kind_column)
     return out, kinds
+
+
+def check_writable(context: TableContext) -> None:
+    """Refuse a table this writer cannot produce correct files for.
+
+    Raises:
+        UnsupportedError: postpone buckets, deletion vectors on a primary-key table,
+            ``partition.legacy-name=false``, a ``bucket-function.type`` other than
+            ``default``, or a merge engine / aggregate function not implemented.
+        SchemaError: invalid merge engine options.
+    """
+    o = context.options
+    if context.is_primary_key_table:
+        engines.validate(context.schema, o)  # the merge engine and its options
+        if o.deletion_vectors_enabled:
+            raise UnsupportedError("deletion-vectors.enabled=true: readers skip level-0 "
+                                   "files, and this writer does not compact")
+    if context.bucket_mode is BucketMode.POSTPONE:
+        raise UnsupportedError(f"bucket={context.num_buckets} (postpone) is not supported by "
+                               "this writer")
+    if not o.partition_legacy_name:
+        raise UnsupportedError("partition.legacy-name=false is not supported (Paimon 0.9)")
+    bf = o.bucket_function_type
+    if bf != "default":
+        raise UnsupportedError(f"bucket-function.type={bf!r} is not supported")
+
+
+def conform_buckets(buckets: pa.Array | pa.ChunkedArray | np.ndarray, num_rows: int,
+                    mode: BucketMode, num_buckets: int) -> np.ndarray:
+    """The bucket of every row as computed upstream (the CDC decode hashes them already), as
+    ``int64``: one integer per row in ``0..num_buckets-1``. Only the range is checked, not
+    the hash (the caller computed them with :func:`paimon_core.bucket.bucket_ids`).
+
+    Raises:
+        UnsupportedError: a table whose buckets are not the bucket key's hash (``bucket``
+            is not a count: dynamic buckets come from the table's index).
+        SchemaError: not integers, nulls, a length other than ``num_rows``, or a bucket out
+            of range (naming the row and the value).
+    """
+    if mode is not BucketMode.HASH_FIXED:
+        raise UnsupportedError(f"buckets given with the rows need a fixed bucket count "
+                               f"(bucket > 0); this table's bucket mode is {mode}")
+    if not isinstance(buckets, np.ndarray):
+        if buckets.null_count:
+            raise SchemaError(f"buckets: {buckets.null_count} of them are null")
+        buckets = buckets.to_numpy(zero_copy_only=False)
+    if buckets.dtype.kind not in "iu":
+        raise SchemaError(f"buckets: integers expected, not {buckets.dtype}")
+    if len(buckets) != num_rows:
+        raise SchemaError(f"buckets: {len(buckets)} given for {num_rows} rows")
+    out = buckets.astype(np.int64, copy=False)
+    bad = (out < 0) | (out >= num_buckets)
+    if bool(bad.any()):
+        i = int(np.argmax(bad))
+        raise SchemaError(f"buckets: row {i} has bucket {int(out[i])}, outside "
+                          f"0..{num_buckets - 1} (bucket={num_buckets})")
+    return out
 
 
 def parse_row_kinds(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:

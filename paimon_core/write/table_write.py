@@ -73,18 +73,15 @@ from paimon_core.errors import (
     UnsupportedError,
 )
 from paimon_core.io.file_io import FileIO
-from paimon_core.layout import TableLayout
-from paimon_core.options import CoreOptions
-from paimon_core.read import engines
+from paimon_core.layout import TableContext
 from paimon_core.read.merge import deduplicate, merge_records
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.binary_row import serialize_binary_row
 from paimon_core.spec.hash_index import encode_hash_index
 from paimon_core.spec.index_manifest import HASH_INDEX, IndexFileMeta
-from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
+from paimon_core.spec.option_enums import BucketMode, ChangelogProducer, MergeEngine
 from paimon_core.spec.row_kind import RowKind, retract_mask
-from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.threads import pool_threads
 from paimon_core.types import DataType
@@ -110,7 +107,12 @@ from paimon_core.write.dynamic_bucket import (
     assigner_channels,
 )
 from paimon_core.write.inline_compact import InlineCompaction, inline_compaction_enabled
-from paimon_core.write.input import conform_input, parse_row_kinds
+from paimon_core.write.input import (
+    check_writable,
+    conform_buckets,
+    conform_input,
+    parse_row_kinds,
+)
 from paimon_core.write.restore import BucketRestore
 from paimon_core.write.small_buckets import (
     SMALL_BUCKET_BYTES,
@@ -132,8 +134,8 @@ class TableWrite:
 
     Args:
         file_io: storage.
-        table_path: the table directory.
-        schema: the schema to write with (files record its id).
+        context: the table with the schema to write with (files record its id), resolved
+            (:attr:`FileStoreTable.context <paimon_core.table.FileStoreTable.context>`).
         commit_user: the committing pipeline's identity (kept for the committer).
         snapshot_manager: to find the latest snapshot (sequence number restore).
         planner: a planner of ``schema`` without predicate (lists live files).
@@ -167,8 +169,7 @@ class TableWrite:
     def __init__(
         self,
         file_io: FileIO,
-        table_path: str,
-        schema: TableSchema,
+        context: TableContext,
         *,
         commit_user: str,
         snapshot_manager: SnapshotManager,
@@ -178,42 +179,30 @@ class TableWrite:
         assigner_channel: AssignerChannel | None = None,
     ) -> None:
         self.file_io = file_io
-        self.table_path = table_path
-        self.schema = schema
+        self.context = context
+        self.table_path = context.table_path
+        self.schema = schema = context.schema
         self.commit_user = commit_user
         self.snapshot_manager = snapshot_manager
         self.planner = planner
-        self.options = CoreOptions(schema.options)
-        self.is_pk = bool(schema.primary_keys)
-        self.num_buckets = schema.num_buckets
-        self._check_supported()
+        self.options = context.options
+        self.layout = context.layout
+        self.is_pk = context.is_primary_key_table
+        self.num_buckets = context.num_buckets
+        self.bucket_mode = context.bucket_mode
+        check_writable(context)
         self.max_workers = max_workers or pool_threads()
         self.part_keys = list(schema.partition_keys)
         self.part_types: list[DataType] = [schema.field(k).type for k in self.part_keys]
         self.part_index = [schema.field_names.index(k) for k in self.part_keys]
         self.key_names = list(schema.trimmed_primary_keys)
-        self.bucket_keys = list(schema.bucket_keys) if self.num_buckets > 0 else []
+        fixed = self.bucket_mode is BucketMode.HASH_FIXED
+        self.bucket_keys = list(schema.bucket_keys) if fixed else []
         self.bucket_types: list[DataType] = [schema.field(k).type for k in self.bucket_keys]
-        self.dynamic = self.is_pk and self.num_buckets == -1
+        self.dynamic = self.bucket_mode is BucketMode.HASH_DYNAMIC
         self.key_types: list[DataType] = [schema.field(k).type for k in self.key_names]
         self._overwrite = overwrite
-        self._assigner: DynamicBucketAssigner | None = None
-        self._hash_index: BucketHashes | None = None
-        if self.dynamic:
-            reader = None if overwrite else HashIndexReader(
-                file_io, table_path, snapshot_manager, planner.manifests)
-            channels, assigners = assigner_channels(self.options)
-            own: list[int] | None = None
-            if assigner_channel is not None:
-                channels, assigners = assigner_channel.num_channels, assigner_channel.num_assigners
-                own = [assigner_channel.channel]
-            self._assigner = DynamicBucketAssigner(
-                target_row_num=self.options.dynamic_bucket_target_row_num,
-                num_channels=channels, num_assigners=assigners, channels=own, reader=reader)
-            self._hash_index = BucketHashes(reader)
-        elif assigner_channel is not None:
-            raise UnsupportedError(f"an assigner channel is for dynamic bucket primary-key "
-                                   f"tables (bucket=-1); this table has bucket={self.num_buckets}")
+        self._assigner, self._hash_index = self._dynamic_buckets(assigner_channel)
         self.sequence_fields = list(self.options.sequence_fields)
         for c in self.sequence_fields:
             schema.field(c)  # typed error for an unknown column
@@ -230,25 +219,17 @@ class TableWrite:
         self.rowkind_field = self.options.rowkind_field
         if self.rowkind_field is not None:
             schema.field(self.rowkind_field)
-        self.layout = TableLayout.of(table_path, schema)
         self.target_file_size = self.options.target_file_size(self.is_pk)
         self.write_buffer_size = self.options.write_buffer_size
         if self.target_file_size <= 0 or self.write_buffer_size <= 0:
             raise SchemaError("target-file-size and write-buffer-size must be positive")
         self.path_factory = self.layout.new_file_names()
         self.writer = DataFileWriter(
-            file_io, schema, self.path_factory, parquet=ParquetOptions.from_schema(schema)
+            file_io, schema, self.path_factory, parquet=ParquetOptions.of(schema, self.options)
         )
-        shared_buckets = assigner_channel is not None
-        if shared_buckets and CompactOptions.from_schema(schema).lookup:
-            raise UnsupportedError(
-                "a dynamic bucket table written by several assigner tasks cannot have its "
-                "level-0 files compacted at every commit, which merge-engine=first-row, "
-                "changelog-producer=lookup and force-lookup need: write it from one task, or "
-                "give the table a fixed 'bucket' count")
-        self._inline = (
-            InlineCompaction(file_io, table_path, schema, planner.schemas, self.writer)
-            if inline_compaction_enabled(schema) and not shared_buckets else None
+        self._inline = (  # a writer of an assigner channel shares its buckets: no compaction
+            InlineCompaction(file_io, context, planner.schemas, self.writer)
+            if inline_compaction_enabled(context) and assigner_channel is None else None
         )
         self._buckets: dict[tuple[bytes, int], BucketState] = {}
         self._pinned_bytes = 0  # Arrow bytes of the inputs routed since the last pin check
@@ -262,41 +243,56 @@ class TableWrite:
         self._bucket_col: np.ndarray | None = None
         self._key_hashes: np.ndarray | None = None
 
-    def _check_supported(self) -> None:
-        o = self.options
-        n = self.num_buckets
-        if self.is_pk:
-            engines.validate(self.schema)  # the merge engine and its options
-            if o.deletion_vectors_enabled:
+    def _dynamic_buckets(self, channel: AssignerChannel | None
+                         ) -> tuple[DynamicBucketAssigner | None, BucketHashes | None]:
+        """The bucket assigner and the hash index of a dynamic bucket table (for one assigner
+        ``channel`` when given), None for other tables."""
+        if not self.dynamic:
+            if channel is not None:
+                raise UnsupportedError(f"an assigner channel is for dynamic bucket primary-key "
+                                       f"tables (bucket=-1); this table has "
+                                       f"bucket={self.num_buckets}")
+            return None, None
+        reader = None if self._overwrite else HashIndexReader(
+            self.file_io, self.layout, self.snapshot_manager, self.planner.manifests)
+        channels, assigners = assigner_channels(self.options)
+        own: list[int] | None = None
+        if channel is not None:
+            if CompactOptions.of(self.schema, self.options).lookup:
                 raise UnsupportedError(
-                    "deletion-vectors.enabled=true: readers skip level-0 files, and this writer "
-                    "does not compact"
-                )
-        if n == -2 or n == 0 or n < -2:
-            raise UnsupportedError(f"bucket={n} is not supported by this writer")
-        if not o.partition_legacy_name:
-            raise UnsupportedError("partition.legacy-name=false is not supported (Paimon 0.9)")
-        bf = o.bucket_function_type
-        if bf != "default":
-            raise UnsupportedError(f"bucket-function.type={bf!r} is not supported")
+                    "a dynamic bucket table written by several assigner tasks cannot have its "
+                    "level-0 files compacted at every commit, which merge-engine=first-row, "
+                    "changelog-producer=lookup and force-lookup need: write it from one task, "
+                    "or give the table a fixed 'bucket' count")
+            channels, assigners = channel.num_channels, channel.num_assigners
+            own = [channel.channel]
+        assigner = DynamicBucketAssigner(
+            target_row_num=self.options.dynamic_bucket_target_row_num,
+            num_channels=channels, num_assigners=assigners, channels=own, reader=reader)
+        return assigner, BucketHashes(reader)
 
     # ------------------------------------------------------------------ public API
-    def write_arrow(
-        self, data: pa.Table | pa.RecordBatch, *, row_kind_column: str | None = None
-    ) -> None:
+    def write_arrow(self, data: pa.Table | pa.RecordBatch, *, row_kind_column: str | None = None,
+                    buckets: pa.Array | pa.ChunkedArray | np.ndarray | None = None) -> None:
         """Write rows (all ``+I`` unless ``row_kind_column`` or the table option
-        ``rowkind.field`` gives each row's kind).
+        ``rowkind.field`` gives each row's kind). ``buckets``: each row's bucket, computed
+        upstream (fixed-bucket tables), used instead of hashing the bucket key again.
 
         Raises:
-            SchemaError: input that does not fit the schema (nothing is written then).
+            SchemaError: input that does not fit the schema, or ``buckets`` of another length
+                or out of range (:func:`~paimon_core.write.input.conform_buckets`); nothing
+                is written then.
             UnsupportedError: retract rows (-U/-D) into an append table, or into a first-row
-                table without ``ignore-delete`` (nothing is written then).
+                table without ``ignore-delete``; ``buckets`` for a table without a fixed
+                bucket count (nothing is written then).
         """
         self._check_open()
+        given = None if buckets is None else conform_buckets(
+            buckets, data.num_rows, self.bucket_mode, self.num_buckets)
         table, kinds = conform_input(data, self.schema, row_kind_column=row_kind_column)
         if kinds is None and self.rowkind_field is not None:
             kinds = parse_row_kinds(table.column(self.rowkind_field), self.rowkind_field)
-        self._write(table, kinds)
+        self._write(table, kinds, given)
 
     def delete_arrow(self, data: pa.Table | pa.RecordBatch) -> None:
         """Delete the keys of ``data`` (every row becomes ``-D``). Columns other than the
@@ -428,7 +424,8 @@ class TableWrite:
         if self._closed:
             raise PaimonError("this TableWrite is closed")
 
-    def _write(self, table: pa.Table, kinds: np.ndarray | None) -> None:
+    def _write(self, table: pa.Table, kinds: np.ndarray | None,
+               buckets: np.ndarray | None = None) -> None:
         if kinds is not None:
             if not self.is_pk:
                 if bool((kinds != RowKind.INSERT).any()):
@@ -441,8 +438,8 @@ class TableWrite:
             elif self.ignore_delete:
                 keep = ~retract_mask(kinds)
                 if not bool(keep.all()):
-                    table = table.filter(pa.array(keep))
-                    kinds = kinds[keep]
+                    table, kinds = table.filter(pa.array(keep)), kinds[keep]
+                    buckets = None if buckets is None else buckets[keep]
             elif self.refuse_retract and bool(retract_mask(kinds).any()):
                 raise UnsupportedError(
                     "merge-engine 'first-row' accepts no DELETE/UPDATE_BEFORE records (Java's "
@@ -458,18 +455,17 @@ class TableWrite:
         size = table.nbytes
         pin = self._new_pin(size)
         step = max(1, n * self.write_buffer_size // max(size, 1))
-        if step >= n:
-            self._write_part(table, kinds, pin)
-            return
-        for start in range(0, n, step):
-            self._write_part(table.slice(start, step),
-                             None if kinds is None else kinds[start:start + step], pin)
+        for start in range(0, n, step):  # numpy slices past the end are cut, as Arrow's
+            part = slice(start, start + step)
+            self._write_part(table.slice(start, step), None if kinds is None else kinds[part],
+                             pin, None if buckets is None else buckets[part])
 
-    def _write_part(self, table: pa.Table, kinds: np.ndarray | None, pin: Pin) -> None:
+    def _write_part(self, table: pa.Table, kinds: np.ndarray | None, pin: Pin,
+                    buckets: np.ndarray | None) -> None:
         """Route ``table`` to its buckets' buffers (pieces pinning the input ``pin``), then
         spill buffers if they outgrew ``write-buffer-size``."""
         n = table.num_rows
-        groups = self._group(table)
+        groups = self._group(table, buckets)
         bytes_per_row = table.nbytes / n
         # Moderate inputs spread over many buckets are regrouped by one gather of each column
         # (each bucket then holds a zero-copy slice) instead of a gather per bucket and column
@@ -512,9 +508,11 @@ class TableWrite:
         self._run(full, self._flush_full_files)
         self._relieve_memory()
 
-    def _group(self, table: pa.Table) -> list[tuple[np.ndarray | None, int]]:
+    def _group(self, table: pa.Table, buckets: np.ndarray | None
+               ) -> list[tuple[np.ndarray | None, int]]:
         """Rows of each (partition, bucket): ascending row indices (None = every row) and the
-        first row of the group (to resolve its partition values and bucket)."""
+        first row of the group (to resolve its partition values and bucket). ``buckets``:
+        the rows' buckets as given (fixed-bucket tables), else hashed here."""
         n = table.num_rows
         codes = np.zeros(n, dtype=np.int64)
         radix = 1
@@ -527,8 +525,8 @@ class TableWrite:
             self._part_dicts.append((idx, enc.dictionary))
             codes, radix = combine_codes(codes, radix, idx, len(enc.dictionary))
         self._key_hashes = None
-        if self.num_buckets > 0:
-            b = bucket_ids(
+        if self.bucket_mode is BucketMode.HASH_FIXED:
+            b = buckets if buckets is not None else bucket_ids(
                 [table.column(k) for k in self.bucket_keys], self.bucket_types, self.num_buckets
             ).astype(np.int64)
             self._bucket_col = b

@@ -217,8 +217,9 @@ def test_dynamic_bucket_partitions_are_the_tables_live_buckets(
         restated.schedule.evaluate_tick(dg.build_schedule_context(instance=instance,
                                                                   resources=catalog))
     assert isinstance(excinfo.value.__cause__, SettingsError)
-    assert str(excinfo.value.__cause__) == ("db.dyn: buckets: 4 (defs.yaml:4) says bucket = 4 "
-                                            "(fixed), the table has bucket = -1 (dynamic)")
+    assert str(excinfo.value.__cause__) == (
+        "db.dyn: buckets: 4 (defs.yaml:4) says bucket = 4 (hash-fixed), the table has "
+        "bucket = -1 (hash-dynamic)")
 
 
 def test_compaction_config_defaults_to_the_cli_strategy() -> None:

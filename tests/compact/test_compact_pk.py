@@ -36,7 +36,7 @@ def check_files(table: FileStoreTable) -> None:
     snap = table.latest_snapshot()
     from paimon_core.compact.manager import BucketCompactor
 
-    c = BucketCompactor(table.file_io, table.path, table.schema, table.schema_manager)
+    c = BucketCompactor(table.file_io, table.context, table.schema_manager)
     key_types = [table.schema.field(k).type for k in table.schema.trimmed_primary_keys]
     for (part, bucket), (_, files) in live_bucket_files(table.manifest_io, snap).items():
         levels = c.levels(files)  # raises on overlapping levels

@@ -96,15 +96,16 @@ def _last(records: Records) -> pa.Table:
         last_in_group(records.gid, np.ones(len(records.gid), bool), records.groups))
 
 
-def validate(schema: TableSchema) -> None:
+def validate(schema: TableSchema, options: CoreOptions | None = None) -> None:
     """The checks Java makes when it creates the table's merge function
-    (``PrimaryKeyTableUtils.createMergeFunctionFactory`` and the factories).
+    (``PrimaryKeyTableUtils.createMergeFunctionFactory`` and the factories); ``options``:
+    ``schema``'s, when the caller has them parsed.
 
     Raises:
         UnsupportedError: an unknown merge engine or an aggregate function not implemented.
         SchemaError: invalid engine options.
     """
-    options = CoreOptions(schema.options)
+    options = CoreOptions(schema.options) if options is None else options
     engine = options.merge_engine  # UnsupportedError: an unknown merge engine
     if not schema.primary_keys:
         return
@@ -125,10 +126,12 @@ def validate(schema: TableSchema) -> None:
         check_partial_update(options, schema.field_names, aggregated)
 
 
-def extra_read_columns(schema: TableSchema, columns: Sequence[str]) -> list[str]:
+def extra_read_columns(schema: TableSchema, columns: Sequence[str],
+                       options: CoreOptions | None = None) -> list[str]:
     """Columns a read of ``columns`` must fetch too for the merge: the sequence fields of the
-    partial-update sequence groups that ``columns`` touch (``adjustProjection``)."""
-    options = CoreOptions(schema.options)
+    partial-update sequence groups that ``columns`` touch (``adjustProjection``); ``options``:
+    ``schema``'s, when the caller has them parsed."""
+    options = CoreOptions(schema.options) if options is None else options
     if options.merge_engine is not MergeEngine.PARTIAL_UPDATE:
         return []
     want = set(columns)
