@@ -58,7 +58,7 @@ from paimon_core import (
     TableNotExistError,
     UnsupportedError,
 )
-from pipelines.cdc_routing import Routing, routing
+from pipelines.cdc.routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle, parse_pairs
 from pipelines.session import known_partitions
 from pipelines.sink_schema import WriteSchema, write_schema

@@ -1,5 +1,5 @@
 """``--format debezium-avro``: Debezium envelopes in Avro container files as Kafka Connect's S3
-sink writes them (:mod:`pipelines.cdc_avro`).
+sink writes them (:mod:`pipelines.cdc.avro`).
 
 The files are written here with fastavro from the connectors' published events by Connect's
 Avro rules (``tests/pipelines/connect_avro.py``; sources in
@@ -30,7 +30,7 @@ from paimon_core import FileIO
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.schema_builder import Schema
-from pipelines.cdc_avro import (
+from pipelines.cdc.avro import (
     CORRUPT_AVRO,
     NOT_AVRO,
     NOT_ENVELOPE,
@@ -39,9 +39,9 @@ from pipelines.cdc_avro import (
     avro_file_order,
     decode_avro_file,
 )
-from pipelines.cdc_decode import decode_file
-from pipelines.cdc_events import UNAVAILABLE, UNAVAILABLE_BASE64
-from pipelines.cdc_ingest import CdcOptions, ingest, list_batches, main
+from pipelines.cdc.decode import decode_file
+from pipelines.cdc.events import UNAVAILABLE, UNAVAILABLE_BASE64
+from pipelines.cdc.ingest import CdcOptions, ingest, list_batches, main
 from pipelines.config import CatalogSettings
 from tests.pipelines.connect_avro import avro_value, container, envelope_file
 from tests.pipelines.test_cdc_types import (
@@ -288,7 +288,7 @@ def test_null_records_are_tombstones() -> None:
 def test_new_column_is_sampled_for_the_schema_evolution() -> None:
     # an added column (``vip``) in a later file's schema: the job adds it, typed from the
     # samples (the records as Debezium JSON)
-    from pipelines.cdc_events import sample_new_column_values
+    from pipelines.cdc.events import sample_new_column_values
 
     s = _pg_schema(False)
     for image in s["fields"][:2]:

@@ -18,10 +18,10 @@ import pytest
 from paimon_core import SchemaError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
-from pipelines.cdc_decode import decode_events, decode_file
-from pipelines.cdc_events import position_columns
-from pipelines.cdc_ingest import BatchReport, CdcOptions, ingest
-from pipelines.cdc_toast import fill_unavailable
+from pipelines.cdc.decode import decode_events, decode_file
+from pipelines.cdc.events import position_columns
+from pipelines.cdc.ingest import BatchReport, CdcOptions, ingest
+from pipelines.cdc.toast import fill_unavailable
 from pipelines.config import CatalogSettings
 from tests.pipelines.cdcgen import corpus_landing
 

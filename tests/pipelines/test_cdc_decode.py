@@ -19,9 +19,9 @@ import pytest
 from paimon_core.read.merge import deduplicate
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
-from pipelines.cdc_decode import BAD_UTF8, decode_events, decode_file, split_lines, split_text
-from pipelines.cdc_events import position_columns
-from pipelines.cdc_ingest import _ipc, _last_changes, _tables
+from pipelines.cdc.decode import BAD_UTF8, decode_events, decode_file, split_lines, split_text
+from pipelines.cdc.events import position_columns
+from pipelines.cdc.ingest import _ipc, _last_changes, _tables
 from tests.pipelines.cdcgen import SCHEMA, generate
 from tests.pipelines.cdcref import compared_rows, spark_changes
 
@@ -235,7 +235,7 @@ def test_integers_from_text_exact(root: str, arrow: pa.DataType, bits: int) -> N
     import re
 
     from paimon_core.types import AtomicType, TypeRoot
-    from pipelines.cdc_values import convert
+    from pipelines.cdc.values import convert
 
     texts = ["1", "-1", "007", "-0", "127", "128", "-129", "32767", "32768", "2147483647",
              "2147483648", "-2147483648", "-2147483649", "x", None, "1.0", " 1", "+5", "",
@@ -259,7 +259,7 @@ def test_decode_files_rows_equal_the_decoder(spark: Any, tmp_path: Path) -> None
     """The DataFrame of rows (the blobs expanded) holds exactly the decoder's rows."""
     from paimon_core.catalog import FileSystemCatalog
     from paimon_core.io.file_io import FileIO
-    from pipelines.cdc_ingest import CdcOptions, decode_files
+    from pipelines.cdc.ingest import CdcOptions, decode_files
     from pipelines.config import CatalogSettings, TableHandle
 
     stream = generate(seed=4, keys=20, events=400, batches=2, evolve_from_batch=1)

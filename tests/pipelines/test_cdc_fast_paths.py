@@ -1,6 +1,6 @@
 """The decoder's column-wise shortcuts give what the value-by-value paths give: one schema
-shared by every line read once (:mod:`pipelines.cdc_shared_schema`), Kafka Connect decimals
-decoded with numpy (:mod:`pipelines.cdc_connect_decimal`)."""
+shared by every line read once (:mod:`pipelines.cdc.shared_schema`), Kafka Connect decimals
+decoded with numpy (:mod:`pipelines.cdc.connect_decimal`)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import pytest
 
 from paimon_core import Schema
 from paimon_core.catalog import FileSystemCatalog
-from pipelines.cdc_connect_decimal import connect_decimal_values
-from pipelines.cdc_decode import decode_events, decode_file
-from pipelines.cdc_shared_schema import strip_shared_schema
-from pipelines.cdc_values import _fit_decimal, _unscaled
+from pipelines.cdc.connect_decimal import connect_decimal_values
+from pipelines.cdc.decode import decode_events, decode_file
+from pipelines.cdc.shared_schema import strip_shared_schema
+from pipelines.cdc.values import _fit_decimal, _unscaled
 from tests.pipelines.cdcgen import ENVELOPE_SCHEMA, SCHEMA, generate, write_landing
 
 

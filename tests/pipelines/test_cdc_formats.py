@@ -17,8 +17,8 @@ import pytest
 from paimon_core import SchemaError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
-from pipelines.cdc_formats import DDL, FORMATS, check_sequence
-from pipelines.cdc_ingest import BatchReport, CdcOptions, build_parser, ingest
+from pipelines.cdc.formats import DDL, FORMATS, check_sequence
+from pipelines.cdc.ingest import BatchReport, CdcOptions, build_parser, ingest
 from pipelines.config import CatalogSettings
 from tests.pipelines.cdcgen import corpus_landing
 
@@ -234,7 +234,7 @@ QUERY_DDL = ('{"data":null,"database":"canal_hvygfc","es":1697788899000,"id":1,"
 def test_whole_file_and_line_paths_agree_in_other_formats() -> None:
     """A file of ``{`` lines is parsed whole; with a blank line it is split into lines: the
     same rows (a Debezium envelope tombstone is no tombstone in another format)."""
-    from pipelines.cdc_decode import decode_file
+    from pipelines.cdc.decode import decode_file
 
     for fmt, name in [("canal-json", "canal/edited.jsonl"), ("ogg-json", "ogg/truncate.jsonl"),
                       ("maxwell-json", "maxwell/docs_position.jsonl")]:
@@ -358,7 +358,7 @@ def test_a_sequence_column_the_format_cannot_fill_is_refused(spark: Any,
 
 
 def test_unknown_format_is_refused(tmp_path: Path) -> None:
-    from pipelines.cdc_ingest import ingest_batch
+    from pipelines.cdc.ingest import ingest_batch
 
     wh = str(tmp_path / "wh")
     FileSystemCatalog(wh).create_table("db.t", Schema.of(PRODUCTS, primary_keys=["id"],
@@ -392,7 +392,7 @@ REFERENCE_CASES: list[tuple[list[tuple[str, str]], list[tuple[str, str]]]] = [
 def test_fast_path_agrees_with_the_reference(spark: Any, tmp_path: Path,
                                              columns: list[tuple[str, str]],
                                              cases: list[tuple[str, str]]) -> None:
-    """The Spark SQL reference (``pipelines.cdc_format_events`` then ``cdc_events``): the same
+    """The Spark SQL reference (``pipelines.cdc.format_events`` then ``cdc_events``): the same
     rows, kinds, reasons and positions."""
     from tests.pipelines.cdcfmtref import spark_sql_rows
 

@@ -1,4 +1,4 @@
-"""The CDC job's line-aligned byte ranges (:mod:`pipelines.cdc_ranges`): planning against a
+"""The CDC job's line-aligned byte ranges (:mod:`pipelines.cdc.ranges`): planning against a
 brute-force reference (Hadoop's rule: a line belongs to the range it starts in), ranged reads
 through FileIO (local, memory, S3), and a file decoded in many small ranges giving exactly the
 rows of its unsplit decode, positions and quarantine line numbers included (line positions of
@@ -26,10 +26,10 @@ from paimon_core.cli.canonical import canonical_lines
 from paimon_core.io.file_io import FileIO
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
-from pipelines.cdc_decode import decode_file
-from pipelines.cdc_formats import FORMATS
-from pipelines.cdc_ingest import CdcOptions, ingest, main
-from pipelines.cdc_ranges import (
+from pipelines.cdc.decode import decode_file
+from pipelines.cdc.formats import FORMATS
+from pipelines.cdc.ingest import CdcOptions, ingest, main
+from pipelines.cdc.ranges import (
     LINE_BITS,
     LineNumbers,
     LineRange,
@@ -393,7 +393,7 @@ def test_java_reads_the_table_written_in_ranges(spark: Any, tmp_path: Path) -> N
 @pytest.mark.spark
 def test_range_size_from_spark_conf(spark: Any) -> None:
     from paimon_core.errors import SchemaError
-    from pipelines.cdc_ingest import max_partition_bytes
+    from pipelines.cdc.ingest import max_partition_bytes
 
     key = "spark.sql.files.maxPartitionBytes"
     old = spark.conf.get(key, None)

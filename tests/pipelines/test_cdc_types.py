@@ -21,7 +21,7 @@ import pytest
 
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
-from pipelines.cdc_decode import decode_file
+from pipelines.cdc.decode import decode_file
 
 CORPUS = Path(__file__).parent / "cdc_corpus" / "debezium_schema"
 D = decimal.Decimal
@@ -205,7 +205,7 @@ def test_spark_reference_agrees(spark: Any, tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_ingest_lands_exact_values(spark: Any, tmp_path: Path) -> None:
-    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.cdc.ingest import CdcOptions, ingest
     from pipelines.config import CatalogSettings
 
     wh = str(tmp_path / "wh")
@@ -278,7 +278,7 @@ def test_numbers_longer_than_a_double_land_exactly() -> None:
 
 @pytest.mark.spark
 def test_ingest_lands_long_numbers_exactly(spark: Any, tmp_path: Path) -> None:
-    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.cdc.ingest import CdcOptions, ingest
     from pipelines.config import CatalogSettings
 
     wh = str(tmp_path / "wh")
@@ -460,7 +460,7 @@ def test_debezium_documented_types_agree_with_spark_reference(spark: Any,
 @pytest.fixture(scope="module")
 def types_warehouse(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The documented-types corpus ingested by the job, one table per connector."""
-    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.cdc.ingest import CdcOptions, ingest
     from pipelines.config import CatalogSettings
 
     root = tmp_path_factory.mktemp("types")
@@ -546,7 +546,7 @@ def test_nested_values_land_exactly() -> None:
 
 
 def test_bad_value_names_the_refused_value() -> None:
-    from pipelines.cdc_values import BAD_VALUE_CHARS, bad_value
+    from pipelines.cdc.values import BAD_VALUE_CHARS, bad_value
 
     assert [bad_value(NESTED_LINES[k - 1], r) for k, r in NESTED_ERRORS.items()] == [
         "[1.005]", '{"x":12345678901234567890123456789,"s":"z","d":1}']
@@ -563,8 +563,8 @@ def test_time_column_keeps_its_value_across_batches_and_toast(spark: Any,
     """A TIME column through two batches: the second one's update carries the TOAST
     placeholder in another column, so the job fills it from the table (read back as Paimon's
     millisecond TIME) beside the decoded times."""
-    from pipelines.cdc_events import UNAVAILABLE
-    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.cdc.events import UNAVAILABLE
+    from pipelines.cdc.ingest import CdcOptions, ingest
     from pipelines.config import CatalogSettings
 
     sch = Schema.of([("id", "INT NOT NULL"), ("t", "TIME(3)"), ("note", "STRING")],
@@ -598,7 +598,7 @@ def test_geojson_refuses_what_it_cannot_write() -> None:
     import base64
     import struct
 
-    from pipelines.cdc_values import geojson
+    from pipelines.cdc.values import geojson
 
     def b64(raw: bytes) -> str:
         return base64.b64encode(raw).decode()

@@ -1,7 +1,7 @@
 """Vectorised decoding of Debezium-style change events with pyarrow (the CDC job's fast path).
 
 :func:`decode_events` turns the lines of one input file into change rows, with exactly the
-semantics of the Spark SQL reference in :mod:`pipelines.cdc_events` (``parse_events`` ->
+semantics of the Spark SQL reference in :mod:`pipelines.cdc.events` (``parse_events`` ->
 ``classify_events`` -> ``to_changes(keep_rejected=True)``; a test checks that both agree):
 same row kinds, value encodings, rejection reasons in the same order, position columns. It
 runs inside one Spark task per file, so JSON is parsed by pyarrow's multi-threaded reader
@@ -16,10 +16,10 @@ row number is off), and a single line that still fails is parsed again with ever
 inferred (then a value of the wrong type is a ``bad value for <col>``), and if that fails
 too it is ``malformed JSON``. JSON ``null`` lines are tombstones. Lines holding a JSON
 number that a double or int64 cannot hold exactly are first re-serialised with those numbers
-as JSON strings of their text (:func:`pipelines.cdc_values.exact_numbers`), so that a 38-digit
+as JSON strings of their text (:func:`pipelines.cdc.values.exact_numbers`), so that a 38-digit
 decimal or a long number going into a STRING column lands exactly. The events' own ``schema``
 (Debezium JSON with schemas enabled) gives each column's logical type
-(:func:`pipelines.cdc_values.schema_types`), which decides how its value is read.
+(:func:`pipelines.cdc.values.schema_types`), which decides how its value is read.
 
 The job calls :func:`decode_file` with a file's bytes: when every line starts with ``{`` (no
 blank line, no tombstone, no CR) and the bytes are UTF-8, the bytes themselves are the
@@ -29,7 +29,7 @@ Per event nothing runs in Python: values are converted column by column (a non-k
 once, from the image that holds it; the before image of the other columns only when a key
 changes), except text that needs Python's parsers (ISO timestamps, base64, floats as text,
 integers of more than 18 characters) and nested values shown as JSON text (the conversions:
-:mod:`pipelines.cdc_values`).
+:mod:`pipelines.cdc.values`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from paimon_core import (
     bucket_ids,
     conform_column,
 )
-from pipelines.cdc_events import (
+from pipelines.cdc.events import (
     AUTO_SLOTS,
     CONNECTOR_POSITIONS,
     DEFAULT_POSITIONS,
@@ -75,8 +75,8 @@ from pipelines.cdc_events import (
     Unavailable,
     position_columns,
 )
-from pipelines.cdc_shared_schema import SharedSchema, broadcast_types, strip_shared_schema
-from pipelines.cdc_values import (
+from pipelines.cdc.shared_schema import SharedSchema, broadcast_types, strip_shared_schema
+from pipelines.cdc.values import (
     LONG_NUMBER,
     Fields,
     Logical,
@@ -108,7 +108,7 @@ _JSON_TYPES = {TypeRoot.BOOLEAN: pa.bool_(), TypeRoot.FLOAT: pa.float64(),
 
 class EventFormat(Protocol):
     """A JSON change-event format other than Debezium's envelope (the formats of
-    :mod:`pipelines.cdc_formats`): the types declared to the JSON reader and the change rows
+    :mod:`pipelines.cdc.formats`): the types declared to the JSON reader and the change rows
     of a parsed chunk (columns as :func:`output_schema`, without buckets)."""
 
     def declared(self, schema: TableSchema) -> pa.Schema: ...
@@ -285,7 +285,7 @@ def _merge_images(f: DataField, raw_b: pa.Array, raw_a: pa.Array, keys: set[str]
 
 def _slot_raws(src: Fields, conn: pa.Array, position_fields: Sequence[str] | None,
                n: int) -> list[pa.Array]:
-    """The raw source position per slot (see ``cdc_events._slot_raws``): the given fields,
+    """The raw source position per slot (see ``events._slot_raws``): the given fields,
     or the fields of each event's connector (as parsed when the chunk holds one connector,
     else as JSON text)."""
     if position_fields is not None:
@@ -315,7 +315,7 @@ def _slot_raws(src: Fields, conn: pa.Array, position_fields: Sequence[str] | Non
 def _sequence_value(src: Fields, conn: pa.Array, first: pa.Array,
                     position_fields: Sequence[str] | None) -> pa.Array:
     """The BIGINT of the position for the table's sequence column (see
-    ``cdc_events._sequence_value``): ``first`` (the first position as a number), for MySQL
+    ``events._sequence_value``): ``first`` (the first position as a number), for MySQL
     events file index, pos and row packed, for MongoDB the oplog second and ``ord``."""
     if position_fields is None:
         n = len(conn)
@@ -667,7 +667,7 @@ def decode_file(
 ) -> pa.Table:
     """:func:`decode_events` of the lines of a file's bytes (:func:`split_lines`), or of a
     line-aligned range of them whose first line is line ``first_line`` of the file
-    (:mod:`pipelines.cdc_ranges`: the rows are those of the whole file's decode). The usual
+    (:mod:`pipelines.cdc.ranges`: the rows are those of the whole file's decode). The usual
     file, every line a JSON object (first byte ``{``), UTF-8, no line ending in CR, is parsed
     as it is: no line is copied (the lines are built only for a file that does not parse as a
     whole; a CR inside a line is JSON whitespace, or makes the line malformed, either way).
@@ -813,7 +813,7 @@ def _decode(lazy: _Lazy, doc: bytes | pa.Buffer | None, count: int, schema: Tabl
             parse_lines: _Lazy | None = None) -> pa.Table:
     """``doc`` (with its ``count`` lines): the whole file when every line is an event (or
     their payloads when every line carries the one schema ``shared``:
-    :mod:`pipelines.cdc_shared_schema`)."""
+    :mod:`pipelines.cdc.shared_schema`)."""
     target = output_schema(schema, position_fields)
     chunks, bad, events, tomb = _parse_all(lazy, doc, count, schema, threads, exact=False,
                                            fmt=fmt, parse_lines=parse_lines)
@@ -897,7 +897,7 @@ def _envelope_tombstones(t: pa.Table, rows: np.ndarray, lines: _Lazy,
 
 def _exact(lines: pa.Array) -> pa.Array:
     """``lines`` with the numbers a double / int64 cannot hold as JSON strings of their
-    text (:func:`pipelines.cdc_values.exact_numbers`, only on the lines that hold one)."""
+    text (:func:`pipelines.cdc.values.exact_numbers`, only on the lines that hold one)."""
     long = pc.fill_null(pc.match_substring_regex(lines, LONG_NUMBER), False)
     if not pc.any(long).as_py():
         return lines

@@ -3,9 +3,9 @@
 The events are Debezium's (``--format debezium-json``, the default, with or without the
 ``{"schema", "payload"}`` envelope; ``debezium-avro``, see below) or those of the other CDC
 tools Paimon's Kafka sync reads (``canal-json``, ``maxwell-json``, ``ogg-json``,
-``aws-dms-json``: :mod:`pipelines.cdc_formats` turns each into the Debezium envelope's rows;
+``aws-dms-json``: :mod:`pipelines.cdc.formats` turns each into the Debezium envelope's rows;
 their DDL / control events are counted as ``ddl`` and skipped). What follows is said of
-Debezium's events; the formats' positions are in :mod:`pipelines.cdc_formats`.
+Debezium's events; the formats' positions are in :mod:`pipelines.cdc.formats`.
 
 Landing layout (local directory or S3 prefix, read through ``paimon_core``'s FileIO in the
 Python workers)::
@@ -16,20 +16,20 @@ Python workers)::
 With ``--format debezium-avro`` the files are Avro container files of Debezium envelopes as
 Kafka Connect's S3 sink writes them (``<landing>/batch-<n>/<topic>+<partition>+<offset>.avro``,
 taken by partition, then start offset; or a file ``batch-<n>.avro``), decoded by
-:mod:`pipelines.cdc_avro` into the same rows.
+:mod:`pipelines.cdc.avro` into the same rows.
 
 Each batch ``n`` is one commit with ``commit_identifier = n`` under a stable commit user
 (default ``cdc-<db>.<table>``): batches already committed are skipped (a re-run of a batch, or
 of the whole landing directory, applies every event exactly once). Per batch, one Spark job:
 
 1. the files are decoded in line-aligned byte ranges of at most ``--max-partition-bytes``
-   (default Spark's ``spark.sql.files.maxPartitionBytes``, 128 MB; :mod:`pipelines.cdc_ranges`:
+   (default Spark's ``spark.sql.files.maxPartitionBytes``, 128 MB; :mod:`pipelines.cdc.ranges`:
    a line belongs to the range it starts in; the driver reads only a few KB at each boundary; a
    row's position within its file orders it exactly as its line number, which is computed only
    for the quarantined rows; Avro files are not split), each read with one ranged read and
-   decoded apart, so a task holds one range, never a whole file (:mod:`pipelines.cdc_decode`:
+   decoded apart, so a task holds one range, never a whole file (:mod:`pipelines.cdc.decode`:
    pyarrow's JSON reader, the event envelope, row kinds, exact typing, rejection reasons; the
-   semantics of the Spark SQL reference :mod:`pipelines.cdc_events`;
+   semantics of the Spark SQL reference :mod:`pipelines.cdc.events`;
    ``spark.default.parallelism`` tasks at most, each a contiguous run of ranges) and every row
    gets its bucket from paimon_core (rejected events ride along with NULL keys); the rows of
    each bucket leave the task as Arrow IPC blobs, one ``binary`` cell per (range, bucket), so
@@ -43,7 +43,7 @@ of the whole landing directory, applies every event exactly once). Per batch, on
    added to a schema computed in memory (``ADD COLUMN``, type inferred from the JSON values)
    and the job runs again with it; ``_summary.json`` gets the counts per reason; above
    ``max_error_ratio`` the files are deleted and the batch fails (no schema written); otherwise
-   the new schema is published and the batch committed (:mod:`pipelines.cdc_schema`: the
+   the new schema is published and the batch committed (:mod:`pipelines.cdc.schema`: the
    columns land with the rows or not at all).
 
 Across batches, events that arrive out of order are resolved by the table's
@@ -69,7 +69,7 @@ Debezium's unchanged-TOAST placeholder keeps the column's previous value
 
 Run::
 
-    python -m pipelines.cdc_ingest --warehouse W --table db.t --landing L [--schema s.json]
+    python -m pipelines.cdc.ingest --warehouse W --table db.t --landing L [--schema s.json]
         [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields F,...]
         [--unavailable-value previous|store|refuse] [--max-partition-bytes 128MB]
         [--format debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json|aws-dms-json]
@@ -110,9 +110,9 @@ from paimon_core import (
     join,
 )
 from paimon_core.schema_pending import PendingSchemaRaceError
-from pipelines.cdc_avro import avro_file_order
-from pipelines.cdc_decode import output_schema, split_text
-from pipelines.cdc_events import (
+from pipelines.cdc.avro import avro_file_order
+from pipelines.cdc.decode import output_schema, split_text
+from pipelines.cdc.events import (
     ERROR_COLUMN,
     KIND_COLUMN,
     MESSAGE,
@@ -122,18 +122,18 @@ from pipelines.cdc_events import (
     is_supported_type,
     position_columns,
 )
-from pipelines.cdc_formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence
-from pipelines.cdc_ranges import (
+from pipelines.cdc.formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence
+from pipelines.cdc.ranges import (
     DEFAULT_MAX_BYTES,
     LineNumbers,
     LineRange,
     parse_size,
     plan_ranges,
 )
-from pipelines.cdc_routing import routing
-from pipelines.cdc_schema import commit_batch, evolve, settle, withdraw
-from pipelines.cdc_toast import fill_unavailable
-from pipelines.cdc_values import bad_value
+from pipelines.cdc.routing import routing
+from pipelines.cdc.schema import commit_batch, evolve, settle, withdraw
+from pipelines.cdc.toast import fill_unavailable
+from pipelines.cdc.values import bad_value
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -196,13 +196,13 @@ class CdcOptions:
     quarantine: str | None = None
     evolve_schema: bool = True
     #: the TOAST placeholder: ``previous`` / ``store`` / ``refuse`` (see
-    #: :data:`pipelines.cdc_events.Unavailable`)
+    #: :data:`pipelines.cdc.events.Unavailable`)
     unavailable: Unavailable = "previous"
-    #: the events' format: a name of :data:`pipelines.cdc_formats.FORMATS` (``debezium-avro``:
-    #: Avro container files, as Kafka Connect's S3 sink writes them, :mod:`pipelines.cdc_avro`)
+    #: the events' format: a name of :data:`pipelines.cdc.formats.FORMATS` (``debezium-avro``:
+    #: Avro container files, as Kafka Connect's S3 sink writes them, :mod:`pipelines.cdc.avro`)
     format: str = DEFAULT_FORMAT
     #: largest line-aligned byte range of a file one decode task reads at a time
-    #: (:mod:`pipelines.cdc_ranges`); ``None``: Spark's ``spark.sql.files.maxPartitionBytes``
+    #: (:mod:`pipelines.cdc.ranges`); ``None``: Spark's ``spark.sql.files.maxPartitionBytes``
     #: (128 MB by default)
     max_partition_bytes: int | None = None
 
@@ -283,7 +283,7 @@ def list_batches(file_io: FileIO, landing: str) -> list[tuple[int, list[str]]]:
 def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> DataFrame:
     """``(file, line, value)`` of every line of ``files`` (1-based line numbers), each file
     read by one task through ``file_io`` (local or object storage): the input of the Spark
-    SQL reference decoder (:func:`pipelines.cdc_events.parse_events`)."""
+    SQL reference decoder (:func:`pipelines.cdc.events.parse_events`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -362,7 +362,7 @@ def max_partition_bytes(spark: SparkSession, opts: CdcOptions) -> int:
 def plan_file_ranges(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                      opts: CdcOptions) -> list[LineRange]:
     """The line-aligned byte ranges the batch's ``files`` are decoded in
-    (:func:`pipelines.cdc_ranges.plan_ranges`: files above :func:`max_partition_bytes` are
+    (:func:`pipelines.cdc.ranges.plan_ranges`: files above :func:`max_partition_bytes` are
     read once on the driver to find the line starts; Avro files are not split)."""
     return plan_ranges(file_io, files, max_partition_bytes(spark, opts),
                        splittable=FORMATS[opts.format].splittable)
@@ -371,15 +371,15 @@ def plan_file_ranges(spark: SparkSession, file_io: FileIO, files: Sequence[str],
 def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                   handle: TableHandle, opts: CdcOptions,
                   ranges: Sequence[LineRange] | None = None) -> DataFrame:
-    """The change rows of every event in ``files`` (:func:`pipelines.cdc_decode.decode_file`:
+    """The change rows of every event in ``files`` (:func:`pipelines.cdc.decode.decode_file`:
     typed table columns, ``_kind``, positions, outcome columns and each row's bucket) as
     ``(bucket, data)``: one Arrow IPC stream of rows of one bucket per cell, so that the rows
     cross the JVM and the shuffle as a few large values instead of row by row. The files are
     decoded in line-aligned byte ranges (``ranges``, default :func:`plan_file_ranges`), each
     read with one ranged read through ``file_io`` (local or object storage) and decoded apart,
     so a task holds one range at a time; a task decodes a contiguous run of ranges. The rows'
-    ``_pos_line`` are line positions (:mod:`pipelines.cdc_ranges`: the line numbers in a
-    file's first range; :class:`~pipelines.cdc_ranges.LineNumbers` gives any line number)."""
+    ``_pos_line`` are line positions (:mod:`pipelines.cdc.ranges`: the line numbers in a
+    file's first range; :class:`~pipelines.cdc.ranges.LineNumbers` gives any line number)."""
     import numpy as np
 
     schema = handle.schema
@@ -424,7 +424,7 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
 
 def decode_files(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                  handle: TableHandle, opts: CdcOptions) -> DataFrame:
-    """The change rows of every event in ``files`` (:func:`pipelines.cdc_decode.decode_file`:
+    """The change rows of every event in ``files`` (:func:`pipelines.cdc.decode.decode_file`:
     typed table columns, ``_kind``, positions, outcome columns and each row's bucket) as a
     DataFrame of rows (:func:`decoded_blobs` expanded; the job itself ships the blobs)."""
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
@@ -864,7 +864,7 @@ def ingest_batch(
     ``identifier`` as the caller opened it (from ``settings``' catalog; default: opened here);
     ``checked``: the caller already asked whether the commit user committed ``batch`` (it did
     not), so the question is not asked again. New columns land with the batch's snapshot or
-    not at all (:mod:`pipelines.cdc_schema`); when another writer changes the schema while
+    not at all (:mod:`pipelines.cdc.schema`); when another writer changes the schema while
     the batch is written with its new columns, the batch is written again (a few times).
 
     Raises:
@@ -1025,7 +1025,7 @@ def ingest(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m pipelines.cdc_ingest",
+    p = argparse.ArgumentParser(prog="python -m pipelines.cdc.ingest",
                                 description=__doc__.split("\n\n")[0] if __doc__ else None)
     add_catalog_args(p)
     add_spark_args(p)
@@ -1099,4 +1099,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    run_job_main("pipelines.cdc_ingest")
+    run_job_main("pipelines.cdc.ingest")

@@ -1,8 +1,8 @@
 """JSON values of change events as Paimon-typed Arrow columns, column by column.
 
-Helpers of :mod:`pipelines.cdc_decode`: :func:`convert` turns one parsed JSON value column (as
+Helpers of :mod:`pipelines.cdc.decode`: :func:`convert` turns one parsed JSON value column (as
 pyarrow's JSON reader typed it) into a table column, with the semantics of the Spark SQL
-reference (:func:`pipelines.cdc_events.typed_value`): NULL where a value does not fit the type
+reference (:func:`pipelines.cdc.events.typed_value`): NULL where a value does not fit the type
 exactly. Vectorised except for text only Python parses (ISO timestamps, base64, floats written
 as text, integers of more than 18 characters) and nested values shown as JSON text.
 """
@@ -36,7 +36,7 @@ from paimon_core import (
     RowType,
     TypeRoot,
 )
-from pipelines.cdc_connect_decimal import connect_decimal_values
+from pipelines.cdc.connect_decimal import connect_decimal_values
 
 __all__ = ["BAD_VALUE", "BAD_VALUE_CHARS", "BITS", "CONNECT_DECIMAL", "EPOCH_UNITS",
            "FINER_THAN_MICROS", "GEOMETRY", "LONG_NUMBER", "MAX_MICROS", "MIN_MICROS",
@@ -414,7 +414,7 @@ def _connect_decimals(arr: pa.Array, logical: Logical, fit: Any,
 def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
             logical: Logical | None = None) -> pa.Array:
     """A parsed JSON value column as Paimon type ``t`` in Arrow type ``target`` (Spark's);
-    NULL where the value does not fit exactly (see :func:`pipelines.cdc_events.typed_value`).
+    NULL where the value does not fit exactly (see :func:`pipelines.cdc.events.typed_value`).
     ``logical``: the logical types the events' own schema gives the column (decoded by
     them where given, by the table's type where not)."""
     n = len(arr)

@@ -1,11 +1,11 @@
 """The change-event formats of the CDC job (``--format``): Debezium JSON (the default, with or
 without the ``{"schema", "payload"}`` envelope), Debezium Avro container files
-(:mod:`pipelines.cdc_avro`) and the other JSON formats Paimon's Kafka CDC sync reads
+(:mod:`pipelines.cdc.avro`) and the other JSON formats Paimon's Kafka CDC sync reads
 (``canal-json``, ``maxwell-json``, ``ogg-json``, ``aws-dms-json``), as their tools emit them
 with default settings.
 
 Each format turns a parsed Arrow chunk of its events into the envelope view the Debezium path
-decodes (:func:`pipelines.cdc_decode.decode_view`: op ``c/u/d/r/t``, ``before``, ``after``,
+decodes (:func:`pipelines.cdc.decode.decode_view`: op ``c/u/d/r/t``, ``before``, ``after``,
 source positions), so values, rejection reasons, key changes and row kinds are the Debezium
 path's; a row -> event index lets one event hold several rows (canal). Vectorised: no
 per-event Python except text only Python parses (canal's binary text).
@@ -40,7 +40,7 @@ connectors', so that the job's order columns are the same):
   the table's sequence column. A ``pos`` that does not fit a BIGINT is refused.
 * ``maxwell-json``: ``position`` (``binlog.000003:1234``, with ``output_binlog_position``)
   as (file, pos, ``xoffset``); the sequence column gets file index, pos and xoffset packed as
-  MySQL's (:data:`pipelines.cdc_events.MYSQL_BITS`; refused when they do not fit, e.g. more
+  MySQL's (:data:`pipelines.cdc.events.MYSQL_BITS`; refused when they do not fit, e.g. more
   than 2047 rows in one transaction). Without ``position`` (Maxwell's default): the arrival
   order; ``xid`` is no order (InnoDB assigns it when a transaction starts, not when it
   commits), and such an event is refused when the table has a sequence column.
@@ -52,7 +52,7 @@ connectors', so that the job's order columns are the same):
 With ``--position-fields``, the named top-level fields of the event (for DMS also those of
 ``metadata``) order the events and the first fills the sequence column, as for Debezium.
 
-The Spark SQL reference of these semantics is :mod:`pipelines.cdc_format_events` (a test
+The Spark SQL reference of these semantics is :mod:`pipelines.cdc.format_events` (a test
 checks that both give the same rows).
 """
 
@@ -77,9 +77,9 @@ from paimon_core import (
     TableSchema,
     TypeRoot,
 )
-from pipelines.cdc_avro import decode_avro_file
-from pipelines.cdc_decode import decode_file, decode_view
-from pipelines.cdc_events import (
+from pipelines.cdc.avro import decode_avro_file
+from pipelines.cdc.decode import decode_file, decode_view
+from pipelines.cdc.events import (
     AUTO_SLOTS,
     ERROR_COLUMN,
     KIND_COLUMN,
@@ -88,7 +88,7 @@ from pipelines.cdc_events import (
     TOMBSTONE,
     TRUNCATE,
 )
-from pipelines.cdc_values import Fields, json_text
+from pipelines.cdc.values import Fields, json_text
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
 __all__ = ["DDL", "DEFAULT_FORMAT", "FORMATS", "SLOTS", "CdcFormat", "JsonFormat",
@@ -455,7 +455,7 @@ _ViewFn = Callable[[pa.Table, TableSchema, int, np.ndarray], _View]
 @dataclass(frozen=True)
 class JsonFormat:
     """A JSON change-event format other than Debezium's envelope (see the module docs):
-    :class:`pipelines.cdc_decode.EventFormat`."""
+    :class:`pipelines.cdc.decode.EventFormat`."""
 
     name: str
     declared_fn: Callable[[TableSchema], pa.Schema]
@@ -469,7 +469,7 @@ class JsonFormat:
         return self.declared_fn(schema)
 
     def decode(self, data: bytes, schema: TableSchema, **kw: Any) -> pa.Table:
-        """:func:`pipelines.cdc_decode.decode_file` of this format (no TOAST placeholder:
+        """:func:`pipelines.cdc.decode.decode_file` of this format (no TOAST placeholder:
         ``unavailable`` is ignored)."""
         kw["unavailable"] = "store"
         check_sequence(self.name, kw.get("sequence_column"), kw.get("position_fields"))
@@ -480,7 +480,7 @@ class JsonFormat:
                    position_fields: Sequence[str] | None, epoch_unit: str,
                    sequence_column: str | None) -> list[pa.Table]:
         """The change rows of a parsed chunk (columns as
-        :func:`pipelines.cdc_decode.output_schema`; ``rows``: the line index of each event).
+        :func:`pipelines.cdc.decode.output_schema`; ``rows``: the line index of each event).
         An event with a rejected row is rejected whole (one row, the first reason)."""
         line_no = rows.astype(np.int64) + first_line
         v = self.view_fn(t, schema, file_index, line_no)
@@ -560,7 +560,7 @@ def _whole_events(err: pa.Array, event: np.ndarray) -> pa.Array:
 
 
 #: ``decode(data, schema, *, file_index, [first_line,] position_fields, epoch_unit,
-#: sequence_column, unavailable, threads) -> rows`` (:func:`pipelines.cdc_decode.decode_file`'s
+#: sequence_column, unavailable, threads) -> rows`` (:func:`pipelines.cdc.decode.decode_file`'s
 #: signature; ``first_line`` for splittable formats)
 Decode = Callable[..., pa.Table]
 
@@ -578,7 +578,7 @@ class CdcFormat:
     #: the image field names of an event (dict) for sampling new columns' values
     images: Callable[[Any], list[Any]] | None = None
     #: whether a file is lines that can be decoded in line-aligned ranges
-    #: (:mod:`pipelines.cdc_ranges`; ``decode`` then takes ``first_line``)
+    #: (:mod:`pipelines.cdc.ranges`; ``decode`` then takes ``first_line``)
     splittable: bool = True
 
 

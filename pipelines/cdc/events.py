@@ -1,6 +1,6 @@
 """Debezium-style change events as DataFrames: pure Spark SQL transforms, the reference
-semantics of CDC decoding. The job (:mod:`pipelines.cdc_ingest`) runs the vectorised pyarrow
-decoder :mod:`pipelines.cdc_decode`, which a test checks against these transforms row by row;
+semantics of CDC decoding. The job (:mod:`pipelines.cdc.ingest`) runs the vectorised pyarrow
+decoder :mod:`pipelines.cdc.decode`, which a test checks against these transforms row by row;
 the constants and helpers here (row kinds, rejection reasons, position columns, type
 inference for new columns) are shared by both.
 
@@ -80,7 +80,7 @@ from paimon_core import (
     TableSchema,
     TypeRoot,
 )
-from pipelines.cdc_values import (
+from pipelines.cdc.values import (
     BITS,
     CONNECT_DECIMAL,
     EPOCH_UNITS,
@@ -131,7 +131,7 @@ EVENT_SCHEMA = (
     f"op string, ts_ms long, before {_IMAGE}, after {_IMAGE}, source {_IMAGE}, "
     f"payload struct<{_EVENT_FIELDS}>, schema {_SCHEMA}, _corrupt string"
 )
-#: an unquoted JSON number that :data:`pipelines.cdc_values.LONG_NUMBER` finds (Java regex:
+#: an unquoted JSON number that :data:`pipelines.cdc.values.LONG_NUMBER` finds (Java regex:
 #: the text before it, the number)
 _LONG_TOKEN = (r"([:\[,]\s*)(-?[0-9]*(?:" + LONG_NUMBER + r")[0-9]*(?:[eE][+-]?[0-9]+)?)"
                r"(?=\s*[,}\]])")
@@ -252,7 +252,7 @@ def _reversed(b: Column) -> Column:
     return F.when(b.isNotNull(), F.unhex(F.array_join(F.reverse(pairs), "")))
 
 
-#: :data:`pipelines.cdc_values.TIME_TEXT` without group names (Java's regex syntax differs)
+#: :data:`pipelines.cdc.values.TIME_TEXT` without group names (Java's regex syntax differs)
 _TIME_TEXT = re.sub(r"\?P<\w+>", "", TIME_TEXT)
 _DAY_NS = 86_400 * 10**9
 
@@ -260,7 +260,7 @@ _DAY_NS = 86_400 * 10**9
 def _time_micros(raw: Column, name: Column | None, epoch_unit: str, digits_kept: int) -> Column:
     """A time of day as its microseconds past midnight (BIGINT: Spark has no TIME type
     unless enabled; the fast path's ``time64``): numbers in the unit of the logical type
-    ``name`` (:data:`pipelines.cdc_values.TIME_UNITS`, else ``epoch_unit``) or text
+    ``name`` (:data:`pipelines.cdc.values.TIME_UNITS`, else ``epoch_unit``) or text
     ``HH:MM:SS[.f][offset]`` (the offset taken away); NULL out of ``[00:00, 24:00)`` or finer
     than the ``digits_kept`` fraction digits the column stores."""
     from pyspark.sql import functions as F

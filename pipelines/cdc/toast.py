@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core import BINARY_ROOTS, KIND_COLUMN, STRING_ROOTS, AtomicType, RowKind, TableSchema
-from pipelines.cdc_events import UNAVAILABLE
+from pipelines.cdc.events import UNAVAILABLE
 
 __all__ = ["NO_PREVIOUS", "fill_unavailable", "placeholder_columns"]
 
