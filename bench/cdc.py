@@ -220,13 +220,14 @@ def direct(landing: Path, wh: Path) -> None:
     import pyarrow.compute as pc
 
     from pipelines.cdc.decode import decode_file
+    from pipelines.cdc.settings import DecodeSettings
 
     table = FileSystemCatalog(str(wh)).create_table("db.cdc", Schema.from_json(SCHEMA))
     names = [*table.schema.field_names, "_kind"]
     w = table.new_write("direct")
     for i, f in enumerate(sorted((landing / "batch-000001").iterdir())):
-        rows = decode_file(f.read_bytes(), table.schema, file_index=i, sequence_column="_seq",
-                           bucket=False, threads=True)
+        rows = decode_file(f.read_bytes(), table.schema, file_index=i, bucket=False,
+                           threads=True, settings=DecodeSettings(sequence_column="_seq"))
         w.write_arrow(rows.filter(pc.is_null(rows.column("_error"))).select(names),
                       row_kind_column="_kind")
     table.new_commit("direct").commit(w.prepare_commit(), 1)

@@ -52,7 +52,7 @@ import importlib.util
 import io
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import fastavro
@@ -62,8 +62,16 @@ import pyarrow.compute as pc
 from fastavro.read import HEADER_SCHEMA
 
 from paimon_core import TableSchema
-from pipelines.cdc.decode import _chunk_rows, _Lazy, outcome_rows, output_schema, with_buckets
-from pipelines.cdc.events import TOMBSTONE, Unavailable
+from pipelines.cdc.decode import (
+    DEFAULT_SETTINGS,
+    _chunk_rows,
+    _Lazy,
+    outcome_rows,
+    output_schema,
+    with_buckets,
+)
+from pipelines.cdc.events import TOMBSTONE
+from pipelines.cdc.settings import DecodeSettings
 from pipelines.cdc.values import CONNECT_DECIMAL
 
 __all__ = ["AVRO_LOGICAL_NAMES", "AVRO_MAGIC", "CORRUPT_AVRO", "NOT_AVRO", "NOT_ENVELOPE",
@@ -433,10 +441,7 @@ def decode_avro_file(
     schema: TableSchema,
     *,
     file_index: int = 0,
-    position_fields: Sequence[str] | None = None,
-    epoch_unit: str = "ms",
-    sequence_column: str | None = None,
-    unavailable: Unavailable = "previous",
+    settings: DecodeSettings = DEFAULT_SETTINGS,
     bucket: bool = True,
     threads: bool = False,
 ) -> pa.Table:
@@ -446,14 +451,13 @@ def decode_avro_file(
     1-based ordinal. ``threads`` is accepted for the same signature (fastavro reads on one
     thread)."""
     del threads
-    target = output_schema(schema, position_fields)
+    target = output_schema(schema, settings.position_fields)
     t, rows, tomb, stop = read_envelopes(data)
     total = int(max([*rows.tolist(), *tomb.tolist(), -1])) + 1
     lazy = _Lazy(lambda: _record_lines(t, rows, max(total, 1)))
     parts: list[pa.Table] = []
     if t.num_rows:
-        parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, 1,
-                                 position_fields, epoch_unit, sequence_column, unavailable))
+        parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, 1, settings))
     special: list[tuple[int, str, str | None]] = [(int(j), TOMBSTONE, None) for j in tomb]
     if stop is not None:  # the quarantine's "event" holds what went wrong
         special.append((stop[1], stop[0], stop[2]))

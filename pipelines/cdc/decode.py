@@ -72,9 +72,9 @@ from pipelines.cdc.events import (
     TRUNCATE,
     UNAVAILABLE,
     UNAVAILABLE_BASE64,
-    Unavailable,
     position_columns,
 )
+from pipelines.cdc.settings import DecodeSettings
 from pipelines.cdc.shared_schema import SharedSchema, broadcast_types, strip_shared_schema
 from pipelines.cdc.values import (
     LONG_NUMBER,
@@ -102,6 +102,8 @@ _ERROR_ROW = re.compile(r" in row (\d+)$")
 _INSERT = RowKind.INSERT.short_string
 _UPDATE_AFTER = RowKind.UPDATE_AFTER.short_string
 _DELETE = RowKind.DELETE.short_string
+#: decoding with every setting at its default
+DEFAULT_SETTINGS = DecodeSettings()
 _JSON_TYPES = {TypeRoot.BOOLEAN: pa.bool_(), TypeRoot.FLOAT: pa.float64(),
                TypeRoot.DOUBLE: pa.float64()}
 
@@ -115,8 +117,7 @@ class EventFormat(Protocol):
 
     def chunk_rows(self, t: pa.Table, rows: np.ndarray, lines: Callable[[], pa.Array],
                    target: pa.Schema, schema: TableSchema, file_index: int, first_line: int,
-                   position_fields: Sequence[str] | None, epoch_unit: str,
-                   sequence_column: str | None) -> list[pa.Table]: ...
+                   settings: DecodeSettings) -> list[pa.Table]: ...
 
 
 def _nullable(fields: Sequence[DataField]) -> list[DataField]:
@@ -372,8 +373,7 @@ def _unavailable(raw: pa.Array, f: DataField) -> pa.Array | None:
 
 
 def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
-                 target: pa.Schema, position_fields: Sequence[str] | None, epoch_unit: str,
-                 sequence_column: str | None, unavailable: str, *,
+                 target: pa.Schema, settings: DecodeSettings, *,
                  seq_value: pa.Array | None = None,
                  shared_types: dict[str, Logical] | None = None) -> dict[str, pa.Array]:
     """Outputs of one envelope view of a parsed chunk (one row per event; the ``-D`` of a
@@ -381,7 +381,6 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     when the view's format computes it (default: from the position fields).
     ``shared_types``: the logical types of the one schema every event of the file carries
     (else read from the view's ``schema``)."""
-    null_s = pa.scalar(None, pa.string())
     op_raw = v["op"]
     op = json_text(op_raw) if op_raw is not None else pa.nulls(n, pa.string())
     before, after = v["before"], v["after"]
@@ -394,13 +393,55 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
         if img is not None and not pa.types.is_struct(img.type) and not pa.types.is_null(
                 img.type):
             malformed = pc.or_(malformed, pc.is_valid(img))
-    out: dict[str, pa.Array] = {}
     reasons: list[tuple[pa.Array, str]] = [
         (malformed, "malformed JSON"),
         (pc.invert(pc.fill_null(pc.is_in(op, pa.array(OPS)), False)), "unknown op"),
         (pc.and_(cru, pc.invert(has_after)), "missing after"),
         (pc.and_(is_d, pc.invert(has_before)), "missing before"),
     ]
+    out, seq_value = _positions(v, n, settings.position_fields, reasons, seq_value)
+    sequence_column = settings.sequence_column
+    bef, aft = Fields(before, n), Fields(after, n)
+    types = (shared_types if shared_types is not None
+             else schema_types(v["schema"], n, schema.field_names))
+    typed_before, deferred = _values(schema, target, settings, out, reasons, bef, aft, is_d,
+                                     is_u, seq_value, types)
+    for f in schema.fields if settings.unavailable == "refuse" else ():
+        toast = _unavailable(aft(f.name), f)  # (a delete keeps no values)
+        if toast is not None:
+            reasons.append((pc.and_(cru, toast), f"unchanged TOAST value for {f.name}"))
+    for f in schema.fields:
+        if f.name not in schema.primary_keys and not f.type.nullable:
+            absent = pc.is_null(pc.if_else(is_d, bef(f.name), aft(f.name)))
+            reasons.append((pc.and_(cru, absent), f"null for NOT NULL column {f.name}"))
+    if sequence_column is not None:
+        row_op = pc.fill_null(pc.is_in(op, pa.array(ROW_OPS)), False)
+        absent = pc.is_null(pc.if_else(is_d, bef(sequence_column), aft(sequence_column)))
+        reasons.append((pc.and_(pc.and_(row_op, absent), pc.is_null(seq_value)),
+                        f"source position does not fit the sequence column {sequence_column}"))
+    err = pa.nulls(n, pa.string())
+    for cond, reason in reversed(reasons):
+        err = pc.if_else(pc.fill_null(cond, False), reason, err)
+    # a message / truncate carries no row: only its envelope is checked
+    is_m = pc.fill_null(pc.equal(op, "m"), False)
+    special = pc.if_else(malformed, "malformed JSON", pc.if_else(is_m, MESSAGE, TRUNCATE))
+    err = pc.if_else(pc.fill_null(pc.is_in(op, pa.array(["t", "m"])), False), special, err)
+    out[ERROR_COLUMN] = err
+    out[KIND_COLUMN] = pc.if_else(is_d, _DELETE, pc.if_else(is_u, _UPDATE_AFTER, _INSERT))
+    _key_change(schema, target, settings, out, typed_before, deferred, has_before, is_u, bef,
+                types)
+    out["_unknown"] = _unknown_names(aft, bef, set(schema.field_names), n)
+    return out
+
+
+def _positions(v: dict[str, pa.Array | None], n: int, position_fields: Sequence[str] | None,
+               reasons: list[tuple[pa.Array, str]], seq_value: pa.Array | None
+               ) -> tuple[dict[str, pa.Array], pa.Array]:
+    """The view's source position columns (``_connector``, ``_pos_*``) and its sequence
+    value (``seq_value`` when the format computed it); the positions' rejection reasons are
+    added to ``reasons``."""
+    null_s = pa.scalar(None, pa.string())
+    out: dict[str, pa.Array] = {}
     src = Fields(v["source"], n)
     conn = json_text(src("connector"))
     out["_connector"] = conn
@@ -426,9 +467,17 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     ts = v["ts_ms"]
     out["_pos_ts"] = (ts.cast(pa.int64()) if ts is not None and pa.types.is_integer(ts.type)
                       else pa.nulls(n, pa.int64()))
-    bef, aft = Fields(before, n), Fields(after, n)
-    types = (shared_types if shared_types is not None
-             else schema_types(v["schema"], n, schema.field_names))
+    return out, seq_value
+
+
+def _values(schema: TableSchema, target: pa.Schema, settings: DecodeSettings,
+            out: dict[str, pa.Array], reasons: list[tuple[pa.Array, str]], bef: Fields,
+            aft: Fields, is_d: pa.Array, is_u: pa.Array, seq_value: pa.Array,
+            types: dict[str, Logical]) -> tuple[dict[str, pa.Array], list[DataField]]:
+    """The typed value of every column into ``out`` (the before image's for a delete), with
+    the rejection reasons of null keys and bad values; returns the typed before values and the
+    columns whose before values are converted only for key-changing updates."""
+    epoch_unit, sequence_column = settings.epoch_unit, settings.sequence_column
     keys = set(schema.primary_keys)
     null_keys = []
     bad_values = []
@@ -459,28 +508,16 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
             typed_before[f.name] = pc.if_else(pc.is_valid(b), b, seq_value.cast(tt))
         out[f.name] = value
     reasons += null_keys + bad_values
-    for f in schema.fields if unavailable == "refuse" else ():
-        toast = _unavailable(aft(f.name), f)  # (a delete keeps no values)
-        if toast is not None:
-            reasons.append((pc.and_(cru, toast), f"unchanged TOAST value for {f.name}"))
-    for f in schema.fields:
-        if f.name not in keys and not f.type.nullable:
-            absent = pc.is_null(pc.if_else(is_d, bef(f.name), aft(f.name)))
-            reasons.append((pc.and_(cru, absent), f"null for NOT NULL column {f.name}"))
-    if sequence_column is not None:
-        row_op = pc.fill_null(pc.is_in(op, pa.array(ROW_OPS)), False)
-        absent = pc.is_null(pc.if_else(is_d, bef(sequence_column), aft(sequence_column)))
-        reasons.append((pc.and_(pc.and_(row_op, absent), pc.is_null(seq_value)),
-                        f"source position does not fit the sequence column {sequence_column}"))
-    err = pa.nulls(n, pa.string())
-    for cond, reason in reversed(reasons):
-        err = pc.if_else(pc.fill_null(cond, False), reason, err)
-    # a message / truncate carries no row: only its envelope is checked
-    is_m = pc.fill_null(pc.equal(op, "m"), False)
-    special = pc.if_else(malformed, "malformed JSON", pc.if_else(is_m, MESSAGE, TRUNCATE))
-    err = pc.if_else(pc.fill_null(pc.is_in(op, pa.array(["t", "m"])), False), special, err)
-    out[ERROR_COLUMN] = err
-    out[KIND_COLUMN] = pc.if_else(is_d, _DELETE, pc.if_else(is_u, _UPDATE_AFTER, _INSERT))
+    return typed_before, deferred
+
+
+def _key_change(schema: TableSchema, target: pa.Schema, settings: DecodeSettings,
+                out: dict[str, pa.Array], typed_before: dict[str, pa.Array],
+                deferred: Sequence[DataField], has_before: pa.Array, is_u: pa.Array,
+                bef: Fields, types: dict[str, Logical]) -> None:
+    """``_old_key`` (an update that changed the key: its ``-D`` row is emitted) and
+    ``_typed_before`` (that row's values) into ``out``."""
+    n = len(is_u)
     # a key change: a before image that holds the key, with another value (a partial before
     # without the key, as after an added column, is not one)
     changed = pa.array(np.zeros(n, bool))
@@ -495,13 +532,11 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     any_old = bool(pc.any(out["_old_key"]).as_py())
     for f in deferred:
         tt = target.field(f.name).type
-        typed_before[f.name] = (convert(bef(f.name), f.type, tt, epoch_unit,
+        typed_before[f.name] = (convert(bef(f.name), f.type, tt, settings.epoch_unit,
                                         types.get(f.name)) if any_old
                                 else pa.nulls(n, tt))
     out["_typed_before"] = pa.StructArray.from_arrays(
         [typed_before[f.name] for f in schema.fields], schema.field_names)
-    out["_unknown"] = _unknown_names(aft, bef, set(schema.field_names), n)
-    return out
 
 
 def _unknown_names(aft: Fields, bef: Fields, known: set[str], n: int) -> pa.Array:
@@ -657,10 +692,7 @@ def decode_file(
     *,
     file_index: int = 0,
     first_line: int = 1,
-    position_fields: Sequence[str] | None = None,
-    epoch_unit: str = "ms",
-    sequence_column: str | None = None,
-    unavailable: Unavailable = "previous",
+    settings: DecodeSettings = DEFAULT_SETTINGS,
     bucket: bool = True,
     threads: bool = False,
     fmt: EventFormat | None = None,
@@ -703,9 +735,7 @@ def decode_file(
         parse_lines = None
     return _decode(lazy, shared.doc if shared is not None else doc, count, schema,
                    file_index=file_index, first_line=first_line, parse_lines=parse_lines,
-                   position_fields=position_fields, epoch_unit=epoch_unit,
-                   sequence_column=sequence_column, unavailable=unavailable, bucket=bucket,
-                   threads=threads, fmt=fmt,
+                   settings=settings, bucket=bucket, threads=threads, fmt=fmt,
                    shared=shared.schema if shared is not None else None)
 
 
@@ -715,10 +745,7 @@ def decode_events(
     *,
     file_index: int = 0,
     first_line: int = 1,
-    position_fields: Sequence[str] | None = None,
-    epoch_unit: str = "ms",
-    sequence_column: str | None = None,
-    unavailable: Unavailable = "previous",
+    settings: DecodeSettings = DEFAULT_SETTINGS,
     bucket: bool = True,
     threads: bool = False,
     fmt: EventFormat | None = None,
@@ -731,9 +758,8 @@ def decode_events(
     lacks (samples for type inference)."""
     arr = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.string())
     return _decode(_Lazy(lambda: arr), None, 0, schema, file_index=file_index,
-                   first_line=first_line, position_fields=position_fields,
-                   epoch_unit=epoch_unit, sequence_column=sequence_column,
-                   unavailable=unavailable, bucket=bucket, threads=threads, fmt=fmt)
+                   first_line=first_line, settings=settings, bucket=bucket, threads=threads,
+                   fmt=fmt)
 
 
 def _parse_all(lazy: _Lazy, doc: bytes | pa.Buffer | None, count: int, schema: TableSchema,
@@ -807,14 +833,13 @@ def _holds_floats(t: pa.DataType) -> bool:
 
 
 def _decode(lazy: _Lazy, doc: bytes | pa.Buffer | None, count: int, schema: TableSchema, *,
-            file_index: int, first_line: int, position_fields: Sequence[str] | None,
-            epoch_unit: str, sequence_column: str | None, unavailable: str, bucket: bool,
+            file_index: int, first_line: int, settings: DecodeSettings, bucket: bool,
             threads: bool, fmt: EventFormat | None = None, shared: pa.Array | None = None,
             parse_lines: _Lazy | None = None) -> pa.Table:
     """``doc`` (with its ``count`` lines): the whole file when every line is an event (or
     their payloads when every line carries the one schema ``shared``:
     :mod:`pipelines.cdc.shared_schema`)."""
-    target = output_schema(schema, position_fields)
+    target = output_schema(schema, settings.position_fields)
     chunks, bad, events, tomb = _parse_all(lazy, doc, count, schema, threads, exact=False,
                                            fmt=fmt, parse_lines=parse_lines)
     if _inexact_columns(chunks, schema) and pc.any(  # numbers read as doubles: again, exactly
@@ -826,11 +851,10 @@ def _decode(lazy: _Lazy, doc: bytes | pa.Buffer | None, count: int, schema: Tabl
         rows = events[start:start + t.num_rows]
         if fmt is not None:
             parts.extend(fmt.chunk_rows(t, rows, lazy, target, schema, file_index, first_line,
-                                        position_fields, epoch_unit, sequence_column))
+                                        settings))
             continue
         parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, first_line,
-                                 position_fields, epoch_unit, sequence_column,
-                                 unavailable, shared))
+                                 settings, shared))
     special = [(int(events[j]), "malformed JSON") for j in bad] + [(int(j), TOMBSTONE)
                                                                   for j in tomb]
     if special:
@@ -907,17 +931,13 @@ def _exact(lines: pa.Array) -> pa.Array:
 
 def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: _Lazy, target: pa.Schema,
                 schema: TableSchema, file_index: int, first_line: int,
-                position_fields: Sequence[str] | None, epoch_unit: str,
-                sequence_column: str | None, unavailable: str,
-                shared: pa.Array | None = None) -> list[pa.Table]:
+                settings: DecodeSettings, shared: pa.Array | None = None) -> list[pa.Table]:
     n = t.num_rows
     types = broadcast_types(shared, n, schema.field_names) if shared is not None else None
-    top = decode_view(_view(t, False), n, schema, target, position_fields, epoch_unit,
-                      sequence_column, unavailable, shared_types=types)
+    top = decode_view(_view(t, False), n, schema, target, settings, shared_types=types)
     views = top
     if "payload" in t.column_names:
-        pay = decode_view(_view(t, True), n, schema, target, position_fields, epoch_unit,
-                          sequence_column, unavailable, shared_types=types)
+        pay = decode_view(_view(t, True), n, schema, target, settings, shared_types=types)
         op = t.column("op").combine_chunks() if "op" in t.column_names else pa.nulls(n)
         use = pc.and_(pc.is_valid(t.column("payload").combine_chunks()), pc.is_null(op))
         views = {k: pc.if_else(use, pay[k], top[k]) for k in top}

@@ -15,7 +15,7 @@ hold only the key), ``m`` (logical decoding message: skipped, counted), ``t`` (t
 job empties the table at its position); a tombstone (``null`` or
 ``{"schema": null, "payload": null}``) is skipped and counted. An unchanged TOASTed value
 (``__debezium_unavailable_value``) keeps the column's previous value (see
-:data:`Unavailable` for the options). Images are parsed
+:data:`pipelines.cdc.settings.Unavailable` for the options). Images are parsed
 as ``map<string, string>`` (every JSON value as its text, nested values as JSON), then cast to
 the table's column types with ``try_cast``, so that a value that does not fit its column is
 *detected* (the event is quarantined) instead of silently nulled or truncated. Value encodings:
@@ -65,7 +65,7 @@ import decimal
 import json
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from paimon_core import (
     BINARY_ROOTS,
@@ -80,6 +80,7 @@ from paimon_core import (
     TableSchema,
     TypeRoot,
 )
+from pipelines.cdc.settings import Unavailable
 from pipelines.cdc.values import (
     BITS,
     CONNECT_DECIMAL,
@@ -158,11 +159,6 @@ TOMBSTONE_ENVELOPE = (r'^\s*\{\s*(?:"schema"\s*:\s*null\s*,\s*"payload"\s*:\s*nu
                       r'|"payload"\s*:\s*null)\s*\}\s*$')
 #: Debezium's placeholder of an unchanged TOASTed value (``unavailable.value.placeholder``)
 UNAVAILABLE = "__debezium_unavailable_value"
-#: what becomes of a value that is the placeholder: ``previous`` (the default): the column
-#: keeps its previous value (the job fills it from the key's earlier change in the batch, else
-#: from the table as the batch starts); ``store``: the placeholder is stored as the value;
-#: ``refuse``: the event is quarantined (``unchanged TOAST value for <col>``)
-Unavailable = Literal["previous", "store", "refuse"]
 #: the placeholder of a binary column (its bytes, base64 as the JSON converter writes them)
 UNAVAILABLE_BASE64 = base64.b64encode(UNAVAILABLE.encode()).decode()
 #: the source position fields of each Debezium connector (``source.connector``), most

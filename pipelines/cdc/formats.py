@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -78,7 +78,7 @@ from paimon_core import (
     TypeRoot,
 )
 from pipelines.cdc.avro import decode_avro_file
-from pipelines.cdc.decode import decode_file, decode_view
+from pipelines.cdc.decode import DEFAULT_SETTINGS, decode_file, decode_view
 from pipelines.cdc.events import (
     AUTO_SLOTS,
     ERROR_COLUMN,
@@ -88,6 +88,7 @@ from pipelines.cdc.events import (
     TOMBSTONE,
     TRUNCATE,
 )
+from pipelines.cdc.settings import DecodeSettings
 from pipelines.cdc.values import Fields, json_text
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
@@ -468,23 +469,24 @@ class JsonFormat:
     def declared(self, schema: TableSchema) -> pa.Schema:
         return self.declared_fn(schema)
 
-    def decode(self, data: bytes, schema: TableSchema, **kw: Any) -> pa.Table:
+    def decode(self, data: bytes, schema: TableSchema, *,
+               settings: DecodeSettings = DEFAULT_SETTINGS, **kw: Any) -> pa.Table:
         """:func:`pipelines.cdc.decode.decode_file` of this format (no TOAST placeholder:
-        ``unavailable`` is ignored)."""
-        kw["unavailable"] = "store"
-        check_sequence(self.name, kw.get("sequence_column"), kw.get("position_fields"))
-        return decode_file(data, schema, fmt=self, **kw)
+        ``settings.unavailable`` is ignored)."""
+        settings = replace(settings, unavailable="store")
+        check_sequence(self.name, settings.sequence_column, settings.position_fields)
+        return decode_file(data, schema, fmt=self, settings=settings, **kw)
 
     def chunk_rows(self, t: pa.Table, rows: np.ndarray, lines: Callable[[], pa.Array],
                    target: pa.Schema, schema: TableSchema, file_index: int, first_line: int,
-                   position_fields: Sequence[str] | None, epoch_unit: str,
-                   sequence_column: str | None) -> list[pa.Table]:
+                   settings: DecodeSettings) -> list[pa.Table]:
         """The change rows of a parsed chunk (columns as
         :func:`pipelines.cdc.decode.output_schema`; ``rows``: the line index of each event).
         An event with a rejected row is rejected whole (one row, the first reason)."""
         line_no = rows.astype(np.int64) + first_line
         v = self.view_fn(t, schema, file_index, line_no)
         m = len(v.event)
+        position_fields, sequence_column = settings.position_fields, settings.sequence_column
         if position_fields is None:
             source = pa.StructArray.from_arrays(v.slots, list(SLOTS))
             fields: Sequence[str] = SLOTS
@@ -494,8 +496,9 @@ class JsonFormat:
             source, fields, seq = v.fields, position_fields, None
         env: dict[str, pa.Array | None] = {"op": v.op, "ts_ms": None, "before": v.before,
                                            "after": v.after, "source": source, "schema": None}
-        views = decode_view(env, m, schema, target, fields, epoch_unit, sequence_column,
-                            "store", seq_value=seq)
+        views = decode_view(env, m, schema, target,
+                            replace(settings, position_fields=tuple(fields), unavailable="store"),
+                            seq_value=seq)
         err = pc.if_else(pc.is_valid(v.outcome), v.outcome, views[ERROR_COLUMN])
         if sequence_column is not None and self.sequence_hint:
             generic = f"source position does not fit the sequence column {sequence_column}"
@@ -559,9 +562,9 @@ def _whole_events(err: pa.Array, event: np.ndarray) -> pa.Array:
 # ---------------------------------------------------------------------------- the registry
 
 
-#: ``decode(data, schema, *, file_index, [first_line,] position_fields, epoch_unit,
-#: sequence_column, unavailable, threads) -> rows`` (:func:`pipelines.cdc.decode.decode_file`'s
-#: signature; ``first_line`` for splittable formats)
+#: ``decode(data, schema, *, file_index, [first_line,] settings, threads) -> rows``
+#: (:func:`pipelines.cdc.decode.decode_file`'s signature, ``settings`` a
+#: :class:`~pipelines.cdc.settings.DecodeSettings`; ``first_line`` for splittable formats)
 Decode = Callable[..., pa.Table]
 
 

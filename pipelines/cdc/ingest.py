@@ -118,7 +118,6 @@ from pipelines.cdc.events import (
     MESSAGE,
     TOMBSTONE,
     TRUNCATE,
-    Unavailable,
     is_supported_type,
     position_columns,
 )
@@ -132,6 +131,7 @@ from pipelines.cdc.ranges import (
 )
 from pipelines.cdc.routing import routing
 from pipelines.cdc.schema import commit_batch, evolve, settle, withdraw
+from pipelines.cdc.settings import DecodeSettings, EpochUnit, Unavailable
 from pipelines.cdc.toast import fill_unavailable
 from pipelines.cdc.values import bad_value
 from pipelines.config import (
@@ -190,13 +190,13 @@ class CdcOptions:
     #: ``None``: the position fields of the events' ``source.connector``
     position_fields: tuple[str, ...] | None = None
     sequence_column: str | None = None
-    epoch_unit: str = "ms"
+    epoch_unit: EpochUnit = "ms"
     max_error_ratio: float = 0.01
     commit_user: str | None = None
     quarantine: str | None = None
     evolve_schema: bool = True
     #: the TOAST placeholder: ``previous`` / ``store`` / ``refuse`` (see
-    #: :data:`pipelines.cdc.events.Unavailable`)
+    #: :data:`pipelines.cdc.settings.Unavailable`)
     unavailable: Unavailable = "previous"
     #: the events' format: a name of :data:`pipelines.cdc.formats.FORMATS` (``debezium-avro``:
     #: Avro container files, as Kafka Connect's S3 sink writes them, :mod:`pipelines.cdc.avro`)
@@ -205,6 +205,16 @@ class CdcOptions:
     #: (:mod:`pipelines.cdc.ranges`); ``None``: Spark's ``spark.sql.files.maxPartitionBytes``
     #: (128 MB by default)
     max_partition_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        self.decode_settings(self.sequence_column)  # a decode setting it refuses, refused now
+
+    def decode_settings(self, sequence_column: str | None) -> DecodeSettings:
+        """The settings the batch's events are decoded with (``sequence_column``: the one the
+        table resolved, see :func:`_sequence_column`); raises ``ConfigError`` naming a setting
+        the decoders do not know."""
+        return DecodeSettings(self.position_fields, self.epoch_unit, sequence_column,
+                              self.unavailable)
 
 
 @dataclass
@@ -383,7 +393,7 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
     import numpy as np
 
     schema = handle.schema
-    seq = _sequence_column(handle, opts)
+    settings = opts.decode_settings(_sequence_column(handle, opts))
     route = routing(schema, default_parallelism(spark))
     buckets = route.tasks
     units = list(ranges) if ranges is not None else plan_file_ranges(spark, file_io, files,
@@ -399,10 +409,8 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                 data = (file_io.read_range(r.path, r.start, r.length)
                         if splittable else file_io.read_bytes(r.path))
                 extra = {"first_line": r.first_position} if splittable else {}
-                out = decode_fn(data, schema, file_index=r.file_index,
-                                position_fields=opts.position_fields,
-                                epoch_unit=opts.epoch_unit, sequence_column=seq,
-                                unavailable=opts.unavailable, threads=threads, **extra)
+                out = decode_fn(data, schema, file_index=r.file_index, settings=settings,
+                                threads=threads, **extra)
                 del data
                 ids = route.task_ids(out, schema, BUCKET_COLUMN)
                 order = np.argsort(ids, kind="stable")

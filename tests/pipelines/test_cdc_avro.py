@@ -42,6 +42,7 @@ from pipelines.cdc.avro import (
 from pipelines.cdc.decode import decode_file
 from pipelines.cdc.events import UNAVAILABLE, UNAVAILABLE_BASE64
 from pipelines.cdc.ingest import CdcOptions, ingest, list_batches, main
+from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
 from tests.pipelines.connect_avro import avro_value, container, envelope_file
 from tests.pipelines.test_cdc_types import (
@@ -121,10 +122,11 @@ def test_paimon_alltype_event_as_avro() -> None:
     schema = ALLTYPE.to_table_schema(0)
     line = (CORPUS / "debezium_schema" / "paimon_alltype.jsonl").read_text()
     got = decode_avro_file(envelope_file([json.loads(line)]), schema,
-                           position_fields=("pos",))
+                           settings=DecodeSettings(position_fields=("pos",)))
     assert got.column("_error").to_pylist() == [None]
     assert _rows(got, schema.field_names) == {1: ALLTYPE_ROW}
-    json_rows = decode_file(line.encode(), schema, position_fields=("pos",))
+    json_rows = decode_file(line.encode(), schema,
+                            settings=DecodeSettings(position_fields=("pos",)))
     assert _without_value(got) == _without_value(json_rows)
 
 
@@ -139,7 +141,8 @@ MIXED_EVENTS = [{**json.loads(x), "schema": _MIXED_SCHEMA} for x in MIXED_LINES[
 
 def test_mixed_logical_types_and_refusals_as_avro() -> None:
     schema = MIXED.to_table_schema(0)
-    got = decode_avro_file(envelope_file(MIXED_EVENTS), schema, position_fields=("pos",))
+    got = decode_avro_file(envelope_file(MIXED_EVENTS), schema,
+                           settings=DecodeSettings(position_fields=("pos",)))
     assert _rows(got, schema.field_names) == {k: MIXED_ROWS[k] for k in (1, 2)}
     errors = {r["_pos_line"]: r["_error"] for r in got.to_pylist() if r["_error"]}
     assert errors == MIXED_ERRORS  # by record number
@@ -147,7 +150,7 @@ def test_mixed_logical_types_and_refusals_as_avro() -> None:
     assert bad[4]["after"]["price"] == "AOjUpRAA"  # the record, as Debezium JSON
     lines = "\n".join(json.dumps(e) for e in MIXED_EVENTS).encode()
     assert _without_value(got) == _without_value(
-        decode_file(lines, schema, position_fields=("pos",)))
+        decode_file(lines, schema, settings=DecodeSettings(position_fields=("pos",))))
 
 
 @pytest.mark.parametrize("nullable", [False, True])
@@ -223,7 +226,8 @@ LOGICAL_ERRORS = {2: "bad value for fdec"}
 
 def test_avro_logical_types_decode_exactly() -> None:
     got = decode_avro_file(container(_LOGICAL_ENVELOPE, LOGICAL_RECORDS),
-                           LOGICAL.to_table_schema(0), position_fields=("pos",))
+                           LOGICAL.to_table_schema(0),
+                           settings=DecodeSettings(position_fields=("pos",)))
     assert _rows(got, LOGICAL.to_table_schema(0).field_names) == LOGICAL_ROWS
     assert {r["_pos_line"]: r["_error"] for r in got.to_pylist() if r["_error"]} == \
         LOGICAL_ERRORS

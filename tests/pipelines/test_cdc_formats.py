@@ -19,6 +19,7 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from pipelines.cdc.formats import DDL, FORMATS, check_sequence
 from pipelines.cdc.ingest import BatchReport, CdcOptions, build_parser, ingest
+from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
 from tests.pipelines.cdcgen import corpus_landing
 
@@ -61,10 +62,10 @@ def _schema(columns: list[tuple[str, str]], **options: str) -> Any:
 
 def _decode(fmt: str, name: str, columns: list[tuple[str, str]] = PRODUCTS,
             **kw: Any) -> list[dict[str, Any]]:
-    kw = {"file_index": 0, "position_fields": None, "epoch_unit": "ms",
-          "sequence_column": None, "unavailable": "previous", "threads": False, **kw}
+    settings = DecodeSettings.of({k: kw.pop(k) for k in list(kw) if k != "file_index"})
     rows: list[dict[str, Any]] = FORMATS[fmt].decode((CORPUS / name).read_bytes(),
-                                                     _schema(columns), **kw).to_pylist()
+                                                     _schema(columns), settings=settings,
+                                                     threads=False, **kw).to_pylist()
     return rows
 
 

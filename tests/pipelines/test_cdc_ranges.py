@@ -37,6 +37,7 @@ from pipelines.cdc.ranges import (
     plan_ranges,
     split_points,
 )
+from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
 from tests.pipelines.cdcgen import (
     ENVELOPE_SCHEMA,
@@ -209,7 +210,7 @@ def _special_file() -> tuple[bytes, dict[int, str]]:
 def test_split_decode_equals_the_whole_file() -> None:
     schema = _schema()
     data, at = _special_file()
-    kw = {"sequence_column": "_seq"}
+    kw = {"settings": DecodeSettings(sequence_column="_seq")}
     whole = decode_file(data, schema, **kw).sort_by(KEY)
     errors = {r["_pos_line"]: r["_error"] for r in whole.to_pylist() if r["_error"]}
     assert errors == {n: {"not json": "malformed JSON", "bad value": "bad value for id",
@@ -237,11 +238,12 @@ def test_split_decode_of_crlf_file() -> None:
     schema = _schema()
     stream = generate(seed=23, keys=10, events=40, batches=1, evolve_from_batch=None)
     data = ("\r\n".join(stream.batches[0]) + "\r\n").encode()
-    whole = decode_file(data, schema, sequence_column="_seq").sort_by(KEY)
+    whole = decode_file(data, schema, settings=DecodeSettings(sequence_column="_seq")).sort_by(KEY)
     assert sorted(r["_error"] for r in whole.to_pylist() if r["_error"]) == [
         "bad value for id", "malformed JSON"]
     for m in (1, 50, 333, 1000):
-        got = _split_decode(data, m, schema=schema, sequence_column="_seq").sort_by(KEY)
+        got = _split_decode(data, m, schema=schema,
+                            settings=DecodeSettings(sequence_column="_seq")).sort_by(KEY)
         assert got.equals(whole), m
 
 
@@ -268,8 +270,7 @@ def test_published_examples_split_decode_equals_whole(columns: list[tuple[str, s
     schema = Schema.of(columns, primary_keys=[columns[0][0]],
                        options={"bucket": "2"}).to_table_schema(0)
     data = (CORPUS / name).read_bytes()
-    kw = {"schema": schema, "file_index": 3, "position_fields": None, "epoch_unit": "ms",
-          "sequence_column": None, "unavailable": "previous", "threads": False}
+    kw = {"schema": schema, "file_index": 3, "settings": DecodeSettings(), "threads": False}
     decode = FORMATS[fmt].decode
     whole = decode(data, **kw).sort_by(KEY)
     assert whole.num_rows >= 1

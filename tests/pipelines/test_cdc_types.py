@@ -22,6 +22,7 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from pipelines.cdc.decode import decode_file
+from pipelines.cdc.settings import DecodeSettings
 
 CORPUS = Path(__file__).parent / "cdc_corpus" / "debezium_schema"
 D = decimal.Decimal
@@ -171,7 +172,7 @@ def _rows(t: Any, names: list[str]) -> dict[Any, dict[str, Any]]:
 def test_paimon_alltype_event_decoded_by_its_schema() -> None:
     schema = ALLTYPE.to_table_schema(0)
     got = decode_file((CORPUS / "paimon_alltype.jsonl").read_bytes(), schema,
-                      position_fields=("pos",))
+                      settings=DecodeSettings(position_fields=("pos",)))
     assert got.column("_error").to_pylist() == [None]
     assert _rows(got, schema.field_names) == {1: ALLTYPE_ROW}
 
@@ -179,7 +180,7 @@ def test_paimon_alltype_event_decoded_by_its_schema() -> None:
 def test_mixed_logical_types_and_refusals() -> None:
     schema = MIXED.to_table_schema(0)
     got = decode_file(("\n".join(MIXED_LINES) + "\n").encode(), schema,
-                      position_fields=("pos",))
+                      settings=DecodeSettings(position_fields=("pos",)))
     assert _rows(got, schema.field_names) == MIXED_ROWS
     errors = {r["_pos_line"]: r["_error"] for r in got.to_pylist() if r["_error"]}
     assert errors == MIXED_ERRORS
@@ -199,7 +200,7 @@ def test_spark_reference_agrees(spark: Any, tmp_path: Path) -> None:
         f = tmp_path / f"events-{i}.jsonl"
         f.write_text("\n".join(lines) + "\n")
         ref = spark_changes(spark, f, schema, **opts)
-        ours = decode_file(f.read_bytes(), schema, **opts)
+        ours = decode_file(f.read_bytes(), schema, settings=DecodeSettings.of(opts))
         assert compared_rows(ours, schema) == compared_rows(ref, schema)
 
 
@@ -268,7 +269,7 @@ def test_numbers_longer_than_a_double_land_exactly() -> None:
             (LONG, LONG_LINES, LONG_ROWS, {3: "bad value for d38"})]:
         schema = sch.to_table_schema(0)
         for data in [("\n".join(lines) + "\n").encode(), ("\r\n".join(lines)).encode()]:
-            got = decode_file(data, schema, position_fields=("pos",))
+            got = decode_file(data, schema, settings=DecodeSettings(position_fields=("pos",)))
             assert _rows(got, schema.field_names) == rows
             assert {r["_pos_line"]: r["_error"] for r in got.to_pylist()
                     if r["_error"]} == errors
@@ -380,7 +381,7 @@ TEMPORAL_ERRORS = {4: "bad value for t0", 5: "bad value for t3", 6: "bad value f
 def test_times_zoned_timestamps_and_bits() -> None:
     schema = TEMPORAL.to_table_schema(0)
     got = decode_file(("\n".join(TEMPORAL_LINES) + "\n").encode(), schema,
-                      position_fields=("pos",))
+                      settings=DecodeSettings(position_fields=("pos",)))
     assert _rows(got, schema.field_names) == TEMPORAL_ROWS
     assert {r["_pos_line"]: r["_error"] for r in got.to_pylist()
             if r["_error"]} == TEMPORAL_ERRORS
@@ -539,7 +540,7 @@ NESTED_ERRORS = {3: "bad value for a", 4: "bad value for r"}
 def test_nested_values_land_exactly() -> None:
     schema = NESTED.to_table_schema(0)
     for data in [("\n".join(NESTED_LINES) + "\n").encode(), "\r\n".join(NESTED_LINES).encode()]:
-        got = decode_file(data, schema, position_fields=("pos",))
+        got = decode_file(data, schema, settings=DecodeSettings(position_fields=("pos",)))
         assert _rows(got, schema.field_names) == NESTED_ROWS
         assert {r["_pos_line"]: r["_error"] for r in got.to_pylist()
                 if r["_error"]} == NESTED_ERRORS
