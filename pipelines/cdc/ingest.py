@@ -78,62 +78,43 @@ Run::
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
-import decimal
 import json
 import logging
-import pickle
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
-
-import pyarrow as pa
 
 from paimon_core import (
     CommitMessage,
     CommitOptions,
-    CommitStateUnknownError,
-    CommitStep,
-    CoreOptions,
-    DataField,
     FileIO,
     FileStoreTable,
     PaimonError,
-    RowKind,
     Schema,
     SchemaError,
     UnsupportedError,
-    deduplicate,
     join,
 )
 from paimon_core.schema_pending import PendingSchemaRaceError
 from pipelines.cdc.avro import avro_file_order
-from pipelines.cdc.decode import output_schema, split_text
+from pipelines.cdc.batch.commit import commit_steps, plan_steps, position_key
+from pipelines.cdc.batch.passes import PassResult, plan_pass, write_pass
+from pipelines.cdc.batch.stage import decoded_blobs, plan_file_ranges, sequence_column
 from pipelines.cdc.events import (
-    ERROR_COLUMN,
-    KIND_COLUMN,
     MESSAGE,
     TOMBSTONE,
     TRUNCATE,
     is_supported_type,
-    position_columns,
 )
 from pipelines.cdc.formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence
 from pipelines.cdc.ranges import (
-    DEFAULT_MAX_BYTES,
-    LineNumbers,
-    LineRange,
     parse_size,
-    plan_ranges,
 )
 from pipelines.cdc.routing import routing
 from pipelines.cdc.schema import commit_batch, evolve, settle, withdraw
 from pipelines.cdc.settings import DecodeSettings, EpochUnit, Unavailable
-from pipelines.cdc.toast import fill_unavailable
-from pipelines.cdc.values import bad_value
 from pipelines.config import (
     CatalogSettings,
     SparkSettings,
@@ -145,26 +126,19 @@ from pipelines.config import (
     load_schema_file,
     run_job_main,
 )
-from pipelines.session import default_parallelism
-from pipelines.spark_types import spark_schema
-from pipelines.writer import BUCKET_COLUMN, commit_messages, write_batches
+from pipelines.writer import commit_messages
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "BatchReport",
     "CdcOptions",
     "ErrorRatioExceeded",
-    "decode_files",
-    "decoded_blobs",
     "ingest",
     "ingest_batch",
     "list_batches",
     "main",
-    "max_partition_bytes",
-    "plan_file_ranges",
-    "read_lines",
 ]
 
 log = logging.getLogger(__name__)
@@ -211,8 +185,8 @@ class CdcOptions:
 
     def decode_settings(self, sequence_column: str | None) -> DecodeSettings:
         """The settings the batch's events are decoded with (``sequence_column``: the one the
-        table resolved, see :func:`_sequence_column`); raises ``ConfigError`` naming a setting
-        the decoders do not know."""
+        table resolved, see :func:`pipelines.cdc.batch.stage.sequence_column`); raises
+        ``ConfigError`` naming a setting the decoders do not know."""
         return DecodeSettings(self.position_fields, self.epoch_unit, sequence_column,
                               self.unavailable)
 
@@ -290,530 +264,7 @@ def list_batches(file_io: FileIO, landing: str) -> list[tuple[int, list[str]]]:
     return sorted(out)
 
 
-def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> DataFrame:
-    """``(file, line, value)`` of every line of ``files`` (1-based line numbers), each file
-    read by one task through ``file_io`` (local or object storage): the input of the Spark
-    SQL reference decoder (:func:`pipelines.cdc.events.parse_events`)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
-
-    out_schema = StructType([StructField("file", StringType(), False),
-                             StructField("line", LongType(), False),
-                             StructField("value", StringType(), True)])
-    arrow_schema = pa.schema([pa.field("file", pa.string(), False),
-                              pa.field("line", pa.int64(), False),
-                              pa.field("value", pa.string())])
-
-    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            for path in b.column("file").to_pylist():
-                lines = split_text(file_io.read_bytes(path))
-                if lines and lines[-1] == "":
-                    lines.pop()
-                n = len(lines)
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([path] * n, pa.string()),
-                     pa.array(range(1, n + 1), pa.int64()), pa.array(lines, pa.string())],
-                    schema=arrow_schema)
-
-    idx = spark.createDataFrame([(i, f) for i, f in enumerate(files)], "idx int, file string")
-    n = max(1, min(len(files), default_parallelism(spark) * 4))
-    return idx.repartitionById(n, F.col("idx")).select("file").mapInArrow(read, out_schema)
-
-
-#: rows per Arrow IPC blob of decoded rows (a blob is one cell of the shuffle)
-_BLOB_ROWS = 1 << 17
-_BLOB_SCHEMA = "bucket int, data binary"
-
-
-def _ipc(table: pa.Table) -> bytes:
-    """``table`` as one Arrow IPC stream, LZ4-compressed (a third of the bytes for the JVM to
-    copy and shuffle, for little CPU). The write options are made here, not held at module
-    level: they cannot be pickled, and a task function pickled by value takes the module-level
-    objects it reaches along."""
-    sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression="lz4")
-    with pa.ipc.new_stream(sink, table.schema, options=options) as w:
-        w.write_table(table)
-    data: bytes = sink.getvalue().to_pybytes()
-    return data
-
-
-def _tables(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
-    """The decoded row tables of the blobs in ``batches`` (see :func:`decoded_blobs`)."""
-    for b in batches:
-        data = b.column(b.schema.get_field_index("data"))
-        for i in range(len(data)):
-            with pa.ipc.open_stream(data[i].as_buffer()) as r:
-                yield r.read_all()
-
-
-def max_partition_bytes(spark: SparkSession, opts: CdcOptions) -> int:
-    """The largest byte range a decode task reads at a time: ``opts.max_partition_bytes``,
-    else Spark's ``spark.sql.files.maxPartitionBytes`` (128 MB by default).
-
-    Raises:
-        SchemaError: the value is not a positive byte size.
-    """
-    if opts.max_partition_bytes is not None:
-        if opts.max_partition_bytes <= 0:
-            raise SchemaError("max_partition_bytes must be positive, not "
-                              f"{opts.max_partition_bytes}")
-        return opts.max_partition_bytes
-    raw = spark.conf.get("spark.sql.files.maxPartitionBytes", None)
-    if not raw:
-        return DEFAULT_MAX_BYTES
-    try:
-        return parse_size(raw)
-    except ValueError as e:
-        raise SchemaError(f"spark.sql.files.maxPartitionBytes: {e}") from e
-
-
-def plan_file_ranges(spark: SparkSession, file_io: FileIO, files: Sequence[str],
-                     opts: CdcOptions) -> list[LineRange]:
-    """The line-aligned byte ranges the batch's ``files`` are decoded in
-    (:func:`pipelines.cdc.ranges.plan_ranges`: files above :func:`max_partition_bytes` are
-    read once on the driver to find the line starts; Avro files are not split)."""
-    return plan_ranges(file_io, files, max_partition_bytes(spark, opts),
-                       splittable=FORMATS[opts.format].splittable)
-
-
-def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
-                  handle: TableHandle, opts: CdcOptions,
-                  ranges: Sequence[LineRange] | None = None) -> DataFrame:
-    """The change rows of every event in ``files`` (:func:`pipelines.cdc.decode.decode_file`:
-    typed table columns, ``_kind``, positions, outcome columns and each row's bucket) as
-    ``(bucket, data)``: one Arrow IPC stream of rows of one bucket per cell, so that the rows
-    cross the JVM and the shuffle as a few large values instead of row by row. The files are
-    decoded in line-aligned byte ranges (``ranges``, default :func:`plan_file_ranges`), each
-    read with one ranged read through ``file_io`` (local or object storage) and decoded apart,
-    so a task holds one range at a time; a task decodes a contiguous run of ranges. The rows'
-    ``_pos_line`` are line positions (:mod:`pipelines.cdc.ranges`: the line numbers in a
-    file's first range; :class:`~pipelines.cdc.ranges.LineNumbers` gives any line number)."""
-    import numpy as np
-
-    schema = handle.schema
-    settings = opts.decode_settings(_sequence_column(handle, opts))
-    route = routing(schema, default_parallelism(spark))
-    buckets = route.tasks
-    units = list(ranges) if ranges is not None else plan_file_ranges(spark, file_io, files,
-                                                                      opts)
-    fmt = FORMATS[opts.format]
-    decode_fn = fmt.decode
-    splittable = fmt.splittable
-
-    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            for u in b.column(0).to_pylist():
-                r = units[u]
-                data = (file_io.read_range(r.path, r.start, r.length)
-                        if splittable else file_io.read_bytes(r.path))
-                extra = {"first_line": r.first_position} if splittable else {}
-                out = decode_fn(data, schema, file_index=r.file_index, settings=settings,
-                                threads=threads, **extra)
-                del data
-                ids = route.task_ids(out, schema, BUCKET_COLUMN)
-                order = np.argsort(ids, kind="stable")
-                counts = np.bincount(ids, minlength=max(buckets, 1))
-                out = out.take(pa.array(order))
-                at = 0
-                for bucket, n in enumerate(counts.tolist()):
-                    for lo in range(at, at + n, _BLOB_ROWS):
-                        part = out.slice(lo, min(_BLOB_ROWS, at + n - lo))
-                        yield pa.RecordBatch.from_pydict(
-                            {"bucket": pa.array([bucket], pa.int32()),
-                             "data": pa.array([_ipc(part)], pa.binary())})
-                    at += n
-
-    n = max(1, min(len(units), default_parallelism(spark)))
-    threads = len(units) < default_parallelism(spark)  # else the tasks fill it
-    return spark.range(0, len(units), 1, n).mapInArrow(decode, _BLOB_SCHEMA)
-
-
-def decode_files(spark: SparkSession, file_io: FileIO, files: Sequence[str],
-                 handle: TableHandle, opts: CdcOptions) -> DataFrame:
-    """The change rows of every event in ``files`` (:func:`pipelines.cdc.decode.decode_file`:
-    typed table columns, ``_kind``, positions, outcome columns and each row's bucket) as a
-    DataFrame of rows (:func:`decoded_blobs` expanded; the job itself ships the blobs)."""
-    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
-
-    schema = handle.schema
-    fields = list(spark_schema([DataField(f.id, f.name, f.type.with_nullable(True))
-                                for f in schema.fields]).fields)
-    for f in list(output_schema(schema, opts.position_fields))[len(fields):]:
-        st = (LongType() if pa.types.is_int64(f.type) else IntegerType()
-              if pa.types.is_int32(f.type) else StringType())
-        fields.append(StructField(f.name, st, True))
-
-    def expand(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for t in _tables(batches):
-            yield from t.to_batches(max_chunksize=65536)
-
-    return decoded_blobs(spark, file_io, files, handle, opts).mapInArrow(expand,
-                                                                         StructType(fields))
-
-
 # ---------------------------------------------------------------------------- one batch
-
-
-def _sequence_column(handle: TableHandle, opts: CdcOptions) -> str | None:
-    if opts.sequence_column is not None:
-        handle.schema.field(opts.sequence_column)
-        return opts.sequence_column
-    raw = handle.schema.options.get(CoreOptions.SEQUENCE_FIELD)
-    if raw and "," not in raw and raw.strip() in handle.schema.field_names:
-        return raw.strip()
-    return None
-
-
-@dataclass
-class _Pass:
-    """What one pass over a batch produced (nothing committed yet)."""
-
-    messages: list[CommitMessage]
-    rows: int
-    counts: dict[str, int]
-    unknown: dict[str, list[str]]  # new column -> sample event lines
-    connectors: set[str]  # the events' source.connector values
-    truncates: list[tuple[object, ...]]  # the positions of truncate events
-    #: with truncates: the messages of the changes before the first truncate, between the
-    #: first and the second... after the last (the steps of the commit)
-    segments: list[list[CommitMessage]] = field(default_factory=list)
-
-
-def _write_pass(
-    handle: TableHandle, user: str, blobs: DataFrame, opts: CdcOptions, file_io: FileIO,
-    quarantine: str | None, batch: int, files: Sequence[str], start_snapshot: int | None,
-    ranges: Sequence[LineRange], truncates: Sequence[Sequence[object]] | None = None,
-) -> _Pass:
-    """The write half of the batch's Spark job: the decoded rows (:func:`decoded_blobs`;
-    rejected events ride along with NULL keys) go to their bucket's task
-    (``repartitionById``); each task counts its
-    events per outcome, collects sample lines of events whose images carry columns the table
-    lacks, writes its rejected events to ``quarantine/part-<task>.jsonl`` (deterministic
-    names: a retried task or a re-run of the batch overwrites instead of duplicating; their
-    line numbers from the rows' line positions and the batch's ``ranges``), keeps
-    the last change of every key by source position and writes the valid rows. Returns the
-    messages to commit (or abort).
-
-    ``truncates`` (the positions of the batch's truncate events, in order): the rows are
-    split at them into segments written apart (each a step of the commit: see
-    :func:`_steps`), without compaction (``write-only``: a step is one snapshot); a TOAST
-    placeholder after a truncate takes its previous value from its own segment only (the
-    table was emptied)."""
-    import numpy as np
-    import pyarrow.compute as pc
-    from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
-
-    pos = position_columns(opts.position_fields)
-    route = routing(handle.schema, default_parallelism(blobs.sparkSession))
-    routed = blobs.repartitionById(route.tasks, "bucket")
-    cuts = [list(t) for t in truncates] if truncates is not None else None
-    seg_handle = handle if cuts is None else dataclasses.replace(
-        handle, schema=dataclasses.replace(handle.schema, options={
-            **handle.schema.options, CoreOptions.WRITE_ONLY: "true"}))
-
-    def read_previous(columns: Sequence[str]) -> pa.Table:
-        """The table's rows of this task's bucket as the batch started."""
-        from pyspark import TaskContext
-
-        table = handle.open()
-        if start_snapshot is None:
-            return pa.schema([pa.field(c, pa.string()) for c in columns]).empty_table()
-        tc = TaskContext.get()
-        # a dynamic bucket task's keys may be in any bucket
-        bucket = tc.partitionId() if tc is not None and not route.dynamic else None
-        rb = (table.new_read_builder().with_projection(columns)
-              .with_time_travel(snapshot_id=start_snapshot))
-        splits = [s for s in rb.new_scan().plan().splits if bucket is None or s.bucket == bucket]
-        return rb.new_read().to_arrow(splits)
-
-    def nothing_previous(columns: Sequence[str]) -> pa.Table:
-        """After a truncate the table holds nothing."""
-        return pa.schema([pa.field(c, pa.string()) for c in columns]).empty_table()
-
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        counts: dict[str, int] = {}
-        unknown: dict[str, list[str]] = {}
-        rejected: list[str] = []
-        connectors: set[str] = set()
-        truncates: list[list[object]] = []
-
-        def valid() -> Iterator[pa.RecordBatch]:
-            for b in (x for t in _tables(batches) for x in t.to_batches()):
-                err = b.column(ERROR_COLUMN)
-                first = pc.equal(b.column("_event"), 0)
-                vc = pc.value_counts(pc.fill_null(pc.filter(err, first), ""))
-                for v, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
-                    counts[v] = counts.get(v, 0) + n
-                new = pc.is_valid(b.column("_unknown"))
-                if pc.any(new).as_py():
-                    sub = b.filter(new)
-                    for names, line in zip(sub.column("_unknown").to_pylist(),
-                                           sub.column("_value").to_pylist()):
-                        for k in names.split("\n"):
-                            samples = unknown.setdefault(k, [])
-                            if len(samples) < 100:
-                                samples.append(line)
-                conn = pc.unique(b.column("_connector")).to_pylist()
-                connectors.update(c for c in conn if c is not None)
-                trunc = pc.fill_null(pc.equal(err, TRUNCATE), False)
-                if pc.any(trunc).as_py():
-                    truncates.extend(list(r.values()) for r in
-                                     b.filter(trunc).select(list(pos)).to_pylist())
-                bad = pc.and_(pc.is_valid(err), pc.invert(pc.is_in(
-                    err, pa.array([TOMBSTONE, MESSAGE, TRUNCATE, DDL]))))
-                for r in b.filter(bad).select([pos[-2], pos[-1], ERROR_COLUMN, "_value"]) \
-                        .to_pylist():
-                    rejected.append(json.dumps(
-                        {"batch": batch, "file": files[r[pos[-2]]],
-                         "line": line_of(r[pos[-2]], r[pos[-1]]),
-                         "reason": r[ERROR_COLUMN],
-                         "value": bad_value(r["_value"], r[ERROR_COLUMN]),
-                         "event": r["_value"]}, ensure_ascii=False))
-                yield b.filter(pc.is_null(err))
-
-        line_of = LineNumbers(file_io, ranges)
-        tc = TaskContext.get()
-        channel = route.channel(tc.partitionId() if tc is not None else 0)
-
-        def write(data: pa.Table | None, previous: Callable[[Sequence[str]], pa.Table],
-                  emptied: bool) -> tuple[list[CommitMessage], int]:
-            """``emptied``: the rows follow a truncate (a dynamic bucket table's buckets are
-            then assigned from scratch)."""
-            if (data is not None and opts.unavailable == "previous"
-                    and FORMATS[opts.format].placeholder):
-                data, refused = fill_unavailable(data, handle.schema, pos, previous)
-                if refused:
-                    data = _refuse(data, refused, counts, rejected, batch, files, pos,
-                                   line_of)
-            last = (_key_only_deletes(
-                _last_changes(data, handle.schema.primary_keys, pos),
-                handle.schema.fields, handle.schema.primary_keys).combine_chunks().to_batches()
-                if data is not None and data.num_rows else [])
-            return write_batches(seg_handle, user, last, row_kind_column=KIND_COLUMN,
-                                 overwrite=emptied, assigner_channel=channel)
-
-        held = [b for b in valid() if b.num_rows]
-        data = pa.Table.from_batches(held) if held else None
-        if cuts is None:
-            msgs, rows = write(data, read_previous, False)
-            parts = [msgs]
-        else:
-            data = data.combine_chunks() if data is not None else None
-            seg = np.zeros(data.num_rows if data is not None else 0, np.int64)
-            if data is not None:
-                for cut in cuts:
-                    seg += np.asarray(_after(data, pos, cut).to_numpy(zero_copy_only=False),
-                                      np.int64)
-            parts, rows = [], 0
-            for s in range(len(cuts) + 1):
-                part = data.filter(pa.array(seg == s)) if data is not None else None
-                m, n = write(part, read_previous if s == 0 else nothing_previous, s > 0)
-                parts.append(m)
-                rows += n
-        if rejected and quarantine is not None:
-            tc = TaskContext.get()
-            pid = tc.partitionId() if tc is not None else 0
-            file_io.write_bytes(join(quarantine, f"part-{pid:05d}.jsonl"),
-                                ("\n".join(rejected) + "\n").encode("utf-8"))
-        yield pa.RecordBatch.from_pydict(
-            {"payload": [pickle.dumps(parts)], "rows": [rows], "counts": [json.dumps(counts)],
-             "unknown": [json.dumps(unknown)],
-             "notes": [json.dumps({"connectors": sorted(connectors), "truncates": truncates})]},
-            schema=pa.schema([pa.field("payload", pa.binary()), pa.field("rows", pa.int64()),
-                              pa.field("counts", pa.string()), pa.field("unknown", pa.string()),
-                              pa.field("notes", pa.string())]))
-
-    out = StructType([StructField("payload", BinaryType()), StructField("rows", LongType()),
-                      StructField("counts", StringType()), StructField("unknown", StringType()),
-                      StructField("notes", StringType())])
-    result = _Pass([], 0, {}, {}, set(), [],
-                   [[] for _ in range(len(cuts) + 1)] if cuts is not None else [])
-    for r in routed.mapInArrow(task, out).collect():
-        parts = pickle.loads(r["payload"])
-        for msgs in parts:
-            result.messages.extend(msgs)
-        if cuts is not None:
-            for s, msgs in enumerate(parts):
-                result.segments[s].extend(msgs)
-        result.rows += int(r["rows"])
-        for k, v in json.loads(r["counts"]).items():
-            result.counts[k] = result.counts.get(k, 0) + int(v)
-        for k, lines in json.loads(r["unknown"]).items():
-            result.unknown.setdefault(k, []).extend(lines)
-        notes = json.loads(r["notes"])
-        result.connectors.update(notes["connectors"])
-        result.truncates.extend(tuple(p) for p in notes["truncates"])
-    return result
-
-
-def _position_key(p: Sequence[object]) -> tuple[tuple[int, object], ...]:
-    """A position (the values of the position columns) as a sort key: NULL first."""
-    return tuple((0, 0) if v is None else (1, v) for v in p)
-
-
-def _after(b: pa.Table, pos: Sequence[str], p: Sequence[object]) -> pa.Array:
-    """Rows of ``b`` (one chunk) whose position (the ``pos`` columns, NULL first) is after
-    ``p``."""
-    import pyarrow.compute as pc
-
-    later = pa.array([False] * b.num_rows, pa.bool_())  # typed: a batch may be empty
-    for name, v in reversed(list(zip(pos, p))):
-        col = b.column(name)
-        if v is None:
-            greater, equal = pc.is_valid(col), pc.is_null(col)
-        else:
-            greater = pc.fill_null(pc.greater(col, pa.scalar(v, col.type)), False)
-            equal = pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False)
-        later = pc.or_(greater, pc.and_(equal, later))
-    return later
-
-
-def _steps(segments: Sequence[Sequence[CommitMessage]]) -> list[CommitStep]:
-    """The steps of a batch holding truncates: the changes before the first truncate (an
-    APPEND, when there are any), the truncate (an OVERWRITE emptying the table), the changes
-    up to the next truncate... the changes after the last one."""
-    steps: list[CommitStep] = []
-    for s, msgs in enumerate(segments):
-        if any(m.new_files for m in msgs):
-            steps.append(CommitStep("append", [m for m in msgs if m.new_files]))
-        if s < len(segments) - 1:
-            steps.append(CommitStep("truncate"))
-    return steps
-
-
-def _commit_steps(handle: TableHandle, user: str, steps: Sequence[CommitStep], batch: int,
-                  options: CommitOptions) -> list[int]:
-    """Commit the steps of a batch holding truncates, once (see
-    :meth:`paimon_core.TableCommit.commit_steps`): a re-run after a crash between two of its
-    snapshots deletes the files it wrote again for the steps that landed and commits the
-    rest. A failed commit deletes the files of the steps that did not land; a commit whose
-    state is unknown keeps every file."""
-    commit = handle.open().new_commit(user, options=options)
-    done = len(commit.unfinished_steps(batch))
-    if done:
-        log.info("batch %s: %s of its %s snapshots landed before; committing the rest",
-                 batch, done, len(steps))
-        commit.abort([m for st in steps[:done] for m in st.messages])
-    try:
-        return commit.commit_steps(steps, batch)
-    except CommitStateUnknownError:
-        raise  # the snapshot may have landed: keep every file
-    except BaseException:
-        with contextlib.suppress(PaimonError):  # best effort: orphans are reclaimable
-            done = (len(steps) if commit.landed(batch)
-                    else len(commit.unfinished_steps(batch)))
-            commit.abort([m for st in steps[done:] for m in st.messages])
-        raise
-
-
-def _refuse(data: pa.Table, refused: Mapping[int, str], counts: dict[str, int],
-            rejected: list[str], batch: int, files: Sequence[str],
-            pos: Sequence[str], line_of: Callable[[int, int], int]) -> pa.Table:
-    """``data`` without the rows ``refused`` (index -> reason): each is counted under its
-    reason instead of as valid, and quarantined by its file and line (``line_of(file, line
-    position)``; the event's text is not kept for valid rows)."""
-    import numpy as np
-
-    keep = np.ones(data.num_rows, bool)
-    for i, reason in sorted(refused.items()):
-        keep[i] = False
-        r = data.slice(i, 1).select([pos[-2], pos[-1], "_event"]).to_pylist()[0]
-        if r["_event"] == 0:
-            counts[""] = counts.get("", 0) - 1
-            counts[reason] = counts.get(reason, 0) + 1
-        rejected.append(json.dumps({"batch": batch, "file": files[r[pos[-2]]],
-                                    "line": line_of(r[pos[-2]], r[pos[-1]]), "reason": reason,
-                                    "event": None}))
-    return data.filter(pa.array(keep))
-
-
-def _last_changes(data: pa.Table, keys: Sequence[str], order: Sequence[str]) -> pa.Table:
-    """The last row of every key by the ``order`` columns (later rows win ties), the rows of
-    :func:`paimon_core.read.merge.deduplicate`, with a numpy fast path (one stable
-    ``lexsort``) when the key columns are integers or strings and the order columns integers,
-    without NULLs (an order column that is entirely NULL orders nothing and is skipped); the
-    fast path groups string keys by dictionary code, so its rows are not in key order (the
-    table writer sorts them)."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    n = data.num_rows
-    if n <= 1:
-        return data
-    sort_cols: list[np.ndarray] = []  # most significant first
-    for name in keys:
-        col = data.column(name).combine_chunks()
-        if col.null_count:
-            return deduplicate(data, list(keys), list(order))
-        if pa.types.is_integer(col.type):
-            sort_cols.append(col.to_numpy())
-        elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            sort_cols.append(pc.dictionary_encode(col).indices.to_numpy())  # equality only
-        else:
-            return deduplicate(data, list(keys), list(order))
-    for name in order:
-        col = data.column(name).combine_chunks()
-        if col.null_count == n:
-            continue
-        if col.null_count or not pa.types.is_integer(col.type):
-            return deduplicate(data, list(keys), list(order))
-        sort_cols.append(col.to_numpy())
-    idx = np.lexsort(sort_cols[::-1])
-    last = np.zeros(n, bool)
-    last[-1] = True
-    for col in sort_cols[:len(keys)]:
-        s = col[idx]
-        last[:-1] |= s[1:] != s[:-1]
-    return data.take(pa.array(idx[last]))
-
-
-def _zero(t: pa.DataType) -> pa.Scalar:
-    """A placeholder value of Arrow type ``t`` (zero, empty), for the value columns of a
-    ``-D`` row whose event carried only the key."""
-    if pa.types.is_struct(t):
-        return pa.scalar({f.name: _zero(f.type).as_py() for f in t}, t)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-        return pa.scalar([], t)
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return pa.scalar("", t)
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return pa.scalar(b"", t)
-    if pa.types.is_boolean(t):
-        return pa.scalar(False, t)
-    if pa.types.is_date32(t):
-        return pa.scalar(0, pa.int32()).cast(t)
-    if pa.types.is_decimal(t):
-        return pa.scalar(decimal.Decimal(0), t)
-    return pa.scalar(0, pa.int64()).cast(t)
-
-
-def _key_only_deletes(data: pa.Table, fields: Sequence[DataField],
-                      keys: Sequence[str]) -> pa.Table:
-    """``-D`` rows need only their key (a Postgres delete under REPLICA IDENTITY DEFAULT
-    carries nothing else): their NULLs in NOT NULL value columns are filled with a placeholder
-    (:func:`_zero`) so that the file keeps the column's NOT NULL; no other row changes."""
-    import pyarrow.compute as pc
-
-    if not data.num_rows:
-        return data
-    is_d = None
-    for f in fields:
-        if f.name in keys or f.type.nullable:
-            continue
-        col = data.column(f.name).combine_chunks()
-        if not col.null_count:
-            continue
-        if is_d is None:
-            kind = data.column(KIND_COLUMN)
-            is_d = pc.fill_null(pc.equal(kind, RowKind.DELETE.short_string), False)
-        fill = pc.and_(is_d, pc.is_null(col))
-        filled = pc.if_else(fill, _zero(col.type), col)
-        data = data.set_column(data.schema.get_field_index(f.name), data.field(f.name), filled)
-    return data
 
 
 def _check_malformed(report: BatchReport, fio: FileIO, quarantine: str | None,
@@ -922,7 +373,7 @@ def _ingest_batch(
         report.new_columns = {n: handle.schema.field(n).type.sql() for n in adopted.added
                               if n in handle.schema.field_names}
     routing(handle.schema, 1)  # a bucket mode the job can write (else an error naming it)
-    check_sequence(opts.format, _sequence_column(handle, opts), opts.position_fields)
+    check_sequence(opts.format, sequence_column(handle, opts), opts.position_fields)
     fio = landing_io or settings.file_io()
     q_root = quarantine_root or opts.quarantine
     base = join(q_root, f"batch-{batch:06d}") if q_root is not None else None
@@ -936,11 +387,15 @@ def _ingest_batch(
 
     ranges = plan_file_ranges(spark, fio, files, opts)  # once, for every pass below
 
-    def run(h: TableHandle, truncates: Sequence[Sequence[object]] | None = None) -> _Pass:
+    def run(h: TableHandle, truncates: Sequence[Sequence[object]] | None = None) -> PassResult:
         if base is not None and fio.exists(base):
             fio.delete_dir(base)  # a re-run of a batch that was not committed
-        return _write_pass(h, user, decoded_blobs(spark, fio, files, h, opts, ranges), opts,
-                           fio, base, batch, files, start_snapshot, ranges, truncates)
+        blobs = decoded_blobs(spark, fio, files, h, opts, ranges)
+        return write_pass(plan_pass(
+            h, user, blobs, file_io=fio, quarantine=base, batch=batch, files=files,
+            ranges=ranges, start_snapshot=start_snapshot, position_fields=opts.position_fields,
+            fill_previous=opts.unavailable == "previous" and FORMATS[opts.format].placeholder,
+            truncates=truncates), blobs)
 
     def abort(messages: Sequence[CommitMessage], refused: bool = True) -> None:
         if messages:
@@ -963,10 +418,10 @@ def _ingest_batch(
                           f"{', '.join(sorted(res.connectors))}: their source positions do not "
                           "order each other; land each connector's events apart (or give "
                           "--position-fields)")
-    truncates = sorted(set(res.truncates), key=_position_key)
+    truncates = sorted(set(res.truncates), key=position_key)
     if truncates:
         # the table is emptied at each truncate's position: the rows are written again, split
-        # at the truncates, and committed in steps (_steps)
+        # at the truncates, and committed in steps (plan_steps)
         abort(res.messages, refused=False)
         res = run(handle, truncates)
     report.tally(res.counts)
@@ -982,7 +437,7 @@ def _ingest_batch(
     try:
         report.snapshot_ids = commit_batch(
             handle, user, batch, list(added), adopted,
-            (lambda: _commit_steps(handle, user, _steps(segments), batch, commit_options))
+            (lambda: commit_steps(handle, user, plan_steps(segments), batch, commit_options))
             if truncates else
             (lambda: commit_messages(handle, user, messages, commit_identifier=batch,
                                      checked=True, options=commit_options)))

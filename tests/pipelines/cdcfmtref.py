@@ -37,9 +37,9 @@ def spark_sql_rows(spark: Any, cases: list[tuple[str, str]], schema: Any,
     """Per ``(format, file text)`` of ``cases`` (the file index is the case's), its change
     rows by the Spark SQL reference (one Spark job for all)."""
     from paimon_core.io.file_io import FileIO
+    from pipelines.cdc.batch.stage import read_lines
     from pipelines.cdc.events import classify_events, to_changes
     from pipelines.cdc.format_events import parse_format_events
-    from pipelines.cdc.ingest import read_lines
 
     paths = []
     for case, (_, text) in enumerate(cases):

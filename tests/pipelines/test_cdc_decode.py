@@ -20,9 +20,11 @@ from paimon_core.errors import ConfigError
 from paimon_core.read.merge import deduplicate
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
+from pipelines.cdc.batch.rows import last_changes
+from pipelines.cdc.batch.stage import blob_tables, ipc_blob
 from pipelines.cdc.decode import BAD_UTF8, decode_events, decode_file, split_lines, split_text
 from pipelines.cdc.events import position_columns
-from pipelines.cdc.ingest import CdcOptions, _ipc, _last_changes, _tables
+from pipelines.cdc.ingest import CdcOptions
 from pipelines.cdc.settings import DecodeSettings
 from tests.pipelines.cdcgen import SCHEMA, generate
 from tests.pipelines.cdcref import compared_rows, spark_changes
@@ -155,9 +157,9 @@ def test_ipc_blobs_round_trip() -> None:
     rows = decode_file(("\n".join(stream.batches[0]) + "\n").encode(), schema)
     parts = [rows.slice(0, 100), rows.slice(100)]
     batch = pa.RecordBatch.from_pydict({"bucket": pa.array([0, 1], pa.int32()),
-                                        "data": pa.array([_ipc(p) for p in parts],
+                                        "data": pa.array([ipc_blob(p) for p in parts],
                                                          pa.binary())})
-    got = list(_tables(iter([batch])))
+    got = list(blob_tables(iter([batch])))
     assert [t.num_rows for t in got] == [100, rows.num_rows - 100]
     assert pa.concat_tables(got).equals(rows)
 
@@ -173,7 +175,7 @@ def test_last_changes_equals_deduplicate() -> None:
     data = pa.concat_tables(tables)
     data = data.filter(pc.is_null(data.column("_error")))
     keys = list(schema.primary_keys)
-    fast = _last_changes(data, keys, pos)
+    fast = last_changes(data, keys, pos)
     ref = deduplicate(data, keys, pos)
     order = [("region", "ascending"), ("id", "ascending")]
     assert fast.num_rows == ref.num_rows == len({(r, i) for r, i in zip(
@@ -189,14 +191,14 @@ def test_last_changes_equals_deduplicate() -> None:
     mixed = data.set_column(data.schema.get_field_index("_pos_n0"), "_pos_n0",
                             pc.if_else(pa.array(np.arange(data.num_rows) % 7 == 0),
                                        pa.scalar(None, pa.int64()), data.column("_pos_n0")))
-    assert _last_changes(mixed, keys, pos).sort_by(order).equals(
+    assert last_changes(mixed, keys, pos).sort_by(order).equals(
         deduplicate(mixed, keys, pos).sort_by(order))
 
 
 def test_later_row_wins_a_tie() -> None:
     t = pa.table({"k": pa.array(["a", "a", "b"]), "p": pa.array([1, 1, 0], pa.int64()),
                   "v": pa.array([1, 2, 3])})
-    out = _last_changes(t, ["k"], ["p"])
+    out = last_changes(t, ["k"], ["p"])
     assert sorted(out.to_pylist(), key=lambda r: r["k"]) == [
         {"k": "a", "p": 1, "v": 2}, {"k": "b", "p": 0, "v": 3}]
 
@@ -264,7 +266,8 @@ def test_decode_files_rows_equal_the_decoder(spark: Any, tmp_path: Path) -> None
     """The DataFrame of rows (the blobs expanded) holds exactly the decoder's rows."""
     from paimon_core.catalog import FileSystemCatalog
     from paimon_core.io.file_io import FileIO
-    from pipelines.cdc.ingest import CdcOptions, decode_files
+    from pipelines.cdc.batch.stage import decode_files
+    from pipelines.cdc.ingest import CdcOptions
     from pipelines.config import CatalogSettings, TableHandle
 
     stream = generate(seed=4, keys=20, events=400, batches=2, evolve_from_batch=1)

@@ -394,7 +394,7 @@ def test_java_reads_the_table_written_in_ranges(spark: Any, tmp_path: Path) -> N
 @pytest.mark.spark
 def test_range_size_from_spark_conf(spark: Any) -> None:
     from paimon_core.errors import SchemaError
-    from pipelines.cdc.ingest import max_partition_bytes
+    from pipelines.cdc.batch.stage import max_partition_bytes
 
     key = "spark.sql.files.maxPartitionBytes"
     old = spark.conf.get(key, None)
