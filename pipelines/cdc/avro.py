@@ -62,16 +62,10 @@ import pyarrow.compute as pc
 from fastavro.read import HEADER_SCHEMA
 
 from paimon_core import TableSchema
-from pipelines.cdc.decode import (
-    DEFAULT_SETTINGS,
-    _chunk_rows,
-    _Lazy,
-    outcome_rows,
-    output_schema,
-    with_buckets,
-)
+from pipelines.cdc.decode import _chunk_rows, outcome_rows, output_schema, with_buckets
 from pipelines.cdc.events import TOMBSTONE
-from pipelines.cdc.settings import DecodeSettings
+from pipelines.cdc.lines import Lazy
+from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
 from pipelines.cdc.values import CONNECT_DECIMAL
 
 __all__ = ["AVRO_LOGICAL_NAMES", "AVRO_MAGIC", "CORRUPT_AVRO", "NOT_AVRO", "NOT_ENVELOPE",
@@ -454,7 +448,7 @@ def decode_avro_file(
     target = output_schema(schema, settings.position_fields)
     t, rows, tomb, stop = read_envelopes(data)
     total = int(max([*rows.tolist(), *tomb.tolist(), -1])) + 1
-    lazy = _Lazy(lambda: _record_lines(t, rows, max(total, 1)))
+    lazy = Lazy(lambda: _record_lines(t, rows, max(total, 1)))
     parts: list[pa.Table] = []
     if t.num_rows:
         parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, 1, settings))

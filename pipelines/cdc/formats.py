@@ -78,7 +78,7 @@ from paimon_core import (
     TypeRoot,
 )
 from pipelines.cdc.avro import decode_avro_file
-from pipelines.cdc.decode import DEFAULT_SETTINGS, decode_file, decode_view
+from pipelines.cdc.decode import decode_file
 from pipelines.cdc.events import (
     AUTO_SLOTS,
     ERROR_COLUMN,
@@ -88,8 +88,9 @@ from pipelines.cdc.events import (
     TOMBSTONE,
     TRUNCATE,
 )
-from pipelines.cdc.settings import DecodeSettings
+from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
 from pipelines.cdc.values import Fields, json_text
+from pipelines.cdc.view import decode_view
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
 __all__ = ["DDL", "DEFAULT_FORMAT", "FORMATS", "SLOTS", "CdcFormat", "JsonFormat",

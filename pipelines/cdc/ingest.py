@@ -97,7 +97,7 @@ from paimon_core import (
     UnsupportedError,
     join,
 )
-from paimon_core.schema_pending import PendingSchemaRaceError
+from paimon_core.schema_pending import PendingSchema, PendingSchemaRaceError
 from pipelines.cdc.avro import avro_file_order
 from pipelines.cdc.batch.commit import commit_steps, plan_steps, position_key
 from pipelines.cdc.batch.passes import PassResult, plan_pass, write_pass
@@ -343,20 +343,11 @@ def ingest_batch(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _ingest_batch(
-    spark: SparkSession,
-    settings: CatalogSettings,
-    identifier: str,
-    batch: int,
-    files: Sequence[str],
-    options: CdcOptions | None = None,
-    *,
-    landing_io: FileIO | None = None,
-    quarantine_root: str | None = None,
-    properties: Mapping[str, str] | None = None,
-    table: FileStoreTable | None = None,
-    checked: bool = False,
-) -> BatchReport:
+def _ingest_batch(spark: SparkSession, settings: CatalogSettings, identifier: str, batch: int,
+                  files: Sequence[str], options: CdcOptions | None = None, *,
+                  landing_io: FileIO | None = None, quarantine_root: str | None = None,
+                  properties: Mapping[str, str] | None = None,
+                  table: FileStoreTable | None = None, checked: bool = False) -> BatchReport:
     """One attempt of :func:`ingest_batch`."""
     opts = options or CdcOptions()
     # the table is opened once: every driver step below uses handle.open() (the same object)
@@ -367,24 +358,12 @@ def _ingest_batch(
     if not checked and not handle.open().new_commit(user).filter_committed([batch]):
         report.skipped = True
         return report
-    # a schema a crashed run of this batch published is adopted, any other left over withdrawn
-    handle, adopted = settle(settings, handle, user, batch)
-    if adopted is not None:  # the columns this batch adds (published by its crashed run)
-        report.new_columns = {n: handle.schema.field(n).type.sql() for n in adopted.added
-                              if n in handle.schema.field_names}
-    routing(handle.schema, 1)  # a bucket mode the job can write (else an error naming it)
-    check_sequence(opts.format, sequence_column(handle, opts), opts.position_fields)
+    handle, adopted = _settled(settings, handle, user, batch, opts, report)
     fio = landing_io or settings.file_io()
     q_root = quarantine_root or opts.quarantine
     base = join(q_root, f"batch-{batch:06d}") if q_root is not None else None
 
-    # what a TOAST placeholder's previous value is: the table as the batch starts (a re-run
-    # after a crash between the snapshots of a batch holding truncates: before the first)
-    unfinished = handle.open().new_commit(user).unfinished_steps(batch)
-    start = handle.open().latest_snapshot()
-    start_snapshot = (unfinished[0].id - 1 if unfinished
-                      else start.id if start is not None else None) or None
-
+    start_snapshot = _start_snapshot(handle, user, batch)
     ranges = plan_file_ranges(spark, fio, files, opts)  # once, for every pass below
 
     def run(h: TableHandle, truncates: Sequence[Sequence[object]] | None = None) -> PassResult:
@@ -414,10 +393,7 @@ def _ingest_batch(
         res = run(handle)
     if len(res.connectors) > 1 and opts.position_fields is None:
         abort(res.messages)
-        raise SchemaError(f"batch {batch} mixes the events of connectors "
-                          f"{', '.join(sorted(res.connectors))}: their source positions do not "
-                          "order each other; land each connector's events apart (or give "
-                          "--position-fields)")
+        raise _mixed_connectors(batch, res.connectors)
     truncates = sorted(set(res.truncates), key=position_key)
     if truncates:
         # the table is emptied at each truncate's position: the rows are written again, split
@@ -430,23 +406,61 @@ def _ingest_batch(
     except PaimonError:
         abort(res.messages)
         raise
-    commit_options = CommitOptions(properties={
-        **(properties or {}), "cdc.batch": str(batch), "cdc.events": str(report.events),
-        "cdc.malformed": str(report.malformed)})
-    segments, messages = res.segments, res.messages
     try:
-        report.snapshot_ids = commit_batch(
-            handle, user, batch, list(added), adopted,
-            (lambda: commit_steps(handle, user, plan_steps(segments), batch, commit_options))
-            if truncates else
-            (lambda: commit_messages(handle, user, messages, commit_identifier=batch,
-                                     checked=True, options=commit_options)))
+        report.snapshot_ids = _commit(handle, user, batch, res, report, list(added), adopted,
+                                      properties)
     except PendingSchemaRaceError:
         abort(res.messages, refused=False)  # written with a schema id another writer took
         raise
     report.rows_written = res.rows
     report.skipped = not report.snapshot_ids and bool(res.messages)
     return report
+
+
+def _settled(settings: CatalogSettings, handle: TableHandle, user: str, batch: int,
+             opts: CdcOptions, report: BatchReport) -> tuple[TableHandle, PendingSchema | None]:
+    """The handle the batch is written through, checked: a schema a crashed run of this batch
+    published is adopted (its columns noted in ``report``), any other left over withdrawn."""
+    handle, adopted = settle(settings, handle, user, batch)
+    if adopted is not None:  # the columns this batch adds (published by its crashed run)
+        report.new_columns = {n: handle.schema.field(n).type.sql() for n in adopted.added
+                              if n in handle.schema.field_names}
+    routing(handle.schema, 1)  # a bucket mode the job can write (else an error naming it)
+    check_sequence(opts.format, sequence_column(handle, opts), opts.position_fields)
+    return handle, adopted
+
+
+def _mixed_connectors(batch: int, connectors: set[str]) -> SchemaError:
+    return SchemaError(f"batch {batch} mixes the events of connectors "
+                       f"{', '.join(sorted(connectors))}: their source positions do not order "
+                       "each other; land each connector's events apart (or give "
+                       "--position-fields)")
+
+
+def _start_snapshot(handle: TableHandle, user: str, batch: int) -> int | None:
+    """What a TOAST placeholder's previous value is: the table as the batch starts (a re-run
+    after a crash between the snapshots of a batch holding truncates: before the first)."""
+    unfinished = handle.open().new_commit(user).unfinished_steps(batch)
+    start = handle.open().latest_snapshot()
+    return (unfinished[0].id - 1 if unfinished
+            else start.id if start is not None else None) or None
+
+
+def _commit(handle: TableHandle, user: str, batch: int, res: PassResult, report: BatchReport,
+            added: Sequence[str], adopted: PendingSchema | None,
+            properties: Mapping[str, str] | None) -> list[int]:
+    """Commit the batch's last pass (in steps when it holds truncates) with its new columns
+    (:func:`pipelines.cdc.schema.commit_batch`); returns the snapshot ids."""
+    commit_options = CommitOptions(properties={
+        **(properties or {}), "cdc.batch": str(batch), "cdc.events": str(report.events),
+        "cdc.malformed": str(report.malformed)})
+    segments, messages = res.segments, res.messages
+    return commit_batch(
+        handle, user, batch, list(added), adopted,
+        (lambda: commit_steps(handle, user, plan_steps(segments), batch, commit_options))
+        if segments else
+        (lambda: commit_messages(handle, user, messages, commit_identifier=batch,
+                                 checked=True, options=commit_options)))
 
 
 def ingest(

@@ -71,3 +71,7 @@ class DecodeSettings:
             raise ConfigError(", ".join(unknown), "unknown decode setting(s); known: "
                                                   f"{', '.join(sorted(known))}")
         return cls(**cast("dict[str, object]", dict(settings)))  # type: ignore[arg-type]
+
+
+#: decoding with every setting at its default
+DEFAULT_SETTINGS = DecodeSettings()

@@ -22,9 +22,10 @@ from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
 from pipelines.cdc.batch.rows import last_changes
 from pipelines.cdc.batch.stage import blob_tables, ipc_blob
-from pipelines.cdc.decode import BAD_UTF8, decode_events, decode_file, split_lines, split_text
+from pipelines.cdc.decode import decode_events, decode_file
 from pipelines.cdc.events import position_columns
 from pipelines.cdc.ingest import CdcOptions
+from pipelines.cdc.lines import BAD_UTF8, split_lines, split_text
 from pipelines.cdc.settings import DecodeSettings
 from tests.pipelines.cdcgen import SCHEMA, generate
 from tests.pipelines.cdcref import compared_rows, spark_changes

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from paimon_core import CoreOptions, DataField, FileIO, SchemaError
-from pipelines.cdc.decode import output_schema, split_text
+from pipelines.cdc.decode import output_schema
 from pipelines.cdc.formats import FORMATS
+from pipelines.cdc.lines import split_text
 from pipelines.cdc.ranges import DEFAULT_MAX_BYTES, LineRange, parse_size, plan_ranges
 from pipelines.cdc.routing import routing
 from pipelines.config import TableHandle
