@@ -80,13 +80,13 @@ from paimon_core import (
     TableSchema,
     TypeRoot,
 )
+from pipelines.cdc.geometry import GEOMETRY, geojson
 from pipelines.cdc.settings import Unavailable
 from pipelines.cdc.values import (
     BITS,
     CONNECT_DECIMAL,
     EPOCH_UNITS,
     FINER_THAN_MICROS,
-    GEOMETRY,
     LONG_NUMBER,
     MAX_MICROS,
     MIN_MICROS,
@@ -94,7 +94,6 @@ from pipelines.cdc.values import (
     TIME_UNITS,
     VARIABLE_SCALE_DECIMAL,
     exact_leaves,
-    geojson,
     stored_time_digits,
 )
 from pipelines.spark_types import spark_type
@@ -708,6 +707,29 @@ def _sequence_value(position_fields: Sequence[str] | None) -> Column:
             .when(conn == "mongodb", mongo).otherwise(first))
 
 
+def _change_rows(schema: TableSchema) -> Column:
+    """The rows of an event, as an array of ``(k, img)`` structs: the ``+I`` / ``+U`` / ``-D``
+    of its image, and the ``-D`` of the ``before`` key of an update that changed the key."""
+    from pyspark.sql import functions as F
+
+    op = F.col("op")
+    # a key change: a before image that holds the key, with another value (a partial
+    # before without the key, as after an added column, is not one)
+    key_changed = F.lit(False)
+    before_has_key = F.col("before").isNotNull()
+    for k in schema.primary_keys:
+        before_has_key = before_has_key & F.col("before")[k].isNotNull()
+        key_changed = key_changed | ~F.col("before")[k].eqNullSafe(F.col("after")[k])
+    kind = (F.when(op == "d", F.lit(RowKind.DELETE.short_string))
+            .when(op == "u", F.lit(RowKind.UPDATE_AFTER.short_string))
+            .otherwise(F.lit(RowKind.INSERT.short_string)))
+    image = F.when(op == "d", F.col("before")).otherwise(F.col("after"))
+    old_key = F.struct(F.lit(RowKind.DELETE.short_string).alias("k"), F.col("before").alias("img"))
+    rows = F.array(F.struct(kind.alias("k"), image.alias("img")),
+                   F.when((op == "u") & before_has_key & key_changed, old_key))
+    return F.filter(rows, lambda x: x.isNotNull())
+
+
 def to_changes(
     events: DataFrame,
     schema: TableSchema,
@@ -738,28 +760,8 @@ def to_changes(
     """
     from pyspark.sql import functions as F
 
-    op = F.col("op")
     err = F.col(ERROR_COLUMN)
-    keys = list(schema.primary_keys)
-    # a key change: a before image that holds the key, with another value (a partial
-    # before without the key, as after an added column, is not one)
-    key_changed = F.lit(False)
-    before_has_key = F.col("before").isNotNull()
-    for k in keys:
-        before_has_key = before_has_key & F.col("before")[k].isNotNull()
-        key_changed = key_changed | ~F.col("before")[k].eqNullSafe(F.col("after")[k])
-    key_changed = before_has_key & key_changed
-    main = F.struct(
-        F.when(op == "d", F.lit(RowKind.DELETE.short_string))
-        .when(op == "u", F.lit(RowKind.UPDATE_AFTER.short_string))
-        .otherwise(F.lit(RowKind.INSERT.short_string))
-        .alias("k"),
-        F.when(op == "d", F.col("before")).otherwise(F.col("after")).alias("img"),
-    )
-    extra = F.when((op == "u") & key_changed,
-                   F.struct(F.lit(RowKind.DELETE.short_string).alias("k"),
-                            F.col("before").alias("img")))
-    changes = F.filter(F.array(main, extra), lambda x: x.isNotNull())
+    changes = _change_rows(schema)
     pos = position_columns(position_fields)
     if keep_rejected:
         rejected = F.struct(F.lit(None).cast("string").alias("k"),

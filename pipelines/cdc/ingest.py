@@ -108,7 +108,8 @@ from pipelines.cdc.events import (
     TRUNCATE,
     is_supported_type,
 )
-from pipelines.cdc.formats import DDL, DEFAULT_FORMAT, FORMATS, check_sequence
+from pipelines.cdc.format_views import DDL
+from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS, check_sequence
 from pipelines.cdc.ranges import (
     parse_size,
 )

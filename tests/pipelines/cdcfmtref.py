@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.cdc.format_events import SLOTS
-from pipelines.cdc.formats import DDL
+from pipelines.cdc.format_views import DDL
 
 
 def _whole_events(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -17,7 +17,8 @@ import pytest
 from paimon_core import SchemaError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
-from pipelines.cdc.formats import DDL, FORMATS, check_sequence
+from pipelines.cdc.format_views import DDL
+from pipelines.cdc.formats import FORMATS, check_sequence
 from pipelines.cdc.ingest import BatchReport, CdcOptions, build_parser, ingest
 from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings

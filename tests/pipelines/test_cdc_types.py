@@ -599,7 +599,7 @@ def test_geojson_refuses_what_it_cannot_write() -> None:
     import base64
     import struct
 
-    from pipelines.cdc.values import geojson
+    from pipelines.cdc.geometry import geojson
 
     def b64(raw: bytes) -> str:
         return base64.b64encode(raw).decode()

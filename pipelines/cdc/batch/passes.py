@@ -41,7 +41,7 @@ from pipelines.cdc.events import (
     TRUNCATE,
     position_columns,
 )
-from pipelines.cdc.formats import DDL
+from pipelines.cdc.format_views import DDL
 from pipelines.cdc.ranges import LineNumbers, LineRange
 from pipelines.cdc.routing import Routing, routing
 from pipelines.cdc.toast import fill_unavailable
