@@ -300,27 +300,17 @@ def decode_file(
                    shared=shared.schema if shared is not None else None)
 
 
-def decode_events(
-    lines: Sequence[str] | pa.Array,
-    schema: TableSchema,
-    *,
-    file_index: int = 0,
-    first_line: int = 1,
-    settings: DecodeSettings = DEFAULT_SETTINGS,
-    bucket: bool = True,
-    threads: bool = False,
-    fmt: EventFormat | None = None,
-) -> pa.Table:
-    """The change rows of one file's lines (see the module docs; ``lines`` as strings or a
-    string array; ``threads`` as :func:`decode_file`); columns as :func:`output_schema`.
+def decode_events(lines: Sequence[str] | pa.Array, schema: TableSchema, *, file_index: int = 0,
+                  first_line: int = 1, settings: DecodeSettings = DEFAULT_SETTINGS) -> pa.Table:
+    """The change rows of one file's lines of Debezium events (see the module docs; ``lines``
+    as strings or a string array), bucketed; columns as :func:`output_schema`.
     ``_pos_file`` is ``file_index`` (the file's ordinal in the batch), ``_pos_line`` the
     1-based line number (``first_line`` for the first of ``lines``). ``_value`` holds the
     raw line of rejected events and of valid events whose images carry columns the table
     lacks (samples for type inference)."""
     arr = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.string())
     return _decode(Lazy(lambda: arr), None, 0, schema, file_index=file_index,
-                   first_line=first_line, settings=settings, bucket=bucket, threads=threads,
-                   fmt=fmt)
+                   first_line=first_line, settings=settings, bucket=True, threads=False)
 
 
 def _parse_all(lazy: Lazy, doc: bytes | pa.Buffer | None, count: int, schema: TableSchema,
