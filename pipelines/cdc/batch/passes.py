@@ -299,4 +299,4 @@ def plan_pass(handle: TableHandle, user: str, blobs: DataFrame, *, file_io: File
     return PassTask(handle, target, user, file_io, quarantine, batch, tuple(files),
                     tuple(ranges), start_snapshot,
                     routing(handle.schema, default_parallelism(blobs.sparkSession)),
-                    position_columns(position_fields), fill_previous, cuts)
+                    tuple(position_columns(position_fields)), fill_previous, cuts)
