@@ -1,6 +1,6 @@
 """CDC ingestion assets: one per source table, partitioned by landing day.
 
-Each partition runs the Spark job :func:`pipelines.cdc_ingest.ingest_batch` on the change
+Each partition runs the Spark job :func:`pipelines.cdc.ingest.ingest_batch` on the change
 events that landed that day (``<landing>/<db>.<table>/dt=<day>/``). Exactly once:
 
 * the commit identifier derives from the partition (``2025-01-06`` -> ``20250106``) and the
@@ -35,9 +35,9 @@ from assets.metadata import TABLE, accepts_properties, context_properties, snaps
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
 from assets.runs import non_retryable
 from assets.tables import DAILY_START, TableSpec
-from pipelines.cdc_events import CONNECTOR_POSITIONS
-from pipelines.cdc_formats import DEFAULT_FORMAT, FORMATS
-from pipelines.cdc_ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest_batch
+from pipelines.cdc.events import CONNECTOR_POSITIONS
+from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS
+from pipelines.cdc.ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest_batch
 
 __all__ = [
     "CDC_PARTITIONS",
@@ -70,9 +70,9 @@ class CdcSource:
             identifier, ``{partition}`` = the run's partition key (required unless
             ``partitioning`` is ``none``: the directory then holds the files of one batch).
         landing_root: another root than the ``landing`` resource's (same storage).
-        format: the events' format, a name of :data:`pipelines.cdc_formats.FORMATS`.
+        format: the events' format, a name of :data:`pipelines.cdc.formats.FORMATS`.
         connector: the Debezium connector whose source position orders the events (a key
-            of :data:`pipelines.cdc_events.CONNECTOR_POSITIONS`); ``None`` = the events'
+            of :data:`pipelines.cdc.events.CONNECTOR_POSITIONS`); ``None`` = the events'
             ``source.connector``.
         position_fields: explicit position fields (wins over ``connector``).
         max_error_ratio: fail the batch above this share of malformed events.
@@ -322,7 +322,7 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
         **labels.asset_kwargs(
             key=spec.key_path, group="ingestion", kinds=("spark", "paimon"),
             description=f"{spec.description} Partition = {unit}; runs "
-            "pipelines.cdc_ingest.".strip()),
+            "pipelines.cdc.ingest.".strip()),
         partitions_def=partitions_def,
         backfill_policy=dg.BackfillPolicy.single_run() if partitions_def else None,
         pool=SPARK_POOL,

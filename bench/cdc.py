@@ -1,5 +1,5 @@
 """CDC ingest benchmark (issue 15, scope 7): Debezium change events through Spark ``local[2]``
-with ``pipelines.cdc_ingest`` (the full decoder) against what a Spark user does without us on
+with ``pipelines.cdc.ingest`` (the full decoder) against what a Spark user does without us on
 the same events in the same run.
 
     .venv/bin/python bench/cdc.py [--sizes 1000000,4000000] [--rounds 3]
@@ -12,7 +12,7 @@ the same events in the same run.
   "payload": ...}``, ``amount`` a Kafka Connect ``Decimal`` (base64 bytes, scale 2) and ``ts``
   an ``io.debezium.time.MicroTimestamp``, so the decoder reads every event's ``schema``;
   ``plain``: the payload alone, ``amount`` as decimal text and ``ts`` epoch millis.
-* **Ours**: ``pipelines.cdc_ingest.ingest`` into a fresh table (``bucket = 4``, partitioned by
+* **Ours**: ``pipelines.cdc.ingest.ingest`` into a fresh table (``bucket = 4``, partitioned by
   ``region``, ``sequence.field = _seq``): decode, classify, quarantine, latest change per key
   by source position, write, one commit.
 * **Baseline** (what a Spark user writes): ``spark.read.schema(S).json(dir)`` with ``S`` the
@@ -167,7 +167,7 @@ def measure(fn: Callable[..., object], *args: Any) -> Run:
 
 
 def ours(spark: Any, landing: Path, wh: Path, quarantine: Path) -> None:
-    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.cdc.ingest import CdcOptions, ingest
     from pipelines.config import CatalogSettings
 
     (report,) = ingest(spark, CatalogSettings(str(wh)), "db.cdc", str(landing),
@@ -219,14 +219,15 @@ def direct(landing: Path, wh: Path) -> None:
     one ``TableWrite`` (no Spark): context only."""
     import pyarrow.compute as pc
 
-    from pipelines.cdc_decode import decode_file
+    from pipelines.cdc.decode import decode_file
+    from pipelines.cdc.settings import DecodeSettings
 
     table = FileSystemCatalog(str(wh)).create_table("db.cdc", Schema.from_json(SCHEMA))
     names = [*table.schema.field_names, "_kind"]
     w = table.new_write("direct")
     for i, f in enumerate(sorted((landing / "batch-000001").iterdir())):
-        rows = decode_file(f.read_bytes(), table.schema, file_index=i, sequence_column="_seq",
-                           bucket=False, threads=True)
+        rows = decode_file(f.read_bytes(), table.schema, file_index=i, bucket=False,
+                           threads=True, settings=DecodeSettings(sequence_column="_seq"))
         w.write_arrow(rows.filter(pc.is_null(rows.column("_error"))).select(names),
                       row_kind_column="_kind")
     table.new_commit("direct").commit(w.prepare_commit(), 1)

@@ -59,7 +59,7 @@ from paimon_core import (
     UnsupportedError,
 )
 from paimon_core.spec.option_enums import BucketMode
-from pipelines.cdc_routing import Routing, routing
+from pipelines.cdc.routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle, parse_pairs
 from pipelines.session import known_partitions
 from pipelines.sink_schema import WriteSchema, write_schema

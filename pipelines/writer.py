@@ -9,7 +9,7 @@
    is not Spark's ``hash()``), and ``repartitionById`` sends each bucket to exactly one task,
    so one ``TableWrite`` owns a (partition, bucket) and its sequence numbers; dynamic bucket
    primary-key tables (``bucket=-1``) are routed by assigner channel instead
-   (:mod:`pipelines.cdc_routing`: each task runs one of Paimon's bucket assigners over its
+   (:mod:`pipelines.cdc.routing`: each task runs one of Paimon's bucket assigners over its
    slice of the key hashes, loading the table's hash index);
 3. each task writes its rows with its own ``TableWrite`` and returns its ``CommitMessage``s;
 4. the driver commits the messages of the successful tasks in one snapshot (``commit`` or
@@ -49,7 +49,7 @@ from paimon_core.integration import (
     deduplicate,
 )
 from paimon_core.spec.option_enums import BucketMode
-from pipelines.cdc_routing import Routing, routing
+from pipelines.cdc.routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle
 from pipelines.session import default_parallelism
 

@@ -136,7 +136,7 @@ def test_marker_of_a_landed_commit_is_cleared(tmp_path: Path) -> None:
 
 
 def test_failed_commit_withdraws_through_commit_batch(tmp_path: Path) -> None:
-    from pipelines.cdc_schema import commit_batch
+    from pipelines.cdc.schema import commit_batch
     from pipelines.config import CatalogSettings, TableHandle
 
     t = _table(tmp_path)

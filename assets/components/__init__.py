@@ -4,7 +4,7 @@ Four components, each a thin YAML front to the builders of :mod:`assets.cdc`,
 :mod:`assets.overwrite`, :mod:`assets.derived`, :mod:`assets.maintenance` and
 :mod:`assets.checks` (the one home of what they build):
 
-* :class:`PaimonCdcTable` — a primary-key table fed by CDC change events (``pipelines.cdc_ingest``):
+* :class:`PaimonCdcTable` — a primary-key table fed by CDC change events (``pipelines.cdc.ingest``):
   asset, checks, ingestion job and its schedule.
 * :class:`PaimonOverwriteTable` — a partitioned table whose partitions are replaced by landed
   extracts (``pipelines.batch_overwrite``): asset, checks, job and schedule.

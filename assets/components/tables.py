@@ -23,7 +23,7 @@ from assets.observations import build_table_state_sensor
 from assets.overwrite import OverwritePartitions, build_overwrite_asset
 from assets.resources import resources_for
 from assets.tables import DAILY_START, TableSpec
-from pipelines.cdc_formats import DEFAULT_FORMAT
+from pipelines.cdc.formats import DEFAULT_FORMAT
 
 __all__ = [
     "AssetAttributes",
@@ -220,7 +220,7 @@ def state_sensor_defs(spec: TableSpec, sensor: SensorAttributes | None) -> dg.De
 
 # ------------------------------------------------------------------------------ CDC
 class CdcSourceAttributes(dg.Model):
-    """Where the change events land and how they are read (``pipelines.cdc_ingest``)."""
+    """Where the change events land and how they are read (``pipelines.cdc.ingest``)."""
 
     layout: str = Field(default=DEFAULT_LAYOUT, description="batch directory under the "
                         "landing root: {table} = db.table, {partition} = the run partition")

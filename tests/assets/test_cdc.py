@@ -17,7 +17,7 @@ from assets.tables import CUSTOMERS, ORDERS
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.fsck import fsck
 from paimon_core.io.file_io import FileIO
-from pipelines.cdc_ingest import CdcOptions, ingest_batch
+from pipelines.cdc.ingest import CdcOptions, ingest_batch
 from tests.assets.helpers import assert_spark_metadata
 
 pytestmark = pytest.mark.spark
@@ -133,7 +133,7 @@ def test_snapshot_names_the_run(
     if "properties" not in {f.name for f in dataclasses.fields(CdcOptions)} and (
         not accepts_properties(ingest_batch)
     ):
-        pytest.xfail("pipelines.cdc_ingest.CdcOptions has no 'properties' for the snapshot "
+        pytest.xfail("pipelines.cdc.ingest.CdcOptions has no 'properties' for the snapshot "
                      "(issue 5 API): the run id cannot be recorded in CDC snapshots yet")
     result = _materialize([cdc_customers], resources, day=feed.days[0])
     snap = FileSystemCatalog(str(lake["warehouse"])).get_table("cdc.customers").latest_snapshot()

@@ -1,6 +1,6 @@
 """A CDC truncate (``op: "t"``) in the source reaches the derived table.
 
-The events go through the real CDC job (:func:`pipelines.cdc_ingest.ingest` on a local Spark)
+The events go through the real CDC job (:func:`pipelines.cdc.ingest.ingest` on a local Spark)
 into ``cdc.orders``; the truncate lies between other events of one batch, so the batch lands
 as APPEND, OVERWRITE (the truncate), APPEND. The derived table is then maintained by
 :func:`assets.derived.apply_range` and must equal :func:`assets.derived.enrich_orders` of a
@@ -20,7 +20,7 @@ import pytest
 from assets.derived import STAMP, apply_range, enrich_orders
 from assets.tables import ORDERS
 from paimon_core.table import FileStoreTable
-from pipelines.cdc_ingest import CdcOptions, ingest
+from pipelines.cdc.ingest import CdcOptions, ingest
 from pipelines.config import CatalogSettings
 
 pytestmark = pytest.mark.spark

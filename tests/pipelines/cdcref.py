@@ -17,8 +17,8 @@ def spark_changes(spark: Any, path: Path, schema: TableSchema, **opts: Any) -> A
     """The change rows of the JSON-lines file at ``path`` by the Spark SQL reference
     (``parse_events`` -> ``classify_events`` -> ``to_changes(keep_rejected=True)``), as Arrow."""
     from paimon_core.io.file_io import FileIO
-    from pipelines.cdc_events import classify_events, parse_events, to_changes
-    from pipelines.cdc_ingest import read_lines
+    from pipelines.cdc.batch.stage import read_lines
+    from pipelines.cdc.events import classify_events, parse_events, to_changes
 
     lines = read_lines(spark, FileIO(str(path.parent)), [str(path)])
     changes = {k: v for k, v in opts.items() if k != "unavailable"}

@@ -1,5 +1,5 @@
 """``--format debezium-avro``: Debezium envelopes in Avro container files as Kafka Connect's S3
-sink writes them (:mod:`pipelines.cdc_avro`).
+sink writes them (:mod:`pipelines.cdc.avro`).
 
 The files are written here with fastavro from the connectors' published events by Connect's
 Avro rules (``tests/pipelines/connect_avro.py``; sources in
@@ -30,7 +30,7 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.integration import FileIO
 from paimon_core.schema_builder import Schema
-from pipelines.cdc_avro import (
+from pipelines.cdc.avro import (
     CORRUPT_AVRO,
     NOT_AVRO,
     NOT_ENVELOPE,
@@ -39,9 +39,10 @@ from pipelines.cdc_avro import (
     avro_file_order,
     decode_avro_file,
 )
-from pipelines.cdc_decode import decode_file
-from pipelines.cdc_events import UNAVAILABLE, UNAVAILABLE_BASE64
-from pipelines.cdc_ingest import CdcOptions, ingest, list_batches, main
+from pipelines.cdc.decode import decode_file
+from pipelines.cdc.events import UNAVAILABLE, UNAVAILABLE_BASE64
+from pipelines.cdc.ingest import CdcOptions, ingest, list_batches, main
+from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
 from tests.pipelines.connect_avro import avro_value, container, envelope_file
 from tests.pipelines.test_cdc_types import (
@@ -121,10 +122,11 @@ def test_paimon_alltype_event_as_avro() -> None:
     schema = ALLTYPE.to_table_schema(0)
     line = (CORPUS / "debezium_schema" / "paimon_alltype.jsonl").read_text()
     got = decode_avro_file(envelope_file([json.loads(line)]), schema,
-                           position_fields=("pos",))
+                           settings=DecodeSettings(position_fields=("pos",)))
     assert got.column("_error").to_pylist() == [None]
     assert _rows(got, schema.field_names) == {1: ALLTYPE_ROW}
-    json_rows = decode_file(line.encode(), schema, position_fields=("pos",))
+    json_rows = decode_file(line.encode(), schema,
+                            settings=DecodeSettings(position_fields=("pos",)))
     assert _without_value(got) == _without_value(json_rows)
 
 
@@ -139,7 +141,8 @@ MIXED_EVENTS = [{**json.loads(x), "schema": _MIXED_SCHEMA} for x in MIXED_LINES[
 
 def test_mixed_logical_types_and_refusals_as_avro() -> None:
     schema = MIXED.to_table_schema(0)
-    got = decode_avro_file(envelope_file(MIXED_EVENTS), schema, position_fields=("pos",))
+    got = decode_avro_file(envelope_file(MIXED_EVENTS), schema,
+                           settings=DecodeSettings(position_fields=("pos",)))
     assert _rows(got, schema.field_names) == {k: MIXED_ROWS[k] for k in (1, 2)}
     errors = {r["_pos_line"]: r["_error"] for r in got.to_pylist() if r["_error"]}
     assert errors == MIXED_ERRORS  # by record number
@@ -147,7 +150,7 @@ def test_mixed_logical_types_and_refusals_as_avro() -> None:
     assert bad[4]["after"]["price"] == "AOjUpRAA"  # the record, as Debezium JSON
     lines = "\n".join(json.dumps(e) for e in MIXED_EVENTS).encode()
     assert _without_value(got) == _without_value(
-        decode_file(lines, schema, position_fields=("pos",)))
+        decode_file(lines, schema, settings=DecodeSettings(position_fields=("pos",))))
 
 
 @pytest.mark.parametrize("nullable", [False, True])
@@ -223,7 +226,8 @@ LOGICAL_ERRORS = {2: "bad value for fdec"}
 
 def test_avro_logical_types_decode_exactly() -> None:
     got = decode_avro_file(container(_LOGICAL_ENVELOPE, LOGICAL_RECORDS),
-                           LOGICAL.to_table_schema(0), position_fields=("pos",))
+                           LOGICAL.to_table_schema(0),
+                           settings=DecodeSettings(position_fields=("pos",)))
     assert _rows(got, LOGICAL.to_table_schema(0).field_names) == LOGICAL_ROWS
     assert {r["_pos_line"]: r["_error"] for r in got.to_pylist() if r["_error"]} == \
         LOGICAL_ERRORS
@@ -288,7 +292,7 @@ def test_null_records_are_tombstones() -> None:
 def test_new_column_is_sampled_for_the_schema_evolution() -> None:
     # an added column (``vip``) in a later file's schema: the job adds it, typed from the
     # samples (the records as Debezium JSON)
-    from pipelines.cdc_events import sample_new_column_values
+    from pipelines.cdc.events import sample_new_column_values
 
     s = _pg_schema(False)
     for image in s["fields"][:2]:

@@ -18,10 +18,11 @@ import pytest
 from paimon_core import SchemaError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
-from pipelines.cdc_decode import decode_events, decode_file
-from pipelines.cdc_events import position_columns
-from pipelines.cdc_ingest import BatchReport, CdcOptions, ingest
-from pipelines.cdc_toast import fill_unavailable
+from pipelines.cdc.decode import decode_events, decode_file
+from pipelines.cdc.events import position_columns
+from pipelines.cdc.ingest import BatchReport, CdcOptions, ingest
+from pipelines.cdc.settings import DecodeSettings
+from pipelines.cdc.toast import fill_unavailable
 from pipelines.config import CatalogSettings
 from tests.pipelines.cdcgen import corpus_landing
 
@@ -189,7 +190,8 @@ def test_mixed_connectors_in_one_batch_are_refused(spark: Any, tmp_path: Path) -
 def _decoded(name: str, columns: list[tuple[str, str]], **kw: Any) -> list[dict[str, Any]]:
     schema = Schema.of(columns, primary_keys=[columns[0][0]],
                        options={"bucket": "1"}).to_table_schema(0)
-    return decode_file((CORPUS / name).read_bytes(), schema, **kw).to_pylist()
+    return decode_file((CORPUS / name).read_bytes(), schema,
+                       settings=DecodeSettings.of(kw)).to_pylist()
 
 
 @pytest.mark.parametrize(("name", "columns", "positions"), [
@@ -226,7 +228,7 @@ def test_unknown_connector_is_named_and_the_flag_overrides() -> None:
                        options={"bucket": "1"}).to_table_schema(0)
     (row,) = decode_file(line, schema).to_pylist()
     assert row["_error"] == "unknown source connector"
-    (row,) = decode_file(line, schema, position_fields=["lsn"]).to_pylist()
+    (row,) = decode_file(line, schema, settings=DecodeSettings(position_fields=["lsn"])).to_pylist()
     assert row["_error"] is None and row["_pos_n0"] == 5
 
 
@@ -254,8 +256,8 @@ def test_corpus_decoders_agree_with_spark_reference(spark: Any, tmp_path: Path) 
         schema = Schema.of(columns, primary_keys=[columns[0][0]],
                            options={"bucket": "1"}).to_table_schema(0)
         seq = "_seq" if columns[-1][0] == "_seq" else None
-        ours = decode_file((CORPUS / name).read_bytes(), schema, sequence_column=seq,
-                           unavailable=unavailable)
+        ours = decode_file((CORPUS / name).read_bytes(), schema,
+                           settings=DecodeSettings(sequence_column=seq, unavailable=unavailable))
         ref = spark_changes(spark, CORPUS / name, schema, position_fields=None,
                             epoch_unit="ms", sequence_column=seq, unavailable=unavailable)
         assert compared_rows(ours, schema) == compared_rows(ref, schema), name
@@ -277,7 +279,8 @@ def test_sequence_value_per_connector() -> None:
     mongo["payload"]["after"] = {"_id": 1004}
     schema = Schema.of([("_id", "BIGINT"), ("_seq", "BIGINT")], primary_keys=["_id"],
                        options={"bucket": "1"}).to_table_schema(0)
-    (row,) = decode_file(json.dumps(mongo).encode(), schema, sequence_column="_seq").to_pylist()
+    (row,) = decode_file(json.dumps(mongo).encode(), schema,
+                         settings=DecodeSettings(sequence_column="_seq")).to_pylist()
     assert row["_error"] is None and row["_seq"] == 1558965508 * 2**32 + 31
     rows = _decoded("sqlserver/update_before_create.jsonl", cols, sequence_column="_seq")
     assert {r["_error"] for r in rows} == {

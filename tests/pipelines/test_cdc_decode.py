@@ -16,12 +16,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from paimon_core.errors import ConfigError
 from paimon_core.read.merge import deduplicate
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
-from pipelines.cdc_decode import BAD_UTF8, decode_events, decode_file, split_lines, split_text
-from pipelines.cdc_events import position_columns
-from pipelines.cdc_ingest import _ipc, _last_changes, _tables
+from pipelines.cdc.batch.rows import last_changes
+from pipelines.cdc.batch.stage import blob_tables, ipc_blob
+from pipelines.cdc.decode import decode_events, decode_file
+from pipelines.cdc.events import position_columns
+from pipelines.cdc.ingest import CdcOptions
+from pipelines.cdc.lines import BAD_UTF8, split_lines, split_text
+from pipelines.cdc.settings import DecodeSettings
 from tests.pipelines.cdcgen import SCHEMA, generate
 from tests.pipelines.cdcref import compared_rows, spark_changes
 
@@ -69,9 +74,10 @@ def test_decode_file_equals_decode_events_on_generated_streams() -> None:
         for variant in (lines, [*lines[:5], "null", "", "  ", *lines[5:]]):
             for sep in ("\n", "\r\n"):
                 data = (sep.join(variant) + sep).encode()
-                got = decode_file(data, schema, file_index=b, sequence_column="_seq")
+                got = decode_file(data, schema, file_index=b,
+                                  settings=DecodeSettings(sequence_column="_seq"))
                 ref = decode_events(split_text(data), schema, file_index=b,
-                                    sequence_column="_seq")
+                                    settings=DecodeSettings(sequence_column="_seq"))
                 assert got.equals(ref)
                 assert got.num_rows >= len(lines) - 4
                 events = [i for i, x in enumerate(variant, 1) if x.strip() not in ("", "null")]
@@ -88,7 +94,7 @@ def test_whole_file_path_positions_and_values() -> None:
         _event("d", 9, {"region": "emea", "id": 1, "name": "gone", "amount": "2.25"}, None),
     ]
     out = decode_file(("\n".join(lines)).encode(), schema, file_index=3,
-                      sequence_column="_seq")
+                      settings=DecodeSettings(sequence_column="_seq"))
     assert out.column("_pos_file").to_pylist() == [3, 3]
     assert out.column("_pos_line").to_pylist() == [1, 2]
     assert out.column("_kind").to_pylist() == ["+I", "-D"]
@@ -110,7 +116,8 @@ def test_key_change_carries_the_converted_before_image() -> None:
     after = {**before, "id": 7, "name": "now", "amount": "9.99"}
     lines = [_event("u", 40, before, after),
              _event("u", 41, before, {**before, "name": "same key"})]
-    out = decode_file("\n".join(lines).encode(), schema, sequence_column="_seq")
+    out = decode_file("\n".join(lines).encode(), schema,
+                      settings=DecodeSettings(sequence_column="_seq"))
     rows = sorted(out.to_pylist(), key=lambda r: (r["_pos_line"], r["_event"]))
     assert [(r["_kind"], r["id"], r["_event"]) for r in rows] == [
         ("+U", 7, 0), ("-D", 6, 1), ("+U", 6, 0)]
@@ -151,9 +158,9 @@ def test_ipc_blobs_round_trip() -> None:
     rows = decode_file(("\n".join(stream.batches[0]) + "\n").encode(), schema)
     parts = [rows.slice(0, 100), rows.slice(100)]
     batch = pa.RecordBatch.from_pydict({"bucket": pa.array([0, 1], pa.int32()),
-                                        "data": pa.array([_ipc(p) for p in parts],
+                                        "data": pa.array([ipc_blob(p) for p in parts],
                                                          pa.binary())})
-    got = list(_tables(iter([batch])))
+    got = list(blob_tables(iter([batch])))
     assert [t.num_rows for t in got] == [100, rows.num_rows - 100]
     assert pa.concat_tables(got).equals(rows)
 
@@ -164,11 +171,12 @@ def test_last_changes_equals_deduplicate() -> None:
                       evolve_from_batch=None)
     pos = position_columns(("lsn",))
     tables = [decode_file(("\n".join(b) + "\n").encode(), schema, file_index=i,
-                          sequence_column="_seq") for i, b in enumerate(stream.batches)]
+                          settings=DecodeSettings(sequence_column="_seq"))
+              for i, b in enumerate(stream.batches)]
     data = pa.concat_tables(tables)
     data = data.filter(pc.is_null(data.column("_error")))
     keys = list(schema.primary_keys)
-    fast = _last_changes(data, keys, pos)
+    fast = last_changes(data, keys, pos)
     ref = deduplicate(data, keys, pos)
     order = [("region", "ascending"), ("id", "ascending")]
     assert fast.num_rows == ref.num_rows == len({(r, i) for r, i in zip(
@@ -184,14 +192,14 @@ def test_last_changes_equals_deduplicate() -> None:
     mixed = data.set_column(data.schema.get_field_index("_pos_n0"), "_pos_n0",
                             pc.if_else(pa.array(np.arange(data.num_rows) % 7 == 0),
                                        pa.scalar(None, pa.int64()), data.column("_pos_n0")))
-    assert _last_changes(mixed, keys, pos).sort_by(order).equals(
+    assert last_changes(mixed, keys, pos).sort_by(order).equals(
         deduplicate(mixed, keys, pos).sort_by(order))
 
 
 def test_later_row_wins_a_tie() -> None:
     t = pa.table({"k": pa.array(["a", "a", "b"]), "p": pa.array([1, 1, 0], pa.int64()),
                   "v": pa.array([1, 2, 3])})
-    out = _last_changes(t, ["k"], ["p"])
+    out = last_changes(t, ["k"], ["p"])
     assert sorted(out.to_pylist(), key=lambda r: r["k"]) == [
         {"k": "a", "p": 1, "v": 2}, {"k": "b", "p": 0, "v": 3}]
 
@@ -218,7 +226,7 @@ def test_decode_file_agrees_with_spark_reference_on_hard_lines(spark: Any,
     f.write_bytes(data)
     opts = {"position_fields": ["lsn"], "epoch_unit": "ms"}
     ref = spark_changes(spark, f, schema, **opts)
-    ours = decode_file(data, schema, file_index=0, **opts)  # type: ignore[arg-type]
+    ours = decode_file(data, schema, file_index=0, settings=DecodeSettings.of(opts))
     assert compared_rows(ours, schema) == compared_rows(ref, schema)
     assert len(compared_rows(ours, schema)) == 7  # 5 events + the key change's -D + tombstone
     errors = dict(zip(ours.column("_pos_line").to_pylist(), ours.column("_error").to_pylist()))
@@ -235,7 +243,7 @@ def test_integers_from_text_exact(root: str, arrow: pa.DataType, bits: int) -> N
     import re
 
     from paimon_core.types import AtomicType, TypeRoot
-    from pipelines.cdc_values import convert
+    from pipelines.cdc.values import convert
 
     texts = ["1", "-1", "007", "-0", "127", "128", "-129", "32767", "32768", "2147483647",
              "2147483648", "-2147483648", "-2147483649", "x", None, "1.0", " 1", "+5", "",
@@ -259,7 +267,8 @@ def test_decode_files_rows_equal_the_decoder(spark: Any, tmp_path: Path) -> None
     """The DataFrame of rows (the blobs expanded) holds exactly the decoder's rows."""
     from paimon_core.catalog import FileSystemCatalog
     from paimon_core.io.file_io import FileIO
-    from pipelines.cdc_ingest import CdcOptions, decode_files
+    from pipelines.cdc.batch.stage import decode_files
+    from pipelines.cdc.ingest import CdcOptions
     from pipelines.config import CatalogSettings, TableHandle
 
     stream = generate(seed=4, keys=20, events=400, batches=2, evolve_from_batch=1)
@@ -272,7 +281,8 @@ def test_decode_files_rows_equal_the_decoder(spark: Any, tmp_path: Path) -> None
     handle = TableHandle.load(CatalogSettings(str(tmp_path / "wh")), "db.cdc")
     got = decode_files(spark, FileIO(str(tmp_path)), files, handle, CdcOptions()).toArrow()
     want = pa.concat_tables([
-        decode_file(Path(f).read_bytes(), handle.schema, file_index=i, sequence_column="_seq")
+        decode_file(Path(f).read_bytes(), handle.schema, file_index=i,
+                    settings=DecodeSettings(sequence_column="_seq"))
         for i, f in enumerate(files)])
     key = [("_pos_file", "ascending"), ("_pos_line", "ascending"), ("_event", "ascending")]
     assert got.num_rows == want.num_rows >= sum(len(b) for b in stream.batches)
@@ -290,9 +300,10 @@ def test_failing_lines_are_found_wherever_they_are() -> None:
            201: '{"op":"c","after":{"region":"emea","id":1}', len(lines) - 1: "{"}
     for i, text in bad.items():
         lines[i] = text
-    got = decode_file("\n".join(lines).encode(), schema, sequence_column="_seq")
+    got = decode_file("\n".join(lines).encode(), schema,
+                      settings=DecodeSettings(sequence_column="_seq"))
     alone = pa.concat_tables([decode_events([x], schema, first_line=i,
-                                            sequence_column="_seq")
+                                            settings=DecodeSettings(sequence_column="_seq"))
                               for i, x in enumerate(lines, 1)])
     key = [("_pos_line", "ascending"), ("_event", "ascending")]
     assert got.sort_by(key).equals(alone.sort_by(key))
@@ -300,3 +311,39 @@ def test_failing_lines_are_found_wherever_they_are() -> None:
     assert errors == {0: "malformed JSON", 57: "malformed JSON", 58: "malformed JSON",
                       200: "bad value for id", 201: "malformed JSON",
                       len(lines) - 1: "malformed JSON"}
+
+
+@pytest.mark.parametrize(("given", "named"), [
+    ({"epoch_unit": "s"}, "epoch_unit"),  # was taken as microseconds, without a word
+    ({"epoch_unit": "ns"}, "epoch_unit"),
+    ({"unavailable": "keep"}, "unavailable"),
+    ({"position_fields": "lsn"}, "position_fields"),  # a string, not a list of fields
+    ({"position_fields": ()}, "position_fields"),
+    ({"sequence_column": ""}, "sequence_column"),
+])
+def test_job_options_refuse_a_decode_setting_by_name(given: dict[str, Any], named: str) -> None:
+    """The job's options refuse, when they are made, a decode setting the decoders do not
+    know, naming it (before any event is read)."""
+    with pytest.raises(ConfigError, match=named) as e:
+        CdcOptions(**given)
+    assert e.value.setting == named
+
+
+def test_decode_settings_refuse_an_unknown_name() -> None:
+    with pytest.raises(ConfigError, match="epoch_units") as e:
+        DecodeSettings.of({"epoch_units": "ms", "sequence_column": "_seq"})
+    assert e.value.setting == "epoch_units"
+    assert DecodeSettings.of({"position_fields": ["lsn"]}) == DecodeSettings(("lsn",))
+
+
+def test_decode_settings_choose_the_epoch_unit() -> None:
+    """``epoch_unit`` reaches the value decoder: the same number is milliseconds or
+    microseconds."""
+    schema = Schema.of([("id", "INT NOT NULL"), ("ts", "TIMESTAMP(6)")],
+                       primary_keys=["id"], options={"bucket": "1"}).to_table_schema(0)
+    line = json.dumps({"op": "c", "after": {"id": 1, "ts": 1_700_000_000_123},
+                       "source": {"connector": "postgresql", "lsn": 7}})
+    got = {u: decode_events([line], schema, settings=DecodeSettings(epoch_unit=u))
+           .column("ts").to_pylist()[0] for u in ("ms", "us")}
+    assert got == {"ms": datetime.datetime(2023, 11, 14, 22, 13, 20, 123000),
+                   "us": datetime.datetime(1970, 1, 20, 16, 13, 20, 123)}

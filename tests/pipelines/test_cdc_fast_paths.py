@@ -1,6 +1,6 @@
 """The decoder's column-wise shortcuts give what the value-by-value paths give: one schema
-shared by every line read once (:mod:`pipelines.cdc_shared_schema`), Kafka Connect decimals
-decoded with numpy (:mod:`pipelines.cdc_connect_decimal`)."""
+shared by every line read once (:mod:`pipelines.cdc.shared_schema`), Kafka Connect decimals
+decoded with numpy (:mod:`pipelines.cdc.connect_decimal`)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ import pytest
 
 from paimon_core import Schema
 from paimon_core.catalog import FileSystemCatalog
-from pipelines.cdc_connect_decimal import connect_decimal_values
-from pipelines.cdc_decode import decode_events, decode_file
-from pipelines.cdc_shared_schema import strip_shared_schema
-from pipelines.cdc_values import _fit_decimal, _unscaled
+from pipelines.cdc.connect_decimal import connect_decimal_values
+from pipelines.cdc.decode import decode_events, decode_file
+from pipelines.cdc.settings import DecodeSettings
+from pipelines.cdc.shared_schema import strip_shared_schema
+from pipelines.cdc.values import _fit_decimal, _unscaled
 from tests.pipelines.cdcgen import ENVELOPE_SCHEMA, SCHEMA, generate, write_landing
 
 
@@ -82,8 +83,8 @@ def test_one_schema_in_every_line_is_read_once(tmp_path: Path) -> None:
         not lines[1].startswith("{")
     # the shortcut and the line-by-line path (each line's own schema) give the same rows,
     # malformed lines included (same line numbers, the event text as it was)
-    got = decode_file(data, schema, sequence_column="_seq")
-    want = decode_events(lines, schema, sequence_column="_seq")
+    got = decode_file(data, schema, settings=DecodeSettings(sequence_column="_seq"))
+    want = decode_events(lines, schema, settings=DecodeSettings(sequence_column="_seq"))
     assert got.equals(want)
     assert sorted(x for x in got.column("_error").to_pylist() if x) == [
         "bad value for id", "malformed JSON", "missing before", "unknown op"]
@@ -102,6 +103,6 @@ def test_lines_with_other_schemas_are_not_shortened(tmp_path: Path) -> None:
     lines[3] = json.dumps(other, separators=(",", ":"))
     data = ("\n".join(lines) + "\n").encode()
     assert strip_shared_schema(data, len(lines)) is None
-    assert decode_file(data, schema, sequence_column="_seq").equals(
-        decode_events(lines, schema, sequence_column="_seq"))
+    assert decode_file(data, schema, settings=DecodeSettings(sequence_column="_seq")).equals(
+        decode_events(lines, schema, settings=DecodeSettings(sequence_column="_seq")))
     assert strip_shared_schema(b'{"payload":{},"schema":{}}\n{"payload":{}}\n', 2) is None

@@ -17,8 +17,10 @@ import pytest
 from paimon_core import SchemaError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
-from pipelines.cdc_formats import DDL, FORMATS, check_sequence
-from pipelines.cdc_ingest import BatchReport, CdcOptions, build_parser, ingest
+from pipelines.cdc.format_views import DDL
+from pipelines.cdc.formats import FORMATS, check_sequence
+from pipelines.cdc.ingest import BatchReport, CdcOptions, build_parser, ingest
+from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
 from tests.pipelines.cdcgen import corpus_landing
 
@@ -61,10 +63,10 @@ def _schema(columns: list[tuple[str, str]], **options: str) -> Any:
 
 def _decode(fmt: str, name: str, columns: list[tuple[str, str]] = PRODUCTS,
             **kw: Any) -> list[dict[str, Any]]:
-    kw = {"file_index": 0, "position_fields": None, "epoch_unit": "ms",
-          "sequence_column": None, "unavailable": "previous", "threads": False, **kw}
+    settings = DecodeSettings.of({k: kw.pop(k) for k in list(kw) if k != "file_index"})
     rows: list[dict[str, Any]] = FORMATS[fmt].decode((CORPUS / name).read_bytes(),
-                                                     _schema(columns), **kw).to_pylist()
+                                                     _schema(columns), settings=settings,
+                                                     threads=False, **kw).to_pylist()
     return rows
 
 
@@ -234,7 +236,7 @@ QUERY_DDL = ('{"data":null,"database":"canal_hvygfc","es":1697788899000,"id":1,"
 def test_whole_file_and_line_paths_agree_in_other_formats() -> None:
     """A file of ``{`` lines is parsed whole; with a blank line it is split into lines: the
     same rows (a Debezium envelope tombstone is no tombstone in another format)."""
-    from pipelines.cdc_decode import decode_file
+    from pipelines.cdc.decode import decode_file
 
     for fmt, name in [("canal-json", "canal/edited.jsonl"), ("ogg-json", "ogg/truncate.jsonl"),
                       ("maxwell-json", "maxwell/docs_position.jsonl")]:
@@ -358,7 +360,7 @@ def test_a_sequence_column_the_format_cannot_fill_is_refused(spark: Any,
 
 
 def test_unknown_format_is_refused(tmp_path: Path) -> None:
-    from pipelines.cdc_ingest import ingest_batch
+    from pipelines.cdc.ingest import ingest_batch
 
     wh = str(tmp_path / "wh")
     FileSystemCatalog(wh).create_table("db.t", Schema.of(PRODUCTS, primary_keys=["id"],
@@ -392,7 +394,7 @@ REFERENCE_CASES: list[tuple[list[tuple[str, str]], list[tuple[str, str]]]] = [
 def test_fast_path_agrees_with_the_reference(spark: Any, tmp_path: Path,
                                              columns: list[tuple[str, str]],
                                              cases: list[tuple[str, str]]) -> None:
-    """The Spark SQL reference (``pipelines.cdc_format_events`` then ``cdc_events``): the same
+    """The Spark SQL reference (``pipelines.cdc.format_events`` then ``cdc_events``): the same
     rows, kinds, reasons and positions."""
     from tests.pipelines.cdcfmtref import spark_sql_rows
 

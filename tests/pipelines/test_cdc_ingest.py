@@ -23,7 +23,8 @@ from paimon_core.cli.canonical import canonical_lines
 from paimon_core.fsck import fsck
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
-from pipelines.cdc_ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest, main
+from pipelines.cdc.ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest, main
+from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
 from tests.pipelines.cdcgen import SCHEMA, CdcStream, generate, model_rows, write_landing
 
@@ -160,7 +161,7 @@ DECODE_LINES = [
 
 
 def test_arrow_decoder_agrees_with_spark_reference(spark: Any, tmp_path: Path) -> None:
-    from pipelines.cdc_decode import decode_events
+    from pipelines.cdc.decode import decode_events
     from tests.pipelines.cdcref import compared_rows, spark_changes
 
     schema = DECODE_SCHEMA.to_table_schema(0)
@@ -168,7 +169,8 @@ def test_arrow_decoder_agrees_with_spark_reference(spark: Any, tmp_path: Path) -
     f = tmp_path / "events.jsonl"
     f.write_text("\n".join(DECODE_LINES) + "\n")
     ref = spark_changes(spark, f, schema, **opts)
-    ours = decode_events(DECODE_LINES, schema, file_index=0, **opts)
+    ours = decode_events(DECODE_LINES, schema, file_index=0,
+                         settings=DecodeSettings.of(opts))
     assert set(ours.column("_pos_file").to_pylist()) == {0}  # the file's ordinal
     assert compared_rows(ours, schema) == compared_rows(ref, schema)
     assert ours.schema.field("k").type == ref.schema.field("k").type

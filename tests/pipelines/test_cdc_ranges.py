@@ -1,4 +1,4 @@
-"""The CDC job's line-aligned byte ranges (:mod:`pipelines.cdc_ranges`): planning against a
+"""The CDC job's line-aligned byte ranges (:mod:`pipelines.cdc.ranges`): planning against a
 brute-force reference (Hadoop's rule: a line belongs to the range it starts in), ranged reads
 through FileIO (local, memory, S3), and a file decoded in many small ranges giving exactly the
 rows of its unsplit decode, positions and quarantine line numbers included (line positions of
@@ -26,10 +26,10 @@ from paimon_core.cli.canonical import canonical_lines
 from paimon_core.io.file_io import FileIO
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
-from pipelines.cdc_decode import decode_file
-from pipelines.cdc_formats import FORMATS
-from pipelines.cdc_ingest import CdcOptions, ingest, main
-from pipelines.cdc_ranges import (
+from pipelines.cdc.decode import decode_file
+from pipelines.cdc.formats import FORMATS
+from pipelines.cdc.ingest import CdcOptions, ingest, main
+from pipelines.cdc.ranges import (
     LINE_BITS,
     LineNumbers,
     LineRange,
@@ -37,6 +37,7 @@ from pipelines.cdc_ranges import (
     plan_ranges,
     split_points,
 )
+from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
 from tests.pipelines.cdcgen import (
     ENVELOPE_SCHEMA,
@@ -209,7 +210,7 @@ def _special_file() -> tuple[bytes, dict[int, str]]:
 def test_split_decode_equals_the_whole_file() -> None:
     schema = _schema()
     data, at = _special_file()
-    kw = {"sequence_column": "_seq"}
+    kw = {"settings": DecodeSettings(sequence_column="_seq")}
     whole = decode_file(data, schema, **kw).sort_by(KEY)
     errors = {r["_pos_line"]: r["_error"] for r in whole.to_pylist() if r["_error"]}
     assert errors == {n: {"not json": "malformed JSON", "bad value": "bad value for id",
@@ -237,11 +238,12 @@ def test_split_decode_of_crlf_file() -> None:
     schema = _schema()
     stream = generate(seed=23, keys=10, events=40, batches=1, evolve_from_batch=None)
     data = ("\r\n".join(stream.batches[0]) + "\r\n").encode()
-    whole = decode_file(data, schema, sequence_column="_seq").sort_by(KEY)
+    whole = decode_file(data, schema, settings=DecodeSettings(sequence_column="_seq")).sort_by(KEY)
     assert sorted(r["_error"] for r in whole.to_pylist() if r["_error"]) == [
         "bad value for id", "malformed JSON"]
     for m in (1, 50, 333, 1000):
-        got = _split_decode(data, m, schema=schema, sequence_column="_seq").sort_by(KEY)
+        got = _split_decode(data, m, schema=schema,
+                            settings=DecodeSettings(sequence_column="_seq")).sort_by(KEY)
         assert got.equals(whole), m
 
 
@@ -268,8 +270,7 @@ def test_published_examples_split_decode_equals_whole(columns: list[tuple[str, s
     schema = Schema.of(columns, primary_keys=[columns[0][0]],
                        options={"bucket": "2"}).to_table_schema(0)
     data = (CORPUS / name).read_bytes()
-    kw = {"schema": schema, "file_index": 3, "position_fields": None, "epoch_unit": "ms",
-          "sequence_column": None, "unavailable": "previous", "threads": False}
+    kw = {"schema": schema, "file_index": 3, "settings": DecodeSettings(), "threads": False}
     decode = FORMATS[fmt].decode
     whole = decode(data, **kw).sort_by(KEY)
     assert whole.num_rows >= 1
@@ -393,7 +394,7 @@ def test_java_reads_the_table_written_in_ranges(spark: Any, tmp_path: Path) -> N
 @pytest.mark.spark
 def test_range_size_from_spark_conf(spark: Any) -> None:
     from paimon_core.errors import SchemaError
-    from pipelines.cdc_ingest import max_partition_bytes
+    from pipelines.cdc.batch.stage import max_partition_bytes
 
     key = "spark.sql.files.maxPartitionBytes"
     old = spark.conf.get(key, None)

@@ -20,7 +20,7 @@ from paimon_core.cli.canonical import canonical_lines
 from paimon_core.fsck import fsck, orphan_files
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
-from pipelines.cdc_ingest import BatchReport, CdcOptions, ingest
+from pipelines.cdc.ingest import BatchReport, CdcOptions, ingest
 from pipelines.config import CatalogSettings
 from tests.pipelines.cdcgen import corpus_landing
 

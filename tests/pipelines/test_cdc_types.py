@@ -21,7 +21,8 @@ import pytest
 
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
-from pipelines.cdc_decode import decode_file
+from pipelines.cdc.decode import decode_file
+from pipelines.cdc.settings import DecodeSettings
 
 CORPUS = Path(__file__).parent / "cdc_corpus" / "debezium_schema"
 D = decimal.Decimal
@@ -171,7 +172,7 @@ def _rows(t: Any, names: list[str]) -> dict[Any, dict[str, Any]]:
 def test_paimon_alltype_event_decoded_by_its_schema() -> None:
     schema = ALLTYPE.to_table_schema(0)
     got = decode_file((CORPUS / "paimon_alltype.jsonl").read_bytes(), schema,
-                      position_fields=("pos",))
+                      settings=DecodeSettings(position_fields=("pos",)))
     assert got.column("_error").to_pylist() == [None]
     assert _rows(got, schema.field_names) == {1: ALLTYPE_ROW}
 
@@ -179,7 +180,7 @@ def test_paimon_alltype_event_decoded_by_its_schema() -> None:
 def test_mixed_logical_types_and_refusals() -> None:
     schema = MIXED.to_table_schema(0)
     got = decode_file(("\n".join(MIXED_LINES) + "\n").encode(), schema,
-                      position_fields=("pos",))
+                      settings=DecodeSettings(position_fields=("pos",)))
     assert _rows(got, schema.field_names) == MIXED_ROWS
     errors = {r["_pos_line"]: r["_error"] for r in got.to_pylist() if r["_error"]}
     assert errors == MIXED_ERRORS
@@ -199,13 +200,13 @@ def test_spark_reference_agrees(spark: Any, tmp_path: Path) -> None:
         f = tmp_path / f"events-{i}.jsonl"
         f.write_text("\n".join(lines) + "\n")
         ref = spark_changes(spark, f, schema, **opts)
-        ours = decode_file(f.read_bytes(), schema, **opts)
+        ours = decode_file(f.read_bytes(), schema, settings=DecodeSettings.of(opts))
         assert compared_rows(ours, schema) == compared_rows(ref, schema)
 
 
 @pytest.mark.spark
 def test_ingest_lands_exact_values(spark: Any, tmp_path: Path) -> None:
-    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.cdc.ingest import CdcOptions, ingest
     from pipelines.config import CatalogSettings
 
     wh = str(tmp_path / "wh")
@@ -268,7 +269,7 @@ def test_numbers_longer_than_a_double_land_exactly() -> None:
             (LONG, LONG_LINES, LONG_ROWS, {3: "bad value for d38"})]:
         schema = sch.to_table_schema(0)
         for data in [("\n".join(lines) + "\n").encode(), ("\r\n".join(lines)).encode()]:
-            got = decode_file(data, schema, position_fields=("pos",))
+            got = decode_file(data, schema, settings=DecodeSettings(position_fields=("pos",)))
             assert _rows(got, schema.field_names) == rows
             assert {r["_pos_line"]: r["_error"] for r in got.to_pylist()
                     if r["_error"]} == errors
@@ -278,7 +279,7 @@ def test_numbers_longer_than_a_double_land_exactly() -> None:
 
 @pytest.mark.spark
 def test_ingest_lands_long_numbers_exactly(spark: Any, tmp_path: Path) -> None:
-    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.cdc.ingest import CdcOptions, ingest
     from pipelines.config import CatalogSettings
 
     wh = str(tmp_path / "wh")
@@ -380,7 +381,7 @@ TEMPORAL_ERRORS = {4: "bad value for t0", 5: "bad value for t3", 6: "bad value f
 def test_times_zoned_timestamps_and_bits() -> None:
     schema = TEMPORAL.to_table_schema(0)
     got = decode_file(("\n".join(TEMPORAL_LINES) + "\n").encode(), schema,
-                      position_fields=("pos",))
+                      settings=DecodeSettings(position_fields=("pos",)))
     assert _rows(got, schema.field_names) == TEMPORAL_ROWS
     assert {r["_pos_line"]: r["_error"] for r in got.to_pylist()
             if r["_error"]} == TEMPORAL_ERRORS
@@ -460,7 +461,7 @@ def test_debezium_documented_types_agree_with_spark_reference(spark: Any,
 @pytest.fixture(scope="module")
 def types_warehouse(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The documented-types corpus ingested by the job, one table per connector."""
-    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.cdc.ingest import CdcOptions, ingest
     from pipelines.config import CatalogSettings
 
     root = tmp_path_factory.mktemp("types")
@@ -539,14 +540,14 @@ NESTED_ERRORS = {3: "bad value for a", 4: "bad value for r"}
 def test_nested_values_land_exactly() -> None:
     schema = NESTED.to_table_schema(0)
     for data in [("\n".join(NESTED_LINES) + "\n").encode(), "\r\n".join(NESTED_LINES).encode()]:
-        got = decode_file(data, schema, position_fields=("pos",))
+        got = decode_file(data, schema, settings=DecodeSettings(position_fields=("pos",)))
         assert _rows(got, schema.field_names) == NESTED_ROWS
         assert {r["_pos_line"]: r["_error"] for r in got.to_pylist()
                 if r["_error"]} == NESTED_ERRORS
 
 
 def test_bad_value_names_the_refused_value() -> None:
-    from pipelines.cdc_values import BAD_VALUE_CHARS, bad_value
+    from pipelines.cdc.values import BAD_VALUE_CHARS, bad_value
 
     assert [bad_value(NESTED_LINES[k - 1], r) for k, r in NESTED_ERRORS.items()] == [
         "[1.005]", '{"x":12345678901234567890123456789,"s":"z","d":1}']
@@ -563,8 +564,8 @@ def test_time_column_keeps_its_value_across_batches_and_toast(spark: Any,
     """A TIME column through two batches: the second one's update carries the TOAST
     placeholder in another column, so the job fills it from the table (read back as Paimon's
     millisecond TIME) beside the decoded times."""
-    from pipelines.cdc_events import UNAVAILABLE
-    from pipelines.cdc_ingest import CdcOptions, ingest
+    from pipelines.cdc.events import UNAVAILABLE
+    from pipelines.cdc.ingest import CdcOptions, ingest
     from pipelines.config import CatalogSettings
 
     sch = Schema.of([("id", "INT NOT NULL"), ("t", "TIME(3)"), ("note", "STRING")],
@@ -598,7 +599,7 @@ def test_geojson_refuses_what_it_cannot_write() -> None:
     import base64
     import struct
 
-    from pipelines.cdc_values import geojson
+    from pipelines.cdc.geometry import geojson
 
     def b64(raw: bytes) -> str:
         return base64.b64encode(raw).decode()

@@ -19,13 +19,13 @@ from paimon_core.schema_builder import Schema
 from pipelines.session import source_root
 from tests.readme_harness import VENV_BIN
 
-JOBS = ["pipelines.cdc_ingest", "pipelines.compact", "pipelines.expire",
+JOBS = ["pipelines.cdc.ingest", "pipelines.compact", "pipelines.expire",
         "pipelines.batch_overwrite"]
 
 
 def _job_args(job: str, tmp: Path) -> list[str]:
     """The job's own required flags (besides --warehouse / --table)."""
-    return {"pipelines.cdc_ingest": ["--landing", str(tmp / "landing")],
+    return {"pipelines.cdc.ingest": ["--landing", str(tmp / "landing")],
             "pipelines.batch_overwrite": ["--input", str(tmp / "in.parquet")]}.get(job, [])
 
 
@@ -89,7 +89,7 @@ def test_unknown_type_names_file_column_and_closest_type(tmp_path: Path) -> None
     p = _run([str(VENV_BIN / "paimon"), "create", "--warehouse", wh, "--table", "shop.orders",
               "--schema", str(schema)])
     assert p.returncode == 1 and said in p.stderr, p.stderr
-    p = _run([sys.executable, "-m", "pipelines.cdc_ingest", "--warehouse", wh, "--table",
+    p = _run([sys.executable, "-m", "pipelines.cdc.ingest", "--warehouse", wh, "--table",
               "shop.orders", "--landing", str(tmp_path), "--schema", str(schema)])
     assert p.returncode == 1 and said in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert "SparkContext" not in p.stderr

@@ -12,7 +12,7 @@ kept as ``connect.name`` (``io.debezium.time.MicroTimestamp`` on a ``long``,
 ``scale``, ``io.debezium.data.VariableScaleDecimal`` on a ``{scale, value}`` record, ...).
 
 :func:`decode_avro_file` reads such a file into the envelope view of
-:mod:`pipelines.cdc_decode` and decodes it there, so that one conversion code path serves
+:mod:`pipelines.cdc.decode` and decodes it there, so that one conversion code path serves
 Avro and Debezium JSON:
 
 - the records are read by ``fastavro`` *without* its logical-type conversions (the header's
@@ -25,10 +25,10 @@ Avro and Debezium JSON:
 - the Avro annotations become the ``schema`` part of a JSON envelope: per column its Connect
   logical name (``connect.name``, else the Avro ``logicalType``'s equivalent, see
   :data:`AVRO_LOGICAL_NAMES`) and a decimal's ``scale``, which
-  :func:`pipelines.cdc_values.schema_types` reads exactly as it reads Debezium JSON with
+  :func:`pipelines.cdc.values.schema_types` reads exactly as it reads Debezium JSON with
   schemas enabled.
 
-Every record then goes through :func:`pipelines.cdc_decode._chunk_rows` (the JSON path's
+Every record then goes through :func:`pipelines.cdc.decode._chunk_rows` (the JSON path's
 decoder: operations, keys, positions, refusals); ``_pos_line`` is the record's 1-based
 ordinal in the file, and the ``_value`` of a rejected record is the record as Debezium JSON
 (without schema). A ``null`` record (a top-level ``["null", Envelope]`` union) is a
@@ -41,7 +41,7 @@ not a record, or whose data is corrupt becomes one rejected event (reasons
 reading stopped (the records of the blocks before it are decoded); the job quarantines it
 like a malformed JSON line, and the batch's error ratio decides.
 
-The Spark SQL reference decoder (:mod:`pipelines.cdc_events`) reads JSON only: the Avro
+The Spark SQL reference decoder (:mod:`pipelines.cdc.events`) reads JSON only: the Avro
 path is checked against the JSON path instead (the same events as Avro and as Debezium
 JSON with schemas decode to the same rows; ``tests/pipelines/test_cdc_avro.py``).
 """
@@ -52,7 +52,7 @@ import importlib.util
 import io
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import fastavro
@@ -62,9 +62,11 @@ import pyarrow.compute as pc
 from fastavro.read import HEADER_SCHEMA
 
 from paimon_core import TableSchema
-from pipelines.cdc_decode import _chunk_rows, _Lazy, outcome_rows, output_schema, with_buckets
-from pipelines.cdc_events import TOMBSTONE, Unavailable
-from pipelines.cdc_values import CONNECT_DECIMAL
+from pipelines.cdc.decode import _chunk_rows, outcome_rows, output_schema, with_buckets
+from pipelines.cdc.events import TOMBSTONE
+from pipelines.cdc.lines import Lazy
+from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
+from pipelines.cdc.values import CONNECT_DECIMAL
 
 __all__ = ["AVRO_LOGICAL_NAMES", "AVRO_MAGIC", "CORRUPT_AVRO", "NOT_AVRO", "NOT_ENVELOPE",
            "UNSUPPORTED_CODEC", "UNSUPPORTED_SCHEMA", "Stop", "avro_file_order", "decode_avro_file",
@@ -238,7 +240,7 @@ def _connect_field(name: str, s: Any, names: _Names, namespace: str | None) -> d
 def _envelope_schema(record: Mapping[str, Any], names: _Names,
                      namespace: str | None) -> dict[str, Any]:
     """The envelope's schema as Debezium JSON prints it (only what
-    :func:`pipelines.cdc_values.schema_types` reads): the columns of ``after`` (else
+    :func:`pipelines.cdc.values.schema_types` reads): the columns of ``after`` (else
     ``before``) with their logical names."""
     images = {f["name"]: f["type"] for f in record.get("fields", [])}
     image = images.get("after", images.get("before"))
@@ -433,27 +435,23 @@ def decode_avro_file(
     schema: TableSchema,
     *,
     file_index: int = 0,
-    position_fields: Sequence[str] | None = None,
-    epoch_unit: str = "ms",
-    sequence_column: str | None = None,
-    unavailable: Unavailable = "previous",
+    settings: DecodeSettings = DEFAULT_SETTINGS,
     bucket: bool = True,
     threads: bool = False,
 ) -> pa.Table:
     """The change rows of one Avro container file of Debezium envelopes (see the module
-    docs), as :func:`pipelines.cdc_decode.decode_file` returns them for a JSON file (same
-    columns, :func:`pipelines.cdc_decode.output_schema`); ``_pos_line`` is the record's
+    docs), as :func:`pipelines.cdc.decode.decode_file` returns them for a JSON file (same
+    columns, :func:`pipelines.cdc.decode.output_schema`); ``_pos_line`` is the record's
     1-based ordinal. ``threads`` is accepted for the same signature (fastavro reads on one
     thread)."""
     del threads
-    target = output_schema(schema, position_fields)
+    target = output_schema(schema, settings.position_fields)
     t, rows, tomb, stop = read_envelopes(data)
     total = int(max([*rows.tolist(), *tomb.tolist(), -1])) + 1
-    lazy = _Lazy(lambda: _record_lines(t, rows, max(total, 1)))
+    lazy = Lazy(lambda: _record_lines(t, rows, max(total, 1)))
     parts: list[pa.Table] = []
     if t.num_rows:
-        parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, 1,
-                                 position_fields, epoch_unit, sequence_column, unavailable))
+        parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, 1, settings))
     special: list[tuple[int, str, str | None]] = [(int(j), TOMBSTONE, None) for j in tomb]
     if stop is not None:  # the quarantine's "event" holds what went wrong
         special.append((stop[1], stop[0], stop[2]))

@@ -1,7 +1,7 @@
-"""The Spark SQL reference of the other CDC formats (:mod:`pipelines.cdc_formats`): each
-format's events as the columns of :func:`pipelines.cdc_events.parse_events` (one row per row of
+"""The Spark SQL reference of the other CDC formats (:mod:`pipelines.cdc.formats`): each
+format's events as the columns of :func:`pipelines.cdc.events.parse_events` (one row per row of
 an event, the format's position in ``source`` as :data:`SLOTS`), so that
-:func:`pipelines.cdc_events.classify_events` and :func:`pipelines.cdc_events.to_changes` (with
+:func:`pipelines.cdc.events.classify_events` and :func:`pipelines.cdc.events.to_changes` (with
 ``position_fields=SLOTS``) decode them as Debezium's. A test checks that the fast path gives
 the same rows."""
 
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from paimon_core import TableSchema
 from paimon_core.integration import AtomicType, TypeRoot
-from pipelines.cdc_events import _LONG_TOKEN, FIELDS_COLUMN
-from pipelines.cdc_formats import SLOTS
+from pipelines.cdc.events import _LONG_TOKEN, FIELDS_COLUMN
+from pipelines.cdc.formats import SLOTS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -49,7 +49,7 @@ def _op(raw: Column, fmt: str) -> Column:
 
 def _norm(img: Column, schema: TableSchema, canal: bool) -> Column:
     """BOOLEAN columns take ``1`` / ``0``; (canal) BINARY columns the ISO-8859-1 text's bytes,
-    as base64 (see :mod:`pipelines.cdc_formats`)."""
+    as base64 (see :mod:`pipelines.cdc.formats`)."""
     from pyspark.sql import functions as F
 
     roots = {f.name: f.type.root for f in schema.fields if isinstance(f.type, AtomicType)}
@@ -84,7 +84,7 @@ def _overlay(row: Column, old: Column) -> Column:
 def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
                         file_index: Mapping[str, int]) -> DataFrame:
     """``(file, line, value)`` lines of format ``fmt`` -> the columns of
-    :func:`pipelines.cdc_events.parse_events` plus ``_ddl`` (a DDL / control event, an
+    :func:`pipelines.cdc.events.parse_events` plus ``_ddl`` (a DDL / control event, an
     ``op: m`` here) and ``_row`` (the row's index within its event), one row per row of an
     event; ``file_index``: each file's ordinal (the arrival order's first part)."""
     from pyspark.sql import functions as F

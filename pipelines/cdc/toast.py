@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from paimon_core import RowKind, TableSchema
 from paimon_core.integration import BINARY_ROOTS, KIND_COLUMN, STRING_ROOTS, AtomicType
-from pipelines.cdc_events import UNAVAILABLE
+from pipelines.cdc.events import UNAVAILABLE
 
 __all__ = ["NO_PREVIOUS", "fill_unavailable", "placeholder_columns"]
 

@@ -1,6 +1,6 @@
 """Debezium-style change events as DataFrames: pure Spark SQL transforms, the reference
-semantics of CDC decoding. The job (:mod:`pipelines.cdc_ingest`) runs the vectorised pyarrow
-decoder :mod:`pipelines.cdc_decode`, which a test checks against these transforms row by row;
+semantics of CDC decoding. The job (:mod:`pipelines.cdc.ingest`) runs the vectorised pyarrow
+decoder :mod:`pipelines.cdc.decode`, which a test checks against these transforms row by row;
 the constants and helpers here (row kinds, rejection reasons, position columns, type
 inference for new columns) are shared by both.
 
@@ -15,7 +15,7 @@ hold only the key), ``m`` (logical decoding message: skipped, counted), ``t`` (t
 job empties the table at its position); a tombstone (``null`` or
 ``{"schema": null, "payload": null}``) is skipped and counted. An unchanged TOASTed value
 (``__debezium_unavailable_value``) keeps the column's previous value (see
-:data:`Unavailable` for the options). Images are parsed
+:data:`pipelines.cdc.settings.Unavailable` for the options). Images are parsed
 as ``map<string, string>`` (every JSON value as its text, nested values as JSON), then cast to
 the table's column types with ``try_cast``, so that a value that does not fit its column is
 *detected* (the event is quarantined) instead of silently nulled or truncated. Value encodings:
@@ -65,7 +65,7 @@ import decimal
 import json
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from paimon_core import DataType, RowKind, RowType, TableSchema
 from paimon_core.integration import (
@@ -77,12 +77,13 @@ from paimon_core.integration import (
     MapType,
     TypeRoot,
 )
-from pipelines.cdc_values import (
+from pipelines.cdc.geometry import GEOMETRY, geojson
+from pipelines.cdc.settings import Unavailable
+from pipelines.cdc.values import (
     BITS,
     CONNECT_DECIMAL,
     EPOCH_UNITS,
     FINER_THAN_MICROS,
-    GEOMETRY,
     LONG_NUMBER,
     MAX_MICROS,
     MIN_MICROS,
@@ -90,7 +91,6 @@ from pipelines.cdc_values import (
     TIME_UNITS,
     VARIABLE_SCALE_DECIMAL,
     exact_leaves,
-    geojson,
     stored_time_digits,
 )
 from pipelines.spark_types import spark_type
@@ -128,7 +128,7 @@ EVENT_SCHEMA = (
     f"op string, ts_ms long, before {_IMAGE}, after {_IMAGE}, source {_IMAGE}, "
     f"payload struct<{_EVENT_FIELDS}>, schema {_SCHEMA}, _corrupt string"
 )
-#: an unquoted JSON number that :data:`pipelines.cdc_values.LONG_NUMBER` finds (Java regex:
+#: an unquoted JSON number that :data:`pipelines.cdc.values.LONG_NUMBER` finds (Java regex:
 #: the text before it, the number)
 _LONG_TOKEN = (r"([:\[,]\s*)(-?[0-9]*(?:" + LONG_NUMBER + r")[0-9]*(?:[eE][+-]?[0-9]+)?)"
                r"(?=\s*[,}\]])")
@@ -155,11 +155,6 @@ TOMBSTONE_ENVELOPE = (r'^\s*\{\s*(?:"schema"\s*:\s*null\s*,\s*"payload"\s*:\s*nu
                       r'|"payload"\s*:\s*null)\s*\}\s*$')
 #: Debezium's placeholder of an unchanged TOASTed value (``unavailable.value.placeholder``)
 UNAVAILABLE = "__debezium_unavailable_value"
-#: what becomes of a value that is the placeholder: ``previous`` (the default): the column
-#: keeps its previous value (the job fills it from the key's earlier change in the batch, else
-#: from the table as the batch starts); ``store``: the placeholder is stored as the value;
-#: ``refuse``: the event is quarantined (``unchanged TOAST value for <col>``)
-Unavailable = Literal["previous", "store", "refuse"]
 #: the placeholder of a binary column (its bytes, base64 as the JSON converter writes them)
 UNAVAILABLE_BASE64 = base64.b64encode(UNAVAILABLE.encode()).decode()
 #: the source position fields of each Debezium connector (``source.connector``), most
@@ -249,7 +244,7 @@ def _reversed(b: Column) -> Column:
     return F.when(b.isNotNull(), F.unhex(F.array_join(F.reverse(pairs), "")))
 
 
-#: :data:`pipelines.cdc_values.TIME_TEXT` without group names (Java's regex syntax differs)
+#: :data:`pipelines.cdc.values.TIME_TEXT` without group names (Java's regex syntax differs)
 _TIME_TEXT = re.sub(r"\?P<\w+>", "", TIME_TEXT)
 _DAY_NS = 86_400 * 10**9
 
@@ -257,7 +252,7 @@ _DAY_NS = 86_400 * 10**9
 def _time_micros(raw: Column, name: Column | None, epoch_unit: str, digits_kept: int) -> Column:
     """A time of day as its microseconds past midnight (BIGINT: Spark has no TIME type
     unless enabled; the fast path's ``time64``): numbers in the unit of the logical type
-    ``name`` (:data:`pipelines.cdc_values.TIME_UNITS`, else ``epoch_unit``) or text
+    ``name`` (:data:`pipelines.cdc.values.TIME_UNITS`, else ``epoch_unit``) or text
     ``HH:MM:SS[.f][offset]`` (the offset taken away); NULL out of ``[00:00, 24:00)`` or finer
     than the ``digits_kept`` fraction digits the column stores."""
     from pyspark.sql import functions as F
@@ -709,6 +704,29 @@ def _sequence_value(position_fields: Sequence[str] | None) -> Column:
             .when(conn == "mongodb", mongo).otherwise(first))
 
 
+def _change_rows(schema: TableSchema) -> Column:
+    """The rows of an event, as an array of ``(k, img)`` structs: the ``+I`` / ``+U`` / ``-D``
+    of its image, and the ``-D`` of the ``before`` key of an update that changed the key."""
+    from pyspark.sql import functions as F
+
+    op = F.col("op")
+    # a key change: a before image that holds the key, with another value (a partial
+    # before without the key, as after an added column, is not one)
+    key_changed = F.lit(False)
+    before_has_key = F.col("before").isNotNull()
+    for k in schema.primary_keys:
+        before_has_key = before_has_key & F.col("before")[k].isNotNull()
+        key_changed = key_changed | ~F.col("before")[k].eqNullSafe(F.col("after")[k])
+    kind = (F.when(op == "d", F.lit(RowKind.DELETE.short_string))
+            .when(op == "u", F.lit(RowKind.UPDATE_AFTER.short_string))
+            .otherwise(F.lit(RowKind.INSERT.short_string)))
+    image = F.when(op == "d", F.col("before")).otherwise(F.col("after"))
+    old_key = F.struct(F.lit(RowKind.DELETE.short_string).alias("k"), F.col("before").alias("img"))
+    rows = F.array(F.struct(kind.alias("k"), image.alias("img")),
+                   F.when((op == "u") & before_has_key & key_changed, old_key))
+    return F.filter(rows, lambda x: x.isNotNull())
+
+
 def to_changes(
     events: DataFrame,
     schema: TableSchema,
@@ -739,28 +757,8 @@ def to_changes(
     """
     from pyspark.sql import functions as F
 
-    op = F.col("op")
     err = F.col(ERROR_COLUMN)
-    keys = list(schema.primary_keys)
-    # a key change: a before image that holds the key, with another value (a partial
-    # before without the key, as after an added column, is not one)
-    key_changed = F.lit(False)
-    before_has_key = F.col("before").isNotNull()
-    for k in keys:
-        before_has_key = before_has_key & F.col("before")[k].isNotNull()
-        key_changed = key_changed | ~F.col("before")[k].eqNullSafe(F.col("after")[k])
-    key_changed = before_has_key & key_changed
-    main = F.struct(
-        F.when(op == "d", F.lit(RowKind.DELETE.short_string))
-        .when(op == "u", F.lit(RowKind.UPDATE_AFTER.short_string))
-        .otherwise(F.lit(RowKind.INSERT.short_string))
-        .alias("k"),
-        F.when(op == "d", F.col("before")).otherwise(F.col("after")).alias("img"),
-    )
-    extra = F.when((op == "u") & key_changed,
-                   F.struct(F.lit(RowKind.DELETE.short_string).alias("k"),
-                            F.col("before").alias("img")))
-    changes = F.filter(F.array(main, extra), lambda x: x.isNotNull())
+    changes = _change_rows(schema)
     pos = position_columns(position_fields)
     if keep_rejected:
         rejected = F.struct(F.lit(None).cast("string").alias("k"),

@@ -28,8 +28,8 @@ from paimon_core.schema_pending import (
     resolve_pending,
     withdraw_pending,
 )
-from pipelines.cdc_events import infer_column_type
-from pipelines.cdc_formats import sample_values
+from pipelines.cdc.events import infer_column_type
+from pipelines.cdc.formats import sample_values
 from pipelines.config import CatalogSettings, TableHandle
 
 __all__ = ["commit_batch", "evolve", "settle", "withdraw"]

@@ -1,8 +1,8 @@
 """JSON values of change events as Paimon-typed Arrow columns, column by column.
 
-Helpers of :mod:`pipelines.cdc_decode`: :func:`convert` turns one parsed JSON value column (as
+Helpers of :mod:`pipelines.cdc.decode`: :func:`convert` turns one parsed JSON value column (as
 pyarrow's JSON reader typed it) into a table column, with the semantics of the Spark SQL
-reference (:func:`pipelines.cdc_events.typed_value`): NULL where a value does not fit the type
+reference (:func:`pipelines.cdc.events.typed_value`): NULL where a value does not fit the type
 exactly. Vectorised except for text only Python parses (ISO timestamps, base64, floats written
 as text, integers of more than 18 characters) and nested values shown as JSON text.
 """
@@ -14,9 +14,7 @@ import binascii
 import datetime
 import decimal
 import json
-import math
 import re
-import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,12 +33,14 @@ from paimon_core.integration import (
     MapType,
     TypeRoot,
 )
-from pipelines.cdc_connect_decimal import connect_decimal_values
+from pipelines.cdc.connect_decimal import connect_decimal_values
+from pipelines.cdc.geometry import GEOMETRY, geojson
+from pipelines.cdc.settings import EpochUnit
 
 __all__ = ["BAD_VALUE", "BAD_VALUE_CHARS", "BITS", "CONNECT_DECIMAL", "EPOCH_UNITS",
-           "FINER_THAN_MICROS", "GEOMETRY", "LONG_NUMBER", "MAX_MICROS", "MIN_MICROS",
+           "FINER_THAN_MICROS", "LONG_NUMBER", "MAX_MICROS", "MIN_MICROS",
            "TIME_TEXT", "TIME_UNITS", "VARIABLE_SCALE_DECIMAL", "Fields", "Logical",
-           "bad_value", "convert", "digits", "exact_leaves", "exact_numbers", "geojson",
+           "bad_value", "convert", "digits", "exact_leaves", "exact_numbers",
            "json_text", "schema_types", "stored_time_digits"]
 
 #: Kafka Connect's decimal (``decimal.handling.mode=precise``, Debezium's default): base64 of
@@ -68,11 +68,6 @@ TIME_UNITS = {
 #: BINARY / BYTES column its bytes in big-endian order (the order MySQL shows and Paimon's
 #: Debezium sync stores), into BOOLEAN ``0`` / ``1``
 BITS = "io.debezium.data.Bits"
-#: Debezium's geometry types (MySQL spatial, PostGIS; Point also carries ``x``, ``y``): a struct
-#: ``{"wkb": base64 of the OGC Well-Known Binary, "srid": int or null}``; into a STRING
-#: column as the GeoJSON text Paimon's Debezium / MySQL sync writes (:func:`geojson`)
-GEOMETRY = ("io.debezium.data.geometry.Geometry", "io.debezium.data.geometry.Point",
-            "io.debezium.data.geometry.Geography")
 #: the longest text of a refused value :func:`bad_value` gives (longer ones are cut, "…")
 BAD_VALUE_CHARS = 80
 #: the reason of a value that does not fit its column (the column's name follows)
@@ -321,7 +316,7 @@ def _iso(v: str, ltz: bool) -> datetime.datetime:
     return d.astimezone(datetime.UTC).replace(tzinfo=None) if d.tzinfo else d
 
 
-def _epoch_micros(nums: pa.Array, logical: Logical | None, epoch_unit: str) -> pa.Array:
+def _epoch_micros(nums: pa.Array, logical: Logical | None, epoch_unit: EpochUnit) -> pa.Array:
     """Epoch numbers (int64) as microseconds: in the unit the row's logical type names
     (:data:`EPOCH_UNITS`), else in ``epoch_unit``; NULL where nanoseconds are not whole
     microseconds (never truncated)."""
@@ -410,10 +405,10 @@ def _connect_decimals(arr: pa.Array, logical: Logical, fit: Any,
     return pc.is_valid(_scatter(ok, ok, n)), _scatter(vals, ok, n)
 
 
-def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
+def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: EpochUnit,
             logical: Logical | None = None) -> pa.Array:
     """A parsed JSON value column as Paimon type ``t`` in Arrow type ``target`` (Spark's);
-    NULL where the value does not fit exactly (see :func:`pipelines.cdc_events.typed_value`).
+    NULL where the value does not fit exactly (see :func:`pipelines.cdc.events.typed_value`).
     ``logical``: the logical types the events' own schema gives the column (decoded by
     them where given, by the table's type where not)."""
     n = len(arr)
@@ -428,122 +423,169 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: str,
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return pa.nulls(n, target)
     r = t.root
-    if r in STRING_ROOTS and logical is not None and pa.types.is_struct(src) and pc.any(
+    if r in STRING_ROOTS:
+        return _to_string(arr, t, target, epoch_unit, logical)
+    if r in BINARY_ROOTS:
+        return _to_binary(arr, target, logical)
+    if r is TypeRoot.BOOLEAN:
+        return _to_boolean(arr, t, target, epoch_unit, logical)
+    text = json_text(arr)
+    if r in INTEGER_ROOTS:
+        return _to_integer(arr, text, r, target)
+    if r in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
+        if pa.types.is_integer(src) or pa.types.is_floating(src):
+            return arr.cast(target)
+        return _py(float, text.to_pylist(), target)
+    if r is TypeRoot.DECIMAL:
+        return _to_decimal(arr, text, t, target, epoch_unit, logical)
+    if r is TypeRoot.DATE:
+        return _to_date(arr, text, target)
+    if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        return _to_timestamp(arr, text, t, target, epoch_unit, logical)
+    if r is TypeRoot.TIME:
+        return _time(arr, text, logical, epoch_unit, stored_time_digits(t.precision), target)
+    return pa.nulls(n, target)  # pragma: no cover - MULTISET is refused upfront
+
+
+def _to_string(arr: pa.Array, t: AtomicType, target: pa.DataType, epoch_unit: EpochUnit,
+               logical: Logical | None) -> pa.Array:
+    """A STRING column: JSON text, a Connect decimal's exact text, a geometry's WKB as text."""
+    src = arr.type
+    if logical is not None and pa.types.is_struct(src) and pc.any(
             logical.is_(*GEOMETRY)).as_py():
         geo = logical.is_(*GEOMETRY)
         others = Logical(pc.if_else(geo, pa.scalar(None, pa.string()), logical.name),
                          logical.scale)
         rest = convert(pc.if_else(geo, pa.scalar(None, src), arr), t, target, epoch_unit, others)
         return pc.if_else(geo, _geometry_text(arr), rest)
-    if r in STRING_ROOTS:
-        by_schema = (None if logical is None else _connect_decimals(
-            arr, logical, lambda v: format(v, "f"), pa.string()))
-        if by_schema is not None:  # a decimal's exact text
-            return pc.if_else(by_schema[0], by_schema[1], json_text(arr))
-        return json_text(arr)
-    if r in BINARY_ROOTS:
-        if not pa.types.is_string(src):
-            return pa.nulls(n, target)
-        if logical is not None and pc.any(logical.is_(BITS)).as_py():
-            bits = logical.is_(BITS).to_pylist()
-            return _py(lambda v: _bytes(v[0], v[1]), list(zip(arr.to_pylist(), bits)), target)
-        return _py(lambda v: base64.b64decode(v, validate=True), arr.to_pylist(), target)
-    if r is TypeRoot.BOOLEAN:
-        if pa.types.is_boolean(src):
-            return arr
-        if (pa.types.is_string(src) and logical is not None
-                and pc.any(logical.is_(BITS)).as_py()):  # BIT(n) of the value 0 or 1
-            bits = logical.is_(BITS)
-            as_bits = _py(_bit, pc.if_else(bits, arr, pa.scalar(None, src)).to_pylist(),
-                          pa.bool_())
-            rest = convert(pc.if_else(bits, pa.scalar(None, src), arr), t, target, epoch_unit)
-            return pc.if_else(bits, as_bits, rest)
-        low = pc.utf8_lower(json_text(arr))
-        return pc.if_else(pc.equal(low, "true"), True,
-                          pc.if_else(pc.equal(low, "false"), False, pa.scalar(None, pa.bool_())))
-    text = json_text(arr)
-    if r in INTEGER_ROOTS:
-        lo, hi = INT_RANGES[r]
-        if pa.types.is_integer(src):
-            if r is TypeRoot.BIGINT:
-                return arr.cast(target)
-            ok = pc.and_(pc.greater_equal(arr, lo), pc.less_equal(arr, hi))
-            return pc.if_else(ok, arr, pa.scalar(None, src)).cast(target)
+    by_schema = (None if logical is None else _connect_decimals(
+        arr, logical, lambda v: format(v, "f"), pa.string()))
+    if by_schema is not None:  # a decimal's exact text
+        return pc.if_else(by_schema[0], by_schema[1], json_text(arr))
+    return json_text(arr)
 
-        def parse(v: str) -> int:
-            x = int(v)
-            if not lo <= x <= hi:
-                raise ValueError(v)
-            return x
 
-        null_s = pa.scalar(None, pa.string())
-        num = pc.if_else(digits(text), text, null_s)
-        width = pc.binary_length(num)
-        vals = pc.if_else(pc.less_equal(width, 18), num, null_s).cast(pa.int64())  # < 2**63
-        if r is not TypeRoot.BIGINT:
-            ok = pc.and_(pc.greater_equal(vals, lo), pc.less_equal(vals, hi))
-            vals = pc.if_else(ok, vals, pa.scalar(None, pa.int64()))
-        wide = pc.fill_null(pc.greater(width, 18), False)  # (leading zeros, overflow): by value
-        if pc.any(wide).as_py():
-            vals = pc.replace_with_mask(vals, wide, _py(parse, pc.filter(num, wide).to_pylist(),
-                                                        pa.int64()))
-        return vals.cast(target)
-    if r in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
-        if pa.types.is_integer(src) or pa.types.is_floating(src):
+def _to_binary(arr: pa.Array, target: pa.DataType, logical: Logical | None) -> pa.Array:
+    """A BINARY column: base64 text, or a BIT(n)'s bytes."""
+    if not pa.types.is_string(arr.type):
+        return pa.nulls(len(arr), target)
+    if logical is not None and pc.any(logical.is_(BITS)).as_py():
+        bits = logical.is_(BITS).to_pylist()
+        return _py(lambda v: _bytes(v[0], v[1]), list(zip(arr.to_pylist(), bits)), target)
+    return _py(lambda v: base64.b64decode(v, validate=True), arr.to_pylist(), target)
+
+
+def _to_boolean(arr: pa.Array, t: AtomicType, target: pa.DataType, epoch_unit: EpochUnit,
+                logical: Logical | None) -> pa.Array:
+    """A BOOLEAN column: JSON booleans, their text, or a BIT(1)."""
+    src = arr.type
+    if pa.types.is_boolean(src):
+        return arr
+    if (pa.types.is_string(src) and logical is not None
+            and pc.any(logical.is_(BITS)).as_py()):  # BIT(n) of the value 0 or 1
+        bits = logical.is_(BITS)
+        as_bits = _py(_bit, pc.if_else(bits, arr, pa.scalar(None, src)).to_pylist(),
+                      pa.bool_())
+        rest = convert(pc.if_else(bits, pa.scalar(None, src), arr), t, target, epoch_unit)
+        return pc.if_else(bits, as_bits, rest)
+    low = pc.utf8_lower(json_text(arr))
+    return pc.if_else(pc.equal(low, "true"), True,
+                      pc.if_else(pc.equal(low, "false"), False, pa.scalar(None, pa.bool_())))
+
+
+def _to_integer(arr: pa.Array, text: pa.Array, r: TypeRoot, target: pa.DataType) -> pa.Array:
+    """An integer column: numbers in range, or their text (by value past 18 characters)."""
+    src = arr.type
+    lo, hi = INT_RANGES[r]
+    if pa.types.is_integer(src):
+        if r is TypeRoot.BIGINT:
             return arr.cast(target)
-        return _py(float, text.to_pylist(), target)
-    if r is TypeRoot.DECIMAL:
-        p, s = t.precision or 38, t.scale or 0
-        by_schema = (None if logical is None else _connect_decimals(
-            arr, logical, lambda v: _fit_decimal(v, p, s), target))
-        if by_schema is not None:
-            mask, values = by_schema
-            rest = convert(pc.if_else(mask, pa.scalar(None, src), arr), t, target, epoch_unit)
-            return pc.if_else(mask, values, rest)
-        if pa.types.is_struct(src):
-            return pa.nulls(n, target)
-        scale = t.scale or 0
-        if pa.types.is_floating(src):  # the shortest text that reads back as the double
-            text = pa.array([None if v is None else repr(v) for v in arr.to_pylist()],
-                            pa.string())
-        exact = pc.match_substring_regex(text, rf"^[+-]?[0-9]+(\.[0-9]{{0,{scale}}}0*)?$")
-        good = pc.if_else(exact, text, pa.scalar(None, pa.string()))
-        try:
-            return good.cast(target)
-        except pa.ArrowInvalid:  # too many integer digits somewhere: value by value
-            return _py(lambda v: decimal.Decimal(v), good.to_pylist(), target)
-    if r is TypeRoot.DATE:
-        if pa.types.is_integer(src):
-            return arr.cast(pa.int32()).cast(target)
-        if pa.types.is_timestamp(src):
-            return arr.cast(target)
-        days = pc.if_else(digits(text), text, pa.scalar(None, pa.string()))
-        as_days = days.cast(pa.int64()).cast(pa.int32()).cast(target)
-        iso = pc.replace_substring_regex(text, "Z$", "")  # IsoDate: "2017-09-15Z"
-        parsed = pc.strptime(iso, "%Y-%m-%d", "s", error_is_null=True).cast(target)
-        return pc.if_else(pc.is_valid(as_days), as_days, parsed)
-    if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
-        ltz = r is TypeRoot.TIMESTAMP_LTZ
-        naive = pa.timestamp(target.unit)
-        if pa.types.is_integer(src):
-            out = _epoch_micros(arr.cast(pa.int64()), logical, epoch_unit).cast(naive)
-        elif pa.types.is_timestamp(src):
-            out = arr.cast(pa.timestamp(src.unit)).cast(naive)
-        else:
-            is_num = digits(text)
-            nums = pc.if_else(is_num, text, pa.scalar(None, pa.string())).cast(pa.int64())
-            epoch = _epoch_micros(nums, logical, epoch_unit).cast(naive)
-            iso = _py(lambda v: _iso(v, ltz), pc.if_else(is_num, pa.scalar(None, pa.string()),
-                                                         text).to_pylist(),
-                      pa.timestamp(target.unit, tz="UTC") if ltz else naive)
-            finer = pc.fill_null(pc.match_substring_regex(text, FINER_THAN_MICROS), False)
-            out = pc.if_else(is_num, epoch, pc.if_else(finer, pa.scalar(None, naive),
-                                                       iso.cast(naive)))
-        out = _within_precision(out, t.precision)
-        return out.cast(target) if not ltz else pc.assume_timezone(out, "UTC").cast(target)
-    if r is TypeRoot.TIME:
-        return _time(arr, text, logical, epoch_unit, stored_time_digits(t.precision), target)
-    return pa.nulls(n, target)  # pragma: no cover - MULTISET is refused upfront
+        ok = pc.and_(pc.greater_equal(arr, lo), pc.less_equal(arr, hi))
+        return pc.if_else(ok, arr, pa.scalar(None, src)).cast(target)
+
+    def parse(v: str) -> int:
+        x = int(v)
+        if not lo <= x <= hi:
+            raise ValueError(v)
+        return x
+
+    null_s = pa.scalar(None, pa.string())
+    num = pc.if_else(digits(text), text, null_s)
+    width = pc.binary_length(num)
+    vals = pc.if_else(pc.less_equal(width, 18), num, null_s).cast(pa.int64())  # < 2**63
+    if r is not TypeRoot.BIGINT:
+        ok = pc.and_(pc.greater_equal(vals, lo), pc.less_equal(vals, hi))
+        vals = pc.if_else(ok, vals, pa.scalar(None, pa.int64()))
+    wide = pc.fill_null(pc.greater(width, 18), False)  # (leading zeros, overflow): by value
+    if pc.any(wide).as_py():
+        vals = pc.replace_with_mask(vals, wide, _py(parse, pc.filter(num, wide).to_pylist(),
+                                                    pa.int64()))
+    return vals.cast(target)
+
+
+def _to_decimal(arr: pa.Array, text: pa.Array, t: AtomicType, target: pa.DataType,
+                epoch_unit: EpochUnit, logical: Logical | None) -> pa.Array:
+    """A DECIMAL column: Connect decimals by the events' schema, else exact text (a double by
+    the shortest text that reads back as it)."""
+    src = arr.type
+    p, s = t.precision or 38, t.scale or 0
+    by_schema = (None if logical is None else _connect_decimals(
+        arr, logical, lambda v: _fit_decimal(v, p, s), target))
+    if by_schema is not None:
+        mask, values = by_schema
+        rest = convert(pc.if_else(mask, pa.scalar(None, src), arr), t, target, epoch_unit)
+        return pc.if_else(mask, values, rest)
+    if pa.types.is_struct(src):
+        return pa.nulls(len(arr), target)
+    scale = t.scale or 0
+    if pa.types.is_floating(src):  # the shortest text that reads back as the double
+        text = pa.array([None if v is None else repr(v) for v in arr.to_pylist()],
+                        pa.string())
+    exact = pc.match_substring_regex(text, rf"^[+-]?[0-9]+(\.[0-9]{{0,{scale}}}0*)?$")
+    good = pc.if_else(exact, text, pa.scalar(None, pa.string()))
+    try:
+        return good.cast(target)
+    except pa.ArrowInvalid:  # too many integer digits somewhere: value by value
+        return _py(lambda v: decimal.Decimal(v), good.to_pylist(), target)
+
+
+def _to_date(arr: pa.Array, text: pa.Array, target: pa.DataType) -> pa.Array:
+    """A DATE column: days since the epoch, a timestamp, or ISO text."""
+    src = arr.type
+    if pa.types.is_integer(src):
+        return arr.cast(pa.int32()).cast(target)
+    if pa.types.is_timestamp(src):
+        return arr.cast(target)
+    days = pc.if_else(digits(text), text, pa.scalar(None, pa.string()))
+    as_days = days.cast(pa.int64()).cast(pa.int32()).cast(target)
+    iso = pc.replace_substring_regex(text, "Z$", "")  # IsoDate: "2017-09-15Z"
+    parsed = pc.strptime(iso, "%Y-%m-%d", "s", error_is_null=True).cast(target)
+    return pc.if_else(pc.is_valid(as_days), as_days, parsed)
+
+
+def _to_timestamp(arr: pa.Array, text: pa.Array, t: AtomicType, target: pa.DataType,
+                  epoch_unit: EpochUnit, logical: Logical | None) -> pa.Array:
+    """A TIMESTAMP / TIMESTAMP_LTZ column: epoch numbers (in their logical type's unit, else
+    ``epoch_unit``) or ISO text, within the column's precision."""
+    src = arr.type
+    ltz = t.root is TypeRoot.TIMESTAMP_LTZ
+    naive = pa.timestamp(target.unit)
+    if pa.types.is_integer(src):
+        out = _epoch_micros(arr.cast(pa.int64()), logical, epoch_unit).cast(naive)
+    elif pa.types.is_timestamp(src):
+        out = arr.cast(pa.timestamp(src.unit)).cast(naive)
+    else:
+        is_num = digits(text)
+        nums = pc.if_else(is_num, text, pa.scalar(None, pa.string())).cast(pa.int64())
+        epoch = _epoch_micros(nums, logical, epoch_unit).cast(naive)
+        iso = _py(lambda v: _iso(v, ltz), pc.if_else(is_num, pa.scalar(None, pa.string()),
+                                                     text).to_pylist(),
+                  pa.timestamp(target.unit, tz="UTC") if ltz else naive)
+        finer = pc.fill_null(pc.match_substring_regex(text, FINER_THAN_MICROS), False)
+        out = pc.if_else(is_num, epoch, pc.if_else(finer, pa.scalar(None, naive),
+                                                   iso.cast(naive)))
+    out = _within_precision(out, t.precision)
+    return out.cast(target) if not ltz else pc.assume_timezone(out, "UTC").cast(target)
 
 
 def _geometry_text(arr: pa.Array) -> pa.Array:
@@ -556,85 +598,6 @@ def _geometry_text(arr: pa.Array) -> pa.Array:
     srid = json_text(f("srid"))
     return _py(lambda v: geojson(v[0], v[1]), list(zip(wkb.to_pylist(), srid.to_pylist())),
                pa.string())
-
-
-_WKB_TYPES = {1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint",
-              5: "MultiLineString", 6: "MultiPolygon", 7: "GeometryCollection"}
-
-
-def geojson(wkb_b64: str, srid: str | int | None) -> str:
-    """A geometry (base64 of OGC Well-Known Binary, 2D; PostGIS' EWKB SRID flag allowed) as
-    the GeoJSON text Paimon's MySQL / Debezium sync writes:
-    ``{"coordinates":...,"type":"Point","srid":0}`` (a missing srid is 0; a collection:
-    ``{"geometries":[{"type":...,"coordinates":...}],"type":"GeometryCollection","srid":0}``;
-    whole numbers without a fraction). Raises ValueError on anything else (3D / measured
-    geometries, trailing or missing bytes)."""
-    raw = base64.b64decode(wkb_b64, validate=True)
-    try:
-        kind, body, end = _wkb(raw, 0)
-    except (struct.error, IndexError) as e:
-        raise ValueError(f"truncated WKB: {e}") from e
-    if end != len(raw):
-        raise ValueError("trailing bytes after the geometry")
-    sid = int(srid) if srid is not None else 0
-    return "{" + body + f',"type":"{kind}","srid":{sid}' + "}"
-
-
-def _wkb(raw: bytes, at: int) -> tuple[str, str, int]:
-    """(type name, ``"coordinates":...`` or ``"geometries":[...]``, end offset) of the WKB
-    geometry at ``at``."""
-    order = raw[at]
-    if order not in (0, 1):
-        raise ValueError(f"bad WKB byte order {order}")
-    e = "<" if order == 1 else ">"
-    (code,) = struct.unpack_from(e + "I", raw, at + 1)
-    at += 5
-    if code & 0x20000000:  # EWKB: an SRID follows
-        at += 4
-        code &= ~0x20000000
-    if code not in _WKB_TYPES:
-        raise ValueError(f"unsupported WKB geometry type {code} (2D only)")
-    kind = _WKB_TYPES[code]
-
-    def count() -> int:
-        nonlocal at
-        (k,) = struct.unpack_from(e + "I", raw, at)
-        at += 4
-        return int(k)
-
-    def point() -> str:
-        nonlocal at
-        x, y = struct.unpack_from(e + "dd", raw, at)
-        at += 16
-        if math.isnan(x) or math.isnan(y) or math.isinf(x) or math.isinf(y):
-            raise ValueError("empty or infinite point")
-        return f"[{_coord(x)},{_coord(y)}]"
-
-    def points() -> str:
-        return "[" + ",".join(point() for _ in range(count())) + "]"
-
-    if code == 1:
-        return kind, f'"coordinates":{point()}', at
-    if code == 2:
-        return kind, f'"coordinates":{points()}', at
-    if code == 3:
-        return kind, '"coordinates":[' + ",".join(points() for _ in range(count())) + "]", at
-    parts = []
-    for _ in range(count()):
-        sub_kind, sub_body, at = _wkb(raw, at)
-        parts.append((sub_kind, sub_body))
-    if code == 7:
-        inner = ",".join("{" + f'"type":"{k}",' + b + "}" for k, b in parts)
-        return kind, f'"geometries":[{inner}]', at
-    want = {4: "Point", 5: "LineString", 6: "Polygon"}[code]
-    if any(k != want for k, _ in parts):
-        raise ValueError(f"a {kind} holds another type than {want}")
-    coords = ",".join(b[len('"coordinates":'):] for _, b in parts)
-    return kind, f'"coordinates":[{coords}]', at
-
-
-def _coord(v: float) -> str:
-    return str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
 
 
 def exact_leaves(t: DataType) -> bool:
@@ -743,7 +706,7 @@ def _within_precision(ts: pa.Array, precision: int | None) -> pa.Array:
     return pc.if_else(whole, ts, pa.scalar(None, ts.type))
 
 
-def _time(arr: pa.Array, text: pa.Array, logical: Logical | None, epoch_unit: str,
+def _time(arr: pa.Array, text: pa.Array, logical: Logical | None, epoch_unit: EpochUnit,
           digits_kept: int, target: pa.DataType) -> pa.Array:
     """A time of day as ``target`` (Spark's ``time64[ns]``): numbers past midnight in the
     unit the row's logical type names (:data:`TIME_UNITS`, else ``epoch_unit``) or text

@@ -1,0 +1,579 @@
+"""CDC ingestion: change events -> a primary-key Paimon table, exactly once.
+
+The events are Debezium's (``--format debezium-json``, the default, with or without the
+``{"schema", "payload"}`` envelope; ``debezium-avro``, see below) or those of the other CDC
+tools Paimon's Kafka sync reads (``canal-json``, ``maxwell-json``, ``ogg-json``,
+``aws-dms-json``: :mod:`pipelines.cdc.formats` turns each into the Debezium envelope's rows;
+their DDL / control events are counted as ``ddl`` and skipped). What follows is said of
+Debezium's events; the formats' positions are in :mod:`pipelines.cdc.formats`.
+
+Landing layout (local directory or S3 prefix, read through ``paimon_core``'s FileIO in the
+Python workers)::
+
+    <landing>/batch-000001/part-0.json ...   one directory per batch (or a file
+    <landing>/batch-000002.jsonl              batch-<n>.json / .jsonl), any number of files
+
+With ``--format debezium-avro`` the files are Avro container files of Debezium envelopes as
+Kafka Connect's S3 sink writes them (``<landing>/batch-<n>/<topic>+<partition>+<offset>.avro``,
+taken by partition, then start offset; or a file ``batch-<n>.avro``), decoded by
+:mod:`pipelines.cdc.avro` into the same rows.
+
+Each batch ``n`` is one commit with ``commit_identifier = n`` under a stable commit user
+(default ``cdc-<db>.<table>``): batches already committed are skipped (a re-run of a batch, or
+of the whole landing directory, applies every event exactly once). Per batch, one Spark job:
+
+1. the files are decoded in line-aligned byte ranges of at most ``--max-partition-bytes``
+   (default Spark's ``spark.sql.files.maxPartitionBytes``, 128 MB; :mod:`pipelines.cdc.ranges`:
+   a line belongs to the range it starts in; the driver reads only a few KB at each boundary; a
+   row's position within its file orders it exactly as its line number, which is computed only
+   for the quarantined rows; Avro files are not split), each read with one ranged read and
+   decoded apart, so a task holds one range, never a whole file (:mod:`pipelines.cdc.decode`:
+   pyarrow's JSON reader, the event envelope, row kinds, exact typing, rejection reasons; the
+   semantics of the Spark SQL reference :mod:`pipelines.cdc.events`;
+   ``spark.default.parallelism`` tasks at most, each a contiguous run of ranges) and every row
+   gets its bucket from paimon_core (rejected events ride along with NULL keys); the rows of
+   each bucket leave the task as Arrow IPC blobs, one ``binary`` cell per (range, bucket), so
+   that they cross the JVM and the shuffle as a few large values instead of row by row;
+   ``repartitionById`` sends each bucket to one task;
+2. each task counts its events per outcome, notes image keys the table lacks, writes its
+   malformed events to ``<quarantine>/batch-<n>/part-<task>.jsonl`` (event, file, line,
+   reason; for ``bad value for <col>`` the refused value's text in ``value``), keeps the
+   last change of every key by source position and writes the rows;
+3. on the driver: when the images carried new columns, the files are deleted, the columns
+   added to a schema computed in memory (``ADD COLUMN``, type inferred from the JSON values)
+   and the job runs again with it; ``_summary.json`` gets the counts per reason; above
+   ``max_error_ratio`` the files are deleted and the batch fails (no schema written); otherwise
+   the new schema is published and the batch committed (:mod:`pipelines.cdc.schema`: the
+   columns land with the rows or not at all).
+
+Across batches, events that arrive out of order are resolved by the table's
+``sequence.field``: declare e.g. ``_seq BIGINT`` with ``'sequence.field' = '_seq'`` and the job
+fills it with the source position as one BIGINT (the position fields come from the events'
+``source.connector``: Postgres' ``lsn``, Oracle's ``scn``, MySQL's binlog index, pos and row
+packed, MongoDB's oplog second and ``ord`` packed; ``--position-fields`` overrides: its first
+field), so an older event arriving late never overrides a newer one (without it, the later
+batch wins). An event whose position does not fit a BIGINT (SQL Server / Db2 LSNs) is refused
+when the table has a sequence column. One batch holds the events of one connector.
+
+Operations: ``c`` / ``r`` / ``u`` / ``d`` (a delete needs only the key), ``m`` (messages) and
+tombstones are skipped and counted; a truncate (``t``) empties the table at its position: a
+batch holding truncates is committed in steps, all with its identifier: the changes before the
+first truncate (APPEND), the truncate (an OVERWRITE snapshot deleting every file), the changes
+up to the next truncate (APPEND)... the changes after the last one; each snapshot records its
+step (``commit.step = i/n``), so that a re-run after a crash between two of them commits only
+the steps that did not land (:mod:`paimon_core.commit.steps`). Readers of the table's history
+see the rows before the truncate (time travel), its empty table, then the rows after it;
+streaming and incremental readers skip OVERWRITE snapshots (Paimon's semantics).
+Debezium's unchanged-TOAST placeholder keeps the column's previous value
+(``--unavailable-value store|refuse`` for the alternatives).
+
+Run::
+
+    python -m pipelines.cdc.ingest --warehouse W --table db.t --landing L [--schema s.json]
+        [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields F,...]
+        [--unavailable-value previous|store|refuse] [--max-partition-bytes 128MB]
+        [--format debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json|aws-dms-json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+from paimon_core import (
+    CommitMessage,
+    CommitOptions,
+    FileStoreTable,
+    PaimonError,
+    Schema,
+    SchemaError,
+    UnsupportedError,
+)
+from paimon_core.integration import FileIO, join
+from paimon_core.schema_pending import PendingSchema, PendingSchemaRaceError
+from pipelines.cdc.avro import avro_file_order
+from pipelines.cdc.batch.commit import commit_steps, plan_steps, position_key
+from pipelines.cdc.batch.passes import PassResult, plan_pass, write_pass
+from pipelines.cdc.batch.stage import decoded_blobs, plan_file_ranges, sequence_column
+from pipelines.cdc.events import (
+    MESSAGE,
+    TOMBSTONE,
+    TRUNCATE,
+    is_supported_type,
+)
+from pipelines.cdc.format_views import DDL
+from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS, check_sequence
+from pipelines.cdc.ranges import (
+    parse_size,
+)
+from pipelines.cdc.routing import routing
+from pipelines.cdc.schema import commit_batch, evolve, settle, withdraw
+from pipelines.cdc.settings import DecodeSettings, EpochUnit, Unavailable
+from pipelines.config import (
+    CatalogSettings,
+    SparkSettings,
+    TableHandle,
+    add_catalog_args,
+    add_spark_args,
+    check_table,
+    configure_logging,
+    load_schema_file,
+    run_job_main,
+)
+from pipelines.writer import commit_messages
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "BatchReport",
+    "CdcOptions",
+    "ErrorRatioExceeded",
+    "ingest",
+    "ingest_batch",
+    "list_batches",
+    "main",
+]
+
+log = logging.getLogger(__name__)
+_BATCH = re.compile(r"^batch-(\d+)(?:\.jsonl?|\.avro)?$")
+
+
+class ErrorRatioExceeded(PaimonError):
+    """More malformed events than the batch may have; nothing was committed."""
+
+    def __init__(self, report: BatchReport, max_ratio: float) -> None:
+        super().__init__(
+            f"batch {report.batch}: {report.malformed} of {report.events - report.skipped_events} "
+            f"events malformed ({report.error_ratio:.2%} > {max_ratio:.2%}); see "
+            f"{report.quarantine}"
+        )
+        self.report = report
+
+
+@dataclass(frozen=True)
+class CdcOptions:
+    """Knobs of :func:`ingest_batch` (see the module docs)."""
+
+    #: ``None``: the position fields of the events' ``source.connector``
+    position_fields: tuple[str, ...] | None = None
+    sequence_column: str | None = None
+    epoch_unit: EpochUnit = "ms"
+    max_error_ratio: float = 0.01
+    commit_user: str | None = None
+    quarantine: str | None = None
+    evolve_schema: bool = True
+    #: the TOAST placeholder: ``previous`` / ``store`` / ``refuse`` (see
+    #: :data:`pipelines.cdc.settings.Unavailable`)
+    unavailable: Unavailable = "previous"
+    #: the events' format: a name of :data:`pipelines.cdc.formats.FORMATS` (``debezium-avro``:
+    #: Avro container files, as Kafka Connect's S3 sink writes them, :mod:`pipelines.cdc.avro`)
+    format: str = DEFAULT_FORMAT
+    #: largest line-aligned byte range of a file one decode task reads at a time
+    #: (:mod:`pipelines.cdc.ranges`); ``None``: Spark's ``spark.sql.files.maxPartitionBytes``
+    #: (128 MB by default)
+    max_partition_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        self.decode_settings(self.sequence_column)  # a decode setting it refuses, refused now
+
+    def decode_settings(self, sequence_column: str | None) -> DecodeSettings:
+        """The settings the batch's events are decoded with (``sequence_column``: the one the
+        table resolved, see :func:`pipelines.cdc.batch.stage.sequence_column`); raises
+        ``ConfigError`` naming a setting the decoders do not know."""
+        return DecodeSettings(self.position_fields, self.epoch_unit, sequence_column,
+                              self.unavailable)
+
+
+@dataclass
+class BatchReport:
+    """What one batch did (printed as JSON by the job)."""
+
+    batch: int
+    events: int = 0
+    valid: int = 0
+    malformed: int = 0
+    tombstones: int = 0
+    messages: int = 0
+    truncates: int = 0
+    ddl: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    new_columns: dict[str, str] = field(default_factory=dict)
+    rows_written: int = 0
+    snapshot_ids: list[int] = field(default_factory=list)
+    skipped: bool = False
+    quarantine: str | None = None
+
+    @property
+    def skipped_events(self) -> int:
+        """Tombstones, logical decoding messages, truncates and DDL / control events: events
+        that are no row."""
+        return self.tombstones + self.messages + self.truncates + self.ddl
+
+    @property
+    def error_ratio(self) -> float:
+        n = self.events - self.skipped_events
+        return self.malformed / n if n else 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    def tally(self, counts: Mapping[str, int]) -> None:
+        """Take the batch's event counts per outcome (``""``: valid, else the reason)."""
+        self.events = sum(counts.values())
+        self.valid = counts.get("", 0)
+        self.tombstones = counts.get(TOMBSTONE, 0)
+        self.messages = counts.get(MESSAGE, 0)
+        self.truncates = counts.get(TRUNCATE, 0)
+        self.ddl = counts.get(DDL, 0)
+        self.reasons = {k: v for k, v in sorted(counts.items())
+                        if k not in ("", TOMBSTONE, MESSAGE, TRUNCATE, DDL)}
+        self.malformed = sum(self.reasons.values())
+
+
+# ---------------------------------------------------------------------------- input
+
+
+def list_batches(file_io: FileIO, landing: str) -> list[tuple[int, list[str]]]:
+    """``(batch id, files)`` of every ``batch-<n>`` directory or file under ``landing``,
+    ordered by id (files within a directory sorted by name, Kafka Connect S3-sink names
+    ``<topic>+<partition>+<startOffset>.<ext>`` by partition and start offset as numbers;
+    names starting with ``_`` or ``.`` are ignored)."""
+    out: list[tuple[int, list[str]]] = []
+    for st in file_io.list_status(landing):
+        name = st.path.rstrip("/").rsplit("/", 1)[-1]
+        m = _BATCH.match(name)
+        if m is None:
+            continue
+        if st.is_dir:
+            files = sorted(
+                (s.path for s in file_io.list_status(st.path)
+                 if not s.is_dir and not s.path.rsplit("/", 1)[-1].startswith(("_", "."))),
+                key=avro_file_order)
+        elif "." in name:
+            files = [st.path]
+        else:
+            continue
+        out.append((int(m.group(1)), files))
+    return sorted(out)
+
+
+# ---------------------------------------------------------------------------- one batch
+
+
+def _check_malformed(report: BatchReport, fio: FileIO, quarantine: str | None,
+                     max_ratio: float) -> None:
+    """Refuse a batch with malformed events but no ``quarantine`` location, or with more
+    than ``max_ratio`` of them (the quarantine's ``_summary.json`` written first)."""
+    if not report.malformed:
+        return
+    if quarantine is None:
+        raise SchemaError(f"batch {report.batch} has {report.malformed} malformed events and "
+                          "no quarantine location was given")
+    report.quarantine = quarantine
+    fio.write_bytes(join(quarantine, "_summary.json"), report.to_json().encode("utf-8"))
+    if report.error_ratio > max_ratio:
+        raise ErrorRatioExceeded(report, max_ratio)
+
+
+def _cdc_table(settings: CatalogSettings, identifier: str, table: FileStoreTable | None,
+               opts: CdcOptions) -> TableHandle:
+    """The handle on the table ``identifier`` (``table`` when the caller opened it), checked:
+    a known format, a primary key, columns change events can carry."""
+    if opts.format not in FORMATS:
+        raise SchemaError(f"unknown CDC format {opts.format!r}; one of "
+                          f"{', '.join(sorted(FORMATS))}")
+    handle = (TableHandle.of(settings, table) if table is not None
+              else TableHandle.load(settings, identifier))
+    if not handle.schema.primary_keys:
+        raise SchemaError(f"CDC needs a primary-key table; {identifier} has no primary key")
+    for f in handle.schema.fields:
+        if not is_supported_type(f.type):
+            raise UnsupportedError(f"column {f.name} of type {f.type.sql()} cannot be decoded "
+                                   "from change events")
+    return handle
+
+
+#: attempts of a batch whose new schema id another writer took meanwhile
+_SCHEMA_RACE_ATTEMPTS = 3
+
+
+def ingest_batch(
+    spark: SparkSession,
+    settings: CatalogSettings,
+    identifier: str,
+    batch: int,
+    files: Sequence[str],
+    options: CdcOptions | None = None,
+    *,
+    landing_io: FileIO | None = None,
+    quarantine_root: str | None = None,
+    properties: Mapping[str, str] | None = None,
+    table: FileStoreTable | None = None,
+    checked: bool = False,
+) -> BatchReport:
+    """Ingest one batch (see the module docs); returns its report. ``properties`` are added to
+    the snapshot's properties (e.g. the orchestrator's run id). ``table``: the table
+    ``identifier`` as the caller opened it (from ``settings``' catalog; default: opened here);
+    ``checked``: the caller already asked whether the commit user committed ``batch`` (it did
+    not), so the question is not asked again. New columns land with the batch's snapshot or
+    not at all (:mod:`pipelines.cdc.schema`); when another writer changes the schema while
+    the batch is written with its new columns, the batch is written again (a few times).
+
+    Raises:
+        ErrorRatioExceeded: too many malformed events (quarantine written, nothing committed).
+        SchemaError / UnsupportedError: a table the events cannot be written to.
+    """
+    for attempt in range(1, _SCHEMA_RACE_ATTEMPTS + 1):
+        try:
+            return _ingest_batch(spark, settings, identifier, batch, files, options,
+                                 landing_io=landing_io, quarantine_root=quarantine_root,
+                                 properties=properties, table=table, checked=checked)
+        except PendingSchemaRaceError as e:
+            if attempt == _SCHEMA_RACE_ATTEMPTS:
+                raise
+            log.warning("%s; writing batch %s again (attempt %s)", e, batch, attempt + 1)
+            table = None  # the latest schema, loaded again
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _ingest_batch(spark: SparkSession, settings: CatalogSettings, identifier: str, batch: int,
+                  files: Sequence[str], options: CdcOptions | None = None, *,
+                  landing_io: FileIO | None = None, quarantine_root: str | None = None,
+                  properties: Mapping[str, str] | None = None,
+                  table: FileStoreTable | None = None, checked: bool = False) -> BatchReport:
+    """One attempt of :func:`ingest_batch`."""
+    opts = options or CdcOptions()
+    # the table is opened once: every driver step below uses handle.open() (the same object)
+    handle = _cdc_table(settings, identifier, table, opts)
+    user = opts.commit_user or f"cdc-{identifier}"
+    report = BatchReport(batch)
+    # "already committed?" is asked once; commit_messages is told (checked=True)
+    if not checked and not handle.open().new_commit(user).filter_committed([batch]):
+        report.skipped = True
+        return report
+    handle, adopted = _settled(settings, handle, user, batch, opts, report)
+    fio = landing_io or settings.file_io()
+    q_root = quarantine_root or opts.quarantine
+    base = join(q_root, f"batch-{batch:06d}") if q_root is not None else None
+
+    start_snapshot = _start_snapshot(handle, user, batch)
+    ranges = plan_file_ranges(spark, fio, files, opts)  # once, for every pass below
+
+    def run(h: TableHandle, truncates: Sequence[Sequence[object]] | None = None) -> PassResult:
+        if base is not None and fio.exists(base):
+            fio.delete_dir(base)  # a re-run of a batch that was not committed
+        blobs = decoded_blobs(spark, fio, files, h, opts, ranges)
+        return write_pass(plan_pass(
+            h, user, blobs, file_io=fio, quarantine=base, batch=batch, files=files,
+            ranges=ranges, start_snapshot=start_snapshot, position_fields=opts.position_fields,
+            fill_previous=opts.unavailable == "previous" and FORMATS[opts.format].placeholder,
+            truncates=truncates), blobs)
+
+    def abort(messages: Sequence[CommitMessage], refused: bool = True) -> None:
+        if messages:
+            handle.open().new_commit(user).abort(messages)
+        if refused:  # nothing of the batch lands: its schema neither
+            withdraw(handle, adopted)
+
+    res = run(handle)
+    added: dict[str, str] = {}  # the columns this run adds (published with the snapshot)
+    if res.unknown and opts.evolve_schema:
+        # written with the old schema: write again with the new one (in memory until the
+        # commit: every refusal below is decided before it is published)
+        abort(res.messages, refused=False)
+        handle, added = evolve(handle, res.unknown, opts.format)
+        report.new_columns = added
+        res = run(handle)
+    if len(res.connectors) > 1 and opts.position_fields is None:
+        abort(res.messages)
+        raise _mixed_connectors(batch, res.connectors)
+    truncates = sorted(set(res.truncates), key=position_key)
+    if truncates:
+        # the table is emptied at each truncate's position: the rows are written again, split
+        # at the truncates, and committed in steps (plan_steps)
+        abort(res.messages, refused=False)
+        res = run(handle, truncates)
+    report.tally(res.counts)
+    try:
+        _check_malformed(report, fio, base, opts.max_error_ratio)
+    except PaimonError:
+        abort(res.messages)
+        raise
+    try:
+        report.snapshot_ids = _commit(handle, user, batch, res, report, list(added), adopted,
+                                      properties)
+    except PendingSchemaRaceError:
+        abort(res.messages, refused=False)  # written with a schema id another writer took
+        raise
+    report.rows_written = res.rows
+    report.skipped = not report.snapshot_ids and bool(res.messages)
+    return report
+
+
+def _settled(settings: CatalogSettings, handle: TableHandle, user: str, batch: int,
+             opts: CdcOptions, report: BatchReport) -> tuple[TableHandle, PendingSchema | None]:
+    """The handle the batch is written through, checked: a schema a crashed run of this batch
+    published is adopted (its columns noted in ``report``), any other left over withdrawn."""
+    handle, adopted = settle(settings, handle, user, batch)
+    if adopted is not None:  # the columns this batch adds (published by its crashed run)
+        report.new_columns = {n: handle.schema.field(n).type.sql() for n in adopted.added
+                              if n in handle.schema.field_names}
+    routing(handle.schema, 1)  # a bucket mode the job can write (else an error naming it)
+    check_sequence(opts.format, sequence_column(handle, opts), opts.position_fields)
+    return handle, adopted
+
+
+def _mixed_connectors(batch: int, connectors: set[str]) -> SchemaError:
+    return SchemaError(f"batch {batch} mixes the events of connectors "
+                       f"{', '.join(sorted(connectors))}: their source positions do not order "
+                       "each other; land each connector's events apart (or give "
+                       "--position-fields)")
+
+
+def _start_snapshot(handle: TableHandle, user: str, batch: int) -> int | None:
+    """What a TOAST placeholder's previous value is: the table as the batch starts (a re-run
+    after a crash between the snapshots of a batch holding truncates: before the first)."""
+    unfinished = handle.open().new_commit(user).unfinished_steps(batch)
+    start = handle.open().latest_snapshot()
+    return (unfinished[0].id - 1 if unfinished
+            else start.id if start is not None else None) or None
+
+
+def _commit(handle: TableHandle, user: str, batch: int, res: PassResult, report: BatchReport,
+            added: Sequence[str], adopted: PendingSchema | None,
+            properties: Mapping[str, str] | None) -> list[int]:
+    """Commit the batch's last pass (in steps when it holds truncates) with its new columns
+    (:func:`pipelines.cdc.schema.commit_batch`); returns the snapshot ids."""
+    commit_options = CommitOptions(properties={
+        **(properties or {}), "cdc.batch": str(batch), "cdc.events": str(report.events),
+        "cdc.malformed": str(report.malformed)})
+    segments, messages = res.segments, res.messages
+    return commit_batch(
+        handle, user, batch, list(added), adopted,
+        (lambda: commit_steps(handle, user, plan_steps(segments), batch, commit_options))
+        if segments else
+        (lambda: commit_messages(handle, user, messages, commit_identifier=batch,
+                                 checked=True, options=commit_options)))
+
+
+def ingest(
+    spark: SparkSession,
+    settings: CatalogSettings,
+    identifier: str,
+    landing: str,
+    options: CdcOptions | None = None,
+    *,
+    schema: Schema | None = None,
+    batches: Sequence[int] | None = None,
+    properties: Mapping[str, str] | None = None,
+) -> list[BatchReport]:
+    """Ingest every not-yet-committed batch under ``landing`` in order (or only ``batches``);
+    the table is created from ``schema`` when missing. Stops at the first failing batch."""
+    opts = options or CdcOptions()
+    catalog = settings.catalog()
+    table = None
+    if schema is not None:
+        existed = catalog.table_exists(identifier)
+        table = catalog.create_table(identifier, schema, ignore_if_exists=True)
+        if not existed:
+            log.info("created table %s at %s", identifier, table.path)
+    fio = FileIO(landing, dict(settings.storage_options))
+    q_root = opts.quarantine or join(landing, "_quarantine")
+    reports = []
+    for bid, files in list_batches(fio, landing):
+        if batches is not None and bid not in batches:
+            continue
+        if table is None:  # opened once, for the first batch
+            table = catalog.get_table(identifier)
+        reports.append(ingest_batch(spark, settings, identifier, bid, files, opts,
+                                    landing_io=fio, quarantine_root=q_root,
+                                    properties=properties, table=table))
+    return reports
+
+
+# ---------------------------------------------------------------------------- entry point
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m pipelines.cdc.ingest",
+                                description=__doc__.split("\n\n")[0] if __doc__ else None)
+    add_catalog_args(p)
+    add_spark_args(p)
+    p.add_argument("--landing", required=True, help="directory / S3 prefix of batch-<n> inputs")
+    p.add_argument("--format", choices=sorted(FORMATS), default=DEFAULT_FORMAT,
+                   help="the events' format (default %(default)s: JSON lines, with or "
+                        "without the schema/payload envelope; debezium-avro: Avro container "
+                        "files of Debezium envelopes as Kafka Connect's S3 sink writes them)")
+    p.add_argument("--schema", help="schema JSON to create the table with when it is missing")
+    p.add_argument("--batch", type=int, action="append", help="only this batch (repeatable)")
+    p.add_argument("--quarantine", help="where malformed events go (default <landing>/"
+                                        "_quarantine)")
+    p.add_argument("--max-error-ratio", type=float, default=0.01)
+    p.add_argument("--position-fields",
+                   help="comma-separated fields of 'source' ordering the events (default: "
+                        "those of the events' source.connector)")
+    p.add_argument("--sequence-column", help="table column filled with the source position "
+                                             "(default: the table's sequence.field)")
+    p.add_argument("--epoch-unit", choices=["ms", "us"], default="ms",
+                   help="unit of numeric timestamps in the events")
+    p.add_argument("--commit-user", help="stable commit user (default cdc-<db>.<table>)")
+    p.add_argument("--no-evolve", action="store_true", help="do not add new columns")
+    p.add_argument("--max-partition-bytes", type=parse_size, default=None,
+                   help="largest byte range of a landing file one task decodes at a time, "
+                        "e.g. 128MB (default: Spark's spark.sql.files.maxPartitionBytes, "
+                        "128MB); larger files are split at line starts")
+    p.add_argument("--unavailable-value", choices=["previous", "store", "refuse"],
+                   default="previous",
+                   help="Debezium's unchanged-TOAST placeholder: keep the column's previous "
+                        "value (default), store the placeholder text, or quarantine the event")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; prints one JSON report per batch. Exit codes: 0 ok, 1 error, 3 error
+    ratio exceeded."""
+    args = build_parser().parse_args(argv)
+    configure_logging()
+    from pipelines.session import get_session
+
+    settings = CatalogSettings.from_args(args)
+    try:  # before the JVM starts: a wrong --schema or --warehouse fails at once, named
+        schema = load_schema_file(args.schema) if args.schema else None
+    except PaimonError as e:
+        print(f"cdc_ingest: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    if schema is None and (rc := check_table(settings, args.table, "cdc_ingest")) is not None:
+        return rc
+    spark = get_session(SparkSettings.from_args(args, app_name="paimon-cdc-ingest"))
+    opts = CdcOptions(
+        position_fields=(tuple(x.strip() for x in args.position_fields.split(",") if x.strip())
+                         if args.position_fields else None),
+        sequence_column=args.sequence_column, epoch_unit=args.epoch_unit,
+        max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
+        quarantine=args.quarantine, evolve_schema=not args.no_evolve,
+        unavailable=args.unavailable_value, format=args.format,
+        max_partition_bytes=args.max_partition_bytes,
+    )
+    try:
+        for r in ingest(spark, settings, args.table, args.landing, opts, schema=schema,
+                        batches=args.batch):
+            print(r.to_json(), flush=True)
+    except ErrorRatioExceeded as e:
+        print(e.report.to_json(), flush=True)
+        print(f"cdc_ingest: {e}", file=sys.stderr)
+        return 3
+    except PaimonError as e:
+        print(f"cdc_ingest: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run_job_main("pipelines.cdc.ingest")

@@ -1,0 +1,77 @@
+"""How change events are decoded: one frozen, picklable :class:`DecodeSettings` built once by
+the caller (the job from its :class:`~pipelines.cdc.ingest.CdcOptions`, a test by hand) and
+handed to every decoder (:mod:`pipelines.cdc.decode`, :mod:`pipelines.cdc.values`,
+:mod:`pipelines.cdc.formats`, :mod:`pipelines.cdc.avro`), instead of loose keywords.
+A value the decoders do not know is refused here, naming the setting."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Literal, cast, get_args
+
+from paimon_core.errors import ConfigError
+
+#: the unit of a numeric timestamp whose event names no logical type (Debezium's
+#: ``time.precision.mode``: ``connect`` / ``adaptive`` write milliseconds, ``adaptive_time_
+#: microseconds`` microseconds)
+EpochUnit = Literal["ms", "us"]
+#: what becomes of a value that is Debezium's unchanged-TOAST placeholder
+#: (:data:`pipelines.cdc.events.UNAVAILABLE`): ``previous`` (the default): the column keeps
+#: its previous value (the job fills it from the key's earlier change in the batch, else from
+#: the table as the batch starts); ``store``: the placeholder is stored as the value;
+#: ``refuse``: the event is quarantined (``unchanged TOAST value for <col>``)
+Unavailable = Literal["previous", "store", "refuse"]
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """The knobs of decoding one batch's events.
+
+    ``position_fields``: the fields of ``source`` ordering the events (``None``: those of the
+    events' ``source.connector``); ``epoch_unit``: see :data:`EpochUnit`;
+    ``sequence_column``: the table column filled with the source position (``None``: none);
+    ``unavailable``: see :data:`Unavailable`.
+
+    Raises:
+        ConfigError: a value the decoders do not know (the message names the setting).
+    """
+
+    position_fields: tuple[str, ...] | None = None
+    epoch_unit: EpochUnit = "ms"
+    sequence_column: str | None = None
+    unavailable: Unavailable = "previous"
+
+    def __post_init__(self) -> None:
+        if self.epoch_unit not in get_args(EpochUnit):
+            raise ConfigError("epoch_unit", f"{self.epoch_unit!r} is not one of "
+                                            f"{', '.join(get_args(EpochUnit))}")
+        if self.unavailable not in get_args(Unavailable):
+            raise ConfigError("unavailable", f"{self.unavailable!r} is not one of "
+                                             f"{', '.join(get_args(Unavailable))}")
+        pf = self.position_fields
+        if pf is not None:
+            if isinstance(pf, str) or not isinstance(pf, Sequence):
+                raise ConfigError("position_fields", f"{pf!r} is not a sequence of field names")
+            if not pf or not all(isinstance(f, str) and f for f in pf):
+                raise ConfigError("position_fields", f"{list(pf)!r}: give one or more "
+                                                     "non-empty field names")
+            object.__setattr__(self, "position_fields", tuple(pf))
+        sc = self.sequence_column
+        if sc is not None and (not isinstance(sc, str) or not sc):
+            raise ConfigError("sequence_column", f"{sc!r} is not a column name")
+
+    @classmethod
+    def of(cls, settings: Mapping[str, object]) -> DecodeSettings:
+        """Settings from a mapping of their names (e.g. a caller's keywords); a name that is
+        not a setting raises :class:`ConfigError` naming it."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ConfigError(", ".join(unknown), "unknown decode setting(s); known: "
+                                                  f"{', '.join(sorted(known))}")
+        return cls(**cast("dict[str, object]", dict(settings)))  # type: ignore[arg-type]
+
+
+#: decoding with every setting at its default
+DEFAULT_SETTINGS = DecodeSettings()
