@@ -33,7 +33,7 @@ from pydantic import Field
 from assets.labels import AssetLabels, SettingsError
 from assets.metadata import TABLE, accepts_properties, context_properties, snapshot_metadata
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
-from assets.runs import non_retryable
+from assets.runs import ensure_table, non_retryable
 from assets.tables import DAILY_START, TableSpec
 from pipelines.cdc_events import CONNECTOR_POSITIONS
 from pipelines.cdc_formats import DEFAULT_FORMAT, FORMATS
@@ -338,7 +338,7 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
         # one catalog (one FileIO) and one table for the whole run, shared with the Spark job
         settings = catalog.settings()
         cat = settings.catalog()
-        table = spec.ensure(cat)
+        table, altered = ensure_table(context, spec, cat)
         fio = landing.file_io()
         quarantine = landing.path(spec.identifier, "_quarantine")
         started = time.monotonic()
@@ -406,6 +406,7 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
             "cdc/new_columns": dg.MetadataValue.json(
                 {k: v for r in reports for k, v in r.new_columns.items()}),
             "cdc/quarantine": quarantine,
+            **altered,
             "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
             **spark.run_metadata(),
         }))

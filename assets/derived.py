@@ -68,7 +68,7 @@ from assets.derived_sensor import (
 from assets.labels import AssetLabels, SettingsError, load_function
 from assets.metadata import TABLE, context_properties, snapshot_metadata
 from assets.resources import PaimonCatalog
-from assets.runs import DERIVED_POOL
+from assets.runs import DERIVED_POOL, ensure_table
 from assets.tables import TableSpec
 from paimon_core import (
     CommitKind,
@@ -445,7 +445,7 @@ def build_derived(
         """Apply one snapshot range of the source to the derived table."""
         cat = catalog.load()
         src = cat.get_table(source.identifier)
-        tgt = target.ensure(cat)
+        tgt, altered = ensure_table(context, target, cat)
         started = time.monotonic()
         result = apply_range(
             src, tgt, config.start_snapshot, config.end_snapshot,
@@ -469,6 +469,7 @@ def build_derived(
                 "paimon/upserts": dg.MetadataValue.int(result.upserts),
                 "paimon/deletes": dg.MetadataValue.int(result.deletes),
                 "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
+                **altered,
             },
         ))
 
