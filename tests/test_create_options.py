@@ -73,3 +73,34 @@ def test_cli_create_refuses_a_bad_value(tmp_path: Path) -> None:
     assert "option write-only='maybe' is not a boolean" in proc.stderr
     assert proc.stdout == ""
     assert not FileSystemCatalog(str(wh)).table_exists("db.t")
+
+
+@pytest.mark.oracle
+def test_a_table_java_wrote_with_options_we_do_not_know_opens(tmp_path: Path) -> None:
+    """The check is for what a user hands us at CREATE: a table Paimon Java created with an
+    option of its own (``lookup.cache-max-memory-size``) and a custom key opens, reads, and
+    takes an ALTER as before; a create-if-missing of it opens it as it is."""
+    from tests.interop.oracle import ensure_ready, run_batches
+
+    ensure_ready()
+    wh = tmp_path / "wh"
+    options = {"bucket": "1", "lookup.cache-max-memory-size": "64 mb", "x.owner": "ops"}
+    (tmp_path / "schema.json").write_text(json.dumps({
+        "fields": [{"name": "id", "type": "BIGINT"}, {"name": "v", "type": "STRING"}],
+        "primary_keys": ["id"], "partition_keys": [], "options": options}))
+    (tmp_path / "rows.jsonl").write_text('{"id": 1, "v": "a"}\n{"id": 2, "v": "b"}\n')
+    run_batches({"java": [
+        {"cmd": "create", "warehouse": str(wh), "table": "db.j",
+         "schema": str(tmp_path / "schema.json")},
+        {"cmd": "write", "warehouse": str(wh), "table": "db.j",
+         "input": str(tmp_path / "rows.jsonl")},
+    ]}, tmp_path)
+    catalog = FileSystemCatalog(str(wh))
+    again = catalog.create_table("db.j", Schema.of(COLUMNS, primary_keys=["id"]),
+                                 ignore_if_exists=True)
+    assert again.schema.options == options
+    assert sorted(again.to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
+    catalog.alter_table("db.j", [SetOption("snapshot.num-retained.max", "50")])
+    assert catalog.get_table("db.j").schema.options == {
+        **options, "snapshot.num-retained.max": "50"}
