@@ -328,10 +328,12 @@ mutation($name: String!) {
 }"""
 
 
-def ui_reload(dev: DagsterDev, location: str, timeout: float = 180) -> None:
+def ui_reload(dev: DagsterDev, location: str, timeout: float = 600) -> None:
     """"Reload" of a code location, as the UI's button does (after its files were edited),
     until it has loaded again."""
-    out = dev.graphql(RELOAD_LOCATION, {"name": location})["reloadRepositoryLocation"]
+    # the mutation answers once the code server has reloaded (minutes on a loaded machine)
+    out = dev.graphql(RELOAD_LOCATION, {"name": location},
+                      timeout=timeout)["reloadRepositoryLocation"]
     assert out["__typename"] == "WorkspaceLocationEntry", out
     deadline = time.monotonic() + timeout
     while not _topology.workspace_loaded(dev.graphql(_topology.WORKSPACE, timeout=10)):
