@@ -396,7 +396,7 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
                     f"{report.malformed} quarantined -> {report.rows_written} rows, "
                     f"snapshots {report.snapshot_ids}"
                 )
-        return dg.MaterializeResult(metadata=snapshot_metadata(table, created, **{
+        return dg.MaterializeResult(metadata=snapshot_metadata(table, created, **altered, **{
             "cdc/days": dg.MetadataValue.json(batches),
             "cdc/already_committed_days": dg.MetadataValue.json(already),
             "cdc/events": dg.MetadataValue.int(sum(r.events for r in reports)),
@@ -406,7 +406,6 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
             "cdc/new_columns": dg.MetadataValue.json(
                 {k: v for r in reports for k, v in r.new_columns.items()}),
             "cdc/quarantine": quarantine,
-            **altered,
             "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
             **spark.run_metadata(),
         }))

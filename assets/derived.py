@@ -460,7 +460,7 @@ def build_derived(
             f"{result.upserts} upserts, {result.deletes} deletes, snapshots "
             f"{result.snapshot_ids}")
         return dg.MaterializeResult(metadata=snapshot_metadata(
-            tgt, result.snapshot_ids,
+            tgt, result.snapshot_ids, **altered,
             **{
                 "paimon/mode": result.mode,
                 "paimon/source_range": f"({result.start}, {result.end}]",
@@ -469,7 +469,6 @@ def build_derived(
                 "paimon/upserts": dg.MetadataValue.int(result.upserts),
                 "paimon/deletes": dg.MetadataValue.int(result.deletes),
                 "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
-                **altered,
             },
         ))
 

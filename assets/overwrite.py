@@ -147,13 +147,12 @@ def build_overwrite_asset(spec: TableSpec, partition_key: str,
                          f"-> snapshots {list(result.snapshot_ids)}")
         table = cat.get_table(spec.identifier)
         return dg.MaterializeResult(metadata=snapshot_metadata(
-            table, list(result.snapshot_ids), **{
+            table, list(result.snapshot_ids), **altered, **{
                 "overwrite/partition": f"{partition_key}={day}",
                 "overwrite/rows": dg.MetadataValue.int(result.rows),
                 "overwrite/files": dg.MetadataValue.int(result.files),
                 "overwrite/source": source,
                 "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
-                **altered,
                 **spark.run_metadata(),
             }))
 
@@ -195,12 +194,11 @@ def _from_upstream(spec: TableSpec, partition_key: str, parts: OverwritePartitio
             write.write_arrow(data)
             messages = write.prepare_commit()
         ids = builder.new_commit().commit(messages)
-        return dg.MaterializeResult(metadata=snapshot_metadata(table, list(ids), **{
+        return dg.MaterializeResult(metadata=snapshot_metadata(table, list(ids), **altered, **{
             "overwrite/partition": f"{partition_key}={day}",
             "overwrite/rows": dg.MetadataValue.int(data.num_rows),
             "overwrite/source": "/".join(upstream),
             "paimon/seconds": dg.MetadataValue.float(round(time.monotonic() - started, 3)),
-            **altered,
         }))
 
     return _overwrite
