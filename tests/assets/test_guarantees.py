@@ -21,7 +21,8 @@ components' own YAML (not the demo) in a temporary directory, through one real `
 
 Cost on a quiet 2-core machine: ~90 s wall (dg dev start-up, one Spark run, the wait for
 the first cron minute overlaps the other tests); the edited options add two code location
-reloads and two short runs (no Spark): ~30 s quiet, ~8 min at a load average of 25.
+reloads and two short runs (no Spark): a reload took ~3.5 min at a load average of 25 (not
+measured on a quiet machine).
 """
 
 from __future__ import annotations
