@@ -33,7 +33,7 @@ from pydantic import Field
 from assets.labels import AssetLabels, SettingsError
 from assets.metadata import TABLE, accepts_properties, context_properties, snapshot_metadata
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
-from assets.runs import non_retryable
+from assets.runs import ensure_table, non_retryable
 from assets.tables import DAILY_START, TableSpec
 from pipelines.cdc.events import CONNECTOR_POSITIONS
 from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS
@@ -338,7 +338,7 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
         # one catalog (one FileIO) and one table for the whole run, shared with the Spark job
         settings = catalog.settings()
         cat = settings.catalog()
-        table = spec.ensure(cat)
+        table, altered = ensure_table(context, spec, cat)
         fio = landing.file_io()
         quarantine = landing.path(spec.identifier, "_quarantine")
         started = time.monotonic()
@@ -396,7 +396,7 @@ def build_cdc_asset(spec: TableSpec, source: CdcSource | None = None,
                     f"{report.malformed} quarantined -> {report.rows_written} rows, "
                     f"snapshots {report.snapshot_ids}"
                 )
-        return dg.MaterializeResult(metadata=snapshot_metadata(table, created, **{
+        return dg.MaterializeResult(metadata=snapshot_metadata(table, created, **altered, **{
             "cdc/days": dg.MetadataValue.json(batches),
             "cdc/already_committed_days": dg.MetadataValue.json(already),
             "cdc/events": dg.MetadataValue.int(sum(r.events for r in reports)),

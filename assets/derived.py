@@ -68,7 +68,7 @@ from assets.derived_sensor import (
 from assets.labels import AssetLabels, SettingsError, load_function
 from assets.metadata import TABLE, context_properties, snapshot_metadata
 from assets.resources import PaimonCatalog
-from assets.runs import DERIVED_POOL
+from assets.runs import DERIVED_POOL, ensure_table
 from assets.tables import TableSpec
 from paimon_core import CommitKind, CommitOptions, FileStoreTable, Predicate
 from paimon_core.integration import and_, greater_or_equal, is_in, less_or_equal
@@ -437,7 +437,7 @@ def build_derived(
         """Apply one snapshot range of the source to the derived table."""
         cat = catalog.load()
         src = cat.get_table(source.identifier)
-        tgt = target.ensure(cat)
+        tgt, altered = ensure_table(context, target, cat)
         started = time.monotonic()
         result = apply_range(
             src, tgt, config.start_snapshot, config.end_snapshot,
@@ -452,7 +452,7 @@ def build_derived(
             f"{result.upserts} upserts, {result.deletes} deletes, snapshots "
             f"{result.snapshot_ids}")
         return dg.MaterializeResult(metadata=snapshot_metadata(
-            tgt, result.snapshot_ids,
+            tgt, result.snapshot_ids, **altered,
             **{
                 "paimon/mode": result.mode,
                 "paimon/source_range": f"({result.start}, {result.end}]",

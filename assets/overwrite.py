@@ -29,7 +29,7 @@ from assets.metadata import (
     snapshot_metadata,
 )
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
-from assets.runs import non_retryable
+from assets.runs import ensure_table, non_retryable
 from assets.tables import DAILY_START, TableSpec
 from paimon_core import CommitOptions
 from pipelines.batch_overwrite import FORMATS, load_files, overwrite
@@ -131,7 +131,7 @@ def build_overwrite_asset(spec: TableSpec, partition_key: str,
             raise non_retryable(context, f"no extract has landed for {spec.identifier} on "
                                 f"{day} ({source})")
         cat = catalog.load()
-        table = spec.ensure(cat)
+        table, altered = ensure_table(context, spec, cat)
         started = time.monotonic()
         session = spark.session()
         landing_settings = CatalogSettings(landing.root, landing.storage_options())
@@ -147,7 +147,7 @@ def build_overwrite_asset(spec: TableSpec, partition_key: str,
                          f"-> snapshots {list(result.snapshot_ids)}")
         table = cat.get_table(spec.identifier)
         return dg.MaterializeResult(metadata=snapshot_metadata(
-            table, list(result.snapshot_ids), **{
+            table, list(result.snapshot_ids), **altered, **{
                 "overwrite/partition": f"{partition_key}={day}",
                 "overwrite/rows": dg.MetadataValue.int(result.rows),
                 "overwrite/files": dg.MetadataValue.int(result.files),
@@ -185,7 +185,7 @@ def _from_upstream(spec: TableSpec, partition_key: str, parts: OverwritePartitio
             raise non_retryable(context, f"{'/'.join(upstream)} gave rows outside "
                                 f"{partition_key}={day}: refusing to overwrite")
         started = time.monotonic()
-        table = spec.ensure(catalog.load())
+        table, altered = ensure_table(context, spec, catalog.load())
         builder = table.new_batch_write_builder(
             run_commit_user(context.run.run_id), options=CommitOptions(
                 properties=context_properties(context), dynamic_partition_overwrite=False),
@@ -194,7 +194,7 @@ def _from_upstream(spec: TableSpec, partition_key: str, parts: OverwritePartitio
             write.write_arrow(data)
             messages = write.prepare_commit()
         ids = builder.new_commit().commit(messages)
-        return dg.MaterializeResult(metadata=snapshot_metadata(table, list(ids), **{
+        return dg.MaterializeResult(metadata=snapshot_metadata(table, list(ids), **altered, **{
             "overwrite/partition": f"{partition_key}={day}",
             "overwrite/rows": dg.MetadataValue.int(data.num_rows),
             "overwrite/source": "/".join(upstream),

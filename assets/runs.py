@@ -39,12 +39,18 @@ from typing import Any
 import dagster as dg
 
 from assets.resources import SPARK_POOL
+from assets.tables import TableSpec
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.errors import ImmutableOptionError
+from paimon_core.table import FileStoreTable
 
 __all__ = [
     "DERIVED_POOL",
     "FIXED_POOL_LIMITS",
     "NO_RUN_RETRY_TAG",
+    "OPTIONS_ALTERED",
     "POOLS",
+    "ensure_table",
     "non_retryable",
     "not_retried",
     "register_pools",
@@ -58,6 +64,8 @@ DERIVED_POOL = "paimon-derived"
 FIXED_POOL_LIMITS = {DERIVED_POOL: 1}
 #: the pools the code location's assets use
 POOLS = (SPARK_POOL, DERIVED_POOL)
+#: materialization metadata: the options a run ALTERed to its component's declared values
+OPTIONS_ALTERED = "paimon/options_altered"
 
 
 def register_pools(instance: dg.DagsterInstance) -> dict[str, int]:
@@ -92,3 +100,21 @@ def non_retryable(context: dg.AssetExecutionContext, description: str,
     not_retried(context, description)
     return dg.Failure(description=description, metadata=metadata, allow_retries=False)
 
+
+
+def ensure_table(context: dg.AssetExecutionContext, spec: TableSpec, catalog: FileSystemCatalog
+                 ) -> tuple[FileStoreTable, dict[str, Any]]:
+    """The run's table (:meth:`TableSpec.ensure_declared`: created when missing, the options
+    its component declares with another value ALTERed, logged) and the materialization
+    metadata saying so (:data:`OPTIONS_ALTERED`: ``{key: "old -> new"}``; nothing when no
+    option changed). An option fixed for the table's life that differs fails the run, not
+    retried, naming the option and both values."""
+    try:
+        ensured = spec.ensure_declared(catalog)
+    except ImmutableOptionError as e:
+        raise non_retryable(context, str(e)) from e
+    if not ensured.altered:
+        return ensured.table, {}
+    changes = ", ".join(f"{k}: {v}" for k, v in ensured.altered.items())
+    context.log.info(f"{spec.identifier}: options altered to the declared values ({changes})")
+    return ensured.table, {OPTIONS_ALTERED: dg.MetadataValue.json(dict(ensured.altered))}

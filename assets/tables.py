@@ -30,6 +30,9 @@ from paimon_core import (
     Schema,
 )
 from paimon_core.errors import SchemaError
+from paimon_core.option_validation import checked_overlay
+from paimon_core.options import CoreOptions
+from paimon_core.schema_change import SetOption
 from paimon_core.spec.option_enums import BucketMode, parse_bucket
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "ORDERS",
     "ORDERS_ENRICHED",
     "BucketLayout",
+    "EnsuredTable",
     "TableSpec",
     "bucket_partitions",
     "check_bucket_layout",
@@ -60,6 +64,20 @@ __all__ = [
 DAILY_START = "2025-01-01"
 #: the demo's code location: defs.yaml files declaring its tables (:mod:`assets.components`)
 DEMO_DEFS = Path(__file__).resolve().parent / "demo"
+
+
+#: the old value of an option a table did not have, in :attr:`EnsuredTable.altered`
+UNSET = "(unset)"
+
+
+@dataclass(frozen=True)
+class EnsuredTable:
+    """:meth:`TableSpec.ensure_declared`'s table, and the options it ALTERed to the
+    declared values (``{key: "old -> new"}``, old = :data:`UNSET` for a key the table did
+    not have; empty when nothing changed)."""
+
+    table: FileStoreTable
+    altered: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -144,8 +162,35 @@ class TableSpec:
         return path
 
     def ensure(self, catalog: FileSystemCatalog) -> FileStoreTable:
-        """The table, created from :attr:`schema` when missing."""
-        return catalog.create_table(self.identifier, self.table_schema(), ignore_if_exists=True)
+        """The table, created from :attr:`schema` when missing (its options as declared:
+        :meth:`ensure_declared`)."""
+        return self.ensure_declared(catalog).table
+
+    def ensure_declared(self, catalog: FileSystemCatalog) -> EnsuredTable:
+        """The table, created from :attr:`schema` when missing; when it exists, the options
+        :attr:`schema` lists with another value than the table's are ALTERed to the listed
+        value (``SET``). The declaration is the state of the keys it lists only: an option the
+        table has that the declaration does not list is kept (removing a key from the YAML
+        does not reset it). An option fixed for the table's life (``bucket``, ``primary-key``
+        / ``partition`` = the declared keys, ``merge-engine``, ... -- the set of
+        :func:`paimon_core.option_validation.checked_overlay`) that differs raises
+        :class:`~paimon_core.errors.ImmutableOptionError` naming it; nothing is altered then."""
+        table = catalog.create_table(self.identifier, self.table_schema(), ignore_if_exists=True)
+        declared = {
+            **self.schema.get("options", {}),
+            CoreOptions.PRIMARY_KEY: ",".join(self.schema.get("primary_keys", [])),
+            CoreOptions.PARTITION: ",".join(self.partition_keys),
+        }
+        changed = checked_overlay(
+            table.schema, declared,
+            refused=f"of {self.identifier} cannot be changed by the options its component "
+            "declares")
+        if not changed:
+            return EnsuredTable(table, {})
+        old = table.schema.options
+        catalog.alter_table(self.identifier, [SetOption(k, v) for k, v in changed.items()])
+        return EnsuredTable(catalog.get_table(self.identifier),
+                            {k: f"{old.get(k, UNSET)} -> {v}" for k, v in sorted(changed.items())})
 
 
 def demo_table(identifier: str) -> TableSpec:

@@ -113,13 +113,14 @@ class SchemaError(PaimonError, ValueError):
 
 
 class ImmutableOptionError(SchemaError):
-    """A dynamic option (:meth:`FileStoreTable.copy`, a Spark ``df.write`` option) that would
-    change an option fixed for the table's life (``bucket``, the keys, ``merge-engine``, ...)."""
+    """A dynamic option (:meth:`FileStoreTable.copy`, a Spark ``df.write`` option), or an
+    option a component declares for an existing table, that would change an option fixed for
+    the table's life (``bucket``, the keys, ``merge-engine``, ...); ``refused`` says which."""
 
-    def __init__(self, key: str, table_value: str | None, given: str) -> None:
-        super().__init__(f"option {key!r} cannot be overlaid for one job: the table has "
-                         f"{key}={table_value!r}, given {key}={given!r} (it is fixed for the "
-                         "table's life)")
+    def __init__(self, key: str, table_value: str | None, given: str,
+                 refused: str = "cannot be overlaid for one job") -> None:
+        super().__init__(f"option {key!r} {refused}: the table has {key}={table_value!r}, "
+                         f"given {key}={given!r} (it is fixed for the table's life)")
         self.key = key
         self.table_value = table_value
         self.given = given

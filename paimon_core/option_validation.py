@@ -182,18 +182,20 @@ def _unchanged(schema: TableSchema, key: str, value: str) -> bool:
     return value == schema.options.get(key)
 
 
-def checked_overlay(schema: TableSchema, overlay: Mapping[str, str]) -> dict[str, str]:
+def checked_overlay(schema: TableSchema, overlay: Mapping[str, str],
+                    refused: str = "cannot be overlaid for one job") -> dict[str, str]:
     """The entries of ``overlay`` (one job's dynamic options, Java's ``FileStoreTable.copy``)
     that change ``schema``'s options, checked as Java's ``checkImmutability`` +
     ``SchemaValidation`` do: an option fixed for the table's life given another value raises
     :class:`ImmutableOptionError` (``primary-key`` / ``partition`` / ``bucket`` equal to the
-    table's are no change); the merged options are validated (:func:`validate_options`)."""
+    table's are no change); the merged options are validated (:func:`validate_options`).
+    ``refused`` words the error for the caller (a component's declared options)."""
     for key, value in overlay.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise SchemaError(f"option {key!r}={value!r}: keys and values must be strings")
     changed = {k: v for k, v in overlay.items() if not _unchanged(schema, k, v)}
     for key, value in changed.items():
         if key in _FIXED_FOR_COPY:
-            raise ImmutableOptionError(key, _table_value(schema, key), value)
+            raise ImmutableOptionError(key, _table_value(schema, key), value, refused)
     validate_options(overlaid(schema, changed))
     return changed

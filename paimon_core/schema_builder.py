@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from paimon_core.errors import SchemaError
+from paimon_core.option_validation import validate_options
 from paimon_core.options import CoreOptions
 from paimon_core.spec.option_enums import BucketMode
 from paimon_core.spec.schema import CURRENT_VERSION, TableSchema
@@ -141,6 +142,9 @@ class Schema:
             highest_field_id=highest,
         )
         validate_table_schema(ts)
+        # every option value a user hands us is checked at CREATE, as ALTER checks it
+        # (unknown keys pass through, as in Java and ALTER)
+        validate_options(ts)
         return ts
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "PaimonOverwriteTable",
     "PaimonResources",
     "ScheduleAttributes",
+    "TableAttributes",
     "check_defs",
 ]
 
@@ -67,7 +68,7 @@ TEMPLATES: dict[str, dict[str, Any]] = {
         "table": "mart.orders_flags", "columns": [{"name": "id", "type": "BIGINT"},
                                                   {"name": "is_open", "type": "BOOLEAN"}],
         "primary_key": ["id"], "source": "shop.orders", "transform": "my_project.transforms:fn"},
-    "PaimonTableMaintenance": {"table": "shop.orders", "buckets": 2},
+    "PaimonTableMaintenance": {"table": "shop.orders"},
     "PaimonResources": {"deployment": "local"},
 }
 
@@ -163,33 +164,6 @@ def _identifier(table: str) -> str:
     return table
 
 
-class _TableAttributes(dg.Model):
-    """A table the component writes: identifier, schema and options (Paimon's names)."""
-
-    table: str = Field(description="database.table")
-    columns: list[Column] = Field(description="the table's columns")
-    primary_key: list[str] = Field(default_factory=list)
-    partition_by: list[str] = Field(default_factory=list)
-    options: dict[str, OptionValue] = Field(
-        default_factory=dict, description="Paimon table options (bucket, sequence.field, "
-        "snapshot.num-retained.max...)")
-    asset: AssetAttributes = Field(default_factory=AssetAttributes)
-    checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
-
-    def spec(self) -> TableSpec:
-        _identifier(self.table)
-        spec = TableSpec.from_attributes(self.model_dump())
-        ident = spec.identifier
-        try:
-            spec.table_schema()
-        except Exception as e:  # the schema's own error, named for the table
-            raise SettingsError(f"{ident}: invalid schema: {e}") from e
-        return spec
-
-    def table_checks(self, spec: TableSpec) -> dg.Definitions:
-        return check_defs(spec, self.checks)
-
-
 class SensorAttributes(dg.Model):
     """A sensor of the component (a derived table's snapshot sensor, a landing sensor, a
     table's state sensor): its name, interval, and whether it starts running."""
@@ -218,6 +192,47 @@ def state_sensor_defs(spec: TableSpec, sensor: SensorAttributes | None) -> dg.De
                         else dg.DefaultSensorStatus.STOPPED))])
 
 
+class TableAttributes(dg.Model):
+    """The attributes every table component shares (as Dagster's own components share
+    resolved attribute models): the table it writes -- identifier, schema and options
+    (Paimon's names) --, its asset, its checks and its state sensor. An existing table whose
+    options differ from ``options`` gets the listed ones ALTERed at its next run
+    (:meth:`assets.tables.TableSpec.ensure_declared`)."""
+
+    table: str = Field(description="database.table")
+    columns: list[Column] = Field(description="the table's columns")
+    primary_key: list[str] = Field(default_factory=list)
+    partition_by: list[str] = Field(default_factory=list)
+    options: dict[str, OptionValue] = Field(
+        default_factory=dict, description="Paimon table options (bucket, sequence.field, "
+        "snapshot.num-retained.max...); on an existing table a listed option with another "
+        "value is ALTERed at the next run (one fixed for the table's life fails it), an "
+        "unlisted one is kept")
+    asset: AssetAttributes = Field(default_factory=AssetAttributes)
+    checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
+    state_sensor: SensorAttributes | None = Field(default_factory=SensorAttributes,
+                                                  description=STATE_SENSOR_DOC)
+
+    def spec(self) -> TableSpec:
+        _identifier(self.table)
+        spec = TableSpec.from_attributes(self.model_dump(include=set(_TABLE_FIELDS)))
+        ident = spec.identifier
+        try:  # the schema and every option value, checked as CREATE checks them
+            spec.table_schema().to_table_schema()
+        except Exception as e:  # the schema's own error, named for the table
+            raise SettingsError(f"{ident}: invalid schema: {e}") from e
+        return spec
+
+    def table_defs(self, spec: TableSpec) -> dg.Definitions:
+        """The table's checks and its state sensor."""
+        return dg.Definitions.merge(check_defs(spec, self.checks),
+                                    state_sensor_defs(spec, self.state_sensor))
+
+
+#: the fields of :class:`TableAttributes` (what :meth:`TableAttributes.spec` reads)
+_TABLE_FIELDS = tuple(TableAttributes.model_fields)
+
+
 # ------------------------------------------------------------------------------ CDC
 class CdcSourceAttributes(dg.Model):
     """Where the change events land and how they are read (``pipelines.cdc.ingest``)."""
@@ -243,21 +258,13 @@ class CdcSourceAttributes(dg.Model):
 
 
 @dg.scaffold_with(_Template)
-class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
+class PaimonCdcTable(dg.Component, TableAttributes, dg.Resolvable):
     """A Paimon primary-key table fed by CDC change events (Debezium), one run per landing
     day / hour (or per landed batch), exactly once per batch; with its asset checks, an
     ingestion job and its schedule."""
 
-    table: str = Field(description="database.table")
-    columns: list[Column]
     primary_key: list[str]
-    partition_by: list[str] = Field(default_factory=list)
-    options: dict[str, OptionValue] = Field(default_factory=dict)
-    asset: AssetAttributes = Field(default_factory=AssetAttributes)
-    checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
     source: CdcSourceAttributes = Field(default_factory=CdcSourceAttributes)
-    state_sensor: SensorAttributes | None = Field(default_factory=SensorAttributes,
-                                                  description=STATE_SENSOR_DOC)
     job_name: str | None = Field(default=None, description="default <db>_<table>_ingest_job; "
                                  "'' = no job (and no schedule)")
     schedule: ScheduleAttributes | None = Field(
@@ -268,10 +275,7 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
         "none")
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        attrs = _TableAttributes(table=self.table, columns=self.columns,
-                                 primary_key=self.primary_key, partition_by=self.partition_by,
-                                 options=self.options, asset=self.asset, checks=self.checks)
-        spec = attrs.spec()
+        spec = self.spec()
         src = self.source
         source = CdcSource(layout=src.layout, landing_root=src.landing_root, format=src.format,
                            connector=src.connector, position_fields=tuple(src.position_fields),
@@ -306,7 +310,7 @@ class PaimonCdcTable(dg.Component, dg.Model, dg.Resolvable):
                     spec, source, name=f"{spec.slug}_landed_partitions_sensor",
                     minimum_interval_seconds=ls.minimum_interval_seconds))
         return dg.Definitions.merge(
-            attrs.table_checks(spec), state_sensor_defs(spec, self.state_sensor),
+            self.table_defs(spec),
             dg.Definitions(assets=[asset], jobs=jobs, schedules=schedules, sensors=sensors))
 
 
@@ -356,21 +360,13 @@ class OverwritePartitionsAttributes(dg.Model):
 
 
 @dg.scaffold_with(_Template)
-class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
+class PaimonOverwriteTable(dg.Component, TableAttributes, dg.Resolvable):
     """A partitioned Paimon table whose partitions are replaced whole (static INSERT
     OVERWRITE) by the extract landed for them; with its checks, job and schedule."""
 
-    table: str = Field(description="database.table")
-    columns: list[Column]
     partition_by: list[str] = Field(description="the partition column first")
-    primary_key: list[str] = Field(default_factory=list)
-    options: dict[str, OptionValue] = Field(default_factory=dict)
-    asset: AssetAttributes = Field(default_factory=AssetAttributes)
-    checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
     partitions: OverwritePartitionsAttributes = Field(
         default_factory=OverwritePartitionsAttributes)
-    state_sensor: SensorAttributes | None = Field(default_factory=SensorAttributes,
-                                                  description=STATE_SENSOR_DOC)
     upstream: list[str] | None = Field(
         default=None, description="an asset whose output (pyarrow / pandas / polars, same "
         "partitions) replaces the partition, instead of landed files")
@@ -381,10 +377,7 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
     schedule: ScheduleAttributes | None = None
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        attrs = _TableAttributes(table=self.table, columns=self.columns,
-                                 primary_key=self.primary_key, partition_by=self.partition_by,
-                                 options=self.options, asset=self.asset, checks=self.checks)
-        spec = attrs.spec()
+        spec = self.spec()
         p = self.partitions
         asset = build_overwrite_asset(
             spec, self.partition_by[0],
@@ -395,13 +388,13 @@ class PaimonOverwriteTable(dg.Component, dg.Model, dg.Resolvable):
                                      f"Replace one partition of {spec.identifier}.",
                                      self.schedule)
         return dg.Definitions.merge(
-            attrs.table_checks(spec), state_sensor_defs(spec, self.state_sensor),
-            dg.Definitions(assets=[asset], jobs=jobs, schedules=schedules))
+            self.table_defs(spec), dg.Definitions(assets=[asset], jobs=jobs,
+                                                  schedules=schedules))
 
 
 # ------------------------------------------------------------------------------ derived
 @dg.scaffold_with(_Template)
-class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
+class PaimonDerivedTable(dg.Component, TableAttributes, dg.Resolvable):
     """A Paimon table derived from a source table by a Python transform, applied snapshot
     range by snapshot range, exactly once and correct for any arrival order
     (:func:`assets.derived.apply_range`); a sensor requests one run per new range.
@@ -411,19 +404,11 @@ class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
     (pyarrow): the key column, the derived columns, and ``stamp_column`` if the table has one.
     """
 
-    table: str = Field(description="database.table")
-    columns: list[Column]
     primary_key: list[str] = Field(description="one column, also the source's key")
-    partition_by: list[str] = Field(default_factory=list)
-    options: dict[str, OptionValue] = Field(default_factory=dict)
-    asset: AssetAttributes = Field(default_factory=AssetAttributes)
-    checks: ChecksAttributes = Field(default_factory=ChecksAttributes)
     source: str = Field(description="the source table, database.table: a table a component "
                         "of this code location writes (else source_external)")
     source_asset_key: list[str] | None = Field(default=None, description="default: the "
                                                "source component's asset key, or [db, table]")
-    state_sensor: SensorAttributes | None = Field(default_factory=SensorAttributes,
-                                                  description=STATE_SENSOR_DOC)
     source_external: bool = Field(
         default=False, description="the source is written outside this code location "
         "(another engine, a Python asset): not checked at load; the sensor's tick fails "
@@ -439,10 +424,7 @@ class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
     sensor: SensorAttributes = Field(default_factory=SensorAttributes)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        attrs = _TableAttributes(table=self.table, columns=self.columns,
-                                 primary_key=self.primary_key, partition_by=self.partition_by,
-                                 options=self.options, asset=self.asset, checks=self.checks)
-        spec = attrs.spec()
+        spec = self.spec()
         if len(self.primary_key) != 1:
             raise SettingsError(f"{spec.identifier}: a derived table needs a one-column "
                                 f"primary key (got {self.primary_key})")
@@ -462,7 +444,7 @@ class PaimonDerivedTable(dg.Component, dg.Model, dg.Resolvable):
                            else dg.DefaultSensorStatus.STOPPED),
             labels=self.asset.labels(with_key=False), source_required=not source_known)
         return dg.Definitions.merge(
-            attrs.table_checks(spec), state_sensor_defs(spec, self.state_sensor),
+            self.table_defs(spec),
             dg.Definitions(assets=[derived.asset], jobs=[derived.job], sensors=[derived.sensor]))
 
     def _source(self, context: dg.ComponentLoadContext) -> tuple[list[str] | None, bool]:

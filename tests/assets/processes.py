@@ -320,6 +320,42 @@ def wait_for_runs(dev: DagsterDev, count: int, timeout: float = 300, **filters: 
         time.sleep(1)
 
 
+RELOAD_LOCATION = """
+mutation($name: String!) {
+  reloadRepositoryLocation(repositoryLocationName: $name) {
+    __typename ... on PythonError { message }
+  }
+}"""
+
+
+def ui_reload(dev: DagsterDev, location: str, timeout: float = 600) -> None:
+    """"Reload" of a code location, as the UI's button does (after its files were edited),
+    until it has loaded again."""
+    # the mutation answers once the code server has reloaded (minutes on a loaded machine)
+    out = dev.graphql(RELOAD_LOCATION, {"name": location},
+                      timeout=timeout)["reloadRepositoryLocation"]
+    assert out["__typename"] == "WorkspaceLocationEntry", out
+    deadline = time.monotonic() + timeout
+    while not _topology.workspace_loaded(dev.graphql(_topology.WORKSPACE, timeout=10)):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{location} not reloaded:\n{dev.log.read_text()[-4000:]}")
+        time.sleep(1)
+
+
+def materialization_metadata(dev: DagsterDev, run_id: str) -> dict[str, dict[str, Any]]:
+    """``{asset key: {metadata key: value}}`` of a run's materializations."""
+    from dagster import DagsterEventType, DagsterInstance
+
+    with DagsterInstance.from_config(str(dev.home)) as instance:
+        events = instance.all_logs(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION)
+    out: dict[str, dict[str, Any]] = {}
+    for e in events:
+        mat = e.asset_materialization
+        if mat is not None:
+            out[mat.asset_key.to_user_string()] = {k: v.value for k, v in mat.metadata.items()}
+    return out
+
+
 def pool_limits(dev: DagsterDev) -> dict[str, int]:
     """The pools the instance knows, with their limits."""
     from dagster import DagsterInstance

@@ -99,6 +99,11 @@ def test_cdc_table_follows_its_attributes() -> None:
     ({"source": {"layout": "{table}/all"}}, "placeholder"),
     ({"table": "orders"}, "database.table"),
     ({"columns": [{"name": "id", "type": "NOT_A_TYPE"}]}, "schema"),
+    # option values are checked when the definitions load, as CREATE / ALTER check them
+    ({"options": {"bucket": 3, "write-only": "maybe"}},
+     r"shop\.orders: invalid schema: option write-only='maybe' is not a boolean"),
+    ({"options": {"bucket": 3, "target-file-size": "12 apples"}},
+     r"option target-file-size='12 apples' is not a memory size"),
 ])
 def test_bad_attributes_are_typed_errors(change: dict[str, Any], named: str) -> None:
     attrs = {**yaml.safe_load(CDC), **change}
@@ -173,7 +178,8 @@ def test_every_table_component_has_a_state_sensor() -> None:
                "transform": "assets.derived:enrich_orders"}
     assert state(build(PaimonDerivedTable, yaml.safe_dump(derived))) == [
         ("mart_flags_state_sensor", running, 30)]
-    overwrite = {"table": "ref.rates", "columns": [{"name": "k", "type": "STRING"}],
+    overwrite = {"table": "ref.rates", "columns": [{"name": "k", "type": "STRING"},
+                                                   {"name": "v", "type": "DOUBLE"}],
                  "partition_by": ["k"], "state_sensor": {"name": "rates_state_sensor"}}
     assert state(build(PaimonOverwriteTable, yaml.safe_dump(overwrite))) == [
         ("rates_state_sensor", running, 30)]
@@ -549,3 +555,57 @@ def test_maintenance_partitions_are_the_buckets_the_table_component_declares(
         name="shop_customers_compaction_buckets")
     sensor = sensors(dynamic)["shop_customers_compaction_buckets_sensor"]
     assert sensor.default_status is dg.DefaultSensorStatus.RUNNING
+
+
+def _orders_spec(options: dict[str, Any], **attrs: Any) -> Any:
+    from assets.tables import TableSpec
+
+    return TableSpec.from_attributes({
+        "table": "shop.orders", "columns": [{"name": "id", "type": "BIGINT"},
+                                            {"name": "lsn", "type": "BIGINT"}],
+        "primary_key": ["id"], "options": options, **attrs})
+
+
+def test_declared_options_are_altered_on_an_existing_table(tmp_path: Path) -> None:
+    """A component's ``options:`` on an existing table: a listed option with another value
+    (or missing) is SET, an unlisted one is kept, a run with nothing changed alters nothing."""
+    from paimon_core import FileSystemCatalog
+
+    cat = FileSystemCatalog(str(tmp_path / "wh"))
+    first = _orders_spec({"bucket": 2, "sequence.field": "lsn", "write-only": True})
+    created = first.ensure_declared(cat)
+    assert created.altered == {} and created.table.schema.id == 0
+    assert first.ensure_declared(cat).altered == {}  # nothing changed: no new schema
+    edited = _orders_spec({"bucket": 2, "sequence.field": "lsn", "write-only": False,
+                           "snapshot.num-retained.max": 70})
+    got = edited.ensure_declared(cat)
+    assert got.altered == {"snapshot.num-retained.max": "(unset) -> 70",
+                           "write-only": "true -> false"}
+    schema = cat.get_table("shop.orders").schema
+    assert schema.id == 1 and schema.options == {
+        "bucket": "2", "sequence.field": "lsn", "write-only": "false",
+        "snapshot.num-retained.max": "70"}
+    assert got.table.schema.options == schema.options  # the run goes on with the new options
+    # a key removed from the YAML is kept (the YAML declares the keys it lists)
+    assert _orders_spec({"bucket": 2}).ensure_declared(cat).altered == {}
+    assert cat.get_table("shop.orders").schema.options["write-only"] == "false"
+
+
+@pytest.mark.parametrize(("options", "attrs", "named"), [
+    ({"bucket": 4}, {}, "option 'bucket' of shop.orders cannot be changed by the options its "
+                        "component declares: the table has bucket='2', given bucket='4'"),
+    ({"bucket": 2, "merge-engine": "first-row"}, {}, "option 'merge-engine'"),
+    ({"bucket": 2}, {"primary_key": ["id", "lsn"]}, "option 'primary-key'"),
+])
+def test_declared_immutable_options_that_differ_are_refused(
+        tmp_path: Path, options: dict[str, Any], attrs: dict[str, Any], named: str) -> None:
+    from paimon_core import FileSystemCatalog
+    from paimon_core.errors import ImmutableOptionError
+
+    cat = FileSystemCatalog(str(tmp_path / "wh"))
+    _orders_spec({"bucket": 2}).ensure_declared(cat)
+    with pytest.raises(ImmutableOptionError) as e:
+        _orders_spec({**options, "snapshot.num-retained.max": 90}, **attrs).ensure_declared(cat)
+    assert named in str(e.value)
+    schema = cat.get_table("shop.orders").schema  # nothing altered
+    assert schema.id == 0 and schema.options == {"bucket": "2"}

@@ -15,9 +15,14 @@ components' own YAML (not the demo) in a temporary directory, through one real `
   it once a data file of the source is deleted; that failed run is not retried;
 * the table's freshness (and small-files) checks are evaluated by the table's checks
   schedule on its cron, with nobody launching a run.
+* options edited in a table's YAML (issue 29), the code location reloaded: the next run
+  ALTERs an added option (schema file, run metadata ``paimon/options_altered``) and fails,
+  naming it, on an edited ``bucket``.
 
 Cost on a quiet 2-core machine: ~90 s wall (dg dev start-up, one Spark run, the wait for
-the first cron minute overlaps the other tests).
+the first cron minute overlaps the other tests); the edited options add two code location
+reloads and two short runs (no Spark): a reload took ~3.5 min at a load average of 25 (not
+measured on a quiet machine).
 """
 
 from __future__ import annotations
@@ -43,7 +48,9 @@ from tests.assets.processes import (
     VENV_BIN,
     DagsterDev,
     dagster_dev,
+    materialization_metadata,
     run_records,
+    ui_reload,
     wait_for_run,
     wait_for_runs,
 )
@@ -449,6 +456,51 @@ def test_freshness_is_evaluated_without_a_launch(guard: Guard) -> None:
     fresh = found["freshness"].event.dagster_event.event_specific_data
     assert fresh.passed is True  # the table was written minutes ago
     assert fresh.metadata["latest_snapshot"].value >= 1
+
+
+def _declare_flags_options(guard: Guard, options: str) -> None:
+    """The derived table's ``options:`` edited in its ``defs.yaml``, the code location
+    reloaded (the UI's button)."""
+    yaml_file = guard.root / "my_guard" / "defs" / "flags" / "defs.yaml"
+    yaml_file.write_text(FLAGS_YAML.replace("options: {bucket: 1}", f"options: {options}"))
+    ui_reload(guard.dev, guard.location)
+
+
+def test_edited_options_are_altered_or_refused_by_the_next_run(guard: Guard,
+                                                               receiver: Receiver) -> None:
+    """Issue 29: an option added to the derived table's YAML is ALTERed by its next run
+    (the schema file, paimon_core, the run's materialization metadata say so); a ``bucket``
+    edited (fixed for the table's life) fails the next run, not retried, naming the option
+    and both values, and alters nothing. The module's last test on the project (its YAML is
+    left edited: a reload costs minutes on a loaded machine)."""
+    from paimon_core import FileSystemCatalog
+
+    dev = guard.dev
+    # the table exists (the snapshot sensor's first run created it)
+    [first] = wait_for_runs(dev, 1, timeout=300, job_name="mart_order_flags_job")
+    assert first.dagster_run.status.value == "SUCCESS", dev.log.read_text()[-4000:]
+    cat = FileSystemCatalog(str(guard.warehouse))
+    assert cat.get_table("mart.order_flags").schema.options == {"bucket": "1"}
+    _declare_flags_options(guard, "{bucket: 1, snapshot.num-retained.max: 60}")
+    altered = guard.materialize([FLAGS_KEY], [], {})
+    assert wait_for_run(dev, altered)["status"] == "SUCCESS", dev.log.read_text()[-4000:]
+    table = cat.get_table("mart.order_flags")
+    want = {"bucket": "1", "snapshot.num-retained.max": "60"}
+    assert table.schema.options == want
+    schema_file = Path(table.path) / "schema" / f"schema-{table.schema.id}"
+    assert json.loads(schema_file.read_text())["options"] == want
+    metadata = materialization_metadata(dev, altered)["mart/order_flags"]
+    assert metadata["paimon/options_altered"] == {
+        "snapshot.num-retained.max": "(unset) -> 60"}
+    _declare_flags_options(guard, "{bucket: 4, snapshot.num-retained.max: 90}")
+    refused = guard.materialize([FLAGS_KEY], [], {})
+    tags = _failure_settled(guard, refused)
+    assert tags["status"] == "FAILURE" and tags[NO_RUN_RETRY_TAG] == "false"
+    posted, _ = _alerts_for(guard, receiver, refused)
+    assert ("option 'bucket' of mart.order_flags cannot be changed by the options its "
+            "component declares: the table has bucket='1', given bucket='4'"
+            ) in " ".join(posted["step_errors"])
+    assert cat.get_table("mart.order_flags").schema == table.schema  # nothing altered
 
 
 def test_settings_are_checked_when_the_definitions_load() -> None:

@@ -80,6 +80,14 @@ def test_create_table_partitions_comments_options_and_refusals(spark: Any, wh: P
                   "('primary-key' = 'nope')")
     with pytest.raises(UnsupportedError, match="with parameters"):
         spark.sql("CREATE TABLE t_bad (id INT) USING paimon COMMENT :c", args={"c": "x"})
+    # a bad option value, at CREATE as at ALTER (it used to be created; its first write failed)
+    with pytest.raises(SchemaError, match=r"option write-only='maybe' is not a boolean"):
+        spark.sql("CREATE TABLE t_bad (id INT) USING paimon TBLPROPERTIES "
+                  "('write-only' = 'maybe')")
+    with pytest.raises(SchemaError, match=r"option target-file-size='12 apples' is not a "
+                       "memory size"):
+        spark.sql("CREATE TABLE t_bad USING paimon TBLPROPERTIES ('primary-key' = 'id', "
+                  "'target-file-size' = '12 apples') AS SELECT id FROM range(3)")
     assert not FileSystemCatalog(str(wh)).table_exists("default.t_bad")
     assert not spark.catalog.tableExists("t_bad")
 

@@ -109,3 +109,17 @@ def test_misspelt_keys_and_bad_values_are_refused(spark: Any, wh: Path) -> None:
         df.write.format("paimon").option("target-file-size", "12 apples").mode("append") \
             .save("db.typo")
     assert _fresh(wh, "db.typo").latest_snapshot() is None
+
+
+def test_a_bad_value_for_the_table_a_write_creates_is_refused(spark: Any, wh: Path) -> None:
+    """The write creates the table with its table options: a bad value is refused by name
+    and value before anything is created (it used to be stored, and the table was broken)."""
+    df = _rows(spark, 1)
+    with pytest.raises(SchemaError, match=r"option write-only='maybe' is not a boolean"):
+        df.write.format("paimon").option("write-only", "maybe").mode("append") \
+            .save("db.created_bad")
+    with pytest.raises(SchemaError, match=r"option target-file-size='12 apples' is not a "
+                       "memory size"):
+        df.write.format("paimon").option("primary-key", "id").option("bucket", "2") \
+            .option("target-file-size", "12 apples").mode("append").save("db.created_bad")
+    assert not FileSystemCatalog(str(wh)).table_exists("db.created_bad")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.commit_message import CommitMessage
 from paimon_core.errors import PaimonError, SchemaError, UnsupportedError
 from paimon_core.schema_builder import Schema
+from paimon_core.schema_change import publish_schema
 from paimon_core.spec.binary_row import deserialize_binary_row, serialize_binary_row
 from paimon_core.table import FileStoreTable
 from paimon_core.types import parse_sql_type
@@ -334,11 +336,17 @@ def test_unsupported_tables(catalog: FileSystemCatalog, schema: Schema, match: s
 
 
 def test_bad_options(catalog: FileSystemCatalog) -> None:
-    t = catalog.create_table("db.o", Schema.of(
-        [("id", "INT")], primary_keys=["id"],
-        options={"bucket": "1", "write-buffer-size": "lots"}))
-    with pytest.raises(SchemaError):
-        t.new_write("u")
+    schema = Schema.of([("id", "INT")], primary_keys=["id"],
+                       options={"bucket": "1", "write-buffer-size": "lots"})
+    with pytest.raises(SchemaError, match="write-buffer-size='lots'"):  # refused at CREATE
+        catalog.create_table("db.o", schema)
+    # a bad value stored by another engine: the write refuses it
+    t = catalog.create_table("db.o", Schema.of([("id", "INT")], primary_keys=["id"],
+                                               options={"bucket": "1"}))
+    publish_schema(t.file_io, t.path, replace(t.schema, id=1, options={
+        "bucket": "1", "write-buffer-size": "lots"}))
+    with pytest.raises(SchemaError, match="write-buffer-size='lots'"):
+        catalog.get_table("db.o").new_write("u")
 
 
 def test_many_partitions_one_call(catalog: FileSystemCatalog) -> None:
