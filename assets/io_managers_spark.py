@@ -3,7 +3,7 @@
 The same asset key -> table mapping, partitions, write modes, schema evolution and metadata as
 the Arrow IO managers (:mod:`assets.io_managers`); the DataFrame is written by Spark tasks
 through :func:`pipelines.writer.write_dataframe` (rows bucketed by Paimon's hash, one commit
-on the driver) and read through the ``paimon`` data source (:mod:`pipelines.source`:
+on the driver) and read through the ``paimon`` data source (:mod:`pipelines.spark_source.source`:
 projection and the partition filter pushed into the scan). New tables and columns take the
 Paimon type of each Spark type (:func:`pipelines.spark_types.paimon_type`).
 

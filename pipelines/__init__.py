@@ -1,5 +1,5 @@
 """PySpark jobs over paimon_core (issue 5): the ``paimon`` Spark data source
-(:mod:`pipelines.source`), the bucketed DataFrame write with one driver-side commit
+(:mod:`pipelines.spark_source.source`), the bucketed DataFrame write with one driver-side commit
 (:mod:`pipelines.writer`), and the jobs :mod:`pipelines.cdc_ingest`,
 :mod:`pipelines.batch_overwrite`, :mod:`pipelines.compact` and :mod:`pipelines.expire`, each
 runnable as ``python -m pipelines.<job>`` or with ``spark-submit``; row-level changes

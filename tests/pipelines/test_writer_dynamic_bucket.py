@@ -102,7 +102,7 @@ def test_data_source_and_sql_insert_route_dynamic_pk_tables(
     assert fsck(t, deep=True).ok
     spark.sql(f"CREATE TABLE dyn_t USING paimon OPTIONS (warehouse '{tmp_path}', "
               "table 'db.t')")
-    try:  # an INSERT is written as df.write is (pipelines.sql_statements): routed the same
+    try:  # an INSERT is written as df.write is (pipelines.spark_source.statements): routed the same
         spark.sql("INSERT INTO dyn_t SELECT 'a' AS p, 1000 AS i, 'x' AS w")
         spark.sql("INSERT INTO dyn_t SELECT 'a' AS p, 1 AS i, 'new' AS w")
         rows, _ = _state(t)

@@ -31,7 +31,7 @@ from paimon_core import (
     text_timestamp_nanos,
 )
 from paimon_core.errors import did_you_mean
-from pipelines.sink import (
+from pipelines.spark_source.sink import (
     CHECKPOINT_LOCATION,
     COMMIT_IDENTIFIER,
     COMMIT_USER,
@@ -39,8 +39,8 @@ from pipelines.sink import (
     ROW_KIND_COLUMN,
     WRITE_ASSIGNER_TASKS,
 )
-from pipelines.sink_schema import EXPLICIT_CAST, MERGE_SCHEMA, MERGE_SCHEMA_ALIAS
-from pipelines.sql_tables import CREATE_TABLE_EXTRAS
+from pipelines.spark_source.sink_schema import EXPLICIT_CAST, MERGE_SCHEMA, MERGE_SCHEMA_ALIAS
+from pipelines.spark_source.tables import CREATE_TABLE_EXTRAS
 
 __all__ = [
     "PREFIXES",
@@ -154,7 +154,7 @@ READ_OPTIONS: tuple[SourceOption, ...] = (
 )
 
 #: Options of writes (``df.write.format("paimon")``, ``writeStream``; the keys are
-#: :mod:`pipelines.sink`'s); extend it with new write options.
+#: :mod:`pipelines.spark_source.sink`'s); extend it with new write options.
 WRITE_OPTIONS: tuple[SourceOption, ...] = (
     SourceOption(COMMIT_USER, "string", None,
                  "commit user (default ``spark-<uuid>``; give one for exactly-once)"),
