@@ -12,14 +12,12 @@ the sink once across restarts)::
     spark.readStream.format("paimon").options(warehouse=wh, table="db.t").load()
 
 Writing (``append`` — also with no ``.mode()`` — or ``overwrite``; one commit on the driver;
-a missing table is created; streaming: one commit per micro-batch):
-:mod:`pipelines.spark_source.sink`::
+a missing table is created; streaming: one commit per micro-batch): :mod:`.sink`::
 
     df.write.format("paimon").option("warehouse", wh).save("db.t")
     df.writeStream.format("paimon").option("checkpointLocation", ck).start("db.t")
 
-SQL (:mod:`pipelines.spark_source.sql`, :mod:`pipelines.spark_source.tables`): the warehouse
-defaults to the session's
+SQL (:mod:`.sql`, :mod:`.tables`): the warehouse defaults to the session's
 ``spark.paimon.warehouse``; ``CREATE TABLE t USING paimon OPTIONS (table 'db.t')`` then
 ``SELECT`` / ``INSERT INTO`` / ``INSERT OVERWRITE``; ``SELECT * FROM paimon_snapshots('db.t')``.
 
@@ -72,9 +70,8 @@ reads one of ``snapshots``, ``schemas``, ``options``, ``files``, ``manifests``, 
 ``scan.tag-name`` time-travel those that allow it). They are computed on the driver from
 metadata (``audit_log`` / ``ro`` read the data there too) and served as one input partition.
 
-Filters Spark pushes are translated by :mod:`pipelines.spark_source.filters` (partition / bucket /
-stats
-pruning plus exact row filtering in the scan); the rest stays with Spark.
+Filters Spark pushes are translated by :mod:`pipelines.spark_source.filters` (partition /
+bucket / stats pruning plus exact row filtering in the scan); the rest stays with Spark.
 """
 
 from __future__ import annotations
@@ -222,8 +219,7 @@ class PaimonDataSource(DataSource):
     module docs). Options are :func:`pipelines.spark_source.tables.effective_options`: the session's
     ``spark.paimon.*`` defaults (:attr:`session_defaults`, bound by
     :func:`pipelines.spark_source.sql.register_sql`), then the table a catalog table's schema
-    names, then
-    the options given."""
+    names, then the options given."""
 
     #: ``spark.paimon.*`` session conf (prefix stripped), bound at registration
     session_defaults: ClassVar[Mapping[str, str]] = {}
@@ -285,12 +281,11 @@ class PaimonDataSource(DataSource):
                 "the paimon data source needs a table: option 'table' or save('db.t'). An "
                 "INSERT into a 'USING paimon' table that did not go through spark.sql of a "
                 "session with pipelines.spark_source.sql.register_sql (parameterized, Spark "
-                "Connect, the "
-                "spark-sql shell) arrives without the table's OPTIONS when every column of its "
-                "SELECT matches the table's by name and type: alias or cast one column "
-                "(SELECT id AS id2, ...), or write with df.write.format('paimon').save('db.t'); "
-                "a table created with a column list outside such a spark.sql names no Paimon "
-                "table: CREATE it again through it")
+                "Connect, the spark-sql shell) arrives without the table's OPTIONS when every "
+                "column of its SELECT matches the table's by name and type: alias or cast one "
+                "column (SELECT id AS id2, ...), or write with "
+                "df.write.format('paimon').save('db.t'); a table created with a column list "
+                "outside such a spark.sql names no Paimon table: CREATE it again through it")
         return PaimonWriter(write_target(options), options, schema, overwrite,
                             self._write_options())
 
