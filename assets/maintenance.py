@@ -9,7 +9,7 @@ they are launched, is the bucket's, and ``dagster.yaml`` admits one run per valu
 tag: the same bucket never compacts twice at once (see :mod:`assets.runs`; two compactions
 that raced anyway would conflict on the files they delete: the second re-plans from the fresh
 snapshot). A run compacts its bucket fully (one sorted run on the last level), as
-``python -m pipelines.compact`` and ``paimon compact`` do (one default,
+``python -m pipelines.jobs.compact`` and ``paimon compact`` do (one default,
 :data:`paimon_core.DEFAULT_COMPACT_STRATEGY`), unless its config says ``strategy: minor``
 (what the universal picker asks for, what writers do; may be nothing). The hourly schedule
 asks the planner which buckets the picker would compact and requests a ``strategy: minor``
@@ -167,7 +167,7 @@ def partition_key_of(spec: TableSpec, partition: dict[str, str] | None, bucket: 
 # ------------------------------------------------------------------------------ compaction
 class CompactConfig(dg.Config):
     """Knobs of a compaction run: the strategy, full unless told otherwise, as
-    ``python -m pipelines.compact`` and ``paimon compact``
+    ``python -m pipelines.jobs.compact`` and ``paimon compact``
     (:data:`paimon_core.DEFAULT_COMPACT_STRATEGY`, one home)."""
 
     strategy: CompactStrategy = Field(

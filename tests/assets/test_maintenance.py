@@ -160,7 +160,7 @@ def test_compaction_schedule_requests_only_buckets_that_need_it(
 
 
 def test_compaction_config_defaults_to_the_cli_strategy() -> None:
-    """One default for a compaction asset run and ``python -m pipelines.compact``; the older
+    """One default for a compaction asset run and ``python -m pipelines.jobs.compact``; the older
     ``full`` spelling still works, a contradiction is an error."""
     from assets.maintenance import CompactConfig
     from paimon_core.cli.compact_cmds import add_strategy_args

@@ -41,8 +41,9 @@ from pipelines.cdc_avro import (
 )
 from pipelines.cdc_decode import decode_file
 from pipelines.cdc_events import UNAVAILABLE, UNAVAILABLE_BASE64
-from pipelines.cdc_ingest import CdcOptions, ingest, list_batches, main
+from pipelines.cdc_ingest import CdcOptions, ingest, list_batches
 from pipelines.config import CatalogSettings
+from pipelines.jobs.cdc_ingest import main
 from tests.pipelines.connect_avro import avro_value, container, envelope_file
 from tests.pipelines.test_cdc_types import (
     _ENVELOPE,

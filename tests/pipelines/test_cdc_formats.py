@@ -18,8 +18,9 @@ from paimon_core import SchemaError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from pipelines.cdc_formats import DDL, FORMATS, check_sequence
-from pipelines.cdc_ingest import BatchReport, CdcOptions, build_parser, ingest
+from pipelines.cdc_ingest import BatchReport, CdcOptions, ingest
 from pipelines.config import CatalogSettings
+from pipelines.jobs.cdc_ingest import build_parser
 from tests.pipelines.cdcgen import corpus_landing
 
 CORPUS = Path(__file__).parent / "cdc_corpus"

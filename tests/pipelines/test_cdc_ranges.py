@@ -28,7 +28,7 @@ from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
 from pipelines.cdc_decode import decode_file
 from pipelines.cdc_formats import FORMATS
-from pipelines.cdc_ingest import CdcOptions, ingest, main
+from pipelines.cdc_ingest import CdcOptions, ingest
 from pipelines.cdc_ranges import (
     LINE_BITS,
     LineNumbers,
@@ -38,6 +38,7 @@ from pipelines.cdc_ranges import (
     split_points,
 )
 from pipelines.config import CatalogSettings
+from pipelines.jobs.cdc_ingest import main
 from tests.pipelines.cdcgen import (
     ENVELOPE_SCHEMA,
     SCHEMA,

@@ -89,7 +89,7 @@ def test_unknown_type_names_file_column_and_closest_type(tmp_path: Path) -> None
     p = _run([str(VENV_BIN / "paimon"), "create", "--warehouse", wh, "--table", "shop.orders",
               "--schema", str(schema)])
     assert p.returncode == 1 and said in p.stderr, p.stderr
-    p = _run([sys.executable, "-m", "pipelines.cdc_ingest", "--warehouse", wh, "--table",
+    p = _run([sys.executable, "-m", "pipelines.jobs.cdc_ingest", "--warehouse", wh, "--table",
               "shop.orders", "--landing", str(tmp_path), "--schema", str(schema)])
     assert p.returncode == 1 and said in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert "SparkContext" not in p.stderr
