@@ -80,6 +80,7 @@ from paimon_core import (
     is_in,
     less_or_equal,
 )
+from paimon_core.commit.users import stable_commit_user
 
 __all__ = [
     "DERIVED_COMMIT_USER",
@@ -105,7 +106,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DERIVED_CONSUMER_ID = "mart-orders-enriched"
-DERIVED_COMMIT_USER = "dagster-mart-orders-enriched"
+DERIVED_COMMIT_USER = stable_commit_user("dagster", "mart-orders-enriched")
 DERIVED_TAG = "paimon/derived"
 ORDER_KEY = "order_id"
 STAMP = "source_snapshot"
@@ -427,7 +428,7 @@ def build_derived(
     labels = labels or AssetLabels()
     slug = target.identifier.replace(".", "-").replace("_", "-")
     consumer = consumer_id or slug
-    user = commit_user or f"dagster-{slug}"
+    user = commit_user or stable_commit_user("dagster", slug)
     if derivation.key not in target.table_schema().primary_keys:
         raise SettingsError(f"{target.identifier}: the derivation key {derivation.key!r} is "
                             "not a primary key column of the derived table")

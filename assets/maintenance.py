@@ -21,7 +21,7 @@ snapshots by the table's ``snapshot.*`` retention (consumers and tags keep what 
 and removes orphan files older than a day; Spark starts only when there are files for its
 tasks to delete. Metadata: snapshots expired, bytes freed.
 
-Compaction and overwrite commits use a commit user per run (``dagster:<run id>``): they
+Compaction and overwrite commits use a commit user per run (``dagster-run-<run id>``): they
 commit with the batch identifier, where a shared user would let one run mistake another's
 snapshot for its own after losing a publish race; the per-run user also names the run in the
 snapshot.

@@ -7,7 +7,7 @@ one OVERWRITE snapshot replacing exactly ``dt=<day>`` (static: ``dynamic-partiti
 does not apply, so an extract with no rows empties the day); rows of another day in the
 extract fail the commit. Re-running a day (a corrected extract, a retry, a backfill) replaces
 the partition again with what landed: the table ends up as after one run. The commit user is
-the run's (``dagster:<run id>``, see :func:`assets.metadata.run_commit_user`).
+the run's (``dagster-run-<run id>``, see :func:`paimon_core.commit.users.run_commit_user`).
 """
 
 import time

@@ -107,6 +107,7 @@ from paimon_core import (
     deduplicate,
     join,
 )
+from paimon_core.commit.users import stable_commit_user
 from paimon_core.schema_pending import PendingSchemaRaceError
 from pipelines.cdc_avro import avro_file_order
 from pipelines.cdc_decode import output_schema, split_text
@@ -892,7 +893,7 @@ def _ingest_batch(
     opts = options or CdcOptions()
     # the table is opened once: every driver step below uses handle.open() (the same object)
     handle = _cdc_table(settings, identifier, table, opts)
-    user = opts.commit_user or f"cdc-{identifier}"
+    user = opts.commit_user or stable_commit_user("cdc", identifier)
     report = BatchReport(batch)
     # "already committed?" is asked once; commit_messages is told (checked=True)
     if not checked and not handle.open().new_commit(user).filter_committed([batch]):

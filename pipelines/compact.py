@@ -34,7 +34,6 @@ import functools
 import json
 import logging
 import pickle
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -60,6 +59,7 @@ from paimon_core import (
 )
 from paimon_core import list_buckets as core_list_buckets
 from paimon_core import pick_buckets as core_pick_buckets
+from paimon_core.commit.users import new_commit_user
 from pipelines.config import (
     CatalogSettings,
     TableHandle,
@@ -268,7 +268,7 @@ def compact(
     listed = snapshot_listings()
     outcome = compact_with_retries(
         executor.open, strategy=strategy, partitions=partitions, buckets=buckets,
-        commit_user=commit_user or f"spark-compact-{uuid.uuid4()}", max_attempts=max_attempts,
+        commit_user=commit_user or new_commit_user("spark-compact"), max_attempts=max_attempts,
         executor=executor, options=CommitOptions(properties=dict(properties or {})),
         planned=planned)
     report = CompactReport(identifier, attempts=outcome.attempts,

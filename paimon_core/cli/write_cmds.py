@@ -19,7 +19,6 @@ import argparse
 import datetime as dt
 import json
 import re
-import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -27,6 +26,7 @@ import pyarrow as pa
 
 from paimon_core.cli.args import open_catalog, open_table
 from paimon_core.cli.rows_input import load_input, rows_to_arrow
+from paimon_core.commit.users import new_commit_user
 from paimon_core.errors import CommitConflictError, SchemaError
 from paimon_core.fsck import fsck
 from paimon_core.options import parse_duration_millis
@@ -121,7 +121,7 @@ def cmd_write(args: argparse.Namespace, out: TextIO) -> int:
     if args.kind is not None and args.kind not in arrow.column_names:
         inserts = [RowKind.INSERT.short_string] * arrow.num_rows
         arrow = arrow.append_column(args.kind, pa.array(inserts, pa.string()))
-    user = args.commit_user or str(uuid.uuid4())
+    user = args.commit_user or new_commit_user("cli")
     identifier = (BATCH_COMMIT_IDENTIFIER if args.commit_identifier is None
                   else args.commit_identifier)
     writer = table.new_write(user)

@@ -22,7 +22,6 @@ itself never applies an identifier twice either.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -36,6 +35,7 @@ from paimon_core import (
     MergeEngine,
     UnsupportedError,
 )
+from paimon_core.commit.users import new_commit_user
 from pipelines.config import CatalogSettings, TableHandle
 from pipelines.rowlevel.plan import ACTION_COLUMN
 from pipelines.rowlevel.target import FILE_COLUMN, TargetSnapshot
@@ -172,7 +172,7 @@ def run(operation: Operation, settings: CatalogSettings, identifier: str,
     # the commit user is for identified commits: a batch commit (identifier Long.MAX) by it
     # would make every later identifier look committed
     user = (commit_user if commit_identifier is not None and commit_user
-            else f"spark-{uuid.uuid4()}")
+            else new_commit_user("spark"))
     for attempt in range(1, max_attempts + 1):
         handle = TableHandle.load(settings, identifier)
         if commit_identifier is not None and _committed(handle, user, commit_identifier):

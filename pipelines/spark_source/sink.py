@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -59,6 +58,7 @@ from paimon_core import (
     TableNotExistError,
     UnsupportedError,
 )
+from paimon_core.commit.users import new_commit_user, stable_commit_user
 from pipelines.cdc_routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle, parse_pairs
 from pipelines.session import known_partitions
@@ -343,7 +343,7 @@ class PaimonWriter(DataSourceArrowWriter):
     def __init__(self, target: Target, options: Mapping[str, str], schema: StructType,
                  overwrite: bool, table_options: Mapping[str, str] | None = None) -> None:
         self.writes = _Writes(target, options, schema, overwrite,
-                              _first(options, COMMIT_USER) or f"spark-{uuid.uuid4()}",
+                              _first(options, COMMIT_USER) or new_commit_user("spark"),
                               table_options)
         self.commit_identifier = _int(options, COMMIT_IDENTIFIER)
         raw = _first(options, OVERWRITE_PARTITION)
@@ -387,7 +387,7 @@ def stream_commit_user(target: Target, options: Mapping[str, str]) -> str:
             "writeStream.format('paimon') needs a stable commit user for exactly-once: set "
             "option 'checkpointLocation' (or 'commit.user')")
     digest = hashlib.sha256(f"{target.identifier}\0{checkpoint}".encode()).hexdigest()[:16]
-    return f"spark-stream-{digest}"
+    return stable_commit_user("spark-stream", digest)
 
 
 class PaimonStreamWriter(DataSourceStreamArrowWriter):
