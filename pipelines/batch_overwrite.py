@@ -29,12 +29,12 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from paimon_core import (
-    CommitOptions,
     DataField,
     FileIO,
     SchemaError,
@@ -46,7 +46,7 @@ from pipelines.config import (
 )
 from pipelines.session import default_parallelism
 from pipelines.spark_types import arrow_for_spark, spark_schema, spark_type
-from pipelines.writer import WriteResult, write_dataframe
+from pipelines.writer import WriteResult, WriteSpec, write_dataframe
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -176,21 +176,21 @@ def overwrite(
     partition: Mapping[str, Any] | None = None,
     whole_table: bool = False,
     static: bool = False,
-    commit_user: str | None = None,
-    commit_identifier: int | None = None,
-    properties: Mapping[str, str] | None = None,
+    write: WriteSpec | None = None,
 ) -> WriteResult:
     """INSERT OVERWRITE ``source`` into ``identifier`` (see the module docs: ``partition`` a
     static spec, ``whole_table`` / ``static`` force a static overwrite); one OVERWRITE commit
-    (``properties`` go into its snapshot)."""
+    as ``write`` says (default: a fresh ``spark-<uuid>`` user, a batch commit; its options'
+    properties go into the snapshot, with ``job = batch_overwrite``)."""
     handle = TableHandle.load(settings, identifier)
     if partition is not None and whole_table:
         raise SchemaError("give either a static partition or whole_table, not both")
     df = conform_to_table(source, handle.schema, partition)
     spec: Mapping[str, Any] | None = dict(partition) if partition is not None else (
         {} if whole_table else None)
-    options = CommitOptions(properties={"job": "batch_overwrite", **(properties or {})},
-                            dynamic_partition_overwrite=False if (whole_table or static) else None)
+    write = write or WriteSpec.new("spark")
+    options = write.options.with_properties({"job": "batch_overwrite", **write.options.properties})
+    if whole_table or static:
+        options = replace(options, dynamic_partition_overwrite=False)
     return write_dataframe(df, settings, identifier, mode="overwrite", overwrite_partition=spec,
-                           commit_user=commit_user, commit_identifier=commit_identifier,
-                           commit_options=options, handle=handle)
+                           spec=replace(write, options=options), handle=handle)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pipelines.batch_overwrite import FORMATS, load_files, overwrite
 from pipelines.config import CatalogSettings, parse_pairs
 from pipelines.jobs.runner import Job, job_parser, run_job, run_job_main
+from pipelines.writer import WriteSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,7 +52,8 @@ def _work(args: argparse.Namespace, settings: CatalogSettings, spark: SparkSessi
             if args.partition else None)
     result = overwrite(spark, settings, args.table, _source(args, settings, spark),
                        partition=spec, whole_table=args.whole_table, static=args.static,
-                       commit_user=args.commit_user, commit_identifier=args.commit_identifier)
+                       write=WriteSpec.new("spark", user=args.commit_user,
+                                           identifier=args.commit_identifier))
     print(json.dumps({"table": result.table, "snapshot_ids": list(result.snapshot_ids),
                       "rows": result.rows, "files": result.files, "skipped": result.skipped}),
           flush=True)

@@ -35,7 +35,7 @@ from paimon_core import (
     MergeEngine,
     UnsupportedError,
 )
-from paimon_core.commit.users import new_commit_user
+from paimon_core.commit.users import WriteSpec, new_commit_user
 from pipelines.config import CatalogSettings, TableHandle
 from pipelines.rowlevel.plan import ACTION_COLUMN
 from pipelines.rowlevel.target import FILE_COLUMN, TargetSnapshot
@@ -225,9 +225,9 @@ def _once(operation: Operation, target: TargetSnapshot,
             deletions = target.deletions(counts.touched) if target.copy_on_write else []
             written = write_dataframe(
                 _rows_to_write(plan, target, counts.touched), handle.settings,
-                handle.identifier, commit_user=user, commit_identifier=ident,
+                handle.identifier, spec=WriteSpec(user, ident, options),
                 row_kind_column=None if target.copy_on_write else KIND_COLUMN,
-                commit_options=options, handle=handle, extra_messages=deletions)
+                handle=handle, extra_messages=deletions)
             ids = written.snapshot_ids
     return RowLevelResult(operation, handle.identifier, target.snapshot_id, ids,
                           counts.updated, counts.deleted, counts.inserted,
