@@ -117,13 +117,14 @@ def run_job(job: Job, args: argparse.Namespace, *, check: bool = True) -> int:
     """Run ``job`` on its parsed ``args`` (see the module docs); ``check=False`` skips the
     table check (a job that creates the table). Returns the exit code."""
     configure_logging()
-    try:
+    try:  # no warehouse anywhere, a malformed --storage-option / --conf: named, no JVM
         settings = CatalogSettings.from_args(args)
-    except ValueError as e:  # no warehouse anywhere, or a malformed storage option
+        spark_settings = SparkSettings.from_args(args, app_name=job.app_name)
+    except ValueError as e:
         return job_error(job.name, e)
     if check and (rc := check_table(settings, args.table, job.name)) is not None:
         return rc
-    with job.session(SparkSettings.from_args(args, app_name=job.app_name)) as spark:
+    with job.session(spark_settings) as spark:
         try:
             return job.work(args, settings, spark)
         except PaimonError as e:
