@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pipelines.batch_overwrite import FORMATS, load_files, overwrite
 from pipelines.config import CatalogSettings, parse_pairs
-from pipelines.jobs.runner import Job, job_parser, run_job, run_job_main
+from pipelines.jobs.runner import Job, job_parser, run_job_main
 from pipelines.writer import WriteSpec
 
 if TYPE_CHECKING:
@@ -60,12 +59,9 @@ def _work(args: argparse.Namespace, settings: CatalogSettings, spark: SparkSessi
     return 0
 
 
-JOB = Job("batch_overwrite", "paimon-batch-overwrite", _work)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; prints the result as JSON. Exit codes: 0 ok, 1 error."""
-    return run_job(JOB, build_parser().parse_args(argv))
+JOB = Job("batch_overwrite", "paimon-batch-overwrite", build_parser, _work)
+#: entry point; prints the result as JSON. Exit codes: 0 ok, 1 error.
+main = JOB.main
 
 
 if __name__ == "__main__":  # pragma: no cover

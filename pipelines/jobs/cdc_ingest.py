@@ -87,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     # a table the job creates (--schema) is not checked first
-    return run_job(Job("cdc_ingest", "paimon-cdc-ingest", work), args, check=schema is None)
+    return run_job(Job("cdc_ingest", "paimon-cdc-ingest", build_parser, work), args,
+                   check=schema is None)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from paimon_core import DEFAULT_MAX_ATTEMPTS
@@ -22,7 +22,7 @@ from paimon_core.cli.compact_cmds import add_strategy_args
 from pipelines.compact import compact
 from pipelines.config import CatalogSettings, SparkSettings, parse_pairs
 from pipelines.cputrace import mark
-from pipelines.jobs.runner import Job, job_parser, run_job, run_job_main
+from pipelines.jobs.runner import Job, job_parser, run_job_main
 from pipelines.jvm_archive import ClassArchive, class_archive
 
 if TYPE_CHECKING:
@@ -126,12 +126,9 @@ def _work(args: argparse.Namespace, settings: CatalogSettings, spark: SparkSessi
     return 0
 
 
-JOB = Job("compact", "paimon-compact", _work, _session)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; prints the report as JSON. Exit codes: 0 ok, 1 error."""
-    return run_job(JOB, build_parser().parse_args(argv))
+JOB = Job("compact", "paimon-compact", build_parser, _work, _session)
+#: entry point; prints the report as JSON. Exit codes: 0 ok, 1 error.
+main = JOB.main
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,12 +5,11 @@ table's snapshots and remove its orphan files, the deletions spread over Spark t
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pipelines.config import CatalogSettings
 from pipelines.expire import expire
-from pipelines.jobs.runner import Job, job_parser, run_job, run_job_main
+from pipelines.jobs.runner import Job, job_parser, run_job_main
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,12 +46,9 @@ def _work(args: argparse.Namespace, settings: CatalogSettings, spark: SparkSessi
     return 0
 
 
-JOB = Job("expire", "paimon-expire", _work)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; prints the report as JSON. Exit codes: 0 ok, 1 error."""
-    return run_job(JOB, build_parser().parse_args(argv))
+JOB = Job("expire", "paimon-expire", build_parser, _work)
+#: entry point; prints the report as JSON. Exit codes: 0 ok, 1 error.
+main = JOB.main
 
 
 if __name__ == "__main__":  # pragma: no cover

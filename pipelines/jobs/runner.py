@@ -105,12 +105,18 @@ def _default_session(settings: SparkSettings) -> Iterator[SparkSession]:
 @dataclass(frozen=True)
 class Job:
     """One job's entry point: ``name`` (its module under ``pipelines.jobs``, its stderr
-    prefix), its Spark ``app_name``, and ``work``; ``session`` starts its Spark session."""
+    prefix), its Spark ``app_name``, its ``parser`` and ``work``; ``session`` starts its Spark
+    session."""
 
     name: str
     app_name: str
+    parser: Callable[[], argparse.ArgumentParser]
     work: Work
     session: Session = _default_session
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """Parse ``argv`` (default: the command line) and :func:`run_job`: the exit code."""
+        return run_job(self, self.parser().parse_args(argv))
 
 
 def run_job(job: Job, args: argparse.Namespace, *, check: bool = True) -> int:
