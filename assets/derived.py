@@ -71,6 +71,7 @@ from assets.resources import PaimonCatalog
 from assets.runs import DERIVED_POOL, ensure_table
 from assets.tables import TableSpec
 from paimon_core import CommitKind, CommitOptions, FileStoreTable, Predicate
+from paimon_core.commit.users import stable_commit_user
 from paimon_core.integration import and_, greater_or_equal, is_in, less_or_equal
 
 __all__ = [
@@ -97,7 +98,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DERIVED_CONSUMER_ID = "mart-orders-enriched"
-DERIVED_COMMIT_USER = "dagster-mart-orders-enriched"
+DERIVED_COMMIT_USER = stable_commit_user("dagster", "mart-orders-enriched")
 DERIVED_TAG = "paimon/derived"
 ORDER_KEY = "order_id"
 STAMP = "source_snapshot"
@@ -419,7 +420,7 @@ def build_derived(
     labels = labels or AssetLabels()
     slug = target.identifier.replace(".", "-").replace("_", "-")
     consumer = consumer_id or slug
-    user = commit_user or f"dagster-{slug}"
+    user = commit_user or stable_commit_user("dagster", slug)
     if derivation.key not in target.table_schema().primary_keys:
         raise SettingsError(f"{target.identifier}: the derivation key {derivation.key!r} is "
                             "not a primary key column of the derived table")

@@ -3,7 +3,6 @@
 :mod:`assets.io_managers_spark`; and the columns that carry no type of their own
 (:func:`type_untyped`: an all-null or empty column takes the table's type)."""
 
-import uuid
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -18,6 +17,7 @@ from paimon_core import (
     SchemaError,
     parse_sql_type,
 )
+from paimon_core.commit.users import new_commit_user
 from paimon_core.integration import from_arrow_type, to_arrow_type
 
 __all__ = ["ArrowFrame", "Frame", "has_null_type", "type_untyped"]
@@ -143,7 +143,7 @@ class ArrowFrame:
 def _commit(table: FileStoreTable, data: pa.Table, props: Mapping[str, str],
             kinds: str | None, *, overwrite: Mapping[str, Any] | None) -> list[int]:
     """One write and one commit (an OVERWRITE of the static spec ``overwrite`` when given)."""
-    user = str(uuid.uuid4())
+    user = new_commit_user("dagster-io")
     with table.new_write(user, overwrite=overwrite is not None) as write:
         if data.num_rows:
             write.write_arrow(data, row_kind_column=kinds)

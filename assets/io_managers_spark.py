@@ -3,7 +3,7 @@
 The same asset key -> table mapping, partitions, write modes, schema evolution and metadata as
 the Arrow IO managers (:mod:`assets.io_managers`); the DataFrame is written by Spark tasks
 through :func:`pipelines.writer.write_dataframe` (rows bucketed by Paimon's hash, one commit
-on the driver) and read through the ``paimon`` data source (:mod:`pipelines.source`:
+on the driver) and read through the ``paimon`` data source (:mod:`pipelines.spark_source.source`:
 projection and the partition filter pushed into the scan). New tables and columns take the
 Paimon type of each Spark type (:func:`pipelines.spark_types.paimon_type`).
 
@@ -117,22 +117,26 @@ class SparkFrame:
 
     def write(self, table: FileStoreTable, specs: list[dict[str, Any]] | None,
               props: Mapping[str, str], kinds: str | None, *, overwrite: bool) -> int:
-        from pipelines.writer import write_dataframe
+        from pipelines.writer import WriteSpec, write_dataframe
 
         options = CommitOptions(properties=props, dynamic_partition_overwrite=False)
+
+        def commit_as() -> WriteSpec:  # a user of its own for every commit, as before
+            return WriteSpec.new("spark", options=options)
+
         ident = str(table.identifier)
         if not overwrite:
             return write_dataframe(self.df, self.settings, ident, mode="append",
-                                   row_kind_column=kinds, commit_options=options).rows
+                                   row_kind_column=kinds, spec=commit_as()).rows
         if specs is None:
             return write_dataframe(self.df, self.settings, ident, mode="overwrite",
-                                   row_kind_column=kinds, commit_options=options).rows
+                                   row_kind_column=kinds, spec=commit_as()).rows
         rows = 0
         for spec in specs:
             part = self.df if len(specs) == 1 else self.df.filter(_condition(spec))
             rows += write_dataframe(part, self.settings, ident, mode="overwrite",
                                     overwrite_partition=spec, row_kind_column=kinds,
-                                    commit_options=options).rows
+                                    spec=commit_as()).rows
         return rows
 
 

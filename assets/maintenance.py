@@ -13,7 +13,7 @@ table, bucket 0 of an unaware-bucket append table (per partition), and the live 
 dynamic-bucket primary-key table (``bucket = -1``), dynamic partitions a sensor and the
 schedule add as the table grows. A run compacts its bucket fully (one sorted run on the last
 level), as
-``python -m pipelines.compact`` and ``paimon compact`` do (one default,
+``python -m pipelines.jobs.compact`` and ``paimon compact`` do (one default,
 :data:`paimon_core.DEFAULT_COMPACT_STRATEGY`), unless its config says ``strategy: minor``
 (what the universal picker asks for, what writers do; may be nothing). The hourly schedule
 asks the planner which buckets the picker would compact and requests a ``strategy: minor``
@@ -25,7 +25,7 @@ snapshots by the table's ``snapshot.*`` retention (consumers and tags keep what 
 and removes orphan files older than a day; Spark starts only when there are files for its
 tasks to delete. Metadata: snapshots expired, bytes freed.
 
-Compaction and overwrite commits use a commit user per run (``dagster:<run id>``): they
+Compaction and overwrite commits use a commit user per run (``dagster-run-<run id>``): they
 commit with the batch identifier, where a shared user would let one run mistake another's
 snapshot for its own after losing a publish race; the per-run user also names the run in the
 snapshot.
@@ -140,7 +140,7 @@ def _rewritten_bytes(table: FileStoreTable, snapshot_id: int) -> tuple[int, int]
 # ------------------------------------------------------------------------------ compaction
 class CompactConfig(dg.Config):
     """Knobs of a compaction run: the strategy, full unless told otherwise, as
-    ``python -m pipelines.compact`` and ``paimon compact``
+    ``python -m pipelines.jobs.compact`` and ``paimon compact``
     (:data:`paimon_core.DEFAULT_COMPACT_STRATEGY`, one home)."""
 
     strategy: CompactStrategy = Field(

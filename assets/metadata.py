@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core import CommitKind, FileStoreTable, PaimonError, Snapshot, TableSchema
+from paimon_core.commit.users import LEGACY_RUN_USER, run_commit_user
 
 __all__ = [
     "ASSET_PROPERTY",
@@ -80,13 +81,6 @@ def commit_properties(
         props[PARTITION_PROPERTY] = partition_key
     props.update({k: str(v) for k, v in extra.items()})
     return props
-
-
-def run_commit_user(run_id: str) -> str:
-    """The commit user of a run whose commits use the batch identifier (compaction,
-    overwrite): one per run, so a run never takes another's snapshot for its own, and the
-    snapshot names the run."""
-    return f"dagster:{run_id}"
 
 
 def context_properties(context: Any, **extra: str) -> dict[str, str]:
@@ -250,11 +244,12 @@ def accepts_properties(fn: Callable[..., Any]) -> bool:
 
 def snapshots_of_run(table: FileStoreTable, run_id: str) -> list[Snapshot]:
     """The retained snapshots a run committed (lineage from a run back to the table): its
-    run id in the snapshot properties, or its per-run commit user."""
-    user = run_commit_user(run_id)
+    run id in the snapshot properties, or its per-run commit user (``dagster-run-<run id>``;
+    ``dagster:<run id>`` for runs before issue 29)."""
+    users = {run_commit_user(run_id), LEGACY_RUN_USER.format(run_id=run_id)}
     return [
         s for s in table.snapshot_manager.snapshots()
-        if (s.properties or {}).get(RUN_ID_PROPERTY) == run_id or s.commit_user == user
+        if (s.properties or {}).get(RUN_ID_PROPERTY) == run_id or s.commit_user in users
     ]
 
 

@@ -7,7 +7,7 @@ one OVERWRITE snapshot replacing exactly ``dt=<day>`` (static: ``dynamic-partiti
 does not apply, so an extract with no rows empties the day); rows of another day in the
 extract fail the commit. Re-running a day (a corrected extract, a retry, a backfill) replaces
 the partition again with what landed: the table ends up as after one run. The commit user is
-the run's (``dagster:<run id>``, see :func:`assets.metadata.run_commit_user`).
+the run's (``dagster-run-<run id>``, see :func:`paimon_core.commit.users.run_commit_user`).
 """
 
 import time
@@ -23,7 +23,6 @@ from pydantic import Field
 from assets.labels import AssetLabels, SettingsError
 from assets.metadata import (
     TABLE,
-    accepts_properties,
     context_properties,
     run_commit_user,
     snapshot_metadata,
@@ -34,6 +33,7 @@ from assets.tables import DAILY_START, TableSpec
 from paimon_core import CommitOptions
 from pipelines.batch_overwrite import FORMATS, load_files, overwrite
 from pipelines.config import CatalogSettings
+from pipelines.writer import WriteSpec
 
 __all__ = [
     "OverwriteConfig",
@@ -137,12 +137,10 @@ def build_overwrite_asset(spec: TableSpec, partition_key: str,
         landing_settings = CatalogSettings(landing.root, landing.storage_options())
         df = load_files(session, source, config.format or parts.format, table.schema,
                         landing_settings)
-        kwargs: dict[str, Any] = {}
-        if accepts_properties(overwrite):
-            kwargs["properties"] = context_properties(context)
         result = overwrite(session, catalog.settings(), spec.identifier, df,
                            partition={partition_key: day}, static=True,
-                           commit_user=run_commit_user(context.run.run_id), **kwargs)
+                           write=WriteSpec(run_commit_user(context.run.run_id), options=(
+                               CommitOptions(properties=context_properties(context)))))
         context.log.info(f"{partition_key}={day}: {result.rows} rows in {result.files} files "
                          f"-> snapshots {list(result.snapshot_ids)}")
         table = cat.get_table(spec.identifier)

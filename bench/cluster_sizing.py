@@ -5,7 +5,7 @@ of the cores (:func:`pipelines.cluster.run_share`: ``spark.cores.max`` /
 ``PAIMON_SPARK_CONCURRENT_RUNS``) -- what the daemon launches when three compaction runs of the
 ``paimon-spark`` pool are in flight (issue 19, scope 4).
 
-Per round: three fresh copies of three primary-key tables, three ``python -m pipelines.compact
+Per round: three fresh copies of three primary-key tables, three ``python -m pipelines.jobs.compact
 --master spark://...`` started at once. Measured: the master's ``/json/`` every 0.25 s (cores
 each application was granted, when it first got any), each run's wall time, the CPU seconds
 and peak RSS of the whole process forest (master, workers, executors, drivers and their
@@ -231,7 +231,7 @@ def one_round(cluster: Cluster, master_wh: Path, rows: dict[str, int], sized: bo
         runs: dict[str, dict[str, Any]] = {}
 
         def run(name: str) -> None:
-            cmd = [sys.executable, "-m", "pipelines.compact", "--warehouse", str(wh),
+            cmd = [sys.executable, "-m", "pipelines.jobs.compact", "--warehouse", str(wh),
                    "--table", name, "--master", cluster.url,
                    "--conf", f"spark.app.name=compact-{name}"]
             started = time.monotonic()

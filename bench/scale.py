@@ -27,7 +27,7 @@ streaming read and the full compaction of one primary-key table at 1M, 4M and 16
   <= 1.25x the 4M growth); CPU per row of every step within 10 % of the baseline recorded in
   :data:`BASELINE_CPU_US_PER_ROW` (the whole-bucket code of 2026-11-25, measured by this step).
 * **Spark vs in-process compaction** (``--spark``, 4M rows in 8 buckets): ``python -m
-  pipelines.compact --full`` against ``table.compact(strategy="full")`` in a fresh process,
+  pipelines.jobs.compact --full`` against ``table.compact(strategy="full")`` in a fresh process,
   each on a fresh copy, both measured over the whole process tree (driver, JVM, Python workers:
   CPU of every process sampled every 0.1 s); the session start-up is marked by the job itself
   in the same run (``PAIMON_JOB_CPU_LOG``) and taken off the job's figure for the target:

@@ -96,7 +96,7 @@ def _job_phases(r: dict[str, Any]) -> None:
 
 def _archive_state() -> str:
     """Whether the job will find its class-data archive (:mod:`pipelines.jvm_archive`)."""
-    from pipelines.compact import LOCAL_JVM_FLAGS
+    from pipelines.jobs.compact import LOCAL_JVM_FLAGS
     from pipelines.jvm_archive import class_archive
 
     arch = class_archive(LOCAL_JVM_FLAGS)
@@ -141,7 +141,7 @@ def spark_vs_inprocess(cache: Path, gen_path: Path, rounds: int, fresh: bool
             wh = Path(tmp) / "wh"
             shutil.copytree(tdir / "wh", wh)
             if what.startswith("spark_job"):
-                cmd = [py, "-m", "pipelines.compact", "--warehouse", str(wh), "--table", TABLE,
+                cmd = [py, "-m", "pipelines.jobs.compact", "--warehouse", str(wh), "--table", TABLE,
                        "--full"]
             else:
                 cmd = [py, "-c", "from paimon_core import FileSystemCatalog;"
@@ -183,7 +183,7 @@ def spark_targets(sp: dict[str, Any]) -> list[dict[str, Any]]:
     if "cpu_ratio_ex_session" not in sp:
         return []
     v = sp["cpu_ratio_ex_session"]
-    return [{"target": "pipelines.compact --full CPU minus its session start-up (one run's "
+    return [{"target": "pipelines.jobs.compact --full CPU minus its session start-up (one run's "
                        "markers) <= 2x table.compact(full) CPU, 4M rows x 8 buckets", "value": v,
              "limit": SPARK_RATIO_LIMIT, "pass": v <= SPARK_RATIO_LIMIT}]
 

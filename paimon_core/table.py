@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -215,13 +214,14 @@ class FileStoreTable:
         self, commit_user: str | None = None, *, options: CommitOptions | None = None
     ) -> BatchWriteBuilder:
         """A :class:`~paimon_core.write.builder.BatchWriteBuilder`: the writer and the
-        committer of one batch write, both for ``commit_user`` (default: a random uuid, made
-        here once) and committing with ``options`` (as pypaimon's ``new_batch_write_builder``).
+        committer of one batch write for ``commit_user`` (default: ``batch-<uuid>``, made
+        once) with ``options`` (as pypaimon's ``new_batch_write_builder``).
         """
         from paimon_core.commit.options import CommitOptions
+        from paimon_core.commit.users import new_commit_user
         from paimon_core.write.builder import BatchWriteBuilder
 
-        return BatchWriteBuilder(self, commit_user or str(uuid.uuid4()),
+        return BatchWriteBuilder(self, commit_user or new_commit_user("batch"),
                                  options or CommitOptions())
 
     def new_write(self, commit_user: str, *, overwrite: bool = False,

@@ -17,45 +17,37 @@ read with the table's schema (CSV with a header line). Columns are matched by na
 table columns missing from the input are NULL; values are cast to the column types with
 Spark's ANSI cast (a value that does not fit fails the job) and checked again by the writer.
 
-Run::
+Run (:mod:`pipelines.jobs.batch_overwrite`)::
 
-    python -m pipelines.batch_overwrite --warehouse W --table db.t --input PATH
+    python -m pipelines.jobs.batch_overwrite --warehouse W --table db.t --input PATH
         --format parquet|csv|json [--partition dt=2024-01-01 [--static]] [--whole-table]
-    python -m pipelines.batch_overwrite --warehouse W --table db.t --source-table db.src
+    python -m pipelines.jobs.batch_overwrite --warehouse W --table db.t --source-table db.src
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import logging
-import sys
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paimon_core import CommitOptions, DataField, PaimonError, SchemaError, TableSchema
+from paimon_core import DataField, SchemaError, TableSchema
 from paimon_core.integration import FileIO
 from pipelines.config import (
     CatalogSettings,
-    SparkSettings,
     TableHandle,
-    add_catalog_args,
-    add_spark_args,
-    check_table,
-    configure_logging,
-    parse_pairs,
-    run_job_main,
 )
 from pipelines.session import default_parallelism
 from pipelines.spark_types import arrow_for_spark, spark_schema, spark_type
-from pipelines.writer import WriteResult, write_dataframe
+from pipelines.writer import WriteResult, WriteSpec, write_dataframe
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["FORMATS", "conform_to_table", "load_files", "main", "overwrite"]
+__all__ = ["FORMATS", "conform_to_table", "load_files", "overwrite"]
 
 log = logging.getLogger(__name__)
 FORMATS = ("parquet", "csv", "json")
@@ -180,79 +172,21 @@ def overwrite(
     partition: Mapping[str, Any] | None = None,
     whole_table: bool = False,
     static: bool = False,
-    commit_user: str | None = None,
-    commit_identifier: int | None = None,
-    properties: Mapping[str, str] | None = None,
+    write: WriteSpec | None = None,
 ) -> WriteResult:
     """INSERT OVERWRITE ``source`` into ``identifier`` (see the module docs: ``partition`` a
     static spec, ``whole_table`` / ``static`` force a static overwrite); one OVERWRITE commit
-    (``properties`` go into its snapshot)."""
+    as ``write`` says (default: a fresh ``spark-<uuid>`` user, a batch commit; its options'
+    properties go into the snapshot, with ``job = batch_overwrite``)."""
     handle = TableHandle.load(settings, identifier)
     if partition is not None and whole_table:
         raise SchemaError("give either a static partition or whole_table, not both")
     df = conform_to_table(source, handle.schema, partition)
     spec: Mapping[str, Any] | None = dict(partition) if partition is not None else (
         {} if whole_table else None)
-    options = CommitOptions(properties={"job": "batch_overwrite", **(properties or {})},
-                            dynamic_partition_overwrite=False if (whole_table or static) else None)
+    write = write or WriteSpec.new("spark")
+    options = write.options.with_properties({"job": "batch_overwrite", **write.options.properties})
+    if whole_table or static:
+        options = replace(options, dynamic_partition_overwrite=False)
     return write_dataframe(df, settings, identifier, mode="overwrite", overwrite_partition=spec,
-                           commit_user=commit_user, commit_identifier=commit_identifier,
-                           commit_options=options, handle=handle)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m pipelines.batch_overwrite",
-                                description=__doc__.split("\n\n")[0] if __doc__ else None)
-    add_catalog_args(p)
-    add_spark_args(p)
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--input", help="file or directory (local or s3://)")
-    src.add_argument("--source-table", help="another table of the warehouse (db.name)")
-    p.add_argument("--format", choices=FORMATS, default="parquet")
-    p.add_argument("--partition", help="static partition k=v[,k2=v2]")
-    p.add_argument("--whole-table", action="store_true", help="replace the whole table")
-    p.add_argument("--static", action="store_true",
-                   help="with --partition: replace every partition it matches, even those "
-                        "the input has no rows for (dynamic-partition-overwrite=false)")
-    p.add_argument("--commit-user")
-    p.add_argument("--commit-identifier", type=int)
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; prints the result as JSON. Exit codes: 0 ok, 1 error."""
-    import json
-
-    args = build_parser().parse_args(argv)
-    configure_logging()
-    from pipelines.session import get_session
-
-    settings = CatalogSettings.from_args(args)
-    if (rc := check_table(settings, args.table, "batch_overwrite")) is not None:
-        return rc
-    spark = get_session(SparkSettings.from_args(args, app_name="paimon-batch-overwrite"))
-    try:
-        if args.source_table:
-            source = spark.read.format("paimon").option("warehouse", settings.warehouse).options(
-                **{f"storage.{k}": v for k, v in settings.storage_options.items()}
-            ).load(args.source_table)
-        else:
-            schema = settings.catalog().get_table(args.table).schema
-            source = load_files(spark, args.input, args.format, schema, settings)
-        spec = (parse_pairs(args.partition.replace(",", ";"), what="partition")
-                if args.partition else None)
-        result = overwrite(spark, settings, args.table, source, partition=spec,
-                           whole_table=args.whole_table, static=args.static,
-                           commit_user=args.commit_user,
-                           commit_identifier=args.commit_identifier)
-    except PaimonError as e:
-        print(f"batch_overwrite: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    print(json.dumps({"table": result.table, "snapshot_ids": list(result.snapshot_ids),
-                      "rows": result.rows, "files": result.files, "skipped": result.skipped}),
-          flush=True)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    run_job_main("pipelines.batch_overwrite")
+                           spec=replace(write, options=options), handle=handle)

@@ -11,7 +11,7 @@ divides a worker's cores, so the executors of all N runs fit on the workers toge
 ``PAIMON_SPARK_WORKERS``  number of Spark workers of the cluster
 ``SPARK_WORKER_CORES``    cores each worker offers (Spark's own variable: the worker reads it)
 ``PAIMON_SPARK_CONCURRENT_RUNS``  Spark runs at once, for a job started outside Dagster
-                          (``python -m pipelines.compact``); a Dagster run uses its
+                          (``python -m pipelines.jobs.compact``); a Dagster run uses its
                           instance's ``paimon-spark`` pool limit instead
 ========================  ===================================================================
 

@@ -20,39 +20,28 @@ one COMPACT commit on the driver.
 
 A failed task deletes the files it wrote; files of killed attempts are reclaimable orphans.
 
-Run::
+Run (:mod:`pipelines.jobs.compact`)::
 
-    python -m pipelines.compact --warehouse W --table db.t [--strategy full|minor]
+    python -m pipelines.jobs.compact --warehouse W --table db.t [--strategy full|minor]
         [--partition k=v,...] [--bucket N] [--max-attempts 5]
 
 (``--full`` is the explicit spelling of the default ``--strategy full``.)
-
-Start-up: when the job starts its own local session, the driver JVM gets
-:data:`LOCAL_JVM_FLAGS` and a class-data archive (:mod:`pipelines.jvm_archive`; the first run
-on a machine writes it, ``PAIMON_SPARK_CDS_DIR=off`` turns it off), and the ``paimon`` data
-source is not registered (the tasks use ``paimon_core`` directly). ``PAIMON_JOB_CPU_LOG=1``
-prints the CPU of the job's process tree at session-ready and after the work
-(:mod:`pipelines.cputrace`; what ``bench/scale.py --spark`` splits a run with).
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import logging
-import os
 import pickle
-import sys
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paimon_core import CommitMessage, CommitOptions, FileStoreTable, PaimonError
-from paimon_core.cli.compact_cmds import add_strategy_args
+from paimon_core import CommitMessage, CommitOptions, FileStoreTable
+from paimon_core.commit.users import new_commit_user
 from paimon_core.integration import (
     DEFAULT_COMPACT_STRATEGY,
     DEFAULT_MAX_ATTEMPTS,
@@ -71,24 +60,15 @@ from paimon_core.integration import list_buckets as core_list_buckets
 from paimon_core.integration import pick_buckets as core_pick_buckets
 from pipelines.config import (
     CatalogSettings,
-    SparkSettings,
     TableHandle,
-    add_catalog_args,
-    add_spark_args,
-    check_table,
-    configure_logging,
     limit_task_threads,
-    parse_pairs,
-    run_job_main,
 )
-from pipelines.cputrace import mark
-from pipelines.jvm_archive import ClassArchive, class_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "BucketFiles", "CompactReport", "compact", "list_buckets", "main", "pick_buckets",
+    "BucketFiles", "CompactReport", "compact", "list_buckets", "pick_buckets",
     "plan_compaction",
 ]
 
@@ -286,7 +266,7 @@ def compact(
     listed = snapshot_listings()
     outcome = compact_with_retries(
         executor.open, strategy=strategy, partitions=partitions, buckets=buckets,
-        commit_user=commit_user or f"spark-compact-{uuid.uuid4()}", max_attempts=max_attempts,
+        commit_user=commit_user or new_commit_user("spark-compact"), max_attempts=max_attempts,
         executor=executor, options=CommitOptions(properties=dict(properties or {})),
         planned=planned)
     report = CompactReport(identifier, attempts=outcome.attempts,
@@ -307,110 +287,3 @@ def compact(
 def _partition_text(layout: TableLayout, partition: bytes) -> str:
     values = layout.decode_partition(partition)
     return ",".join(f"{k}={v}" for k, v in zip(layout.partition_keys, values))
-
-
-#: JIT flags for the driver JVM of a local session this job starts: that JVM only schedules
-#: one task per bucket and collects messages, so the C1 compiler alone and the serial GC do it
-#: with less CPU than the default tiers and parallel GC threads (4M rows, 8 buckets: session
-#: start-up 13.3 -> 8.1 s CPU, under load); a class-data archive
-#: (:mod:`pipelines.jvm_archive`) halves what is left of the JVM's start-up
-LOCAL_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
-
-
-def _owns_jvm(settings: SparkSettings) -> bool:
-    """Whether this process is about to start the session's driver JVM itself, so that this
-    job chooses its flags: local, not under ``spark-submit``, no JVM running yet (a session
-    already running in this process is reused as it is), Java options not set by the user."""
-    if not settings.is_local or _JAVA_OPTIONS in settings.conf:
-        return False
-    if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit started the JVM
-        return False
-    from pyspark import SparkContext
-
-    return SparkContext._gateway is None
-
-
-def _local_archive(settings: SparkSettings) -> ClassArchive | None:
-    """The class-data archive of the driver JVM this job starts (None: not ours to start,
-    or archives turned off)."""
-    return class_archive(LOCAL_JVM_FLAGS) if _owns_jvm(settings) else None
-
-
-#: Arrow's memory pool in the job's Python workers (unless the user chose one): a worker is a
-#: fresh process whose heap grows from nothing, and mimalloc (pyarrow's default) zeroes a fresh
-#: huge page at every first touch; with the system allocator the workers' system CPU went
-#: 1.1 -> 0.6 s for 4M rows in 8 buckets (user CPU unchanged, under load)
-WORKER_MEMORY_POOL = "system"
-_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
-
-
-def _session_conf(settings: SparkSettings, local_defaults: Mapping[str, str],
-                  archive: ClassArchive | None = None) -> dict[str, str]:
-    """This job's additions to the session's conf: the workers' memory pool
-    (:data:`WORKER_MEMORY_POOL`, unless set in the conf or the environment); for a local
-    session whose driver Java options the user did not set, :data:`LOCAL_JVM_FLAGS` and the
-    archive's option."""
-    conf: dict[str, str] = {}
-    pool_key = f"spark.executorEnv.{_POOL_ENV}"
-    if pool_key not in settings.conf and _POOL_ENV not in os.environ:
-        conf[pool_key] = WORKER_MEMORY_POOL
-    if settings.is_local and _JAVA_OPTIONS not in settings.conf:
-        flags = [local_defaults.get(_JAVA_OPTIONS, ""), LOCAL_JVM_FLAGS]
-        if archive is not None:
-            flags.append(archive.jvm_option)
-        conf[_JAVA_OPTIONS] = " ".join(f for f in flags if f)
-    return conf
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m pipelines.compact",
-                                description=__doc__.split("\n\n")[0] if __doc__ else None)
-    add_catalog_args(p)
-    add_spark_args(p)
-    add_strategy_args(p)
-    p.add_argument("--partition", action="append", metavar="K=V,...",
-                   help="only this partition (repeatable)")
-    p.add_argument("--bucket", type=int, action="append", help="only this bucket (repeatable)")
-    p.add_argument("--commit-user")
-    p.add_argument("--max-attempts", type=int, default=DEFAULT_MAX_ATTEMPTS)
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; prints the report as JSON. Exit codes: 0 ok, 1 error."""
-    args = build_parser().parse_args(argv)
-    configure_logging()
-    from pipelines.session import LOCAL_DEFAULTS, get_session
-
-    settings = CatalogSettings.from_args(args)
-    if (rc := check_table(settings, args.table, "compact")) is not None:
-        return rc
-    spark_settings = SparkSettings.from_args(args, app_name="paimon-compact")
-    archive = _local_archive(spark_settings)
-    spark = get_session(spark_settings,
-                        conf=_session_conf(spark_settings, LOCAL_DEFAULTS, archive),
-                        register_source=False)  # the tasks use paimon_core, not the source
-    mark("session")
-    try:
-        if archive is not None:
-            archive.check(spark)
-        parts = ([parse_pairs(x.replace(",", ";"), what="partition") for x in args.partition]
-                 if args.partition else None)
-        try:
-            report = compact(spark, settings, args.table, strategy=args.strategy,
-                             partitions=parts, buckets=args.bucket,
-                             commit_user=args.commit_user, max_attempts=args.max_attempts)
-        except PaimonError as e:
-            print(f"compact: {type(e).__name__}: {e}", file=sys.stderr)
-            return 1
-        mark("work")
-        print(report.to_json(), flush=True)
-        return 0
-    finally:
-        if archive is not None and archive.part is not None:
-            archive.publish(spark)  # a first run: end the JVM so that it writes the archive
-
-
-if __name__ == "__main__":  # pragma: no cover
-    run_job_main("pipelines.compact")

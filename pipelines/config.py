@@ -23,24 +23,20 @@ On a standalone cluster, a run's share of the cores (``spark.cores.max``,
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import logging
 import os
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import NoReturn
 
 from paimon_core import (
     FileStoreTable,
     FileSystemCatalog,
     Identifier,
-    PaimonError,
     Schema,
     SchemaError,
     TableSchema,
 )
+from paimon_core.cli.args import key_values, storage_options
 from paimon_core.integration import FileIO, limit_threads
 from pipelines.cluster import CONCURRENT_RUNS_ENV, SHARE_KEYS, ClusterShape, positive_int, run_share
 from pipelines.connect import CONNECT_ENV, connect_mode
@@ -52,14 +48,9 @@ __all__ = [
     "CatalogSettings",
     "SparkSettings",
     "TableHandle",
-    "add_catalog_args",
-    "add_spark_args",
-    "check_table",
-    "configure_logging",
     "limit_task_threads",
     "load_schema_file",
     "parse_pairs",
-    "run_job_main",
 ]
 
 
@@ -86,13 +77,6 @@ def parse_pairs(text: str | None, *, what: str = "option") -> dict[str, str]:
     return out
 
 
-def _pairs(items: Sequence[str] | None, what: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        out.update(parse_pairs(item, what=what))
-    return out
-
-
 @dataclass(frozen=True)
 class CatalogSettings:
     """A warehouse and the storage options to reach it (picklable; shipped to tasks).
@@ -111,14 +95,15 @@ class CatalogSettings:
         """From ``--warehouse`` / ``--storage-option`` (repeatable), else the environment.
 
         Raises:
-            ValueError: no warehouse given anywhere.
+            ValueError: no warehouse given anywhere; ``ConfigError`` (a ``ValueError``): a
+                malformed ``--storage-option``.
         """
         env = os.environ if env is None else env
         warehouse = getattr(args, "warehouse", None) or env.get("PAIMON_WAREHOUSE")
         if not warehouse:
             raise ValueError("no warehouse: pass --warehouse or set PAIMON_WAREHOUSE")
         opts = parse_pairs(env.get("PAIMON_STORAGE_OPTIONS"), what="storage option")
-        opts.update(_pairs(getattr(args, "storage_option", None), "storage option"))
+        opts.update(storage_options(args))
         return cls(warehouse, opts)
 
     def catalog(self) -> FileSystemCatalog:
@@ -244,7 +229,7 @@ class SparkSettings:
         """``--master`` / ``--conf k=v`` (repeatable) over :meth:`from_env`."""
         base = cls.from_env(env, app_name=app_name)
         conf = dict(base.conf)
-        conf.update(_pairs(getattr(args, "conf", None), "spark conf"))
+        conf.update(key_values(getattr(args, "conf", None), "--conf"))
         return replace(base, master=getattr(args, "master", None) or base.master, conf=conf)
 
 
@@ -257,18 +242,6 @@ def limit_task_threads() -> None:
     tc = TaskContext.get()
     if tc is not None:
         limit_threads(tc.cpus())
-
-
-def configure_logging(level: int = logging.INFO) -> None:
-    """Job entry points: INFO messages of ``pipelines.*`` on stderr (the root logger, and so
-    Spark's py4j and other libraries, are left alone)."""
-    log = logging.getLogger("pipelines")
-    log.setLevel(level)
-    if not any(getattr(h, "_pipelines", False) for h in log.handlers):
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        handler._pipelines = True  # type: ignore[attr-defined]
-        log.addHandler(handler)
 
 
 def load_schema_file(path: str) -> Schema:
@@ -287,46 +260,3 @@ def load_schema_file(path: str) -> Schema:
     if not isinstance(obj, dict):
         raise SchemaError(f"--schema {path}: not a JSON object")
     return Schema.from_json(obj, source=path)
-
-
-def check_table(settings: CatalogSettings, identifier: str, prog: str) -> int | None:
-    """Open the job's table before its Spark session starts, so that a wrong ``--warehouse``
-    or table name fails in a second with its own message (the warehouse does not exist / is
-    not a Paimon warehouse / lacks the database or table: :class:`TableNotExistError` and its
-    leaves) instead of after the JVM's start-up. Returns the exit code 1 after printing the
-    error, None when the table is there."""
-    try:
-        settings.catalog().get_table(identifier)
-    except PaimonError as e:
-        print(f"{prog}: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    return None
-
-
-def add_catalog_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--warehouse", help="warehouse root (default: $PAIMON_WAREHOUSE)")
-    p.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
-                   help="storage option, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable)")
-    p.add_argument("--table", required=True, help="db.name")
-
-
-def add_spark_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--master", help="Spark master (default: $PAIMON_SPARK_MASTER or local[*]); "
-                                    "ignored under spark-submit, which sets it")
-    p.add_argument("--conf", action="append", metavar="KEY=VALUE",
-                   help="extra Spark conf (repeatable)")
-
-
-def run_job_main(module: str) -> NoReturn:
-    """The ``if __name__ == "__main__"`` of a job module (``python -m pipelines.<job>``,
-    ``spark-submit pipelines/<job>.py``): runs ``main()`` of the *importable* module
-    ``module`` and exits with its code.
-
-    A job run as a script executes as ``__main__``, and cloudpickle pickles the functions of
-    ``__main__`` by value, each with the module-level objects it reaches (an unpicklable one
-    fails every task: ``PicklingError``) and the module's classes re-created on the workers.
-    Run from the module imported by name, the job's task functions reach their module's
-    objects by reference, exactly as when ``main()`` is called from Python.
-    """
-    job = importlib.import_module(module)
-    sys.exit(job.main())

@@ -16,18 +16,16 @@ Spark tasks.
 The session may be given as a function that starts it: it is then called only when there are
 files for Spark tasks to delete (an expiry with nothing to do starts no JVM).
 
-Run::
+Run (:mod:`pipelines.jobs.expire`)::
 
-    python -m pipelines.expire --warehouse W --table db.t [--retain-min N] [--retain-max N]
+    python -m pipelines.jobs.expire --warehouse W --table db.t [--retain-min N] [--retain-max N]
         [--older-than-ms T] [--remove-orphans] [--orphans-older-than-ms T] [--dry-run]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -39,20 +37,14 @@ from paimon_core.errors import FileNotFoundInTableError
 from paimon_core.integration import BulkDelete
 from pipelines.config import (
     CatalogSettings,
-    SparkSettings,
     TableHandle,
-    add_catalog_args,
-    add_spark_args,
-    check_table,
-    configure_logging,
-    run_job_main,
 )
 from pipelines.session import default_parallelism
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["ExpireReport", "SparkLike", "bulk_deleter", "delete_files", "expire", "main"]
+__all__ = ["ExpireReport", "SparkLike", "bulk_deleter", "delete_files", "expire"]
 
 log = logging.getLogger(__name__)
 
@@ -178,54 +170,3 @@ def expire(
         if not dry_run:
             report.orphans_deleted = delete_files(spark, handle, found.paths)
     return report
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m pipelines.expire",
-                                description=__doc__.split("\n\n")[0] if __doc__ else None)
-    add_catalog_args(p)
-    add_spark_args(p)
-    p.add_argument("--retain-min", type=int)
-    p.add_argument("--retain-max", type=int)
-    p.add_argument("--older-than-ms", type=int, help="expire snapshots older than this "
-                                                     "(epoch ms; default now - "
-                                                     "snapshot.time-retained)")
-    p.add_argument("--max-deletes", type=int)
-    p.add_argument("--no-expire", action="store_true", help="skip snapshot expiry")
-    p.add_argument("--remove-orphans", action="store_true")
-    p.add_argument("--orphans-older-than-ms", type=int,
-                   help="only orphans modified before this (default now - 1 day)")
-    p.add_argument("--dry-run", action="store_true", help="only list orphans")
-    p.add_argument("--bulk-min-files", type=int, default=64,
-                   help="a snapshot's data files are deleted by Spark tasks from this many on")
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; prints the report as JSON. Exit codes: 0 ok, 1 error."""
-    args = build_parser().parse_args(argv)
-    configure_logging()
-    from pipelines.session import get_session
-
-    settings = CatalogSettings.from_args(args)
-    if (rc := check_table(settings, args.table, "expire")) is not None:
-        return rc
-    spark = get_session(SparkSettings.from_args(args, app_name="paimon-expire"))
-    try:
-        report = expire(
-            spark, settings, args.table, retain_min=args.retain_min,
-            retain_max=args.retain_max, older_than_millis=args.older_than_ms,
-            max_deletes=args.max_deletes, expire_snapshots=not args.no_expire,
-            remove_orphans=args.remove_orphans,
-            orphans_older_than_millis=args.orphans_older_than_ms, dry_run=args.dry_run,
-            bulk_min_files=args.bulk_min_files,
-        )
-    except PaimonError as e:
-        print(f"expire: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    print(report.to_json(), flush=True)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    run_job_main("pipelines.expire")

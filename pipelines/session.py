@@ -14,7 +14,7 @@ Local mode (``local[*]``, the default) needs three things on this kind of machin
 On a cluster (``master`` not ``local...``) nothing is bound to loopback and the master/conf come
 from :class:`~pipelines.config.SparkSettings` (flags, ``PAIMON_SPARK_MASTER``,
 ``PAIMON_SPARK_CONF``). Under ``spark-submit`` the master given to ``spark-submit`` wins.
-The session is registered with the ``paimon`` data source (:mod:`pipelines.source`).
+The session is registered with the ``paimon`` data source (:mod:`pipelines.spark_source.source`).
 """
 
 from __future__ import annotations
@@ -237,9 +237,9 @@ _HIDE_TRACEBACK = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
 
 def register(spark: SparkSession) -> None:
     """Register the ``paimon`` format (``spark.read.format("paimon")``) and the Paimon SQL
-    functions on ``spark`` (:func:`pipelines.sql.register_sql`, with the session's
+    functions on ``spark`` (:func:`pipelines.spark_source.sql.register_sql`, with the session's
     ``spark.paimon.*`` conf, e.g. ``spark.paimon.warehouse``)."""
-    from pipelines.sql import register_sql
+    from pipelines.spark_source.sql import register_sql
 
     # a Paimon error from the source reaches the user as its typed message (the first line of
     # Spark's AnalysisException), without the Python traceback before it -- unless the user set

@@ -3,8 +3,9 @@
 :func:`write_dataframe` is Paimon's two-phase commit spread over Spark:
 
 1. the driver opens the table once and pins its schema (:class:`~pipelines.config.TableHandle`,
-   whose table every driver step reuses); it asks once whether ``commit_identifier`` was
-   already committed by ``commit_user``, and then nothing is written (exactly-once re-runs);
+   whose table every driver step reuses); it asks once whether the :class:`WriteSpec`'s
+   identifier was already committed by its user, and then nothing is written (exactly-once
+   re-runs);
 2. an Arrow UDF computes every row's bucket with ``paimon_core.bucket`` (Paimon's bucket hash
    is not Spark's ``hash()``), and ``repartitionById`` sends each bucket to exactly one task,
    so one ``TableWrite`` owns a (partition, bucket) and its sequence numbers; dynamic bucket
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import pickle
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -39,6 +39,7 @@ from paimon_core import (
     PaimonError,
     SchemaError,
 )
+from paimon_core.commit.users import WriteSpec
 from paimon_core.integration import (
     BATCH_COMMIT_IDENTIFIER,
     AssignerChannel,
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BUCKET_COLUMN",
     "WriteResult",
+    "WriteSpec",
     "align_timestamps",
     "bucket_udf",
     "bucketed",
@@ -345,11 +347,9 @@ def write_dataframe(
     *,
     mode: Literal["append", "overwrite"] = "append",
     overwrite_partition: Mapping[str, Any] | None = None,
-    commit_user: str | None = None,
-    commit_identifier: int | None = None,
+    spec: WriteSpec | None = None,
     row_kind_column: str | None = None,
     dedup_order: Sequence[str] | None = None,
-    commit_options: CommitOptions | None = None,
     fault_hook: FaultHook | None = None,
     handle: TableHandle | None = None,
     extra_messages: Sequence[CommitMessage] = (),
@@ -364,18 +364,17 @@ def write_dataframe(
         overwrite_partition: ``overwrite`` only: a static partition spec (None or ``{}`` =
             the whole table). With ``dynamic-partition-overwrite`` (Paimon's default) only the
             partitions present in ``df`` are replaced, within the spec.
-        commit_user: the pipeline's stable identity (default: a random one).
-        commit_identifier: a monotonically increasing batch id: a re-run of a committed id
-            writes nothing (exactly-once).
+        spec: what the write commits as, made by the caller: the pipeline's stable commit
+            user, a monotonically increasing batch id (a re-run of a committed id writes
+            nothing: exactly-once) and the commit's options (snapshot properties; for
+            ``overwrite``, ``dynamic_partition_overwrite`` overrides the table's
+            ``dynamic-partition-overwrite``: ``False`` = replace everything the spec matches,
+            even by nothing). Default: a fresh ``spark-<uuid>`` user, a batch commit.
         row_kind_column: input column with each row's kind (``+I``/``-U``/``+U``/``-D``).
         dedup_order: primary-key tables: keep only the last row of every key by these
             columns (e.g. a source position), in the write tasks (no extra shuffle). Without
             it, two rows of one key in ``df`` are merged by the table (``sequence.field``,
             else the arrival order within the task, which Spark does not define).
-        commit_options: the commit's settings: snapshot properties; for ``overwrite``,
-            ``dynamic_partition_overwrite`` overrides the table's
-            ``dynamic-partition-overwrite`` (``False`` = replace everything the spec matches,
-            even by nothing).
         fault_hook: fault injection for tests (see ``FaultHook``).
         handle: the table ``identifier`` as the caller opened it (default: opened here).
         extra_messages: messages committed in the same snapshot as the rows (a
@@ -392,7 +391,8 @@ def write_dataframe(
         raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
     if handle is None:
         handle = TableHandle.load(settings, identifier)  # the table, opened once for the job
-    user = commit_user or f"spark-{uuid.uuid4()}"
+    spec = spec or WriteSpec.new("spark")
+    user, commit_identifier = spec.user, spec.identifier
     if commit_identifier is not None:  # asked once; commit_messages is told (checked=True)
         done = not handle.open().new_commit(user).filter_committed([commit_identifier])
         if done:
@@ -419,7 +419,7 @@ def write_dataframe(
     messages = [*messages, *extra_messages]
     ids = commit_messages(handle, user, messages, commit_identifier=commit_identifier,
                           overwrite=mode == "overwrite", overwrite_partition=overwrite_partition,
-                          options=commit_options, checked=True)
+                          options=spec.options, checked=True)
     files = sum(len(m.new_files) + len(m.changelog_files) for m in messages)
     return WriteResult(handle.identifier, tuple(ids), rows, files, user, commit_identifier)
 

@@ -600,26 +600,26 @@ SCENARIOS: dict[str, Callable[[Shell, str], None]] = {
     "paimon consumer reset etl --next-snapshot 42 --warehouse wh --table db.orders":
         consumer_reset,
     "paimon consumer delete etl --warehouse wh --table db.orders": consumer_delete,
-    "python -m pipelines.cdc_ingest --warehouse /data/wh --table shop.orders --landing "
+    "python -m pipelines.jobs.cdc_ingest --warehouse /data/wh --table shop.orders --landing "
     "s3://bucket/cdc/orders --schema orders.json --max-error-ratio 0.01 --storage-option "
     "s3.endpoint=http://127.0.0.1:9000": cdc_ingest,
-    "python -m pipelines.cdc_ingest --warehouse /data/wh --table shop.orders --landing "
+    "python -m pipelines.jobs.cdc_ingest --warehouse /data/wh --table shop.orders --landing "
     "/data/landing/orders-avro --format debezium-avro": cdc_ingest_avro,
-    "python -m pipelines.cdc_ingest --warehouse /data/wh --table shop.products --landing "
+    "python -m pipelines.jobs.cdc_ingest --warehouse /data/wh --table shop.products --landing "
     "/data/landing/products --format canal-json": cdc_ingest_format,
-    "python -m pipelines.batch_overwrite --warehouse /data/wh --table sales.orders --input "
+    "python -m pipelines.jobs.batch_overwrite --warehouse /data/wh --table sales.orders --input "
     "/exports/2024-01-02.parquet --format parquet --partition dt=2024-01-02":
         overwrite_partition,
-    "python -m pipelines.batch_overwrite --warehouse /data/wh --table sales.orders "
+    "python -m pipelines.jobs.batch_overwrite --warehouse /data/wh --table sales.orders "
     "--source-table staging.orders --whole-table": overwrite_from_table,
-    "python -m pipelines.compact --warehouse /data/wh --table sales.orders": compact_job,
-    "python -m pipelines.expire --warehouse /data/wh --table sales.orders --retain-max 50 "
+    "python -m pipelines.jobs.compact --warehouse /data/wh --table sales.orders": compact_job,
+    "python -m pipelines.jobs.expire --warehouse /data/wh --table sales.orders --retain-max 50 "
     "--remove-orphans": expire_job,
     "SPARK_HOME=.venv/lib/python3.11/site-packages/pyspark PYSPARK_PYTHON=$PWD/.venv/bin/python "
-    "PYTHONPATH=$PWD .venv/bin/spark-submit --master local[2] pipelines/compact.py --warehouse "
-    "/data/wh --table sales.orders --full": compact_job,
+    "PYTHONPATH=$PWD .venv/bin/spark-submit --master local[2] pipelines/jobs/compact.py "
+    "--warehouse /data/wh --table sales.orders --full": compact_job,
     "SPARK_HOME=.venv/lib/python3.11/site-packages/pyspark PYSPARK_PYTHON=$PWD/.venv/bin/python "
-    "PYTHONPATH=$PWD .venv/bin/spark-submit --master local[2] pipelines/cdc_ingest.py "
+    "PYTHONPATH=$PWD .venv/bin/spark-submit --master local[2] pipelines/jobs/cdc_ingest.py "
     "--warehouse /data/wh --table shop.orders --landing /data/landing/orders": cdc_ingest,
     ".venv/bin/python -m assets.pools": register_pools,
 }

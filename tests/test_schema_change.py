@@ -462,7 +462,8 @@ def test_reads_after_alter_map_by_field_id(catalog: FileSystemCatalog) -> None:
 
 
 def test_publish_schema_written_before_it_and_abort_of_its_files(tmp_path: Path) -> None:
-    """A write that evolves the schema (pipelines.sink_schema): files are written with the
+    """A write that evolves the schema (pipelines.spark_source.sink_schema): files are written with
+    the
     schema computed by apply_changes before it is published; an abort deletes them although
     their schema id is newer than the table's; publish_schema publishes exactly that schema
     (a retry of the same one passes) and refuses when another schema took the id."""

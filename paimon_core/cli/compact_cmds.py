@@ -20,26 +20,15 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from paimon_core.catalog import FileSystemCatalog
+from paimon_core.cli.args import open_table
 from paimon_core.cli.write_cmds import UsageError, parse_partition_spec
 from paimon_core.compact.options import COMPACT_STRATEGIES, DEFAULT_COMPACT_STRATEGY
-from paimon_core.table import FileStoreTable
 
 __all__ = ["add_compact_parser", "add_strategy_args", "cmd_compact"]
 
 
-def _table(args: argparse.Namespace) -> FileStoreTable:
-    opts: dict[str, str] = {}
-    for item in getattr(args, "storage_option", None) or []:
-        if "=" not in item:
-            raise UsageError(f"--storage-option expects KEY=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        opts[k.strip()] = v
-    return FileSystemCatalog(args.warehouse, opts).get_table(args.table)
-
-
 def cmd_compact(args: argparse.Namespace, out: TextIO) -> int:
-    table = _table(args)
+    table = open_table(args)
     partitions = None
     if args.partition:
         partitions = []
@@ -71,7 +60,7 @@ def add_compact_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def add_strategy_args(p: argparse.ArgumentParser) -> None:
     """``--strategy full|minor`` (default full) and ``--full`` (its explicit spelling), as
-    ``paimon compact`` and ``python -m pipelines.compact`` take them (``args.strategy``)."""
+    ``paimon compact`` and ``python -m pipelines.jobs.compact`` take them (``args.strategy``)."""
     how = p.add_mutually_exclusive_group()
     how.add_argument("--strategy", choices=COMPACT_STRATEGIES,
                      default=DEFAULT_COMPACT_STRATEGY,

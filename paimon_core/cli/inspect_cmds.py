@@ -22,8 +22,9 @@ import argparse
 import json
 from typing import Any, TextIO
 
+from paimon_core.cli.args import open_table
 from paimon_core.cli.canonical import json_fragments
-from paimon_core.cli.write_cmds import UsageError, _table
+from paimon_core.cli.write_cmds import UsageError
 from paimon_core.inspect import SYSTEM_TABLES
 from paimon_core.table import FileStoreTable
 
@@ -50,7 +51,7 @@ def inspect_lines(table: FileStoreTable, name: str, *, snapshot_id: int | None =
 
 def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        lines = inspect_lines(_table(args), args.name, snapshot_id=args.snapshot, tag=args.tag)
+        lines = inspect_lines(open_table(args), args.name, snapshot_id=args.snapshot, tag=args.tag)
     except ValueError as e:
         raise UsageError(str(e)) from e
     out.write("".join(line + "\n" for line in lines))

@@ -26,8 +26,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli import stream_cmds
+from paimon_core.cli.args import add_storage_option_arg, open_table
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.cli.compact_cmds import add_compact_parser
 from paimon_core.cli.inspect_cmds import add_inspect_parser
@@ -37,22 +37,8 @@ from paimon_core.errors import PaimonError
 from paimon_core.table import FileStoreTable
 
 
-def _storage_options(args: argparse.Namespace) -> dict[str, str]:
-    opts: dict[str, str] = {}
-    for item in getattr(args, "storage_option", None) or []:
-        if "=" not in item:
-            raise PaimonError(f"--storage-option expects KEY=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        opts[k.strip()] = v
-    return opts
-
-
-def _table(args: argparse.Namespace) -> FileStoreTable:
-    return FileSystemCatalog(args.warehouse, _storage_options(args)).get_table(args.table)
-
-
 def cmd_read(args: argparse.Namespace, out: TextIO) -> int:
-    table = _table(args)
+    table = open_table(args)
     rb = table.new_read_builder().with_filter(args.filter or None)
     rb = rb.with_time_travel(
         snapshot_id=args.snapshot, tag=args.tag, timestamp_millis=args.timestamp_ms
@@ -97,14 +83,13 @@ def snapshot_records(table: FileStoreTable, verbose: bool) -> list[dict[str, Any
 
 
 def cmd_snapshots(args: argparse.Namespace, out: TextIO) -> int:
-    _emit(
-        [json.dumps(d, sort_keys=True) for d in snapshot_records(_table(args), args.verbose)], out
-    )
+    records = snapshot_records(open_table(args), args.verbose)
+    _emit([json.dumps(d, sort_keys=True) for d in records], out)
     return 0
 
 
 def cmd_describe(args: argparse.Namespace, out: TextIO) -> int:
-    table = _table(args)
+    table = open_table(args)
     s = table.schema
     latest = table.latest_snapshot()
     info: dict[str, Any] = {
@@ -139,12 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--warehouse", required=True, help="warehouse path or URL (s3://...)")
     common.add_argument("--table", required=True, help="db.name")
-    common.add_argument(
-        "--storage-option",
-        action="append",
-        metavar="KEY=VALUE",
-        help="storage option, e.g. s3.endpoint=http://127.0.0.1:9000",
-    )
+    add_storage_option_arg(common)
     p = argparse.ArgumentParser(prog="paimon", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
 

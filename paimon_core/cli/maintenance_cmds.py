@@ -26,7 +26,8 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from paimon_core.cli.write_cmds import UsageError, _table
+from paimon_core.cli.args import add_storage_option_arg, open_table
+from paimon_core.cli.write_cmds import UsageError
 from paimon_core.consumer import Consumer, ConsumerManager
 from paimon_core.errors import NotFoundError, SnapshotExpiredError, SnapshotNotExistError
 from paimon_core.expire import ExpireConfig, ExpireSnapshots
@@ -44,7 +45,7 @@ def _emit(obj: dict[str, Any], out: TextIO) -> None:
 def cmd_expire(args: argparse.Namespace, out: TextIO) -> int:
     if args.older_than_ms is not None and args.time_retained is not None:
         raise UsageError("give --older-than-ms or --time-retained, not both")
-    table = _table(args)
+    table = open_table(args)
     schema = table.schema_manager.latest() or table.schema
     time_retained = (None if args.time_retained is None
                      else parse_duration_millis("--time-retained", args.time_retained))
@@ -58,7 +59,7 @@ def cmd_expire(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_remove_orphans(args: argparse.Namespace, out: TextIO) -> int:
-    result = remove_orphan_files(_table(args), args.older_than_ms, dry_run=args.dry_run)
+    result = remove_orphan_files(open_table(args), args.older_than_ms, dry_run=args.dry_run)
     for path in result.paths:
         _emit({"path": path}, out)
     _emit(result.to_json(), out)
@@ -69,7 +70,7 @@ def cmd_consumer(args: argparse.Namespace, out: TextIO) -> int:
     for flag in ("warehouse", "table"):
         if not getattr(args, flag, None):
             raise UsageError(f"consumer needs --{flag}")
-    table = _table(args)
+    table = open_table(args)
     mgr = ConsumerManager(table.file_io, table.path)
     if args.consumer_cmd == "list":
         for cid, nxt in sorted(mgr.consumers().items()):
@@ -120,8 +121,7 @@ def add_maintenance_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     loose = argparse.ArgumentParser(add_help=False)
     loose.add_argument("--warehouse", default=argparse.SUPPRESS)
     loose.add_argument("--table", default=argparse.SUPPRESS)
-    loose.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
-                       default=argparse.SUPPRESS)
+    add_storage_option_arg(loose, default=argparse.SUPPRESS)
     s = sub.add_parser("consumer", parents=[loose], help="list, reset or delete consumers")
     acts = s.add_subparsers(dest="consumer_cmd", required=True)
     a = acts.add_parser("list", parents=[loose], help="consumers as JSON lines")

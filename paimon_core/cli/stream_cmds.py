@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
-from paimon_core.catalog import FileSystemCatalog
+from paimon_core.cli.args import key_values, open_table
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.errors import PaimonError, SnapshotExpiredError, SnapshotNotExistError
 from paimon_core.options import CoreOptions
@@ -35,16 +35,6 @@ from paimon_core.spec.system_fields import KIND_COLUMN
 from paimon_core.table import FileStoreTable
 
 __all__ = ["add_stream_parsers", "cmd_incremental", "cmd_stream", "stream_changes"]
-
-
-def _table(args: argparse.Namespace) -> FileStoreTable:
-    opts: dict[str, str] = {}
-    for item in getattr(args, "storage_option", None) or []:
-        if "=" not in item:
-            raise PaimonError(f"--storage-option expects KEY=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        opts[k.strip()] = v
-    return FileSystemCatalog(args.warehouse, opts).get_table(args.table)
 
 
 def _emit(table: FileStoreTable, data: pa.Table, out: TextIO) -> None:
@@ -102,7 +92,7 @@ def stream_changes(
 
 
 def cmd_incremental(args: argparse.Namespace, out: TextIO) -> int:
-    table = _table(args)
+    table = open_table(args)
     filters = args.filter or None
     if args.mode == "between":
         data = table.read_merged_changes(
@@ -117,12 +107,7 @@ def cmd_incremental(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _scan_options(args: argparse.Namespace) -> dict[str, str]:
-    opts: dict[str, str] = {}
-    for item in args.option or []:
-        if "=" not in item:
-            raise PaimonError(f"--option expects KEY=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        opts[k.strip()] = v.strip()
+    opts = key_values(args.option, "--option")
     if args.scan_mode:
         opts[CoreOptions.SCAN_MODE] = args.scan_mode
     if args.snapshot is not None:
@@ -135,7 +120,7 @@ def _scan_options(args: argparse.Namespace) -> dict[str, str]:
 
 
 def cmd_stream(args: argparse.Namespace, out: TextIO) -> int:
-    table = _table(args)
+    table = open_table(args)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     scan = table.new_stream_scan(
         args.consumer_id, columns=columns, filter=args.filter or None,

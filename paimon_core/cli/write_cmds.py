@@ -19,14 +19,14 @@ import argparse
 import datetime as dt
 import json
 import re
-import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
 import pyarrow as pa
 
-from paimon_core.catalog import FileSystemCatalog
+from paimon_core.cli.args import open_catalog, open_table
 from paimon_core.cli.rows_input import load_input, rows_to_arrow
+from paimon_core.commit.users import new_commit_user
 from paimon_core.errors import CommitConflictError, SchemaError
 from paimon_core.fsck import fsck
 from paimon_core.options import parse_duration_millis
@@ -42,7 +42,6 @@ from paimon_core.schema_change import (
 )
 from paimon_core.spec.row_kind import RowKind
 from paimon_core.spec.snapshot import BATCH_COMMIT_IDENTIFIER
-from paimon_core.table import FileStoreTable
 from paimon_core.types import DataType, parse_sql_type
 
 __all__ = ["UsageError", "add_parsers"]
@@ -52,20 +51,6 @@ Command = Callable[[argparse.Namespace, TextIO], int]
 
 class UsageError(Exception):
     """Bad command-line usage (exit code 2)."""
-
-
-def _catalog(args: argparse.Namespace) -> FileSystemCatalog:
-    opts: dict[str, str] = {}
-    for item in getattr(args, "storage_option", None) or []:
-        if "=" not in item:
-            raise UsageError(f"--storage-option expects KEY=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        opts[k.strip()] = v
-    return FileSystemCatalog(args.warehouse, opts)
-
-
-def _table(args: argparse.Namespace) -> FileStoreTable:
-    return _catalog(args).get_table(args.table)
 
 
 def _emit(obj: dict[str, Any], out: TextIO) -> None:
@@ -85,7 +70,7 @@ def cmd_create(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"cannot read --schema {args.schema}: {e}") from e
     if not isinstance(spec, dict):
         raise UsageError(f"--schema {args.schema} must hold a JSON object")
-    catalog = _catalog(args)
+    catalog = open_catalog(args)
     existed = catalog.table_exists(args.table)
     table = catalog.create_table(args.table, Schema.from_json(spec, source=args.schema),
                                  ignore_if_exists=args.ignore_if_exists)
@@ -123,7 +108,7 @@ def parse_partition_spec(text: str) -> dict[str, str] | None:
 
 def cmd_write(args: argparse.Namespace, out: TextIO) -> int:
     static = parse_partition_spec(args.overwrite) if args.overwrite is not None else None
-    table = _table(args)
+    table = open_table(args)
     data, text_cells = load_input(args.input)
     if isinstance(data, pa.Table):
         if args.kind is not None and args.kind in data.column_names:
@@ -136,7 +121,7 @@ def cmd_write(args: argparse.Namespace, out: TextIO) -> int:
     if args.kind is not None and args.kind not in arrow.column_names:
         inserts = [RowKind.INSERT.short_string] * arrow.num_rows
         arrow = arrow.append_column(args.kind, pa.array(inserts, pa.string()))
-    user = args.commit_user or str(uuid.uuid4())
+    user = args.commit_user or new_commit_user("cli")
     identifier = (BATCH_COMMIT_IDENTIFIER if args.commit_identifier is None
                   else args.commit_identifier)
     writer = table.new_write(user)
@@ -237,7 +222,7 @@ def cmd_alter(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("alter needs at least one change (--add-column, --rename-column, "
                          "--drop-column, --set-option, --remove-option, --alter-column-type)")
     changes = [_change(flag, value) for flag, value in raw]
-    schema = _table(args).alter(changes)
+    schema = open_table(args).alter(changes)
     _emit({"op": "alter", "table": args.table, "schema_id": schema.id,
            "changes": len(changes)}, out)
     return 0
@@ -248,7 +233,7 @@ def cmd_alter(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_tag(args: argparse.Namespace, out: TextIO) -> int:
-    table = _table(args)
+    table = open_table(args)
     if args.tag_cmd == "create":
         retained = None
         if args.time_retained:
@@ -266,7 +251,7 @@ def cmd_tag(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_fsck(args: argparse.Namespace, out: TextIO) -> int:
-    report = fsck(_table(args), deep=args.deep)
+    report = fsck(open_table(args), deep=args.deep)
     for f in report.findings:
         _emit(f.to_json(), out)
     _emit({"op": "fsck", "ok": report.ok, "errors": len(report.errors),

@@ -28,7 +28,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -36,6 +35,7 @@ from typing import Any, Protocol
 
 from paimon_core.commit.options import CommitOptions
 from paimon_core.commit.table_commit import TableCommit
+from paimon_core.commit.users import new_commit_user
 from paimon_core.commit_message import CommitMessage
 from paimon_core.compact.append import plan_append, rewrite_append
 from paimon_core.compact.changelog import KeyedRecords
@@ -521,7 +521,7 @@ def compact_table(
     """
     return compact_with_retries(
         lambda: source, strategy=strategy, partitions=partitions, buckets=buckets,
-        commit_user=commit_user or f"compact-{uuid.uuid4()}", max_attempts=max_attempts,
+        commit_user=commit_user or new_commit_user("compact"), max_attempts=max_attempts,
         executor=LocalExecutor(max_workers)).snapshot_id
 
 

@@ -37,7 +37,7 @@ _MIB = 1024 * 1024
 CompactStrategy = Literal["full", "minor"]
 COMPACT_STRATEGIES: tuple[CompactStrategy, ...] = ("full", "minor")
 #: the strategy of an explicit compaction that names none: the one home of the default of
-#: ``table.compact``, ``paimon compact``, ``python -m pipelines.compact`` and the Dagster
+#: ``table.compact``, ``paimon compact``, ``python -m pipelines.jobs.compact`` and the Dagster
 #: compaction assets (``assets.maintenance.CompactConfig``)
 DEFAULT_COMPACT_STRATEGY: CompactStrategy = "full"
 

@@ -77,11 +77,9 @@ Run::
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
@@ -109,22 +107,12 @@ from pipelines.cdc.events import (
 )
 from pipelines.cdc.format_views import DDL
 from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS, check_sequence
-from pipelines.cdc.ranges import (
-    parse_size,
-)
 from pipelines.cdc.routing import routing
 from pipelines.cdc.schema import commit_batch, evolve, settle, withdraw
 from pipelines.cdc.settings import DecodeSettings, EpochUnit, Unavailable
 from pipelines.config import (
     CatalogSettings,
-    SparkSettings,
     TableHandle,
-    add_catalog_args,
-    add_spark_args,
-    check_table,
-    configure_logging,
-    load_schema_file,
-    run_job_main,
 )
 from pipelines.writer import commit_messages
 
@@ -138,7 +126,6 @@ __all__ = [
     "ingest",
     "ingest_batch",
     "list_batches",
-    "main",
 ]
 
 log = logging.getLogger(__name__)
@@ -496,84 +483,3 @@ def ingest(
                                     landing_io=fio, quarantine_root=q_root,
                                     properties=properties, table=table))
     return reports
-
-
-# ---------------------------------------------------------------------------- entry point
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m pipelines.cdc.ingest",
-                                description=__doc__.split("\n\n")[0] if __doc__ else None)
-    add_catalog_args(p)
-    add_spark_args(p)
-    p.add_argument("--landing", required=True, help="directory / S3 prefix of batch-<n> inputs")
-    p.add_argument("--format", choices=sorted(FORMATS), default=DEFAULT_FORMAT,
-                   help="the events' format (default %(default)s: JSON lines, with or "
-                        "without the schema/payload envelope; debezium-avro: Avro container "
-                        "files of Debezium envelopes as Kafka Connect's S3 sink writes them)")
-    p.add_argument("--schema", help="schema JSON to create the table with when it is missing")
-    p.add_argument("--batch", type=int, action="append", help="only this batch (repeatable)")
-    p.add_argument("--quarantine", help="where malformed events go (default <landing>/"
-                                        "_quarantine)")
-    p.add_argument("--max-error-ratio", type=float, default=0.01)
-    p.add_argument("--position-fields",
-                   help="comma-separated fields of 'source' ordering the events (default: "
-                        "those of the events' source.connector)")
-    p.add_argument("--sequence-column", help="table column filled with the source position "
-                                             "(default: the table's sequence.field)")
-    p.add_argument("--epoch-unit", choices=["ms", "us"], default="ms",
-                   help="unit of numeric timestamps in the events")
-    p.add_argument("--commit-user", help="stable commit user (default cdc-<db>.<table>)")
-    p.add_argument("--no-evolve", action="store_true", help="do not add new columns")
-    p.add_argument("--max-partition-bytes", type=parse_size, default=None,
-                   help="largest byte range of a landing file one task decodes at a time, "
-                        "e.g. 128MB (default: Spark's spark.sql.files.maxPartitionBytes, "
-                        "128MB); larger files are split at line starts")
-    p.add_argument("--unavailable-value", choices=["previous", "store", "refuse"],
-                   default="previous",
-                   help="Debezium's unchanged-TOAST placeholder: keep the column's previous "
-                        "value (default), store the placeholder text, or quarantine the event")
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; prints one JSON report per batch. Exit codes: 0 ok, 1 error, 3 error
-    ratio exceeded."""
-    args = build_parser().parse_args(argv)
-    configure_logging()
-    from pipelines.session import get_session
-
-    settings = CatalogSettings.from_args(args)
-    try:  # before the JVM starts: a wrong --schema or --warehouse fails at once, named
-        schema = load_schema_file(args.schema) if args.schema else None
-    except PaimonError as e:
-        print(f"cdc_ingest: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    if schema is None and (rc := check_table(settings, args.table, "cdc_ingest")) is not None:
-        return rc
-    spark = get_session(SparkSettings.from_args(args, app_name="paimon-cdc-ingest"))
-    opts = CdcOptions(
-        position_fields=(tuple(x.strip() for x in args.position_fields.split(",") if x.strip())
-                         if args.position_fields else None),
-        sequence_column=args.sequence_column, epoch_unit=args.epoch_unit,
-        max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
-        quarantine=args.quarantine, evolve_schema=not args.no_evolve,
-        unavailable=args.unavailable_value, format=args.format,
-        max_partition_bytes=args.max_partition_bytes,
-    )
-    try:
-        for r in ingest(spark, settings, args.table, args.landing, opts, schema=schema,
-                        batches=args.batch):
-            print(r.to_json(), flush=True)
-    except ErrorRatioExceeded as e:
-        print(e.report.to_json(), flush=True)
-        print(f"cdc_ingest: {e}", file=sys.stderr)
-        return 3
-    except PaimonError as e:
-        print(f"cdc_ingest: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    run_job_main("pipelines.cdc.ingest")

@@ -22,7 +22,6 @@ itself never applies an identifier twice either.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -34,6 +33,7 @@ from paimon_core import (
     CoreOptions,
     UnsupportedError,
 )
+from paimon_core.commit.users import WriteSpec, new_commit_user
 from paimon_core.integration import BATCH_COMMIT_IDENTIFIER, MergeEngine
 from pipelines.config import CatalogSettings, TableHandle
 from pipelines.rowlevel.plan import ACTION_COLUMN
@@ -171,7 +171,7 @@ def run(operation: Operation, settings: CatalogSettings, identifier: str,
     # the commit user is for identified commits: a batch commit (identifier Long.MAX) by it
     # would make every later identifier look committed
     user = (commit_user if commit_identifier is not None and commit_user
-            else f"spark-{uuid.uuid4()}")
+            else new_commit_user("spark"))
     for attempt in range(1, max_attempts + 1):
         handle = TableHandle.load(settings, identifier)
         if commit_identifier is not None and _committed(handle, user, commit_identifier):
@@ -224,9 +224,9 @@ def _once(operation: Operation, target: TargetSnapshot,
             deletions = target.deletions(counts.touched) if target.copy_on_write else []
             written = write_dataframe(
                 _rows_to_write(plan, target, counts.touched), handle.settings,
-                handle.identifier, commit_user=user, commit_identifier=ident,
+                handle.identifier, spec=WriteSpec(user, ident, options),
                 row_kind_column=None if target.copy_on_write else KIND_COLUMN,
-                commit_options=options, handle=handle, extra_messages=deletions)
+                handle=handle, extra_messages=deletions)
             ids = written.snapshot_ids
     return RowLevelResult(operation, handle.identifier, target.snapshot_id, ids,
                           counts.updated, counts.deleted, counts.inserted,

@@ -41,8 +41,8 @@ __all__ = ["PaimonMergeBuilder", "PaimonTable"]
 
 def _session_settings(spark: SparkSession, warehouse: str | None,
                       storage_options: Mapping[str, str] | None) -> CatalogSettings:
-    from pipelines.source import options_settings
-    from pipelines.sql import session_defaults
+    from pipelines.spark_source.source import options_settings
+    from pipelines.spark_source.sql import session_defaults
 
     options = {k.lower(): v for k, v in session_defaults(spark).items()}
     if warehouse is not None:

@@ -313,7 +313,7 @@ def test_materialize_sensor_and_maintenance(project: Project) -> None:
     assert {r["source_snapshot"] for r in flags} == {1}
 
     # 3. maintenance of the table Java wrote: a compaction of bucket 0 launched without any
-    # config is a full one, as `python -m pipelines.compact` (3 sorted runs: the universal
+    # config is a full one, as `python -m pipelines.jobs.compact` (3 sorted runs: the universal
     # picker, below its trigger of 5, would compact nothing)
     table = cat.get_table("java.items")
     settings = CatalogSettings(str(warehouse))

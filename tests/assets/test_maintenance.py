@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pyarrow as pa
 import pytest
 
 from assets.demo_data import generate
@@ -31,6 +32,7 @@ from paimon_core.fsck import fsck
 from paimon_core.io.file_io import FileIO
 from paimon_core.table import FileStoreTable
 from tests.assets.helpers import assert_spark_metadata, by_key, commit_orders, order_rows
+from tests.tables import pk_table, write_rows
 
 ORDERS_COMPACTION = next(c for c in compactions if c.asset.key.path[-1] == "cdc_orders_compaction")
 ORDERS_EXPIRY = next(a for a in expiry_assets if a.key.path[-1] == "cdc_orders_expiry")
@@ -223,7 +225,7 @@ def test_dynamic_bucket_partitions_are_the_tables_live_buckets(
 
 
 def test_compaction_config_defaults_to_the_cli_strategy() -> None:
-    """One default for a compaction asset run and ``python -m pipelines.compact``; the older
+    """One default for a compaction asset run and ``python -m pipelines.jobs.compact``; the older
     ``full`` spelling still works, a contradiction is an error."""
     from assets.maintenance import CompactConfig
     from paimon_core.cli.compact_cmds import add_strategy_args
@@ -312,3 +314,14 @@ def test_batch_overwrite_replaces_exactly_one_partition(
     assert [r for r in after if r["dt"] == feed.days[1]] == [
         r for r in before if r["dt"] == feed.days[1]]
     assert snapshots_of_run(table, result.run_id)[0].commit_kind.value == "OVERWRITE"
+
+
+def test_a_runs_snapshots_found_under_the_new_and_the_legacy_user(tmp_path: Path) -> None:
+    """Runs before issue 29 committed as ``dagster:<run id>``: still the run's snapshots."""
+    t = pk_table(tmp_path / "wh")
+    rows = pa.table({"pt": ["a"], "id": [1], "v": ["x"]})
+    write_rows(t, rows, user="dagster:run-1")  # committed before issue 29
+    write_rows(t, rows, user=run_commit_user("run-1"))
+    write_rows(t, rows, user=run_commit_user("run-2"))
+    assert [s.id for s in snapshots_of_run(t, "run-1")] == [1, 2]
+    assert [s.id for s in snapshots_of_run(t, "run-2")] == [3]

@@ -13,9 +13,10 @@ import pytest
 def session_warehouse(spark: Any, tmp_path_factory: pytest.TempPathFactory, name: str,
                       drop: Sequence[str] = ()) -> Iterator[Path]:
     """Yield a fresh warehouse set as ``spark.paimon.warehouse`` (registered with
-    :func:`pipelines.sql.register_sql`); afterwards the catalog tables ``drop`` are dropped
+    :func:`pipelines.spark_source.sql.register_sql`); afterwards the catalog tables ``drop`` are
+    dropped
     and the conf unset."""
-    from pipelines.sql import register_sql
+    from pipelines.spark_source.sql import register_sql
 
     path = tmp_path_factory.mktemp(name) / "wh"
     spark.conf.set("spark.paimon.warehouse", str(path))

@@ -17,8 +17,9 @@ from paimon_core.errors import SchemaError
 from paimon_core.fsck import fsck
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
-from pipelines.batch_overwrite import conform_to_table, load_files, main, overwrite
+from pipelines.batch_overwrite import conform_to_table, load_files, overwrite
 from pipelines.config import CatalogSettings
+from pipelines.jobs.batch_overwrite import main
 from tests.tables import make_catalog, sorted_rows, write_rows
 
 pytestmark = pytest.mark.spark

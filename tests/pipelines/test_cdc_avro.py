@@ -41,9 +41,10 @@ from pipelines.cdc.avro import (
 )
 from pipelines.cdc.decode import decode_file
 from pipelines.cdc.events import UNAVAILABLE, UNAVAILABLE_BASE64
-from pipelines.cdc.ingest import CdcOptions, ingest, list_batches, main
+from pipelines.cdc.ingest import CdcOptions, ingest, list_batches
 from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
+from pipelines.jobs.cdc_ingest import main
 from tests.pipelines.connect_avro import avro_value, container, envelope_file
 from tests.pipelines.test_cdc_types import (
     _ENVELOPE,

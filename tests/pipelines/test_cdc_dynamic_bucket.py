@@ -25,8 +25,9 @@ from paimon_core.fsck import fsck
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.hash_index import decode_hash_index
 from paimon_core.table import FileStoreTable
-from pipelines.cdc.ingest import BatchReport, CdcOptions, ingest, main
+from pipelines.cdc.ingest import BatchReport, CdcOptions, ingest
 from pipelines.config import CatalogSettings
+from pipelines.jobs.cdc_ingest import main
 from tests.pipelines.cdcgen import (
     SCHEMA,
     CdcStream,

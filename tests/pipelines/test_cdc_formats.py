@@ -19,9 +19,10 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from pipelines.cdc.format_views import DDL
 from pipelines.cdc.formats import FORMATS, check_sequence
-from pipelines.cdc.ingest import BatchReport, CdcOptions, build_parser, ingest
+from pipelines.cdc.ingest import BatchReport, CdcOptions, ingest
 from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
+from pipelines.jobs.cdc_ingest import build_parser
 from tests.pipelines.cdcgen import corpus_landing
 
 CORPUS = Path(__file__).parent / "cdc_corpus"

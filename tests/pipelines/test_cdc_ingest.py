@@ -23,9 +23,10 @@ from paimon_core.cli.canonical import canonical_lines
 from paimon_core.fsck import fsck
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
-from pipelines.cdc.ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest, main
+from pipelines.cdc.ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest
 from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
+from pipelines.jobs.cdc_ingest import main
 from tests.pipelines.cdcgen import SCHEMA, CdcStream, generate, model_rows, write_landing
 
 pytestmark = pytest.mark.spark

@@ -28,7 +28,7 @@ from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
 from pipelines.cdc.decode import decode_file
 from pipelines.cdc.formats import FORMATS
-from pipelines.cdc.ingest import CdcOptions, ingest, main
+from pipelines.cdc.ingest import CdcOptions, ingest
 from pipelines.cdc.ranges import (
     LINE_BITS,
     LineNumbers,
@@ -39,6 +39,7 @@ from pipelines.cdc.ranges import (
 )
 from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
+from pipelines.jobs.cdc_ingest import main
 from tests.pipelines.cdcgen import (
     ENVELOPE_SCHEMA,
     SCHEMA,

@@ -1,5 +1,5 @@
 """A CDC batch's new column lands in the same commit as its rows, or not at all (issue 27,
-item 9), through ``python -m pipelines.cdc.ingest`` as the README writes it, in a subprocess,
+item 9), through ``python -m pipelines.jobs.cdc_ingest`` as the README writes it, in a subprocess,
 on hand-written Debezium events:
 
 * a day with a new ``phone`` field and 2 of its 4 events malformed is refused by the error
@@ -46,9 +46,9 @@ def try_create(self, path, data):
         os._exit({EXIT_CODE})
     return create(self, path, data)
 FileIO.try_create = try_create
-sys.argv[0] = "pipelines.cdc.ingest"
-from pipelines.config import run_job_main
-run_job_main("pipelines.cdc.ingest")
+sys.argv[0] = "pipelines.jobs.cdc_ingest"
+from pipelines.jobs.runner import run_job_main
+run_job_main("pipelines.jobs.cdc_ingest")
 """
 
 
@@ -66,13 +66,13 @@ NO_AFTER = _event("u", 104, None)
 
 
 def _run(tmp: Path, *args: str, crash: bool = False) -> subprocess.CompletedProcess[str]:
-    """``python -m pipelines.cdc.ingest --warehouse wh --table shop.customers --landing
+    """``python -m pipelines.jobs.cdc_ingest --warehouse wh --table shop.customers --landing
     landing --schema customers.json ...``, in a subprocess."""
     (tmp / "customers.json").write_text(json.dumps(SCHEMA))
     argv = ["--warehouse", str(tmp / "wh"), "--table", "shop.customers", "--landing",
             str(tmp / "landing"), "--schema", str(tmp / "customers.json"),
             "--master", "local[2]", *args]
-    head = ["-c", CRASH_BEFORE_SNAPSHOT] if crash else ["-m", "pipelines.cdc.ingest"]
+    head = ["-c", CRASH_BEFORE_SNAPSHOT] if crash else ["-m", "pipelines.jobs.cdc_ingest"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [source_root(), *filter(None, [os.environ.get("PYTHONPATH")])])}
     return subprocess.run([sys.executable, *head, *argv], env=env, capture_output=True,

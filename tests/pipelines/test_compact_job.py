@@ -1,4 +1,4 @@
-"""``python -m pipelines.compact --full`` as a command on a multi-bucket table: the same rows,
+"""``python -m pipelines.jobs.compact --full`` as a command on a multi-bucket table: the same rows,
 files and levels as the in-process ``table.compact()`` of a copy, one COMPACT snapshot, and
 the live files listed once per round on the driver (the plan and the commit's check), never
 in the tasks (they compact the files the driver planned)."""
@@ -63,7 +63,7 @@ def test_compact_command_full_lists_once(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [source_root(), *filter(None, [os.environ.get("PYTHONPATH")])])}
     p = subprocess.run(
-        [sys.executable, "-m", "pipelines.compact", "--warehouse", str(wh), "--table",
+        [sys.executable, "-m", "pipelines.jobs.compact", "--warehouse", str(wh), "--table",
          "db.pk", "--full", "--master", "local[2]"],
         env=env, capture_output=True, text=True, timeout=600, check=False)
     assert p.returncode == 0, p.stderr[-3000:]

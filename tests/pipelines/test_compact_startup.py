@@ -1,4 +1,4 @@
-"""What ``python -m pipelines.compact`` pays to start (issue 16, the lean Spark job): its
+"""What ``python -m pipelines.jobs.compact`` pays to start (issue 16, the lean Spark job): its
 class-data archive (:mod:`pipelines.jvm_archive`) written by a first run and mapped by the
 next, and the CPU markers of its process tree (:mod:`pipelines.cputrace`) that the bench splits
 a run with. The process-tree CPU is checked against what the processes themselves report."""
@@ -17,9 +17,9 @@ import pyarrow as pa
 import pytest
 
 from paimon_core import CommitKind, FileSystemCatalog
-from pipelines.compact import LOCAL_JVM_FLAGS, _local_archive, _session_conf
 from pipelines.config import SparkSettings
 from pipelines.cputrace import CPU_LOG_ENV, read_marks
+from pipelines.jobs.compact import LOCAL_JVM_FLAGS, _local_archive, _session_conf
 from pipelines.jvm_archive import CDS_DIR_ENV, class_archive
 from pipelines.session import LOCAL_DEFAULTS, source_root
 from tests.tables import pk_table, sorted_rows, write_rows
@@ -118,7 +118,7 @@ def _job(wh: Path, cds: Path) -> subprocess.CompletedProcess[str]:
            "PYTHONPATH": os.pathsep.join([source_root(),
                                           *filter(None, [os.environ.get("PYTHONPATH")])])}
     return subprocess.run(
-        [sys.executable, "-m", "pipelines.compact", "--warehouse", str(wh), "--table",
+        [sys.executable, "-m", "pipelines.jobs.compact", "--warehouse", str(wh), "--table",
          "db.pk", "--full", "--master", "local[2]"],
         env=env, capture_output=True, text=True, timeout=600, check=False)
 

@@ -25,7 +25,8 @@ from pipelines import compact as compact_job
 from pipelines.compact import compact
 from pipelines.config import CatalogSettings
 from pipelines.expire import expire
-from pipelines.expire import main as expire_main
+from pipelines.jobs.compact import main as compact_main
+from pipelines.jobs.expire import main as expire_main
 from tests.tables import make_table, sorted_rows, write_rows
 
 pytestmark = pytest.mark.spark
@@ -68,20 +69,20 @@ def test_compaction_in_parallel_tasks_one_snapshot(spark: Any, tmp_path: Path) -
 
 def test_compact_job_command_line_is_full_by_default(spark: Any, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """``python -m pipelines.compact`` as ``paimon compact``: full unless ``--strategy
+    """``python -m pipelines.jobs.compact`` as ``paimon compact``: full unless ``--strategy
     minor`` (the picker); ``--full`` is the explicit spelling of the default."""
     t = _pk_table(tmp_path / "wh", 3)
     base = ["--warehouse", str(tmp_path / "wh"), "--table", "db.pk"]
-    assert compact_job.main([*base, "--strategy", "minor"]) == 0
+    assert compact_main([*base, "--strategy", "minor"]) == 0
     assert json.loads(capsys.readouterr().out)["snapshot_id"] is None  # 3 runs < trigger 5
-    assert compact_job.main(base) == 0
+    assert compact_main(base) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["snapshot_id"] == 4 and report["files_after"] == 4
     assert t.snapshot_manager.snapshot(4).commit_kind is CommitKind.COMPACT
-    assert compact_job.main([*base, "--full"]) == 0  # one run per bucket already
+    assert compact_main([*base, "--full"]) == 0  # one run per bucket already
     assert json.loads(capsys.readouterr().out)["snapshot_id"] is None
     with pytest.raises(SystemExit):
-        compact_job.main([*base, "--full", "--strategy", "minor"])
+        compact_main([*base, "--full", "--strategy", "minor"])
 
 
 @pytest.mark.oracle

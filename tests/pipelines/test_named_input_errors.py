@@ -19,14 +19,14 @@ from paimon_core.schema_builder import Schema
 from pipelines.session import source_root
 from tests.readme_harness import VENV_BIN
 
-JOBS = ["pipelines.cdc.ingest", "pipelines.compact", "pipelines.expire",
-        "pipelines.batch_overwrite"]
+JOBS = ["pipelines.jobs.cdc_ingest", "pipelines.jobs.compact", "pipelines.jobs.expire",
+        "pipelines.jobs.batch_overwrite"]
 
 
 def _job_args(job: str, tmp: Path) -> list[str]:
     """The job's own required flags (besides --warehouse / --table)."""
-    return {"pipelines.cdc.ingest": ["--landing", str(tmp / "landing")],
-            "pipelines.batch_overwrite": ["--input", str(tmp / "in.parquet")]}.get(job, [])
+    return {"pipelines.jobs.cdc_ingest": ["--landing", str(tmp / "landing")],
+            "pipelines.jobs.batch_overwrite": ["--input", str(tmp / "in.parquet")]}.get(job, [])
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
@@ -70,13 +70,40 @@ def test_paimon_cli_names_the_warehouse(warehouse: Path) -> None:
 @pytest.mark.parametrize("job", JOBS)
 def test_spark_jobs_name_the_warehouse_before_starting_spark(job: str, warehouse: Path,
                                                             tmp_path: Path) -> None:
-    wh, table, said = _cases(warehouse)[1 if job == "pipelines.expire" else 0]
+    wh, table, said = _cases(warehouse)[1 if job == "pipelines.jobs.expire" else 0]
     p = _run([sys.executable, "-m", job, "--warehouse", wh, "--table", table,
               *_job_args(job, tmp_path)])
     assert p.returncode == 1, p.stderr[-2000:]
     last = p.stderr.strip().splitlines()[-1]
     assert said in last and "Traceback" not in p.stderr, p.stderr[-2000:]
     assert "SparkContext" not in p.stderr  # refused before the session started
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_spark_jobs_name_a_malformed_option_before_starting_spark(job: str, warehouse: Path,
+                                                                 tmp_path: Path) -> None:
+    """A ``--storage-option`` / ``--conf`` item without ``=`` is refused by every job, named
+    with its flag, through the one parser the ``paimon`` CLI uses too."""
+    base = [sys.executable, "-m", job, "--warehouse", str(warehouse), "--table",
+            "shop.orders", *_job_args(job, tmp_path)]
+    for flag, item in (("--storage-option", "s3.endpoint"), ("--conf", "spark.ui.enabled")):
+        p = _run([*base, flag, item])
+        assert p.returncode == 1, p.stderr[-2000:]
+        last = p.stderr.strip().splitlines()[-1]
+        name = job.rsplit(".", 1)[-1]
+        assert last == f"{name}: ConfigError: {flag}: expects KEY=VALUE, got '{item}'", last
+        assert "Traceback" not in p.stderr and "SparkContext" not in p.stderr
+
+
+def test_paimon_cli_names_a_malformed_option(warehouse: Path) -> None:
+    for cmd, flag in ((["describe"], "--storage-option"), (["compact"], "--storage-option"),
+                      (["write", "--input", "-"], "--storage-option"),
+                      (["consumer", "list"], "--storage-option"),
+                      (["stream"], "--option")):
+        p = _run([str(VENV_BIN / "paimon"), *cmd, "--warehouse", str(warehouse), "--table",
+                  "shop.orders", flag, "oops"])
+        assert p.returncode == 1, (cmd, p.stderr)
+        assert p.stderr.strip() == f"paimon: ConfigError: {flag}: expects KEY=VALUE, got 'oops'"
 
 
 def test_unknown_type_names_file_column_and_closest_type(tmp_path: Path) -> None:
@@ -89,7 +116,7 @@ def test_unknown_type_names_file_column_and_closest_type(tmp_path: Path) -> None
     p = _run([str(VENV_BIN / "paimon"), "create", "--warehouse", wh, "--table", "shop.orders",
               "--schema", str(schema)])
     assert p.returncode == 1 and said in p.stderr, p.stderr
-    p = _run([sys.executable, "-m", "pipelines.cdc.ingest", "--warehouse", wh, "--table",
+    p = _run([sys.executable, "-m", "pipelines.jobs.cdc_ingest", "--warehouse", wh, "--table",
               "shop.orders", "--landing", str(tmp_path), "--schema", str(schema)])
     assert p.returncode == 1 and said in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert "SparkContext" not in p.stderr

@@ -333,7 +333,7 @@ def test_readme_block_runs_as_written(spark: Any, tmp_path: Path,
     session (tests/test_readme_examples.py lists it in NOT_RUN for that)."""
     from decimal import Decimal
 
-    from pipelines.sql import register_sql
+    from pipelines.spark_source.sql import register_sql
     from tests.readme_harness import README
     from tests.test_readme_examples import WAREHOUSE, orders_table, readme_blocks
 

@@ -246,14 +246,14 @@ def test_format_writer_append_overwrite_exactly_once(spark: Any, tmp_path: Path)
 @pytest.mark.s3
 def test_read_and_write_on_s3(spark: Any, s3_root: tuple[str, dict[str, str]]) -> None:
     from pipelines.config import CatalogSettings
-    from pipelines.writer import write_dataframe
+    from pipelines.writer import WriteSpec, write_dataframe
 
     root, storage = s3_root
     cat = FileSystemCatalog(root, storage)
     cat.create_table("db.t", SCHEMA)
     src = _rows(0, 30, "s3")
     df = spark.createDataFrame(src)
-    res = write_dataframe(df, CatalogSettings(root, storage), "db.t", commit_user="s3")
+    res = write_dataframe(df, CatalogSettings(root, storage), "db.t", spec=WriteSpec("s3"))
     assert res.snapshot_ids == (1,) and res.rows == 30
     table = cat.get_table("db.t")
     got = spark.read.format("paimon").options(warehouse=root, **storage).load("db.t") \

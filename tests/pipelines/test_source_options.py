@@ -283,7 +283,7 @@ def test_filter_of_every_atomic_type_is_pushed(spark: Any, typed: FileStoreTable
 
 def test_declared_options_and_their_values() -> None:
     from paimon_core import CoreOptions, SchemaError
-    from pipelines.source_options import (
+    from pipelines.spark_source.options import (
         READ_OPTIONS,
         WRITE_OPTIONS,
         ReadOptions,

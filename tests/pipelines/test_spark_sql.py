@@ -142,7 +142,7 @@ def test_pk_df_write_from_many_partitions_is_bucketed(spark: Any, wh: Path) -> N
 
 
 def test_pk_sql_insert_from_many_tasks_into_one_bucket(spark: Any, wh: Path) -> None:
-    """spark.sql runs an INSERT through df.write (pipelines.sql_statements): shuffled by
+    """spark.sql runs an INSERT through df.write (pipelines.spark_source.statements): shuffled by
     bucket, from any number of tasks, whatever the SELECT's column names. A parameterized
     INSERT reaches the source with Spark's partitioning (a Python data source has no
     distribution hook): many tasks into one bucket is refused before anything lands."""
@@ -352,7 +352,7 @@ def test_readme_spark_sql_block_runs_as_written(spark: Any, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """README's Spark SQL / DataFrame block, as written (only the warehouse path replaced),
     in the test session (tests/test_readme_examples.py lists it in NOT_RUN for that)."""
-    from pipelines.sql import register_sql
+    from pipelines.spark_source.sql import register_sql
     from tests.readme_harness import README
     from tests.test_readme_examples import WAREHOUSE, orders_table, readme_blocks
 

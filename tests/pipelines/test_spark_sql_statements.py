@@ -1,5 +1,5 @@
 """Issue 27 (Spark SQL): the statements Spark never hands a Python data source, run by
-``spark.sql`` (:mod:`pipelines.sql_statements`) through a real SparkSession: ``CREATE TABLE
+``spark.sql`` (:mod:`pipelines.spark_source.statements`) through a real SparkSession: ``CREATE TABLE
 (cols) USING paimon`` / CTAS create the Paimon table; ``INSERT INTO`` a primary-key table
 works whatever the columns' nullability and partitioning, and a NULL bound for a NOT NULL
 column is refused by name; ``VERSION AS OF`` / ``TIMESTAMP AS OF`` / ``t$snapshots``. Expected

@@ -16,7 +16,7 @@ from paimon_core import ImmutableOptionError, SchemaError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from paimon_core.table import FileStoreTable
-from pipelines.source_options import UnknownOptionError
+from pipelines.spark_source.options import UnknownOptionError
 from tests.pipelines.spark_warehouse import session_warehouse
 
 pytestmark = pytest.mark.spark

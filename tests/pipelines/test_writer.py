@@ -17,7 +17,7 @@ from paimon_core.fsck import fsck
 from paimon_core.orphans import remove_orphan_files
 from paimon_core.table import FileStoreTable
 from pipelines.config import CatalogSettings
-from pipelines.writer import write_dataframe
+from pipelines.writer import WriteSpec, write_dataframe
 from tests.tables import make_table
 
 pytestmark = pytest.mark.spark
@@ -44,8 +44,7 @@ def _live(t: FileStoreTable) -> set[str]:
 def test_bucket_routing_one_task_per_bucket(spark: Any, tmp_path: Path) -> None:
     t = _table(tmp_path)
     df = spark.createDataFrame(ROWS, DDL).repartition(3)  # each bucket spread over 3 inputs
-    res = write_dataframe(df, CatalogSettings(str(tmp_path)), "db.t", commit_user="w",
-                          commit_identifier=1)
+    res = write_dataframe(df, CatalogSettings(str(tmp_path)), "db.t", spec=WriteSpec("w", 1))
     assert res.snapshot_ids == (1,) and res.rows == 400 and not res.skipped
     splits = t.new_read_builder().new_scan().plan().splits
     assert sorted((s.partition_values, s.bucket) for s in splits) == [
@@ -63,8 +62,7 @@ def test_bucket_routing_one_task_per_bucket(spark: Any, tmp_path: Path) -> None:
     got = sorted((r["pt"], r["id"], r["v"]) for r in t.to_arrow().to_pylist())
     assert got == sorted(ROWS)
     before = _data_files(t)
-    again = write_dataframe(df, CatalogSettings(str(tmp_path)), "db.t", commit_user="w",
-                            commit_identifier=1)
+    again = write_dataframe(df, CatalogSettings(str(tmp_path)), "db.t", spec=WriteSpec("w", 1))
     assert again.skipped and again.snapshot_ids == ()
     assert _data_files(t) == before and t.latest_snapshot().id == 1  # type: ignore[union-attr]
 
@@ -91,7 +89,7 @@ def test_killed_task_is_retried_without_duplicates(spark: Any, tmp_path: Path) -
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "20")
     try:
         res = write_dataframe(spark.createDataFrame(ups, DDL), CatalogSettings(str(tmp_path)),
-                              "db.t", commit_user="w", commit_identifier=7,
+                              "db.t", spec=WriteSpec("w", 7),
                               fault_hook=kill_first_attempt)
     finally:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", old)

@@ -16,7 +16,7 @@ from paimon_core.fsck import fsck
 from paimon_core.spec.hash_index import decode_hash_index
 from paimon_core.table import FileStoreTable
 from pipelines.config import CatalogSettings
-from pipelines.writer import write_dataframe
+from pipelines.writer import WriteSpec, write_dataframe
 from tests.tables import make_table
 
 pytestmark = pytest.mark.spark
@@ -63,7 +63,7 @@ def test_write_dataframe_routes_by_assigner_channel(spark: Any, tmp_path: Path) 
     settings = CatalogSettings(str(tmp_path))
     first = [(("a", "b")[i % 2], i, f"v{i}") for i in range(200)]
     res = write_dataframe(spark.createDataFrame(first, DDL).repartition(4), settings, "db.t",
-                          commit_user="w", commit_identifier=1)
+                          spec=WriteSpec("w", 1))
     assert res.rows == 200
     rows, buckets = _state(t)
     assert rows == {(p, i): v for p, i, v in first}
@@ -72,17 +72,17 @@ def test_write_dataframe_routes_by_assigner_channel(spark: Any, tmp_path: Path) 
     # updates of stored keys and new keys: stored keys stay where they are
     second = [("a", i, f"w{i}") for i in range(0, 300, 3)]
     write_dataframe(spark.createDataFrame(second, DDL).repartition(2), settings, "db.t",
-                    commit_user="w", commit_identifier=2)
+                    spec=WriteSpec("w", 2))
     rows2, buckets2 = _state(t)
     assert rows2 == {**rows, **{(p, i): v for p, i, v in second}}
     assert all(buckets2[k] == b for k, b in buckets.items())
     # a re-run of batch 2 applies nothing
     assert write_dataframe(spark.createDataFrame(second, DDL), settings, "db.t",
-                           commit_user="w", commit_identifier=2).skipped
+                           spec=WriteSpec("w", 2)).skipped
     # INSERT OVERWRITE of partition b: fresh buckets, b's index replaced, a untouched
     third = [("b", i, f"o{i}") for i in range(1000, 1010)]
     write_dataframe(spark.createDataFrame(third, DDL), settings, "db.t", mode="overwrite",
-                    overwrite_partition={"pt": "b"}, commit_user="w", commit_identifier=3)
+                    overwrite_partition={"pt": "b"}, spec=WriteSpec("w", 3))
     rows3, buckets3 = _state(t)
     assert rows3 == {**{k: v for k, v in rows2.items() if k[0] == "a"},
                      **{(p, i): v for p, i, v in third}}
@@ -102,7 +102,7 @@ def test_data_source_and_sql_insert_route_dynamic_pk_tables(
     assert fsck(t, deep=True).ok
     spark.sql(f"CREATE TABLE dyn_t USING paimon OPTIONS (warehouse '{tmp_path}', "
               "table 'db.t')")
-    try:  # an INSERT is written as df.write is (pipelines.sql_statements): routed the same
+    try:  # an INSERT is written as df.write is (pipelines.spark_source.statements): routed the same
         spark.sql("INSERT INTO dyn_t SELECT 'a' AS p, 1000 AS i, 'x' AS w")
         spark.sql("INSERT INTO dyn_t SELECT 'a' AS p, 1 AS i, 'new' AS w")
         rows, _ = _state(t)
@@ -120,8 +120,7 @@ def test_killed_assigner_task_is_retried(spark: Any, tmp_path: Path) -> None:
     t = _table(tmp_path)
     settings = CatalogSettings(str(tmp_path))
     base = [(("a", "b")[i % 2], i, f"v{i}") for i in range(100)]
-    write_dataframe(spark.createDataFrame(base, DDL), settings, "db.t", commit_user="w",
-                    commit_identifier=1)
+    write_dataframe(spark.createDataFrame(base, DDL), settings, "db.t", spec=WriteSpec("w", 1))
     _, buckets = _state(t)
     ups = [(("a", "b")[i % 2], i, f"u{i}") for i in range(50, 250)]
 
@@ -133,7 +132,7 @@ def test_killed_assigner_task_is_retried(spark: Any, tmp_path: Path) -> None:
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "20")
     try:
         res = write_dataframe(spark.createDataFrame(ups, DDL), settings, "db.t",
-                              commit_user="w", commit_identifier=2,
+                              spec=WriteSpec("w", 2),
                               fault_hook=kill_first_attempt)
     finally:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", old)

@@ -6,9 +6,9 @@ and procedures as Python UDTFs, and ``df.write.format("paimon")``'s default save
 as ``spark.paimon.s3.endpoint``) bound in, because the Python workers that run data sources and
 UDTFs never see the session conf:
 
-* the ``paimon`` data source (:class:`~pipelines.source.PaimonDataSource`), so that
+* the ``paimon`` data source (:class:`~pipelines.spark_source.source.PaimonDataSource`), so that
   ``CREATE TABLE t USING paimon OPTIONS (table 'db.t')`` and ``load("db.t")`` need no
-  ``warehouse`` option (see :mod:`pipelines.sql_tables` for how a catalog table finds its
+  ``warehouse`` option (see :mod:`pipelines.spark_source.tables` for how a catalog table finds its
   Paimon table);
 * one table function per system table of ``table.inspect``: ``paimon_snapshots('db.t')``,
   ``paimon_schemas``, ``paimon_options``, ``paimon_files``, ``paimon_manifests``,
@@ -30,13 +30,13 @@ an append, so :func:`register_sql` also makes ``append`` the default save mode o
 ``DataFrameWriter`` whose format is ``paimon`` (a mode set explicitly, before or after
 ``format``, still wins), and its ``save`` shuffles the rows of a primary-key table first (one
 task per bucket, or per assigner channel of a dynamic bucket table:
-:func:`pipelines.sink.bucketed_input`), as paimon-spark's writer does; a Paimon error
+:func:`pipelines.spark_source.sink.bucketed_input`), as paimon-spark's writer does; a Paimon error
 raised in its tasks reaches the caller as that typed error
 (:func:`pipelines.spark_errors.typed_error`; Spark's exception is its ``__cause__``).
 ``writeStream.format("paimon")...start()`` shuffles the same way (the calls made on the
 ``DataStreamWriter`` are replayed on one of the shuffled stream), and ``spark.sql`` runs the
 statements Spark never hands a Python data source (``CREATE TABLE`` with columns, ``INSERT``
-through ``df.write``, ``VERSION AS OF``, ``t$snapshots``: :mod:`pipelines.sql_statements`).
+through ``df.write``, ``VERSION AS OF``, ``t$snapshots``: :mod:`pipelines.spark_source.statements`).
 """
 
 from __future__ import annotations
@@ -49,18 +49,18 @@ from typing import TYPE_CHECKING, Any, cast
 from paimon_core import FileStoreTable, SchemaError, UnsupportedError
 from paimon_core.inspect import SYSTEM_TABLES
 from pipelines.config import TableHandle
-from pipelines.sink import bucketed_input
-from pipelines.source import FORMAT, PaimonDataSource, options_settings, write_target
-from pipelines.source_options import check_options
 from pipelines.spark_errors import raising_typed
-from pipelines.spark_types import spark_schema
-from pipelines.sql_statements import (
+from pipelines.spark_source.options import check_options
+from pipelines.spark_source.sink import bucketed_input
+from pipelines.spark_source.source import FORMAT, PaimonDataSource, options_settings, write_target
+from pipelines.spark_source.statements import (
     catalog_options,
     insert_into,
     install_sql_hook,
     table_parts,
 )
-from pipelines.sql_tables import SESSION_PREFIX
+from pipelines.spark_source.tables import SESSION_PREFIX
+from pipelines.spark_types import spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -229,7 +229,8 @@ def _frame_of(writer: Any) -> DataFrame:
 def _install_writer_patch(defaults: Mapping[str, str]) -> None:
     """``DataFrameWriter`` with the format ``paimon`` (classic and Spark Connect): ``append``
     when no mode was set, and a primary-key table's rows shuffled before ``save``
-    (:func:`pipelines.sink.bucketed_input`); a Paimon error from the write raised as itself
+    (:func:`pipelines.spark_source.sink.bucketed_input`); a Paimon error from the write raised as
+    itself
     (:func:`pipelines.spark_errors.typed_error`). ``defaults``: the session's
     ``spark.paimon.*`` (the latest :func:`register_sql` call's)."""
     for cls in _writer_classes("batch"):
@@ -312,7 +313,8 @@ def _patch_writer(DataFrameWriter: Any) -> None:
 
 def _install_table_writes(cls: Any) -> None:
     """``DataFrameWriter.insertInto`` / ``saveAsTable`` on a ``USING paimon`` catalog table:
-    ``insertInto`` runs the SQL ``INSERT`` of :mod:`pipelines.sql_statements` (by position);
+    ``insertInto`` runs the SQL ``INSERT`` of :mod:`pipelines.spark_source.statements` (by
+    position);
     ``saveAsTable`` with the format ``paimon`` saves into the table the name maps to (by
     column name, with the writer's options; ``append`` or ``ignore`` on an existing table,
     ``overwrite`` refused: Spark would replace the table), or, for a new name, creates Paimon
@@ -389,7 +391,8 @@ def _recorded_options(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
 
 def _install_stream_patch() -> None:
     """``writeStream.format("paimon")...start()`` (classic and Spark Connect): a primary-key
-    table's rows shuffled first, as ``save`` does (:func:`pipelines.sink.bucketed_input`): the
+    table's rows shuffled first, as ``save`` does
+    (:func:`pipelines.spark_source.sink.bucketed_input`): the
     calls made on the writer are recorded and replayed on a writer of the shuffled stream. The
     session defaults are the ``DataFrameWriter`` patch's (:func:`_install_writer_patch`)."""
     for cls in _writer_classes("stream"):

@@ -9,7 +9,8 @@ What Spark 4.3 passes a Python data source (measured, see ``tests/pipelines/test
   an *empty* option map, but the stored schema, field metadata included;
 * a ``CREATE TABLE`` *with* a column list never calls the source: nothing names the Paimon table.
 
-So :meth:`~pipelines.source.PaimonDataSource.schema` stamps the table's OPTIONS (the table,
+So :meth:`~pipelines.spark_source.source.PaimonDataSource.schema` stamps the table's OPTIONS (the
+table,
 the warehouse, scan options ...) into every field's metadata (:func:`with_identity`), and
 reads and writes take them back from the schema when the options name no table
 (:func:`effective_options`). An ``INSERT ... SELECT`` whose every column matches the table's
@@ -18,7 +19,7 @@ they are): the writer then refuses with a message saying so (alias or cast one c
 write with ``df.write.format("paimon").save("db.t")``). The Python
 workers that run the source do not see the session conf, so the ``spark.paimon.*`` defaults
 (``spark.paimon.warehouse``, storage options) are bound into the registered source class by
-:func:`pipelines.sql.register_sql`.
+:func:`pipelines.spark_source.sql.register_sql`.
 """
 
 from __future__ import annotations

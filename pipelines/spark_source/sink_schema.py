@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["EXPLICIT_CAST", "MERGE_SCHEMA", "MERGE_SCHEMA_ALIAS", "WriteSchema",
            "write_schema"]
 
-#: write options (declared in :mod:`pipelines.source_options`)
+#: write options (declared in :mod:`pipelines.spark_source.options`)
 MERGE_SCHEMA = "write.merge-schema"
 MERGE_SCHEMA_ALIAS = "mergeSchema"
 EXPLICIT_CAST = "write.merge-schema.explicit-cast"

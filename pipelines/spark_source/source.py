@@ -12,16 +12,16 @@ the sink once across restarts)::
     spark.readStream.format("paimon").options(warehouse=wh, table="db.t").load()
 
 Writing (``append`` — also with no ``.mode()`` — or ``overwrite``; one commit on the driver;
-a missing table is created; streaming: one commit per micro-batch): :mod:`pipelines.sink`::
+a missing table is created; streaming: one commit per micro-batch): :mod:`.sink`::
 
     df.write.format("paimon").option("warehouse", wh).save("db.t")
     df.writeStream.format("paimon").option("checkpointLocation", ck).start("db.t")
 
-SQL (:mod:`pipelines.sql`, :mod:`pipelines.sql_tables`): the warehouse defaults to the session's
+SQL (:mod:`.sql`, :mod:`.tables`): the warehouse defaults to the session's
 ``spark.paimon.warehouse``; ``CREATE TABLE t USING paimon OPTIONS (table 'db.t')`` then
 ``SELECT`` / ``INSERT INTO`` / ``INSERT OVERWRITE``; ``SELECT * FROM paimon_snapshots('db.t')``.
 
-Options (case-insensitive; declared and validated in :mod:`pipelines.source_options`: an
+Options (case-insensitive; declared and validated in :mod:`pipelines.spark_source.options`: an
 unknown key is an ``UnknownOptionError`` naming the closest one):
 
 ==============================  ===============================================================
@@ -70,8 +70,8 @@ reads one of ``snapshots``, ``schemas``, ``options``, ``files``, ``manifests``, 
 ``scan.tag-name`` time-travel those that allow it). They are computed on the driver from
 metadata (``audit_log`` / ``ro`` read the data there too) and served as one input partition.
 
-Filters Spark pushes are translated by :mod:`pipelines.filters` (partition / bucket / stats
-pruning plus exact row filtering in the scan); the rest stays with Spark.
+Filters Spark pushes are translated by :mod:`pipelines.spark_source.filters` (partition /
+bucket / stats pruning plus exact row filtering in the scan); the rest stays with Spark.
 """
 
 from __future__ import annotations
@@ -124,16 +124,16 @@ from paimon_core.integration import (
     split_system_table,
 )
 from pipelines.config import CatalogSettings, TableHandle, limit_task_threads
-from pipelines.filters import to_predicate
-from pipelines.sink import PaimonStreamWriter, PaimonWriter, Target
-from pipelines.source_options import (
+from pipelines.spark_source.filters import to_predicate
+from pipelines.spark_source.options import (
     IncrementalRange,
     ReadOptions,
     check_options,
     lookup,
 )
+from pipelines.spark_source.sink import PaimonStreamWriter, PaimonWriter, Target
+from pipelines.spark_source.tables import effective_options, with_identity
 from pipelines.spark_types import arrow_for_spark, conform_to_spark, spark_schema
-from pipelines.sql_tables import effective_options, with_identity
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -218,10 +218,10 @@ def _requested_columns(schema: StructType) -> list[str]:
 
 class PaimonDataSource(DataSource):
     """``format("paimon")``: batch and streaming reads, batch and streaming writes (see the
-    module docs). Options are :func:`pipelines.sql_tables.effective_options`: the session's
+    module docs). Options are :func:`pipelines.spark_source.tables.effective_options`: the session's
     ``spark.paimon.*`` defaults (:attr:`session_defaults`, bound by
-    :func:`pipelines.sql.register_sql`), then the table a catalog table's schema names, then
-    the options given."""
+    :func:`pipelines.spark_source.sql.register_sql`), then the table a catalog table's schema
+    names, then the options given."""
 
     #: ``spark.paimon.*`` session conf (prefix stripped), bound at registration
     session_defaults: ClassVar[Mapping[str, str]] = {}
@@ -229,7 +229,7 @@ class PaimonDataSource(DataSource):
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
         # every path (read, stream, write) creates the source on the driver first: a typo
-        # fails here, before any table is opened (pipelines.source_options)
+        # fails here, before any table is opened (pipelines.spark_source.options)
         check_options(self.options)
 
     @classmethod
@@ -240,7 +240,7 @@ class PaimonDataSource(DataSource):
         return effective_options(self.options, schema, self.session_defaults)
 
     def _write_options(self) -> dict[str, str]:
-        """What a write overlays (:func:`pipelines.sink.for_this_write`): not a catalog
+        """What a write overlays (:func:`pipelines.spark_source.sink.for_this_write`): not a catalog
         table's CREATE options (the table's own, maybe older than an ALTER)."""
         return effective_options(self.options, None, self.session_defaults)
 
@@ -282,12 +282,12 @@ class PaimonDataSource(DataSource):
             raise SchemaError(
                 "the paimon data source needs a table: option 'table' or save('db.t'). An "
                 "INSERT into a 'USING paimon' table that did not go through spark.sql of a "
-                "session with pipelines.sql.register_sql (parameterized, Spark Connect, the "
-                "spark-sql shell) arrives without the table's OPTIONS when every column of its "
-                "SELECT matches the table's by name and type: alias or cast one column "
-                "(SELECT id AS id2, ...), or write with df.write.format('paimon').save('db.t'); "
-                "a table created with a column list outside such a spark.sql names no Paimon "
-                "table: CREATE it again through it")
+                "session with pipelines.spark_source.sql.register_sql (parameterized, Spark "
+                "Connect, the spark-sql shell) arrives without the table's OPTIONS when every "
+                "column of its SELECT matches the table's by name and type: alias or cast one "
+                "column (SELECT id AS id2, ...), or write with "
+                "df.write.format('paimon').save('db.t'); a table created with a column list "
+                "outside such a spark.sql names no Paimon table: CREATE it again through it")
         return PaimonWriter(write_target(options), options, schema, overwrite,
                             self._write_options())
 

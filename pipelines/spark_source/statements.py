@@ -1,5 +1,5 @@
 """The SQL statements paimon-spark users write that Spark never hands a Python data source,
-run by ``spark.sql`` itself (installed by :func:`pipelines.sql.register_sql`).
+run by ``spark.sql`` itself (installed by :func:`pipelines.spark_source.sql.register_sql`).
 
 Measured on Spark 4.3 (``tests/pipelines/test_spark_sql_statements.py``), without this hook:
 
@@ -44,7 +44,7 @@ runs them itself:
 
 Statements with parameters (``args``; a ``CREATE TABLE ... USING paimon`` with parameters is
 refused), other statements, and Spark Connect sessions go to Spark unchanged: a parameterized
-``INSERT`` reaches the source as Spark plans it (see :mod:`pipelines.sql_tables`).
+``INSERT`` reaches the source as Spark plans it (see :mod:`pipelines.spark_source.tables`).
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ from typing import TYPE_CHECKING, Any
 from paimon_core import CoreOptions, DataField, Schema, SchemaError, UnsupportedError
 from paimon_core.errors import TableAlreadyExistError, did_you_mean
 from paimon_core.inspect import SYSTEM_TABLES
-from pipelines.source import FORMAT, options_settings
+from pipelines.spark_source.source import FORMAT, options_settings
+from pipelines.spark_source.tables import effective_options, table_identity
 from pipelines.spark_types import paimon_type
-from pipelines.sql_tables import effective_options, table_identity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -186,7 +186,7 @@ def _struct(json_text: str) -> StructType:
 
 
 def _defaults(spark: SparkSession) -> dict[str, str]:
-    from pipelines.sql import session_defaults
+    from pipelines.spark_source.sql import session_defaults
 
     return session_defaults(spark)
 

@@ -15,7 +15,8 @@ same sequence number (which of two rows of one key wins would be undefined), so 
 rows must reach one task, as paimon-spark's writer shuffles them by bucket. A Python data
 source cannot repartition its input, so ``df.write.format("paimon").save(...)`` does it before
 Spark sees the write: :func:`bucketed_input` (called by the ``DataFrameWriter`` patch of
-:func:`pipelines.sql.register_sql`) shuffles the rows of a fixed-bucket primary-key table by
+:func:`pipelines.spark_source.sql.register_sql`) shuffles the rows of a fixed-bucket primary-key
+table by
 Paimon's bucket (:func:`pipelines.writer.bucketed`, the one home of that shuffle, which
 :func:`pipelines.writer.write_dataframe` uses too). SQL ``INSERT INTO`` / ``INSERT OVERWRITE``
 give a Python data source no such hook (Spark 4.3 asks it for no required distribution): the
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -58,13 +58,14 @@ from paimon_core import (
     TableNotExistError,
     UnsupportedError,
 )
+from paimon_core.commit.users import new_commit_user, stable_commit_user
 from paimon_core.spec.option_enums import BucketMode
 from pipelines.cdc.routing import Routing, routing
 from pipelines.config import CatalogSettings, TableHandle, parse_pairs
 from pipelines.session import known_partitions
-from pipelines.sink_schema import WriteSchema, write_schema
+from pipelines.spark_source.sink_schema import WriteSchema, write_schema
+from pipelines.spark_source.tables import effective_options
 from pipelines.spark_types import paimon_type
-from pipelines.sql_tables import effective_options
 from pipelines.writer import (
     BUCKET_COLUMN,
     bucketed,
@@ -279,7 +280,8 @@ class _Writes:
                     f"this write cannot go to {self.handle.identifier}, a dynamic bucket "
                     "primary-key table (bucket=-1): its rows were not routed to assigner "
                     "tasks (a parameterized SQL INSERT, Spark Connect, or a session without "
-                    "pipelines.sql.register_sql); df.write.format('paimon').save(...), "
+                    "pipelines.spark_source.sql.register_sql); "
+                    "df.write.format('paimon').save(...), "
                     "writeStream, spark.sql's INSERT and pipelines.writer.write_dataframe "
                     "route them, or give the table a fixed 'bucket' count")
             self.route = routing(self.handle.schema, tasks)
@@ -309,7 +311,8 @@ class _Writes:
                 "share sequence numbers. df.write.format('paimon').save(...), writeStream "
                 "and spark.sql's INSERT (literal text, classic session) shuffle by bucket "
                 "themselves; this write came without (a parameterized INSERT, Spark Connect, "
-                "or a session without pipelines.sql.register_sql): write from a DataFrame, "
+                "or a session without pipelines.spark_source.sql.register_sql): write from a "
+                "DataFrame, "
                 "or from a single partition (SELECT /*+ COALESCE(1) */ ...)")
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], *,
@@ -342,7 +345,7 @@ class PaimonWriter(DataSourceArrowWriter):
     def __init__(self, target: Target, options: Mapping[str, str], schema: StructType,
                  overwrite: bool, table_options: Mapping[str, str] | None = None) -> None:
         self.writes = _Writes(target, options, schema, overwrite,
-                              _first(options, COMMIT_USER) or f"spark-{uuid.uuid4()}",
+                              _first(options, COMMIT_USER) or new_commit_user("spark"),
                               table_options)
         self.commit_identifier = _int(options, COMMIT_IDENTIFIER)
         raw = _first(options, OVERWRITE_PARTITION)
@@ -386,7 +389,7 @@ def stream_commit_user(target: Target, options: Mapping[str, str]) -> str:
             "writeStream.format('paimon') needs a stable commit user for exactly-once: set "
             "option 'checkpointLocation' (or 'commit.user')")
     digest = hashlib.sha256(f"{target.identifier}\0{checkpoint}".encode()).hexdigest()[:16]
-    return f"spark-stream-{digest}"
+    return stable_commit_user("spark-stream", digest)
 
 
 class PaimonStreamWriter(DataSourceStreamArrowWriter):

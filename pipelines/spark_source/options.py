@@ -26,7 +26,7 @@ from typing import Literal
 from paimon_core import CoreOptions, SchemaError
 from paimon_core.errors import did_you_mean
 from paimon_core.integration import StartupMode, parse_memory_size, text_timestamp_nanos
-from pipelines.sink import (
+from pipelines.spark_source.sink import (
     CHECKPOINT_LOCATION,
     COMMIT_IDENTIFIER,
     COMMIT_USER,
@@ -34,8 +34,8 @@ from pipelines.sink import (
     ROW_KIND_COLUMN,
     WRITE_ASSIGNER_TASKS,
 )
-from pipelines.sink_schema import EXPLICIT_CAST, MERGE_SCHEMA, MERGE_SCHEMA_ALIAS
-from pipelines.sql_tables import CREATE_TABLE_EXTRAS
+from pipelines.spark_source.sink_schema import EXPLICIT_CAST, MERGE_SCHEMA, MERGE_SCHEMA_ALIAS
+from pipelines.spark_source.tables import CREATE_TABLE_EXTRAS
 
 __all__ = [
     "PREFIXES",
@@ -149,7 +149,7 @@ READ_OPTIONS: tuple[SourceOption, ...] = (
 )
 
 #: Options of writes (``df.write.format("paimon")``, ``writeStream``; the keys are
-#: :mod:`pipelines.sink`'s); extend it with new write options.
+#: :mod:`pipelines.spark_source.sink`'s); extend it with new write options.
 WRITE_OPTIONS: tuple[SourceOption, ...] = (
     SourceOption(COMMIT_USER, "string", None,
                  "commit user (default ``spark-<uuid>``; give one for exactly-once)"),
