@@ -113,6 +113,7 @@ from paimon_core import (
     StreamTableScan,
     TableRead,
     TableSchema,
+    UnsupportedError,
     and_,
     arrow_short_retract_mask,
     check_range,
@@ -123,7 +124,7 @@ from paimon_core import (
 )
 from pipelines.config import CatalogSettings, TableHandle, limit_task_threads
 from pipelines.filters import to_predicate
-from pipelines.sink import PaimonStreamWriter, PaimonWriter, Target
+from pipelines.sink import PaimonStreamWriter, PaimonWriter, Target, for_this_job
 from pipelines.source_options import (
     IncrementalRange,
     ReadOptions,
@@ -194,6 +195,40 @@ def _columns(options: Mapping[str, str], schema: TableSchema) -> list[str]:
     return cols
 
 
+#: Paimon scan options a batch read does not apply: refused by name (a stream refuses them in
+#: its startup, :class:`~paimon_core.StreamTableScan`)
+BATCH_UNSUPPORTED = (CoreOptions.SCAN_WATERMARK, CoreOptions.SCAN_VERSION,
+                     CoreOptions.SCAN_FILE_CREATION_TIME_MILLIS)
+#: ``scan.mode`` values a batch read has no reading of (the others read one snapshot whole,
+#: or a range with ``incremental-between``)
+BATCH_UNSUPPORTED_MODES = (StartupMode.COMPACTED_FULL, StartupMode.FROM_FILE_CREATION_TIME)
+
+
+def read_handle(options: Mapping[str, str], identifier: str | None = None, *,
+                without: tuple[str, ...] = ()) -> TableHandle:
+    """The table a read with these (effective) options reads: the Paimon table options among
+    them (:func:`pipelines.sink.table_options`, less ``without``) laid over the table's for
+    this read (:func:`pipelines.sink.for_this_job`: a merge option, ``fields.<f>.*``, a scan
+    option ... acts on the read; one fixed for the table's life that differs is an
+    ``ImmutableOptionError`` naming it)."""
+    handle = TableHandle.load(options_settings(options), identifier or table_identifier(options))
+    return for_this_job(handle, {k: v for k, v in options.items() if k not in without})
+
+
+def refuse_batch_unsupported(options: Mapping[str, str]) -> None:
+    """Raises :class:`UnsupportedError` naming a Paimon scan option a batch read would not
+    apply (:data:`BATCH_UNSUPPORTED`, :data:`BATCH_UNSUPPORTED_MODES`)."""
+    for key in BATCH_UNSUPPORTED:
+        if lookup(options, key) is not None:
+            raise UnsupportedError(f"option {key} is not supported by batch reads of the paimon "
+                                   "data source (time travel: scan.snapshot-id, scan.tag-name, "
+                                   "scan.timestamp-millis)")
+    mode = (lookup(options, CoreOptions.SCAN_MODE) or "").lower()
+    if mode in BATCH_UNSUPPORTED_MODES:
+        raise UnsupportedError(f"option scan.mode={mode} is not supported by batch reads of the "
+                               "paimon data source")
+
+
 def _time_travel(options: Mapping[str, str]) -> dict[str, Any]:
     return ReadOptions.parse(options).time_travel()
 
@@ -238,7 +273,7 @@ class PaimonDataSource(DataSource):
         return effective_options(self.options, schema, self.session_defaults)
 
     def _write_options(self) -> dict[str, str]:
-        """What a write overlays (:func:`pipelines.sink.for_this_write`): not a catalog
+        """What a write overlays (:func:`pipelines.sink.for_this_job`): not a catalog
         table's CREATE options (the table's own, maybe older than an ALTER)."""
         return effective_options(self.options, None, self.session_defaults)
 
@@ -246,13 +281,12 @@ class PaimonDataSource(DataSource):
         options = self._options()
         base, system = split_system_table(table_identifier(options))
         if system is not None:
-            table = TableHandle.load(options_settings(options), base).open()
+            table = read_handle(options, base).open()
             snapshot_id, tag = _system_time_travel(table, options)
             return with_identity(
                 spark_schema(table.inspect.fields(system, snapshot_id=snapshot_id, tag=tag)),
                 options)
-        handle = TableHandle.load(options_settings(options), table_identifier(options))
-        table = handle.open()
+        table = read_handle(options, without=(CoreOptions.CONSUMER_ID,)).open()
         ro = ReadOptions.parse(options)
         if ro.incremental is not None:
             read_schema = table.schema
@@ -265,6 +299,7 @@ class PaimonDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = self._options(schema)
+        refuse_batch_unsupported(options)
         if split_system_table(table_identifier(options))[1] is not None:
             return SystemTableReader(options, schema)
         if ReadOptions.parse(options).incremental is not None:
@@ -368,7 +403,7 @@ class PaimonBatchReader(DataSourceReader):
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
-        self.handle = TableHandle.load(options_settings(options), table_identifier(options))
+        self.handle = read_handle(options)
         table = self.handle.open()
         rb = table.new_read_builder().with_time_travel(**_time_travel(options))
         snapshot = rb.snapshot()
@@ -496,7 +531,7 @@ class IncrementalReader(DataSourceReader):
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
-        self.handle = TableHandle.load(options_settings(options), table_identifier(options))
+        self.handle = read_handle(options)
         ro = ReadOptions.parse(options)
         assert ro.incremental is not None
         self.range = resolve_incremental(self.handle.open(), ro.incremental)
@@ -558,7 +593,7 @@ class SystemTableReader(DataSourceReader):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         base, system = split_system_table(table_identifier(options))
         assert system is not None
-        table = TableHandle.load(options_settings(options), base).open()
+        table = read_handle(options, base).open()
         snapshot_id, tag = _system_time_travel(table, options)
         data = table.inspect.system_table(system, snapshot_id=snapshot_id, tag=tag)
         data = conform_to_spark(data.select(schema.names), arrow_for_spark(schema))
@@ -626,8 +661,8 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     @cached_property
     def handle(self) -> TableHandle:
-        handle = TableHandle.load(options_settings(self.options),
-                                  table_identifier(self.options))
+        # consumer-id is the scan's argument where it applies (:meth:`_scan`), not the table's
+        handle = read_handle(self.options, without=(CoreOptions.CONSUMER_ID,))
         for c in self.columns:
             handle.schema.field(c)
         return handle
