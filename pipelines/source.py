@@ -113,7 +113,6 @@ from paimon_core import (
     StreamTableScan,
     TableRead,
     TableSchema,
-    UnsupportedError,
     and_,
     arrow_short_retract_mask,
     check_range,
@@ -130,6 +129,8 @@ from pipelines.source_options import (
     ReadOptions,
     check_options,
     lookup,
+    refuse_batch_unsupported,
+    refuse_mapping_table_options,
 )
 from pipelines.spark_types import arrow_for_spark, conform_to_spark, spark_schema
 from pipelines.sql_tables import effective_options, with_identity
@@ -195,15 +196,6 @@ def _columns(options: Mapping[str, str], schema: TableSchema) -> list[str]:
     return cols
 
 
-#: Paimon scan options a batch read does not apply: refused by name (a stream refuses them in
-#: its startup, :class:`~paimon_core.StreamTableScan`)
-BATCH_UNSUPPORTED = (CoreOptions.SCAN_WATERMARK, CoreOptions.SCAN_VERSION,
-                     CoreOptions.SCAN_FILE_CREATION_TIME_MILLIS)
-#: ``scan.mode`` values a batch read has no reading of (the others read one snapshot whole,
-#: or a range with ``incremental-between``)
-BATCH_UNSUPPORTED_MODES = (StartupMode.COMPACTED_FULL, StartupMode.FROM_FILE_CREATION_TIME)
-
-
 def read_handle(options: Mapping[str, str], identifier: str | None = None, *,
                 without: tuple[str, ...] = ()) -> TableHandle:
     """The table a read with these (effective) options reads: the Paimon table options among
@@ -213,20 +205,6 @@ def read_handle(options: Mapping[str, str], identifier: str | None = None, *,
     ``ImmutableOptionError`` naming it)."""
     handle = TableHandle.load(options_settings(options), identifier or table_identifier(options))
     return for_this_job(handle, {k: v for k, v in options.items() if k not in without})
-
-
-def refuse_batch_unsupported(options: Mapping[str, str]) -> None:
-    """Raises :class:`UnsupportedError` naming a Paimon scan option a batch read would not
-    apply (:data:`BATCH_UNSUPPORTED`, :data:`BATCH_UNSUPPORTED_MODES`)."""
-    for key in BATCH_UNSUPPORTED:
-        if lookup(options, key) is not None:
-            raise UnsupportedError(f"option {key} is not supported by batch reads of the paimon "
-                                   "data source (time travel: scan.snapshot-id, scan.tag-name, "
-                                   "scan.timestamp-millis)")
-    mode = (lookup(options, CoreOptions.SCAN_MODE) or "").lower()
-    if mode in BATCH_UNSUPPORTED_MODES:
-        raise UnsupportedError(f"option scan.mode={mode} is not supported by batch reads of the "
-                               "paimon data source")
 
 
 def _time_travel(options: Mapping[str, str]) -> dict[str, Any]:
@@ -287,6 +265,7 @@ class PaimonDataSource(DataSource):
                 spark_schema(table.inspect.fields(system, snapshot_id=snapshot_id, tag=tag)),
                 options)
         table = read_handle(options, without=(CoreOptions.CONSUMER_ID,)).open()
+        refuse_mapping_table_options(table, options)
         ro = ReadOptions.parse(options)
         if ro.incremental is not None:
             read_schema = table.schema

@@ -25,8 +25,10 @@ from typing import Literal
 
 from paimon_core import (
     CoreOptions,
+    FileStoreTable,
     SchemaError,
     StartupMode,
+    UnsupportedError,
     parse_memory_size,
     text_timestamp_nanos,
 )
@@ -40,7 +42,7 @@ from pipelines.sink import (
     WRITE_ASSIGNER_TASKS,
 )
 from pipelines.sink_schema import EXPLICIT_CAST, MERGE_SCHEMA, MERGE_SCHEMA_ALIAS
-from pipelines.sql_tables import CREATE_TABLE_EXTRAS
+from pipelines.sql_tables import CREATE_TABLE_EXTRAS, CREATE_TABLE_MARK
 
 __all__ = [
     "PREFIXES",
@@ -54,6 +56,8 @@ __all__ = [
     "check_options",
     "declared",
     "lookup",
+    "refuse_batch_unsupported",
+    "refuse_mapping_table_options",
 ]
 
 OptionKind = Literal["string", "int", "bool", "memory", "enum"]
@@ -188,6 +192,53 @@ SPARK_OPTIONS: tuple[SourceOption, ...] = (
 #: stripped), Paimon's per-field table options and the ``option.<key>`` copies Spark adds to a
 #: ``CREATE TABLE``'s options.
 PREFIXES: tuple[str, ...] = ("storage.", "s3.", "fs.", "fields.", "option.")
+
+
+#: Paimon scan options a batch read does not apply: refused by name (a stream refuses them in
+#: its startup, :class:`~paimon_core.StreamTableScan`)
+BATCH_UNSUPPORTED = (CoreOptions.SCAN_WATERMARK, CoreOptions.SCAN_VERSION,
+                     CoreOptions.SCAN_FILE_CREATION_TIME_MILLIS)
+#: ``scan.mode`` values a batch read has no reading of (the others read one snapshot whole,
+#: or a range with ``incremental-between``)
+BATCH_UNSUPPORTED_MODES = (StartupMode.COMPACTED_FULL, StartupMode.FROM_FILE_CREATION_TIME)
+
+
+def refuse_batch_unsupported(options: Mapping[str, str]) -> None:
+    """Raises :class:`UnsupportedError` naming a Paimon scan option a batch read would not
+    apply (:data:`BATCH_UNSUPPORTED`, :data:`BATCH_UNSUPPORTED_MODES`)."""
+    for key in BATCH_UNSUPPORTED:
+        if lookup(options, key) is not None:
+            raise UnsupportedError(f"option {key} is not supported by batch reads of the paimon "
+                                   "data source (time travel: scan.snapshot-id, scan.tag-name, "
+                                   "scan.timestamp-millis)")
+    mode = (lookup(options, CoreOptions.SCAN_MODE) or "").lower()
+    if mode in BATCH_UNSUPPORTED_MODES:
+        raise UnsupportedError(f"option scan.mode={mode} is not supported by batch reads of the "
+                               "paimon data source")
+
+
+#: the Paimon table options a ``CREATE TABLE t USING paimon OPTIONS (table 'db.t', ...)``
+#: mapping an existing table may give: read options, applied to every read of ``t``
+MAPPING_READ_KEYS = frozenset(
+    {o.name for o in READ_OPTIONS} | {CoreOptions.CONSUMER_IGNORE_PROGRESS,
+                                      CoreOptions.STREAMING_READ_OVERWRITE})
+
+
+def refuse_mapping_table_options(table: FileStoreTable, options: Mapping[str, str]) -> None:
+    """A catalog table mapped onto an existing Paimon table (``options``: its CREATE's) takes
+    the Paimon table's options; one given that differs (:attr:`FileStoreTable.dynamic_options`
+    of the read's copy) and is not a read option raises :class:`UnsupportedError` naming it,
+    since the table's writes never apply a catalog table's CREATE options."""
+    if CREATE_TABLE_MARK not in options:
+        return
+    for key, value in sorted(table.dynamic_options.items()):
+        if key not in MAPPING_READ_KEYS:
+            raise UnsupportedError(
+                f"CREATE TABLE ... USING paimon OPTIONS (table '{table.identifier}'): option "
+                f"{key}={value!r} differs from the Paimon table's "
+                f"({table.options.get(key)!r}, stored): a catalog table mapped onto an "
+                "existing table takes its options; alter the Paimon table, or give the option "
+                "per job (df.write.option, INSERT INTO t WITH (...), spark.read.option)")
 
 
 class UnknownOptionError(SchemaError):
