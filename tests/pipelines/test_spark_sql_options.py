@@ -45,6 +45,9 @@ def test_insert_with_options_and_set_apply_to_writes(spark: Any, wh: Path) -> No
     assert _codecs(wh, "db.sq_t") == {"GZIP"}
     spark.sql("INSERT INTO sq_t VALUES (2, 'b')")
     assert _codecs(wh, "db.sq_t") == {"ZSTD"}  # that write's only
+    # a SELECT's options: this read's
+    assert [tuple(r) for r in spark.sql(
+        "SELECT * FROM sq_t WITH ('scan.snapshot-id' = '1')").collect()] == [(1, "a")]
     with pytest.raises(UnknownOptionError, match=re.escape("did you mean 'file.compression'")
                        ), raising_typed():
         spark.sql("INSERT INTO sq_t WITH ('file.compresion' = 'gzip') VALUES (3, 'c')")
