@@ -130,7 +130,6 @@ from pipelines.source_options import (
     check_options,
     lookup,
     refuse_batch_unsupported,
-    refuse_mapping_table_options,
 )
 from pipelines.spark_types import arrow_for_spark, conform_to_spark, spark_schema
 from pipelines.sql_tables import effective_options, with_identity
@@ -265,7 +264,6 @@ class PaimonDataSource(DataSource):
                 spark_schema(table.inspect.fields(system, snapshot_id=snapshot_id, tag=tag)),
                 options)
         table = read_handle(options, without=(CoreOptions.CONSUMER_ID,)).open()
-        refuse_mapping_table_options(table, options)
         ro = ReadOptions.parse(options)
         if ro.incremental is not None:
             read_schema = table.schema

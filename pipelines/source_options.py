@@ -25,7 +25,6 @@ from typing import Literal
 
 from paimon_core import (
     CoreOptions,
-    FileStoreTable,
     SchemaError,
     StartupMode,
     UnsupportedError,
@@ -42,7 +41,7 @@ from pipelines.sink import (
     WRITE_ASSIGNER_TASKS,
 )
 from pipelines.sink_schema import EXPLICIT_CAST, MERGE_SCHEMA, MERGE_SCHEMA_ALIAS
-from pipelines.sql_tables import CREATE_TABLE_EXTRAS, CREATE_TABLE_MARK
+from pipelines.sql_tables import CREATE_TABLE_EXTRAS
 
 __all__ = [
     "PREFIXES",
@@ -57,7 +56,6 @@ __all__ = [
     "declared",
     "lookup",
     "refuse_batch_unsupported",
-    "refuse_mapping_table_options",
 ]
 
 OptionKind = Literal["string", "int", "bool", "memory", "enum"]
@@ -215,30 +213,6 @@ def refuse_batch_unsupported(options: Mapping[str, str]) -> None:
     if mode in BATCH_UNSUPPORTED_MODES:
         raise UnsupportedError(f"option scan.mode={mode} is not supported by batch reads of the "
                                "paimon data source")
-
-
-#: the Paimon table options a ``CREATE TABLE t USING paimon OPTIONS (table 'db.t', ...)``
-#: mapping an existing table may give: read options, applied to every read of ``t``
-MAPPING_READ_KEYS = frozenset(
-    {o.name for o in READ_OPTIONS} | {CoreOptions.CONSUMER_IGNORE_PROGRESS,
-                                      CoreOptions.STREAMING_READ_OVERWRITE})
-
-
-def refuse_mapping_table_options(table: FileStoreTable, options: Mapping[str, str]) -> None:
-    """A catalog table mapped onto an existing Paimon table (``options``: its CREATE's) takes
-    the Paimon table's options; one given that differs (:attr:`FileStoreTable.dynamic_options`
-    of the read's copy) and is not a read option raises :class:`UnsupportedError` naming it,
-    since the table's writes never apply a catalog table's CREATE options."""
-    if CREATE_TABLE_MARK not in options:
-        return
-    for key, value in sorted(table.dynamic_options.items()):
-        if key not in MAPPING_READ_KEYS:
-            raise UnsupportedError(
-                f"CREATE TABLE ... USING paimon OPTIONS (table '{table.identifier}'): option "
-                f"{key}={value!r} differs from the Paimon table's "
-                f"({table.options.get(key)!r}, stored): a catalog table mapped onto an "
-                "existing table takes its options; alter the Paimon table, or give the option "
-                "per job (df.write.option, INSERT INTO t WITH (...), spark.read.option)")
 
 
 class UnknownOptionError(SchemaError):

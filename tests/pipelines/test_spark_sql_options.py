@@ -1,8 +1,7 @@
 """Issue 29 (scope 2): the options a SQL user gives a ``USING paimon`` table act or are refused
 by name: ``INSERT INTO t WITH (...)`` (that write's options), ``SET spark.paimon.<key>`` (the
 session's later writes), and a ``CREATE TABLE ... OPTIONS (table 'db.t', ...)`` mapping an
-existing table (read options kept, table options that differ refused). Expected results are
-written by hand."""
+existing table (acting on its reads and INSERTs). Expected results are written by hand."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_core import UnsupportedError
 from paimon_core.catalog import FileSystemCatalog
 from pipelines.source_options import UnknownOptionError
 from pipelines.spark_errors import raising_typed
@@ -64,19 +62,18 @@ def test_insert_with_options_and_set_apply_to_writes(spark: Any, wh: Path) -> No
     assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [1, 2, 4, 5]
 
 
-def test_a_mapping_create_keeps_read_options_and_refuses_table_options(
-        spark: Any, wh: Path) -> None:
+def test_a_mapping_create_s_options_act_on_its_reads_and_inserts(spark: Any, wh: Path
+                                                                  ) -> None:
     spark.sql("CREATE TABLE sq_t0 (id BIGINT, v STRING) USING paimon "
               "OPTIONS (table 'db.sq_src')")
     spark.sql("INSERT INTO sq_t0 VALUES (1, 'a')")
     spark.sql("INSERT INTO sq_t0 VALUES (2, 'b')")
     spark.sql("DROP TABLE sq_t0")
-    with pytest.raises(UnsupportedError, match="option target-file-size='1 mb' differs"
-                       ), raising_typed():
-        spark.sql("CREATE TABLE sq_map USING paimon OPTIONS (table 'db.sq_src', "
-                  "'target-file-size' '1 mb')")
-    assert not spark.catalog.tableExists("sq_map")
-    # a read option: every read of the catalog table applies it
+    spark.sql("CREATE TABLE sq_map USING paimon OPTIONS (table 'db.sq_src', "
+              "'file.compression' 'gzip')")
+    spark.sql("INSERT INTO sq_map VALUES (3, 'c')")
+    assert _codecs(wh, "db.sq_src") == {"GZIP"}
+    assert FileSystemCatalog(str(wh)).get_table("db.sq_src").schema.options == {}
     spark.sql("CREATE TABLE sq_pin USING paimon OPTIONS (table 'db.sq_src', "
               "'scan.snapshot-id' '1')")
     assert [tuple(r) for r in spark.sql("SELECT * FROM sq_pin").collect()] == [(1, "a")]
