@@ -20,6 +20,7 @@ from paimon_core.spec.option_enums import (
 from paimon_core.spec.schema import TableSchema
 
 __all__ = [
+    "FIELD_OPTION_SUFFIXES",
     "IMMUTABLE_OPTIONS",
     "check_alter_option",
     "checked_overlay",
@@ -134,6 +135,36 @@ def validate_options(schema: TableSchema) -> None:
             raise SchemaError(f"option {key}={raw!r} names columns {missing} that do not exist")
     if _O.PARTITION_EXPIRATION_TIME in opts and not schema.partition_keys:
         raise SchemaError("option partition.expiration-time needs a partitioned table")
+    _check_field_options(schema)
+
+
+#: the per-field options (``fields.<name>.<suffix>``) this project interprets
+FIELD_OPTION_SUFFIXES = ("aggregate-function", "ignore-retract", "list-agg-delimiter",
+                         "sequence-group", "stats-mode")
+_FIELDS = "fields."
+
+
+def _check_field_options(schema: TableSchema) -> None:
+    """``fields.<name>.<suffix>`` names columns of ``schema`` (a sequence group's key and value
+    list several, comma-separated) and a suffix this project interprets (Java's
+    ``validateFieldsPrefix`` / ``validateSequenceGroup``); raises :class:`SchemaError` naming
+    the option and the field."""
+    names = set(schema.field_names)
+    for key, value in schema.options.items():
+        if not key.startswith(_FIELDS) or key == _O.FIELDS_DEFAULT_AGG_FUNC:
+            continue
+        field, _, suffix = key[len(_FIELDS):].rpartition(".")
+        if not field or suffix not in FIELD_OPTION_SUFFIXES:
+            raise SchemaError(
+                f"option {key}={value!r}: not a per-field option this table can apply "
+                f"(fields.<column>.<{'|'.join(FIELD_OPTION_SUFFIXES)}>)")
+        fields = field.split(",") if suffix == "sequence-group" else [field]
+        if suffix == "sequence-group":
+            fields += value.split(",")
+        missing = [f for f in fields if f.strip() not in names]
+        if missing:
+            raise SchemaError(f"option {key}={value!r}: field {missing[0].strip()!r} is not a "
+                              f"column of the table (columns: {', '.join(schema.field_names)})")
 
 
 def check_alter_option(key: str, old: str | None, new: str | None) -> None:

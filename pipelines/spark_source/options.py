@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from paimon_core import CoreOptions, SchemaError
+from paimon_core import CoreOptions, SchemaError, UnsupportedError
 from paimon_core.errors import did_you_mean
 from paimon_core.integration import StartupMode, parse_memory_size, text_timestamp_nanos
 from pipelines.spark_source.sink import (
@@ -49,6 +49,7 @@ __all__ = [
     "check_options",
     "declared",
     "lookup",
+    "refuse_batch_unsupported",
 ]
 
 OptionKind = Literal["string", "int", "bool", "memory", "enum"]
@@ -183,6 +184,29 @@ SPARK_OPTIONS: tuple[SourceOption, ...] = (
 #: stripped), Paimon's per-field table options and the ``option.<key>`` copies Spark adds to a
 #: ``CREATE TABLE``'s options.
 PREFIXES: tuple[str, ...] = ("storage.", "s3.", "fs.", "fields.", "option.")
+
+
+#: Paimon scan options a batch read does not apply: refused by name (a stream refuses them in
+#: its startup, :class:`~paimon_core.StreamTableScan`)
+BATCH_UNSUPPORTED = (CoreOptions.SCAN_WATERMARK, CoreOptions.SCAN_VERSION,
+                     CoreOptions.SCAN_FILE_CREATION_TIME_MILLIS)
+#: ``scan.mode`` values a batch read has no reading of (the others read one snapshot whole,
+#: or a range with ``incremental-between``)
+BATCH_UNSUPPORTED_MODES = (StartupMode.COMPACTED_FULL, StartupMode.FROM_FILE_CREATION_TIME)
+
+
+def refuse_batch_unsupported(options: Mapping[str, str]) -> None:
+    """Raises :class:`UnsupportedError` naming a Paimon scan option a batch read would not
+    apply (:data:`BATCH_UNSUPPORTED`, :data:`BATCH_UNSUPPORTED_MODES`)."""
+    for key in BATCH_UNSUPPORTED:
+        if lookup(options, key) is not None:
+            raise UnsupportedError(f"option {key} is not supported by batch reads of the paimon "
+                                   "data source (time travel: scan.snapshot-id, scan.tag-name, "
+                                   "scan.timestamp-millis)")
+    mode = (lookup(options, CoreOptions.SCAN_MODE) or "").lower()
+    if mode in BATCH_UNSUPPORTED_MODES:
+        raise UnsupportedError(f"option scan.mode={mode} is not supported by batch reads of the "
+                               "paimon data source")
 
 
 class UnknownOptionError(SchemaError):

@@ -7,7 +7,7 @@ and returns the commit messages of every bucket it touched; the driver commits t
 the successful tasks once (append, or overwrite when the save mode is ``overwrite``). A missing
 table is created from the DataFrame's schema with the ``primary-key`` / ``partition`` / ``bucket``
 write options and every other Paimon table option given (:func:`create_options`); an existing
-table is written through a copy with them (:func:`for_this_write`: they act on this write only,
+table is written through a copy with them (:func:`for_this_job`: they act on this write only,
 and one fixed for the table's life that differs is refused by name).
 
 Primary-key tables: two tasks writing the same bucket would number their records from the
@@ -106,6 +106,8 @@ WRITE_ASSIGNER_TASKS = "write.assigner-tasks"
 ROW_KIND_DEFAULT_COLUMN = "_row_kind"
 #: Spark's streaming option (passed to the sink): the default commit user derives from it
 CHECKPOINT_LOCATION = "checkpointlocation"
+#: Paimon's per-field table options (``fields.<name>.aggregate-function`` ...)
+FIELDS_PREFIX = "fields."
 
 @dataclass(frozen=True)
 class Target:
@@ -125,10 +127,11 @@ def _split_names(raw: str | None) -> list[str]:
 
 
 def table_options(options: Mapping[str, str]) -> dict[str, str]:
-    """The Paimon table options (keys of :class:`~paimon_core.CoreOptions`) among a write's
-    options."""
+    """The Paimon table options among a read's or a write's options: the keys of
+    :class:`~paimon_core.CoreOptions` and Paimon's per-field options ``fields.<name>.*``."""
     keys = CoreOptions.declared_keys()
-    return {str(k): str(v) for k, v in options.items() if k in keys}
+    return {str(k): str(v) for k, v in options.items()
+            if k in keys or str(k).startswith(FIELDS_PREFIX)}
 
 
 def create_options(options: Mapping[str, str]) -> tuple[list[str], list[str], dict[str, str]]:
@@ -141,10 +144,10 @@ def create_options(options: Mapping[str, str]) -> tuple[list[str], list[str], di
     return pks, parts, {k: v for k, v in table_options(options).items() if k not in keys}
 
 
-def for_this_write(handle: TableHandle, options: Mapping[str, str]) -> TableHandle:
-    """``handle``'s table as one write sees it: every Paimon table option among the write
-    ``options`` (a key of :class:`~paimon_core.CoreOptions`, ``primary-key`` / ``partition`` /
-    ``bucket`` included) laid over the table's for this write only
+def for_this_job(handle: TableHandle, options: Mapping[str, str]) -> TableHandle:
+    """``handle``'s table as one read or write sees it: every Paimon table option among the
+    ``options`` (:func:`table_options`; ``primary-key`` / ``partition`` / ``bucket`` included)
+    laid over the table's for this job only
     (:meth:`~paimon_core.FileStoreTable.copy`; nothing is stored). An option fixed for the
     table's life that differs raises :class:`~paimon_core.ImmutableOptionError`, a bad value
     :class:`SchemaError`, both naming the option."""
@@ -197,7 +200,7 @@ def bucketed_input(df: DataFrame, options: Mapping[str, str], defaults: Mapping[
     opts = effective_options(options, None, defaults)
     if not (opts.get("table") or opts.get("path")) or not opts.get("warehouse"):
         return None  # the writer raises the typed error
-    handle = for_this_write(
+    handle = for_this_job(
         _open_or_create(target(opts), opts, df.schema, _row_kind_column(opts, df.schema)), opts)
     schema = handle.schema
     if not schema.primary_keys:
@@ -256,7 +259,7 @@ def _task_id() -> int:
 class _Writes:
     """What the batch and the streaming writer share: the table (created if missing; the
     Paimon table options of ``table_options``, default ``options``, overlaid for this write:
-    :func:`for_this_write`), the commit user, the row kind column, and one task's write."""
+    :func:`for_this_job`), the commit user, the row kind column, and one task's write."""
 
     def __init__(self, target: Target, options: Mapping[str, str], schema: StructType,
                  overwrite: bool, commit_user: str,
@@ -269,7 +272,7 @@ class _Writes:
         self.columns: WriteSchema = write_schema(handle, schema, options,
                                                  ignore=[rk] if rk else [])
         # the schema is evolved (and published) as stored; the overlay is this write's only
-        self.handle = for_this_write(self.columns.handle,
+        self.handle = for_this_job(self.columns.handle,
                                      options if table_options is None else table_options)
         self.commit_user = commit_user
         self.route: Routing | None = None

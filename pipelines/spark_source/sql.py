@@ -468,4 +468,4 @@ def register_sql(spark: SparkSession) -> None:
         "removed_tags int, deleted_files int"))
     _install_writer_patch(defaults)
     _install_stream_patch()
-    install_sql_hook()
+    install_sql_hook(register_sql)

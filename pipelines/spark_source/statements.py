@@ -33,7 +33,8 @@ runs them itself:
   order, ``BY NAME``, column lists, casts, NOT NULL checks: a NULL bound for a NOT NULL column
   fails with Spark's ``NOT_NULL_ASSERT_VIOLATION`` naming the column), and the analyzed
   query is written with ``df.write.format("paimon")`` (``append`` / ``overwrite``): shuffled
-  by bucket as ``save`` does, whatever the columns' names or nullability.
+  by bucket as ``save`` does, whatever the columns' names or nullability. Its options
+  (``INSERT INTO t WITH ('file.compression' = 'gzip') ...``) are that write's options.
 * ``FROM t VERSION AS OF <snapshot id | 'tag'>``, ``FROM t TIMESTAMP AS OF <expr>`` and
   ``FROM t$snapshots`` (any system table of ``table.inspect``; quoted or not): each such
   relation is replaced by a temporary view over ``spark.read.format("paimon")`` with
@@ -41,6 +42,11 @@ runs them itself:
   then the statement runs (the views are dropped once it is analyzed). ``t`` is a
   ``USING paimon`` session-catalog table, or else a Paimon table ``db.t`` of the session's
   warehouse. Relations inside subquery expressions are not rewritten (Spark's error stays).
+
+``SET spark.paimon.<key> = <value>`` (and ``RESET``) registers the source again with the new
+conf: a Paimon table option set so applies to the session's later reads and writes (the
+source's Python workers never see the session conf; ``spark.conf.set`` from Python needs
+:func:`pipelines.sql.register_sql` called again).
 
 Statements with parameters (``args``; a ``CREATE TABLE ... USING paimon`` with parameters is
 refused), other statements, and Spark Connect sessions go to Spark unchanged: a parameterized
@@ -52,7 +58,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from paimon_core import CoreOptions, DataField, Schema, SchemaError, UnsupportedError
@@ -74,14 +80,18 @@ _HOOKED = "_paimon_sql_hook"
 _CANDIDATE = re.compile(r"(?is)\b(using\s+paimon|insert|as\s+of)\b|\$")
 _DOLLAR = re.compile(r"(?<![\w`$.])((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*\$(?:"
                      + "|".join(SYSTEM_TABLES) + r"))(?![\w`])")
+#: statements that change the session's ``spark.paimon.*`` conf
+_SET_PAIMON = re.compile(r"(?is)^\s*(?:set\s+.*\bspark\.paimon\.|reset\b)")
 _CREATE_PAIMON = re.compile(r"(?is)^\s*(create|replace)\b.*\busing\s+paimon\b")
 #: keys of a CREATE TABLE's OPTIONS that name the table, not options of it
 _IDENTITY_KEYS = ("table", "warehouse")
 _STORAGE_PREFIXES = ("storage.", "s3.", "fs.")
 
 
-def install_sql_hook() -> None:
-    """Make ``SparkSession.sql`` run the statements of the module docs itself (once)."""
+def install_sql_hook(on_conf: Callable[[SparkSession], None]) -> None:
+    """Make ``SparkSession.sql`` run the statements of the module docs itself (once);
+    ``on_conf`` is called after a ``SET spark.paimon.<key>`` / ``RESET`` (the source's
+    ``spark.paimon.*`` defaults are bound at registration: it registers them again)."""
     from pyspark.sql.session import SparkSession
 
     if getattr(SparkSession, _HOOKED, False):
@@ -89,6 +99,10 @@ def install_sql_hook() -> None:
     orig = SparkSession.sql
 
     def sql(self: Any, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
+        if isinstance(sqlQuery, str) and _SET_PAIMON.search(sqlQuery):
+            out = orig(self, sqlQuery, args, **kwargs)
+            on_conf(self)
+            return out
         if isinstance(sqlQuery, str) and _CANDIDATE.search(sqlQuery):
             if args is None and not kwargs:
                 done = run_statement(self, sqlQuery, lambda text: orig(self, text))
@@ -324,7 +338,13 @@ def _insert(spark: SparkSession, plan: Any) -> DataFrame | None:
         return None  # not a table of this source (or created outside this hook)
     df = _frame(spark, analyzed.query())
     mode = "append" if kind == "AppendData" else "overwrite"
-    df.write.format(FORMAT).options(**identity).mode(mode).save()
+    # INSERT INTO t WITH ('k' = 'v') ...: this write's options (Spark keeps them on the
+    # relation; checked by the source, Paimon table options applied through the table's copy);
+    # the table's identity is the catalog's. Spark's own entries start with "__".
+    given = {str(k): str(v) for k, v in dict(analyzed.table().options()).items()
+             if not str(k).startswith("__")}
+    given.update(_map(analyzed.writeOptions(), jvm))
+    df.write.format(FORMAT).options(**{**given, **identity}).mode(mode).save()
     return _empty(spark)
 
 

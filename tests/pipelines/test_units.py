@@ -20,7 +20,7 @@ from pipelines.cdc.events import infer_column_type, sample_new_column_values
 from pipelines.cdc.lines import split_text
 from pipelines.config import CatalogSettings, SparkSettings, parse_pairs
 from pipelines.spark_source.filters import to_predicate
-from pipelines.spark_source.source import options_settings, pack_splits, table_identifier
+from pipelines.spark_source.reading import options_settings, pack_splits, table_identifier
 from pipelines.spark_types import paimon_type, spark_type
 
 FIELDS = [
