@@ -246,14 +246,24 @@ def test_iter_read_equals_read(tmp_path_factory: pytest.TempPathFactory, deleted
 
 
 def test_buffer_rows_option_is_validated(tmp_path: Path) -> None:
-    from paimon_core.errors import SchemaError
+    """A bad buffer size is refused at CREATE; stored by another engine, by the read."""
+    from dataclasses import replace
 
-    t = _table(tmp_path / "wh", {}, 0)
+    from paimon_core.errors import SchemaError
+    from paimon_core.schema_change import publish_schema
+
+    with pytest.raises(SchemaError, match=BUFFER):
+        _table(tmp_path / "refused", {}, 0)
+    t = _table(tmp_path / "wh", {}, 4)
     write_rows(t, pa.table({"k1": pa.array([1], pa.int32()), "k2": ["a"],
                             "sq": pa.array([1], pa.int64()), "a": pa.array([1], pa.int64()),
                             "s": ["x"], "_k": ["+I"]}), 1, row_kind_column="_k")
+    publish_schema(t.file_io, t.path, replace(t.schema, id=1,
+                                              options={**t.schema.options, BUFFER: "0"}))
+    from paimon_core.catalog import FileSystemCatalog
+
     with pytest.raises(SchemaError, match=BUFFER):
-        _streamed(t)
+        _streamed(FileSystemCatalog(str(tmp_path / "wh")).get_table("db.t"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -291,10 +291,19 @@ def test_fsck_checks_the_hash_index(catalog: FileSystemCatalog) -> None:
 
 
 def test_options_validated(catalog: FileSystemCatalog) -> None:
+    """A bad value is refused at CREATE; stored by another engine, by the writer."""
+    from dataclasses import replace
+
     from paimon_core.errors import SchemaError
-    t = dyn_table(catalog, **{"dynamic-bucket.initial-buckets": "0"})
+    from paimon_core.schema_change import publish_schema
+
     with pytest.raises(SchemaError, match="initial-buckets"):
-        t.new_write("u")
+        dyn_table(catalog, "db.refused", **{"dynamic-bucket.initial-buckets": "0"})
+    t = dyn_table(catalog)
+    publish_schema(t.file_io, t.path, replace(t.schema, id=1, options={
+        **t.schema.options, "dynamic-bucket.initial-buckets": "0"}))
+    with pytest.raises(SchemaError, match="initial-buckets"):
+        catalog.get_table("db.dyn").new_write("u")
 
 
 def test_schema_num_buckets_dynamic(catalog: FileSystemCatalog) -> None:
