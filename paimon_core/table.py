@@ -150,10 +150,13 @@ class FileStoreTable:
         table's :attr:`context` while that schema is still this table's, else a new one (an
         ALTER by another handle). For operations on the table as it is now (expiry)."""
         latest = self.schema_manager.latest()
-        if latest is None:
-            return self.context
-        schema = overlaid(latest, self.dynamic_options)
-        return self.context if schema == self.schema else TableContext.of(self.path, schema)
+        return self.context_of(self.schema if latest is None
+                               else overlaid(latest, self.dynamic_options))
+
+    def context_of(self, schema: TableSchema) -> TableContext:
+        """``schema`` resolved: this table's :attr:`context` when it is this table's schema."""
+        same = schema is self.schema or schema == self.schema
+        return self.context if same else TableContext.of(self.path, schema)
 
     @property
     def options(self) -> CoreOptions:
@@ -398,7 +401,7 @@ class FileStoreTable:
         producer = self.options.changelog_producer
         predicate = to_predicate(filter, self.schema)
         planner = self.new_planner(self.schema, predicate)
-        read = TableRead(self.file_io, self.schema, self.schema_manager, columns, predicate)
+        read = TableRead(self.file_io, self.context, self.schema_manager, columns, predicate)
         parts = []
         for sid in range(from_snapshot + 1, to_snapshot + 1):
             snap = self.snapshot_manager.snapshot(sid)
@@ -431,7 +434,7 @@ class FileStoreTable:
         plain Java table read returns. See :mod:`paimon_core.scan.incremental`."""
         predicate = to_predicate(filter, self.schema)
         if mode.strip().lower() == DIFF_MODE:
-            read = TableRead(self.file_io, self.schema, self.schema_manager, None, predicate)
+            read = TableRead(self.file_io, self.context, self.schema_manager, None, predicate)
             return read_incremental_diff(
                 self.snapshot_manager, self.new_planner(self.schema, predicate), read, start,
                 end, columns,
@@ -469,7 +472,7 @@ class FileStoreTable:
         plan = plan_incremental(
             self.snapshot_manager, self.new_planner(self.schema, predicate), start, end, scan_mode
         )
-        read = TableRead(self.file_io, self.schema, self.schema_manager, columns, predicate)
+        read = TableRead(self.file_io, self.context, self.schema_manager, columns, predicate)
         return IncrementalRead(read, scan_mode), list(plan.splits)
 
     def read_merged_changes_between_timestamps(
@@ -485,7 +488,7 @@ class FileStoreTable:
         end_millis]`` (Paimon's ``incremental-between-timestamp``)."""
         rng = resolve_timestamp_range(self.snapshot_manager, start_millis, end_millis)
         if rng is None:
-            read = TableRead(self.file_io, self.schema, self.schema_manager, columns, None)
+            read = TableRead(self.file_io, self.context, self.schema_manager, columns, None)
             return IncrementalRead(read, "delta").to_arrow([])
         return self.read_merged_changes(
             rng[0], rng[1], mode=mode, columns=columns, filter=filter
@@ -506,16 +509,14 @@ class FileStoreTable:
         :class:`paimon_core.scan.streaming.StreamTableScan`."""
         predicate = to_predicate(filter, self.schema)
         source = StreamSource(
-            file_io=self.file_io, table_path=self.path, name=str(self.identifier),
-            schema=self.schema, snapshots=self.snapshot_manager,
-            planner=self.new_planner(self.schema, predicate),
+            file_io=self.file_io, context=self.context, name=str(self.identifier),
+            snapshots=self.snapshot_manager, planner=self.new_planner(self.schema, predicate),
             new_read=functools.partial(
-                TableRead, self.file_io, self.schema, self.schema_manager, columns, predicate),
+                TableRead, self.file_io, self.context, self.schema_manager, columns, predicate),
         )
         return StreamTableScan(source, consumer_id=consumer_id, options=options)
 
     def new_planner(self, schema: TableSchema, predicate: Predicate | None) -> ScanPlanner:
         """The scan planner of ``schema`` (a past one for time travel) under ``predicate``."""
-        ctx = self.context if schema is self.schema else TableContext.of(self.path, schema)
-        return ScanPlanner(ctx, schemas=self.schema_manager, manifests=self.manifest_io,
-                           predicate=predicate)
+        return ScanPlanner(self.context_of(schema), schemas=self.schema_manager,
+                           manifests=self.manifest_io, predicate=predicate)

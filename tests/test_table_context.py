@@ -205,3 +205,26 @@ def test_one_parse_per_expiry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
                                                                "2")])
     assert table.expire_snapshots().expired_ids == ()  # 3 and 4 kept: max 2, as altered
     assert sorted(s.id for s in table.snapshot_manager.snapshots()) == [3, 4]
+
+
+def test_one_parse_per_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A streaming scan, an incremental read (delta and diff) and a batch read of one table
+    handle share its parsed options (one parse in all, 11 before); options given to one
+    streaming scan are parsed for it alone."""
+    table = pk_table(make_catalog(tmp_path), bucket="2")
+    for i in range(2):
+        with table.new_write(USER) as w:
+            w.write_arrow(ROWS.set_column(2, "v", pa.array([f"{i}"] * 5)))
+            table.new_commit(USER).commit(w.prepare_commit())
+    table = make_catalog(tmp_path).get_table("db.pk")
+    made = _count_parses(monkeypatch)
+    scan = table.new_stream_scan()
+    plan = scan.plan()
+    assert plan is not None and scan.read(plan).num_rows == 5
+    assert table.read_merged_changes(1, 2).num_rows == 5
+    assert table.read_unmerged_changes(0, 2).num_rows == 10
+    assert table.read_merged_changes(1, 2, mode="diff").num_rows == 5  # +I: the new values
+    assert table.to_arrow().num_rows == 5
+    assert made["CoreOptions"] == 1
+    scan = table.new_stream_scan(options={"scan.mode": "from-snapshot", "scan.snapshot-id": "2"})
+    assert scan.options.scan_snapshot_id == 2 and made["CoreOptions"] == 2

@@ -98,9 +98,8 @@ class ReadBuilder:
 
     def new_read(self) -> TableRead:
         t = self.table
-        return TableRead(
-            t.file_io, self.read_schema(), t.schema_manager, self.columns, self.predicate()
-        )
+        return TableRead(t.file_io, t.context_of(self.read_schema()), t.schema_manager,
+                         self.columns, self.predicate())
 
 
 @dataclass(frozen=True)
