@@ -94,7 +94,7 @@ from paimon_core.expire_metadata import (
     read_delta,
 )
 from paimon_core.io.file_io import FileIO, join
-from paimon_core.layout import TableLayout
+from paimon_core.layout import TableContext
 from paimon_core.snapshot_manager import EARLIEST_HINT, SnapshotManager, contiguous_tail
 from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.manifest import FileKind, ManifestEntry
@@ -139,8 +139,9 @@ class ExpireSnapshots:
     Args:
         file_io: storage.
         table_path: the table directory.
-        schema: the table's (latest) schema: partition layout and options.
-        config: retention; default :meth:`ExpireConfig.from_options` of ``schema.options``.
+        schema: the table's (latest) schema, or that schema resolved (its options parsed once:
+            :meth:`FileStoreTable.latest_context`).
+        config: retention; default :meth:`ExpireConfig.from_options` of the schema's options.
         older_than_millis: epoch-millis cutoff replacing ``now - time_retained``.
         now_millis: the clock (tests).
         delete_threads: parallel deletions (default 1 on local disk, 8 on object stores).
@@ -149,7 +150,7 @@ class ExpireSnapshots:
         bulk_min_files: the smallest batch handed to ``bulk_delete``.
 
     Example:
-        >>> ExpireSnapshots(t.file_io, t.path, t.schema).expire()  # doctest: +SKIP
+        >>> ExpireSnapshots(t.file_io, t.path, t.latest_context()).expire()  # doctest: +SKIP
         ExpireResult(expired_ids=(1, 2), earliest=3, ...)
     """
 
@@ -157,7 +158,7 @@ class ExpireSnapshots:
         self,
         file_io: FileIO,
         table_path: str,
-        schema: TableSchema,
+        schema: TableSchema | TableContext,
         *,
         config: ExpireConfig | None = None,
         older_than_millis: int | None = None,
@@ -170,16 +171,18 @@ class ExpireSnapshots:
         self.bulk_delete = bulk_delete
         self.bulk_min_files = max(1, bulk_min_files)
         self.table_path = table_path.rstrip("/") or "/"
-        self.schema = schema
-        self.config = config or ExpireConfig.from_options(schema.options)
+        ctx = (schema if isinstance(schema, TableContext)
+               else TableContext.of(self.table_path, schema))
+        self.schema = ctx.schema
+        self.config = config or ExpireConfig.from_options(ctx.options)
         self.now_millis = now_millis
         self.older_than_millis = older_than_millis
         self.delete_threads = delete_threads or (1 if file_io.is_local else 8)
         self.snapshots = SnapshotManager(file_io, self.table_path)
         self.tags = TagManager(file_io, self.table_path)
         self.consumers = ConsumerManager(file_io, self.table_path)
-        self.meta = ExpiryMetadata(file_io, self.table_path)
-        self.layout = TableLayout.of(self.table_path, schema)
+        self.layout = ctx.layout
+        self.meta = ExpiryMetadata(file_io, self.layout)
         self.paths = ExpiryPaths(self.table_path, self.layout)
         self._refs: dict[tuple[int, str], frozenset[str]] = {}
         self._tag_files: dict[tuple[int, str], frozenset[str] | None] = {}

@@ -55,10 +55,11 @@ class ExpireConfig:
             raise SchemaError("snapshot.time-retained must not be negative")
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> ExpireConfig:
+    def from_options(cls, options: CoreOptions | Mapping[str, str]) -> ExpireConfig:
         """The configuration a table's options give (Java 0.9 defaults: min 10, max
-        Integer.MAX, 1 h, limit 10)."""
-        o = CoreOptions(options)
+        Integer.MAX, 1 h, limit 10): its parsed options (``table.options``), or a raw option
+        map (parsed here)."""
+        o = options if isinstance(options, CoreOptions) else CoreOptions(options)
         retain_min = o.snapshot_num_retained_min
         retain_max = o.snapshot_num_retained_max
         time_retained = o.snapshot_time_retained_millis

@@ -30,9 +30,9 @@ class ExpiryMetadata:
     """Decoded manifest lists / manifests / index manifests by name; None = the file is gone
     (deleted by an earlier, interrupted or concurrent expiry). Undecodable files raise."""
 
-    def __init__(self, file_io: FileIO, table_path: str) -> None:
+    def __init__(self, file_io: FileIO, layout: TableLayout) -> None:
         self.file_io = file_io
-        self.manifest_dir = TableLayout(table_path).manifest_dir
+        self.manifest_dir = layout.manifest_dir
         self._lists: dict[str, list[ManifestFileMeta] | None] = {}
         self._index: dict[str, list[IndexManifestEntry] | None] = {}
 

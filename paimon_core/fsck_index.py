@@ -45,7 +45,7 @@ def check_hash_index(table: FileStoreTable, snapshot_id: int,
                      live_buckets: Iterable[tuple[bytes, int]]) -> list[IndexProblem]:
     """The problems of the HASH index ``entries`` of snapshot ``snapshot_id`` (see the module
     docs); ``live_buckets``: the (partition, bucket) pairs holding live data files."""
-    layout = TableLayout.of(table.path, table.schema)
+    layout = table.layout
     out: list[IndexProblem] = []
     hashes: dict[tuple[bytes, int], np.ndarray] = {}
     for e in entries:

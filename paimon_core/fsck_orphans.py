@@ -115,7 +115,7 @@ class ReferencedFiles:
     def __init__(self, table: FileStoreTable) -> None:
         self.table = table
         self.file_io = table.file_io
-        self.manifest_dir = TableLayout(table.path).manifest_dir
+        self.manifest_dir = table.layout.manifest_dir
         self.names: set[str] = set()
         self.snapshots_seen = 0
         self._visited: set[str] = set()

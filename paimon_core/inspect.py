@@ -51,7 +51,6 @@ from paimon_core.inspect_text import (
     flat_json,
     local_date_time_millis,
 )
-from paimon_core.layout import TableLayout
 from paimon_core.read.incremental import IncrementalRead
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.planner import ScanPlanner
@@ -507,7 +506,7 @@ class InspectTable:
         """Live files of ``snap`` per (partition, bucket), in that order, filtered."""
         accept: Callable[[bytes, int], bool] | None = None
         if partition is not None or bucket is not None:
-            match = TableLayout.of(self.table.path, self.table.schema).partition_matcher(
+            match = self.table.layout.partition_matcher(
                 [partition] if partition else None)
 
             def accept(p: bytes, b: int) -> bool:

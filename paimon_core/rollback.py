@@ -54,7 +54,6 @@ from paimon_core.snapshot_manager import EARLIEST_HINT, LATEST_HINT, SnapshotMan
 from paimon_core.spec.index_manifest import decode_index_manifest
 from paimon_core.spec.manifest import decode_manifest
 from paimon_core.spec.manifest_list import decode_manifest_list
-from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
 from paimon_core.table import FileStoreTable
 from paimon_core.tags import TagManager
@@ -86,9 +85,9 @@ def _plain(name: str) -> bool:
 class _Candidates:
     """Paths of every file the removed snapshots and tags reference, by file name."""
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema) -> None:
+    def __init__(self, file_io: FileIO, layout: TableLayout) -> None:
         self.file_io = file_io
-        self.layout = TableLayout.of(table_path, schema)
+        self.layout = layout
         self.paths: dict[str, str] = {}  # name -> path
         self._lists: set[str] = set()
         self._manifests: set[str] = set()
@@ -191,10 +190,9 @@ def rollback_to(table: FileStoreTable, *, snapshot_id: int | None = None,
             is deleted then, beyond the snapshot and tag files already removed).
     """
     file_io, table_path = table.file_io, table.path
-    schema = table.schema_manager.latest() or table.schema
     snapshots = SnapshotManager(file_io, table_path)
     tags = TagManager(file_io, table_path)
-    layout = TableLayout.of(table_path, schema)
+    layout = table.latest_context().layout
     target, restore_from = _target(snapshots, tags, snapshot_id, tag)
     if _newer_changelogs(file_io, layout, target.id):
         raise UnsupportedError(
@@ -205,7 +203,7 @@ def rollback_to(table: FileStoreTable, *, snapshot_id: int | None = None,
     newer_tags = [(name, sid) for name, sid in tags.list() if sid > target.id]
 
     # what the removed snapshots and tags reference, read before their files go
-    candidates = _Candidates(file_io, table_path, schema)
+    candidates = _Candidates(file_io, layout)
     for name, _ in newer_tags:
         candidates.visit(tags.get(name))
     for sid in newer:

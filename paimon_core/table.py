@@ -29,7 +29,6 @@ from __future__ import annotations
 import datetime
 import functools
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -41,6 +40,9 @@ from paimon_core.layout import TableContext, TableLayout
 from paimon_core.manifest_io import ManifestCache, ManifestIO
 from paimon_core.option_validation import checked_overlay, overlaid
 from paimon_core.options import CoreOptions
+from paimon_core.read.builder import FilterArg, to_predicate
+from paimon_core.read.builder import ReadBuilder as ReadBuilder
+from paimon_core.read.builder import TableScan as TableScan
 from paimon_core.read.incremental import IncrementalRead
 from paimon_core.read.incremental_diff import DIFF_MODE, read_incremental_diff
 from paimon_core.read.table_read import TableRead
@@ -50,8 +52,8 @@ from paimon_core.scan.incremental import (
     resolve_timestamp_range,
 )
 from paimon_core.scan.planner import ScanPlanner
-from paimon_core.scan.predicate import Predicate, bind, parse_filters
-from paimon_core.scan.split import DataSplit, Plan
+from paimon_core.scan.predicate import Predicate
+from paimon_core.scan.split import DataSplit
 from paimon_core.scan.streaming import StreamSource, StreamTableScan
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
@@ -75,8 +77,6 @@ if TYPE_CHECKING:
 # Writing, compaction, expiry, tags, schema changes and the system tables are imported where
 # they are used, so a process that only reads never loads them (fresh-process start-up: a CLI
 # call, a Spark task, a Dagster step).
-
-FilterArg = str | Sequence[str] | Predicate | None
 
 
 class FileStoreTable:
@@ -144,6 +144,19 @@ class FileStoreTable:
         if ctx is None or ctx.schema is not self.schema:
             ctx = self._context = TableContext.of(self.path, self.schema)
         return ctx
+
+    def latest_context(self) -> TableContext:
+        """The table's latest stored schema (this handle's options laid over) resolved: this
+        table's :attr:`context` while that schema is still this table's, else a new one (an
+        ALTER by another handle). For operations on the table as it is now (expiry)."""
+        latest = self.schema_manager.latest()
+        return self.context_of(self.schema if latest is None
+                               else overlaid(latest, self.dynamic_options))
+
+    def context_of(self, schema: TableSchema) -> TableContext:
+        """``schema`` resolved: this table's :attr:`context` when it is this table's schema."""
+        same = schema is self.schema or schema == self.schema
+        return self.context if same else TableContext.of(self.path, schema)
 
     @property
     def options(self) -> CoreOptions:
@@ -342,14 +355,14 @@ class FileStoreTable:
         table's ``snapshot.*`` options or the explicit values given; ``older_than_millis`` is an
         epoch-millis cutoff replacing ``now - snapshot.time-retained``. See
         :mod:`paimon_core.expire`."""
-        schema = overlaid(self.schema_manager.latest() or self.schema, self.dynamic_options)
         from paimon_core.expire import ExpireConfig, ExpireSnapshots
 
-        config = ExpireConfig.from_options(schema.options).with_overrides(
+        ctx = self.latest_context()
+        config = ExpireConfig.from_options(ctx.options).with_overrides(
             retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes
         )
         return ExpireSnapshots(
-            self.file_io, self.path, schema, config=config, older_than_millis=older_than_millis
+            self.file_io, self.path, ctx, config=config, older_than_millis=older_than_millis
         ).expire()
 
     # ---- reading
@@ -386,9 +399,9 @@ class FileStoreTable:
         or the changelog files (``changelog-producer`` set). A key written twice appears
         twice. For the net change per key use :meth:`read_merged_changes`."""
         producer = self.options.changelog_producer
-        predicate = _to_predicate(filter, self.schema)
+        predicate = to_predicate(filter, self.schema)
         planner = self.new_planner(self.schema, predicate)
-        read = TableRead(self.file_io, self.schema, self.schema_manager, columns, predicate)
+        read = TableRead(self.file_io, self.context, self.schema_manager, columns, predicate)
         parts = []
         for sid in range(from_snapshot + 1, to_snapshot + 1):
             snap = self.snapshot_manager.snapshot(sid)
@@ -419,9 +432,9 @@ class FileStoreTable:
         ``end`` compared per key: a truncate in the range shows as ``-D`` rows, see
         :mod:`paimon_core.read.incremental_diff`). Keep only ``+I``/``+U`` rows for what a
         plain Java table read returns. See :mod:`paimon_core.scan.incremental`."""
-        predicate = _to_predicate(filter, self.schema)
+        predicate = to_predicate(filter, self.schema)
         if mode.strip().lower() == DIFF_MODE:
-            read = TableRead(self.file_io, self.schema, self.schema_manager, None, predicate)
+            read = TableRead(self.file_io, self.context, self.schema_manager, None, predicate)
             return read_incremental_diff(
                 self.snapshot_manager, self.new_planner(self.schema, predicate), read, start,
                 end, columns,
@@ -443,7 +456,7 @@ class FileStoreTable:
         in memory bounded by ``paimon-core.merge.buffer-rows`` per section (delta and
         changelog modes), whatever the range's size. The ``diff`` mode compares two whole
         states: it is computed whole, then sliced."""
-        predicate = _to_predicate(filter, self.schema)
+        predicate = to_predicate(filter, self.schema)
         if mode.strip().lower() == DIFF_MODE:
             t = self.read_merged_changes(start, end, mode=mode, columns=columns, filter=filter)
             yield from t.to_batches(max_chunksize=batch_size)
@@ -459,7 +472,7 @@ class FileStoreTable:
         plan = plan_incremental(
             self.snapshot_manager, self.new_planner(self.schema, predicate), start, end, scan_mode
         )
-        read = TableRead(self.file_io, self.schema, self.schema_manager, columns, predicate)
+        read = TableRead(self.file_io, self.context, self.schema_manager, columns, predicate)
         return IncrementalRead(read, scan_mode), list(plan.splits)
 
     def read_merged_changes_between_timestamps(
@@ -475,7 +488,7 @@ class FileStoreTable:
         end_millis]`` (Paimon's ``incremental-between-timestamp``)."""
         rng = resolve_timestamp_range(self.snapshot_manager, start_millis, end_millis)
         if rng is None:
-            read = TableRead(self.file_io, self.schema, self.schema_manager, columns, None)
+            read = TableRead(self.file_io, self.context, self.schema_manager, columns, None)
             return IncrementalRead(read, "delta").to_arrow([])
         return self.read_merged_changes(
             rng[0], rng[1], mode=mode, columns=columns, filter=filter
@@ -494,107 +507,16 @@ class FileStoreTable:
         kept under ``consumer/``); ``options``: dynamic table options, Paimon's keys only
         (``{"scan.mode": "from-snapshot", "scan.snapshot-id": "5"}``). See
         :class:`paimon_core.scan.streaming.StreamTableScan`."""
-        predicate = _to_predicate(filter, self.schema)
+        predicate = to_predicate(filter, self.schema)
         source = StreamSource(
-            file_io=self.file_io, table_path=self.path, name=str(self.identifier),
-            schema=self.schema, snapshots=self.snapshot_manager,
-            planner=self.new_planner(self.schema, predicate),
+            file_io=self.file_io, context=self.context, name=str(self.identifier),
+            snapshots=self.snapshot_manager, planner=self.new_planner(self.schema, predicate),
             new_read=functools.partial(
-                TableRead, self.file_io, self.schema, self.schema_manager, columns, predicate),
+                TableRead, self.file_io, self.context, self.schema_manager, columns, predicate),
         )
         return StreamTableScan(source, consumer_id=consumer_id, options=options)
 
     def new_planner(self, schema: TableSchema, predicate: Predicate | None) -> ScanPlanner:
         """The scan planner of ``schema`` (a past one for time travel) under ``predicate``."""
-        ctx = self.context if schema is self.schema else TableContext.of(self.path, schema)
-        return ScanPlanner(ctx, schemas=self.schema_manager, manifests=self.manifest_io,
-                           predicate=predicate)
-
-
-def _to_predicate(filter: FilterArg, schema: TableSchema) -> Predicate | None:
-    if filter is None:
-        return None
-    if isinstance(filter, str):
-        return parse_filters([filter], list(schema.fields))
-    if isinstance(filter, Sequence):
-        return parse_filters(list(filter), list(schema.fields))
-    return bind(filter, list(schema.fields))
-
-
-@dataclass(frozen=True)
-class ReadBuilder:
-    """Builds a scan (planning) and a read (execution) with the same options."""
-
-    table: FileStoreTable
-    columns: tuple[str, ...] | None = None
-    filter: FilterArg = None
-    snapshot_id: int | None = None
-    tag: str | None = None
-    timestamp_millis: int | None = None
-    _resolved: list[Snapshot | None] = field(default_factory=list, compare=False)
-
-    def with_projection(self, columns: Sequence[str] | None) -> ReadBuilder:
-        return replace(self, columns=tuple(columns) if columns is not None else None, _resolved=[])
-
-    def with_filter(self, filter: FilterArg) -> ReadBuilder:
-        return replace(self, filter=filter, _resolved=[])
-
-    def with_time_travel(
-        self,
-        *,
-        snapshot_id: int | None = None,
-        tag: str | None = None,
-        timestamp_millis: int | None = None,
-    ) -> ReadBuilder:
-        return replace(
-            self, snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis, _resolved=[]
-        )
-
-    def travel(self) -> tuple[int | None, str | None, int | None]:
-        """(snapshot id, tag, millis): as given, else the table's ``scan.*`` options (a
-        :meth:`FileStoreTable.copy`'s, as Java's ``copy`` time-travels)."""
-        given = (self.snapshot_id, self.tag, self.timestamp_millis)
-        if any(x is not None for x in given):
-            return given
-        o = self.table.options
-        keys = [k for k in (o.SCAN_SNAPSHOT_ID, o.SCAN_TAG_NAME, o.SCAN_TIMESTAMP,
-                            o.SCAN_TIMESTAMP_MILLIS) if k in o.raw]
-        if len(keys) > 1:
-            raise SchemaError(f"give at most one time-travel option, not {' and '.join(keys)}")
-        return o.scan_snapshot_id, o.get(o.SCAN_TAG_NAME), o.scan_timestamp_millis
-
-    @property
-    def time_travel(self) -> bool:
-        return any(x is not None for x in self.travel())
-
-    def snapshot(self) -> Snapshot | None:
-        if not self._resolved:
-            sid, tag, millis = self.travel()
-            self._resolved.append(self.table.resolve_snapshot(
-                snapshot_id=sid, tag=tag, timestamp_millis=millis))
-        return self._resolved[0]
-
-    def read_schema(self) -> TableSchema:
-        return self.table.schema_for(self.snapshot(), self.time_travel)
-
-    def predicate(self) -> Predicate | None:
-        return _to_predicate(self.filter, self.read_schema())
-
-    def new_scan(self) -> TableScan:
-        return TableScan(self)
-
-    def new_read(self) -> TableRead:
-        t = self.table
-        return TableRead(
-            t.file_io, self.read_schema(), t.schema_manager, self.columns, self.predicate()
-        )
-
-
-@dataclass(frozen=True)
-class TableScan:
-    builder: ReadBuilder
-
-    def plan(self) -> Plan:
-        b = self.builder
-        planner = b.table.new_planner(b.read_schema(), b.predicate())
-        return planner.plan(b.snapshot())
+        return ScanPlanner(self.context_of(schema), schemas=self.schema_manager,
+                           manifests=self.manifest_io, predicate=predicate)

@@ -179,3 +179,52 @@ def test_pipeline_writer_passes_the_bucket_column_down(tmp_path: Path,
     with pytest.raises(SchemaError, match=r"row 0 has bucket 7, outside 0\.\.2"):
         write_batches(handle, USER, ROWS.append_column(
             BUCKET_COLUMN, pa.array([7] * 5, pa.int32())).to_batches())
+
+
+def test_one_parse_per_expiry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``table.expire_snapshots()`` parses the option map once (the table's context, reused by
+    the expiry's retention, layout and paths; twice per expiry before), and sees an ALTER
+    made by another handle (the latest schema's retention applies)."""
+    pk_table(make_catalog(tmp_path), **{"snapshot.num-retained.min": "1",
+                                        "snapshot.num-retained.max": "1"})
+    table = make_catalog(tmp_path).get_table("db.pk")
+    for _ in range(3):
+        with table.new_write(USER) as w:
+            w.write_arrow(ROWS)
+            table.new_commit(USER).commit(w.prepare_commit())
+    table = make_catalog(tmp_path).get_table("db.pk")
+    made = _count_parses(monkeypatch)
+    assert table.expire_snapshots().expired_ids == (1, 2)
+    assert made["CoreOptions"] == 1  # (the snapshot/tag/consumer managers' path-only layouts
+    assert table.expire_snapshots().expired_ids == ()  # are not counted) a second one: none
+    assert made["CoreOptions"] == 1
+    with table.new_write(USER) as w:
+        w.write_arrow(ROWS)
+        table.new_commit(USER).commit(w.prepare_commit())
+    make_catalog(tmp_path).get_table("db.pk").alter([SetOption("snapshot.num-retained.max",
+                                                               "2")])
+    assert table.expire_snapshots().expired_ids == ()  # 3 and 4 kept: max 2, as altered
+    assert sorted(s.id for s in table.snapshot_manager.snapshots()) == [3, 4]
+
+
+def test_one_parse_per_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A streaming scan, an incremental read (delta and diff) and a batch read of one table
+    handle share its parsed options (one parse in all, 11 before); options given to one
+    streaming scan are parsed for it alone."""
+    table = pk_table(make_catalog(tmp_path), bucket="2")
+    for i in range(2):
+        with table.new_write(USER) as w:
+            w.write_arrow(ROWS.set_column(2, "v", pa.array([f"{i}"] * 5)))
+            table.new_commit(USER).commit(w.prepare_commit())
+    table = make_catalog(tmp_path).get_table("db.pk")
+    made = _count_parses(monkeypatch)
+    scan = table.new_stream_scan()
+    plan = scan.plan()
+    assert plan is not None and scan.read(plan).num_rows == 5
+    assert table.read_merged_changes(1, 2).num_rows == 5
+    assert table.read_unmerged_changes(0, 2).num_rows == 10
+    assert table.read_merged_changes(1, 2, mode="diff").num_rows == 5  # +I: the new values
+    assert table.to_arrow().num_rows == 5
+    assert made["CoreOptions"] == 1
+    scan = table.new_stream_scan(options={"scan.mode": "from-snapshot", "scan.snapshot-id": "2"})
+    assert scan.options.scan_snapshot_id == 2 and made["CoreOptions"] == 2

@@ -46,13 +46,13 @@ def cmd_expire(args: argparse.Namespace, out: TextIO) -> int:
     if args.older_than_ms is not None and args.time_retained is not None:
         raise UsageError("give --older-than-ms or --time-retained, not both")
     table = open_table(args)
-    schema = table.schema_manager.latest() or table.schema
+    ctx = table.latest_context()
     time_retained = (None if args.time_retained is None
                      else parse_duration_millis("--time-retained", args.time_retained))
-    config = ExpireConfig.from_options(schema.options).with_overrides(
+    config = ExpireConfig.from_options(ctx.options).with_overrides(
         retain_min=args.retain_min, retain_max=args.retain_max, max_deletes=args.max_deletes,
         time_retained_millis=time_retained)
-    result = ExpireSnapshots(table.file_io, table.path, schema, config=config,
+    result = ExpireSnapshots(table.file_io, table.path, ctx, config=config,
                              older_than_millis=args.older_than_ms).expire()
     _emit(result.to_json(), out)
     return 0

@@ -10,7 +10,7 @@ commit's files are orphans that nothing references.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,8 +31,9 @@ from paimon_core.types import DataType, TypeRoot
 _ROLL_CHECK = 1000
 
 
-def _codec(options: dict[str, str]) -> str:
-    c = CoreOptions(options).manifest_compression
+def _codec(options: CoreOptions | Mapping[str, str]) -> str:
+    o = options if isinstance(options, CoreOptions) else CoreOptions(options)
+    c = o.manifest_compression
     return {"zstd": "zstandard", "zstandard": "zstandard", "none": "null", "null": "null",
             "deflate": "deflate", "snappy": "snappy"}.get(c, "zstandard")
 
@@ -118,7 +119,7 @@ class ManifestWriter:
         file_io: FileIO,
         table_path: str,
         partition_types: Sequence[DataType],
-        options: dict[str, str],
+        options: CoreOptions | Mapping[str, str],
         schema_id: int,
         *,
         target_file_size: int = 8 * 1024 * 1024,

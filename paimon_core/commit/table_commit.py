@@ -539,10 +539,10 @@ class TableCommit:
         watermark: int | None,
     ) -> int | None:
         """One attempt; returns the snapshot id, or None when another commit took the id."""
-        target, min_count, full = merge_settings(self._context(schema).options)
+        target, min_count, full = merge_settings(options := self._context(schema).options)
         part_types = [schema.field(k).type for k in schema.partition_keys]
-        writer = ManifestWriter(self.file_io, self.table_path, part_types, dict(schema.options),
-                                schema.id, target_file_size=target, cache=self.manifests.cache)
+        writer = ManifestWriter(self.file_io, self.table_path, part_types, options, schema.id,
+                                target_file_size=target, cache=self.manifests.cache)
         try:
             delta_metas = writer.write_manifests(changes.data)
             base_metas = merge_manifests(

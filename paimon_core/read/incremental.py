@@ -23,7 +23,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.options import CoreOptions
 from paimon_core.read.data_file import DataFileReader, FileRead
 from paimon_core.read.merge import merge_records, sections
 from paimon_core.read.merge_stream import merge_section_batches, section_chunks
@@ -61,7 +60,7 @@ class IncrementalRead:
         self.read = read
         self.mode = mode
         self.schema = read.schema
-        self.options = CoreOptions(self.schema.options)
+        self.options = read.options
         self.reader: DataFileReader = read.reader
 
     @property

@@ -24,7 +24,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.errors import UnsupportedError
-from paimon_core.options import CoreOptions
 from paimon_core.read.incremental import IncrementalRead, adjacent_equal, values_equal
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.incremental import check_range
@@ -63,7 +62,7 @@ def read_incremental_diff(
         raise UnsupportedError(
             f"incremental-between-scan-mode={DIFF_MODE} needs a primary-key table"
         )
-    if CoreOptions(schema.options).deletion_vectors_enabled:
+    if planner.options.deletion_vectors_enabled:
         raise UnsupportedError(
             f"incremental-between-scan-mode={DIFF_MODE} is not supported with "
             "deletion-vectors.enabled"

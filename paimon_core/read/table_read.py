@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from paimon_core.errors import FileNotFoundInTableError
 from paimon_core.io.file_io import FileIO
+from paimon_core.layout import TableContext
 from paimon_core.options import CoreOptions
 from paimon_core.read import engines
 from paimon_core.read.data_file import (
@@ -79,7 +80,8 @@ class TableRead:
 
     Args:
         file_io: storage.
-        schema: the schema to read with (usually the latest).
+        schema: the schema to read with (usually the latest), or that schema resolved
+            (:attr:`FileStoreTable.context`: its options are not parsed again).
         schemas: to look up the schemas old files were written with.
         columns: output columns (None = all, in schema order).
         predicate: row filter, applied exactly.
@@ -88,7 +90,7 @@ class TableRead:
     def __init__(
         self,
         file_io: FileIO,
-        schema: TableSchema,
+        schema: TableSchema | TableContext,
         schemas: SchemaManager,
         columns: Sequence[str] | None = None,
         predicate: Predicate | None = None,
@@ -96,8 +98,9 @@ class TableRead:
         max_workers: int | None = None,
     ) -> None:
         self.file_io = file_io
-        self.schema = schema
-        self.options = CoreOptions(schema.options)
+        self.options: CoreOptions = (schema.options if isinstance(schema, TableContext)
+                                     else CoreOptions(schema.options))
+        schema = self.schema = schema.schema if isinstance(schema, TableContext) else schema
         self.columns = list(columns) if columns is not None else schema.field_names
         for c in self.columns:
             schema.field(c)  # typed error for unknown columns

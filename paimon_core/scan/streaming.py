@@ -78,7 +78,7 @@ from paimon_core.errors import (
     UnsupportedError,
 )
 from paimon_core.io.file_io import FileIO
-from paimon_core.layout import CHANGELOG_PREFIX, TableLayout
+from paimon_core.layout import CHANGELOG_PREFIX, TableContext
 from paimon_core.options import CoreOptions
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.scan.split import DataSplit
@@ -153,21 +153,28 @@ class StreamSource:
 
     Attributes:
         file_io: storage.
-        table_path: the table directory.
+        context: the table's resolved schema (:attr:`FileStoreTable.context`): its options
+            and paths, parsed once.
         name: the table's name, for messages.
-        schema: the table's schema.
         snapshots: the table's snapshots.
         planner: plans with the scan's predicate.
         new_read: makes the reader of the scan's columns and predicate (called once, lazily).
     """
 
     file_io: FileIO
-    table_path: str
+    context: TableContext
     name: str
-    schema: TableSchema
     snapshots: SnapshotManager
     planner: ScanPlanner
     new_read: Callable[[], PlanReader]
+
+    @property
+    def schema(self) -> TableSchema:
+        return self.context.schema
+
+    @property
+    def table_path(self) -> str:
+        return self.context.table_path
 
 
 def read_plan(read: PlanReader, plan: StreamPlan) -> pa.Table:
@@ -225,13 +232,13 @@ class StreamTableScan:
         consumer_id: str | None = None,
         options: Mapping[str, str] | None = None,
     ) -> None:
-        merged = dict(source.schema.options)
-        merged.update({k: _option_text(v) for k, v in (options or {}).items()})
+        given = {k: _option_text(v) for k, v in (options or {}).items()}
         if consumer_id is not None:
-            merged[CoreOptions.CONSUMER_ID] = consumer_id
+            given[CoreOptions.CONSUMER_ID] = consumer_id
         self.source = source
-        self.layout = TableLayout(source.table_path)
-        self.options = CoreOptions(merged)
+        self.layout = source.context.layout
+        table = source.context.options  # parsed again only with options given over it
+        self.options = CoreOptions({**table.raw, **given}) if given else table
         self.consumer_id = self.options.consumer_id
         self.snapshots = source.snapshots
         self.consumers = ConsumerManager(source.file_io, source.table_path)

@@ -398,26 +398,30 @@ def _schema(options: dict[str, str]) -> TableSchema:
                        options=options)
 
 
+def _validate(schema: TableSchema) -> None:
+    validate(schema, CoreOptions(schema.options))
+
+
 def test_validate_and_projection() -> None:
-    validate(_schema({"merge-engine": "aggregation", "fields.a.aggregate-function": "sum"}))
+    _validate(_schema({"merge-engine": "aggregation", "fields.a.aggregate-function": "sum"}))
     with pytest.raises(SchemaError, match="nope"):
-        validate(_schema({"merge-engine": "aggregation", "fields.a.aggregate-function": "nope"}))
+        _validate(_schema({"merge-engine": "aggregation", "fields.a.aggregate-function": "nope"}))
     with pytest.raises(SchemaError, match="sequence group"):
-        validate(_schema({"merge-engine": "partial-update",
+        _validate(_schema({"merge-engine": "partial-update",
                           "fields.a.aggregate-function": "sum"}))
     with pytest.raises(SchemaError, match="can not be found"):
-        validate(_schema({"merge-engine": "partial-update", "fields.g.sequence-group": "zz"}))
+        _validate(_schema({"merge-engine": "partial-update", "fields.g.sequence-group": "zz"}))
     with pytest.raises(SchemaError, match="conflicting"):
-        validate(_schema({"merge-engine": "partial-update", "ignore-delete": "true",
+        _validate(_schema({"merge-engine": "partial-update", "ignore-delete": "true",
                           "partial-update.remove-record-on-delete": "true"}))
     with pytest.raises(UnsupportedError):
-        validate(_schema({"merge-engine": "partial-update", "fields.g.sequence-group": "a",
+        _validate(_schema({"merge-engine": "partial-update", "fields.g.sequence-group": "a",
                           "fields.default-aggregate-function": "sum"}))
     with pytest.raises(SchemaError, match="FIRST"):
-        validate(_schema({"merge-engine": "first-row", "sequence.field": "g"}))
+        _validate(_schema({"merge-engine": "first-row", "sequence.field": "g"}))
     s = _schema({"merge-engine": "partial-update", "fields.g.sequence-group": "a"})
-    assert extra_read_columns(s, ["k", "a"]) == ["g"]
-    assert extra_read_columns(s, ["k", "b"]) == []
+    assert extra_read_columns(s, ["k", "a"], CoreOptions(s.options)) == ["g"]
+    assert extra_read_columns(s, ["k", "b"], CoreOptions(s.options)) == []
 
 
 # ---------------------------------------------------------------------------------------------

@@ -96,16 +96,15 @@ def _last(records: Records) -> pa.Table:
         last_in_group(records.gid, np.ones(len(records.gid), bool), records.groups))
 
 
-def validate(schema: TableSchema, options: CoreOptions | None = None) -> None:
+def validate(schema: TableSchema, options: CoreOptions) -> None:
     """The checks Java makes when it creates the table's merge function
     (``PrimaryKeyTableUtils.createMergeFunctionFactory`` and the factories); ``options``:
-    ``schema``'s, when the caller has them parsed.
+    ``schema``'s, parsed (the table's context holds them).
 
     Raises:
         UnsupportedError: an unknown merge engine or an aggregate function not implemented.
         SchemaError: invalid engine options.
     """
-    options = CoreOptions(schema.options) if options is None else options
     engine = options.merge_engine  # UnsupportedError: an unknown merge engine
     if not schema.primary_keys:
         return
@@ -127,11 +126,10 @@ def validate(schema: TableSchema, options: CoreOptions | None = None) -> None:
 
 
 def extra_read_columns(schema: TableSchema, columns: Sequence[str],
-                       options: CoreOptions | None = None) -> list[str]:
+                       options: CoreOptions) -> list[str]:
     """Columns a read of ``columns`` must fetch too for the merge: the sequence fields of the
     partial-update sequence groups that ``columns`` touch (``adjustProjection``); ``options``:
-    ``schema``'s, when the caller has them parsed."""
-    options = CoreOptions(schema.options) if options is None else options
+    ``schema``'s, parsed."""
     if options.merge_engine is not MergeEngine.PARTIAL_UPDATE:
         return []
     want = set(columns)
