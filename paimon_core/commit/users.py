@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from paimon_core.commit.options import CommitOptions
+from paimon_core.errors import ConfigError
 
 __all__ = [
     "LEGACY_RUN_USER",
@@ -36,7 +37,7 @@ LEGACY_RUN_USER = "dagster:{run_id}"
 def stable_commit_user(kind: str, name: str) -> str:
     """``<kind>-<name>``: the same writer, the same user, run after run."""
     if not kind or not name:
-        raise ValueError(f"a commit user needs a kind and a name, got {kind!r} / {name!r}")
+        raise ConfigError("commit user", f"needs a kind and a name, got {kind!r} / {name!r}")
     return f"{kind}-{name}"
 
 

@@ -20,6 +20,7 @@ from paimon_core.commit.users import (
     run_commit_user,
     stable_commit_user,
 )
+from paimon_core.errors import ConfigError
 from tests.tables import pk_table
 
 UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -59,7 +60,7 @@ def test_stable_users_keep_their_spelling() -> None:
     assert stable_commit_user("dagster", "mart-orders-enriched") == "dagster-mart-orders-enriched"
     assert stable_commit_user("spark-stream", "0123abcd") == "spark-stream-0123abcd"
     assert run_commit_user("0f1e") == "dagster-run-0f1e"
-    with pytest.raises(ValueError, match="needs a kind and a name"):
+    with pytest.raises(ConfigError, match="commit user: needs a kind and a name"):
         stable_commit_user("cdc", "")
 
 
