@@ -197,27 +197,33 @@ def test_dynamic_bucket_partitions_are_the_tables_live_buckets(
     assert compaction.sensor.default_status is dg.DefaultSensorStatus.RUNNING
     catalog = {"catalog": resources["catalog"]}
     keys = [f"db.dyn/bucket-{b}" for b in range(3)]
+    # every evaluation context in a with: a context that opens the instance from its ref and is
+    # never closed leaves that instance's state storage current for later tests (dagster's
+    # set_defs_state_storage), a dead weakref once it is collected
     with dg.instance_for_test() as instance:
-        result = compaction.sensor(dg.build_sensor_context(instance=instance, resources=catalog))
+        with dg.build_sensor_context(instance=instance, resources=catalog) as sctx:
+            result = compaction.sensor(sctx)
         assert isinstance(result, dg.SensorResult)
         [add] = result.dynamic_partitions_requests or ()
         assert add.partitions_def_name == "db_dyn_compaction_buckets"
         assert list(add.partition_keys) == keys
         # the schedule adds them too, then asks the picker (2 sorted runs: below its trigger)
-        ctx = dg.build_schedule_context(instance=instance, resources=catalog,
-                                        scheduled_execution_time=datetime.datetime.now())
-        tick = compaction.schedule.evaluate_tick(ctx)
+        with dg.build_schedule_context(instance=instance, resources=catalog,
+                                       scheduled_execution_time=datetime.datetime.now()) as ctx:
+            tick = compaction.schedule.evaluate_tick(ctx)
         assert not tick.run_requests and tick.skip_message
         assert instance.get_dynamic_partitions("db_dyn_compaction_buckets") == keys
-        again = compaction.sensor(dg.build_sensor_context(instance=instance, resources=catalog))
+        with dg.build_sensor_context(instance=instance, resources=catalog) as sctx:
+            again = compaction.sensor(sctx)
         assert isinstance(again, dg.SkipReason)
     # a count restated for a table declared elsewhere, which the table does not have
     restated = build_compaction(spec, layout=BucketLayout(4, None),
                                 layout_source="buckets: 4 (defs.yaml:4)")
     assert restated.sensor is None  # static partitions bucket-0..3
-    with dg.instance_for_test() as instance, pytest.raises(dg.DagsterError) as excinfo:
-        restated.schedule.evaluate_tick(dg.build_schedule_context(instance=instance,
-                                                                  resources=catalog))
+    with (dg.instance_for_test() as instance,
+          dg.build_schedule_context(instance=instance, resources=catalog) as ctx,
+          pytest.raises(dg.DagsterError) as excinfo):
+        restated.schedule.evaluate_tick(ctx)
     assert isinstance(excinfo.value.__cause__, SettingsError)
     assert str(excinfo.value.__cause__) == (
         "db.dyn: buckets: 4 (defs.yaml:4) says bucket = 4 (hash-fixed), the table has "
