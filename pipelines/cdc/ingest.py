@@ -166,6 +166,10 @@ class CdcOptions:
     #: (:mod:`pipelines.cdc.ranges`); ``None``: Spark's ``spark.sql.files.maxPartitionBytes``
     #: (128 MB by default)
     max_partition_bytes: int | None = None
+    #: the source tables whose events the job takes (a :class:`~pipelines.cdc.source_tables.
+    #: TableFilter` pattern, ``--source-table``); ``None``: the target's table name, any
+    #: database, ignoring case; events of other tables are counted as skipped
+    source_table: str | None = None
 
     def __post_init__(self) -> None:
         self.decode_settings(self.sequence_column)  # a decode setting it refuses, refused now
