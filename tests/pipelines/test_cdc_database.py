@@ -85,6 +85,8 @@ def test_mysql_types_and_type_mappings() -> None:
     assert mysql_type("bigint unsigned", ["bigint-unsigned-to-bigint"]) == "BIGINT"
     with pytest.raises(ConfigError, match="decimal-no-change"):
         CreateOptions(type_mapping=("decimal-no-change",))
+    with pytest.raises(ConfigError, match="'op_ts' is not supported"):
+        CreateOptions(metadata_columns=("database_name", "op_ts"))
     with pytest.raises(ConfigError, match="including-tables"):
         DatabaseOptions(including_tables="orders(")
 
@@ -217,14 +219,16 @@ def test_maxwell_and_debezium_multi_table(spark: Any, tmp_path: Path) -> None:
         _maxwell("users", "delete", {"id": 7, "name": "ann"}, 4),
         _maxwell("users", "insert", {"id": 8, "name": "bob"}, 5)])
     settings = CatalogSettings(str(wh))
+    meta = CreateOptions(metadata_columns=("database_name", "table_name"))
     (r,) = sync_database(spark, settings, "mx", str(landing),
-                         DatabaseOptions(CdcOptions(format="maxwell-json")))
+                         DatabaseOptions(CdcOptions(format="maxwell-json"), create=meta))
     assert not r.failed
     e = _table(wh, "mx.e")
     assert [f"{f.name} {f.type.sql()}" for f in e.schema.fields] == [
-        "id BIGINT NOT NULL", "m DOUBLE", "comment STRING"]
-    assert _rows(e) == [(1, 5.5, "I am a creature of light.")]
-    assert _rows(_table(wh, "mx.users")) == [(8, "bob")]
+        "id BIGINT NOT NULL", "m DOUBLE", "comment STRING", "database_name STRING",
+        "table_name STRING"]
+    assert _rows(e) == [(1, 5.5, "I am a creature of light.", "shop", "e")]
+    assert _rows(_table(wh, "mx.users")) == [(8, "bob", "shop", "users")]
 
     landing = tmp_path / "debezium"
     _land(landing, 1, [
