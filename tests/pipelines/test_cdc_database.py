@@ -302,6 +302,7 @@ def _job(head: list[str], tmp: Path) -> subprocess.CompletedProcess[str]:
 
 
 @spark_only
+@pytest.mark.slow  # two runs of the job: two JVM start-ups
 def test_kill_between_two_tables_then_rerun_commits_each_table_once(tmp_path: Path) -> None:
     _land(tmp_path / "landing", 1, CORPUS / "canal_inventory_1.jsonl")
     killed = _job(["-c", KILL_AFTER_FIRST_TABLE], tmp_path)

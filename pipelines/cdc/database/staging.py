@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 
     from pipelines.cdc.ingest import CdcOptions
 
-__all__ = ["MALFORMED", "NO_TABLE", "RoutedBatch", "StagedTable", "clear_staging",
-           "route_batch", "staging_dir"]
+__all__ = ["MALFORMED", "NO_TABLE", "RoutedBatch", "SourceTable", "StagedTable",
+           "clear_staging", "line_tables", "route_batch", "staging_dir", "unrouted_reasons"]
 
 #: reasons of a line that cannot be routed
 MALFORMED = "malformed JSON"
@@ -66,18 +66,24 @@ _NO_DB, _SEP = "\x00", "\x01"
 
 
 @dataclass(frozen=True)
-class StagedTable:
-    """The staged lines of one source table of a batch: ``parts`` (paths, arrival order)."""
+class SourceTable:
+    """A source table the events name (``database`` None: the events name none)."""
 
     database: str | None
     table: str
-    parts: tuple[str, ...]
-    events: int
 
     @property
     def name(self) -> str:
         """``database.table`` (just ``table`` when the events name no database)."""
         return f"{self.database}.{self.table}" if self.database is not None else self.table
+
+
+@dataclass(frozen=True)
+class StagedTable(SourceTable):
+    """The staged lines of one source table of a batch: ``parts`` (paths, arrival order)."""
+
+    parts: tuple[str, ...] = ()
+    events: int = 0
 
 
 @dataclass
