@@ -261,9 +261,10 @@ class _RouteTask:
 
 
 def _text(lines: pa.Array) -> bytes:
+    """``lines`` as JSON-lines bytes (each ended by a newline; no Python strings)."""
     whole = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
-    joined = pc.binary_join(whole, "\n")[0].as_py() or ""
-    return (joined + "\n").encode("utf-8")
+    joined = pc.binary_join(whole, "\n")[0]
+    return (joined.as_buffer().to_pybytes() if joined.is_valid else b"") + b"\n"
 
 
 # ---------------------------------------------------------------------------- the batch
