@@ -1,5 +1,5 @@
 """The whole-database CDC component: :class:`PaimonCdcDatabase` -- one landing, one warehouse
-database, one asset per table (:mod:`assets.cdc_database`).
+database, one asset per table (:mod:`assets.components.database_sync`).
 
 **Which tables are assets** is the component's state (Dagster's state-backed components,
 ``dg.StateBackedComponent``): the tables the landing's events name, filtered by
@@ -9,7 +9,7 @@ warehouse database. The state is refreshed whenever the code location loads (man
 no state storage to set up), so a table that appears in the feed becomes an asset at the next
 load -- the UI's "Reload" of the code location, a restart, a deployment -- without a code
 change. Until then a run syncs it all the same and records its materialization under its
-asset key (:mod:`assets.cdc_database`). Set ``defs_state: {management_type:
+asset key (:mod:`assets.components.database_sync`). Set ``defs_state: {management_type:
 VERSIONED_STATE_STORAGE}`` to refresh with ``dg utils refresh-defs-state`` instead.
 
 The refresh reads the landing and the warehouse through the resources of ``deployment``
@@ -25,7 +25,8 @@ import dagster as dg
 from dagster.components import DefsStateConfig, DefsStateConfigArgs, ResolvedDefsStateConfig
 from pydantic import Field
 
-from assets.cdc_database import (
+from assets.checks import build_group_check_schedule, build_table_checks
+from assets.components.database_sync import (
     DatabaseSource,
     DatabaseTables,
     build_cdc_database_asset,
@@ -33,7 +34,6 @@ from assets.cdc_database import (
     discover_database_tables,
     table_asset_key,
 )
-from assets.checks import build_group_check_schedule, build_table_checks
 from assets.components.project import project_tables
 from assets.components.tables import (
     AssetAttributes,

@@ -13,8 +13,8 @@ import dagster as dg
 import pytest
 from dagster.components.core.component_tree import ComponentTree
 
-from assets.cdc_database import DatabaseSource, DatabaseTables, discover_database_tables
 from assets.components import PaimonCdcDatabase, PaimonResources
+from assets.components.database_sync import DatabaseSource, DatabaseTables, discover_database_tables
 from assets.labels import SettingsError
 from assets.resources import LandingZone, PaimonCatalog
 from paimon_core import FileSystemCatalog, Schema
