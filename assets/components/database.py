@@ -18,6 +18,7 @@ same that :class:`~assets.components.PaimonResources` gives the runs.
 """
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -52,11 +53,19 @@ __all__ = ["PaimonCdcDatabase"]
 
 
 def _resolved(resource: Any, what: str) -> Any:
-    """A resource of :func:`resources_for` with its ``EnvVar`` fields read now."""
+    """A resource of :func:`resources_for` with its ``EnvVar`` fields read now.
+
+    Raises:
+        SettingsError: one line naming the variable that is not set (or Dagster's error).
+    """
     try:
         return resource.process_config_and_initialize()
-    except Exception as e:  # an unset variable: Dagster's error names it
-        raise SettingsError(f"the {what} of the tables' refresh: {e}") from e
+    except dg.DagsterInvalidConfigError as e:
+        unset = re.search(r'environment variable "(\w+)" which is not set', str(e))
+        reason = (f"environment variable {unset.group(1)} is not set" if unset
+                  else str(e).splitlines()[0])
+        raise SettingsError(f"PaimonCdcDatabase: the tables' refresh reads the {what}: "
+                            f"{reason}") from e
 
 
 class PaimonCdcDatabase(dg.StateBackedComponent, dg.Model, dg.Resolvable):

@@ -40,6 +40,7 @@ from tests.assets.processes import (
     dagster_dev,
     materialization_metadata,
     render_dom,
+    run_log_messages,
     run_records,
     ui_materialize,
     ui_reload,
@@ -205,6 +206,8 @@ def test_a_table_that_lands_later_is_an_asset_after_a_reload(project: Project) -
     assert md["ods/products"]["dagster/row_count"] == len(PRODUCTS_2)
     assert md["ods/orders"]["paimon/commit_kind"] == "NONE"  # nothing of orders in batch 2
     assert "/".join(LATER) not in project.asset_keys()
+    said = [m for m in run_log_messages(project.dev, run_id) if "ods.addresses was synced" in m]
+    assert said and "reload the code location to see it as ods/addresses" in said[0], said
     # the UI's Reload: the state is read again, the table is an asset; no YAML changed
     ui_reload(project.dev, project.location)
     assert "/".join(LATER) in project.asset_keys()

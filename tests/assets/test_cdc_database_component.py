@@ -6,6 +6,7 @@ landing sensor requests one run per new batch. (Runs, the UI and the Reload:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,7 @@ def test_bad_attributes_are_typed_errors(change: dict[str, Any], named: str) -> 
     import yaml
 
     attrs = {**yaml.safe_load(YAML), **change}
-    with pytest.raises(SettingsError, match=f"^{__import__('re').escape(named)}"):
+    with pytest.raises(SettingsError, match=f"^{re.escape(named)}"):
         PaimonCdcDatabase.resolve_from_yaml(yaml.safe_dump(attrs)).source()
 
 
@@ -132,3 +133,12 @@ def test_landing_sensor_requests_a_run_per_new_batch(lake: dict[str, Path]) -> N
     _land(lake["landing"], 2, "canal_inventory_2.jsonl")
     [second] = tick()
     assert second != first and second.startswith("batches-2-")
+
+
+def test_refresh_without_the_environment_names_the_variable(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("PAIMON_LANDING", raising=False)
+    monkeypatch.setenv("PAIMON_WAREHOUSE", str(tmp_path))
+    with pytest.raises(SettingsError, match=r"^PaimonCdcDatabase: the tables' refresh reads "
+                       r"the landing zone: environment variable PAIMON_LANDING is not set$"):
+        PaimonCdcDatabase.resolve_from_yaml(YAML).write_state_to_path(tmp_path / "state")
