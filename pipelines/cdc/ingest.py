@@ -170,6 +170,10 @@ class CdcOptions:
     #: TableFilter` pattern, ``--source-table``); ``None``: the target's table name, any
     #: database, ignoring case; events of other tables are counted as skipped
     source_table: str | None = None
+    #: table columns filled with one value on every row (the database sync's metadata
+    #: columns ``database_name`` / ``table_name``, :mod:`pipelines.cdc.database`): (column,
+    #: value) pairs; each must be a column of the table
+    constant_columns: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         self.decode_settings(self.sequence_column)  # a decode setting it refuses, refused now

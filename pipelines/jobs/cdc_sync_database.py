@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from paimon_core.cli.args import add_storage_option_arg, key_values
 from paimon_core.errors import ConfigError
 from pipelines.cdc.database import (
+    METADATA_COLUMNS,
     TYPE_MAPPINGS,
     CreateOptions,
     DatabaseBatchReport,
@@ -57,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                                             "tables that have those columns")
     p.add_argument("--type-mapping", help="comma-separated type mapping modes of created "
                                           f"tables: {', '.join(TYPE_MAPPINGS)}")
+    p.add_argument("--metadata-column",
+                   help="comma-separated metadata columns added to the created tables and "
+                        f"filled from the events: {', '.join(METADATA_COLUMNS)}")
     p.add_argument("--table-conf", action="append", metavar="KEY=VALUE",
                    help="option of every created table (repeatable)")
     return p
@@ -71,7 +75,8 @@ def options(args: argparse.Namespace) -> DatabaseOptions:
     """
     create = CreateOptions(_names(args.primary_keys), _names(args.partition_keys),
                            tuple(m.lower() for m in _names(args.type_mapping)),
-                           key_values(args.table_conf, "--table-conf"))
+                           key_values(args.table_conf, "--table-conf"),
+                           _names(args.metadata_column))
     return DatabaseOptions(cdc_options(args), args.including_tables, args.excluding_tables,
                            args.table_prefix, args.table_suffix, create)
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pipelines.cdc.ingest import CdcOptions
 
 __all__ = ["blob_tables", "decode_files", "decoded_blobs", "ipc_blob", "max_partition_bytes",
-           "plan_file_ranges", "read_lines", "sequence_column"]
+           "plan_file_ranges", "read_lines", "sequence_column", "with_constants"]
 
 
 def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> DataFrame:
@@ -141,6 +141,9 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                                                                       opts)
     fmt = FORMATS[opts.format]
     decode_fn = fmt.decode
+    constants = opts.constant_columns
+    for name, _ in constants:
+        schema.field(name)  # a column of the table (else SchemaError naming it)
     splittable = fmt.splittable
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -150,8 +153,9 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                 data = (file_io.read_range(r.path, r.start, r.length)
                         if splittable else file_io.read_bytes(r.path))
                 extra = {"first_line": r.first_position} if splittable else {}
-                out = decode_fn(data, schema, file_index=r.file_index, settings=settings,
-                                threads=threads, **extra)
+                out = with_constants(decode_fn(data, schema, file_index=r.file_index,
+                                               settings=settings, threads=threads, **extra),
+                                     constants)
                 del data
                 ids = route.task_ids(out, schema, BUCKET_COLUMN)
                 order = np.argsort(ids, kind="stable")
@@ -169,6 +173,16 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
     n = max(1, min(len(units), default_parallelism(spark)))
     threads = len(units) < default_parallelism(spark)  # else the tasks fill it
     return spark.range(0, len(units), 1, n).mapInArrow(decode, _BLOB_SCHEMA)
+
+
+def with_constants(out: pa.Table, constants: Sequence[tuple[str, str]]) -> pa.Table:
+    """``out`` (decoded rows) with the ``constants`` columns set to their value on every
+    row (:attr:`pipelines.cdc.ingest.CdcOptions.constant_columns`)."""
+    for name, value in constants:
+        i = out.schema.get_field_index(name)
+        out = out.set_column(i, out.schema.field(i),
+                             pa.repeat(pa.scalar(value, out.schema.field(i).type), out.num_rows))
+    return out
 
 
 def decode_files(spark: SparkSession, file_io: FileIO, files: Sequence[str],

@@ -2,7 +2,12 @@
 (:mod:`pipelines.cdc.database.sync`; routing: :mod:`pipelines.cdc.database.staging`; tables
 created from their events: :mod:`pipelines.cdc.database.create`)."""
 
-from pipelines.cdc.database.create import TYPE_MAPPINGS, CreateOptions, NoPrimaryKeyError
+from pipelines.cdc.database.create import (
+    METADATA_COLUMNS,
+    TYPE_MAPPINGS,
+    CreateOptions,
+    NoPrimaryKeyError,
+)
 from pipelines.cdc.database.sync import (
     DatabaseBatchReport,
     DatabaseOptions,
@@ -13,6 +18,6 @@ from pipelines.cdc.database.sync import (
     target_identifier,
 )
 
-__all__ = ["TYPE_MAPPINGS", "CreateOptions", "DatabaseBatchReport", "DatabaseOptions",
-           "NoPrimaryKeyError", "SourceTable", "TableReport", "discover_tables",
-           "sync_database", "target_identifier"]
+__all__ = ["METADATA_COLUMNS", "TYPE_MAPPINGS", "CreateOptions", "DatabaseBatchReport",
+           "DatabaseOptions", "NoPrimaryKeyError", "SourceTable", "TableReport",
+           "discover_tables", "sync_database", "target_identifier"]

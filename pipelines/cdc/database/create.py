@@ -18,7 +18,12 @@ event's own (canal ``pkNames``, maxwell ``primary_key_columns`` -- with Maxwell'
 ``output_primary_key_columns`` --, OGG ``primary_keys``; Debezium's and DMS's values carry
 none), else the table is refused by name (:class:`NoPrimaryKeyError`). ``--partition-keys``
 apply when the table has every one of those columns (else none, as Paimon's database sync).
-``--table-conf`` options are the table's options.
+``--table-conf`` options are the table's options. ``--metadata-column`` ``database_name``,
+``table_name`` (Paimon's ``CdcMetadataConverter`` names; ``STRING``, where Paimon says
+``STRING NOT NULL``: the decoders check NOT NULL before the values are filled) are appended
+to the columns and filled on every row with the event's database and table
+(:attr:`pipelines.cdc.ingest.CdcOptions.constant_columns`); ``op_ts`` is refused (the
+decoders do not carry each event's source timestamp yet).
 """
 
 from __future__ import annotations
@@ -34,13 +39,15 @@ from paimon_core.errors import ConfigError
 from pipelines.cdc.events import infer_column_type
 from pipelines.cdc.formats import sample_values
 
-__all__ = ["TYPE_MAPPINGS", "CreateOptions", "NoColumnsYet", "NoPrimaryKeyError",
-           "connect_type",
-           "mysql_type", "new_table_schema"]
+__all__ = ["METADATA_COLUMNS", "TYPE_MAPPINGS", "CreateOptions", "NoColumnsYet",
+           "NoPrimaryKeyError", "connect_type", "mysql_type", "new_table_schema"]
 
 #: the ``--type-mapping`` modes taken (Paimon's ``TypeMapping.TypeMappingMode`` names)
 TYPE_MAPPINGS = ("to-string", "tinyint1-not-bool", "char-to-string", "longtext-to-bytes",
                  "to-nullable", "bigint-unsigned-to-bigint")
+
+#: the ``--metadata-column`` names taken (Paimon's ``CdcMetadataConverter.columnName``)
+METADATA_COLUMNS = ("database_name", "table_name")
 
 
 class NoColumnsYet(SchemaError):
@@ -73,8 +80,17 @@ class CreateOptions:
     partition_keys: tuple[str, ...] = ()
     type_mapping: tuple[str, ...] = ()
     table_conf: Mapping[str, str] = field(default_factory=dict)
+    metadata_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for name in self.metadata_columns:
+            if name == "op_ts":
+                raise ConfigError("metadata-column", "'op_ts' is not supported: the decoders "
+                                  "do not carry each event's source timestamp; one of "
+                                  f"{', '.join(METADATA_COLUMNS)}")
+            if name not in METADATA_COLUMNS:
+                raise ConfigError("metadata-column", f"{name!r} is not supported; one of "
+                                                     f"{', '.join(METADATA_COLUMNS)}")
         for mode in self.type_mapping:
             if mode not in TYPE_MAPPINGS:
                 raise ConfigError("type-mapping", f"{mode!r} is not supported; one of "
@@ -259,6 +275,10 @@ def new_table_schema(identifier: str, fmt: str, lines: Sequence[str],
         values = sample_values(fmt, lines, untyped)
         for c in untyped:
             typed[c] = "STRING" if "to-string" in modes else infer_column_type(values[c])
+    clash = [c for c in options.metadata_columns if c in columns]
+    if clash:
+        raise SchemaError(f"cannot create table {identifier}: its events have the columns "
+                          f"{', '.join(clash)} that --metadata-column also adds")
     keys = list(options.primary_keys)
     if not keys or not set(keys) <= set(columns):
         keys = pks if pks and set(pks) <= set(columns) else []
@@ -267,5 +287,6 @@ def new_table_schema(identifier: str, fmt: str, lines: Sequence[str],
     partitions = (list(options.partition_keys)
                   if options.partition_keys and set(options.partition_keys) <= set(columns)
                   else [])
-    return Schema.of([(c, typed[c]) for c in columns], primary_keys=keys,
+    metadata = [(c, "STRING") for c in options.metadata_columns]
+    return Schema.of([*((c, typed[c]) for c in columns), *metadata], primary_keys=keys,
                      partition_keys=partitions, options=dict(options.table_conf))

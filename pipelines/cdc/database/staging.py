@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from paimon_core import CorruptMetadataError
+from paimon_core.errors import CorruptMetadataError
 from paimon_core.integration import FileIO, join
 from pipelines.cdc.batch.stage import plan_file_ranges
 from pipelines.cdc.events import TOMBSTONE

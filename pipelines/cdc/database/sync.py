@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from paimon_core import PaimonError
+from paimon_core import PaimonError, SchemaError
 from paimon_core.integration import FileIO, join
 from pipelines.cdc.database.create import CreateOptions, NoColumnsYet, new_table_schema
 from pipelines.cdc.database.staging import (
@@ -181,6 +181,23 @@ def _ensure_table(settings: CatalogSettings, fio: FileIO, target: str, staged: S
     return True
 
 
+def _metadata(staged: StagedTable, opts: DatabaseOptions) -> tuple[tuple[str, str], ...]:
+    """The metadata columns' values of the table's rows (``--metadata-column``).
+
+    Raises:
+        SchemaError: ``database_name`` asked for events that name no database.
+    """
+    values = {"database_name": staged.database, "table_name": staged.table}
+    out = []
+    for name in opts.create.metadata_columns:
+        value = values[name]
+        if value is None:
+            raise SchemaError(f"metadata column {name}: the events of {staged.name} name no "
+                              "database")
+        out.append((name, value))
+    return tuple(out)
+
+
 def _sync_table(spark: SparkSession, settings: CatalogSettings, fio: FileIO, database: str,
                 staged: StagedTable, batch: int, opts: DatabaseOptions, q_root: str,
                 properties: Mapping[str, str] | None) -> TableReport:
@@ -190,8 +207,8 @@ def _sync_table(spark: SparkSession, settings: CatalogSettings, fio: FileIO, dat
     try:
         out.created = _ensure_table(settings, fio, target, staged, opts)
         pattern = re.escape(staged.name)
-        cdc = replace(opts.cdc, commit_user=out.commit_user,
-                      source_table=pattern, quarantine=None)
+        cdc = replace(opts.cdc, commit_user=out.commit_user, source_table=pattern,
+                      quarantine=None, constant_columns=_metadata(staged, opts))
         out.report = ingest_batch(spark, settings, target, batch, list(staged.parts), cdc,
                                   landing_io=fio, quarantine_root=join(q_root, target),
                                   properties=properties)
