@@ -20,7 +20,6 @@ says to reload the code location for it to show as an asset (nothing is dropped 
 Selecting some of the assets (the UI's "Materialize selected") syncs only their tables.
 """
 
-import dataclasses
 import hashlib
 import json
 import re
@@ -58,6 +57,13 @@ __all__ = [
     "discover_database_tables",
     "table_asset_key",
 ]
+
+
+#: the component's attribute of each setting the sync job names in its errors
+_ATTRIBUTE = {"including-tables": "including_tables", "excluding-tables": "excluding_tables",
+              "type-mapping": "type_mapping", "metadata-column": "metadata_columns",
+              "table-conf": "table_options", "primary-keys": "primary_keys",
+              "partition-keys": "partition_keys"}
 
 
 @dataclass(frozen=True)
@@ -119,9 +125,6 @@ class DatabaseSource:
             names = sorted(f for f in FORMATS if f != "debezium-avro")
             raise SettingsError(f"format {self.format!r}: a database feed is one of "
                                 f"{', '.join(names)}")
-        if self.metadata_columns and not _has_field(CreateOptions, "metadata_columns"):
-            raise SettingsError(f"metadata_columns {list(self.metadata_columns)}: the "
-                                "database sync job does not fill metadata columns yet")
         self.options()
 
     def options(self, *, including: str | None = None) -> DatabaseOptions:
@@ -130,20 +133,19 @@ class DatabaseSource:
         Raises:
             SettingsError: an option the job refuses, named as the component names it.
         """
-        create: dict[str, Any] = {
-            "primary_keys": self.primary_keys, "partition_keys": self.partition_keys,
-            "type_mapping": self.type_mapping, "table_conf": dict(self.table_options)}
-        if self.metadata_columns:
-            create["metadata_columns"] = self.metadata_columns
-        cdc: dict[str, Any] = {"format": self.format, "max_error_ratio": self.max_error_ratio,
-                               "commit_user": self.commit_user}
         try:
+            create = CreateOptions(
+                primary_keys=self.primary_keys, partition_keys=self.partition_keys,
+                type_mapping=self.type_mapping, table_conf=dict(self.table_options),
+                metadata_columns=self.metadata_columns)
+            cdc = CdcOptions(format=self.format, max_error_ratio=self.max_error_ratio,
+                             commit_user=self.commit_user)
             return DatabaseOptions(
-                cdc=CdcOptions(**cdc), including_tables=including or self.including_tables,
+                cdc=cdc, including_tables=including or self.including_tables,
                 excluding_tables=self.excluding_tables, table_prefix=self.table_prefix,
-                table_suffix=self.table_suffix, create=CreateOptions(**create))
+                table_suffix=self.table_suffix, create=create)
         except ConfigError as e:
-            raise SettingsError(f"{e.setting.replace('-', '_')}: {e.reason}") from e
+            raise SettingsError(f"{_ATTRIBUTE.get(e.setting, e.setting)}: {e.reason}") from e
 
     def table_filter(self) -> TableFilter:
         return self.options().table_filter()
@@ -169,10 +171,6 @@ class DatabaseSource:
     def directory(self, landing: LandingZone) -> str:
         """The feed's landing directory."""
         return self.zone(landing).path(*(self.landing or self.database).strip("/").split("/"))
-
-
-def _has_field(cls: type, name: str) -> bool:
-    return name in {f.name for f in dataclasses.fields(cls)}
 
 
 @dataclass(frozen=True)

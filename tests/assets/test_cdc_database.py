@@ -161,6 +161,8 @@ def test_every_table_is_an_asset_and_one_run_writes_them(project: Project) -> No
     assert {r["id"]: (r["name"], r["description"]) for r in project.rows("products")} == \
         PRODUCTS_1
     assert {r["id"]: r["email"] for r in project.rows("customers")} == CUSTOMERS_1
+    # the entry's metadata_columns: the events' database on every row
+    assert {r["database_name"] for r in project.rows("customers")} == {"inventory"}
     assert {r["order_number"]: (r["purchaser"], r["quantity"], r["product_id"])
             for r in project.rows("orders")} == ORDERS_1
     md = _metadata(project, run_id)
