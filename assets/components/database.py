@@ -43,6 +43,7 @@ from assets.components.tables import (
     ScheduleAttributes,
     SensorAttributes,
     _table_job,
+    _Template,
 )
 from assets.labels import SettingsError
 from assets.observations import build_table_state_sensor
@@ -68,6 +69,7 @@ def _resolved(resource: Any, what: str) -> Any:
                             f"{reason}") from e
 
 
+@dg.scaffold_with(_Template)
 class PaimonCdcDatabase(dg.StateBackedComponent, dg.Model, dg.Resolvable):
     """Every table of one CDC feed of a whole database (canal, maxwell, Debezium...): one
     asset per table, synced in one Spark pass per run (``pipelines.cdc.database``), tables

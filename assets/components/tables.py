@@ -69,6 +69,8 @@ TEMPLATES: dict[str, dict[str, Any]] = {
                                                   {"name": "is_open", "type": "BOOLEAN"}],
         "primary_key": ["id"], "source": "shop.orders", "transform": "my_project.transforms:fn"},
     "PaimonTableMaintenance": {"table": "shop.orders"},
+    "PaimonCdcDatabase": {"database": "ods", "landing": "inventory", "format": "canal-json",
+                          "landing_sensor": {}},
     "PaimonResources": {"deployment": "local"},
 }
 

@@ -142,3 +142,14 @@ def test_refresh_without_the_environment_names_the_variable(
     with pytest.raises(SettingsError, match=r"^PaimonCdcDatabase: the tables' refresh reads "
                        r"the landing zone: environment variable PAIMON_LANDING is not set$"):
         PaimonCdcDatabase.resolve_from_yaml(YAML).write_state_to_path(tmp_path / "state")
+
+
+def test_scaffolded_attributes_resolve() -> None:
+    """What ``dg scaffold defs assets.components.PaimonCdcDatabase`` writes is valid."""
+    import yaml
+
+    from assets.components.tables import TEMPLATES
+
+    text = yaml.safe_dump(TEMPLATES["PaimonCdcDatabase"])
+    source = PaimonCdcDatabase.resolve_from_yaml(text).source()
+    assert (source.database, source.landing, source.format) == ("ods", "inventory", "canal-json")
