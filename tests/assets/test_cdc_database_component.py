@@ -153,3 +153,42 @@ def test_scaffolded_attributes_resolve() -> None:
     text = yaml.safe_dump(TEMPLATES["PaimonCdcDatabase"])
     source = PaimonCdcDatabase.resolve_from_yaml(text).source()
     assert (source.database, source.landing, source.format) == ("ods", "inventory", "canal-json")
+
+
+#: a canal event of a table without a primary key (``pkNames`` null), in the shape of the
+#: corpus' events: the sync cannot create its table
+NO_KEY = ('{"data":[{"line":"started"}],"database":"inventory","es":1589373530000,"id":20,'
+          '"isDdl":false,"mysqlType":{"line":"VARCHAR(255)"},"old":null,"pkNames":null,'
+          '"sql":"","sqlType":{"line":12},"table":"logs","ts":1589373530477,"type":"INSERT"}')
+
+
+@pytest.mark.spark
+def test_a_selection_syncs_its_tables_and_a_refused_table_fails_the_run(
+        spark: Any, lake: dict[str, Path], resources: dict[str, Any]) -> None:
+    """"Materialize selected" syncs only the selected tables; a table the sync refuses (no
+    primary key) fails the run naming it, after the other tables' materializations."""
+    feed = lake["landing"] / "inventory" / "batch-000001"
+    feed.mkdir(parents=True)
+    lines = (CORPUS / "canal_inventory_1.jsonl").read_text().splitlines()[:8]
+    (feed / "part-0.jsonl").write_text("\n".join([*lines, NO_KEY]) + "\n")
+    defs = _defs(PaimonCdcDatabase.resolve_from_yaml("database: ods\nlanding: inventory"),
+                 lake)
+    asset = _asset(defs)
+    keys = {k.to_user_string() for k in asset.keys}
+    assert keys == {"ods/customers", "ods/logs", "ods/orders", "ods/products"}
+    cat = FileSystemCatalog(str(lake["warehouse"]))
+    one = dg.materialize([asset], resources=resources, selection="ods/products")
+    assert one.success
+    assert [m.asset_key.to_user_string()
+            for m in one.asset_materializations_for_node(asset.op.name)] == ["ods/products"]
+    assert cat.list_tables("ods") == ["products"]
+    every = dg.materialize([asset], resources=resources, raise_on_error=False)
+    assert not every.success
+    done = {m.asset_key.to_user_string()
+            for m in every.asset_materializations_for_node(asset.op.name)}
+    assert done == {"ods/customers", "ods/orders", "ods/products"}
+    [failure] = [e for e in every.all_events if e.is_step_failure]
+    message = failure.step_failure_data.error.message
+    assert "tables refused by the sync: ods.logs: batch 1: " in message, message
+    assert "cannot create table ods.logs: its events carry no primary key" in message
+    assert sorted(cat.list_tables("ods")) == ["customers", "orders", "products"]
