@@ -444,6 +444,53 @@ def cdc_ingest_format(sh: Shell, command: str) -> None:
     assert fsck(t).ok
 
 
+#: the MySQL inventory database as canal emits it, batch 1 and 2
+#: (tests/pipelines/cdc_corpus/database/SOURCES.md)
+CANAL_DATABASE = [REPO / f"tests/pipelines/cdc_corpus/database/canal_inventory_{n}.jsonl"
+                  for n in (1, 2)]
+
+
+def _land_database(sh: Shell, command: str, batches: int) -> str:
+    landing = Path(sh.prepare(flags(command)["--landing"])[0])
+    landing.mkdir(parents=True)
+    for n, src in enumerate(CANAL_DATABASE[:batches], 1):
+        shutil.copy(src, landing / f"batch-{n:06d}.jsonl")
+    return sh.subst["/data/wh"]
+
+
+def cdc_sync_database(sh: Shell, command: str) -> None:
+    wh = _land_database(sh, command, 2)
+    r1, r2 = sh.json_lines(command)
+    assert r1["excluded"] == {"inventory.orders": 2} and r2["excluded"] == {}
+    assert [(t["target"], t["created"]) for t in r2["tables"]] == [
+        ("ods.src_addresses", True), ("ods.src_customers", False),
+        ("ods.src_products", False)]
+    cat = FileSystemCatalog(wh)
+    assert cat.list_tables("ods") == ["src_addresses", "src_customers", "src_products"]
+    products = cat.get_table("ods.src_products")
+    assert products.schema.options == {"bucket": "2"}
+    assert sorted((r["id"], r["weight"] == 8.5, r["database_name"], r["table_name"])
+                  for r in rows_of(products)) == [(102, True, "inventory", "products"),
+                                                  (103, False, "inventory", "products")]
+    assert [(r["id"], r["email"]) for r in rows_of(cat.get_table("ods.src_customers"))] == [
+        (1001, "sally@example.com")]
+    assert sorted((r["id"], r["is_default"]) for r in rows_of(
+        cat.get_table("ods.src_addresses"))) == [(10, True), (11, True)]
+    assert fsck(products).ok
+
+
+def cdc_ingest_database(sh: Shell, command: str) -> None:
+    wh = _land_database(sh, command, 1)
+    (report,) = sh.json_lines(command)
+    assert [(t["target"], t["created"]) for t in report["tables"]] == [
+        ("ods.addresses", False), ("ods.customers", True), ("ods.orders", True),
+        ("ods.products", True)]
+    cat = FileSystemCatalog(wh)
+    orders = cat.get_table("ods.orders").to_arrow()  # DATE values: not through rows_of's JSON
+    assert sorted(orders.column("order_number").to_pylist()) == [10001, 10002]
+    assert [r["id"] for r in rows_of(cat.get_table("ods.products"))] == [102]
+
+
 #: the orders table's Debezium Connect schema (Postgres, ``decimal.handling.mode=precise``:
 #: ``amount`` as Kafka Connect Decimal bytes of scale 2)
 _ORDER_VALUE: dict[str, Any] = {
@@ -607,6 +654,11 @@ SCENARIOS: dict[str, Callable[[Shell, str], None]] = {
     "/data/landing/orders-avro --format debezium-avro": cdc_ingest_avro,
     "python -m pipelines.jobs.cdc_ingest --warehouse /data/wh --table shop.products --landing "
     "/data/landing/products --format canal-json": cdc_ingest_format,
+    "python -m pipelines.jobs.cdc_sync_database --warehouse /data/wh --database ods --landing "
+    "/data/landing/inventory --format canal-json --excluding-tables orders --table-prefix src_ "
+    "--metadata-column database_name,table_name --table-conf bucket=2": cdc_sync_database,
+    "python -m pipelines.jobs.cdc_ingest --warehouse /data/wh --database ods --landing "
+    "/data/landing/inventory --format canal-json": cdc_ingest_database,
     "python -m pipelines.jobs.batch_overwrite --warehouse /data/wh --table sales.orders --input "
     "/exports/2024-01-02.parquet --format parquet --partition dt=2024-01-02":
         overwrite_partition,

@@ -43,9 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          for a in given):
         return cdc_sync_database.main(given)
     args = build_parser().parse_args(given)
-    if not args.table:
+    if not args.table or args.database:
         build_parser().error("one of --table (one table) or --database (database sync) "
-                             "is required")
+                             "is required, not both")
     try:  # before the JVM starts: a wrong --schema fails at once, named
         schema = load_schema_file(args.schema) if args.schema else None
     except PaimonError as e:

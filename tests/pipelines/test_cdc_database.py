@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
@@ -30,6 +32,7 @@ from pipelines.cdc.database import (
     sync_database,
 )
 from pipelines.cdc.database.create import mysql_type
+from pipelines.cdc.database.staging import line_tables, unrouted_reasons
 from pipelines.cdc.ingest import CdcOptions
 from pipelines.config import CatalogSettings
 from pipelines.session import source_root
@@ -89,6 +92,24 @@ def test_mysql_types_and_type_mappings() -> None:
         CreateOptions(metadata_columns=("database_name", "op_ts"))
     with pytest.raises(ConfigError, match="including-tables"):
         DatabaseOptions(including_tables="orders(")
+
+
+def test_line_tables_names_every_line_or_says_why_not() -> None:
+    big = "x" * (3 << 20)  # longer than the JSON reader's default block
+    lines = pa.array([
+        _debezium("customers", "c", {"id": 1, "note": big}, 154),
+        "null",  # a Kafka tombstone
+        '{"payload": {"op": "c"',  # cut off
+        _debezium("orders", "c", {"id": 2}, 200),
+        json.dumps({"op": "c", "after": {"id": 3}}),  # written by hand: no source
+    ])
+    db, tbl, bad = line_tables(lines, "debezium-json")
+    assert list(zip(db.to_pylist(), tbl.to_pylist())) == [
+        ("inventory", "customers"), (None, None), (None, None), ("inventory", "orders"),
+        (None, None)]
+    rows = np.array([1, 2, 4])
+    assert unrouted_reasons(lines, rows, bad) == ["tombstone", "malformed JSON",
+                                                  "event names no table"]
 
 
 def test_discover_tables_reads_only_names(tmp_path: Path) -> None:
@@ -281,6 +302,7 @@ def _job(head: list[str], tmp: Path) -> subprocess.CompletedProcess[str]:
 
 
 @spark_only
+@pytest.mark.slow  # two runs of the job: two JVM start-ups
 def test_kill_between_two_tables_then_rerun_commits_each_table_once(tmp_path: Path) -> None:
     _land(tmp_path / "landing", 1, CORPUS / "canal_inventory_1.jsonl")
     killed = _job(["-c", KILL_AFTER_FIRST_TABLE], tmp_path)

@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 
     from pipelines.cdc.ingest import CdcOptions
 
-__all__ = ["MALFORMED", "NO_TABLE", "RoutedBatch", "StagedTable", "clear_staging",
-           "route_batch", "staging_dir"]
+__all__ = ["MALFORMED", "NO_TABLE", "RoutedBatch", "SourceTable", "StagedTable",
+           "clear_staging", "line_tables", "route_batch", "staging_dir", "unrouted_reasons"]
 
 #: reasons of a line that cannot be routed
 MALFORMED = "malformed JSON"
@@ -66,18 +66,24 @@ _NO_DB, _SEP = "\x00", "\x01"
 
 
 @dataclass(frozen=True)
-class StagedTable:
-    """The staged lines of one source table of a batch: ``parts`` (paths, arrival order)."""
+class SourceTable:
+    """A source table the events name (``database`` None: the events name none)."""
 
     database: str | None
     table: str
-    parts: tuple[str, ...]
-    events: int
 
     @property
     def name(self) -> str:
         """``database.table`` (just ``table`` when the events name no database)."""
         return f"{self.database}.{self.table}" if self.database is not None else self.table
+
+
+@dataclass(frozen=True)
+class StagedTable(SourceTable):
+    """The staged lines of one source table of a batch: ``parts`` (paths, arrival order)."""
+
+    parts: tuple[str, ...] = ()
+    events: int = 0
 
 
 @dataclass
@@ -139,8 +145,10 @@ def _parse(lines: pa.Array, declared: pa.Schema, start: int, out: list[tuple[int
     doc = joined.as_buffer() if joined.is_valid else pa.py_buffer(b"")
     opts = pj.ParseOptions(explicit_schema=declared, unexpected_field_behavior="ignore")
     try:
-        t = pj.read_json(pa.BufferReader(doc), parse_options=opts,
-                         read_options=pj.ReadOptions(use_threads=False))
+        # one block: a line longer than the reader's default block is parsed as any other
+        read = pj.ReadOptions(use_threads=False, block_size=max(1 << 20, min(doc.size + 1,
+                                                                            1 << 30)))
+        t = pj.read_json(pa.BufferReader(doc), parse_options=opts, read_options=read)
         if t.num_rows == n:
             out.append((start, t))
             return
@@ -154,26 +162,40 @@ def _parse(lines: pa.Array, declared: pa.Schema, start: int, out: list[tuple[int
     _parse(lines.slice(mid), declared, start + mid, out, bad)
 
 
-def line_tables(lines: pa.Array, fmt: str) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """Per line of ``lines``: its event's ``(database, table)`` and, where the table is NULL,
-    the reason (:data:`MALFORMED`, :data:`NO_TABLE`, ``tombstone``)."""
+def line_tables(lines: pa.Array, fmt: str) -> tuple[pa.Array, pa.Array, np.ndarray]:
+    """Per line of ``lines``: its event's ``(database, table)`` (NULL where the line names
+    none), and the indices of the lines that are not JSON objects."""
     n = len(lines)
     chunks: list[tuple[int, pa.Table]] = []
     bad: list[int] = []
     _parse(lines, names_declared(fmt), 0, chunks, bad)
-    db = np.full(n, None, object)
-    tbl = np.full(n, None, object)
-    for start, t in chunks:
+    dbs: list[pa.Array] = []
+    tables: list[pa.Array] = []
+    at = 0
+    for start, t in sorted(chunks, key=lambda c: c[0]):
+        if start > at:  # lines that are not JSON: no table
+            dbs.append(pa.nulls(start - at, pa.string()))
+            tables.append(pa.nulls(start - at, pa.string()))
         d, tb = event_tables(t, fmt)
-        db[start:start + t.num_rows] = d.to_numpy(zero_copy_only=False)
-        tbl[start:start + t.num_rows] = tb.to_numpy(zero_copy_only=False)
-    dba, tba = pa.array(db, pa.string()), pa.array(tbl, pa.string())
-    reason = np.full(n, None, object)
-    reason[pc.is_null(tba).to_numpy(zero_copy_only=False)] = NO_TABLE
-    reason[bad] = MALFORMED
-    stripped = pc.utf8_trim_whitespace(lines)
-    reason[pc.equal(stripped, "null").to_numpy(zero_copy_only=False)] = TOMBSTONE
-    return dba, tba, pa.array(reason, pa.string())
+        dbs.append(d)
+        tables.append(tb)
+        at = start + t.num_rows
+    if at < n:
+        dbs.append(pa.nulls(n - at, pa.string()))
+        tables.append(pa.nulls(n - at, pa.string()))
+    if not dbs:
+        return pa.nulls(0, pa.string()), pa.nulls(0, pa.string()), np.array(bad, np.int64)
+    return pa.concat_arrays(dbs), pa.concat_arrays(tables), np.array(bad, np.int64)
+
+
+def unrouted_reasons(lines: pa.Array, rows: np.ndarray, bad: np.ndarray) -> list[str]:
+    """Why each of the lines ``rows`` (no table) is not routed: a Debezium tombstone
+    (``null``), not JSON (``bad``: :data:`MALFORMED`), else :data:`NO_TABLE`."""
+    text = pc.utf8_trim_whitespace(lines.take(pa.array(rows, pa.int64())))
+    tomb = np.asarray(pc.equal(text, "null").to_numpy(zero_copy_only=False), bool)
+    malformed = np.isin(rows, bad)
+    return [TOMBSTONE if t else MALFORMED if m else NO_TABLE
+            for t, m in zip(tomb.tolist(), malformed.tolist())]
 
 
 @dataclass(frozen=True)
@@ -196,7 +218,7 @@ class _RouteTask:
     def _route(self, u: int, line_numbers: LineNumbers) -> pa.RecordBatch:
         r = self.units[u]
         lines = split_lines(self.file_io.read_range(r.path, r.start, r.length))
-        db, tbl, reason = line_tables(lines, self.fmt)
+        db, tbl, bad = line_tables(lines, self.fmt)
         key = pc.binary_join_element_wise(pc.fill_null(db, _NO_DB), tbl, _SEP)
         enc = pc.dictionary_encode(key).combine_chunks() if isinstance(
             key, pa.ChunkedArray) else pc.dictionary_encode(key)
@@ -214,16 +236,17 @@ class _RouteTask:
                 rows[col].append(v)
         unrouted = np.flatnonzero(idx < 0)
         if len(unrouted):
-            self._quarantine(u, r, lines, reason, unrouted, line_numbers, rows)
+            self._quarantine(u, r, lines, unrouted_reasons(lines, unrouted, bad), unrouted,
+                             line_numbers, rows)
         return pa.RecordBatch.from_pydict(rows, schema=pa.schema([
             ("unit", pa.int32()), ("db", pa.string()), ("tbl", pa.string()),
             ("reason", pa.string()), ("events", pa.int64())]))
 
-    def _quarantine(self, u: int, r: LineRange, lines: pa.Array, reason: pa.Array,
+    def _quarantine(self, u: int, r: LineRange, lines: pa.Array, why: list[str],
                     rows_at: np.ndarray, line_numbers: LineNumbers,
                     rows: dict[str, list[object]]) -> None:
-        """Count the lines ``rows_at`` (no table) by reason; quarantine all but tombstones."""
-        why = reason.take(pa.array(rows_at)).to_pylist()
+        """Count the lines ``rows_at`` (no table; ``why``: their reasons) by reason;
+        quarantine all but tombstones."""
         text = lines.take(pa.array(rows_at)).to_pylist()
         records = [json.dumps({"batch": self.batch, "file": r.path,
                                "line": line_numbers(r.file_index, r.first_position + int(j)),

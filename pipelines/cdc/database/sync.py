@@ -40,6 +40,7 @@ from pipelines.cdc.database.staging import (
     MARKER,
     STAGING,
     RoutedBatch,
+    SourceTable,
     StagedTable,
     clear_staging,
     line_tables,
@@ -87,18 +88,6 @@ class DatabaseOptions:
 
     def table_filter(self) -> TableFilter:
         return TableFilter(self.including_tables, self.excluding_tables)
-
-
-@dataclass(frozen=True)
-class SourceTable:
-    """A source table a landing's events name (``database`` None: the events name none)."""
-
-    database: str | None
-    table: str
-
-    @property
-    def name(self) -> str:
-        return f"{self.database}.{self.table}" if self.database is not None else self.table
 
 
 @dataclass
