@@ -35,9 +35,11 @@ from assets.metadata import TABLE, accepts_properties, context_properties, snaps
 from assets.resources import SPARK_POOL, LandingZone, PaimonCatalog, SparkResource
 from assets.runs import ensure_table, non_retryable
 from assets.tables import DAILY_START, TableSpec
+from paimon_core.errors import ConfigError
 from pipelines.cdc.events import CONNECTOR_POSITIONS
 from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS
 from pipelines.cdc.ingest import BatchReport, CdcOptions, ErrorRatioExceeded, ingest_batch
+from pipelines.cdc.source_tables import TableFilter
 
 __all__ = [
     "CDC_PARTITIONS",
@@ -71,6 +73,10 @@ class CdcSource:
             ``partitioning`` is ``none``: the directory then holds the files of one batch).
         landing_root: another root than the ``landing`` resource's (same storage).
         format: the events' format, a name of :data:`pipelines.cdc.formats.FORMATS`.
+        source_table: which source table's events are the table's (a
+            :class:`~pipelines.cdc.source_tables.TableFilter` pattern, as ``--source-table``);
+            ``None``: the table's own name in any database. Events of other tables are
+            skipped and counted.
         connector: the Debezium connector whose source position orders the events (a key
             of :data:`pipelines.cdc.events.CONNECTOR_POSITIONS`); ``None`` = the events'
             ``source.connector``.
@@ -90,6 +96,7 @@ class CdcSource:
     layout: str = DEFAULT_LAYOUT
     landing_root: str | None = None
     format: str = DEFAULT_FORMAT
+    source_table: str | None = None
     connector: str | None = None
     position_fields: tuple[str, ...] = ()
     max_error_ratio: float = 0.05
@@ -102,6 +109,11 @@ class CdcSource:
         if self.format not in FORMATS:
             raise SettingsError(f"unknown CDC format {self.format!r}: expected one of "
                              f"{', '.join(sorted(FORMATS))}")
+        if self.source_table is not None:
+            try:
+                TableFilter(self.source_table)
+            except ConfigError as e:
+                raise SettingsError(f"source_table: {e.reason}") from e
         if self.connector is not None and self.connector not in CONNECTOR_POSITIONS:
             raise SettingsError(f"unknown CDC connector {self.connector!r}: expected one of "
                              f"{', '.join(sorted(CONNECTOR_POSITIONS))}")
@@ -222,6 +234,7 @@ def _options(config: CdcConfig, source: CdcSource, user: str,
                             else config.max_error_ratio),
         "commit_user": user,
         "format": source.format,
+        "source_table": source.source_table,
     }
     # snapshot properties of the commit (run id -> lineage), where the job supports them
     if "properties" in {f.name for f in dataclasses.fields(CdcOptions)}:

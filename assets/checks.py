@@ -20,7 +20,7 @@ How they run besides the runs that include them (:class:`CheckPolicy`):
 """
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,8 @@ from assets.tables import TableSpec
 from paimon_core import CoreOptions
 from paimon_core.fsck import fsck  # the public submodule (the root keeps its name for it)
 
-__all__ = ["CheckPolicy", "build_check_schedule", "build_table_checks", "check_names"]
+__all__ = ["CheckPolicy", "build_check_schedule", "build_group_check_schedule",
+           "build_table_checks", "check_names"]
 
 CHECK_NAMES = ("fsck_clean", "small_files", "snapshot_retention", "freshness")
 
@@ -92,25 +93,33 @@ def build_check_schedule(spec: TableSpec, policy: CheckPolicy
                          ) -> tuple[Any, dg.ScheduleDefinition] | None:
     """The job running the table's ``policy.evaluated`` checks alone (``<slug>_checks_job``)
     and its schedule on ``policy.cron`` (UTC); ``None`` without a cron."""
-    if policy.cron is None or not policy.evaluated:
+    return build_group_check_schedule(spec.slug, [spec], policy)
+
+
+def build_group_check_schedule(slug: str, specs: Sequence[TableSpec], policy: CheckPolicy
+                               ) -> tuple[Any, dg.ScheduleDefinition] | None:
+    """One job running the ``policy.evaluated`` checks of every table of ``specs`` alone
+    (``<slug>_checks_job``: a component of many tables has one) and its schedule on
+    ``policy.cron`` (UTC); ``None`` without a cron or a table."""
+    if policy.cron is None or not policy.evaluated or not specs:
         return None
-    key = dg.AssetKey(spec.key_path)
+    what = ", ".join(s.identifier for s in specs)
     job = dg.define_asset_job(
-        f"{spec.slug}_checks_job",
-        selection=dg.AssetSelection.checks(*(dg.AssetCheckKey(key, n) for n in policy.evaluated)),
-        description=f"Evaluate {', '.join(policy.evaluated)} of {spec.identifier} (no run "
-        "of the table).")
+        f"{slug}_checks_job",
+        selection=dg.AssetSelection.checks(*(dg.AssetCheckKey(dg.AssetKey(s.key_path), n)
+                                             for s in specs for n in policy.evaluated)),
+        description=f"Evaluate {', '.join(policy.evaluated)} of {what} (no run of the "
+        "table).")
     try:
         schedule = dg.ScheduleDefinition(
-            name=f"{spec.slug}_checks_schedule", cron_schedule=policy.cron, job=job,
+            name=f"{slug}_checks_schedule", cron_schedule=policy.cron, job=job,
             execution_timezone="UTC",
             default_status=(dg.DefaultScheduleStatus.RUNNING if policy.schedule_running
                             else dg.DefaultScheduleStatus.STOPPED),
-            description=f"Evaluate {', '.join(policy.evaluated)} of {spec.identifier} on "
+            description=f"Evaluate {', '.join(policy.evaluated)} of {what} on "
             f"'{policy.cron}' (UTC).")
     except dg.DagsterInvalidDefinitionError as e:
-        raise SettingsError(f"{spec.identifier}: checks.schedule.cron {policy.cron!r}: {e}"
-                            ) from e
+        raise SettingsError(f"{what}: checks.schedule.cron {policy.cron!r}: {e}") from e
     return job, schedule
 
 

@@ -6,6 +6,9 @@ Four components, each a thin YAML front to the builders of :mod:`assets.cdc`,
 
 * :class:`PaimonCdcTable` — a primary-key table fed by CDC change events (``pipelines.cdc.ingest``):
   asset, checks, ingestion job and its schedule.
+* :class:`PaimonCdcDatabase` — every table of one CDC feed of a whole database
+  (``pipelines.cdc.database``): one asset per table in one multi-asset (one Spark pass a run),
+  tables appearing in the feed becoming assets at the next load (a state-backed component).
 * :class:`PaimonOverwriteTable` — a partitioned table whose partitions are replaced by landed
   extracts (``pipelines.batch_overwrite``): asset, checks, job and schedule.
 * :class:`PaimonDerivedTable` — a table following a source table snapshot range by snapshot
@@ -32,6 +35,7 @@ Example ``defs.yaml``::
 """
 
 from assets.components.alerts import PaimonRunAlerts
+from assets.components.database import PaimonCdcDatabase
 from assets.components.maintenance import (
     CompactionAttributes,
     ExpiryAttributes,
@@ -54,6 +58,7 @@ __all__ = [
     "Column",
     "CompactionAttributes",
     "ExpiryAttributes",
+    "PaimonCdcDatabase",
     "PaimonCdcTable",
     "PaimonDerivedTable",
     "PaimonOverwriteTable",

@@ -69,6 +69,8 @@ TEMPLATES: dict[str, dict[str, Any]] = {
                                                   {"name": "is_open", "type": "BOOLEAN"}],
         "primary_key": ["id"], "source": "shop.orders", "transform": "my_project.transforms:fn"},
     "PaimonTableMaintenance": {"table": "shop.orders"},
+    "PaimonCdcDatabase": {"database": "ods", "landing": "inventory", "format": "canal-json",
+                          "landing_sensor": {}},
     "PaimonResources": {"deployment": "local"},
 }
 
@@ -242,6 +244,11 @@ class CdcSourceAttributes(dg.Model):
     landing_root: str | None = Field(default=None, description="instead of the landing "
                                      "resource's root")
     format: str = Field(default=DEFAULT_FORMAT, description="debezium-json, debezium-avro...")
+    source_table: str | None = Field(
+        default=None, description="the source table whose events the landing's files hold "
+        "for this table (a regex, full match against the table name or database.table, as "
+        "--source-table); events of other tables are skipped and counted; unset: the "
+        "table's own name, any database")
     connector: str | None = Field(default=None, description="Debezium connector ordering the "
                                   "events (postgresql, mysql, sqlserver...); unset: the "
                                   "events' source.connector")
@@ -278,6 +285,7 @@ class PaimonCdcTable(dg.Component, TableAttributes, dg.Resolvable):
         spec = self.spec()
         src = self.source
         source = CdcSource(layout=src.layout, landing_root=src.landing_root, format=src.format,
+                           source_table=src.source_table,
                            connector=src.connector, position_fields=tuple(src.position_fields),
                            max_error_ratio=src.max_error_ratio,
                            partitioning=src.partitioning, start=src.start,

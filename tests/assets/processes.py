@@ -210,16 +210,17 @@ def _keys(asset_keys: list[list[str]]) -> list[dict[str, list[str]]]:
 
 def ui_materialize(dev: DagsterDev, asset_keys: list[list[str]], partition: str | None = None,
                    tags: Mapping[str, str] | None = None,
-                   run_config: Mapping[str, Any] | None = None) -> str:
+                   run_config: Mapping[str, Any] | None = None, *,
+                   location: str = "paimon") -> str:
     """"Materialize" ``asset_keys`` (one ``partition`` of them) as the UI does: for a
     partition, its tags and config from the asset job first; then one run of the asset job
-    (with ``run_config``: as the launchpad, "Open launchpad" then edited). Returns the run
-    id."""
+    (with ``run_config``: as the launchpad, "Open launchpad" then edited) of code location
+    ``location``. Returns the run id."""
     [repo] = dev.graphql(REPOSITORY_NAME)["repositoriesOrError"]["nodes"]
     run_tags, config = [], "{}"
     if partition is not None:
         job = dev.graphql(PARTITION_FOR_ASSET_JOB, {
-            "repositoryName": repo["name"], "repositoryLocationName": "paimon",
+            "repositoryName": repo["name"], "repositoryLocationName": location,
             "jobName": ASSET_JOB, "partitionName": partition, "assetKeys": _keys(asset_keys),
         })["pipelineOrError"]
         assert job["__typename"] == "Pipeline", job
@@ -233,7 +234,7 @@ def ui_materialize(dev: DagsterDev, asset_keys: list[list[str]], partition: str 
         "mode": "default",
         "executionMetadata": {"tags": run_tags},
         "runConfigData": config,
-        "selector": {"repositoryLocationName": "paimon", "repositoryName": repo["name"],
+        "selector": {"repositoryLocationName": location, "repositoryName": repo["name"],
                      "pipelineName": ASSET_JOB, "assetSelection": _keys(asset_keys),
                      "assetCheckSelection": []},
     }})["launchPipelineExecution"]

@@ -139,3 +139,44 @@ def test_snapshot_names_the_run(
     snap = FileSystemCatalog(str(lake["warehouse"])).get_table("cdc.customers").latest_snapshot()
     assert snap.properties[RUN_ID_PROPERTY] == result.run_id
     assert snap.properties["dagster.partition-key"] == feed.days[0]
+
+
+SOURCE_TABLE_YAML = """
+table: shop.products
+columns: [{name: id, type: BIGINT}, {name: name, type: STRING}]
+primary_key: [id]
+source: {format: canal-json, source_table: 'inventory\\.products2', partitioning: none,
+         layout: "{table}"}
+"""
+
+
+def test_source_table_reaches_the_job(lake: dict[str, Path], resources: dict[str, Any],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``source.source_table`` of a PaimonCdcTable is the job's ``CdcOptions.source_table``
+    (the events of other tables are the job's to skip); a pattern that is no regex is refused
+    at load, naming the attribute."""
+    from assets.components import PaimonCdcTable
+    from assets.labels import SettingsError
+    from pipelines.cdc.ingest import BatchReport
+
+    seen: list[CdcOptions] = []
+
+    def fake(spark: Any, settings: Any, identifier: str, batch: int, files: list[str],
+             options: CdcOptions, **kw: Any) -> BatchReport:
+        seen.append(options)
+        return BatchReport(batch=batch, events=1, valid=1)
+
+    monkeypatch.setattr("assets.cdc.ingest_batch", fake)
+    monkeypatch.setattr("assets.resources.SparkResource.session", lambda self: None)
+    landed = lake["landing"] / "shop.products"
+    landed.mkdir()
+    (landed / "part-0.json").write_text("{}\n")
+    defs = dg.build_defs_for_component(PaimonCdcTable.resolve_from_yaml(SOURCE_TABLE_YAML))
+    [asset] = [a for a in defs.assets or () if isinstance(a, dg.AssetsDefinition)]
+    assert dg.materialize([asset], resources=resources).success
+    [options] = seen
+    assert options.source_table == "inventory\\.products2"
+    assert options.format == "canal-json"
+    with pytest.raises(SettingsError, match=r"source_table: .*'inventory\(' is not a regular"):
+        dg.build_defs_for_component(PaimonCdcTable.resolve_from_yaml(
+            SOURCE_TABLE_YAML.replace("inventory\\.products2", "inventory(")))
