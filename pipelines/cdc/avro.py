@@ -84,10 +84,11 @@ NOT_ENVELOPE = "not a Debezium change event file"
 UNSUPPORTED_SCHEMA = "unsupported Avro schema"
 #: the reason of a file compressed by a codec fastavro cannot read here (its library missing)
 UNSUPPORTED_CODEC = "unsupported Avro codec"
-#: the modules (any one of them) each codec needs besides the standard library
+#: the modules (any one of them) fastavro needs for each codec besides the standard library
+#: (fastavro 1.13's block readers; cramjam and backports.zstd are dependencies of ours)
 _CODEC_MODULES = {"null": (), "deflate": (), "bzip2": (), "xz": (),
-                  "snappy": ("cramjam", "snappy"), "zstandard": ("cramjam", "zstandard"),
-                  "lz4": ("cramjam", "lz4")}
+                  "snappy": ("cramjam", "snappy"), "zstandard": ("backports.zstd",),
+                  "lz4": ("lz4",)}
 #: the Connect logical name of a bare Avro ``logicalType`` (a field without ``connect.name``,
 #: as written by other Avro producers); ``connect.name`` wins where both are given
 AVRO_LOGICAL_NAMES = {
@@ -435,6 +436,7 @@ def decode_avro_file(
     schema: TableSchema,
     *,
     file_index: int = 0,
+    first_line: int = 1,
     settings: DecodeSettings = DEFAULT_SETTINGS,
     bucket: bool = True,
     threads: bool = False,
@@ -442,8 +444,10 @@ def decode_avro_file(
     """The change rows of one Avro container file of Debezium envelopes (see the module
     docs), as :func:`pipelines.cdc.decode.decode_file` returns them for a JSON file (same
     columns, :func:`pipelines.cdc.decode.output_schema`); ``_pos_line`` is the record's
-    1-based ordinal. ``threads`` is accepted for the same signature (fastavro reads on one
-    thread)."""
+    1-based ordinal, plus ``first_line - 1`` (``data`` is then the header and one range of
+    blocks of a larger file, :mod:`pipelines.cdc.avro_blocks`, and ``first_line`` the
+    range's first record position). ``threads`` is accepted for the same signature
+    (fastavro reads on one thread)."""
     del threads
     target = output_schema(schema, settings.position_fields)
     t, rows, tomb, stop = read_envelopes(data)
@@ -451,13 +455,14 @@ def decode_avro_file(
     lazy = Lazy(lambda: _record_lines(t, rows, max(total, 1)))
     parts: list[pa.Table] = []
     if t.num_rows:
-        parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, 1, settings))
+        parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, first_line,
+                                 settings))
     special: list[tuple[int, str, str | None]] = [(int(j), TOMBSTONE, None) for j in tomb]
     if stop is not None:  # the quarantine's "event" holds what went wrong
         special.append((stop[1], stop[0], stop[2]))
     if special:
         parts.append(outcome_rows(target, [r for _, r, _ in special],
                                   pa.array([v for _, _, v in special], pa.string()),
-                                  file_index, [j + 1 for j, _, _ in special]))
+                                  file_index, [first_line + j for j, _, _ in special]))
     out = pa.concat_tables(parts) if parts else target.empty_table()
     return with_buckets(out, schema) if bucket else out

@@ -39,9 +39,13 @@ connectors', so that the job's order columns are the same):
 * ``ogg-json``: ``pos`` (trail sequence number and RBA, digits) as a number; it also fills
   the table's sequence column. A ``pos`` that does not fit a BIGINT is refused.
 * ``maxwell-json``: ``position`` (``binlog.000003:1234``, with ``output_binlog_position``)
-  as (file, pos, ``xoffset``); the sequence column gets file index, pos and xoffset packed as
-  MySQL's (:data:`pipelines.cdc.events.MYSQL_BITS`; refused when they do not fit, e.g. more
-  than 2047 rows in one transaction). Without ``position`` (Maxwell's default): the arrival
+  as (file, pos, ``xoffset``), exactly; the sequence column gets file index, pos and xoffset
+  packed as MySQL's (:data:`pipelines.cdc.events.MYSQL_BITS`; refused when the file index or
+  pos do not fit; past row 2047 of a transaction the rows of one binlog rows event share one
+  value, see :func:`pipelines.cdc.format_views._maxwell_sequence`: a key appears twice in
+  one rows event only in a key-changing multi-row UPDATE, and those rows are ordered by
+  (file, pos, xoffset) within a batch, by the batch order across batches). Without
+  ``position`` (Maxwell's default): the arrival
   order; ``xid`` is no order (InnoDB assigns it when a transaction starts, not when it
   commits), and such an event is refused when the table has a sequence column.
 * ``canal-json``, ``aws-dms-json``: nothing orderable (``es`` / ``ts`` / DMS timestamps are
@@ -93,6 +97,7 @@ from pipelines.cdc.format_views import (
     ogg_declared,
     ogg_view,
 )
+from pipelines.cdc.ranges import RangeUnit
 from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
 from pipelines.cdc.view import decode_view
 from pipelines.writer import BUCKET_COLUMN as BUCKET
@@ -241,9 +246,11 @@ class CdcFormat:
     placeholder: bool = False
     #: the image field names of an event (dict) for sampling new columns' values
     images: Callable[[Any], list[Any]] | None = None
-    #: whether a file is lines that can be decoded in line-aligned ranges
-    #: (:mod:`pipelines.cdc.ranges`; ``decode`` then takes ``first_line``)
+    #: whether a file can be decoded in ranges of whole units (:mod:`pipelines.cdc.ranges`;
+    #: ``decode`` then takes ``first_line``, the position of the range's first unit)
     splittable: bool = True
+    #: what a range holds whole: lines, or the blocks of an Avro container file
+    unit: RangeUnit = "line"
 
 
 def _debezium_images(ev: Any) -> list[Any]:
@@ -271,11 +278,11 @@ def _json(name: str, declared: Callable[[TableSchema], pa.Schema], view: _ViewFn
 FORMATS: dict[str, CdcFormat] = {
     DEFAULT_FORMAT: CdcFormat(DEFAULT_FORMAT, decode_file, True, True, _debezium_images),
     "debezium-avro": CdcFormat("debezium-avro", decode_avro_file, True, True, _debezium_images,
-                                splittable=False),
+                                unit="avro-block"),
     "canal-json": _json("canal-json", canal_declared, canal_view, False),
     "maxwell-json": _json("maxwell-json", maxwell_declared, maxwell_view, True,
-                          "Maxwell's position: output_binlog_position, at most 2047 rows of "
-                          "a transaction"),
+                          "Maxwell's position: output_binlog_position, a binlog file index "
+                          "below 2^20 and a pos below 2^32"),
     "ogg-json": _json("ogg-json", ogg_declared, ogg_view, True, "GoldenGate's pos"),
     "aws-dms-json": _json("aws-dms-json", dms_declared, dms_view, False),
 }
