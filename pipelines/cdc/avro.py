@@ -48,9 +48,11 @@ JSON with schemas decode to the same rows; ``tests/pipelines/test_cdc_avro.py``)
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import io
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -105,6 +107,8 @@ AVRO_LOGICAL_NAMES = {
     "uuid": "io.debezium.data.Uuid",
 }
 _ENVELOPE = ("op", "ts_ms", "before", "after", "source")
+#: the type of a union of several primitive types, read as text (:func:`_union_text`)
+_TEXT_UNION = "union-of-primitives"
 #: records turned into Arrow at a time
 _CHUNK = 1 << 16
 _PRIMITIVES = {"null": pa.null(), "boolean": pa.bool_(), "int": pa.int64(),
@@ -145,10 +149,13 @@ def avro_file_order(path: str) -> tuple[str, str, int, int]:
 
 
 class _Names:
-    """The named types of one writer schema (records, enums, fixed), by full name."""
+    """The named types of one writer schema (records, enums, fixed), by full name, and the
+    record fields whose type is a union of several primitive types (:data:`_TEXT_UNION`): the
+    path of record field names from the envelope's field, and the union's branches."""
 
     def __init__(self) -> None:
         self.types: dict[str, Mapping[str, Any]] = {}
+        self.unions: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
 
     def resolve(self, s: Any, namespace: str | None) -> Any:
         if isinstance(s, str) and s not in _PRIMITIVES:
@@ -178,13 +185,37 @@ def _strip_logical(s: Any) -> Any:
 
 
 def _nullable(s: Any, names: _Names, namespace: str | None, where: str) -> Any:
-    """The non-null branch of a union with ``null`` (Connect's optional), else ``s``."""
+    """The non-null branch of a union with ``null`` (Connect's optional), else ``s``; a union
+    of several primitive (or enum / fixed) types is ``{"type": _TEXT_UNION, "branches"}``.
+
+    Raises:
+        ValueError: a union with a record, array or map among several types (named by
+            ``where``).
+    """
     if isinstance(s, list):
         rest = [b for b in s if b != "null"]
-        if len(rest) != 1:
-            raise ValueError(f"{where}: union {json.dumps(s)} is not an optional type")
+        if len(rest) > 1:
+            return _text_union(rest, names, namespace, where)
+        if not rest:
+            raise ValueError(f"{where}: union {json.dumps(s)} holds no type")
         s = rest[0]
     return names.resolve(s, namespace)
+
+
+def _text_union(branches: list[Any], names: _Names, namespace: str | None,
+                where: str) -> dict[str, Any]:
+    kinds = []
+    for b in branches:
+        r = names.resolve(b, namespace)
+        kind = r if isinstance(r, str) else r.get("type")
+        if kind in ("enum", "fixed"):
+            names.define(r, namespace)
+            kind = "string" if kind == "enum" else "bytes"
+        if kind not in _PRIMITIVES or kind == "null":
+            raise ValueError(f"{where}: union {json.dumps(branches)[:200]} mixes {kind} with "
+                             "other types (only unions of primitive types are read)")
+        kinds.append(str(kind))
+    return {"type": _TEXT_UNION, "branches": tuple(kinds)}
 
 
 def _arrow_type(s: Any, names: _Names, namespace: str | None, where: str) -> pa.DataType:
@@ -194,6 +225,13 @@ def _arrow_type(s: Any, names: _Names, namespace: str | None, where: str) -> pa.
     if isinstance(s, str):
         return _PRIMITIVES[s]
     t = s.get("type")
+    if t == _TEXT_UNION:
+        path = tuple(where.split("."))
+        if any("[" in p or "{" in p for p in path):
+            raise ValueError(f"{where}: a union of several types inside an array or a map "
+                             "is not read")
+        names.unions.append((path, s["branches"]))
+        return pa.string()
     if t in ("record", "error"):
         ns = names.define(s, namespace)
         return pa.struct([pa.field(f["name"], _arrow_type(f["type"], names, ns,
@@ -304,6 +342,8 @@ def _shortest_float(arr: pa.Array) -> pa.Array:
 def _jsonish(arr: pa.Array, s: Any, names: _Names, namespace: str | None) -> pa.Array:
     """Values read by fastavro (Arrow type :func:`_arrow_type`) in Connect JSON's form."""
     s = _nullable(s, names, namespace, "")
+    if isinstance(s, dict) and s.get("type") == _TEXT_UNION:
+        return arr  # already text (:func:`_union_text`)
     if isinstance(s, dict) and s.get("type") not in ("record", "error", "enum", "fixed",
                                                      "array", "map"):
         s = s.get("type")
@@ -323,6 +363,38 @@ def _jsonish(arr: pa.Array, s: Any, names: _Names, namespace: str | None) -> pa.
         mask = pc.is_null(arr) if arr.null_count else None
         return pa.StructArray.from_arrays(kids, [f["name"] for f in fields], mask=mask)
     return arr
+
+
+def _union_text(v: Any, branches: tuple[str, ...]) -> Any:
+    """A value of a union of several primitive types as text, the table's type decodes it as
+    it decodes a JSON value (``5`` -> ``"5"`` for a BIGINT or a STRING column; a string
+    stays itself; bytes as base64; a ``float`` branch's value as its shortest text)."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if "double" not in branches and math.isfinite(v):
+            return str(np.float32(v))
+        return repr(v)
+    if isinstance(v, bytes):
+        return base64.b64encode(v).decode("ascii")
+    raise TypeError(f"not a primitive value: {type(v).__name__}")
+
+
+def _unions_as_text(records: list[Any], unions: list[tuple[tuple[str, ...], tuple[str, ...]]]
+                    ) -> None:
+    """The values of union-typed fields of ``records`` (at ``unions``' paths) made text, in
+    place (Python: fastavro's records are Python objects already)."""
+    for rec in records:
+        for path, branches in unions:
+            d = rec
+            for p in path[:-1]:
+                d = d.get(p) if isinstance(d, dict) else None
+            if isinstance(d, dict) and path[-1] in d:
+                d[path[-1]] = _union_text(d[path[-1]], branches)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -404,6 +476,7 @@ def read_envelopes(data: bytes) -> tuple[pa.Table, np.ndarray, np.ndarray, Stop 
                     rows.append(count)
                 count += 1
                 if len(pending) >= _CHUNK:
+                    _unions_as_text(pending, names.unions)
                     chunks.append(pa.array(pending, struct))
                     pending = []
         except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -411,6 +484,7 @@ def read_envelopes(data: bytes) -> tuple[pa.Table, np.ndarray, np.ndarray, Stop 
         except Exception as e:  # corrupt block / codec: keep what was read
             stop = (CORRUPT_AVRO, count, f"reading stopped at record {count + 1} (the records "
                     f"of its block and after are lost): {type(e).__name__}: {e}")
+        _unions_as_text(pending, names.unions)
         chunks.append(pa.array(pending, struct))
         arr = pa.concat_arrays(chunks)
         cols = {f["name"]: _jsonish(kid, f["type"], names, ns)
