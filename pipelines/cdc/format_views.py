@@ -19,6 +19,7 @@ from paimon_core.integration import BINARY_ROOTS, INTEGER_ROOTS, STRING_ROOTS, A
 from pipelines.cdc.events import (
     MYSQL_BITS,
 )
+from pipelines.cdc.ogg_compressed import Presence, merge_compressed
 from pipelines.cdc.values import Fields, json_text
 
 __all__ = ["DDL", "View", "canal_declared", "canal_view", "dms_declared", "dms_view",
@@ -334,7 +335,10 @@ def ogg_declared(schema: TableSchema) -> pa.Schema:
 _OGG_OPS = {"I": "c", "U": "u", "D": "d", "T": "t"}
 
 
-def ogg_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarray) -> View:
+def ogg_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarray,
+             presence: Presence | None = None) -> View:
+    """GoldenGate's events; ``presence``: the columns each line's images hold, for the
+    compressed updates (:mod:`pipelines.cdc.ogg_compressed`)."""
     n = t.num_rows
     event, row = _single(t)
     op = _ops(_text(_col(t, "op_type"), n), _OGG_OPS)
@@ -343,6 +347,10 @@ def ogg_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarra
     b_raw, a_raw = _col(t, "before"), _col(t, "after")
     after = _image(a_raw, cru, schema, text=False)
     before = _image(b_raw, is_u | is_d, schema, text=False)
+    compressed = pa.nulls(n, pa.string())
+    if presence is not None and is_u.any():
+        after, compressed = merge_compressed(after, before, presence, lines, is_u,
+                                             schema.field_names)
     pos_text = _text(_col(t, "pos"), n)
     digits = pc.utf8_ltrim(pos_text, "0")
     is_num = _np(pc.match_substring_regex(pos_text, r"^[0-9]+$"))
@@ -353,6 +361,7 @@ def ogg_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarra
     zero = pa.array(np.zeros(n, np.int64))
     outcome = pc.if_else(pa.array(is_num & ~short),
                          "ogg-json: pos does not fit a BIGINT", _NULL_S)
+    outcome = pc.if_else(pc.is_valid(compressed), compressed, outcome)
     bad = _not_struct(b_raw, n) | _not_struct(a_raw, n)
     outcome = pc.if_else(pa.array(bad), "malformed JSON", outcome)
     return View(op, before, after, [num, zero, zero], num,

@@ -25,8 +25,10 @@ Semantics, format by format (Paimon's ``*RecordParser`` of
   ``data`` with ``old``'s values; DDL and bootstrap-start / -complete markers are skipped and
   counted (``ddl``; Paimon skips events without ``data`` silently). BOOLEAN takes 1 / 0.
 * ``ogg-json`` (Oracle GoldenGate): ``op_type`` I / U / D, T (truncate: empties the table;
-  Paimon throws), ``before`` / ``after``. An update's ``after`` is taken as the whole row, as
-  Paimon does: GoldenGate's compressed updates (only changed columns) are not merged.
+  Paimon throws), ``before`` / ``after``. A compressed update (``after`` holds only the key
+  and the changed columns) takes the columns it leaves out from ``before``; a column neither
+  image holds is refused by name (:mod:`pipelines.cdc.ogg_compressed`; Paimon takes
+  ``after`` as the whole row: a left-out column becomes NULL).
 * ``aws-dms-json``: ``metadata.operation`` load -> ``r``, insert / update / delete;
   ``record-type`` other than ``data`` (control records: DDL) skipped and counted (``ddl``);
   an update's before image from the ``BI_``-prefixed columns of the
@@ -62,6 +64,7 @@ checks that both give the same rows).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -97,6 +100,7 @@ from pipelines.cdc.format_views import (
     ogg_declared,
     ogg_view,
 )
+from pipelines.cdc.ogg_compressed import Presence, ogg_presence
 from pipelines.cdc.ranges import RangeUnit
 from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
 from pipelines.cdc.view import decode_view
@@ -131,6 +135,9 @@ class JsonFormat:
     fills_sequence: bool
     #: what a sequence column needs of this format's events (said in the refusal's reason)
     sequence_hint: str = ""
+    #: ``(data, columns, first_line) -> presence``: which columns each line's images hold,
+    #: handed to ``view_fn`` as ``presence`` (GoldenGate's compressed updates)
+    presence_fn: Callable[[bytes, Sequence[str], int], Presence | None] | None = None
 
     def declared(self, schema: TableSchema) -> pa.Schema:
         return self.declared_fn(schema)
@@ -141,7 +148,12 @@ class JsonFormat:
         ``settings.unavailable`` is ignored)."""
         settings = replace(settings, unavailable="store")
         check_sequence(self.name, settings.sequence_column, settings.position_fields)
-        return decode_file(data, schema, fmt=self, settings=settings, **kw)
+        fmt = self
+        if self.presence_fn is not None:
+            presence = self.presence_fn(data, schema.field_names, kw.get("first_line", 1))
+            if presence is not None:
+                fmt = replace(self, view_fn=functools.partial(self.view_fn, presence=presence))
+        return decode_file(data, schema, fmt=fmt, settings=settings, **kw)
 
     def chunk_rows(self, t: pa.Table, rows: np.ndarray, lines: Callable[[], pa.Array],
                    target: pa.Schema, schema: TableSchema, file_index: int, first_line: int,
@@ -269,8 +281,10 @@ def _data_images(ev: Any) -> list[Any]:
 
 
 def _json(name: str, declared: Callable[[TableSchema], pa.Schema], view: _ViewFn,
-          fills_sequence: bool, sequence_hint: str = "") -> CdcFormat:
-    f = JsonFormat(name, declared, view, fills_sequence, sequence_hint)
+          fills_sequence: bool, sequence_hint: str = "",
+          presence_fn: Callable[[bytes, Sequence[str], int], Presence | None] | None = None
+          ) -> CdcFormat:
+    f = JsonFormat(name, declared, view, fills_sequence, sequence_hint, presence_fn)
     return CdcFormat(name, f.decode, fills_sequence, False, _data_images)
 
 
@@ -283,7 +297,8 @@ FORMATS: dict[str, CdcFormat] = {
     "maxwell-json": _json("maxwell-json", maxwell_declared, maxwell_view, True,
                           "Maxwell's position: output_binlog_position, a binlog file index "
                           "below 2^20 and a pos below 2^32"),
-    "ogg-json": _json("ogg-json", ogg_declared, ogg_view, True, "GoldenGate's pos"),
+    "ogg-json": _json("ogg-json", ogg_declared, ogg_view, True, "GoldenGate's pos",
+                      ogg_presence),
     "aws-dms-json": _json("aws-dms-json", dms_declared, dms_view, False),
 }
 
