@@ -349,8 +349,7 @@ def ogg_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarra
     before = _image(b_raw, is_u | is_d, schema, text=False)
     compressed = pa.nulls(n, pa.string())
     if presence is not None and is_u.any():
-        after, compressed = merge_compressed(after, before, presence, lines, is_u,
-                                             schema.field_names)
+        after, compressed = merge_compressed(after, before, presence, lines, is_u)
     pos_text = _text(_col(t, "pos"), n)
     digits = pc.utf8_ltrim(pos_text, "0")
     is_num = _np(pc.match_substring_regex(pos_text, r"^[0-9]+$"))

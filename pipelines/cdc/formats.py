@@ -59,7 +59,8 @@ With ``--position-fields``, the named top-level fields of the event (for DMS als
 ``metadata``) order the events and the first fills the sequence column, as for Debezium.
 
 The Spark SQL reference of these semantics is :mod:`pipelines.cdc.format_events` (a test
-checks that both give the same rows).
+checks that both give the same rows), except GoldenGate's compressed updates, which it does
+not merge or refuse (it has no channel for a format's own refusal reasons).
 """
 
 from __future__ import annotations
@@ -150,7 +151,8 @@ class JsonFormat:
         check_sequence(self.name, settings.sequence_column, settings.position_fields)
         fmt = self
         if self.presence_fn is not None:
-            presence = self.presence_fn(data, schema.field_names, kw.get("first_line", 1))
+            columns = [c for c in schema.field_names if c != settings.sequence_column]
+            presence = self.presence_fn(data, columns, kw.get("first_line", 1))
             if presence is not None:
                 fmt = replace(self, view_fn=functools.partial(self.view_fn, presence=presence))
         return decode_file(data, schema, fmt=fmt, settings=settings, **kw)

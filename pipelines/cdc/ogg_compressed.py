@@ -9,12 +9,13 @@ decode of one file cannot know. Paimon's ``OggRecordParser`` takes ``after`` as 
 (``processRecord(after, INSERT)``): a left-out column becomes NULL there, silently.
 
 A key left out is told apart from a key given as ``null`` (an update to NULL) by the line's
-text, since Arrow's JSON reader reads both as NULL: :func:`ogg_presence` matches, per table
-column, ``"<image>": {... "<column>":`` with a regular expression that steps over whole JSON
-strings (a key inside a string value is not a key), vectorised over the lines. Images are
-flat objects (GoldenGate prints column values, never objects). A table column that no image
-of the decoded range holds (e.g. the sequence column, filled from ``pos``) is not a source
-column there and is not refused.
+text, since Arrow's JSON reader reads both as NULL: :func:`ogg_presence` extracts each
+line's image objects with a regular expression that steps over whole JSON strings, then
+matches ``"<column>":`` in them (a quote inside a string is escaped, so that text is a key),
+vectorised over the lines, only for the updates with a NULL in ``after`` (an update holding
+every column is whole). Images are flat objects (GoldenGate prints column values, never
+objects). A table column the source does not send is named too, except the sequence column
+(filled from ``pos``).
 """
 
 from __future__ import annotations
@@ -40,54 +41,82 @@ _TOKEN = r'(?:[^"{}]|"(?:[^"\\]|\\.)*")'
 
 @dataclass(frozen=True)
 class Presence:
-    """Per table column, per line of a decoded range (line ``first_line`` first): whether the
-    line's ``after`` / ``before`` object holds the column's key."""
+    """The lines of a decoded range (line ``first_line`` first), to tell per line which keys
+    its ``after`` / ``before`` objects hold (:meth:`holds`, asked only for the updates that
+    may be compressed), and the table columns the source sends (every column but the
+    sequence column)."""
 
     first_line: int
-    after: dict[str, np.ndarray]
-    before: dict[str, np.ndarray]
+    lines: pa.Array
+    columns: tuple[str, ...]
+
+    def holds(self, image: str, names: Sequence[str], rows: np.ndarray
+              ) -> dict[str, np.ndarray]:
+        """Per name, whether the ``image`` object of each of the lines ``rows`` (0-based in
+        the range) holds that key."""
+        objects = _objects(self.lines.take(pa.array(rows)), image)
+        return {n: _holds(objects, n) for n in names}
 
 
-def _holds(lines: pa.Array, image: str, name: str) -> np.ndarray:
-    pattern = rf'"{image}"\s*:\s*\{{{_TOKEN}*?"{re.escape(name)}"\s*:'
-    hit = pc.fill_null(pc.match_substring_regex(lines, pattern), False)
-    return np.asarray(hit.to_numpy(zero_copy_only=False), bool)
+def _objects(lines: pa.Array, image: str) -> pa.Array:
+    """The text of each line's ``image`` object (NULL: none), stepping over whole strings."""
+    m = pc.extract_regex(lines, rf'"{image}"\s*:\s*(?P<o>\{{{_TOKEN}*\}})')
+    return pc.struct_field(m, "o")
+
+
+def _holds(objects: pa.Array, name: str) -> np.ndarray:
+    """Where the object text holds the key ``name``: ``"name"`` then ``:`` appears in JSON
+    text only as a key (a quote inside a string is escaped)."""
+    hit = pc.match_substring_regex(objects, rf'"{re.escape(name)}"\s*:')
+    return np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), bool)
 
 
 def ogg_presence(data: bytes, names: Sequence[str], first_line: int) -> Presence | None:
-    """The :class:`Presence` of ``names`` in the lines of ``data`` (a range whose first line
-    is ``first_line``); None when no line is an update (no compressed update possible)."""
+    """The :class:`Presence` of the lines of ``data`` (a range whose first line is
+    ``first_line``) for the source columns ``names``; None when no line is an update (no
+    compressed update possible)."""
     if b'"U"' not in data:
         return None
-    lines = split_lines(data)
-    return Presence(first_line, {n: _holds(lines, "after", n) for n in names},
-                    {n: _holds(lines, "before", n) for n in names})
+    return Presence(first_line, split_lines(data), tuple(names))
+
+
+def _valid(arr: pa.Array | None, n: int) -> np.ndarray:
+    if arr is None:
+        return np.zeros(n, bool)
+    return np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), bool)
 
 
 def merge_compressed(after: pa.Array | None, before: pa.Array | None, presence: Presence,
-                     lines: np.ndarray, is_u: np.ndarray, names: Sequence[str]
-                     ) -> tuple[pa.Array | None, pa.Array]:
+                     lines: np.ndarray, is_u: np.ndarray) -> tuple[pa.Array | None, pa.Array]:
     """The ``after`` images (a struct per row; ``lines``: each row's line position) with the
     columns an update left out taken from ``before``, and per row the refusal of the columns
-    neither image holds (NULL: none; :data:`NO_VALUE`)."""
+    neither image holds (NULL: none; :data:`NO_VALUE`). Only updates with a NULL in ``after``
+    may be compressed: their lines alone are read again."""
     n = len(lines)
-    at = lines.astype(np.int64) - presence.first_line
-    a_kids = _kids(after)
-    b_kids = _kids(before)
+    names = presence.columns
+    a_kids, b_kids = _kids(after), _kids(before)
+    a_valid = {c: _valid(a_kids.get(c), n) for c in names}
+    whole = np.logical_and.reduce([a_valid[c] for c in names] or [np.ones(n, bool)])
+    cand = is_u & ~whole
+    if not cand.any():
+        return after, pa.nulls(n, pa.string())
+    rows = np.flatnonzero(cand)
+    at = lines[rows].astype(np.int64) - presence.first_line
+    in_a, in_b = presence.holds("after", names, at), presence.holds("before", names, at)
     fields, kids = [], []
     missing: list[tuple[str, np.ndarray]] = []
     for name in dict.fromkeys([*a_kids, *names]):
         kid = a_kids.get(name)
-        in_a, in_b = presence.after.get(name), presence.before.get(name)
-        if in_a is None or in_b is None:  # not a table column: kept as read
+        if name not in in_a:  # not a table column: kept as read
             if kid is not None:
                 fields.append(name)
                 kids.append(kid)
             continue
-        absent = is_u & ~in_a[at]
-        take = absent & in_b[at]
-        if (in_a.any() or in_b.any()) and (absent & ~in_b[at]).any():
-            missing.append((name, absent & ~in_b[at]))
+        absent, take = np.zeros(n, bool), np.zeros(n, bool)
+        absent[rows] = ~in_a[name]
+        take[rows] = ~in_a[name] & in_b[name]
+        if (absent & ~take).any():
+            missing.append((name, absent & ~take))
         old = b_kids.get(name)
         if take.any() and old is not None:
             kid = kid if kid is not None else pa.nulls(n, old.type)

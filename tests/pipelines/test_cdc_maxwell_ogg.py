@@ -142,6 +142,12 @@ def test_ogg_compressed_updates_merge_before_and_refuse_by_name() -> None:
         # description and weight in neither image of line 5 (only the key and name)
         (5, None, None, None, None, None, NO_VALUE + "description, weight"),
         (6, None, None, None, None, None, NO_VALUE + "name, description")]
+    # a sequence column (filled from pos) is no column the source sends: not asked for
+    out = FORMATS["ogg-json"].decode(data, _schema([*PRODUCTS, ("_seq", "BIGINT")]),
+                                     settings=DecodeSettings(sequence_column="_seq"),
+                                     threads=False).to_pylist()
+    assert [(r["_pos_line"], r["_seq"], r["weight"]) for r in out if r["_error"] is None] == [
+        (1, 143, 3.140000104904175), (2, 144, 8.100000381469727), (3, 150, 5.5)]
 
 
 def test_ogg_full_updates_are_unchanged_by_the_merge() -> None:
