@@ -154,7 +154,8 @@ class JsonFormat:
             columns = [c for c in schema.field_names if c != settings.sequence_column]
             presence = self.presence_fn(data, columns, kw.get("first_line", 1))
             if presence is not None:
-                fmt = replace(self, view_fn=functools.partial(self.view_fn, presence=presence))
+                view: Callable[..., View] = self.view_fn  # (ogg_view takes presence)
+                fmt = replace(self, view_fn=functools.partial(view, presence=presence))
         return decode_file(data, schema, fmt=fmt, settings=settings, **kw)
 
     def chunk_rows(self, t: pa.Table, rows: np.ndarray, lines: Callable[[], pa.Array],
