@@ -533,7 +533,10 @@ def decode_avro_file(
                                  settings))
     special: list[tuple[int, str, str | None]] = [(int(j), TOMBSTONE, None) for j in tomb]
     if stop is not None:  # the quarantine's "event" holds what went wrong
-        special.append((stop[1], stop[0], stop[2]))
+        at = f"record {stop[1] + 1} "  # (in a later range: counted from the range's first)
+        detail = stop[2] if first_line == 1 else stop[2].replace(
+            at, f"{at}of this range of blocks ", 1)
+        special.append((stop[1], stop[0], detail))
     if special:
         parts.append(outcome_rows(target, [r for _, r, _ in special],
                                   pa.array([v for _, _, v in special], pa.string()),

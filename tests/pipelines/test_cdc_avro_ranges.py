@@ -172,9 +172,10 @@ def test_corrupt_block_in_a_later_range_is_numbered_in_the_file(tmp_path: Path) 
     io_ = FileIO(str(tmp_path))
     ranges = plan_ranges(io_, [str(path)], 600, unit="avro-block")
     numbers = LineNumbers(io_, ranges)
-    bad = [(numbers(0, r["_pos_line"]), r["_error"])
-           for r in decode_avro_range_rows(io_, ranges, schema) if r["_error"]]
+    rows = [r for r in decode_avro_range_rows(io_, ranges, schema) if r["_error"]]
+    bad = [(numbers(0, r["_pos_line"]), r["_error"]) for r in rows]
     assert bad and bad[0] == (first_bad, CORRUPT_AVRO)
+    assert "record 1 of this range of blocks" in rows[0]["_value"], rows[0]["_value"]
 
 
 def decode_avro_range_rows(io_: FileIO, ranges: Any, schema: Any) -> list[dict[str, Any]]:
