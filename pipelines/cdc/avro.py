@@ -48,9 +48,11 @@ JSON with schemas decode to the same rows; ``tests/pipelines/test_cdc_avro.py``)
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import io
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -84,10 +86,11 @@ NOT_ENVELOPE = "not a Debezium change event file"
 UNSUPPORTED_SCHEMA = "unsupported Avro schema"
 #: the reason of a file compressed by a codec fastavro cannot read here (its library missing)
 UNSUPPORTED_CODEC = "unsupported Avro codec"
-#: the modules (any one of them) each codec needs besides the standard library
+#: the modules (any one of them) fastavro needs for each codec besides the standard library
+#: (fastavro 1.13's block readers; cramjam and backports.zstd are dependencies of ours)
 _CODEC_MODULES = {"null": (), "deflate": (), "bzip2": (), "xz": (),
-                  "snappy": ("cramjam", "snappy"), "zstandard": ("cramjam", "zstandard"),
-                  "lz4": ("cramjam", "lz4")}
+                  "snappy": ("cramjam", "snappy"), "zstandard": ("backports.zstd",),
+                  "lz4": ("lz4",)}
 #: the Connect logical name of a bare Avro ``logicalType`` (a field without ``connect.name``,
 #: as written by other Avro producers); ``connect.name`` wins where both are given
 AVRO_LOGICAL_NAMES = {
@@ -104,6 +107,8 @@ AVRO_LOGICAL_NAMES = {
     "uuid": "io.debezium.data.Uuid",
 }
 _ENVELOPE = ("op", "ts_ms", "before", "after", "source")
+#: the type of a union of several primitive types, read as text (:func:`_union_text`)
+_TEXT_UNION = "union-of-primitives"
 #: records turned into Arrow at a time
 _CHUNK = 1 << 16
 _PRIMITIVES = {"null": pa.null(), "boolean": pa.bool_(), "int": pa.int64(),
@@ -144,10 +149,13 @@ def avro_file_order(path: str) -> tuple[str, str, int, int]:
 
 
 class _Names:
-    """The named types of one writer schema (records, enums, fixed), by full name."""
+    """The named types of one writer schema (records, enums, fixed), by full name, and the
+    record fields whose type is a union of several primitive types (:data:`_TEXT_UNION`): the
+    path of record field names from the envelope's field, and the union's branches."""
 
     def __init__(self) -> None:
         self.types: dict[str, Mapping[str, Any]] = {}
+        self.unions: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
 
     def resolve(self, s: Any, namespace: str | None) -> Any:
         if isinstance(s, str) and s not in _PRIMITIVES:
@@ -177,13 +185,37 @@ def _strip_logical(s: Any) -> Any:
 
 
 def _nullable(s: Any, names: _Names, namespace: str | None, where: str) -> Any:
-    """The non-null branch of a union with ``null`` (Connect's optional), else ``s``."""
+    """The non-null branch of a union with ``null`` (Connect's optional), else ``s``; a union
+    of several primitive (or enum / fixed) types is ``{"type": _TEXT_UNION, "branches"}``.
+
+    Raises:
+        ValueError: a union with a record, array or map among several types (named by
+            ``where``).
+    """
     if isinstance(s, list):
         rest = [b for b in s if b != "null"]
-        if len(rest) != 1:
-            raise ValueError(f"{where}: union {json.dumps(s)} is not an optional type")
+        if len(rest) > 1:
+            return _text_union(rest, names, namespace, where)
+        if not rest:
+            raise ValueError(f"{where}: union {json.dumps(s)} holds no type")
         s = rest[0]
     return names.resolve(s, namespace)
+
+
+def _text_union(branches: list[Any], names: _Names, namespace: str | None,
+                where: str) -> dict[str, Any]:
+    kinds = []
+    for b in branches:
+        r = names.resolve(b, namespace)
+        kind = r if isinstance(r, str) else r.get("type")
+        if kind in ("enum", "fixed"):
+            names.define(r, namespace)
+            kind = "string" if kind == "enum" else "bytes"
+        if kind not in _PRIMITIVES or kind == "null":
+            raise ValueError(f"{where}: union {json.dumps(branches)[:200]} mixes {kind} with "
+                             "other types (only unions of primitive types are read)")
+        kinds.append(str(kind))
+    return {"type": _TEXT_UNION, "branches": tuple(kinds)}
 
 
 def _arrow_type(s: Any, names: _Names, namespace: str | None, where: str) -> pa.DataType:
@@ -193,6 +225,13 @@ def _arrow_type(s: Any, names: _Names, namespace: str | None, where: str) -> pa.
     if isinstance(s, str):
         return _PRIMITIVES[s]
     t = s.get("type")
+    if t == _TEXT_UNION:
+        path = tuple(where.split("."))
+        if any("[" in p or "{" in p for p in path):
+            raise ValueError(f"{where}: a union of several types inside an array or a map "
+                             "is not read")
+        names.unions.append((path, s["branches"]))
+        return pa.string()
     if t in ("record", "error"):
         ns = names.define(s, namespace)
         return pa.struct([pa.field(f["name"], _arrow_type(f["type"], names, ns,
@@ -303,6 +342,8 @@ def _shortest_float(arr: pa.Array) -> pa.Array:
 def _jsonish(arr: pa.Array, s: Any, names: _Names, namespace: str | None) -> pa.Array:
     """Values read by fastavro (Arrow type :func:`_arrow_type`) in Connect JSON's form."""
     s = _nullable(s, names, namespace, "")
+    if isinstance(s, dict) and s.get("type") == _TEXT_UNION:
+        return arr  # already text (:func:`_union_text`)
     if isinstance(s, dict) and s.get("type") not in ("record", "error", "enum", "fixed",
                                                      "array", "map"):
         s = s.get("type")
@@ -322,6 +363,38 @@ def _jsonish(arr: pa.Array, s: Any, names: _Names, namespace: str | None) -> pa.
         mask = pc.is_null(arr) if arr.null_count else None
         return pa.StructArray.from_arrays(kids, [f["name"] for f in fields], mask=mask)
     return arr
+
+
+def _union_text(v: Any, branches: tuple[str, ...]) -> Any:
+    """A value of a union of several primitive types as text, the table's type decodes it as
+    it decodes a JSON value (``5`` -> ``"5"`` for a BIGINT or a STRING column; a string
+    stays itself; bytes as base64; a ``float`` branch's value as its shortest text)."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if "double" not in branches and math.isfinite(v):
+            return str(np.float32(v))
+        return repr(v)
+    if isinstance(v, bytes):
+        return base64.b64encode(v).decode("ascii")
+    raise TypeError(f"not a primitive value: {type(v).__name__}")
+
+
+def _unions_as_text(records: list[Any], unions: list[tuple[tuple[str, ...], tuple[str, ...]]]
+                    ) -> None:
+    """The values of union-typed fields of ``records`` (at ``unions``' paths) made text, in
+    place (Python: fastavro's records are Python objects already)."""
+    for rec in records:
+        for path, branches in unions:
+            d = rec
+            for p in path[:-1]:
+                d = d.get(p) if isinstance(d, dict) else None
+            if isinstance(d, dict) and path[-1] in d:
+                d[path[-1]] = _union_text(d[path[-1]], branches)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -403,6 +476,7 @@ def read_envelopes(data: bytes) -> tuple[pa.Table, np.ndarray, np.ndarray, Stop 
                     rows.append(count)
                 count += 1
                 if len(pending) >= _CHUNK:
+                    _unions_as_text(pending, names.unions)
                     chunks.append(pa.array(pending, struct))
                     pending = []
         except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -410,6 +484,7 @@ def read_envelopes(data: bytes) -> tuple[pa.Table, np.ndarray, np.ndarray, Stop 
         except Exception as e:  # corrupt block / codec: keep what was read
             stop = (CORRUPT_AVRO, count, f"reading stopped at record {count + 1} (the records "
                     f"of its block and after are lost): {type(e).__name__}: {e}")
+        _unions_as_text(pending, names.unions)
         chunks.append(pa.array(pending, struct))
         arr = pa.concat_arrays(chunks)
         cols = {f["name"]: _jsonish(kid, f["type"], names, ns)
@@ -435,6 +510,7 @@ def decode_avro_file(
     schema: TableSchema,
     *,
     file_index: int = 0,
+    first_line: int = 1,
     settings: DecodeSettings = DEFAULT_SETTINGS,
     bucket: bool = True,
     threads: bool = False,
@@ -442,8 +518,10 @@ def decode_avro_file(
     """The change rows of one Avro container file of Debezium envelopes (see the module
     docs), as :func:`pipelines.cdc.decode.decode_file` returns them for a JSON file (same
     columns, :func:`pipelines.cdc.decode.output_schema`); ``_pos_line`` is the record's
-    1-based ordinal. ``threads`` is accepted for the same signature (fastavro reads on one
-    thread)."""
+    1-based ordinal, plus ``first_line - 1`` (``data`` is then the header and one range of
+    blocks of a larger file, :mod:`pipelines.cdc.avro_blocks`, and ``first_line`` the
+    range's first record position). ``threads`` is accepted for the same signature
+    (fastavro reads on one thread)."""
     del threads
     target = output_schema(schema, settings.position_fields)
     t, rows, tomb, stop = read_envelopes(data)
@@ -451,13 +529,17 @@ def decode_avro_file(
     lazy = Lazy(lambda: _record_lines(t, rows, max(total, 1)))
     parts: list[pa.Table] = []
     if t.num_rows:
-        parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, 1, settings))
+        parts.extend(_chunk_rows(t, rows, lazy, target, schema, file_index, first_line,
+                                 settings))
     special: list[tuple[int, str, str | None]] = [(int(j), TOMBSTONE, None) for j in tomb]
     if stop is not None:  # the quarantine's "event" holds what went wrong
-        special.append((stop[1], stop[0], stop[2]))
+        at = f"record {stop[1] + 1} "  # (in a later range: counted from the range's first)
+        detail = stop[2] if first_line == 1 else stop[2].replace(
+            at, f"{at}of this range of blocks ", 1)
+        special.append((stop[1], stop[0], detail))
     if special:
         parts.append(outcome_rows(target, [r for _, r, _ in special],
                                   pa.array([v for _, _, v in special], pa.string()),
-                                  file_index, [j + 1 for j, _, _ in special]))
+                                  file_index, [first_line + j for j, _, _ in special]))
     out = pa.concat_tables(parts) if parts else target.empty_table()
     return with_buckets(out, schema) if bucket else out

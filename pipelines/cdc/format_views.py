@@ -19,6 +19,7 @@ from paimon_core.integration import BINARY_ROOTS, INTEGER_ROOTS, STRING_ROOTS, A
 from pipelines.cdc.events import (
     MYSQL_BITS,
 )
+from pipelines.cdc.ogg_compressed import Presence, merge_compressed
 from pipelines.cdc.values import Fields, json_text
 
 __all__ = ["DDL", "View", "canal_declared", "canal_view", "dms_declared", "dms_view",
@@ -296,17 +297,33 @@ def maxwell_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.nd
                  pa.string())),
              pc.if_else(hp, pos, pa.array(lines.astype(np.int64))),
              pc.if_else(hp, xoff, pa.array(np.zeros(n, np.int64)))]
-    idx = pc.struct_field(m, "i").cast(pa.int64())
-    fb, pb, rb = MYSQL_BITS
-    fits = pc.and_(pc.and_(pc.less(idx, 2**fb), pc.less(pos, 2**pb)),
-                   pc.and_(pc.greater_equal(xoff, 0), pc.less(xoff, 2**rb)))
-    packed = pc.add(pc.add(pc.multiply(idx, 2**(pb + rb)), pc.multiply(pos, 2**rb)), xoff)
-    seq = pc.if_else(pc.fill_null(fits, False), packed, pa.scalar(None, pa.int64()))
+    seq = _maxwell_sequence(pc.struct_field(m, "i").cast(pa.int64()), pos, xoff)
     outcome = pc.if_else(pa.array(skip), DDL, _NULL_S)
     bad = _not_struct(data, n) | _not_struct(old, n)
     outcome = pc.if_else(pa.array(bad & ~skip), "malformed JSON", outcome)
     return View(op, before, after, slots, seq, _top_fields(t, ("data", "old")), event, row,
                  outcome)
+
+
+def _maxwell_sequence(idx: pa.Array, pos: pa.Array, xoff: pa.Array) -> pa.Array:
+    """The sequence value of Maxwell rows: binlog file index, ``pos`` and ``xoffset`` packed as
+    MySQL's (:data:`MYSQL_BITS`), the ``xoffset`` capped at the row field's largest value.
+
+    Maxwell's ``position`` is the end of the binlog rows event a row comes from (Maxwell's
+    ``BinlogConnectorEvent.jsonMaps``: every row of one event carries the event's next
+    position) and ``xoffset`` the row's index in its transaction, so (file, pos, xoffset)
+    orders the rows exactly; rows of different events differ in ``pos``, and ``xoffset``
+    only orders the rows of one event. No 63-bit packing holds every (file, pos, xoffset)
+    (an ``xoffset`` can be as large as ``pos``), so past row 2047 of a transaction the rows
+    of one rows event share one value: Paimon's sequence field compares rows of one key,
+    and one key appears twice in one rows event only in a key-changing multi-row UPDATE;
+    such rows are ordered by (file, pos, xoffset) within a batch, and across batches by the
+    batch order. A position whose file index or ``pos`` does not fit is NULL (refused)."""
+    fb, pb, rb = MYSQL_BITS
+    fits = pc.and_(pc.and_(pc.less(idx, 2**fb), pc.less(pos, 2**pb)), pc.greater_equal(xoff, 0))
+    row = pc.min_element_wise(xoff, pa.scalar(2**rb - 1, pa.int64()))
+    packed = pc.add(pc.add(pc.multiply(idx, 2**(pb + rb)), pc.multiply(pos, 2**rb)), row)
+    return pc.if_else(pc.fill_null(fits, False), packed, pa.scalar(None, pa.int64()))
 
 
 def ogg_declared(schema: TableSchema) -> pa.Schema:
@@ -318,7 +335,10 @@ def ogg_declared(schema: TableSchema) -> pa.Schema:
 _OGG_OPS = {"I": "c", "U": "u", "D": "d", "T": "t"}
 
 
-def ogg_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarray) -> View:
+def ogg_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarray,
+             presence: Presence | None = None) -> View:
+    """GoldenGate's events; ``presence``: the columns each line's images hold, for the
+    compressed updates (:mod:`pipelines.cdc.ogg_compressed`)."""
     n = t.num_rows
     event, row = _single(t)
     op = _ops(_text(_col(t, "op_type"), n), _OGG_OPS)
@@ -327,6 +347,9 @@ def ogg_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarra
     b_raw, a_raw = _col(t, "before"), _col(t, "after")
     after = _image(a_raw, cru, schema, text=False)
     before = _image(b_raw, is_u | is_d, schema, text=False)
+    compressed = pa.nulls(n, pa.string())
+    if presence is not None and is_u.any():
+        after, compressed = merge_compressed(after, before, presence, lines, is_u)
     pos_text = _text(_col(t, "pos"), n)
     digits = pc.utf8_ltrim(pos_text, "0")
     is_num = _np(pc.match_substring_regex(pos_text, r"^[0-9]+$"))
@@ -337,6 +360,7 @@ def ogg_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarra
     zero = pa.array(np.zeros(n, np.int64))
     outcome = pc.if_else(pa.array(is_num & ~short),
                          "ogg-json: pos does not fit a BIGINT", _NULL_S)
+    outcome = pc.if_else(pc.is_valid(compressed), compressed, outcome)
     bad = _not_struct(b_raw, n) | _not_struct(a_raw, n)
     outcome = pc.if_else(pa.array(bad), "malformed JSON", outcome)
     return View(op, before, after, [num, zero, zero], num,

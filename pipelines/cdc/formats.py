@@ -25,8 +25,10 @@ Semantics, format by format (Paimon's ``*RecordParser`` of
   ``data`` with ``old``'s values; DDL and bootstrap-start / -complete markers are skipped and
   counted (``ddl``; Paimon skips events without ``data`` silently). BOOLEAN takes 1 / 0.
 * ``ogg-json`` (Oracle GoldenGate): ``op_type`` I / U / D, T (truncate: empties the table;
-  Paimon throws), ``before`` / ``after``. An update's ``after`` is taken as the whole row, as
-  Paimon does: GoldenGate's compressed updates (only changed columns) are not merged.
+  Paimon throws), ``before`` / ``after``. A compressed update (``after`` holds only the key
+  and the changed columns) takes the columns it leaves out from ``before``; a column neither
+  image holds is refused by name (:mod:`pipelines.cdc.ogg_compressed`; Paimon takes
+  ``after`` as the whole row: a left-out column becomes NULL).
 * ``aws-dms-json``: ``metadata.operation`` load -> ``r``, insert / update / delete;
   ``record-type`` other than ``data`` (control records: DDL) skipped and counted (``ddl``);
   an update's before image from the ``BI_``-prefixed columns of the
@@ -39,9 +41,13 @@ connectors', so that the job's order columns are the same):
 * ``ogg-json``: ``pos`` (trail sequence number and RBA, digits) as a number; it also fills
   the table's sequence column. A ``pos`` that does not fit a BIGINT is refused.
 * ``maxwell-json``: ``position`` (``binlog.000003:1234``, with ``output_binlog_position``)
-  as (file, pos, ``xoffset``); the sequence column gets file index, pos and xoffset packed as
-  MySQL's (:data:`pipelines.cdc.events.MYSQL_BITS`; refused when they do not fit, e.g. more
-  than 2047 rows in one transaction). Without ``position`` (Maxwell's default): the arrival
+  as (file, pos, ``xoffset``), exactly; the sequence column gets file index, pos and xoffset
+  packed as MySQL's (:data:`pipelines.cdc.events.MYSQL_BITS`; refused when the file index or
+  pos do not fit; past row 2047 of a transaction the rows of one binlog rows event share one
+  value, see :func:`pipelines.cdc.format_views._maxwell_sequence`: a key appears twice in
+  one rows event only in a key-changing multi-row UPDATE, and those rows are ordered by
+  (file, pos, xoffset) within a batch, by the batch order across batches). Without
+  ``position`` (Maxwell's default): the arrival
   order; ``xid`` is no order (InnoDB assigns it when a transaction starts, not when it
   commits), and such an event is refused when the table has a sequence column.
 * ``canal-json``, ``aws-dms-json``: nothing orderable (``es`` / ``ts`` / DMS timestamps are
@@ -53,11 +59,13 @@ With ``--position-fields``, the named top-level fields of the event (for DMS als
 ``metadata``) order the events and the first fills the sequence column, as for Debezium.
 
 The Spark SQL reference of these semantics is :mod:`pipelines.cdc.format_events` (a test
-checks that both give the same rows).
+checks that both give the same rows), except GoldenGate's compressed updates, which it does
+not merge or refuse (it has no channel for a format's own refusal reasons).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -93,6 +101,8 @@ from pipelines.cdc.format_views import (
     ogg_declared,
     ogg_view,
 )
+from pipelines.cdc.ogg_compressed import Presence, ogg_presence
+from pipelines.cdc.ranges import RangeUnit
 from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
 from pipelines.cdc.view import decode_view
 from pipelines.writer import BUCKET_COLUMN as BUCKET
@@ -126,6 +136,9 @@ class JsonFormat:
     fills_sequence: bool
     #: what a sequence column needs of this format's events (said in the refusal's reason)
     sequence_hint: str = ""
+    #: ``(data, columns, first_line) -> presence``: which columns each line's images hold,
+    #: handed to ``view_fn`` as ``presence`` (GoldenGate's compressed updates)
+    presence_fn: Callable[[bytes, Sequence[str], int], Presence | None] | None = None
 
     def declared(self, schema: TableSchema) -> pa.Schema:
         return self.declared_fn(schema)
@@ -136,7 +149,14 @@ class JsonFormat:
         ``settings.unavailable`` is ignored)."""
         settings = replace(settings, unavailable="store")
         check_sequence(self.name, settings.sequence_column, settings.position_fields)
-        return decode_file(data, schema, fmt=self, settings=settings, **kw)
+        fmt = self
+        if self.presence_fn is not None:
+            columns = [c for c in schema.field_names if c != settings.sequence_column]
+            presence = self.presence_fn(data, columns, kw.get("first_line", 1))
+            if presence is not None:
+                view: Callable[..., View] = self.view_fn  # (ogg_view takes presence)
+                fmt = replace(self, view_fn=functools.partial(view, presence=presence))
+        return decode_file(data, schema, fmt=fmt, settings=settings, **kw)
 
     def chunk_rows(self, t: pa.Table, rows: np.ndarray, lines: Callable[[], pa.Array],
                    target: pa.Schema, schema: TableSchema, file_index: int, first_line: int,
@@ -241,9 +261,11 @@ class CdcFormat:
     placeholder: bool = False
     #: the image field names of an event (dict) for sampling new columns' values
     images: Callable[[Any], list[Any]] | None = None
-    #: whether a file is lines that can be decoded in line-aligned ranges
-    #: (:mod:`pipelines.cdc.ranges`; ``decode`` then takes ``first_line``)
+    #: whether a file can be decoded in ranges of whole units (:mod:`pipelines.cdc.ranges`;
+    #: ``decode`` then takes ``first_line``, the position of the range's first unit)
     splittable: bool = True
+    #: what a range holds whole: lines, or the blocks of an Avro container file
+    unit: RangeUnit = "line"
 
 
 def _debezium_images(ev: Any) -> list[Any]:
@@ -262,8 +284,10 @@ def _data_images(ev: Any) -> list[Any]:
 
 
 def _json(name: str, declared: Callable[[TableSchema], pa.Schema], view: _ViewFn,
-          fills_sequence: bool, sequence_hint: str = "") -> CdcFormat:
-    f = JsonFormat(name, declared, view, fills_sequence, sequence_hint)
+          fills_sequence: bool, sequence_hint: str = "",
+          presence_fn: Callable[[bytes, Sequence[str], int], Presence | None] | None = None
+          ) -> CdcFormat:
+    f = JsonFormat(name, declared, view, fills_sequence, sequence_hint, presence_fn)
     return CdcFormat(name, f.decode, fills_sequence, False, _data_images)
 
 
@@ -271,12 +295,13 @@ def _json(name: str, declared: Callable[[TableSchema], pa.Schema], view: _ViewFn
 FORMATS: dict[str, CdcFormat] = {
     DEFAULT_FORMAT: CdcFormat(DEFAULT_FORMAT, decode_file, True, True, _debezium_images),
     "debezium-avro": CdcFormat("debezium-avro", decode_avro_file, True, True, _debezium_images,
-                                splittable=False),
+                                unit="avro-block"),
     "canal-json": _json("canal-json", canal_declared, canal_view, False),
     "maxwell-json": _json("maxwell-json", maxwell_declared, maxwell_view, True,
-                          "Maxwell's position: output_binlog_position, at most 2047 rows of "
-                          "a transaction"),
-    "ogg-json": _json("ogg-json", ogg_declared, ogg_view, True, "GoldenGate's pos"),
+                          "Maxwell's position: output_binlog_position, a binlog file index "
+                          "below 2^20 and a pos below 2^32"),
+    "ogg-json": _json("ogg-json", ogg_declared, ogg_view, True, "GoldenGate's pos",
+                      ogg_presence),
     "aws-dms-json": _json("aws-dms-json", dms_declared, dms_view, False),
 }
 

@@ -19,9 +19,13 @@ range of a file (``LineRange.ordinal``, from 0) carry the *line position*
 (:attr:`LineRange.first_position` is the decoder's ``first_line``). Positions order the
 lines of a file exactly as their line numbers do (the tie-breaker between changes of equal
 source position), and in the first range (every file no larger than ``max_bytes``, every
-Avro file) they *are* the line numbers. The 1-based line number in the file is computed only
-where it is reported, for the few quarantined rows (:class:`LineNumbers`: the newlines before
-the range are counted once per range).
+Avro file's first range) they *are* the line numbers. The 1-based line number in the file is
+computed only where it is reported, for the few quarantined rows (:class:`LineNumbers`: the
+newlines before the range are counted once per range).
+
+Avro container files (``unit="avro-block"``) are split the same way at block boundaries
+instead of line boundaries (:mod:`pipelines.cdc.avro_blocks`: a block belongs to the range in
+which the sync marker before it starts); their positions count records instead of lines.
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from paimon_core.integration import FileIO
+from pipelines.cdc import avro_blocks
 
-__all__ = ["DEFAULT_MAX_BYTES", "LINE_BITS", "LineNumbers", "LineRange", "parse_size",
-           "plan_ranges", "split_points"]
+__all__ = ["DEFAULT_MAX_BYTES", "LINE_BITS", "LineNumbers", "LineRange", "RangeUnit",
+           "parse_size", "plan_ranges", "range_bytes", "split_points"]
 
 #: Spark's ``spark.sql.files.maxPartitionBytes`` default
 DEFAULT_MAX_BYTES = 128 << 20
@@ -45,18 +51,21 @@ _COUNT_BYTES = 16 << 20
 #: range holds fewer lines than bytes, and ranges are far below 2**40 bytes
 LINE_BITS = 40
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
+#: what a range holds whole: lines of text (JSON lines) or blocks of an Avro container file
+RangeUnit = Literal["line", "avro-block"]
 
 
 @dataclass(frozen=True)
 class LineRange:
-    """Bytes ``[start, end)`` of the batch's file ``file_index`` (``path``): whole lines; the
-    file's ``ordinal``-th range (from 0)."""
+    """Bytes ``[start, end)`` of the batch's file ``file_index`` (``path``): whole lines (or
+    whole Avro blocks, ``unit``); the file's ``ordinal``-th range (from 0)."""
 
     file_index: int
     path: str
     start: int
     end: int
     ordinal: int
+    unit: RangeUnit = "line"
 
     @property
     def length(self) -> int:
@@ -122,9 +131,10 @@ def split_points(read: Callable[[int, int], bytes], size: int, max_bytes: int, *
 
 
 def plan_ranges(file_io: FileIO, paths: Sequence[str], max_bytes: int, *,
-                splittable: bool = True) -> list[LineRange]:
-    """The ranges of ``paths`` (in order; see the module docs). ``splittable=False``: one
-    range per file (formats that are not lines: Avro container files).
+                splittable: bool = True, unit: RangeUnit = "line") -> list[LineRange]:
+    """The ranges of ``paths`` (in order; see the module docs) holding whole units
+    (``unit``: lines, or Avro blocks: :func:`pipelines.cdc.avro_blocks.split_points`).
+    ``splittable=False``: one range per file.
 
     Raises:
         ValueError: ``max_bytes`` is not positive.
@@ -136,20 +146,32 @@ def plan_ranges(file_io: FileIO, paths: Sequence[str], max_bytes: int, *,
     for i, path in enumerate(paths):
         size = file_io.size(path)
         if not splittable or size <= max_bytes:
-            out.append(LineRange(i, path, 0, size, 0))
+            out.append(LineRange(i, path, 0, size, 0, unit))
             continue
-        points = split_points(functools.partial(file_io.read_range, path), size, max_bytes)
+        split = avro_blocks.split_points if unit == "avro-block" else split_points
+        points = split(functools.partial(file_io.read_range, path), size, max_bytes)
         ends = [*points[1:], size]
-        out.extend(LineRange(i, path, s, e, k) for k, (s, e) in enumerate(zip(points, ends)))
+        out.extend(LineRange(i, path, s, e, k, unit)
+                   for k, (s, e) in enumerate(zip(points, ends)))
     return out
 
 
+def range_bytes(file_io: FileIO, r: LineRange) -> bytes:
+    """What a task decodes for range ``r`` (one ranged read; an Avro range after the first
+    also reads the file's header: :func:`pipelines.cdc.avro_blocks.range_bytes`)."""
+    if r.unit == "avro-block" and r.start > 0:
+        return avro_blocks.range_bytes(functools.partial(file_io.read_range, r.path),
+                                       file_io.size(r.path), r.start, r.end)
+    return file_io.read_range(r.path, r.start, r.length)
+
+
 class LineNumbers:
-    """The 1-based line number in its file of a line position (see the module docs), for the
-    ranges ``ranges`` of a batch: a position in a file's first range is its line number; in a
-    later range, the newlines before the range are counted (read through ``file_io``,
-    :data:`_COUNT_BYTES` at a time) the first time one of its positions is asked for. Only
-    reported lines (quarantined rows) are ever asked for."""
+    """The 1-based line number (record number for Avro) in its file of a line position (see
+    the module docs), for the ranges ``ranges`` of a batch: a position in a file's first
+    range is its line number; in a later range, the newlines (Avro: the records of the blocks,
+    :func:`pipelines.cdc.avro_blocks.records_before`) before the range are counted (read
+    through ``file_io``, :data:`_COUNT_BYTES` at a time) the first time one of its
+    positions is asked for. Only reported lines (quarantined rows) are ever asked for."""
 
     def __init__(self, file_io: FileIO, ranges: Sequence[LineRange]) -> None:
         self._io = file_io
@@ -169,7 +191,9 @@ class LineNumbers:
         key = (file_index, ordinal)
         if key not in self._before:
             r = self._ranges[key]
-            self._before[key] = self._newlines(r.path, r.start)
+            self._before[key] = (avro_blocks.records_before(
+                functools.partial(self._io.read_range, r.path), self._io.size(r.path), r.start)
+                if r.unit == "avro-block" else self._newlines(r.path, r.start))
         return self._before[key] + line
 
     def _newlines(self, path: str, end: int) -> int:

@@ -645,11 +645,14 @@ def _py_value(v: Any, t: DataType) -> Any:
         if not isinstance(v, list):
             raise TypeError(v)
         return [_py_value(x, t.element) for x in v]
-    if isinstance(t, MapType):  # (pyarrow reads an object as a struct: an absent key is None)
-        if not isinstance(v, dict):
+    if isinstance(t, MapType):
+        if isinstance(v, dict):  # (pyarrow reads an object as a struct: an absent key is None)
+            pairs = [(k, x) for k, x in v.items() if x is not None]
+        elif isinstance(v, list):  # an Avro map read by pyarrow: its (key, value) pairs
+            pairs = [_pair(p) for p in v]
+        else:
             raise TypeError(v)
-        return [(_py_value(k, t.key), _py_value(x, t.value)) for k, x in v.items()
-                if x is not None]
+        return [(_py_value(k, t.key), _py_value(x, t.value)) for k, x in pairs]
     if isinstance(t, RowType):
         if not isinstance(v, dict):
             raise TypeError(v)
@@ -676,6 +679,17 @@ def _py_value(v: Any, t: DataType) -> Any:
             raise ValueError(v)
         return float(v) if t.root in (TypeRoot.FLOAT, TypeRoot.DOUBLE) else int(v)
     return v
+
+
+def _pair(p: Any) -> tuple[Any, Any]:
+    """One entry of a map given as a list: a ``(key, value)`` pair (pyarrow's map values),
+    or a ``{"key", "value"}`` record (Connect's Avro form of a map whose keys are not
+    strings)."""
+    if isinstance(p, (tuple, list)) and len(p) == 2:
+        return p[0], p[1]
+    if isinstance(p, dict) and set(p) == {"key", "value"}:
+        return p["key"], p["value"]
+    raise TypeError(p)
 
 
 _NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$")

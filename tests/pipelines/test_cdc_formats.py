@@ -179,7 +179,7 @@ def test_maxwell_without_position_is_arrival_order_and_refuses_a_sequence() -> N
     rows = _decode("maxwell-json", "maxwell/flink_inventory.jsonl", cols, sequence_column="_seq")
     assert {r["_error"] for r in rows} == {
         "source position does not fit the sequence column _seq (Maxwell's position: "
-        "output_binlog_position, at most 2047 rows of a transaction)"}
+        "output_binlog_position, a binlog file index below 2^20 and a pos below 2^32)"}
 
 
 def test_ogg_pos_orders_and_fills_the_sequence() -> None:

@@ -151,8 +151,10 @@ def test_plan_ranges_and_ranged_reads(tmp_path: Path) -> None:
             LineRange(0, paths[0], 0, 3, 0), LineRange(1, paths[1], 0, len(data), 0)]
     with pytest.raises(ValueError, match="range"):
         FileIO(str(tmp_path)).read_range(paths[1], -1, 3)
-    assert not FORMATS["debezium-avro"].splittable  # container files are read whole
-    assert all(f.splittable for n, f in FORMATS.items() if n != "debezium-avro")
+    # container files are split at Avro blocks (tests/pipelines/test_cdc_avro_ranges.py)
+    assert FORMATS["debezium-avro"].unit == "avro-block"
+    assert all(f.splittable for f in FORMATS.values())
+    assert {f.unit for n, f in FORMATS.items() if n != "debezium-avro"} == {"line"}
 
 
 @pytest.mark.s3

@@ -15,7 +15,13 @@ from paimon_core.integration import FileIO
 from pipelines.cdc.decode import output_schema
 from pipelines.cdc.formats import FORMATS
 from pipelines.cdc.lines import split_text
-from pipelines.cdc.ranges import DEFAULT_MAX_BYTES, LineRange, parse_size, plan_ranges
+from pipelines.cdc.ranges import (
+    DEFAULT_MAX_BYTES,
+    LineRange,
+    parse_size,
+    plan_ranges,
+    range_bytes,
+)
 from pipelines.cdc.routing import routing
 from pipelines.config import TableHandle
 from pipelines.session import default_parallelism
@@ -114,9 +120,10 @@ def plan_file_ranges(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                      opts: CdcOptions) -> list[LineRange]:
     """The line-aligned byte ranges the batch's ``files`` are decoded in
     (:func:`pipelines.cdc.ranges.plan_ranges`: files above :func:`max_partition_bytes` are
-    read once on the driver to find the line starts; Avro files are not split)."""
+    read near each boundary on the driver to find the line starts, or the Avro block starts)."""
+    fmt = FORMATS[opts.format]
     return plan_ranges(file_io, files, max_partition_bytes(spark, opts),
-                       splittable=FORMATS[opts.format].splittable)
+                       splittable=fmt.splittable, unit=fmt.unit)
 
 
 def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
@@ -150,8 +157,7 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
         for b in batches:
             for u in b.column(0).to_pylist():
                 r = units[u]
-                data = (file_io.read_range(r.path, r.start, r.length)
-                        if splittable else file_io.read_bytes(r.path))
+                data = range_bytes(file_io, r) if splittable else file_io.read_bytes(r.path)
                 extra = {"first_line": r.first_position} if splittable else {}
                 out = with_constants(decode_fn(data, schema, file_index=r.file_index,
                                                settings=settings, threads=threads, **extra),
