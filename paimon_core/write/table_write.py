@@ -99,6 +99,7 @@ from paimon_core.write.buffer import (
     take_rows,
     with_system_columns,
 )
+from paimon_core.write.cross_partition import CrossPartitionAssigner
 from paimon_core.write.dynamic_bucket import (
     AssignerChannel,
     BucketHashes,
@@ -203,6 +204,7 @@ class TableWrite:
         self.key_types: list[DataType] = [schema.field(k).type for k in self.key_names]
         self._overwrite = overwrite
         self._assigner, self._hash_index = self._dynamic_buckets(assigner_channel)
+        self._cross = self._cross_partition(assigner_channel)
         self.sequence_fields = list(self.options.sequence_fields)
         for c in self.sequence_fields:
             schema.field(c)  # typed error for an unknown column
@@ -248,7 +250,7 @@ class TableWrite:
         """The bucket assigner and the hash index of a dynamic bucket table (for one assigner
         ``channel`` when given), None for other tables."""
         if not self.dynamic:
-            if channel is not None:
+            if channel is not None and self.bucket_mode is not BucketMode.CROSS_PARTITION:
                 raise UnsupportedError(f"an assigner channel is for dynamic bucket primary-key "
                                        f"tables (bucket=-1); this table has "
                                        f"bucket={self.num_buckets}")
@@ -270,6 +272,25 @@ class TableWrite:
             target_row_num=self.options.dynamic_bucket_target_row_num,
             num_channels=channels, num_assigners=assigners, channels=own, reader=reader)
         return assigner, BucketHashes(reader)
+
+    def _cross_partition(self, key_slice: AssignerChannel | None
+                         ) -> CrossPartitionAssigner | None:
+        """The global key index of a cross-partition table (of one key slice when given:
+        :func:`paimon_core.write.cross_partition.key_slices`), None for other tables."""
+        if self.bucket_mode is not BucketMode.CROSS_PARTITION:
+            return None
+        if self._overwrite:
+            raise UnsupportedError(
+                "INSERT OVERWRITE of a cross-partition table (bucket=-1, primary key without "
+                "all partition keys) is not supported: its global key index would still hold "
+                "the overwritten keys")
+        if key_slice is not None and CompactOptions.of(self.schema, self.options).lookup:
+            raise UnsupportedError(
+                "a cross-partition table written by several key-slice tasks cannot have its "
+                "level-0 files compacted at every commit, which merge-engine=first-row, "
+                "changelog-producer=lookup and force-lookup need: write it from one task")
+        return CrossPartitionAssigner(self.file_io, self.context, self.planner,
+                                      self.snapshot_manager, key_slice)
 
     # ------------------------------------------------------------------ public API
     def write_arrow(self, data: pa.Table | pa.RecordBatch, *, row_kind_column: str | None = None,
@@ -383,6 +404,8 @@ class TableWrite:
         if self._assigner is not None and self._hash_index is not None:
             self._assigner.reset()
             self._hash_index.reset()
+        if self._cross is not None:
+            self._cross.reset()
         compacted = False
         for b in self._buckets.values():
             b.buffer = []
@@ -445,6 +468,8 @@ class TableWrite:
                     "merge-engine 'first-row' accepts no DELETE/UPDATE_BEFORE records (Java's "
                     "compaction refuses them); set 'first-row.ignore-delete' (or "
                     "'ignore-delete') to ignore them")
+        if self._cross is not None and table.num_rows:  # -D of moved keys, every row's bucket
+            table, kinds, buckets = self._cross.route(table, kinds)
         n = table.num_rows
         if n == 0:
             return
@@ -531,8 +556,8 @@ class TableWrite:
             ).astype(np.int64)
             self._bucket_col = b
             codes, radix = combine_codes(codes, radix, b, self.num_buckets)
-        elif self.dynamic:
-            b = self._assign_dynamic(table, codes, radix)
+        elif self.dynamic or self._cross is not None:
+            b = self._assign_dynamic(table, codes, radix) if buckets is None else buckets
             self._bucket_col = b
             codes, radix = combine_codes(codes, radix, b, int(b.max()) + 1)
         else:
