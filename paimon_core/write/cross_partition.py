@@ -25,9 +25,9 @@ Memory: the index is three numpy arrays — 64-bit key fingerprints
 (:func:`paimon_core.bucket.key_fingerprints`, sorted), partition ids and buckets (16 bytes per
 key: 10M keys take 160 MB) — bootstrapped by reading only the primary-key and partition columns
 of the latest snapshot, split by split, batch by batch. Within one write call the rows are
-resolved by sorting them by key (stable), never one Python step per row; the buckets freed by
-moved keys are counted free before the call's new keys are dealt (Java frees them row by row:
-the chosen buckets can then differ only when buckets fill up within one call).
+resolved by sorting them by key (stable), never one Python step per row: new keys are dealt
+their buckets in runs between two moved keys (a move frees its place in the old bucket before
+the next key is dealt, as Java's row-by-row loop), so the buckets chosen are Java's.
 """
 
 from __future__ import annotations
@@ -317,15 +317,13 @@ class CrossPartitionAssigner:
         seg_rows = np.flatnonzero(start)
         # where the key was before each segment: the stored location, or the segment before
         retract = start & ~first | (first & sfound & (sold_part != spart))
-        self._buckets.add(sold_part[first & sfound & (sold_part != spart)],
-                          sold_bucket[first & sfound & (sold_part != spart)], -1)
         seg_bucket = np.where(stored_here[seg_rows], sold_bucket[seg_rows], -1).astype(np.int32)
-        self._deal_segments(seg_bucket, seg_rows, needs_bucket, order, spart)
-        bucket_sorted = seg_bucket[seg]
         prev_part = np.where(first, sold_part, np.roll(spart, 1)).astype(np.int32)
+        self._deal_and_free(seg_bucket, seg, seg_rows, needs_bucket, order, spart,
+                            np.flatnonzero(retract), prev_part,
+                            np.where(first, sold_bucket, -1).astype(np.int32))
+        bucket_sorted = seg_bucket[seg]
         prev_bucket = np.where(first, sold_bucket, np.roll(bucket_sorted, 1)).astype(np.int32)
-        inner = retract & ~first  # moves within this call: their buckets were just dealt
-        self._buckets.add(prev_part[inner], prev_bucket[inner], -1)
         last = np.ones(n, bool)
         last[:-1] = first[1:]
         self._index.put(sfp[last], spart[last], bucket_sorted[last])
@@ -355,6 +353,45 @@ class CrossPartitionAssigner:
         for p in np.unique(seg_part).tolist():
             mine = segs[seg_part == p]
             seg_bucket[mine] = self._buckets.deal(p, len(mine))
+
+    def _deal_and_free(self, seg_bucket: I32, seg: I64, seg_rows: I64,
+                       needs_bucket: npt.NDArray[np.bool_], order: I64, spart: I32,
+                       retracts: I64, prev_part: I32, stored_bucket: I32) -> None:
+        """Deal buckets to the segments that need one and free the place of every retracted
+        key, in arrival order as Java does row by row (a retraction frees its place before
+        its own row's key is dealt): the new keys between two retractions are dealt at once,
+        so the Python steps are at most the number of retractions, never the rows."""
+        assert self._buckets is not None
+        if not len(retracts):
+            self._deal_segments(seg_bucket, seg_rows, needs_bucket, order, spart)
+            return
+        r_order = np.argsort(order[retracts], kind="stable")
+        retracts = retracts[r_order]
+        r_arrival = order[retracts]
+        need_rows = seg_rows[needs_bucket[seg_rows]]
+        interval = np.searchsorted(r_arrival, order[need_rows], side="right")
+        done = 0
+        for k in np.union1d(interval, [len(retracts)]).tolist():
+            self._free(retracts[done:k], seg_bucket, seg, prev_part, stored_bucket)
+            done = max(done, k)
+            mask = np.zeros(len(needs_bucket), bool)
+            mask[need_rows[interval == k]] = True
+            if mask.any():
+                self._deal_segments(seg_bucket, seg_rows, mask, order, spart)
+
+    def _free(self, rows: I64, seg_bucket: I32, seg: I64, prev_part: I32,
+              stored_bucket: I32) -> None:
+        """Count the keys retracted at (sorted) ``rows`` out of their previous bucket: the
+        stored one, or that of the key's previous segment (dealt already)."""
+        assert self._buckets is not None
+        if not len(rows):
+            return
+        stored = stored_bucket[rows]
+        inner = stored < 0
+        if inner.any():
+            stored = stored.copy()
+            stored[inner] = seg_bucket[seg[rows[inner] - 1]]
+        self._buckets.add(prev_part[rows], stored, -1)
 
     def _route_keep_old(self, table: pa.Table, kinds: npt.NDArray[np.int8] | None,
                         order: I64, first: npt.NDArray[np.bool_], spart: I32,

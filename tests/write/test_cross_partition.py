@@ -135,3 +135,11 @@ def test_unapplied_options_are_refused_by_name(catalog: FileSystemCatalog) -> No
         t.new_write("u")
     with pytest.raises(UnsupportedError, match="INSERT OVERWRITE of a cross-partition"):
         xp_table(catalog, "db.o").new_write("u", overwrite=True)
+
+
+def test_a_move_frees_its_place_before_the_next_key(catalog: FileSystemCatalog) -> None:
+    """Java deals row by row: 1 leaves a/0 (a -D there) before 5 arrives, so 5 takes a/0."""
+    t = xp_table(catalog)
+    write_rows(t, rows(("a", 1, "x"), ("a", 2, "x"), ("a", 3, "x"), ("b", 4, "x"),
+                       ("b", 1, "y"), ("a", 5, "y")))
+    assert buckets_of(t) == {("a", 2): 0, ("a", 3): 1, ("a", 5): 0, ("b", 4): 0, ("b", 1): 0}
