@@ -47,12 +47,13 @@ from paimon_core.layout import TableContext
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.snapshot_manager import SnapshotManager
-from paimon_core.spec.option_enums import MergeEngine
+from paimon_core.spec.option_enums import BucketMode, MergeEngine
 from paimon_core.spec.row_kind import RowKind
 from paimon_core.types import DataType
 from paimon_core.write.dynamic_bucket import MAX_BUCKETS, AssignerChannel
+from paimon_core.write.inline_compact import refuse_shared_bucket_lookup
 
-__all__ = ["INDEX_TTL", "CrossPartitionAssigner", "key_slices"]
+__all__ = ["INDEX_TTL", "CrossPartitionAssigner", "cross_partition_assigner", "key_slices"]
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
@@ -68,6 +69,31 @@ def key_slices(key_columns: list[pa.Array | pa.ChunkedArray], key_types: list[Da
     (Flink's shuffle in front of ``GlobalIndexAssigner``)."""
     h = hash_codes(key_columns, key_types).astype(np.int64)
     return np.abs(np.fmod(h, num_slices)).astype(np.int32)
+
+
+def cross_partition_assigner(file_io: FileIO, context: TableContext, planner: ScanPlanner,
+                             snapshot_manager: SnapshotManager, *,
+                             key_slice: AssignerChannel | None, overwrite: bool
+                             ) -> CrossPartitionAssigner | None:
+    """The global key index of a writer of a cross-partition table (of one key slice when
+    given: :func:`key_slices`), None for other tables.
+
+    Raises:
+        UnsupportedError: an INSERT OVERWRITE (the index would still hold the overwritten
+            keys), key slices of a table whose level-0 files must be compacted at every
+            commit (several tasks may share a bucket), or what :class:`CrossPartitionAssigner`
+            refuses.
+    """
+    if context.bucket_mode is not BucketMode.CROSS_PARTITION:
+        return None
+    if overwrite:
+        raise UnsupportedError(
+            "INSERT OVERWRITE of a cross-partition table (bucket=-1, primary key without "
+            "all partition keys) is not supported: its global key index would still hold "
+            "the overwritten keys")
+    if key_slice is not None:
+        refuse_shared_bucket_lookup(context, "cross-partition table written by several tasks")
+    return CrossPartitionAssigner(file_io, context, planner, snapshot_manager, key_slice)
 
 
 class _Partitions:
