@@ -373,12 +373,8 @@ class CrossPartitionAssigner:
         if not need.any():
             return
         segs = np.flatnonzero(need)
-        arrival = order[seg_rows[segs]]
-        segs = segs[np.argsort(arrival, kind="stable")]
-        seg_part = spart[seg_rows[segs]]
-        for p in np.unique(seg_part).tolist():
-            mine = segs[seg_part == p]
-            seg_bucket[mine] = self._buckets.deal(p, len(mine))
+        segs = segs[np.argsort(order[seg_rows[segs]], kind="stable")]  # arrival order
+        self._deal_rows(seg_bucket, segs, spart[seg_rows[segs]])
 
     def _deal_and_free(self, seg_bucket: I32, seg: I64, seg_rows: I64,
                        needs_bucket: npt.NDArray[np.bool_], order: I64, spart: I32,
@@ -386,38 +382,43 @@ class CrossPartitionAssigner:
         """Deal buckets to the segments that need one and free the place of every retracted
         key, in arrival order as Java does row by row (a retraction frees its place before
         its own row's key is dealt): the new keys between two retractions are dealt at once,
-        so the Python steps are at most the number of retractions, never the rows."""
+        so the Python steps are one per retraction (scalar), never one per row."""
         assert self._buckets is not None
         if not len(retracts):
             self._deal_segments(seg_bucket, seg_rows, needs_bucket, order, spart)
             return
-        r_order = np.argsort(order[retracts], kind="stable")
-        retracts = retracts[r_order]
-        r_arrival = order[retracts]
+        retracts = retracts[np.argsort(order[retracts], kind="stable")]
         need_rows = seg_rows[needs_bucket[seg_rows]]
-        interval = np.searchsorted(r_arrival, order[need_rows], side="right")
-        done = 0
-        for k in np.union1d(interval, [len(retracts)]).tolist():
-            self._free(retracts[done:k], seg_bucket, seg, prev_part, stored_bucket)
-            done = max(done, k)
-            mask = np.zeros(len(needs_bucket), bool)
-            mask[need_rows[interval == k]] = True
-            if mask.any():
-                self._deal_segments(seg_bucket, seg_rows, mask, order, spart)
+        need_rows = need_rows[np.argsort(order[need_rows], kind="stable")]
+        # the retractions arriving before each new segment: non-decreasing, so group k (the
+        # segments after k retractions) is one slice
+        after = np.searchsorted(order[retracts], order[need_rows], side="right")
+        cuts = np.searchsorted(after, np.arange(len(retracts) + 2), side="left").tolist()
+        need_seg, need_part = seg[need_rows], spart[need_rows]
+        r_part = prev_part[retracts].tolist()
+        r_bucket = stored_bucket[retracts].tolist()
+        r_prev_seg = (seg[retracts] - 1).tolist()  # a move within the call: its last segment
+        counts = self._buckets.counts
+        for k in range(len(retracts) + 1):
+            if k:
+                b = r_bucket[k - 1]
+                if b < 0:
+                    b = int(seg_bucket[r_prev_seg[k - 1]])
+                m = counts.setdefault(r_part[k - 1], {})
+                m[b] = max(0, m.get(b, 0) - 1)
+            lo, hi = cuts[k], cuts[k + 1]
+            if lo < hi:
+                self._deal_rows(seg_bucket, need_seg[lo:hi], need_part[lo:hi])
 
-    def _free(self, rows: I64, seg_bucket: I32, seg: I64, prev_part: I32,
-              stored_bucket: I32) -> None:
-        """Count the keys retracted at (sorted) ``rows`` out of their previous bucket: the
-        stored one, or that of the key's previous segment (dealt already)."""
+    def _deal_rows(self, seg_bucket: I32, segs: I64, parts: I32) -> None:
+        """Deal buckets to segments ``segs`` (arrival order) of partitions ``parts``."""
         assert self._buckets is not None
-        if not len(rows):
+        if bool((parts == parts[0]).all()):
+            seg_bucket[segs] = self._buckets.deal(int(parts[0]), len(segs))
             return
-        stored = stored_bucket[rows]
-        inner = stored < 0
-        if inner.any():
-            stored = stored.copy()
-            stored[inner] = seg_bucket[seg[rows[inner] - 1]]
-        self._buckets.add(prev_part[rows], stored, -1)
+        for p in np.unique(parts).tolist():
+            mine = segs[parts == p]
+            seg_bucket[mine] = self._buckets.deal(p, len(mine))
 
     def _route_keep_old(self, table: pa.Table, kinds: npt.NDArray[np.int8] | None,
                         order: I64, first: npt.NDArray[np.bool_], spart: I32,
