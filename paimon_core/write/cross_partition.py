@@ -395,6 +395,7 @@ class CrossPartitionAssigner:
         after = np.searchsorted(order[retracts], order[need_rows], side="right")
         cuts = np.searchsorted(after, np.arange(len(retracts) + 2), side="left").tolist()
         need_seg, need_part = seg[need_rows], spart[need_rows]
+        one_seg, one_part = need_seg.tolist(), need_part.tolist()
         r_part = prev_part[retracts].tolist()
         r_bucket = stored_bucket[retracts].tolist()
         r_prev_seg = (seg[retracts] - 1).tolist()  # a move within the call: its last segment
@@ -407,7 +408,9 @@ class CrossPartitionAssigner:
                 m = counts.setdefault(r_part[k - 1], {})
                 m[b] = max(0, m.get(b, 0) - 1)
             lo, hi = cuts[k], cuts[k + 1]
-            if lo < hi:
+            if hi - lo == 1:  # the common case of a move: one key, scalar
+                seg_bucket[one_seg[lo]] = self._buckets.deal(one_part[lo], 1)[0]
+            elif lo < hi:
                 self._deal_rows(seg_bucket, need_seg[lo:hi], need_part[lo:hi])
 
     def _deal_rows(self, seg_bucket: I32, segs: I64, parts: I32) -> None:
