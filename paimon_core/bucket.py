@@ -162,11 +162,7 @@ def key_fingerprints(columns: Columns, types: Sequence[DataType]) -> U64:
     the high word and the same MurmurHash3 of the same bytes with a second seed in the low
     word (one layout, two hash passes). Equal rows get equal fingerprints; two different rows
     share one with probability about 2^-64 (10M distinct keys: ~3e-6 for any collision at all),
-    where 32-bit hashes collide by the thousands.
-
-    Raises:
-        SchemaError: length/type mismatches.
-        UnsupportedError: a nested type.
+    where 32-bit hashes collide by the thousands. Raises what :func:`hash_codes` raises.
     """
     laid = _row_layout(columns, types)
     if laid is None:
