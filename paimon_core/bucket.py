@@ -42,9 +42,12 @@ from paimon_core.types import (
     to_arrow_type,
 )
 
-__all__ = ["DEFAULT_SEED", "bucket_ids", "bucket_of", "hash_binary_row", "hash_codes"]
+__all__ = ["DEFAULT_SEED", "bucket_ids", "bucket_of", "hash_binary_row", "hash_codes",
+           "key_fingerprints"]
 
 DEFAULT_SEED = 42
+#: the seed of the low word of :func:`key_fingerprints` (any seed other than 42)
+_SECOND_SEED = 0x9747B28C
 _C1 = 0xCC9E2D51
 _C2 = 0x1B873593
 _M32 = 0xFFFFFFFF
@@ -148,6 +151,30 @@ def hash_codes(columns: Columns, types: Sequence[DataType]) -> np.ndarray:
         SchemaError: length/type mismatches.
         UnsupportedError: a nested type.
     """
+    laid = _row_layout(columns, types)
+    if laid is None:
+        return np.zeros(0, dtype=np.int32)
+    return _hash_rows(*laid, DEFAULT_SEED)
+
+
+def key_fingerprints(columns: Columns, types: Sequence[DataType]) -> U64:
+    """A 64-bit identity of every row projected to ``columns``: ``BinaryRow.hashCode()`` in
+    the high word and the same MurmurHash3 of the same bytes with a second seed in the low
+    word (one layout, two hash passes). Equal rows get equal fingerprints; two different rows
+    share one with probability about 2^-64 (10M distinct keys: ~3e-6 for any collision at all),
+    where 32-bit hashes collide by the thousands. Raises what :func:`hash_codes` raises.
+    """
+    laid = _row_layout(columns, types)
+    if laid is None:
+        return np.zeros(0, dtype=np.uint64)
+    high = _hash_rows(*laid, DEFAULT_SEED).view(np.uint32).astype(np.uint64)
+    low = _hash_rows(*laid, _SECOND_SEED).view(np.uint32).astype(np.uint64)
+    return np.asarray((high << np.uint64(32)) | low, dtype=np.uint64)
+
+
+def _row_layout(columns: Columns, types: Sequence[DataType]
+                ) -> tuple[npt.NDArray[np.uint8], I64, I64] | None:
+    """Every row's BinaryRow bytes in one buffer (:func:`_layout`), None for no rows."""
     if len(columns) != len(types):
         raise SchemaError(f"{len(columns)} columns but {len(types)} types")
     if not columns:
@@ -158,10 +185,9 @@ def hash_codes(columns: Columns, types: Sequence[DataType]) -> np.ndarray:
         raise SchemaError(f"bucket key columns have different lengths: {sorted(lengths)}")
     n = lengths.pop()
     if n == 0:
-        return np.zeros(0, dtype=np.int32)
+        return None
     cols = [_prepare(a, t, n) for a, t in zip(arrays, types)]
-    buf, starts, row_len = _layout(cols, n)
-    return _hash_rows(buf, starts, row_len)
+    return _layout(cols, n)
 
 
 @dataclass(slots=True)
@@ -502,13 +528,13 @@ def _copy_bytes(c: _Col, rows: I64, dest_words: I64, buf64: U64) -> None:
 _M64 = (1 << 64) - 1
 
 
-def _hash_rows(buf: npt.NDArray[np.uint8], starts: I64, row_len: I64) -> np.ndarray:
+def _hash_rows(buf: npt.NDArray[np.uint8], starts: I64, row_len: I64, seed: int) -> np.ndarray:
     n = len(starts)
     out = np.empty(n, dtype=np.int32)
     buf32 = buf.view("<u4")
     first, last = int(row_len[0]), int(row_len.min())
     if first == last and int(row_len.max()) == first:
-        out[:] = _murmur(buf32.reshape(n, first // 4), first)
+        out[:] = _murmur(buf32.reshape(n, first // 4), first, seed)
         return out
     units = (row_len // 8).astype(np.int64)
     order = np.argsort(units.astype(np.uint16) if units.max() < 65536 else units, kind="stable")
@@ -517,7 +543,7 @@ def _hash_rows(buf: npt.NDArray[np.uint8], starts: I64, row_len: I64) -> np.ndar
     for grp in np.split(order, bounds):
         length = int(row_len[grp[0]])
         idx = (starts[grp] // 4)[:, None] + np.arange(length // 4, dtype=np.int64)[None, :]
-        out[grp] = _murmur(buf32[idx], length)
+        out[grp] = _murmur(buf32[idx], length, seed)
     return out
 
 
@@ -525,12 +551,13 @@ def _rotl_np(x: U32, r: int) -> U32:
     return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
-def _murmur(words: U32, length: int) -> np.ndarray:
-    """MurmurHash3 x86_32 (seed 42) of each row of a (rows x words) uint32 array."""
+def _murmur(words: U32, length: int, seed: int) -> np.ndarray:
+    """MurmurHash3 x86_32 (Java's seed 42, or :data:`_SECOND_SEED`) of each row of a
+    (rows x words) uint32 array."""
     k = np.ascontiguousarray(words.T) * np.uint32(_C1)
     k = _rotl_np(k, 15)
     k *= np.uint32(_C2)
-    h = np.full(words.shape[0], DEFAULT_SEED, dtype=np.uint32)
+    h = np.full(words.shape[0], seed, dtype=np.uint32)
     for col in k:
         h ^= col
         h = _rotl_np(h, 13)

@@ -338,7 +338,7 @@ class TableContext:
         num_buckets = schema.num_buckets
         return cls(schema=schema, options=options,
                    layout=TableLayout.of(table_path, schema, options), num_buckets=num_buckets,
-                   bucket_mode=BucketMode.of(num_buckets, bool(schema.primary_keys)))
+                   bucket_mode=schema.bucket_mode)
 
     @property
     def table_path(self) -> str:

@@ -158,16 +158,11 @@ def validate_table_schema(s: TableSchema) -> None:
         if len(set(declared)) != len(declared):
             raise SchemaError(f"duplicate {what} keys {list(declared)}")
     if s.primary_keys:
-        if set(s.partition_keys) and not set(s.partition_keys) <= set(s.primary_keys):
-            # Java allows it only for dynamic-bucket cross-partition tables
-            raise SchemaError(
-                f"primary key {list(s.primary_keys)} must contain the partition keys "
-                f"{list(s.partition_keys)}"
-            )
         s.trimmed_primary_keys  # noqa: B018 - raises when the PK is only partition keys
     if len(s.partition_keys) == len(s.fields) and s.fields:
         raise SchemaError("a table needs at least one column that is not a partition key")
     bucket = s.num_buckets  # parse_bucket: an integer, -1, -2 or 1..2^31-1
+    # a primary key without all partition keys (cross-partition update) needs bucket = -1
     if s.bucket_mode is BucketMode.POSTPONE:
         raise SchemaError("option bucket=-2 (postpone) is not supported by Paimon 0.9")
     bucket_key = s.options.get(CoreOptions.BUCKET_KEY)

@@ -161,7 +161,7 @@ def bucketed(df: DataFrame, handle: TableHandle) -> DataFrame:
 def write_routing(df: DataFrame, handle: TableHandle) -> Routing | None:
     """The assigner channels of a dynamic bucket primary-key table's write tasks (None for
     other tables): ``dynamic-bucket.assigner-parallelism``, else the Spark parallelism."""
-    if handle.schema.bucket_mode is not BucketMode.HASH_DYNAMIC:
+    if handle.schema.bucket_mode not in (BucketMode.HASH_DYNAMIC, BucketMode.CROSS_PARTITION):
         return None
     return routing(handle.schema, default_parallelism(df.sparkSession))
 
@@ -173,7 +173,7 @@ def with_channel_column(df: DataFrame, handle: TableHandle, route: Routing) -> D
     from pyspark.sql.types import IntegerType
 
     schema = handle.schema
-    names = [*schema.partition_keys, *schema.trimmed_primary_keys]
+    names = route.key_columns(schema)
     missing = [c for c in names if c not in df.columns]
     if missing:
         raise SchemaError(f"the DataFrame lacks key column(s) {missing}")

@@ -186,6 +186,10 @@ def check_aggregation(ns: dict[str, Any]) -> None:
     assert rows == {"a": 6, "b": 7}
 
 
+def check_cross_partition(ns: dict[str, Any]) -> None:
+    assert ns["people"].to_arrow().to_pylist() == [{"city": "Lyon", "id": 7, "name": "Ada"}]
+
+
 def check_maintenance(ns: dict[str, Any]) -> None:
     table = ns["table"]
     assert ns["r"].expired_ids and table.snapshot_manager.earliest_snapshot_id() == (
@@ -227,6 +231,9 @@ EXAMPLES: dict[str, Example] = {
     "compact_bucket(": Example(with_table, check_compaction),
     "table.inspect.snapshots()": Example(with_table, check_inspect),
     "\"shop.stock\"": Example(aggregation, check_aggregation),
+    "\"crm.people\"": Example(lambda wh: {"catalog": FileSystemCatalog(str(wh)),
+                                          "Schema": Schema, "pa": pa},
+                               check_cross_partition),
     "expire_snapshots(": Example(old_table, check_maintenance),
     "PaimonPandasIOManager(catalog=": Example(check=lambda ns: check_io_manager(ns)),
 }

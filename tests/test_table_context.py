@@ -27,19 +27,22 @@ ROWS = pa.table({"pt": ["a", "a", "b", "b", "b"], "id": [1, 2, 3, 4, 5],
                  "v": ["p", "q", "r", "s", "t"]})
 
 
-def _schema(bucket: str | None, primary_keys: tuple[str, ...]) -> TableSchema:
+def _schema(bucket: str | None, primary_keys: tuple[str, ...],
+            partition_keys: tuple[str, ...] = ()) -> TableSchema:
     fields = (DataField(0, "id", parse_sql_type("INT NOT NULL")),
               DataField(1, "v", parse_sql_type("STRING")))
     return TableSchema(id=0, fields=fields, primary_keys=primary_keys,
+                       partition_keys=partition_keys,
                        options={} if bucket is None else {"bucket": bucket})
 
 
 # Java: KeyValueFileStore.bucketMode (primary-key tables: -2 POSTPONE_MODE, -1 HASH_DYNAMIC
-# (CROSS_PARTITION when the key lacks a partition key, refused at create here), else
+# (CROSS_PARTITION when the key lacks a partition key), else
 # HASH_FIXED) and AppendOnlyFileStore.bucketMode (append tables: -1 BUCKET_UNAWARE, else
 # HASH_FIXED); bucket unset is -1 (CoreOptions.BUCKET's default).
 @pytest.mark.parametrize(("bucket", "primary_keys", "mode"), [
     ("4", ("id",), BucketMode.HASH_FIXED),
+    ("4", ("id", "v"), BucketMode.HASH_FIXED),  # partitioned by v below: key holds it
     ("-1", ("id",), BucketMode.HASH_DYNAMIC),
     (None, ("id",), BucketMode.HASH_DYNAMIC),
     ("-2", ("id",), BucketMode.POSTPONE),
@@ -50,6 +53,21 @@ def _schema(bucket: str | None, primary_keys: tuple[str, ...]) -> TableSchema:
 def test_bucket_mode_follows_java(bucket: str | None, primary_keys: tuple[str, ...],
                                   mode: BucketMode) -> None:
     assert _schema(bucket, primary_keys).bucket_mode is mode
+    if primary_keys:  # partitioned by v: the key lacks it unless it holds v
+        cross = "v" not in primary_keys and bucket in ("-1", None)
+        crossed = _schema(bucket, primary_keys, ("v",))
+        if cross:
+            assert crossed.bucket_mode is BucketMode.CROSS_PARTITION
+        elif "v" in primary_keys:
+            assert crossed.bucket_mode is mode
+        else:  # a count (or -2) with a cross-partition key: refused as Java refuses it
+            with pytest.raises(SchemaError, match="needs dynamic bucket mode"):
+                crossed.bucket_mode  # noqa: B018
+
+
+def test_cross_partition_key_needs_bucket_minus_one() -> None:
+    with pytest.raises(SchemaError, match=r"bucket=4: a primary key without all partition keys"):
+        _schema("4", ("id",), ("v",)).bucket_mode  # noqa: B018
 
 
 @pytest.mark.parametrize(("bucket", "primary_keys", "message"), [

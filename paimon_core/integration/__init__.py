@@ -3,7 +3,8 @@
 
 **Less stable than** :mod:`paimon_core`: these are the engine-facing helpers -- Paimon's bucket of
 every row (:func:`bucket_ids`) and the dynamic-bucket channels (:func:`channel_ids`,
-:class:`AssignerChannel`), the compaction loop and its planning (:func:`compact_with_retries`,
+:class:`AssignerChannel`; :func:`key_slices` for cross-partition tables), the compaction loop
+and its planning (:func:`compact_with_retries`,
 :class:`CompactExecutor`, :func:`plan_compaction` = :func:`list_buckets` +
 :func:`pick_buckets`, :class:`BucketCompactor`, ...), manifest rows (:class:`ManifestEntry`,
 :class:`DataFileMeta`, :class:`FileKind`, :func:`live_files`, :func:`snapshot_listings`),
@@ -165,6 +166,9 @@ if TYPE_CHECKING:
         from_arrow_type as from_arrow_type,
         to_arrow_schema as to_arrow_schema,
         to_arrow_type as to_arrow_type,
+    )
+    from paimon_core.write.cross_partition import (
+        key_slices as key_slices,
     )
     from paimon_core.write.dynamic_bucket import (
         AssignerChannel as AssignerChannel,

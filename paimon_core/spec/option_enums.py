@@ -81,26 +81,40 @@ class BucketMode(StrEnum):
     HASH_FIXED = "hash-fixed"
     #: ``bucket = -1`` on a primary-key table: each key's bucket kept in a hash index
     HASH_DYNAMIC = "hash-dynamic"
+    #: ``bucket = -1`` on a primary-key table whose key lacks a partition key: a key may move
+    #: to another partition; a global index (key -> partition, bucket) finds its old row
+    #: (Java 0.9 ``CROSS_PARTITION``, ``GlobalIndexAssigner``; no index files)
+    CROSS_PARTITION = "cross-partition"
     #: ``bucket = -1`` on an append table: no buckets (every file in ``bucket-0``)
     BUCKET_UNAWARE = "bucket-unaware"
     #: ``bucket = -2`` on a primary-key table: files wait in ``bucket-postpone``
     POSTPONE = "postpone"
 
     @classmethod
-    def of(cls, num_buckets: int, primary_key: bool) -> BucketMode:
+    def of(cls, num_buckets: int, primary_key: bool, *,
+           cross_partition: bool = False) -> BucketMode:
         """The mode of a table with ``bucket = num_buckets`` (see :func:`parse_bucket`), as
         Java's ``KeyValueFileStore.bucketMode`` (primary-key tables: -2 postpone, -1 dynamic,
-        else fixed; cross-partition updates are refused at create here) and
+        or cross-partition when ``cross_partition``: the primary key lacks a partition key,
+        ``TableSchema.crossPartitionUpdate``; else fixed) and
         ``AppendOnlyFileStore.bucketMode`` (append tables: -1 unaware, else fixed).
 
         Raises:
             SchemaError: ``-2`` on an append table (Java's ``SchemaValidation``: postpone
-                bucket is for primary-key tables), or a count :func:`parse_bucket` refuses.
+                bucket is for primary-key tables), a cross-partition key with a bucket other
+                than -1 (``SchemaValidation``), or a count :func:`parse_bucket` refuses.
         """
+        if cross_partition and primary_key and num_buckets != DYNAMIC_BUCKET:
+            raise SchemaError(
+                f"option bucket={num_buckets}: a primary key without all partition keys "
+                "(cross-partition update) needs dynamic bucket mode (bucket = -1), as Paimon "
+                "requires")
         if num_buckets > 0:
             return cls.HASH_FIXED
         if num_buckets == DYNAMIC_BUCKET:
-            return cls.HASH_DYNAMIC if primary_key else cls.BUCKET_UNAWARE
+            if not primary_key:
+                return cls.BUCKET_UNAWARE
+            return cls.CROSS_PARTITION if cross_partition else cls.HASH_DYNAMIC
         if num_buckets == POSTPONE_BUCKET and primary_key:
             return cls.POSTPONE
         what = "an append table" if num_buckets == POSTPONE_BUCKET else "any table"

@@ -82,7 +82,14 @@ class TableSchema:
     @property
     def bucket_mode(self) -> BucketMode:
         """What :attr:`num_buckets` means for this table (:meth:`BucketMode.of`)."""
-        return BucketMode.of(self.num_buckets, bool(self.primary_keys))
+        return BucketMode.of(self.num_buckets, bool(self.primary_keys),
+                             cross_partition=self.cross_partition_update)
+
+    @property
+    def cross_partition_update(self) -> bool:
+        """A primary key without every partition key: a key may change partition
+        (``TableSchema.crossPartitionUpdate``)."""
+        return bool(self.primary_keys) and not set(self.partition_keys) <= set(self.primary_keys)
 
     @property
     def file_format(self) -> str:

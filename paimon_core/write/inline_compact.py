@@ -30,9 +30,10 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from paimon_core.compact.manager import BucketCompactor
+from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult
 from paimon_core.datafile.writer import DataFileWriter
-from paimon_core.errors import CorruptMetadataError, PaimonError
+from paimon_core.errors import CorruptMetadataError, PaimonError, UnsupportedError
 from paimon_core.io.file_io import FileIO, join
 from paimon_core.layout import TableContext
 from paimon_core.schema_manager import SchemaManager
@@ -40,7 +41,7 @@ from paimon_core.spec.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_core.spec.option_enums import BucketMode
 from paimon_core.write.buffer import BucketState
 
-__all__ = ["InlineCompaction", "inline_compaction_enabled"]
+__all__ = ["InlineCompaction", "inline_compaction_enabled", "refuse_shared_bucket_lookup"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,21 @@ def inline_compaction_enabled(context: TableContext) -> bool:
     if core.write_only or core.deletion_vectors_enabled:
         return False
     return context.bucket_mode is not BucketMode.BUCKET_UNAWARE
+
+
+def refuse_shared_bucket_lookup(context: TableContext, writers: str) -> None:
+    """Refuse a table whose level-0 files must be compacted at every commit (first-row,
+    lookup changelog, ``force-lookup``) when it is written by several tasks that may share a
+    bucket (``writers`` names them): such tasks do not compact.
+
+    Raises:
+        UnsupportedError: naming the options.
+    """
+    if CompactOptions.of(context.schema, context.options).lookup:
+        raise UnsupportedError(
+            f"a {writers} cannot have its level-0 files compacted at every commit, which "
+            "merge-engine=first-row, changelog-producer=lookup and force-lookup need: write "
+            "it from one task, or give the table a fixed 'bucket' count")
 
 
 class InlineCompaction:

@@ -60,7 +60,6 @@ import pyarrow.compute as pc
 
 from paimon_core.bucket import bucket_ids, hash_codes
 from paimon_core.commit_message import CommitMessage
-from paimon_core.compact.options import CompactOptions
 from paimon_core.datafile.parquet_layout import ParquetOptions
 from paimon_core.datafile.writer import (
     DataFileWriter,
@@ -99,6 +98,7 @@ from paimon_core.write.buffer import (
     take_rows,
     with_system_columns,
 )
+from paimon_core.write.cross_partition import cross_partition_assigner
 from paimon_core.write.dynamic_bucket import (
     AssignerChannel,
     BucketHashes,
@@ -106,7 +106,11 @@ from paimon_core.write.dynamic_bucket import (
     HashIndexReader,
     assigner_channels,
 )
-from paimon_core.write.inline_compact import InlineCompaction, inline_compaction_enabled
+from paimon_core.write.inline_compact import (
+    InlineCompaction,
+    inline_compaction_enabled,
+    refuse_shared_bucket_lookup,
+)
 from paimon_core.write.input import (
     check_writable,
     conform_buckets,
@@ -203,6 +207,8 @@ class TableWrite:
         self.key_types: list[DataType] = [schema.field(k).type for k in self.key_names]
         self._overwrite = overwrite
         self._assigner, self._hash_index = self._dynamic_buckets(assigner_channel)
+        self._cross = cross_partition_assigner(file_io, context, planner, snapshot_manager,
+                                               key_slice=assigner_channel, overwrite=overwrite)
         self.sequence_fields = list(self.options.sequence_fields)
         for c in self.sequence_fields:
             schema.field(c)  # typed error for an unknown column
@@ -213,9 +219,8 @@ class TableWrite:
         self.changelog_input = (self.is_pk and self.options.changelog_producer
                                 is ChangelogProducer.INPUT)
         # small buckets are flushed in one pass (paimon_core.write.small_buckets)
-        self._small_together = (self.is_pk
-                                and self.options.merge_engine is MergeEngine.DEDUPLICATE
-                                and not self.changelog_input)
+        self._small_together = (self.is_pk and not self.changelog_input
+                                and self.options.merge_engine is MergeEngine.DEDUPLICATE)
         self.rowkind_field = self.options.rowkind_field
         if self.rowkind_field is not None:
             schema.field(self.rowkind_field)
@@ -224,9 +229,8 @@ class TableWrite:
         if self.target_file_size <= 0 or self.write_buffer_size <= 0:
             raise SchemaError("target-file-size and write-buffer-size must be positive")
         self.path_factory = self.layout.new_file_names()
-        self.writer = DataFileWriter(
-            file_io, schema, self.path_factory, parquet=ParquetOptions.of(schema, self.options)
-        )
+        self.writer = DataFileWriter(file_io, schema, self.path_factory,
+                                     parquet=ParquetOptions.of(schema, self.options))
         self._inline = (  # a writer of an assigner channel shares its buckets: no compaction
             InlineCompaction(file_io, context, planner.schemas, self.writer)
             if inline_compaction_enabled(context) and assigner_channel is None else None
@@ -245,25 +249,19 @@ class TableWrite:
 
     def _dynamic_buckets(self, channel: AssignerChannel | None
                          ) -> tuple[DynamicBucketAssigner | None, BucketHashes | None]:
-        """The bucket assigner and the hash index of a dynamic bucket table (for one assigner
-        ``channel`` when given), None for other tables."""
+        """The bucket assigner and hash index of a dynamic bucket table (of ``channel``)."""
         if not self.dynamic:
-            if channel is not None:
+            if channel is not None and self.bucket_mode is not BucketMode.CROSS_PARTITION:
                 raise UnsupportedError(f"an assigner channel is for dynamic bucket primary-key "
-                                       f"tables (bucket=-1); this table has "
-                                       f"bucket={self.num_buckets}")
+                                       f"tables (bucket=-1), not bucket={self.num_buckets}")
             return None, None
         reader = None if self._overwrite else HashIndexReader(
             self.file_io, self.layout, self.snapshot_manager, self.planner.manifests)
         channels, assigners = assigner_channels(self.options)
         own: list[int] | None = None
         if channel is not None:
-            if CompactOptions.of(self.schema, self.options).lookup:
-                raise UnsupportedError(
-                    "a dynamic bucket table written by several assigner tasks cannot have its "
-                    "level-0 files compacted at every commit, which merge-engine=first-row, "
-                    "changelog-producer=lookup and force-lookup need: write it from one task, "
-                    "or give the table a fixed 'bucket' count")
+            refuse_shared_bucket_lookup(
+                self.context, "dynamic bucket table written by several assigner tasks")
             channels, assigners = channel.num_channels, channel.num_assigners
             own = [channel.channel]
         assigner = DynamicBucketAssigner(
@@ -380,9 +378,9 @@ class TableWrite:
         :meth:`prepare_commit`. Files already handed out in commit messages are the caller's
         to abort (``TableCommit.abort(messages)``). Dynamic bucket assignments are forgotten
         (the next write loads the table's index again)."""
-        if self._assigner is not None and self._hash_index is not None:
-            self._assigner.reset()
-            self._hash_index.reset()
+        for index in (self._assigner, self._hash_index, self._cross):
+            if index is not None:
+                index.reset()
         compacted = False
         for b in self._buckets.values():
             b.buffer = []
@@ -445,6 +443,8 @@ class TableWrite:
                     "merge-engine 'first-row' accepts no DELETE/UPDATE_BEFORE records (Java's "
                     "compaction refuses them); set 'first-row.ignore-delete' (or "
                     "'ignore-delete') to ignore them")
+        if self._cross is not None and table.num_rows:  # -D of moved keys, every row's bucket
+            table, kinds, buckets = self._cross.route(table, kinds)
         n = table.num_rows
         if n == 0:
             return
@@ -531,8 +531,8 @@ class TableWrite:
             ).astype(np.int64)
             self._bucket_col = b
             codes, radix = combine_codes(codes, radix, b, self.num_buckets)
-        elif self.dynamic:
-            b = self._assign_dynamic(table, codes, radix)
+        elif self.dynamic or self._cross is not None:
+            b = self._assign_dynamic(table, codes, radix) if buckets is None else buckets
             self._bucket_col = b
             codes, radix = combine_codes(codes, radix, b, int(b.max()) + 1)
         else:

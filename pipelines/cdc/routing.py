@@ -11,6 +11,12 @@
   the index says. The number of channels is ``dynamic-bucket.assigner-parallelism`` (default:
   the Spark parallelism, as Flink's default is the sink parallelism); ``initial-buckets``
   bounds the bucket residue classes (``min(initial-buckets, channels)``).
+* Cross-partition tables (``bucket = -1``, a primary key without every partition key): a key
+  may move partition, so rows go by the hash of the whole primary key only
+  (:func:`paimon_core.integration.key_slices`): task ``t`` holds every version of its keys in
+  every partition, bootstraps its slice of the table's global key index, deletes a moved key
+  from its old partition, and creates only buckets ``b % tasks == t``
+  (Java's ``GlobalDynamicBucketSink``). Tasks: as for dynamic buckets.
 """
 
 from __future__ import annotations
@@ -21,7 +27,13 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_core import CoreOptions, DataType, SchemaError, TableSchema, UnsupportedError
-from paimon_core.integration import AssignerChannel, CompactOptions, channel_ids, conform_column
+from paimon_core.integration import (
+    AssignerChannel,
+    CompactOptions,
+    channel_ids,
+    conform_column,
+    key_slices,
+)
 
 __all__ = ["Routing", "routing"]
 
@@ -33,10 +45,12 @@ class Routing:
     Attributes:
         tasks: number of write tasks (buckets, or assigner channels).
         assigners: bucket residue classes of a dynamic bucket table (0 for fixed buckets).
+        cross_partition: rows go by their whole primary key (key slices), not by partition.
     """
 
     tasks: int
     assigners: int = 0
+    cross_partition: bool = False
 
     @property
     def dynamic(self) -> bool:
@@ -53,9 +67,18 @@ class Routing:
             types = [schema.field(k).type.with_nullable(True) for k in names]
             return [conform_column(rows.column(k), t, k) for k, t in zip(names, types)], types
 
+        if self.cross_partition:
+            keys, key_types = cols(list(schema.primary_keys))
+            return key_slices(keys, key_types, self.tasks)
         part, part_types = cols(list(schema.partition_keys))
         keys, key_types = cols(list(schema.trimmed_primary_keys))
         return channel_ids(part, part_types, keys, key_types, self.tasks, self.assigners)
+
+    def key_columns(self, schema: TableSchema) -> list[str]:
+        """The columns :meth:`task_ids` reads."""
+        if self.cross_partition:
+            return list(schema.primary_keys)
+        return [*schema.partition_keys, *schema.trimmed_primary_keys]
 
     def channel(self, task: int) -> AssignerChannel | None:
         """The assigner channel write task ``task`` runs (None for fixed buckets)."""
@@ -90,4 +113,6 @@ def routing(schema: TableSchema, parallelism: int) -> Routing:
     initial = options.dynamic_bucket_initial_buckets
     if tasks < 1:
         raise SchemaError("dynamic-bucket.assigner-parallelism must be >= 1")
+    if schema.cross_partition_update:
+        return Routing(tasks, tasks, cross_partition=True)
     return Routing(tasks, min(initial or tasks, tasks))

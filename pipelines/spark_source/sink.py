@@ -276,7 +276,8 @@ class _Writes:
                                      options if table_options is None else table_options)
         self.commit_user = commit_user
         self.route: Routing | None = None
-        if self.handle.schema.bucket_mode is BucketMode.HASH_DYNAMIC:
+        if self.handle.schema.bucket_mode in (BucketMode.HASH_DYNAMIC,
+                                              BucketMode.CROSS_PARTITION):
             tasks = _int(options, WRITE_ASSIGNER_TASKS)
             if tasks is None:
                 raise UnsupportedError(

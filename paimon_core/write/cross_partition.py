@@ -1,0 +1,488 @@
+"""Cross-partition upsert (``bucket = -1``, a primary key without every partition key).
+
+Mirrors Paimon 0.9's ``org.apache.paimon.crosspartition``: ``GlobalIndexAssigner`` (one
+index primary key -> (partition, bucket) for the whole table), ``IndexBootstrap`` (the index
+loaded from the latest snapshot), ``BucketAssigner`` (buckets per partition) and the
+``ExistingProcessor`` of each merge engine, for a key that arrives in another partition than
+the one it is stored in:
+
+* ``deduplicate`` (``DeleteExistingProcessor``): the stored row is deleted — a ``-D`` of the
+  key in its old partition and bucket, right before the new row — and the new row goes to a
+  bucket of its new partition;
+* ``first-row`` (``SkipNewExistingProcessor``): the new row is dropped (the first one stays);
+* ``partial-update`` / ``aggregation`` (``UseOldExistingProcessor``): the new row is written
+  to the stored key's partition and bucket (its partition columns take the old values).
+
+A key arriving in its stored partition keeps its bucket; a new key (or a moved one) takes the
+lowest bucket of its partition holding fewer than ``dynamic-bucket.target-row-num`` keys, else
+the lowest bucket number not used yet (of this assigner's residue class ``b % n == id`` when the
+keys are split over ``n`` assigners). Like Java, no HASH index files are written in this mode,
+a deleted key keeps its index entry, and the bucket counts of a partition count the keys
+stored there. Every record, deletes included, goes through the same steps (Java's
+``processInput``).
+
+Memory: the index is three numpy arrays — 64-bit key fingerprints
+(:func:`paimon_core.bucket.key_fingerprints`, sorted), partition ids and buckets (16 bytes per
+key: 10M keys take 160 MB) — bootstrapped by reading only the primary-key and partition columns
+of the latest snapshot, split by split, batch by batch. Within one write call the rows are
+resolved by sorting them by key (stable), never one Python step per row: new keys are dealt
+their buckets in runs between two moved keys (a move frees its place in the old bucket before
+the next key is dealt, as Java's row-by-row loop), so the buckets chosen are Java's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_core.bucket import hash_codes, key_fingerprints
+from paimon_core.errors import CorruptMetadataError, UnsupportedError
+from paimon_core.io.file_io import FileIO
+from paimon_core.layout import TableContext
+from paimon_core.read.table_read import TableRead
+from paimon_core.scan.planner import ScanPlanner
+from paimon_core.snapshot_manager import SnapshotManager
+from paimon_core.spec.option_enums import BucketMode, MergeEngine
+from paimon_core.spec.row_kind import RowKind
+from paimon_core.types import DataType
+from paimon_core.write.dynamic_bucket import MAX_BUCKETS, AssignerChannel
+from paimon_core.write.inline_compact import refuse_shared_bucket_lookup
+
+__all__ = ["INDEX_TTL", "CrossPartitionAssigner", "cross_partition_assigner", "key_slices"]
+
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+#: Java's ``cross-partition-upsert.index-ttl`` (not applied here: refused by name)
+INDEX_TTL = "cross-partition-upsert.index-ttl"
+
+
+def key_slices(key_columns: list[pa.Array | pa.ChunkedArray], key_types: list[DataType],
+               num_slices: int) -> I32:
+    """The key slice (assigner) of every row: ``abs(hash % n)`` of the ``BinaryRow`` hash of
+    the whole primary key, so every version of a key, in any partition, goes to one assigner
+    (Flink's shuffle in front of ``GlobalIndexAssigner``)."""
+    h = hash_codes(key_columns, key_types).astype(np.int64)
+    return np.abs(np.fmod(h, num_slices)).astype(np.int32)
+
+
+def cross_partition_assigner(file_io: FileIO, context: TableContext, planner: ScanPlanner,
+                             snapshot_manager: SnapshotManager, *,
+                             key_slice: AssignerChannel | None, overwrite: bool
+                             ) -> CrossPartitionAssigner | None:
+    """The global key index of a writer of a cross-partition table (of one key slice when
+    given: :func:`key_slices`), None for other tables.
+
+    Raises:
+        UnsupportedError: an INSERT OVERWRITE (the index would still hold the overwritten
+            keys), key slices of a table whose level-0 files must be compacted at every
+            commit (several tasks may share a bucket), or what :class:`CrossPartitionAssigner`
+            refuses.
+    """
+    if context.bucket_mode is not BucketMode.CROSS_PARTITION:
+        return None
+    if overwrite:
+        raise UnsupportedError(
+            "INSERT OVERWRITE of a cross-partition table (bucket=-1, primary key without "
+            "all partition keys) is not supported: its global key index would still hold "
+            "the overwritten keys")
+    if key_slice is not None:
+        refuse_shared_bucket_lookup(context, "cross-partition table written by several tasks")
+    return CrossPartitionAssigner(file_io, context, planner, snapshot_manager, key_slice)
+
+
+class _Partitions:
+    """Partition ids (``IDMapping<BinaryRow>``): a 64-bit fingerprint of the partition values
+    -> a dense id, and the values of each id (one row of the partition columns)."""
+
+    def __init__(self, names: list[str], types: list[DataType], schema: pa.Schema) -> None:
+        self.names = names
+        self.types = types
+        self._ids: dict[int, int] = {}
+        self._values: list[pa.Table] = []
+        self._schema = schema
+        self._table: pa.Table | None = None
+
+    def ids(self, table: pa.Table) -> I32:
+        """The partition id of every row of ``table`` (which holds the partition columns)."""
+        cols = [table.column(k) for k in self.names]
+        fps = key_fingerprints(cols, self.types)
+        uniq, first, inverse = np.unique(fps, return_index=True, return_inverse=True)
+        ids = np.empty(len(uniq), np.int32)
+        for i, (fp, row) in enumerate(zip(uniq.tolist(), first.tolist())):  # per partition
+            got = self._ids.get(fp)
+            if got is None:
+                got = self._ids[fp] = len(self._values)
+                self._values.append(table.select(self.names).slice(row, 1)
+                                    .cast(self._schema))
+                self._table = None
+            ids[i] = got
+        return ids[inverse.reshape(-1)]
+
+    def values(self, ids: I32) -> pa.Table:
+        """The partition columns of the partitions ``ids`` (one row each)."""
+        if self._table is None:
+            self._table = pa.concat_tables(self._values)
+        return self._table.take(pa.array(ids))
+
+
+class _Buckets:
+    """Keys per bucket of each partition (``crosspartition.BucketAssigner``)."""
+
+    def __init__(self, target: int, num_assigners: int, assign_id: int) -> None:
+        self.target = target
+        self.num_assigners = num_assigners
+        self.assign_id = assign_id
+        self.counts: dict[int, dict[int, int]] = {}
+
+    def add(self, parts: I32, buckets: I32, delta: int) -> None:
+        """Count ``delta`` (+1 stored, -1 removed) for each (partition, bucket) pair."""
+        if not len(parts):
+            return
+        pairs = (parts.astype(np.int64) << 32) | buckets.astype(np.int64)
+        uniq, counts = np.unique(pairs, return_counts=True)
+        for pair, c in zip(uniq.tolist(), counts.tolist()):
+            m = self.counts.setdefault(pair >> 32, {})
+            b = pair & 0xFFFFFFFF
+            m[b] = max(0, m.get(b, 0) + delta * c)  # Java: a missing bucket decrements to 0
+
+    def deal(self, part: int, m: int) -> I32:
+        """Buckets for ``m`` new keys of ``part``: the lowest bucket of this assigner below
+        the target first, then the lowest bucket numbers not used yet."""
+        counts = self.counts.setdefault(part, {})
+        out = np.empty(m, np.int32)
+        i = 0
+        for b in sorted(counts):
+            if i == m:
+                break
+            room = self.target - counts[b]
+            if room <= 0 or abs(b % self.num_assigners) != self.assign_id:
+                continue
+            take = min(room, m - i)
+            out[i:i + take] = b
+            counts[b] += take
+            i += take
+        b = self.assign_id
+        while i < m:
+            while b in counts:
+                b += self.num_assigners
+            if b >= MAX_BUCKETS:
+                raise UnsupportedError(
+                    f"a partition needs more than {MAX_BUCKETS} buckets; raise "
+                    f"'dynamic-bucket.target-row-num' (now {self.target})")
+            take = min(self.target, m - i)
+            out[i:i + take] = b
+            counts[b] = take
+            i += take
+        return out
+
+
+@dataclass
+class _Index:
+    """Sorted key fingerprints with each key's partition id and bucket."""
+
+    keys: U64
+    parts: I32
+    buckets: I32
+
+    def find(self, fps: U64) -> tuple[npt.NDArray[np.bool_], I32, I32]:
+        """(found, partition id, bucket) of each fingerprint (-1 where not found)."""
+        if not len(self.keys):
+            none = np.full(len(fps), -1, np.int32)
+            return np.zeros(len(fps), bool), none, none.copy()
+        pos = np.minimum(np.searchsorted(self.keys, fps), len(self.keys) - 1)
+        found = self.keys[pos] == fps
+        return (found, np.where(found, self.parts[pos], -1).astype(np.int32),
+                np.where(found, self.buckets[pos], -1).astype(np.int32))
+
+    def put(self, fps: U64, parts: I32, buckets: I32) -> None:
+        """Set the location of keys ``fps`` (unique), replacing what was stored."""
+        if not len(fps):
+            return
+        order = np.argsort(fps, kind="stable")
+        fps, parts, buckets = fps[order], parts[order], buckets[order]
+        pos = np.searchsorted(self.keys, fps)
+        hit = pos < len(self.keys)
+        hit[hit] = self.keys[pos[hit]] == fps[hit]
+        self.parts[pos[hit]] = parts[hit]
+        self.buckets[pos[hit]] = buckets[hit]
+        new = ~hit
+        self.keys = np.insert(self.keys, pos[new], fps[new])
+        self.parts = np.insert(self.parts, pos[new], parts[new])
+        self.buckets = np.insert(self.buckets, pos[new], buckets[new])
+
+
+class CrossPartitionAssigner:
+    """Assigns (partition, bucket) to the rows of a cross-partition table, adding the ``-D``
+    of a key that moved (``GlobalIndexAssigner``, bootstrapped on first use).
+
+    Args:
+        file_io / context / planner / snapshot_manager: the table (the index is read from
+            its latest snapshot).
+        key_slice: this writer takes only the keys of one slice (:func:`key_slices`; a Spark
+            task of a distributed write): it loads only those keys and creates only buckets
+            ``b`` with ``b % num_channels == channel``. None: every key.
+
+    Raises:
+        UnsupportedError: ``cross-partition-upsert.index-ttl`` set (not applied here).
+    """
+
+    def __init__(self, file_io: FileIO, context: TableContext, planner: ScanPlanner,
+                 snapshot_manager: SnapshotManager, key_slice: AssignerChannel | None) -> None:
+        schema = context.schema
+        if INDEX_TTL in schema.options:
+            raise UnsupportedError(
+                f"option {INDEX_TTL!r} (expiring cross-partition index entries) is not "
+                "supported by this writer; unset it")
+        self.engine = context.options.merge_engine
+        self.file_io = file_io
+        self.context = context
+        self.planner = planner
+        self.snapshot_manager = snapshot_manager
+        self.slice = key_slice
+        self.key_names = list(schema.primary_keys)
+        self.key_types = [schema.field(k).type for k in self.key_names]
+        self._part_names = list(schema.partition_keys)
+        self._part_types = [schema.field(k).type for k in self._part_names]
+        self._index: _Index | None = None
+        self._parts: _Partitions | None = None
+        self._buckets: _Buckets | None = None
+
+    def reset(self) -> None:
+        """Forget the index (the next write bootstraps it from the latest snapshot)."""
+        self._index = self._parts = self._buckets = None
+
+    # ------------------------------------------------------------------ bootstrap
+    def _bootstrap(self, arrow_schema: pa.Schema) -> None:
+        n, me = (1, 0) if self.slice is None else (self.slice.num_channels, self.slice.channel)
+        part_schema = pa.schema([arrow_schema.field(k) for k in self._part_names])
+        self._parts = _Partitions(self._part_names, self._part_types, part_schema)
+        self._buckets = _Buckets(self.context.options.dynamic_bucket_target_row_num, n, me)
+        fps: list[U64] = []
+        parts: list[I32] = []
+        buckets: list[I32] = []
+        for batch, bucket in self._stored_keys():
+            f = key_fingerprints([batch.column(k) for k in self.key_names], self.key_types)
+            mine = np.ones(len(f), bool) if n == 1 else key_slices(
+                [batch.column(k) for k in self.key_names], self.key_types, n) == me
+            if not mine.all():
+                batch, f = batch.filter(pa.array(mine)), f[mine]
+            if not len(f):
+                continue
+            fps.append(f)
+            parts.append(self._parts.ids(batch))
+            buckets.append(np.full(len(f), bucket, np.int32))
+        keys = np.concatenate(fps) if fps else np.zeros(0, np.uint64)
+        p = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+        b = np.concatenate(buckets) if buckets else np.zeros(0, np.int32)
+        order = np.argsort(keys, kind="stable")
+        keys, p, b = keys[order], p[order], b[order]
+        if len(keys) > 1 and bool((keys[1:] == keys[:-1]).any()):
+            raise CorruptMetadataError(
+                self.context.table_path, "a primary key is stored in two partitions or "
+                "buckets of this cross-partition table (two jobs wrote it at once?); Paimon's "
+                "bootstrap refuses such data too")
+        self._buckets.add(p, b, 1)
+        self._index = _Index(keys, p, b)
+
+    def _stored_keys(self) -> Iterator[tuple[pa.Table, int]]:
+        """The live primary keys (with the partition columns) of each bucket of the latest
+        snapshot, batch by batch (``IndexBootstrap``: only these columns are read)."""
+        snapshot = self.snapshot_manager.latest_snapshot()
+        if snapshot is None:
+            return
+        columns = list(dict.fromkeys([*self.key_names, *self._part_names]))
+        read = TableRead(self.file_io, self.context, self.planner.schemas, columns)
+        for split in self.planner.plan(snapshot).splits:
+            for batch in read.to_batches([split]):
+                yield pa.Table.from_batches([batch]), split.bucket
+
+    # ------------------------------------------------------------------ routing
+    def route(self, table: pa.Table, kinds: npt.NDArray[np.int8] | None
+              ) -> tuple[pa.Table, npt.NDArray[np.int8] | None, I64]:
+        """The rows to write for ``table`` (conformed to the schema, in arrival order) and
+        each one's bucket: ``-D`` rows inserted before rows whose key moved (deduplicate),
+        rows dropped (first-row) or moved to the stored partition (partial-update,
+        aggregation)."""
+        if self._index is None:
+            self._bootstrap(table.schema)
+        assert self._index is not None and self._parts is not None
+        n = table.num_rows
+        fps = key_fingerprints([table.column(k) for k in self.key_names], self.key_types)
+        part = self._parts.ids(table)
+        found, old_part, old_bucket = self._index.find(fps)
+        order = np.lexsort((np.arange(n), fps))  # by key, then arrival
+        sfp, spart = fps[order], part[order]
+        first = np.ones(n, bool)
+        first[1:] = sfp[1:] != sfp[:-1]
+        if self.engine is MergeEngine.DEDUPLICATE:
+            return self._route_delete(table, kinds, order, first, spart,
+                                      found[order], old_part[order], old_bucket[order], sfp)
+        return self._route_keep_old(table, kinds, order, first, spart,
+                                    found[order], old_part[order], old_bucket[order], sfp)
+
+    def _route_delete(self, table: pa.Table, kinds: npt.NDArray[np.int8] | None,
+                      order: I64, first: npt.NDArray[np.bool_], spart: I32,
+                      sfound: npt.NDArray[np.bool_], sold_part: I32, sold_bucket: I32,
+                      sfp: U64) -> tuple[pa.Table, npt.NDArray[np.int8] | None, I64]:
+        """``DeleteExistingProcessor``: every row is written to its own partition; a row
+        whose key was last in another partition first deletes it there."""
+        assert self._index is not None and self._buckets is not None
+        n = len(order)
+        # a segment: consecutive versions of a key (in arrival order) in one partition
+        start = first.copy()
+        start[1:] |= spart[1:] != spart[:-1]
+        stored_here = first & sfound & (sold_part == spart)
+        needs_bucket = start & ~stored_here
+        seg = np.cumsum(start) - 1
+        seg_rows = np.flatnonzero(start)
+        # where the key was before each segment: the stored location, or the segment before
+        retract = start & ~first | (first & sfound & (sold_part != spart))
+        seg_bucket = np.where(stored_here[seg_rows], sold_bucket[seg_rows], -1).astype(np.int32)
+        prev_part = np.where(first, sold_part, np.roll(spart, 1)).astype(np.int32)
+        self._deal_and_free(seg_bucket, seg, seg_rows, needs_bucket, order, spart,
+                            np.flatnonzero(retract), prev_part,
+                            np.where(first, sold_bucket, -1).astype(np.int32))
+        bucket_sorted = seg_bucket[seg]
+        prev_bucket = np.where(first, sold_bucket, np.roll(bucket_sorted, 1)).astype(np.int32)
+        last = np.ones(n, bool)
+        last[:-1] = first[1:]
+        self._index.put(sfp[last], spart[last], bucket_sorted[last])
+        buckets = np.empty(n, np.int64)
+        buckets[order] = bucket_sorted
+        moved = np.zeros(n, bool)
+        moved[order] = retract
+        if not moved.any():
+            return table, kinds, buckets
+        old_p = np.empty(n, np.int32)
+        old_p[order] = prev_part
+        old_b = np.empty(n, np.int64)
+        old_b[order] = prev_bucket
+        return self._with_retractions(table, kinds, buckets, moved, old_p, old_b)
+
+    def _deal_segments(self, seg_bucket: I32, seg_rows: I64,
+                       needs_bucket: npt.NDArray[np.bool_], order: I64, spart: I32) -> None:
+        """Deal buckets to the segments that need one, per partition in arrival order."""
+        assert self._buckets is not None
+        need = needs_bucket[seg_rows]
+        if not need.any():
+            return
+        segs = np.flatnonzero(need)
+        segs = segs[np.argsort(order[seg_rows[segs]], kind="stable")]  # arrival order
+        self._deal_rows(seg_bucket, segs, spart[seg_rows[segs]])
+
+    def _deal_and_free(self, seg_bucket: I32, seg: I64, seg_rows: I64,
+                       needs_bucket: npt.NDArray[np.bool_], order: I64, spart: I32,
+                       retracts: I64, prev_part: I32, stored_bucket: I32) -> None:
+        """Deal buckets to the segments that need one and free the place of every retracted
+        key, in arrival order as Java does row by row (a retraction frees its place before
+        its own row's key is dealt): the new keys between two retractions are dealt at once,
+        so the Python steps are one per retraction (scalar), never one per row."""
+        assert self._buckets is not None
+        if not len(retracts):
+            self._deal_segments(seg_bucket, seg_rows, needs_bucket, order, spart)
+            return
+        retracts = retracts[np.argsort(order[retracts], kind="stable")]
+        need_rows = seg_rows[needs_bucket[seg_rows]]
+        need_rows = need_rows[np.argsort(order[need_rows], kind="stable")]
+        # the retractions arriving before each new segment: non-decreasing, so group k (the
+        # segments after k retractions) is one slice
+        after = np.searchsorted(order[retracts], order[need_rows], side="right")
+        cuts = np.searchsorted(after, np.arange(len(retracts) + 2), side="left").tolist()
+        need_seg, need_part = seg[need_rows], spart[need_rows]
+        one_seg, one_part = need_seg.tolist(), need_part.tolist()
+        r_part = prev_part[retracts].tolist()
+        r_bucket = stored_bucket[retracts].tolist()
+        r_prev_seg = (seg[retracts] - 1).tolist()  # a move within the call: its last segment
+        counts = self._buckets.counts
+        for k in range(len(retracts) + 1):
+            if k:
+                b = r_bucket[k - 1]
+                if b < 0:
+                    b = int(seg_bucket[r_prev_seg[k - 1]])
+                m = counts.setdefault(r_part[k - 1], {})
+                m[b] = max(0, m.get(b, 0) - 1)
+            lo, hi = cuts[k], cuts[k + 1]
+            if hi - lo == 1:  # the common case of a move: one key, scalar
+                seg_bucket[one_seg[lo]] = self._buckets.deal(one_part[lo], 1)[0]
+            elif lo < hi:
+                self._deal_rows(seg_bucket, need_seg[lo:hi], need_part[lo:hi])
+
+    def _deal_rows(self, seg_bucket: I32, segs: I64, parts: I32) -> None:
+        """Deal buckets to segments ``segs`` (arrival order) of partitions ``parts``."""
+        assert self._buckets is not None
+        if bool((parts == parts[0]).all()):
+            seg_bucket[segs] = self._buckets.deal(int(parts[0]), len(segs))
+            return
+        for p in np.unique(parts).tolist():
+            mine = segs[parts == p]
+            seg_bucket[mine] = self._buckets.deal(p, len(mine))
+
+    def _route_keep_old(self, table: pa.Table, kinds: npt.NDArray[np.int8] | None,
+                        order: I64, first: npt.NDArray[np.bool_], spart: I32,
+                        sfound: npt.NDArray[np.bool_], sold_part: I32, sold_bucket: I32,
+                        sfp: U64) -> tuple[pa.Table, npt.NDArray[np.int8] | None, I64]:
+        """``SkipNewExistingProcessor`` (first-row: rows of a key in another partition than
+        its stored one are dropped) and ``UseOldExistingProcessor`` (partial-update,
+        aggregation: they are written to the stored partition and bucket)."""
+        assert self._index is not None and self._buckets is not None
+        n = len(order)
+        group = np.cumsum(first) - 1
+        heads = np.flatnonzero(first)
+        home_part = np.where(sfound[heads], sold_part[heads], spart[heads]).astype(np.int32)
+        home_bucket = np.where(sfound[heads], sold_bucket[heads], -1).astype(np.int32)
+        self._deal_segments(home_bucket, heads, first & ~sfound, order, spart)
+        new = ~sfound[heads]
+        self._index.put(sfp[heads][new], home_part[new], home_bucket[new])
+        elsewhere = np.zeros(n, bool)
+        elsewhere[order] = spart != home_part[group]
+        buckets = np.empty(n, np.int64)
+        buckets[order] = home_bucket[group]
+        if not elsewhere.any():
+            return table, kinds, buckets
+        if self.engine is MergeEngine.FIRST_ROW:
+            keep = ~elsewhere
+            return (table.filter(pa.array(keep)), None if kinds is None else kinds[keep],
+                    buckets[keep])
+        assert self._parts is not None
+        target = np.empty(n, np.int32)
+        target[order] = home_part[group]
+        return _set_partitions(table, self._parts, elsewhere, target), kinds, buckets
+
+    def _with_retractions(self, table: pa.Table, kinds: npt.NDArray[np.int8] | None,
+                          buckets: I64, moved: npt.NDArray[np.bool_], old_part: I32,
+                          old_bucket: I64) -> tuple[pa.Table, npt.NDArray[np.int8], I64]:
+        """``table`` with a ``-D`` row (the row, in its key's old partition) before every
+        moved row."""
+        assert self._parts is not None
+        n = table.num_rows
+        rows = np.flatnonzero(moved)
+        retracts = _set_partitions(table.take(pa.array(rows)), self._parts,
+                                   np.ones(len(rows), bool), old_part[rows])
+        # output order: row i's retraction (if any) right before row i
+        src = np.concatenate([np.arange(n), n + np.arange(len(rows))])
+        pos = np.concatenate([np.arange(n) * 2 + 1, rows * 2])
+        perm = src[np.argsort(pos, kind="stable")]
+        out = pa.concat_tables([table, retracts]).take(pa.array(perm))
+        k = np.full(n, RowKind.INSERT, np.int8) if kinds is None else kinds
+        all_kinds = np.concatenate([k, np.full(len(rows), RowKind.DELETE, np.int8)])
+        all_buckets = np.concatenate([buckets, old_bucket[rows]])
+        return out, all_kinds[perm], all_buckets[perm]
+
+
+def _set_partitions(table: pa.Table, parts: _Partitions, rows: npt.NDArray[np.bool_],
+                    ids: I32) -> pa.Table:
+    """``table`` with the partition columns of ``rows`` set to the values of partitions
+    ``ids`` (``ProjectToRowFunction``)."""
+    values = parts.values(ids.astype(np.int32))
+    mask = pa.array(rows)
+    for name in parts.names:
+        i = table.schema.get_field_index(name)
+        col = pc.if_else(mask, values.column(name), table.column(name))
+        table = table.set_column(i, table.schema.field(i), col)
+    return table

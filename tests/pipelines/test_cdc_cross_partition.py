@@ -1,0 +1,108 @@
+"""The CDC job into a cross-partition table (``bucket = -1``, primary key ``id``, partitioned by
+``weight``): updates that change the partition column move the key, and its old partition
+loses the row.
+
+Input: Canal's own output of the Debezium tutorial's ``inventory.products2``
+(``cdc_corpus/canal/flink_inventory.jsonl``, see its SOURCES.md), landed in two batches (its
+first two events, then the rest), so keys stored by batch 1 move in batch 2: 101 (3.14 ->
+5.17), 102 (8.1 -> 5.17, then deleted), 107 (5.3 -> 5.1); 110 and 111 move within batch 2.
+The job runs as a user runs it (``python -m pipelines.jobs.cdc_ingest``, two Spark tasks, so two
+key slices); Java 0.9 reads the result. Expected rows written by hand from the events.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paimon_core.catalog import FileSystemCatalog
+from paimon_core.fsck import fsck
+from paimon_core.schema_builder import Schema
+from pipelines.session import source_root
+
+pytestmark = pytest.mark.spark
+
+FEED = Path(__file__).parent / "cdc_corpus" / "canal" / "flink_inventory.jsonl"
+COLUMNS = [("id", "INT NOT NULL"), ("name", "STRING"), ("description", "STRING"),
+           ("weight", "STRING")]
+
+# by hand, from the feed's events (weight is the partition)
+EXPECTED = [
+    (101, "scooter", "Small 2-wheel scooter", "5.17"),
+    (104, "hammer", "12oz carpenter's hammer", "0.75"),
+    (105, "hammer", "14oz carpenter's hammer", "0.875"),
+    (106, "hammer", "18oz carpenter hammer", "1.0"),
+    (107, "rocks", "box of assorted rocks", "5.1"),
+    (108, "jacket", "water resistent black wind breaker", "0.1"),
+    (109, "spare tire", "24 inch spare tire", "22.2"),
+    (110, "jacket", "new water resistent white wind breaker", "0.5"),
+]
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    root = tmp_path_factory.mktemp("cdcxpart")
+    lines = FEED.read_text().splitlines()
+    for b, part in enumerate((lines[:2], lines[2:]), 1):
+        d = root / "landing" / f"batch-{b:06d}"
+        d.mkdir(parents=True)
+        (d / "part-0.jsonl").write_text("\n".join(part) + "\n")
+    wh = root / "wh"
+    FileSystemCatalog(str(wh)).create_table("inventory.products2", Schema.of(
+        COLUMNS, primary_keys=["id"], partition_keys=["weight"],
+        options={"bucket": "-1", "dynamic-bucket.target-row-num": "3"}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [source_root(), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.pop("PAIMON_WAREHOUSE", None)
+    p = subprocess.run(
+        [sys.executable, "-m", "pipelines.jobs.cdc_ingest", "--warehouse", str(wh),
+         "--table", "inventory.products2", "--landing", str(root / "landing"),
+         "--format", "canal-json", "--master", "local[2]"],
+        env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return wh, [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+
+
+def test_moved_keys_leave_their_old_partition(ingested: tuple[Path, list[dict[str, Any]]]
+                                              ) -> None:
+    wh, reports = ingested
+    assert [r["batch"] for r in reports] == [1, 2]
+    assert [r["malformed"] for r in reports] == [0, 0]
+    t = FileSystemCatalog(str(wh)).get_table("inventory.products2")
+    rows = sorted((r["id"], r["name"], r["description"], r["weight"])
+                  for r in t.to_arrow().to_pylist())
+    assert rows == EXPECTED
+    # every key once; the partitions the keys left hold nothing
+    rb = t.new_read_builder()
+    by_partition: dict[str, list[int]] = {}
+    for split in rb.new_scan().plan().splits:
+        for r in rb.new_read().to_arrow([split]).to_pylist():
+            by_partition.setdefault(r["weight"], []).append(r["id"])
+    assert sorted(i for ids in by_partition.values() for i in ids) == [r[0] for r in EXPECTED]
+    for left in ("3.14", "8.1", "5.3", "0.2", "5.18", "0.8"):
+        assert left not in by_partition, left
+    assert sorted(by_partition["5.17"]) == [101]
+    assert fsck(t, deep=True).ok
+
+
+@pytest.mark.oracle
+def test_java_reads_the_same(ingested: tuple[Path, list[dict[str, Any]]],
+                             tmp_path: Path) -> None:
+    from tests.interop.oracle import ensure_ready, run_batches
+
+    wh, _ = ingested
+    ensure_ready()
+    out = tmp_path / "java.jsonl"
+    result = run_batches({"cdcxp": [{"cmd": "read", "warehouse": str(wh),
+                                     "table": "inventory.products2", "engine": "java",
+                                     "output": str(out)}]}, tmp_path)["cdcxp"]
+    assert not result.failures(), result.stderr[-3000:]
+    java = sorted((r["id"], r["name"], r["description"], r["weight"])
+                  for r in (json.loads(x) for x in out.read_text().splitlines()))
+    assert java == EXPECTED
