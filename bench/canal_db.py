@@ -11,11 +11,12 @@ Paimon's ``kafka_sync_database`` reads most), deterministic, and the tables it m
   uniformly from ``events_of_table / 4`` keys (so a key changes ~4 times). A key's first event
   is an INSERT; after it UPDATE, or DELETE with probability 0.1 (never twice in a row), and
   the event after a DELETE re-INSERTs the key. Values are functions of (key, event index), so
-  the winning version is checkable; ``updated_at`` is 2024-01-01 plus the event index in
-  seconds. Every event is canal's flat message: ``data`` (one row, values as text, NULL as
-  ``null``), ``database``, ``es``, ``id``, ``isDdl``, ``mysqlType``, ``old`` (an UPDATE's
-  changed columns' previous values), ``pkNames``, ``sql``, ``sqlType``, ``table``, ``ts``
-  (strictly increasing: the arrival order, which is canal's only order), ``type``.
+  the winning version is checkable (a DELETE's row is the deleted version's); ``updated_at``
+  is 2024-01-01 plus the event index in seconds. Every event is canal's flat message:
+  ``data`` (one row, values as text, NULL as ``null``), ``database``, ``es``, ``id``,
+  ``isDdl``, ``mysqlType``, ``old`` (an UPDATE's changed columns' previous values),
+  ``pkNames``, ``sql``, ``sqlType``, ``table``, ``ts`` (strictly increasing: the arrival
+  order, which is canal's only order), ``type``.
 * **Landing**: ``<dir>/batch-000001/part-<i>.json``, the events in order over ``files`` files.
 * **Model**: :func:`expected` -- the rows a table must hold (the last change of each key,
   deleted keys absent), typed as Paimon's MySQL type mapping types them
@@ -222,7 +223,8 @@ def _lines(feed: Feed, ti: int, idx: np.ndarray) -> pa.Array:
     """The JSON lines of table ``ti``'s events at global indices ``idx``."""
     spec = feed.specs[ti]
     key, op, prev = feed.key[idx], feed.op[idx], feed.prev[idx]
-    data = _row(spec, spec.columns, key, idx)
+    # a DELETE carries the row as it was (its previous version's values)
+    data = _row(spec, spec.columns, key, np.where(op == 2, prev, idx))
     changed = (spec.value_columns[0], _UPDATED) if spec.value_columns[0] is not _UPDATED \
         else (_UPDATED,)
     old = _row(spec, changed, key, np.maximum(prev, 0))

@@ -33,6 +33,7 @@ Spark at 1M and 4M events is ``bench/cdc.py``'s step. Writes ``bench/results/cdc
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
@@ -68,8 +69,10 @@ FORMAT = "canal-json"
 
 
 def landing(events: int, files: int) -> tuple[Path, canal_db.Feed, dict[str, Any]]:
-    """The cached landing of ``events`` events (generated once), its feed and facts."""
-    cache = RESULTS / "cache" / f"canaldb-{SEED}-{events}-{files}"
+    """The cached landing of ``events`` events (generated once per version of the generator),
+    its feed and facts."""
+    digest = hashlib.sha256((BENCH / "canal_db.py").read_bytes()).hexdigest()[:12]
+    cache = RESULTS / "cache" / f"canaldb-{digest}-{SEED}-{events}-{files}"
     feed = canal_db.generate(events, SEED)
     stamp = cache / "done.json"
     if not stamp.is_file():
