@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from paimon_core import PaimonError
-from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS
-from pipelines.cdc.ingest import CdcOptions, ErrorRatioExceeded, ingest
-from pipelines.cdc.ranges import parse_size
+from pipelines.cdc.ingest import ErrorRatioExceeded, ingest
 from pipelines.config import CatalogSettings, load_schema_file
+from pipelines.jobs import cdc_sync_database
+from pipelines.jobs.cdc_args import add_cdc_args, cdc_options
 from pipelines.jobs.runner import Job, job_error, job_parser, run_job, run_job_main
 
 if TYPE_CHECKING:
@@ -24,52 +24,28 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     p = job_parser("cdc_ingest", __doc__)
-    p.add_argument("--landing", required=True, help="directory / S3 prefix of batch-<n> inputs")
-    p.add_argument("--format", choices=sorted(FORMATS), default=DEFAULT_FORMAT,
-                   help="the events' format (default %(default)s: JSON lines, with or "
-                        "without the schema/payload envelope; debezium-avro: Avro container "
-                        "files of Debezium envelopes as Kafka Connect's S3 sink writes them)")
+    for a in p._actions:  # --table or, without it, --database (the database sync)
+        if a.dest == "table":
+            a.required = False
+    p.add_argument("--database", help="without --table: sync every table of the landing into "
+                                      "this warehouse database (python -m "
+                                      "pipelines.jobs.cdc_sync_database, which takes its flags)")
+    add_cdc_args(p)
     p.add_argument("--schema", help="schema JSON to create the table with when it is missing")
-    p.add_argument("--batch", type=int, action="append", help="only this batch (repeatable)")
-    p.add_argument("--quarantine", help="where malformed events go (default <landing>/"
-                                        "_quarantine)")
-    p.add_argument("--max-error-ratio", type=float, default=0.01)
-    p.add_argument("--position-fields",
-                   help="comma-separated fields of 'source' ordering the events (default: "
-                        "those of the events' source.connector)")
-    p.add_argument("--sequence-column", help="table column filled with the source position "
-                                             "(default: the table's sequence.field)")
-    p.add_argument("--epoch-unit", choices=["ms", "us"], default="ms",
-                   help="unit of numeric timestamps in the events")
-    p.add_argument("--commit-user", help="stable commit user (default cdc-<db>.<table>)")
-    p.add_argument("--no-evolve", action="store_true", help="do not add new columns")
-    p.add_argument("--max-partition-bytes", type=parse_size, default=None,
-                   help="largest byte range of a landing file one task decodes at a time, "
-                        "e.g. 128MB (default: Spark's spark.sql.files.maxPartitionBytes, "
-                        "128MB); larger files are split at line starts")
-    p.add_argument("--unavailable-value", choices=["previous", "store", "refuse"],
-                   default="previous",
-                   help="Debezium's unchanged-TOAST placeholder: keep the column's previous "
-                        "value (default), store the placeholder text, or quarantine the event")
     return p
-
-
-def _options(args: argparse.Namespace) -> CdcOptions:
-    return CdcOptions(
-        position_fields=(tuple(x.strip() for x in args.position_fields.split(",") if x.strip())
-                         if args.position_fields else None),
-        sequence_column=args.sequence_column, epoch_unit=args.epoch_unit,
-        max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
-        quarantine=args.quarantine, evolve_schema=not args.no_evolve,
-        unavailable=args.unavailable_value, format=args.format,
-        max_partition_bytes=args.max_partition_bytes,
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; prints one JSON report per batch. Exit codes: 0 ok, 1 error, 3 error
     ratio exceeded."""
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if "--database" in given and not any(a == "--table" or a.startswith("--table=")
+                                         for a in given):
+        return cdc_sync_database.main(given)
+    args = build_parser().parse_args(given)
+    if not args.table:
+        build_parser().error("one of --table (one table) or --database (database sync) "
+                             "is required")
     try:  # before the JVM starts: a wrong --schema fails at once, named
         schema = load_schema_file(args.schema) if args.schema else None
     except PaimonError as e:
@@ -77,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def work(args: argparse.Namespace, settings: CatalogSettings, spark: SparkSession) -> int:
         try:
-            for r in ingest(spark, settings, args.table, args.landing, _options(args),
+            for r in ingest(spark, settings, args.table, args.landing, cdc_options(args),
                             schema=schema, batches=args.batch):
                 print(r.to_json(), flush=True)
         except ErrorRatioExceeded as e:

@@ -1,0 +1,300 @@
+"""The routing pass of a database sync batch: every event line to its table's staging files.
+
+One Spark job per batch reads the batch's files in line-aligned byte ranges
+(:func:`pipelines.cdc.batch.stage.plan_file_ranges`, one task unit each), parses only the
+fields naming each event's table (:func:`pipelines.cdc.source_tables.names_declared`, every
+other field skipped by the JSON reader) and writes each table's lines, in the order they
+arrived, to::
+
+    <landing>/_staging/batch-<n>/<database>.<table>/part-<range>.jsonl
+
+(names starting ``_`` are ignored by :func:`pipelines.cdc.ingest.list_batches`). Range ``k``
+of the batch writes ``part-<k>``: a table's parts sorted by name are its events in file, line
+order (the arrival order canal, DMS and position-less events are applied in); a retried task
+writes the same names. The pass ends with the marker ``_routed.json`` (the tables, their parts
+and event counts): a re-run of the batch reuses a complete staging instead of routing again.
+
+A line naming no table (not JSON, or an event without its table's fields) cannot be routed: it
+is counted by reason and quarantined (``<quarantine>/_unrouted/batch-<n>/part-<range>.jsonl``,
+records as the CDC job's: batch, file, line, reason, event). A Debezium tombstone line
+(``null``) is counted as a tombstone.
+
+Staging by files rather than in memory: each table's batch is then an ordinary CDC batch of
+one table (:func:`pipelines.cdc.ingest.ingest_batch`, with its ranges, passes, quarantine and
+exactly-once commit), the routing is done once however many tables there are, and a re-run
+after a crash between two tables' commits finds the routed lines where it left them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from paimon_core import CorruptMetadataError
+from paimon_core.integration import FileIO, join
+from pipelines.cdc.batch.stage import plan_file_ranges
+from pipelines.cdc.events import TOMBSTONE
+from pipelines.cdc.lines import split_lines
+from pipelines.cdc.ranges import LineNumbers, LineRange
+from pipelines.cdc.source_tables import event_tables, names_declared
+from pipelines.session import default_parallelism
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from pipelines.cdc.ingest import CdcOptions
+
+__all__ = ["MALFORMED", "NO_TABLE", "RoutedBatch", "StagedTable", "clear_staging",
+           "route_batch", "staging_dir"]
+
+#: reasons of a line that cannot be routed
+MALFORMED = "malformed JSON"
+NO_TABLE = "event names no table"
+MARKER = "_routed.json"
+STAGING = "_staging"
+
+_OUT = "unit int, db string, tbl string, reason string, events long"
+_NO_DB, _SEP = "\x00", "\x01"
+
+
+@dataclass(frozen=True)
+class StagedTable:
+    """The staged lines of one source table of a batch: ``parts`` (paths, arrival order)."""
+
+    database: str | None
+    table: str
+    parts: tuple[str, ...]
+    events: int
+
+    @property
+    def name(self) -> str:
+        """``database.table`` (just ``table`` when the events name no database)."""
+        return f"{self.database}.{self.table}" if self.database is not None else self.table
+
+
+@dataclass
+class RoutedBatch:
+    """What the routing pass of batch ``batch`` found (also the marker's content)."""
+
+    batch: int
+    tables: list[StagedTable] = field(default_factory=list)
+    #: lines that name no table, per reason (quarantined), and tombstones
+    unrouted: dict[str, int] = field(default_factory=dict)
+    tombstones: int = 0
+    quarantine: str | None = None
+    reused: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "batch": self.batch, "unrouted": self.unrouted, "tombstones": self.tombstones,
+            "quarantine": self.quarantine,
+            "tables": [{"database": t.database, "table": t.table, "parts": list(t.parts),
+                        "events": t.events} for t in self.tables]}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str, path: str) -> RoutedBatch:
+        try:
+            obj = json.loads(text)
+            return cls(int(obj["batch"]), [
+                StagedTable(t["database"], t["table"], tuple(t["parts"]), int(t["events"]))
+                for t in obj["tables"]], {str(k): int(v) for k, v in obj["unrouted"].items()},
+                int(obj["tombstones"]), obj["quarantine"], reused=True)
+        except (ValueError, KeyError, TypeError) as e:
+            raise CorruptMetadataError(path, f"not a routing marker: {e}") from e
+
+
+def staging_dir(landing: str, batch: int) -> str:
+    """Where batch ``batch``'s routed lines are staged."""
+    return join(landing, STAGING, f"batch-{batch:06d}")
+
+
+def clear_staging(file_io: FileIO, landing: str, batch: int) -> None:
+    """Remove batch ``batch``'s staging (every table of it committed)."""
+    d = staging_dir(landing, batch)
+    if file_io.exists(d):
+        file_io.delete_dir(d)
+
+
+# ---------------------------------------------------------------------------- one range
+
+
+def _parse(lines: pa.Array, declared: pa.Schema, start: int, out: list[tuple[int, pa.Table]],
+           bad: list[int]) -> None:
+    """Parse ``lines`` (only the ``declared`` fields) into chunks ``(first line, table)``;
+    lines that are not JSON objects go to ``bad`` (bisected: only files holding such lines
+    are parsed more than once)."""
+    n = len(lines)
+    if n == 0:
+        return
+    whole = pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), lines)
+    joined = pc.binary_join(whole, "\n")[0]
+    doc = joined.as_buffer() if joined.is_valid else pa.py_buffer(b"")
+    opts = pj.ParseOptions(explicit_schema=declared, unexpected_field_behavior="ignore")
+    try:
+        t = pj.read_json(pa.BufferReader(doc), parse_options=opts,
+                         read_options=pj.ReadOptions(use_threads=False))
+        if t.num_rows == n:
+            out.append((start, t))
+            return
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    if n == 1:
+        bad.append(start)
+        return
+    mid = n // 2
+    _parse(lines.slice(0, mid), declared, start, out, bad)
+    _parse(lines.slice(mid), declared, start + mid, out, bad)
+
+
+def line_tables(lines: pa.Array, fmt: str) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Per line of ``lines``: its event's ``(database, table)`` and, where the table is NULL,
+    the reason (:data:`MALFORMED`, :data:`NO_TABLE`, ``tombstone``)."""
+    n = len(lines)
+    chunks: list[tuple[int, pa.Table]] = []
+    bad: list[int] = []
+    _parse(lines, names_declared(fmt), 0, chunks, bad)
+    db = np.full(n, None, object)
+    tbl = np.full(n, None, object)
+    for start, t in chunks:
+        d, tb = event_tables(t, fmt)
+        db[start:start + t.num_rows] = d.to_numpy(zero_copy_only=False)
+        tbl[start:start + t.num_rows] = tb.to_numpy(zero_copy_only=False)
+    dba, tba = pa.array(db, pa.string()), pa.array(tbl, pa.string())
+    reason = np.full(n, None, object)
+    reason[pc.is_null(tba).to_numpy(zero_copy_only=False)] = NO_TABLE
+    reason[bad] = MALFORMED
+    stripped = pc.utf8_trim_whitespace(lines)
+    reason[pc.equal(stripped, "null").to_numpy(zero_copy_only=False)] = TOMBSTONE
+    return dba, tba, pa.array(reason, pa.string())
+
+
+@dataclass(frozen=True)
+class _RouteTask:
+    """The picklable task of the routing pass (one Spark task: a contiguous run of units)."""
+
+    file_io: FileIO
+    fmt: str
+    stage: str
+    quarantine: str | None
+    batch: int
+    units: tuple[LineRange, ...]
+
+    def run(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        lines_of = LineNumbers(self.file_io, self.units)
+        for b in batches:
+            for u in b.column(0).to_pylist():
+                yield self._route(int(u), lines_of)
+
+    def _route(self, u: int, line_numbers: LineNumbers) -> pa.RecordBatch:
+        r = self.units[u]
+        lines = split_lines(self.file_io.read_range(r.path, r.start, r.length))
+        db, tbl, reason = line_tables(lines, self.fmt)
+        key = pc.binary_join_element_wise(pc.fill_null(db, _NO_DB), tbl, _SEP)
+        enc = pc.dictionary_encode(key).combine_chunks() if isinstance(
+            key, pa.ChunkedArray) else pc.dictionary_encode(key)
+        idx = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False),
+                         np.int64)
+        rows: dict[str, list[object]] = {"unit": [], "db": [], "tbl": [], "reason": [],
+                                         "events": []}
+        for k, name in enumerate(enc.dictionary.to_pylist()):
+            sel = np.flatnonzero(idx == k)
+            d, t = name.split(_SEP, 1)
+            part = join(self.stage, quote(f"{d}.{t}" if d != _NO_DB else t, safe=""),
+                        f"part-{u:06d}.jsonl")
+            self.file_io.write_bytes(part, _text(lines.take(pa.array(sel))))
+            for col, v in zip(rows, (u, None if d == _NO_DB else d, t, None, len(sel))):
+                rows[col].append(v)
+        unrouted = np.flatnonzero(idx < 0)
+        if len(unrouted):
+            self._quarantine(u, r, lines, reason, unrouted, line_numbers, rows)
+        return pa.RecordBatch.from_pydict(rows, schema=pa.schema([
+            ("unit", pa.int32()), ("db", pa.string()), ("tbl", pa.string()),
+            ("reason", pa.string()), ("events", pa.int64())]))
+
+    def _quarantine(self, u: int, r: LineRange, lines: pa.Array, reason: pa.Array,
+                    rows_at: np.ndarray, line_numbers: LineNumbers,
+                    rows: dict[str, list[object]]) -> None:
+        """Count the lines ``rows_at`` (no table) by reason; quarantine all but tombstones."""
+        why = reason.take(pa.array(rows_at)).to_pylist()
+        text = lines.take(pa.array(rows_at)).to_pylist()
+        records = [json.dumps({"batch": self.batch, "file": r.path,
+                               "line": line_numbers(r.file_index, r.first_position + int(j)),
+                               "reason": w, "event": x})
+                   for j, w, x in zip(rows_at.tolist(), why, text) if w != TOMBSTONE]
+        for w in sorted(set(why)):
+            for col, v in zip(rows, (u, None, None, w, why.count(w))):
+                rows[col].append(v)
+        if records and self.quarantine is not None:
+            self.file_io.write_bytes(join(self.quarantine, f"part-{u:06d}.jsonl"),
+                                     ("\n".join(records) + "\n").encode("utf-8"))
+
+
+def _text(lines: pa.Array) -> bytes:
+    whole = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
+    joined = pc.binary_join(whole, "\n")[0].as_py() or ""
+    return (joined + "\n").encode("utf-8")
+
+
+# ---------------------------------------------------------------------------- the batch
+
+
+def route_batch(spark: SparkSession, file_io: FileIO, landing: str, batch: int,
+                files: Sequence[str], opts: CdcOptions, quarantine_root: str) -> RoutedBatch:
+    """Route batch ``batch`` (its ``files``) to its tables' staging files (see the module
+    docs); a complete staging of an earlier run is reused.
+
+    Raises:
+        ConfigError: a format whose events cannot be routed by table (Avro).
+        CorruptMetadataError: an unreadable routing marker.
+    """
+    names_declared(opts.format)  # a format that cannot be routed, named before any work
+    stage = staging_dir(landing, batch)
+    marker = join(stage, MARKER)
+    if file_io.exists(marker):
+        return RoutedBatch.from_json(file_io.read_text(marker), marker)
+    if file_io.exists(stage):
+        file_io.delete_dir(stage)  # a routing pass that did not finish
+    quarantine = join(quarantine_root, "_unrouted", f"batch-{batch:06d}")
+    if file_io.exists(quarantine):
+        file_io.delete_dir(quarantine)
+    units = tuple(plan_file_ranges(spark, file_io, files, opts))
+    task = _RouteTask(file_io, opts.format, stage, quarantine, batch, units)
+    n = max(1, min(len(units), default_parallelism(spark)))
+    out = (spark.range(0, len(units), 1, n).mapInArrow(task.run, _OUT).toArrow()
+           if units else pa.table({"unit": [], "db": [], "tbl": [], "reason": [],
+                                   "events": []}))
+    routed = _collect(batch, stage, out)
+    if not any(routed.unrouted.values()):
+        routed.quarantine = None
+    else:
+        routed.quarantine = quarantine
+    file_io.write_bytes(marker, routed.to_json().encode("utf-8"))
+    return routed
+
+
+def _collect(batch: int, stage: str, out: pa.Table) -> RoutedBatch:
+    """The routed batch from the routing tasks' rows (one per (range, table or reason))."""
+    routed = RoutedBatch(batch)
+    parts: dict[tuple[str | None, str], list[tuple[int, int]]] = {}
+    for row in sorted(out.to_pylist(), key=lambda r: r["unit"]):
+        if row["tbl"] is not None:
+            parts.setdefault((row["db"], row["tbl"]), []).append((row["unit"], row["events"]))
+        elif row["reason"] == TOMBSTONE:
+            routed.tombstones += row["events"]
+        else:
+            routed.unrouted[row["reason"]] = (routed.unrouted.get(row["reason"], 0)
+                                              + row["events"])
+    for (db, tbl), units in sorted(parts.items(), key=lambda kv: (kv[0][0] or "", kv[0][1])):
+        d = join(stage, quote(f"{db}.{tbl}" if db is not None else tbl, safe=""))
+        routed.tables.append(StagedTable(
+            db, tbl, tuple(join(d, f"part-{u:06d}.jsonl") for u, _ in units),
+            sum(n for _, n in units)))
+    return routed
