@@ -63,6 +63,7 @@ SHAPES = {"full": (4_000_000, 8, 3), "ci": (20_000, 2, 1)}  # events, files, rou
 TARGET_SINGLE, TARGET_SPARK = 0.5, 0.8
 SIDES = ("dbsync", "single", "spark")
 FORMAT = "canal-json"
+MASTER = "local[2]"  # every side's Spark master (the machine's 2 cores)
 
 
 # ---------------------------------------------------------------------------- the landing
@@ -95,7 +96,7 @@ def _session() -> Any:
     from pipelines.cputrace import mark
     from pipelines.session import get_session
 
-    spark = get_session(master=os.environ.get("BENCH_MASTER", "local[2]"),
+    spark = get_session(master=MASTER,
                         app_name="paimon-bench-cdc-database")
     spark.sparkContext.setLogLevel("ERROR")
     mark("session")
@@ -206,7 +207,7 @@ def run_side(side: str, land: Path, wh: Path, work: Path, args: argparse.Namespa
     if side == "dbsync":
         cmd = [py, "-m", "pipelines.jobs.cdc_sync_database", "--warehouse", str(wh),
                "--database", canal_db.DATABASE, "--landing", str(land), "--format", FORMAT,
-               *args.dbsync_arg]
+               "--master", MASTER, "--table-conf", f"bucket={args.bucket}", *args.dbsync_arg]
         return _phases(measure_tree(cmd, _env()))
     if side == "spark" or args.single == "session":
         cmd = [py, str(Path(__file__)), "--child", side, "--landing", str(land),
@@ -218,7 +219,7 @@ def run_side(side: str, land: Path, wh: Path, work: Path, args: argparse.Namespa
         sch.write_text(json.dumps(canal_db.paimon_schema(spec, {"bucket": str(args.bucket)})))
         cmd = [py, "-m", "pipelines.jobs.cdc_ingest", "--warehouse", str(wh), "--table",
                f"{canal_db.DATABASE}.{spec.name}", "--landing", str(land), "--format", FORMAT,
-               "--source-table", spec.name, "--schema", str(sch),
+               "--source-table", spec.name, "--schema", str(sch), "--master", MASTER,
                "--quarantine", str(work / "q" / spec.name)]
         runs.append(_phases(measure_tree(cmd, _env())))
     return _sum(runs)
@@ -355,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, help="rounds (default: the shape's)")
     p.add_argument("--sides", default=",".join(SIDES))
     p.add_argument("--single", choices=["cli", "session"], default="cli")
-    p.add_argument("--bucket", type=int, default=4, help="bucket of the single-table tables")
+    p.add_argument("--bucket", type=int, default=4,
+                   help="bucket of every table (single: --schema; dbsync: --table-conf)")
     p.add_argument("--dbsync-arg", action="append", default=[],
                    help="extra argument of the database sync job (repeatable)")
     p.add_argument("--output", default=str(RESULTS / "cdc_database.json"))
