@@ -46,12 +46,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+TREE_ENV = "BENCH_CODE_TREE"
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / "results"
-for _p in (str(BENCH), str(REPO)):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+for _p in (str(BENCH), str(REPO), os.environ.get(TREE_ENV, "")):
+    if _p and _p not in sys.path:
+        sys.path.insert(0, _p)  # a --single-tree child: that tree's pipelines first
 
 import canal_db  # noqa: E402
 from scale_spark import measure_tree  # noqa: E402
@@ -158,8 +159,10 @@ def child_single(spark: Any, batch_root: Path, wh: Path, specs: list[canal_db.Ta
 
 
 def run_child(args: argparse.Namespace) -> int:
+    import pipelines
     from pipelines.cputrace import mark
 
+    print(f"pipelines from {Path(pipelines.__file__).parent.parent}", file=sys.stderr)
     specs = canal_db.specs(SEED)
     spark = _session()
     try:
@@ -176,13 +179,37 @@ def run_child(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- the sides
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, CPU_LOG_ENV: "1",
-            "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+def export_tree(rev: str) -> Path:
+    """``pipelines`` and ``paimon_core`` of revision ``rev`` under
+    ``bench/results/trees/<sha>`` (once): the code a ``--single-tree`` side runs."""
+    sha = subprocess.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    out = RESULTS / "trees" / sha[:12]
+    if not (out / "pipelines" / "__init__.py").exists():
+        out.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", sha, "pipelines", "paimon_core"], cwd=REPO,
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out
+
+
+def _env(tree: Path | None = None) -> dict[str, str]:
+    """The children's environment: CPU markers on; ``tree`` (else this checkout) first on the
+    path of the driver and of the Spark workers."""
+    first = [str(tree)] if tree is not None else []
+    env = {**os.environ, CPU_LOG_ENV: "1", "PYTHONPATH": os.pathsep.join(
+        [*first, str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    if tree is not None:
+        env[TREE_ENV] = str(tree)
+    return env
 
 
 def _phases(r: dict[str, Any]) -> dict[str, Any]:
-    marks = read_marks(r.pop("stderr", ""))
+    err = r.pop("stderr", "")
+    code = [ln for ln in err.splitlines() if ln.startswith("pipelines from ")]
+    if code:
+        r["code"] = code[0][len("pipelines from "):]
+    marks = read_marks(err)
     r.pop("stdout", None)
     if {"session", "work"} <= marks.keys():
         r["startup_cpu_s"] = marks["session"]["tree_cpu_s"]
@@ -209,10 +236,11 @@ def run_side(side: str, land: Path, wh: Path, work: Path, args: argparse.Namespa
                "--database", canal_db.DATABASE, "--landing", str(land), "--format", FORMAT,
                "--master", MASTER, "--table-conf", f"bucket={args.bucket}", *args.dbsync_arg]
         return _phases(measure_tree(cmd, _env()))
+    tree = args.tree if side == "single" else None
     if side == "spark" or args.single == "session":
         cmd = [py, str(Path(__file__)), "--child", side, "--landing", str(land),
                "--out", str(wh), "--bucket", str(args.bucket)]
-        return _phases(measure_tree(cmd, _env()))
+        return _phases(measure_tree(cmd, _env(tree)))
     runs = []
     for spec in specs:
         sch = work / f"{spec.name}.json"
@@ -221,7 +249,7 @@ def run_side(side: str, land: Path, wh: Path, work: Path, args: argparse.Namespa
                f"{canal_db.DATABASE}.{spec.name}", "--landing", str(land), "--format", FORMAT,
                "--source-table", spec.name, "--schema", str(sch), "--master", MASTER,
                "--quarantine", str(work / "q" / spec.name)]
-        runs.append(_phases(measure_tree(cmd, _env())))
+        runs.append(_phases(measure_tree(cmd, _env(tree))))
     return _sum(runs)
 
 
@@ -246,15 +274,14 @@ def check_side(side: str, out: Path, feed: canal_db.Feed) -> list[str]:
     return bad
 
 
-def available(side: str, single: str) -> str | None:
-    """Why ``side`` cannot run in this checkout, or None."""
+def available(side: str, tree: Path | None = None) -> str | None:
+    """Why ``side`` cannot run with this checkout (the single side: with ``tree``), or None."""
     if side == "dbsync" and importlib.util.find_spec("pipelines.jobs.cdc_sync_database") is None:
         return "no pipelines.jobs.cdc_sync_database in this checkout"
     if side == "single":
-        from pipelines.jobs.cdc_ingest import build_parser
-
-        if "--source-table" not in build_parser().format_help():
-            return "pipelines.jobs.cdc_ingest has no --source-table in this checkout"
+        job = (tree or REPO) / "pipelines" / "jobs" / "cdc_ingest.py"
+        if "--source-table" not in job.read_text():
+            return f"{job} has no --source-table (no routing by the event's table)"
     return None
 
 
@@ -290,7 +317,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
           f"{time.perf_counter() - t:.1f} s (generated in {facts['generate_s']} s)", flush=True)
     sides, skipped = [], {}
     for s in args.sides.split(","):
-        why = available(s, args.single)
+        why = available(s, args.tree)
         if why is None:
             sides.append(s)
         else:
@@ -326,7 +353,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
     med = {s: _medians(v) for s, v in runs.items() if v}
     return {"events": events, "files": files, "rounds": rounds, "facts": facts,
-            "single_mode": args.single, "bucket": args.bucket, "skipped": skipped,
+            "single_mode": args.single, "single_tree": args.single_tree, "bucket": args.bucket,
+            "skipped": skipped,
             "runs": runs, "medians": med, "targets": targets(med), "failures": failures,
             "load_avg_start": load_start, "load_avg_end": os.getloadavg(),
             "cpu_count": os.cpu_count()}
@@ -360,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="bucket of every table (single: --schema; dbsync: --table-conf)")
     p.add_argument("--dbsync-arg", action="append", default=[],
                    help="extra argument of the database sync job (repeatable)")
+    p.add_argument("--single-tree", metavar="REV",
+                   help="run the single side with this revision's pipelines and paimon_core "
+                        "(git archive; --single session: a checkout whose job lacks routing)")
     p.add_argument("--output", default=str(RESULTS / "cdc_database.json"))
     p.add_argument("--child", choices=["spark", "single"], help=argparse.SUPPRESS)
     p.add_argument("--landing", help=argparse.SUPPRESS)
@@ -367,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.child:
         return run_child(args)
+    if args.single_tree and args.single != "session":
+        p.error("--single-tree needs --single session (python -m runs this checkout's job)")
+    args.tree = export_tree(args.single_tree) if args.single_tree else None
     RESULTS.mkdir(parents=True, exist_ok=True)
     res = bench(args)
     Path(args.output).write_text(json.dumps(res, indent=2, default=str) + "\n")

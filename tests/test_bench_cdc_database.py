@@ -131,11 +131,11 @@ def test_plain_spark_side_lands_the_model(bench: ModuleType, canal: ModuleType,
 @pytest.mark.slow
 def test_database_sync_side_lands_the_model(bench: ModuleType, feed: tuple[Any, Path],
                                             tmp_path: Path) -> None:
-    why = bench.available("dbsync", "cli")
+    why = bench.available("dbsync")
     if why is not None:
         pytest.skip(why)
     f, land = feed
-    args = argparse.Namespace(dbsync_arg=[], single="cli", bucket=4)
+    args = argparse.Namespace(dbsync_arg=[], single="cli", bucket=4, tree=None)
     r = bench.run_side("dbsync", land, tmp_path / "wh", tmp_path, args)
     assert r["cpu_s"] > 0
     assert bench.check_side("dbsync", tmp_path / "wh", f) == []
