@@ -234,8 +234,15 @@ def run_side(side: str, land: Path, wh: Path, work: Path, args: argparse.Namespa
     if side == "dbsync":
         cmd = [py, "-m", "pipelines.jobs.cdc_sync_database", "--warehouse", str(wh),
                "--database", canal_db.DATABASE, "--landing", str(land), "--format", FORMAT,
-               "--master", MASTER, "--table-conf", f"bucket={args.bucket}", *args.dbsync_arg]
-        return _phases(measure_tree(cmd, _env()))
+               "--master", MASTER, "--table-conf", f"bucket={args.bucket}",
+               "--quarantine", str(work / "q-dbsync"), *args.dbsync_arg]
+        # the job stages the routed lines in <landing>/_staging (and notes the batch done
+        # there): every run starts from the bare landing
+        shutil.rmtree(land / "_staging", ignore_errors=True)
+        try:
+            return _phases(measure_tree(cmd, _env()))
+        finally:
+            shutil.rmtree(land / "_staging", ignore_errors=True)
     tree = args.tree if side == "single" else None
     if side == "spark" or args.single == "session":
         cmd = [py, str(Path(__file__)), "--child", side, "--landing", str(land),
