@@ -228,6 +228,66 @@ def _sum(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+class Timeline:
+    """Where the database sync's CPU goes: every 0.5 s, the CPU of this process's tree (each
+    process's last value kept, as ``measure_tree``) and whether the routing pass's marker
+    (``<landing>/_staging/batch-000001/_routed.json``) exists; after the run,
+    :meth:`phases` splits the CPU at the routing marker and at each table's first snapshot
+    (the job commits the tables one after the other)."""
+
+    def __init__(self, land: Path) -> None:
+        import threading
+
+        self.marker = land / "_staging" / "batch-000001" / "_routed.json"
+        self.samples: list[tuple[float, float, bool]] = []
+        self._last: dict[tuple[int, int], int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from proctree import TICK, proc_stat, tree
+
+        while True:
+            for pid in tree(os.getpid()):
+                st = proc_stat(pid)
+                if st is not None:
+                    self._last[(pid, int(st[19]))] = int(st[11]) + int(st[12])
+            self.samples.append((time.time(), sum(self._last.values()) / TICK,
+                                 self.marker.exists()))
+            if self._stop.wait(0.5):
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _cpu_at(self, t: float) -> float:
+        return next((c for (u, c, _) in self.samples if u >= t), self.samples[-1][1])
+
+    def phases(self, wh: Path) -> dict[str, float]:
+        """CPU seconds: ``routing`` (start -> the marker), then per table (previous commit ->
+        its first snapshot), ``rest`` (the last commit -> the end)."""
+        if not self.samples:
+            return {}
+        t0, c0 = self.samples[0][0], self.samples[0][1]
+        routed = next((u for (u, _, m) in self.samples if m), None)
+        out: dict[str, float] = {}
+        prev_c = c0
+        if routed is not None:
+            prev_c = self._cpu_at(routed)
+            out["routing"] = round(prev_c - c0, 1)
+            out["routing_wall_s"] = round(routed - t0, 1)
+        snaps = sorted((f.stat().st_mtime, f.parent.parent.name)
+                       for f in wh.glob(f"{canal_db.DATABASE}.db/*/snapshot/snapshot-1"))
+        for mtime, name in snaps:
+            c = self._cpu_at(mtime)
+            out[name] = round(c - prev_c, 1)
+            prev_c = c
+        out["rest"] = round(self.samples[-1][1] - prev_c, 1)
+        return out
+
+
 def run_side(side: str, land: Path, wh: Path, work: Path, args: argparse.Namespace
              ) -> dict[str, Any]:
     py, specs = sys.executable, canal_db.specs(SEED)
@@ -239,10 +299,14 @@ def run_side(side: str, land: Path, wh: Path, work: Path, args: argparse.Namespa
         # the job stages the routed lines in <landing>/_staging (and notes the batch done
         # there): every run starts from the bare landing
         shutil.rmtree(land / "_staging", ignore_errors=True)
+        timeline = Timeline(land)
         try:
-            return _phases(measure_tree(cmd, _env()))
+            r = _phases(measure_tree(cmd, _env()))
         finally:
+            timeline.stop()
             shutil.rmtree(land / "_staging", ignore_errors=True)
+        r["cpu_by_phase"] = timeline.phases(wh)
+        return r
     tree = args.tree if side == "single" else None
     if side == "spark" or args.single == "session":
         cmd = [py, str(Path(__file__)), "--child", side, "--landing", str(land),
@@ -351,6 +415,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                 runs[side].append(r)
                 extra = (f" (session start-up {r['startup_cpu_s']:.1f} s, work "
                          f"{r['work_cpu_s']:.1f} s)" if "work_cpu_s" in r else "")
+                if r.get("cpu_by_phase"):
+                    extra += f"\n    cpu by phase: {r['cpu_by_phase']}"
                 print(f"  round {rnd + 1} {side:<7} wall {r['wall_s']:8.2f} s  cpu "
                       f"{r['cpu_s']:8.2f} s{extra}  peak tree RSS {r['peak_rss_mb']:6.0f} MB  "
                       f"load {r['load1']}  check {r.get('check', '-') if rnd == 0 else '-'}",
