@@ -85,6 +85,7 @@ bench: install oracle
 	$(PY) bench/run.py
 	$(PY) bench/scale.py
 	$(PY) bench/cdc.py
+	$(PY) bench/cdc_database.py --single-tables orders,payments,audit_log
 	$(PY) bench/metadata_scale.py
 
 # docker/secrets.env with random secrets for docker/compose.yaml (kept if it exists)

@@ -58,6 +58,8 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / "results"
 sys.path.insert(0, str(REPO))
+if os.environ.get("BENCH_CODE_TREE"):  # another revision's pipelines (bench/cdc_database.py
+    sys.path.insert(0, os.environ["BENCH_CODE_TREE"])  # --single-tree; run from that tree)
 
 import pyarrow as pa  # noqa: E402
 from proctree import PAGE, TICK, proc_stat, tree  # noqa: E402
@@ -341,8 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
     RESULTS.mkdir(parents=True, exist_ok=True)
 
+    import pipelines
     from pipelines.session import get_session
 
+    print(f"pipelines from {Path(pipelines.__file__).parent.parent}", flush=True)
     t = time.perf_counter()
     spark = get_session(master=args.master, app_name="paimon-bench-cdc")
     spark.sparkContext.setLogLevel("ERROR")

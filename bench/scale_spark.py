@@ -37,12 +37,14 @@ MEDIAN_KEYS = ("wall_s", "cpu_s", "peak_rss_mb", "startup_cpu_s", "work_cpu_s",
                "ex_startup_cpu_s", "startup_wall_s", "work_wall_s", "ex_startup_wall_s")
 
 
-def measure_tree(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run ``cmd`` and measure its process tree: CPU = own user + sys of every process of the
-    tree (the last sample of each, every 0.1 s; a process loses at most its last 0.1 s),
-    peak RSS = the largest sum of the tree's RSS over the samples; wall time; stdout."""
+def measure_tree(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = REPO
+                 ) -> dict[str, Any]:
+    """Run ``cmd`` (in ``cwd``) and measure its process tree: CPU = own user + sys of every
+    process of the tree (the last sample of each, every 0.1 s; a process loses at most its
+    last 0.1 s), peak RSS = the largest sum of the tree's RSS over the samples; wall time;
+    stdout."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO, env=env)
+                            cwd=cwd, env=env)
     last: dict[tuple[int, int], int] = {}
     peak = [0]
     stop = threading.Event()
