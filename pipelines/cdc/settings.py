@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Literal, cast, get_args
+from typing import TYPE_CHECKING, Literal, cast, get_args
 
 from paimon_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pipelines.cdc.source_tables import TableFilter
 
 #: the unit of a numeric timestamp whose event names no logical type (Debezium's
 #: ``time.precision.mode``: ``connect`` / ``adaptive`` write milliseconds, ``adaptive_time_
@@ -31,7 +34,9 @@ class DecodeSettings:
     ``position_fields``: the fields of ``source`` ordering the events (``None``: those of the
     events' ``source.connector``); ``epoch_unit``: see :data:`EpochUnit`;
     ``sequence_column``: the table column filled with the source position (``None``: none);
-    ``unavailable``: see :data:`Unavailable`.
+    ``unavailable``: see :data:`Unavailable`; ``source_tables``: the source tables whose
+    events are decoded (:class:`~pipelines.cdc.source_tables.TableFilter`; the others get
+    the outcome :data:`~pipelines.cdc.source_tables.OTHER_TABLE`; ``None``: every event).
 
     Raises:
         ConfigError: a value the decoders do not know (the message names the setting).
@@ -41,8 +46,13 @@ class DecodeSettings:
     epoch_unit: EpochUnit = "ms"
     sequence_column: str | None = None
     unavailable: Unavailable = "previous"
+    source_tables: TableFilter | None = None
 
     def __post_init__(self) -> None:
+        from pipelines.cdc.source_tables import TableFilter  # (it imports the decoders)
+
+        if self.source_tables is not None and not isinstance(self.source_tables, TableFilter):
+            raise ConfigError("source_tables", f"{self.source_tables!r} is not a TableFilter")
         if self.epoch_unit not in get_args(EpochUnit):
             raise ConfigError("epoch_unit", f"{self.epoch_unit!r} is not one of "
                                             f"{', '.join(get_args(EpochUnit))}")

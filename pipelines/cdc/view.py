@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from paimon_core import DataField, RowKind, TableSchema
 from paimon_core.integration import BINARY_ROOTS, STRING_ROOTS, AtomicType
 from pipelines.cdc.events import (
+    ARRIVAL,
     AUTO_SLOTS,
     CONNECTOR_POSITIONS,
     DEFAULT_POSITIONS,
@@ -241,19 +242,33 @@ def _positions(v: dict[str, pa.Array | None], n: int, position_fields: Sequence[
             num = pc.if_else(digits(text), text, null_s).cast(pa.int64())
             out[f"_pos_s{i}"] = pc.if_else(pc.is_valid(num), null_s, text)  # non-numeric
         out[f"_pos_n{i}"] = num
-    if position_fields is None:
-        known = pc.is_in(conn, pa.array(list(CONNECTOR_POSITIONS)))
-        reasons.append((pc.and_(pc.is_valid(conn), pc.invert(pc.fill_null(known, False))),
-                        "unknown source connector"))
-        raws = raws[:1]  # the first field is required, the others may be NULL
-    for raw in raws:
-        reasons.append((pc.is_null(raw), "missing source position"))
-    if seq_value is None:
-        seq_value = _sequence_value(src, conn, out["_pos_n0"], position_fields)
     ts = v["ts_ms"]
     out["_pos_ts"] = (ts.cast(pa.int64()) if ts is not None and pa.types.is_integer(ts.type)
                       else pa.nulls(n, pa.int64()))
+    if position_fields is None:
+        known = pc.fill_null(pc.is_in(conn, pa.array(list(CONNECTOR_POSITIONS))), False)
+        reasons.append((pc.and_(pc.is_valid(conn), pc.invert(known)),
+                        "unknown source connector"))
+        _arrival_order(out, pc.and_(pc.is_null(raws[0]), pc.or_(pc.is_null(conn), known)))
+    else:
+        for raw in raws:
+            reasons.append((pc.is_null(raw), "missing source position"))
+    if seq_value is None:
+        seq_value = _sequence_value(src, conn, out["_pos_n0"], position_fields)
     return out, seq_value
+
+
+def _arrival_order(out: dict[str, pa.Array], none: pa.Array) -> None:
+    """Events whose ``source`` holds no position (the first field of their connector's
+    positions, :data:`~pipelines.cdc.events.CONNECTOR_POSITIONS`) are ordered by arrival (file,
+    line): their position columns and ``ts_ms`` NULL, their ``_connector``
+    :data:`~pipelines.cdc.events.ARRIVAL` (a batch mixing them with positioned events is
+    refused by the job: the two orders do not compare)."""
+    if not pc.any(none).as_py():
+        return
+    for k in [k for k in out if k.startswith("_pos_")]:
+        out[k] = pc.if_else(none, pa.scalar(None, out[k].type), out[k])
+    out["_connector"] = pc.if_else(none, ARRIVAL, out["_connector"])
 
 
 def _values(schema: TableSchema, target: pa.Schema, settings: DecodeSettings,

@@ -29,6 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the events' format (default %(default)s: JSON lines, with or "
                         "without the schema/payload envelope; debezium-avro: Avro container "
                         "files of Debezium envelopes as Kafka Connect's S3 sink writes them)")
+    p.add_argument("--source-table", metavar="PATTERN",
+                   help="the source table whose events the job takes: a regex fully matching "
+                        "the table name events name, or database.table (default: the name of "
+                        "--table, in any database, ignoring case); events of other tables are "
+                        "skipped and counted (other_tables), events naming no table are taken")
     p.add_argument("--schema", help="schema JSON to create the table with when it is missing")
     p.add_argument("--batch", type=int, action="append", help="only this batch (repeatable)")
     p.add_argument("--quarantine", help="where malformed events go (default <landing>/"
@@ -62,7 +67,7 @@ def _options(args: argparse.Namespace) -> CdcOptions:
         max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
         quarantine=args.quarantine, evolve_schema=not args.no_evolve,
         unavailable=args.unavailable_value, format=args.format,
-        max_partition_bytes=args.max_partition_bytes,
+        max_partition_bytes=args.max_partition_bytes, source_table=args.source_table,
     )
 
 
