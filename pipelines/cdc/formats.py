@@ -160,7 +160,8 @@ class JsonFormat:
         env: dict[str, pa.Array | None] = {"op": v.op, "ts_ms": None, "before": v.before,
                                            "after": v.after, "source": source, "schema": None}
         views = decode_view(env, m, schema, target,
-                            replace(settings, position_fields=tuple(fields), unavailable="store"),
+                            replace(settings, position_fields=tuple(fields), unavailable="store",
+                                    decimal_base64=False),
                             seq_value=seq)
         err = pc.if_else(pc.is_valid(v.outcome), v.outcome, views[ERROR_COLUMN])
         if sequence_column is not None and self.sequence_hint:

@@ -88,7 +88,7 @@ Run::
         [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields F,...]
         [--unavailable-value previous|store|refuse] [--max-partition-bytes 128MB]
         [--format debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json|aws-dms-json]
-        [--source-table PATTERN]
+        [--source-table PATTERN] [--decimal-base64]
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ from typing import TYPE_CHECKING
 from paimon_core import (
     CommitMessage,
     CommitOptions,
+    ConfigError,
     FileStoreTable,
     Identifier,
     PaimonError,
@@ -191,9 +192,16 @@ class CdcOptions:
     #: any database, ignoring case; events of other tables are counted as skipped
     #: (``other_tables``)
     source_table: str | None = None
+    #: schemaless Debezium JSON's decimals as Kafka Connect ``Decimal`` bytes (base64) of the
+    #: column's scale (``--decimal-base64``; see
+    #: :class:`~pipelines.cdc.settings.DecodeSettings`); only with ``debezium-json``
+    decimal_base64: bool = False
 
     def __post_init__(self) -> None:
         self.decode_settings(self.sequence_column)  # a decode setting it refuses, refused now
+        if self.decimal_base64 and self.format != DEFAULT_FORMAT:
+            raise ConfigError("decimal_base64", f"applies to {DEFAULT_FORMAT} events only, "
+                                                f"not {self.format}")
 
     def source_tables(self, target: str | None) -> TableFilter | None:
         """The filter of the events the job takes into the table ``target`` (``db.table``;
@@ -209,7 +217,7 @@ class CdcOptions:
         table written, whose name the events are routed by, :meth:`source_tables`); raises
         ``ConfigError`` naming a setting the decoders do not know."""
         return DecodeSettings(self.position_fields, self.epoch_unit, sequence_column,
-                              self.unavailable, self.source_tables(target))
+                              self.unavailable, self.source_tables(target), self.decimal_base64)
 
 
 @dataclass

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core import DataField, RowKind, TableSchema
-from paimon_core.integration import BINARY_ROOTS, STRING_ROOTS, AtomicType
+from paimon_core.integration import BINARY_ROOTS, STRING_ROOTS, AtomicType, TypeRoot
 from pipelines.cdc.events import (
     ARRIVAL,
     AUTO_SLOTS,
@@ -33,6 +33,7 @@ from pipelines.cdc.events import (
 )
 from pipelines.cdc.settings import DecodeSettings
 from pipelines.cdc.values import (
+    CONNECT_DECIMAL,
     Fields,
     Logical,
     convert,
@@ -191,6 +192,8 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     bef, aft = Fields(before, n), Fields(after, n)
     types = (shared_types if shared_types is not None
              else schema_types(v["schema"], n, schema.field_names))
+    if settings.decimal_base64:
+        types = _column_scales(schema, types, n)
     typed_before, deferred = _values(schema, target, settings, out, reasons, bef, aft, is_d,
                                      is_u, seq_value, types)
     for f in schema.fields if settings.unavailable == "refuse" else ():
@@ -218,6 +221,27 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     _key_change(schema, target, settings, out, typed_before, deferred, has_before, is_u, bef,
                 types)
     out["_unknown"] = _unknown_names(aft, bef, set(schema.field_names), n)
+    return out
+
+
+def _column_scales(schema: TableSchema, types: dict[str, Logical], n: int
+                   ) -> dict[str, Logical]:
+    """``types`` with every DECIMAL column a Kafka Connect ``Decimal`` of the column's scale
+    where the event's schema names no logical type (``decimal_base64``, see
+    :class:`~pipelines.cdc.settings.DecodeSettings`)."""
+    out = dict(types)
+    for f in schema.fields:
+        t = f.type
+        if not isinstance(t, AtomicType) or t.root is not TypeRoot.DECIMAL:
+            continue
+        name = pa.array([CONNECT_DECIMAL] * n, pa.string())
+        scale = pa.array([str(t.scale)] * n, pa.string())
+        have = out.get(f.name)
+        if have is not None:
+            named = pc.is_valid(have.name)
+            name = pc.if_else(named, have.name, name)
+            scale = pc.if_else(named, have.scale, scale)
+        out[f.name] = Logical(name, scale)
     return out
 
 

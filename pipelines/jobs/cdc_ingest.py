@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "the table name events name, or database.table (default: the name of "
                         "--table, in any database, ignoring case); events of other tables are "
                         "skipped and counted (other_tables), events naming no table are taken")
+    p.add_argument("--decimal-base64", action="store_true",
+                   help="debezium-json without schemas under decimal.handling.mode=precise: a "
+                        "DECIMAL column's text values are Kafka Connect Decimal bytes (base64 "
+                        "of the unscaled value) decoded with the column's scale (never "
+                        "guessed without this flag)")
     p.add_argument("--schema", help="schema JSON to create the table with when it is missing")
     p.add_argument("--batch", type=int, action="append", help="only this batch (repeatable)")
     p.add_argument("--quarantine", help="where malformed events go (default <landing>/"
@@ -68,6 +73,7 @@ def _options(args: argparse.Namespace) -> CdcOptions:
         quarantine=args.quarantine, evolve_schema=not args.no_evolve,
         unavailable=args.unavailable_value, format=args.format,
         max_partition_bytes=args.max_partition_bytes, source_table=args.source_table,
+        decimal_base64=args.decimal_base64,
     )
 
 
