@@ -94,7 +94,7 @@ _UPDATE_AFTER = RowKind.UPDATE_AFTER.short_string
 _DELETE = RowKind.DELETE.short_string
 #: (not BOOLEAN: MySQL's TINYINT(1) / BOOLEAN arrive as 1 / 0, see values._to_boolean)
 _JSON_TYPES = {TypeRoot.FLOAT: pa.float64(), TypeRoot.DOUBLE: pa.float64()}
-#: outcomes whose event text is not kept (no quarantine, no sample)
+#: outcomes whose event text is not kept (no quarantine, no sample), nor their connector
 _TEXTLESS = pa.array([TOMBSTONE, OTHER_TABLE])
 
 
@@ -496,7 +496,7 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: Lazy, target: pa.Schema,
     err = _envelope_tombstones(t, rows, lines, views[ERROR_COLUMN])
     err = route(err, t, "debezium-json", settings.source_tables)  # (Avro's rows too)
     views[ERROR_COLUMN] = err
-    views["_connector"] = pc.if_else(pc.equal(pc.fill_null(err, ""), OTHER_TABLE),
+    views["_connector"] = pc.if_else(pc.is_in(pc.fill_null(err, ""), _TEXTLESS),
                                      pa.scalar(None, pa.string()), views["_connector"])
     valid = pc.is_null(err)
     cols: dict[str, pa.Array] = {}

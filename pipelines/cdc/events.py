@@ -802,7 +802,7 @@ def to_changes(
             .alias("_value"),
             F.when(err.isNull() & (F.size(unknown) > 0), F.array_join(unknown, "\n"))
             .alias("_unknown"),
-            F.when(err == OTHER_TABLE, F.lit(None).cast("string")).when(
+            F.when(err.isin(OTHER_TABLE, TOMBSTONE), F.lit(None).cast("string")).when(
                 _positionless(position_fields), F.lit(ARRIVAL))
             .otherwise(F.col("source")["connector"]).alias("_connector"),
             _sequence_value(position_fields).alias("_seqv"),
