@@ -609,7 +609,7 @@ SCENARIOS: dict[str, Callable[[Shell, str], None]] = {
     "python -m pipelines.jobs.cdc_ingest --warehouse /data/wh --table shop.orders --landing "
     "/data/landing/orders-avro --format debezium-avro": cdc_ingest_avro,
     "python -m pipelines.jobs.cdc_ingest --warehouse /data/wh --table shop.products --landing "
-    "/data/landing/products --format canal-json": cdc_ingest_format,
+    "/data/landing/products --format canal-json --source-table products2": cdc_ingest_format,
     "python -m pipelines.jobs.batch_overwrite --warehouse /data/wh --table sales.orders --input "
     "/exports/2024-01-02.parquet --format parquet --partition dt=2024-01-02":
         overwrite_partition,
