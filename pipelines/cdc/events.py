@@ -540,8 +540,7 @@ def classify_events(
     source_tables: TableFilter | None = None,
 ) -> DataFrame:
     """Add ``_error`` (null = a valid event, ``tombstone`` / ``message`` / ``truncate`` /
-    ``other table`` (an event of a table ``source_tables`` does not take, named by
-    ``source.db`` / ``source.table``), else the reason) to :func:`parse_events` output.
+    ``other table`` (of a table ``source_tables`` does not take), else the reason).
 
     Reasons: ``malformed JSON``, ``unknown op``, ``missing after`` / ``missing before``,
     ``unknown source connector``, ``missing source position``, ``null key <col>``,
@@ -549,10 +548,8 @@ def classify_events(
     <col>``, ``source position does not fit the sequence column <col>`` (with
     ``sequence_column``: the table column filled from the position). Columns of the images that
     the table does not have are not errors (see :func:`unknown_columns`).
-    ``position_fields``: ``None`` = the fields of the event's ``source.connector`` (an
-    event without them is ordered by arrival, see :data:`ARRIVAL`; with ``position_fields``
-    it is refused: ``missing source position``).
-    """
+    ``position_fields``: ``None`` = the fields of the event's ``source.connector`` (without
+    them: arrival order, :data:`ARRIVAL`; missing ``position_fields`` are refused)."""
     from pyspark.sql import functions as F
 
     op = F.col("op")
@@ -608,12 +605,19 @@ def classify_events(
     special = (F.when(F.col("_corrupt").isNotNull(), F.lit("malformed JSON"))
                .when(op == "m", F.lit(MESSAGE)).otherwise(F.lit(TRUNCATE)))
     err = F.when(op.isin("t", "m"), special).otherwise(err)
+    return events.withColumn(ERROR_COLUMN, F.when(F.col("_tombstone"), F.lit(TOMBSTONE))
+                             .otherwise(_routed(err, source_tables)))
+
+
+def _routed(err: Column, source_tables: TableFilter | None) -> Column:
+    """``err`` with ``other table`` for a parsed event whose ``source.db`` / ``source.table``
+    ``source_tables`` does not take."""
+    from pyspark.sql import functions as F
+
     src = F.col("source")
     other = (F.col("_corrupt").isNull() & src.isNotNull()
              & ~taken_column(source_tables, src["db"], src["table"]))
-    err = F.when(other, F.lit(OTHER_TABLE)).otherwise(err)
-    return events.withColumn(ERROR_COLUMN,
-                             F.when(F.col("_tombstone"), F.lit(TOMBSTONE)).otherwise(err))
+    return F.when(other, F.lit(OTHER_TABLE)).otherwise(err)
 
 
 def unknown_columns(events: DataFrame, schema: TableSchema) -> Column:
