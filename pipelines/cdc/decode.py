@@ -71,6 +71,7 @@ from pipelines.cdc.lines import (
 )
 from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
 from pipelines.cdc.shared_schema import SharedSchema, broadcast_types, strip_shared_schema
+from pipelines.cdc.source_tables import OTHER_TABLE, route
 from pipelines.cdc.values import (
     LONG_NUMBER,
     exact_leaves,
@@ -91,8 +92,10 @@ _ERROR_ROW = re.compile(r" in row (\d+)$")
 _INSERT = RowKind.INSERT.short_string
 _UPDATE_AFTER = RowKind.UPDATE_AFTER.short_string
 _DELETE = RowKind.DELETE.short_string
-_JSON_TYPES = {TypeRoot.BOOLEAN: pa.bool_(), TypeRoot.FLOAT: pa.float64(),
-               TypeRoot.DOUBLE: pa.float64()}
+#: (not BOOLEAN: MySQL's TINYINT(1) / BOOLEAN arrive as 1 / 0, see values._to_boolean)
+_JSON_TYPES = {TypeRoot.FLOAT: pa.float64(), TypeRoot.DOUBLE: pa.float64()}
+#: outcomes whose event text is not kept (no quarantine, no sample), nor their connector
+_TEXTLESS = pa.array([TOMBSTONE, OTHER_TABLE])
 
 
 class EventFormat(Protocol):
@@ -491,7 +494,10 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: Lazy, target: pa.Schema,
         use = pc.and_(pc.is_valid(t.column("payload").combine_chunks()), pc.is_null(op))
         views = {k: pc.if_else(use, pay[k], top[k]) for k in top}
     err = _envelope_tombstones(t, rows, lines, views[ERROR_COLUMN])
+    err = route(err, t, "debezium-json", settings.source_tables)  # (Avro's rows too)
     views[ERROR_COLUMN] = err
+    views["_connector"] = pc.if_else(pc.is_in(pc.fill_null(err, ""), _TEXTLESS),
+                                     pa.scalar(None, pa.string()), views["_connector"])
     valid = pc.is_null(err)
     cols: dict[str, pa.Array] = {}
     for f in target:
@@ -503,7 +509,7 @@ def _chunk_rows(t: pa.Table, rows: np.ndarray, lines: Lazy, target: pa.Schema,
     unknown = pc.if_else(valid, views["_unknown"], pa.scalar(None, pa.string()))
     cols["_unknown"] = unknown
     keep_text = pc.and_(pc.or_(pc.invert(valid), pc.is_valid(unknown)),
-                        pc.not_equal(pc.fill_null(err, ""), TOMBSTONE))
+                        pc.invert(pc.is_in(pc.fill_null(err, ""), _TEXTLESS)))
     if pc.any(keep_text).as_py():  # the text of those rows only
         keep = np.asarray(keep_text.to_numpy(zero_copy_only=False), bool)
         raw = lines.take(rows[keep])

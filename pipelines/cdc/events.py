@@ -23,7 +23,8 @@ the table's column types with ``try_cast``, so that a value that does not fit it
 * integers / decimals / floats / booleans: JSON numbers, booleans or their text (Debezium
   ``decimal.handling.mode=string|double``). A decimal must be plain text with at most the
   column's scale of significant fraction digits (``12.50`` fits ``DECIMAL(5, 2)``, ``1.005``
-  and ``1e3`` do not: never rounded);
+  and ``1e3`` do not: never rounded); a BOOLEAN takes ``1`` / ``0`` too (MySQL's
+  ``TINYINT(1)``, as Paimon's CDC sync maps it), no other number;
 * decimals by the event's own schema (Debezium JSON with schemas enabled, :func:`logical_type`):
   Kafka Connect ``Decimal`` (the default ``precise`` mode: base64 of the unscaled value, the
   ``scale`` parameter) and ``VariableScaleDecimal`` (``{"scale", "value"}``), exact or
@@ -79,6 +80,7 @@ from paimon_core.integration import (
 )
 from pipelines.cdc.geometry import GEOMETRY, geojson
 from pipelines.cdc.settings import Unavailable
+from pipelines.cdc.source_tables import OTHER_TABLE, taken_column
 from pipelines.cdc.values import (
     BITS,
     CONNECT_DECIMAL,
@@ -97,6 +99,8 @@ from pipelines.spark_types import spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+
+    from pipelines.cdc.source_tables import TableFilter
 
 __all__ = [
     "ERROR_COLUMN",
@@ -171,6 +175,10 @@ CONNECTOR_POSITIONS: dict[str, tuple[str, ...]] = {
 }
 #: the position fields of events whose ``source`` names no connector
 DEFAULT_POSITIONS = ("lsn",)
+#: the ``_connector`` of events whose ``source`` holds no position (the first field of their
+#: connector's, e.g. as some Kafka sinks write ``source`` with only ``db`` and ``table``):
+#: ordered by arrival (file, line), as canal's; refused mixed with positioned events
+ARRIVAL = "(no source position: arrival order)"
 #: position slots when the fields come from ``source.connector``
 AUTO_SLOTS = max(len(v) for v in CONNECTOR_POSITIONS.values())
 
@@ -453,7 +461,8 @@ def typed_value(raw: Column, t: DataType, *, epoch_unit: str = "ms",
         return _let(decoded, lambda b: F.when(name == BITS, _reversed(b)).otherwise(b))
     if r is TypeRoot.BOOLEAN:
         low = F.lower(raw)
-        plain = F.when(low == "true", F.lit(True)).when(low == "false", F.lit(False))
+        plain = F.when(low.isin("true", "1"), F.lit(True)).when(low.isin("false", "0"),
+                                                                  F.lit(False))
         if name is None:
             return plain
         bit = F.hex(F.try_to_binary(raw, F.lit("base64")))
@@ -528,9 +537,10 @@ def classify_events(
     epoch_unit: str = "ms",
     sequence_column: str | None = None,
     unavailable: Unavailable = "previous",
+    source_tables: TableFilter | None = None,
 ) -> DataFrame:
-    """Add ``_error`` (null = a valid event, ``tombstone`` / ``message`` / ``truncate``, else
-    the reason) to :func:`parse_events` output.
+    """Add ``_error`` (null = a valid event, ``tombstone`` / ``message`` / ``truncate`` /
+    ``other table`` (of a table ``source_tables`` does not take), else the reason).
 
     Reasons: ``malformed JSON``, ``unknown op``, ``missing after`` / ``missing before``,
     ``unknown source connector``, ``missing source position``, ``null key <col>``,
@@ -538,8 +548,8 @@ def classify_events(
     <col>``, ``source position does not fit the sequence column <col>`` (with
     ``sequence_column``: the table column filled from the position). Columns of the images that
     the table does not have are not errors (see :func:`unknown_columns`).
-    ``position_fields``: ``None`` = the fields of the event's ``source.connector``.
-    """
+    ``position_fields``: ``None`` = the fields of the event's ``source.connector`` (without
+    them: arrival order, :data:`ARRIVAL`; missing ``position_fields`` are refused)."""
     from pyspark.sql import functions as F
 
     op = F.col("op")
@@ -555,9 +565,10 @@ def classify_events(
         conn = F.col("source")["connector"]
         reasons.append((conn.isNotNull() & ~conn.isin(*CONNECTOR_POSITIONS),
                         "unknown source connector"))
-        raws = raws[:1]  # the first field is required, the others may be NULL
-    for raw in raws:
-        reasons.append((F.col("source").isNull() | raw.isNull(), "missing source position"))
+    else:
+        for raw in raws:
+            reasons.append((F.col("source").isNull() | raw.isNull(),
+                            "missing source position"))
     for k in schema.trimmed_primary_keys or schema.primary_keys:
         reasons.append((img[k].isNull(), f"null key {k}"))
     for f in schema.fields:
@@ -594,8 +605,19 @@ def classify_events(
     special = (F.when(F.col("_corrupt").isNotNull(), F.lit("malformed JSON"))
                .when(op == "m", F.lit(MESSAGE)).otherwise(F.lit(TRUNCATE)))
     err = F.when(op.isin("t", "m"), special).otherwise(err)
-    return events.withColumn(ERROR_COLUMN,
-                             F.when(F.col("_tombstone"), F.lit(TOMBSTONE)).otherwise(err))
+    return events.withColumn(ERROR_COLUMN, F.when(F.col("_tombstone"), F.lit(TOMBSTONE))
+                             .otherwise(_routed(err, source_tables)))
+
+
+def _routed(err: Column, source_tables: TableFilter | None) -> Column:
+    """``err`` with ``other table`` for a parsed event whose ``source.db`` / ``source.table``
+    ``source_tables`` does not take."""
+    from pyspark.sql import functions as F
+
+    src = F.col("source")
+    other = (F.col("_corrupt").isNull() & src.isNotNull()
+             & ~taken_column(source_tables, src["db"], src["table"]))
+    return F.when(other, F.lit(OTHER_TABLE)).otherwise(err)
 
 
 def unknown_columns(events: DataFrame, schema: TableSchema) -> Column:
@@ -669,8 +691,22 @@ def _position(position_fields: Sequence[str] | None) -> list[Column]:
     for raw in _slot_raws(position_fields):
         num = raw.try_cast("long")
         parts += [num, F.when(num.isNull(), raw)]  # the text only orders non-numeric values
-    parts += [F.col("ts_ms"), F.col("file"), F.col("line")]
+    parts.append(F.col("ts_ms"))
+    none = _positionless(position_fields)
+    parts = [F.when(~none, c) for c in parts] + [F.col("file"), F.col("line")]
     return [c.alias(n) for c, n in zip(parts, position_columns(position_fields))]
+
+
+def _positionless(position_fields: Sequence[str] | None) -> Column:
+    """Whether the event is ordered by arrival (:data:`ARRIVAL`): no ``position_fields``,
+    a known connector (or none) and no first position field."""
+    from pyspark.sql import functions as F
+
+    if position_fields is not None:
+        return F.lit(False)
+    conn = F.col("source")["connector"]
+    return (F.coalesce(conn.isin(*CONNECTOR_POSITIONS), F.lit(True))
+            & _slot_raws(None)[0].isNull())
 
 
 def _sequence_value(position_fields: Sequence[str] | None) -> Column:
@@ -766,10 +802,13 @@ def to_changes(
         unknown = unknown_columns(events, schema)
         rows = events.select(
             *_position(position_fields), err.alias(ERROR_COLUMN),
-            F.when(err.isNotNull() & (err != TOMBSTONE), F.col("value")).alias("_value"),
+            F.when(err.isNotNull() & ~err.isin(TOMBSTONE, OTHER_TABLE), F.col("value"))
+            .alias("_value"),
             F.when(err.isNull() & (F.size(unknown) > 0), F.array_join(unknown, "\n"))
             .alias("_unknown"),
-            F.col("source")["connector"].alias("_connector"),
+            F.when(err.isin(OTHER_TABLE, TOMBSTONE), F.lit(None).cast("string")).when(
+                _positionless(position_fields), F.lit(ARRIVAL))
+            .otherwise(F.col("source")["connector"]).alias("_connector"),
             _sequence_value(position_fields).alias("_seqv"),
             F.posexplode(F.when(err.isNull(), changes).otherwise(F.array(rejected)))
             .alias("_event", "_r"), FIELDS_COLUMN,

@@ -22,10 +22,13 @@ __all__ = ["SLOTS", "parse_format_events"]
 
 _IMG = "map<string,string>"
 _SCHEMAS = {
-    "canal-json": f"data array<{_IMG}>, old array<{_IMG}>, type string, isDdl boolean",
-    "maxwell-json": f"data {_IMG}, old {_IMG}, type string, position string, xoffset long",
-    "ogg-json": f"before {_IMG}, after {_IMG}, op_type string, pos string",
-    "aws-dms-json": f"data {_IMG}, metadata struct<operation:string,`record-type`:string>",
+    "canal-json": f"data array<{_IMG}>, old array<{_IMG}>, type string, isDdl boolean, "
+                  "database string, table string",
+    "maxwell-json": f"data {_IMG}, old {_IMG}, type string, position string, xoffset long, "
+                    "database string, table string",
+    "ogg-json": f"before {_IMG}, after {_IMG}, op_type string, pos string, table string",
+    "aws-dms-json": f"data {_IMG}, metadata struct<operation:string,`record-type`:string,"
+                    "`schema-name`:string,`table-name`:string>",
 }
 _OPS = {
     "canal-json": {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "ROW": "r", "TRUNCATE": "t"},
@@ -79,6 +82,22 @@ def _overlay(row: Column, old: Column) -> Column:
     return F.map_filter(F.map_zip_with(row, F.coalesce(old, F.create_map().cast(_IMG)),
                                        lambda k, v1, v2: F.coalesce(v2, v1)),
                         lambda k, v: F.array_contains(F.map_keys(row), k))
+
+
+def _names(fmt: str) -> tuple[Column, Column]:
+    """The database and table the event names (``source.db`` / ``source.table`` of the
+    envelope, as :func:`pipelines.cdc.source_tables.event_tables` reads them)."""
+    from pyspark.sql import functions as F
+
+    if fmt == "ogg-json":  # SCHEMA.TABLE, split at the first dot
+        full = F.col("_e.table")
+        two = full.contains(".")
+        return (F.when(two, F.substring_index(full, ".", 1)),
+                F.when(two, F.expr("substring(_e.table, instr(_e.table, '.') + 1)"))
+                .otherwise(full))
+    if fmt == "aws-dms-json":
+        return F.col("_e.metadata")["schema-name"], F.col("_e.metadata")["table-name"]
+    return F.col("_e.database"), F.col("_e.table")
 
 
 def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
@@ -147,7 +166,8 @@ def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
         before = (F.when(op == "u", _norm(_overlay(data, old), schema, canal))
                   .when(op == "d", _norm(data, schema, canal)))
         after = F.when(op.isin("c", "r", "u"), _norm(data, schema, canal))
-    source = F.create_map(*[x for name, s in zip(SLOTS, slots)
+    db, table = _names(fmt)
+    source = F.create_map(*[x for name, s in [*zip(SLOTS, slots), ("db", db), ("table", table)]
                             for x in (F.lit(name), s.cast("string"))])
     return parsed.select(
         "file", "line", "value",

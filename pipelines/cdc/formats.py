@@ -104,6 +104,7 @@ from pipelines.cdc.format_views import (
 from pipelines.cdc.ogg_compressed import Presence, ogg_presence
 from pipelines.cdc.ranges import RangeUnit
 from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
+from pipelines.cdc.source_tables import OTHER_TABLE, route
 from pipelines.cdc.view import decode_view
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
@@ -113,7 +114,8 @@ __all__ = ["DEFAULT_FORMAT", "FORMATS", "SLOTS", "CdcFormat", "JsonFormat",
 DEFAULT_FORMAT = "debezium-json"
 #: the source fields of a format's own positions (see the module docs)
 SLOTS = tuple(f"_p{i}" for i in range(AUTO_SLOTS))
-_SKIPPED = (DDL, TRUNCATE, MESSAGE, TOMBSTONE)
+_SKIPPED = (DDL, TRUNCATE, MESSAGE, TOMBSTONE, OTHER_TABLE)
+_TEXTLESS = pa.array([TOMBSTONE, OTHER_TABLE])  # outcomes whose event text is not kept
 _DELETE = RowKind.DELETE.short_string
 _NULL_S = pa.scalar(None, pa.string())
 
@@ -178,18 +180,21 @@ class JsonFormat:
         env: dict[str, pa.Array | None] = {"op": v.op, "ts_ms": None, "before": v.before,
                                            "after": v.after, "source": source, "schema": None}
         views = decode_view(env, m, schema, target,
-                            replace(settings, position_fields=tuple(fields), unavailable="store"),
+                            replace(settings, position_fields=tuple(fields), unavailable="store",
+                                    decimal_base64=False),
                             seq_value=seq)
         err = pc.if_else(pc.is_valid(v.outcome), v.outcome, views[ERROR_COLUMN])
         if sequence_column is not None and self.sequence_hint:
             generic = f"source position does not fit the sequence column {sequence_column}"
             err = pc.if_else(pc.fill_null(pc.equal(err, generic), False),
                              f"{generic} ({self.sequence_hint})", err)
-        err = _whole_events(err, v.event)
+        err = _whole_events(route(err, t, self.name, settings.source_tables, v.event), v.event)
+        other = pc.equal(pc.fill_null(err, ""), OTHER_TABLE)
         keep = pa.array((v.row == 0) | ~np.asarray(pc.is_valid(err).to_numpy(
             zero_copy_only=False), bool))
         valid = pc.is_null(err)
         cols: dict[str, pa.Array] = {f.name: views[f.name] for f in target if f.name in views}
+        cols["_connector"] = pc.if_else(other, _NULL_S, cols["_connector"])
         cols[ERROR_COLUMN] = err
         cols["_pos_file"] = pa.array(np.full(m, file_index, np.int64))
         cols["_pos_line"] = pa.array(line_no[v.event])
@@ -197,7 +202,7 @@ class JsonFormat:
         unknown = pc.if_else(valid, views["_unknown"], _NULL_S)
         cols["_unknown"] = unknown
         keep_text = pc.and_(pc.or_(pc.invert(valid), pc.is_valid(unknown)),
-                            pc.not_equal(pc.fill_null(err, ""), TOMBSTONE))
+                            pc.invert(pc.is_in(pc.fill_null(err, ""), _TEXTLESS)))
         if pc.any(keep_text).as_py():
             raw = lines().take(pa.array(rows[v.event]))
             cols["_value"] = pc.if_else(keep_text, raw, _NULL_S)

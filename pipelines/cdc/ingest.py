@@ -53,7 +53,22 @@ fills it with the source position as one BIGINT (the position fields come from t
 packed, MongoDB's oplog second and ``ord`` packed; ``--position-fields`` overrides: its first
 field), so an older event arriving late never overrides a newer one (without it, the later
 batch wins). An event whose position does not fit a BIGINT (SQL Server / Db2 LSNs) is refused
-when the table has a sequence column. One batch holds the events of one connector.
+when the table has a sequence column. One batch holds the events of one connector. A
+Debezium event whose ``source`` holds no position (the first field of its connector's, e.g.
+``source`` with only ``db`` and ``table``, as some Kafka sinks write it) is ordered by arrival
+(file, line), as canal's; a batch mixing such events with positioned ones is refused (the two
+orders do not compare), and so is one for a table with a sequence column (nothing fills it).
+With ``--position-fields`` every event must carry them (``missing source position``).
+
+Every event names its source table (:mod:`pipelines.cdc.source_tables`: ``source.db`` /
+``source.table``, canal's and maxwell's ``database`` / ``table``, OGG's ``table``, DMS'
+``schema-name`` / ``table-name``). The job takes the events of ``--source-table`` (default:
+the target's table name, in any database, ignoring case) and counts the others as
+``other_tables``: skipped, like tombstones (not in the error ratio), never written, never
+quarantined, never sampled for new columns, and their truncates empty nothing. An event
+naming no table is taken (its landing is the table's). A batch whose events all name other
+tables writes nothing: its report says so (``only_other_tables``, and a warning), and its
+empty commit records it as done, as a batch of DDL only.
 
 Operations: ``c`` / ``r`` / ``u`` / ``d`` (a delete needs only the key), ``m`` (messages) and
 tombstones are skipped and counted; a truncate (``t``) empties the table at its position: a
@@ -73,6 +88,7 @@ Run::
         [--batch N] [--quarantine Q] [--max-error-ratio 0.01] [--position-fields F,...]
         [--unavailable-value previous|store|refuse] [--max-partition-bytes 128MB]
         [--format debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json|aws-dms-json]
+        [--source-table PATTERN] [--decimal-base64]
 """
 
 from __future__ import annotations
@@ -87,7 +103,9 @@ from typing import TYPE_CHECKING
 from paimon_core import (
     CommitMessage,
     CommitOptions,
+    ConfigError,
     FileStoreTable,
+    Identifier,
     PaimonError,
     Schema,
     SchemaError,
@@ -100,6 +118,7 @@ from pipelines.cdc.batch.commit import commit_steps, plan_steps, position_key
 from pipelines.cdc.batch.passes import PassResult, plan_pass, write_pass
 from pipelines.cdc.batch.stage import decoded_blobs, plan_file_ranges, sequence_column
 from pipelines.cdc.events import (
+    ARRIVAL,
     MESSAGE,
     TOMBSTONE,
     TRUNCATE,
@@ -110,6 +129,7 @@ from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS, check_sequence
 from pipelines.cdc.routing import routing
 from pipelines.cdc.schema import commit_batch, evolve, settle, withdraw
 from pipelines.cdc.settings import DecodeSettings, EpochUnit, Unavailable
+from pipelines.cdc.source_tables import OTHER_TABLE, TableFilter
 from pipelines.config import (
     CatalogSettings,
     TableHandle,
@@ -167,23 +187,41 @@ class CdcOptions:
     #: (128 MB by default)
     max_partition_bytes: int | None = None
     #: the source tables whose events the job takes (a :class:`~pipelines.cdc.source_tables.
-    #: TableFilter` pattern, ``--source-table``); ``None``: the target's table name, any
-    #: database, ignoring case; events of other tables are counted as skipped
+    #: TableFilter` pattern, ``--source-table``: a Python regex fully matching the event's
+    #: table name or ``database.table``, case-sensitive); ``None``: the target's table name,
+    #: any database, ignoring case; events of other tables are counted as skipped
+    #: (``other_tables``)
     source_table: str | None = None
     #: table columns filled with one value on every row (the database sync's metadata
     #: columns ``database_name`` / ``table_name``, :mod:`pipelines.cdc.database`): (column,
     #: value) pairs; each must be a column of the table
     constant_columns: tuple[tuple[str, str], ...] = ()
+    #: schemaless Debezium JSON's decimals as Kafka Connect ``Decimal`` bytes (base64) of the
+    #: column's scale (``--decimal-base64``; see
+    #: :class:`~pipelines.cdc.settings.DecodeSettings`); only with ``debezium-json``
+    decimal_base64: bool = False
 
     def __post_init__(self) -> None:
         self.decode_settings(self.sequence_column)  # a decode setting it refuses, refused now
+        if self.decimal_base64 and self.format != DEFAULT_FORMAT:
+            raise ConfigError("decimal_base64", f"applies to {DEFAULT_FORMAT} events only, "
+                                                f"not {self.format}")
 
-    def decode_settings(self, sequence_column: str | None) -> DecodeSettings:
+    def source_tables(self, target: str | None) -> TableFilter | None:
+        """The filter of the events the job takes into the table ``target`` (``db.table``;
+        ``None``: every event unless :attr:`source_table` is given)."""
+        if self.source_table is not None:
+            return TableFilter(self.source_table)
+        return TableFilter.of_table(Identifier.parse(target).table) if target else None
+
+    def decode_settings(self, sequence_column: str | None,
+                        target: str | None = None) -> DecodeSettings:
         """The settings the batch's events are decoded with (``sequence_column``: the one the
-        table resolved, see :func:`pipelines.cdc.batch.stage.sequence_column`); raises
+        table resolved, see :func:`pipelines.cdc.batch.stage.sequence_column`; ``target``: the
+        table written, whose name the events are routed by, :meth:`source_tables`); raises
         ``ConfigError`` naming a setting the decoders do not know."""
         return DecodeSettings(self.position_fields, self.epoch_unit, sequence_column,
-                              self.unavailable)
+                              self.unavailable, self.source_tables(target), self.decimal_base64)
 
 
 @dataclass
@@ -198,6 +236,10 @@ class BatchReport:
     messages: int = 0
     truncates: int = 0
     ddl: int = 0
+    #: events of other source tables than the job's (skipped: never written nor quarantined)
+    other_tables: int = 0
+    #: every event of the batch names another source table (nothing of it is the table's)
+    only_other_tables: bool = False
     reasons: dict[str, int] = field(default_factory=dict)
     new_columns: dict[str, str] = field(default_factory=dict)
     rows_written: int = 0
@@ -207,9 +249,9 @@ class BatchReport:
 
     @property
     def skipped_events(self) -> int:
-        """Tombstones, logical decoding messages, truncates and DDL / control events: events
-        that are no row."""
-        return self.tombstones + self.messages + self.truncates + self.ddl
+        """Tombstones, logical decoding messages, truncates, DDL / control events and the
+        events of other tables: events that are no row of the table."""
+        return self.tombstones + self.messages + self.truncates + self.ddl + self.other_tables
 
     @property
     def error_ratio(self) -> float:
@@ -227,9 +269,11 @@ class BatchReport:
         self.messages = counts.get(MESSAGE, 0)
         self.truncates = counts.get(TRUNCATE, 0)
         self.ddl = counts.get(DDL, 0)
+        self.other_tables = counts.get(OTHER_TABLE, 0)
         self.reasons = {k: v for k, v in sorted(counts.items())
-                        if k not in ("", TOMBSTONE, MESSAGE, TRUNCATE, DDL)}
+                        if k not in ("", TOMBSTONE, MESSAGE, TRUNCATE, DDL, OTHER_TABLE)}
         self.malformed = sum(self.reasons.values())
+        self.only_other_tables = self.other_tables > 0 and self.other_tables == self.events
 
 
 # ---------------------------------------------------------------------------- input
@@ -386,9 +430,11 @@ def _ingest_batch(spark: SparkSession, settings: CatalogSettings, identifier: st
         handle, added = evolve(handle, res.unknown, opts.format)
         report.new_columns = added
         res = run(handle)
-    if len(res.connectors) > 1 and opts.position_fields is None:
-        abort(res.messages)
-        raise _mixed_connectors(batch, res.connectors)
+    if ARRIVAL in res.connectors or (len(res.connectors) > 1 and opts.position_fields is None):
+        error = _order_error(batch, res.connectors, sequence_column(handle, opts))
+        if error is not None:
+            abort(res.messages)
+            raise error
     truncates = sorted(set(res.truncates), key=position_key)
     if truncates:
         # the table is emptied at each truncate's position: the rows are written again, split
@@ -396,6 +442,10 @@ def _ingest_batch(spark: SparkSession, settings: CatalogSettings, identifier: st
         abort(res.messages, refused=False)
         res = run(handle, truncates)
     report.tally(res.counts)
+    if report.only_other_tables:
+        log.warning("batch %s: all %s events name other source tables than %s's (%s): "
+                    "nothing of it is written", batch, report.events, identifier,
+                    opts.source_table or "its own name")
     try:
         _check_malformed(report, fio, base, opts.max_error_ratio)
     except PaimonError:
@@ -425,11 +475,29 @@ def _settled(settings: CatalogSettings, handle: TableHandle, user: str, batch: i
     return handle, adopted
 
 
-def _mixed_connectors(batch: int, connectors: set[str]) -> SchemaError:
-    return SchemaError(f"batch {batch} mixes the events of connectors "
-                       f"{', '.join(sorted(connectors))}: their source positions do not order "
-                       "each other; land each connector's events apart (or give "
-                       "--position-fields)")
+def _order_error(batch: int, connectors: set[str], sequence: str | None
+                 ) -> SchemaError | None:
+    """The refusal of a batch whose events' orders do not compare (connectors of different
+    positions; events with and without a source position, :data:`ARRIVAL`), or whose
+    position-less events cannot fill the table's sequence column (None: none)."""
+    error: SchemaError | None = None
+    named = sorted(c for c in connectors if c != ARRIVAL)
+    if ARRIVAL in connectors and sequence is not None:
+        error = SchemaError(f"batch {batch}: events without a source position cannot fill "
+                            f"the sequence column {sequence} ('sequence.field'): drop the "
+                            "option (the later batch wins), or name a source field that "
+                            "orders them with --position-fields")
+    elif ARRIVAL in connectors and named:
+        error = SchemaError(f"batch {batch} mixes events with a source position ("
+                            f"{', '.join(named)}) and events without one (ordered by "
+                            "arrival): the two orders do not compare; land them apart (or "
+                            "give --position-fields)")
+    elif len(named) > 1:
+        error = SchemaError(f"batch {batch} mixes the events of connectors "
+                            f"{', '.join(named)}: their source positions do not order "
+                            "each other; land each connector's events apart (or give "
+                            "--position-fields)")
+    return error
 
 
 def _start_snapshot(handle: TableHandle, user: str, batch: int) -> int | None:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Literal, cast, get_args
+from typing import TYPE_CHECKING, Literal, cast, get_args
 
 from paimon_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pipelines.cdc.source_tables import TableFilter
 
 #: the unit of a numeric timestamp whose event names no logical type (Debezium's
 #: ``time.precision.mode``: ``connect`` / ``adaptive`` write milliseconds, ``adaptive_time_
@@ -31,7 +34,13 @@ class DecodeSettings:
     ``position_fields``: the fields of ``source`` ordering the events (``None``: those of the
     events' ``source.connector``); ``epoch_unit``: see :data:`EpochUnit`;
     ``sequence_column``: the table column filled with the source position (``None``: none);
-    ``unavailable``: see :data:`Unavailable`.
+    ``unavailable``: see :data:`Unavailable`; ``source_tables``: the source tables whose
+    events are decoded (:class:`~pipelines.cdc.source_tables.TableFilter`; the others get
+    the outcome :data:`~pipelines.cdc.source_tables.OTHER_TABLE`; ``None``: every event);
+    ``decimal_base64``: Debezium JSON without schemas (``schemas.enable=false``) under
+    ``decimal.handling.mode=precise``: a DECIMAL column's text values whose event names no
+    logical type are Kafka Connect ``Decimal`` bytes (base64 of the unscaled value), decoded
+    with the column's scale (never guessed: text that is no base64 is read as decimal text).
 
     Raises:
         ConfigError: a value the decoders do not know (the message names the setting).
@@ -41,8 +50,16 @@ class DecodeSettings:
     epoch_unit: EpochUnit = "ms"
     sequence_column: str | None = None
     unavailable: Unavailable = "previous"
+    source_tables: TableFilter | None = None
+    decimal_base64: bool = False
 
     def __post_init__(self) -> None:
+        if self.source_tables is not None:
+            from pipelines.cdc.source_tables import TableFilter  # (it imports the decoders)
+
+            if not isinstance(self.source_tables, TableFilter):
+                raise ConfigError("source_tables",
+                                  f"{self.source_tables!r} is not a TableFilter")
         if self.epoch_unit not in get_args(EpochUnit):
             raise ConfigError("epoch_unit", f"{self.epoch_unit!r} is not one of "
                                             f"{', '.join(get_args(EpochUnit))}")
@@ -57,6 +74,8 @@ class DecodeSettings:
                 raise ConfigError("position_fields", f"{list(pf)!r}: give one or more "
                                                      "non-empty field names")
             object.__setattr__(self, "position_fields", tuple(pf))
+        if not isinstance(self.decimal_base64, bool):
+            raise ConfigError("decimal_base64", f"{self.decimal_base64!r} is not a bool")
         sc = self.sequence_column
         if sc is not None and (not isinstance(sc, str) or not sc):
             raise ConfigError("sequence_column", f"{sc!r} is not a column name")

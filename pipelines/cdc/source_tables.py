@@ -19,15 +19,15 @@ landing is the table's), the database job refuses it by reason.
 :class:`TableFilter` decides which (database, table) names a job takes: single-table mode's
 ``--source-table`` (default: the target's table name, any database, case-insensitive) and the
 database job's ``--including-tables`` / ``--excluding-tables`` (Python regexes, full match
-against the table name, or against ``database.table`` when the pattern holds an unescaped
-``.`` between two names -- see :meth:`TableFilter.of`). Names are matched once per distinct
-name (a chunk holds a handful), then broadcast with numpy.
+against the table name or against ``database.table``, see :class:`TableFilter`). Names are
+matched once per distinct name (a chunk holds a handful), then broadcast with numpy.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +36,11 @@ import pyarrow.compute as pc
 from paimon_core.errors import ConfigError
 from pipelines.cdc.values import Fields
 
-__all__ = ["OTHER_TABLE", "TableFilter", "event_tables", "names_declared", "qualified"]
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+__all__ = ["OTHER_TABLE", "TableFilter", "event_tables", "names_declared", "qualified", "route",
+           "taken_column"]
 
 #: the outcome of an event of another table than the job's (counted, skipped: never
 #: written, never quarantined)
@@ -67,9 +71,12 @@ def names_declared(fmt: str) -> pa.Schema:
 
 
 def _text(arr: pa.Array | None, n: int) -> pa.Array:
+    """A name per event; an empty name is none (Debezium's Postgres messages name table
+    ``""``)."""
     if arr is None or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         return pa.nulls(n, _S)
-    return arr.cast(_S)
+    text = arr.cast(_S)
+    return pc.if_else(pc.equal(text, ""), pa.scalar(None, _S), text)
 
 
 def _column(t: pa.Table, name: str) -> pa.Array | None:
@@ -97,7 +104,7 @@ def event_tables(t: pa.Table, fmt: str) -> tuple[pa.Array, pa.Array]:
         two = pc.is_valid(m)
         db = pc.if_else(two, pc.struct_field(m, "db"), pa.scalar(None, _S))
         table = pc.if_else(two, pc.struct_field(m, "table"), full)
-        return db, table
+        return _text(db, n), _text(table, n)
     if fmt == "aws-dms-json":
         meta = Fields(_column(t, "metadata"), n)
         return (_text(meta.kids.get("schema-name"), n), _text(meta.kids.get("table-name"), n))
@@ -173,3 +180,43 @@ _NO_DB, _SEP = "\x00", "\x01"
 def _split_key(key: str) -> tuple[str | None, str]:
     db, table = key.split(_SEP, 1)
     return (None if db == _NO_DB else db), table
+
+
+def route(err: pa.Array, t: pa.Table, fmt: str, tables: TableFilter | None,
+          event: np.ndarray | None = None) -> pa.Array:
+    """``err`` (one outcome per row) with :data:`OTHER_TABLE` for the rows of the events of
+    ``t`` (a parsed chunk of format ``fmt``) whose table ``tables`` does not take, whatever
+    else their outcome (an event of another table is never written, quarantined or sampled;
+    a truncate of another table empties nothing). ``event``: each row's event index when an
+    event holds several rows (canal); ``tables`` None: every event is taken."""
+    if tables is None or not t.num_rows:
+        return err
+    taken = tables.mask(*event_tables(t, fmt))
+    if event is not None:
+        taken = taken[event]
+    if bool(taken.all()):
+        return err
+    # an event that is no JSON object where one is due names no table it can be trusted for
+    other = pc.and_(pa.array(~taken), pc.not_equal(pc.fill_null(err, ""), "malformed JSON"))
+    return pc.if_else(other, OTHER_TABLE, err)
+
+
+def taken_column(tables: TableFilter | None, db: Column, table: Column) -> Column:
+    """The Spark SQL reference of :meth:`TableFilter.mask`: whether the event whose names are
+    ``db`` / ``table`` is taken (Java's regex dialect: the patterns this filter is given --
+    names, ``.``, ``.*``, alternations, classes -- mean the same in both)."""
+    from pyspark.sql import functions as F
+
+    if tables is None:
+        return F.lit(True)
+    flags = "(?i)" if tables.ignore_case else ""
+
+    def matches(pattern: str) -> Column:
+        rx = f"{flags}^(?:{pattern})$"
+        return (table.rlike(rx)
+                | (F.coalesce(db, F.lit("")) != "") & F.concat_ws(".", db, table).rlike(rx))
+
+    taken = matches(tables.including)
+    if tables.excluding is not None:
+        taken = taken & ~matches(tables.excluding)
+    return F.coalesce(table, F.lit("")).eqNullSafe("") | taken

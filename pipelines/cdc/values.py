@@ -477,7 +477,9 @@ def _to_binary(arr: pa.Array, target: pa.DataType, logical: Logical | None) -> p
 
 def _to_boolean(arr: pa.Array, t: AtomicType, target: pa.DataType, epoch_unit: EpochUnit,
                 logical: Logical | None) -> pa.Array:
-    """A BOOLEAN column: JSON booleans, their text, or a BIT(1)."""
+    """A BOOLEAN column: JSON booleans, their text, ``1`` / ``0`` (MySQL's ``TINYINT(1)`` /
+    ``BOOLEAN``, which Debezium sends as numbers; as Paimon's CDC type mapping without
+    ``tinyint1-not-bool``; any other number is refused), or a BIT(1)."""
     src = arr.type
     if pa.types.is_boolean(src):
         return arr
@@ -488,9 +490,14 @@ def _to_boolean(arr: pa.Array, t: AtomicType, target: pa.DataType, epoch_unit: E
                       pa.bool_())
         rest = convert(pc.if_else(bits, pa.scalar(None, src), arr), t, target, epoch_unit)
         return pc.if_else(bits, as_bits, rest)
+    if pa.types.is_floating(src):  # (a double's text would print 1.0 as "1")
+        return pa.nulls(len(arr), pa.bool_())
     low = pc.utf8_lower(json_text(arr))
-    return pc.if_else(pc.equal(low, "true"), True,
-                      pc.if_else(pc.equal(low, "false"), False, pa.scalar(None, pa.bool_())))
+    return pc.if_else(pc.is_in(low, _TRUE), True,
+                      pc.if_else(pc.is_in(low, _FALSE), False, pa.scalar(None, pa.bool_())))
+
+
+_TRUE, _FALSE = pa.array(["true", "1"]), pa.array(["false", "0"])
 
 
 def _to_integer(arr: pa.Array, text: pa.Array, r: TypeRoot, target: pa.DataType) -> pa.Array:

@@ -14,8 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core import DataField, RowKind, TableSchema
-from paimon_core.integration import BINARY_ROOTS, STRING_ROOTS, AtomicType
+from paimon_core.integration import BINARY_ROOTS, STRING_ROOTS, AtomicType, TypeRoot
 from pipelines.cdc.events import (
+    ARRIVAL,
     AUTO_SLOTS,
     CONNECTOR_POSITIONS,
     DEFAULT_POSITIONS,
@@ -32,6 +33,7 @@ from pipelines.cdc.events import (
 )
 from pipelines.cdc.settings import DecodeSettings
 from pipelines.cdc.values import (
+    CONNECT_DECIMAL,
     Fields,
     Logical,
     convert,
@@ -190,6 +192,8 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     bef, aft = Fields(before, n), Fields(after, n)
     types = (shared_types if shared_types is not None
              else schema_types(v["schema"], n, schema.field_names))
+    if settings.decimal_base64:
+        types = _column_scales(schema, types, n)
     typed_before, deferred = _values(schema, target, settings, out, reasons, bef, aft, is_d,
                                      is_u, seq_value, types)
     for f in schema.fields if settings.unavailable == "refuse" else ():
@@ -220,6 +224,27 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     return out
 
 
+def _column_scales(schema: TableSchema, types: dict[str, Logical], n: int
+                   ) -> dict[str, Logical]:
+    """``types`` with every DECIMAL column a Kafka Connect ``Decimal`` of the column's scale
+    where the event's schema names no logical type (``decimal_base64``, see
+    :class:`~pipelines.cdc.settings.DecodeSettings`)."""
+    out = dict(types)
+    for f in schema.fields:
+        t = f.type
+        if not isinstance(t, AtomicType) or t.root is not TypeRoot.DECIMAL:
+            continue
+        name = pa.array([CONNECT_DECIMAL] * n, pa.string())
+        scale = pa.array([str(t.scale)] * n, pa.string())
+        have = out.get(f.name)
+        if have is not None:
+            named = pc.is_valid(have.name)
+            name = pc.if_else(named, have.name, name)
+            scale = pc.if_else(named, have.scale, scale)
+        out[f.name] = Logical(name, scale)
+    return out
+
+
 def _positions(v: dict[str, pa.Array | None], n: int, position_fields: Sequence[str] | None,
                reasons: list[tuple[pa.Array, str]], seq_value: pa.Array | None
                ) -> tuple[dict[str, pa.Array], pa.Array]:
@@ -241,19 +266,33 @@ def _positions(v: dict[str, pa.Array | None], n: int, position_fields: Sequence[
             num = pc.if_else(digits(text), text, null_s).cast(pa.int64())
             out[f"_pos_s{i}"] = pc.if_else(pc.is_valid(num), null_s, text)  # non-numeric
         out[f"_pos_n{i}"] = num
-    if position_fields is None:
-        known = pc.is_in(conn, pa.array(list(CONNECTOR_POSITIONS)))
-        reasons.append((pc.and_(pc.is_valid(conn), pc.invert(pc.fill_null(known, False))),
-                        "unknown source connector"))
-        raws = raws[:1]  # the first field is required, the others may be NULL
-    for raw in raws:
-        reasons.append((pc.is_null(raw), "missing source position"))
-    if seq_value is None:
-        seq_value = _sequence_value(src, conn, out["_pos_n0"], position_fields)
     ts = v["ts_ms"]
     out["_pos_ts"] = (ts.cast(pa.int64()) if ts is not None and pa.types.is_integer(ts.type)
                       else pa.nulls(n, pa.int64()))
+    if position_fields is None:
+        known = pc.fill_null(pc.is_in(conn, pa.array(list(CONNECTOR_POSITIONS))), False)
+        reasons.append((pc.and_(pc.is_valid(conn), pc.invert(known)),
+                        "unknown source connector"))
+        _arrival_order(out, pc.and_(pc.is_null(raws[0]), pc.or_(pc.is_null(conn), known)))
+    else:
+        for raw in raws:
+            reasons.append((pc.is_null(raw), "missing source position"))
+    if seq_value is None:
+        seq_value = _sequence_value(src, conn, out["_pos_n0"], position_fields)
     return out, seq_value
+
+
+def _arrival_order(out: dict[str, pa.Array], none: pa.Array) -> None:
+    """Events whose ``source`` holds no position (the first field of their connector's
+    positions, :data:`~pipelines.cdc.events.CONNECTOR_POSITIONS`) are ordered by arrival (file,
+    line): their position columns and ``ts_ms`` NULL, their ``_connector``
+    :data:`~pipelines.cdc.events.ARRIVAL` (a batch mixing them with positioned events is
+    refused by the job: the two orders do not compare)."""
+    if not pc.any(none).as_py():
+        return
+    for k in [k for k in out if k.startswith("_pos_")]:
+        out[k] = pc.if_else(none, pa.scalar(None, out[k].type), out[k])
+    out["_connector"] = pc.if_else(none, ARRIVAL, out["_connector"])
 
 
 def _values(schema: TableSchema, target: pa.Schema, settings: DecodeSettings,

@@ -42,6 +42,11 @@ def add_cdc_args(p: argparse.ArgumentParser, *, formats: Sequence[str] | None = 
                    default="previous",
                    help="Debezium's unchanged-TOAST placeholder: keep the column's previous "
                         "value (default), store the placeholder text, or quarantine the event")
+    p.add_argument("--decimal-base64", action="store_true",
+                   help="debezium-json without schemas under decimal.handling.mode=precise: a "
+                        "DECIMAL column's text values are Kafka Connect Decimal bytes (base64 "
+                        "of the unscaled value) decoded with the column's scale (never "
+                        "guessed without this flag)")
 
 
 def cdc_options(args: argparse.Namespace) -> CdcOptions:
@@ -53,5 +58,5 @@ def cdc_options(args: argparse.Namespace) -> CdcOptions:
         max_error_ratio=args.max_error_ratio, commit_user=args.commit_user,
         quarantine=args.quarantine, evolve_schema=not args.no_evolve,
         unavailable=args.unavailable_value, format=args.format,
-        max_partition_bytes=args.max_partition_bytes,
+        max_partition_bytes=args.max_partition_bytes, decimal_base64=args.decimal_base64,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from paimon_core import PaimonError
@@ -31,6 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
                                       "this warehouse database (python -m "
                                       "pipelines.jobs.cdc_sync_database, which takes its flags)")
     add_cdc_args(p)
+    p.add_argument("--source-table", metavar="PATTERN",
+                   help="the source table whose events the job takes: a regex fully matching "
+                        "the table name events name, or database.table (default: the name of "
+                        "--table, in any database, ignoring case); events of other tables are "
+                        "skipped and counted (other_tables), events naming no table are taken")
     p.add_argument("--schema", help="schema JSON to create the table with when it is missing")
     return p
 
@@ -53,7 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def work(args: argparse.Namespace, settings: CatalogSettings, spark: SparkSession) -> int:
         try:
-            for r in ingest(spark, settings, args.table, args.landing, cdc_options(args),
+            for r in ingest(spark, settings, args.table, args.landing,
+                            replace(cdc_options(args), source_table=args.source_table),
                             schema=schema, batches=args.batch):
                 print(r.to_json(), flush=True)
         except ErrorRatioExceeded as e:

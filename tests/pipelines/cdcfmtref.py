@@ -16,6 +16,7 @@ def _whole_events(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     first_bad: dict[int, tuple[int, str]] = {}
     for r in rows:
         err = r["_error"]
+        # (an event of another table is one row, as a rejected one)
         if err is not None and err not in (DDL, "truncate", "message", "tombstone"):
             row = r["_event"] // 2
             if r["_pos_line"] not in first_bad or row < first_bad[r["_pos_line"]][0]:
@@ -33,9 +34,10 @@ def _whole_events(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def spark_sql_rows(spark: Any, cases: list[tuple[str, str]], schema: Any,
-                   tmp: Any) -> list[list[dict[str, Any]]]:
+                   tmp: Any, source_tables: Any = None) -> list[list[dict[str, Any]]]:
     """Per ``(format, file text)`` of ``cases`` (the file index is the case's), its change
-    rows by the Spark SQL reference (one Spark job for all)."""
+    rows by the Spark SQL reference (one Spark job for all); ``source_tables``: the
+    :class:`~pipelines.cdc.source_tables.TableFilter` of the events taken."""
     from paimon_core.io.file_io import FileIO
     from pipelines.cdc.batch.stage import read_lines
     from pipelines.cdc.events import classify_events, to_changes
@@ -54,7 +56,7 @@ def spark_sql_rows(spark: Any, cases: list[tuple[str, str]], schema: Any,
         events = ev if events is None else events.unionByName(ev)
     assert events is not None
     classified = classify_events(events, schema, position_fields=list(SLOTS),
-                                 unavailable="store")
+                                 unavailable="store", source_tables=source_tables)
     ref = to_changes(classified, schema, position_fields=list(SLOTS),
                      keep_rejected=True).toArrow().to_pylist()
     per_case: list[list[dict[str, Any]]] = [[] for _ in cases]

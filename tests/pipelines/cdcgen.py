@@ -11,6 +11,7 @@ import base64
 import decimal
 import json
 import random
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,6 +205,27 @@ def model_rows(stream: CdcStream, with_note: bool) -> list[dict[str, Any]]:
 
 #: the published change events (connectors' documented examples, their test resources)
 CORPUS = Path(__file__).parent / "cdc_corpus"
+
+
+#: the source table the events of each corpus file name (read by hand from the files): what
+#: a user gives the job as ``--source-table`` when the target table is named otherwise
+CORPUS_TABLES = {
+    "canal/flink_inventory.jsonl": "products2", "canal/edited.jsonl": "products2",
+    "canal/truncate.jsonl": "products2", "canal/paimon_event_row.jsonl": "schema_evolution_1",
+    "maxwell/flink_inventory.jsonl": "product", "maxwell/docs_position.jsonl": "e",
+    "maxwell/docs_delete.jsonl": "e", "ogg/flink_inventory.jsonl": "OGG.TBL_TEST",
+    "ogg/flink_inventory_reversed.jsonl": "OGG.TBL_TEST", "ogg/truncate.jsonl": "OGG.TBL_TEST",
+    "aws_dms/paimon_product.jsonl": "product",
+    "debezium_json/flink_inventory_plain.jsonl": "products",
+    "debezium_json/flink_inventory_envelope.jsonl": "products",
+}
+
+
+def corpus_source(files: list[list[str]]) -> str | None:
+    """The ``--source-table`` pattern of the corpus ``files`` (per batch, as
+    :func:`corpus_landing`'s; None: files of no table in :data:`CORPUS_TABLES`)."""
+    names = sorted({CORPUS_TABLES[f] for batch in files for f in batch if f in CORPUS_TABLES})
+    return "|".join(re.escape(n) for n in names) or None
 
 
 def corpus_landing(root: Path, files: list[list[str]]) -> Path:

@@ -21,7 +21,7 @@ def spark_changes(spark: Any, path: Path, schema: TableSchema, **opts: Any) -> A
     from pipelines.cdc.events import classify_events, parse_events, to_changes
 
     lines = read_lines(spark, FileIO(str(path.parent)), [str(path)])
-    changes = {k: v for k, v in opts.items() if k != "unavailable"}
+    changes = {k: v for k, v in opts.items() if k not in ("unavailable", "source_tables")}
     return to_changes(classify_events(parse_events(lines), schema, **opts), schema,
                       keep_rejected=True, **changes).toArrow()
 

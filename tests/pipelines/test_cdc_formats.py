@@ -23,7 +23,7 @@ from pipelines.cdc.ingest import BatchReport, CdcOptions, ingest
 from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
 from pipelines.jobs.cdc_ingest import build_parser
-from tests.pipelines.cdcgen import corpus_landing
+from tests.pipelines.cdcgen import corpus_landing, corpus_source
 
 CORPUS = Path(__file__).parent / "cdc_corpus"
 PRODUCTS = [("id", "INT NOT NULL"), ("name", "STRING"), ("description", "STRING"),
@@ -79,6 +79,7 @@ def _run(spark: Any, tmp: Path, fmt: str, files: list[list[str]],
     wh = str(tmp / "wh")
     key = columns[0][0]
     schema = Schema.of(columns, primary_keys=[key], options={"bucket": "2", **(options or {})})
+    opts.setdefault("source_table", corpus_source(files))  # the events name their table
     reports = ingest(spark, CatalogSettings(wh), "db.t", str(landing),
                      CdcOptions(format=fmt, **opts), schema=schema)
     t = FileSystemCatalog(wh).get_table("db.t")
@@ -265,9 +266,10 @@ def test_malformed_lines_and_tombstones_in_other_formats() -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize(("fmt", "name", "expected", "ddl"), [
+@pytest.mark.parametrize(("fmt", "name", "expected", "other"), [
     ("debezium-json", "debezium_json/flink_inventory_plain.jsonl", INVENTORY, 0),
     ("debezium-json", "debezium_json/flink_inventory_envelope.jsonl", INVENTORY, 0),
+    # the CREATE of table user02: another table's event
     ("canal-json", "canal/flink_inventory.jsonl", MYSQL_INVENTORY, 1),
     ("maxwell-json", "maxwell/flink_inventory.jsonl", MYSQL_INVENTORY, 0),
     ("ogg-json", "ogg/flink_inventory.jsonl", OGG_INVENTORY, 0),
@@ -275,11 +277,12 @@ def test_malformed_lines_and_tombstones_in_other_formats() -> None:
 ])
 def test_inventory_stream_lands_the_same_in_every_format(spark: Any, tmp_path: Path, fmt: str,
                                                          name: str, expected: list[Any],
-                                                         ddl: int) -> None:
+                                                         other: int) -> None:
     (rep,), rows = _run(spark, tmp_path, fmt, [[name]])
-    assert rep.malformed == 0 and rep.reasons == {} and rep.ddl == ddl
+    assert rep.malformed == 0 and rep.reasons == {} and rep.ddl == 0
+    assert rep.other_tables == other
     assert rep.events == len((CORPUS / name).read_text().splitlines())
-    assert rep.valid == rep.events - ddl
+    assert rep.valid == rep.events - other
     assert rows == expected
 
 
@@ -338,7 +341,8 @@ def test_ogg_sequence_and_truncate(spark: Any, tmp_path: Path) -> None:
 def test_dms_new_columns_before_images_and_control(spark: Any, tmp_path: Path) -> None:
     (rep,), rows = _run(spark, tmp_path, "aws-dms-json",
                         [["aws_dms/control.jsonl", "aws_dms/paimon_product.jsonl"]])
-    assert (rep.events, rep.valid, rep.ddl, rep.malformed) == (7, 6, 1, 0)
+    # the control record names table awsdms_apply_exceptions: another table's event
+    assert (rep.events, rep.valid, rep.other_tables, rep.malformed) == (7, 6, 1, 0)
     assert rep.new_columns == {"address": "STRING", "age": "BIGINT"}
     assert rows == [
         {**_p(103, "12-pack drill bits",

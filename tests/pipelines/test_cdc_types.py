@@ -223,7 +223,9 @@ def test_ingest_lands_exact_values(spark: Any, tmp_path: Path) -> None:
         quarantine = tmp_path / f"q-{name}"
         (rep,) = ingest(spark, CatalogSettings(wh), f"db.{name}", str(landing),
                         CdcOptions(position_fields=("pos",), max_error_ratio=0.9,
-                                   evolve_schema=False, quarantine=str(quarantine)))
+                                   evolve_schema=False, quarantine=str(quarantine),
+                                   source_table="all_types_table" if name == "alltype"
+                                   else None))
         assert rep.reasons == {r: list(errors.values()).count(r) for r in errors.values()}
         if name == "temporal":  # the refused value beside its reason
             records = [json.loads(x) for f in sorted(quarantine.rglob("part-*.jsonl"))
@@ -473,7 +475,8 @@ def types_warehouse(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Pat
                                                      .read_bytes())
         FileSystemCatalog(str(wh)).create_table(f"db.{name}", sch)
         (rep,) = ingest(spark, CatalogSettings(str(wh)), f"db.{name}", str(landing),
-                        CdcOptions(max_error_ratio=0.9, evolve_schema=False))
+                        CdcOptions(max_error_ratio=0.9, evolve_schema=False,
+                                   source_table="types"))  # the events' table
         assert rep.reasons == {r: list(errors.values()).count(r) for r in errors.values()}
     return wh
 

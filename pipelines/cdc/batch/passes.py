@@ -45,6 +45,7 @@ from pipelines.cdc.events import (
 from pipelines.cdc.format_views import DDL
 from pipelines.cdc.ranges import LineNumbers, LineRange
 from pipelines.cdc.routing import Routing, routing
+from pipelines.cdc.source_tables import OTHER_TABLE
 from pipelines.cdc.toast import fill_unavailable
 from pipelines.cdc.values import bad_value
 from pipelines.config import TableHandle
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["PassResult", "PassTask", "write_pass"]
 
 #: the outcomes that are no malformed event (counted, never quarantined)
-_SKIPPED = pa.array([TOMBSTONE, MESSAGE, TRUNCATE, DDL])
+_SKIPPED = pa.array([TOMBSTONE, MESSAGE, TRUNCATE, DDL, OTHER_TABLE])
 #: one task's output row
 _OUT_FIELDS = [("payload", pa.binary()), ("rows", pa.int64()), ("counts", pa.string()),
                ("unknown", pa.string()), ("notes", pa.string())]

@@ -141,7 +141,7 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
     import numpy as np
 
     schema = handle.schema
-    settings = opts.decode_settings(sequence_column(handle, opts))
+    settings = opts.decode_settings(sequence_column(handle, opts), handle.identifier)
     route = routing(schema, default_parallelism(spark))
     buckets = route.tasks
     units = list(ranges) if ranges is not None else plan_file_ranges(spark, file_io, files,
