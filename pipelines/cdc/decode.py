@@ -16,10 +16,10 @@ row number is off), and a single line that still fails is parsed again with ever
 inferred (then a value of the wrong type is a ``bad value for <col>``), and if that fails
 too it is ``malformed JSON``. JSON ``null`` lines are tombstones. Lines holding a JSON
 number that a double or int64 cannot hold exactly are first re-serialised with those numbers
-as JSON strings of their text (:func:`pipelines.cdc.values.exact_numbers`), so that a 38-digit
-decimal or a long number going into a STRING column lands exactly. The events' own ``schema``
-(Debezium JSON with schemas enabled) gives each column's logical type
-(:func:`pipelines.cdc.values.schema_types`), which decides how its value is read.
+as JSON strings of their text (:func:`pipelines.cdc.values.convert.exact_numbers`), so that
+a 38-digit decimal or a long number going into a STRING column lands exactly. The events' own
+``schema`` (Debezium JSON with schemas enabled) gives each column's logical type
+(:func:`pipelines.cdc.values.convert.schema_types`), which decides how its value is read.
 
 The job calls :func:`decode_file` with a file's bytes: when every line starts with ``{`` (no
 blank line, no tombstone, no CR) and the bytes are UTF-8, the bytes themselves are the
@@ -29,7 +29,7 @@ Per event nothing runs in Python: values are converted column by column (a non-k
 once, from the image that holds it; the before image of the other columns only when a key
 changes), except text that needs Python's parsers (ISO timestamps, base64, floats as text,
 integers of more than 18 characters) and nested values shown as JSON text (the conversions:
-:mod:`pipelines.cdc.values`).
+:mod:`pipelines.cdc.values.convert`).
 """
 
 from __future__ import annotations
@@ -70,13 +70,13 @@ from pipelines.cdc.lines import (
     take_lines,
 )
 from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
-from pipelines.cdc.shared_schema import SharedSchema, broadcast_types, strip_shared_schema
 from pipelines.cdc.source_tables import OTHER_TABLE, route
-from pipelines.cdc.values import (
+from pipelines.cdc.values.convert import (
     LONG_NUMBER,
-    exact_leaves,
     exact_numbers,
 )
+from pipelines.cdc.values.nested import exact_leaves
+from pipelines.cdc.values.shared_schema import SharedSchema, broadcast_types, strip_shared_schema
 from pipelines.cdc.view import decode_view, envelope
 from pipelines.spark_types import arrow_for_spark, spark_schema
 from pipelines.writer import BUCKET_COLUMN as BUCKET
@@ -390,7 +390,7 @@ def _decode(lazy: Lazy, doc: bytes | pa.Buffer | None, count: int, schema: Table
             parse_lines: Lazy | None = None) -> pa.Table:
     """``doc`` (with its ``count`` lines): the whole file when every line is an event (or
     their payloads when every line carries the one schema ``shared``:
-    :mod:`pipelines.cdc.shared_schema`)."""
+    :mod:`pipelines.cdc.values.shared_schema`)."""
     target = output_schema(schema, settings.position_fields)
     chunks, bad, events, tomb = _parse_all(lazy, doc, count, schema, threads, exact=False,
                                            fmt=fmt, parse_lines=parse_lines)
@@ -473,7 +473,7 @@ def _envelope_tombstones(t: pa.Table, rows: np.ndarray, lines: Lazy,
 
 def _exact(lines: pa.Array) -> pa.Array:
     """``lines`` with the numbers a double / int64 cannot hold as JSON strings of their
-    text (:func:`pipelines.cdc.values.exact_numbers`, only on the lines that hold one)."""
+    text (:func:`pipelines.cdc.values.convert.exact_numbers`, only on the lines that hold one)."""
     long = pc.fill_null(pc.match_substring_regex(lines, LONG_NUMBER), False)
     if not pc.any(long).as_py():
         return lines

@@ -63,7 +63,6 @@ from __future__ import annotations
 import base64
 import binascii
 import decimal
-import json
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -78,10 +77,9 @@ from paimon_core.integration import (
     MapType,
     TypeRoot,
 )
-from pipelines.cdc.geometry import GEOMETRY, geojson
 from pipelines.cdc.settings import Unavailable
 from pipelines.cdc.source_tables import OTHER_TABLE, taken_column
-from pipelines.cdc.values import (
+from pipelines.cdc.values.convert import (
     BITS,
     CONNECT_DECIMAL,
     EPOCH_UNITS,
@@ -92,9 +90,10 @@ from pipelines.cdc.values import (
     TIME_TEXT,
     TIME_UNITS,
     VARIABLE_SCALE_DECIMAL,
-    exact_leaves,
     stored_time_digits,
 )
+from pipelines.cdc.values.geometry import GEOMETRY, geojson
+from pipelines.cdc.values.nested import exact_leaves
 from pipelines.spark_types import spark_type
 
 if TYPE_CHECKING:
@@ -108,12 +107,10 @@ __all__ = [
     "KIND_COLUMN",
     "TOMBSTONE",
     "classify_events",
-    "infer_column_type",
     "is_supported_type",
     "logical_type",
     "parse_events",
     "position_columns",
-    "sample_new_column_values",
     "to_changes",
     "typed_value",
     "unknown_columns",
@@ -132,7 +129,7 @@ EVENT_SCHEMA = (
     f"op string, ts_ms long, before {_IMAGE}, after {_IMAGE}, source {_IMAGE}, "
     f"payload struct<{_EVENT_FIELDS}>, schema {_SCHEMA}, _corrupt string"
 )
-#: an unquoted JSON number that :data:`pipelines.cdc.values.LONG_NUMBER` finds (Java regex:
+#: an unquoted JSON number that :data:`pipelines.cdc.values.convert.LONG_NUMBER` finds (Java regex:
 #: the text before it, the number)
 _LONG_TOKEN = (r"([:\[,]\s*)(-?[0-9]*(?:" + LONG_NUMBER + r")[0-9]*(?:[eE][+-]?[0-9]+)?)"
                r"(?=\s*[,}\]])")
@@ -252,7 +249,7 @@ def _reversed(b: Column) -> Column:
     return F.when(b.isNotNull(), F.unhex(F.array_join(F.reverse(pairs), "")))
 
 
-#: :data:`pipelines.cdc.values.TIME_TEXT` without group names (Java's regex syntax differs)
+#: :data:`pipelines.cdc.values.convert.TIME_TEXT` without group names (Java's regex syntax differs)
 _TIME_TEXT = re.sub(r"\?P<\w+>", "", TIME_TEXT)
 _DAY_NS = 86_400 * 10**9
 
@@ -260,7 +257,7 @@ _DAY_NS = 86_400 * 10**9
 def _time_micros(raw: Column, name: Column | None, epoch_unit: str, digits_kept: int) -> Column:
     """A time of day as its microseconds past midnight (BIGINT: Spark has no TIME type
     unless enabled; the fast path's ``time64``): numbers in the unit of the logical type
-    ``name`` (:data:`pipelines.cdc.values.TIME_UNITS`, else ``epoch_unit``) or text
+    ``name`` (:data:`pipelines.cdc.values.convert.TIME_UNITS`, else ``epoch_unit``) or text
     ``HH:MM:SS[.f][offset]`` (the offset taken away); NULL out of ``[00:00, 24:00)`` or finer
     than the ``digits_kept`` fraction digits the column stores."""
     from pyspark.sql import functions as F
@@ -628,41 +625,6 @@ def unknown_columns(events: DataFrame, schema: TableSchema) -> Column:
     keys = F.array_union(F.coalesce(F.map_keys("after"), F.array().cast("array<string>")),
                          F.coalesce(F.map_keys("before"), F.array().cast("array<string>")))
     return F.array_except(keys, known)
-
-
-def infer_column_type(values: Sequence[Any]) -> str:
-    """A Paimon SQL type for the JSON values seen for a new column: ``BIGINT`` (integers),
-    ``DOUBLE`` (numbers with a fraction), ``BOOLEAN``, else ``STRING`` (text, nested JSON)."""
-    seen = {type(v) for v in values if v is not None}
-    if not seen:
-        return "STRING"
-    if seen == {bool}:
-        return "BOOLEAN"
-    if seen <= {int}:
-        return "BIGINT"
-    if seen <= {int, float}:
-        return "DOUBLE"
-    return "STRING"
-
-
-def sample_new_column_values(lines: Sequence[str], names: Sequence[str]) -> dict[str, list[Any]]:
-    """JSON values of ``names`` in the images of sample event lines (for type inference)."""
-    out: dict[str, list[Any]] = {n: [] for n in names}
-    for line in lines:
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(ev, dict) and isinstance(ev.get("payload"), dict) and "op" not in ev:
-            ev = ev["payload"]
-        if not isinstance(ev, dict):
-            continue
-        for image in (ev.get("after"), ev.get("before")):
-            if isinstance(image, dict):
-                for n in names:
-                    if n in image:
-                        out[n].append(image[n])
-    return out
 
 
 def position_columns(position_fields: Sequence[str] | None) -> list[str]:

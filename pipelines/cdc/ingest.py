@@ -16,7 +16,7 @@ Python workers)::
 With ``--format debezium-avro`` the files are Avro container files of Debezium envelopes as
 Kafka Connect's S3 sink writes them (``<landing>/batch-<n>/<topic>+<partition>+<offset>.avro``,
 taken by partition, then start offset; or a file ``batch-<n>.avro``), decoded by
-:mod:`pipelines.cdc.avro` into the same rows.
+:mod:`pipelines.cdc.formats.avro` into the same rows.
 
 Each batch ``n`` is one commit with ``commit_identifier = n`` under a stable commit user
 (default ``cdc-<db>.<table>``): batches already committed are skipped (a re-run of a batch, or
@@ -113,7 +113,6 @@ from paimon_core import (
 )
 from paimon_core.integration import FileIO, join
 from paimon_core.schema_pending import PendingSchema, PendingSchemaRaceError
-from pipelines.cdc.avro import avro_file_order
 from pipelines.cdc.batch.commit import commit_steps, plan_steps, position_key
 from pipelines.cdc.batch.passes import PassResult, plan_pass, write_pass
 from pipelines.cdc.batch.stage import decoded_blobs, plan_file_ranges, sequence_column
@@ -124,8 +123,9 @@ from pipelines.cdc.events import (
     TRUNCATE,
     is_supported_type,
 )
-from pipelines.cdc.format_views import DDL
 from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS, check_sequence
+from pipelines.cdc.formats.avro import avro_file_order
+from pipelines.cdc.formats.views import DDL
 from pipelines.cdc.routing import routing
 from pipelines.cdc.schema import commit_batch, evolve, settle, withdraw
 from pipelines.cdc.settings import DecodeSettings, EpochUnit, Unavailable
@@ -180,7 +180,8 @@ class CdcOptions:
     #: :data:`pipelines.cdc.settings.Unavailable`)
     unavailable: Unavailable = "previous"
     #: the events' format: a name of :data:`pipelines.cdc.formats.FORMATS` (``debezium-avro``:
-    #: Avro container files, as Kafka Connect's S3 sink writes them, :mod:`pipelines.cdc.avro`)
+    #: Avro container files, as Kafka Connect's S3 sink writes them,
+    #: :mod:`pipelines.cdc.formats.avro`)
     format: str = DEFAULT_FORMAT
     #: largest line-aligned byte range of a file one decode task reads at a time
     #: (:mod:`pipelines.cdc.ranges`); ``None``: Spark's ``spark.sql.files.maxPartitionBytes``

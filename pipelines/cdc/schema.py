@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from paimon_core import CommitStateUnknownError, PaimonError
 from paimon_core.schema_change import AddColumn, apply_changes
@@ -28,11 +30,11 @@ from paimon_core.schema_pending import (
     resolve_pending,
     withdraw_pending,
 )
-from pipelines.cdc.events import infer_column_type
 from pipelines.cdc.formats import sample_values
 from pipelines.config import CatalogSettings, TableHandle
 
-__all__ = ["commit_batch", "evolve", "settle", "withdraw"]
+__all__ = ["commit_batch", "evolve", "infer_column_type", "sample_new_column_values", "settle",
+           "withdraw"]
 
 log = logging.getLogger(__name__)
 
@@ -105,3 +107,38 @@ def commit_batch(handle: TableHandle, user: str, batch: int, added: Sequence[str
     if marker is not None:
         clear_pending(table, marker)
     return ids
+
+
+def infer_column_type(values: Sequence[Any]) -> str:
+    """A Paimon SQL type for the JSON values seen for a new column: ``BIGINT`` (integers),
+    ``DOUBLE`` (numbers with a fraction), ``BOOLEAN``, else ``STRING`` (text, nested JSON)."""
+    seen = {type(v) for v in values if v is not None}
+    if not seen:
+        return "STRING"
+    if seen == {bool}:
+        return "BOOLEAN"
+    if seen <= {int}:
+        return "BIGINT"
+    if seen <= {int, float}:
+        return "DOUBLE"
+    return "STRING"
+
+
+def sample_new_column_values(lines: Sequence[str], names: Sequence[str]) -> dict[str, list[Any]]:
+    """JSON values of ``names`` in the images of sample event lines (for type inference)."""
+    out: dict[str, list[Any]] = {n: [] for n in names}
+    for line in lines:
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(ev, dict) and isinstance(ev.get("payload"), dict) and "op" not in ev:
+            ev = ev["payload"]
+        if not isinstance(ev, dict):
+            continue
+        for image in (ev.get("after"), ev.get("before")):
+            if isinstance(image, dict):
+                for n in names:
+                    if n in image:
+                        out[n].append(image[n])
+    return out

@@ -1,7 +1,7 @@
 """How change events are decoded: one frozen, picklable :class:`DecodeSettings` built once by
 the caller (the job from its :class:`~pipelines.cdc.ingest.CdcOptions`, a test by hand) and
-handed to every decoder (:mod:`pipelines.cdc.decode`, :mod:`pipelines.cdc.values`,
-:mod:`pipelines.cdc.formats`, :mod:`pipelines.cdc.avro`), instead of loose keywords.
+handed to every decoder (:mod:`pipelines.cdc.decode`, :mod:`pipelines.cdc.values.convert`,
+:mod:`pipelines.cdc.formats`, :mod:`pipelines.cdc.formats.avro`), instead of loose keywords.
 A value the decoders do not know is refused here, naming the setting."""
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.errors import ConfigError
-from pipelines.cdc.values import Fields
+from pipelines.cdc.values.convert import Fields
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

@@ -1,8 +1,8 @@
 """One envelope view of a parsed chunk of Debezium-style change events -> typed outputs
 (:func:`decode_view`): op and row kind, source positions, each column's value converted from
-the image that holds it (:mod:`pipelines.cdc.values`), the rejection reasons in the reference's
-order (:mod:`pipelines.cdc.events`), and a key change's ``-D`` row. Used by
-:mod:`pipelines.cdc.decode` (Debezium JSON), :mod:`pipelines.cdc.avro` and
+the image that holds it (:mod:`pipelines.cdc.values.convert`), the rejection reasons in the
+reference's order (:mod:`pipelines.cdc.events`), and a key change's ``-D`` row. Used by
+:mod:`pipelines.cdc.decode` (Debezium JSON), :mod:`pipelines.cdc.formats.avro` and
 :mod:`pipelines.cdc.formats` (the other formats' rows as Debezium envelopes)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pipelines.cdc.events import (
     UNAVAILABLE_BASE64,
 )
 from pipelines.cdc.settings import DecodeSettings
-from pipelines.cdc.values import (
+from pipelines.cdc.values.convert import (
     CONNECT_DECIMAL,
     Fields,
     Logical,

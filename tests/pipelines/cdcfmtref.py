@@ -1,5 +1,5 @@
 """The Spark SQL reference of the CDC formats, for the test that compares it with the fast
-path: each format's events read by :func:`pipelines.cdc.format_events.parse_format_events`,
+path: each format's events read by :func:`pipelines.cdc.formats.reference.parse_format_events`,
 then decoded as Debezium's by :mod:`pipelines.cdc.events`; the rows are given the fast path's
 conventions (``_event`` 2 * row, ``ddl``, an event with a rejected row rejected whole)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.cdc.format_events import SLOTS
-from pipelines.cdc.format_views import DDL
+from pipelines.cdc.formats.reference import SLOTS
+from pipelines.cdc.formats.views import DDL
 
 
 def _whole_events(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -41,7 +41,7 @@ def spark_sql_rows(spark: Any, cases: list[tuple[str, str]], schema: Any,
     from paimon_core.io.file_io import FileIO
     from pipelines.cdc.batch.stage import read_lines
     from pipelines.cdc.events import classify_events, to_changes
-    from pipelines.cdc.format_events import parse_format_events
+    from pipelines.cdc.formats.reference import parse_format_events
 
     paths = []
     for case, (_, text) in enumerate(cases):

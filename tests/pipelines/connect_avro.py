@@ -1,5 +1,5 @@
 """Debezium JSON-with-schema events -> Avro container files, as Kafka Connect's Avro converter
-and the S3 sink write them (for the tests of :mod:`pipelines.cdc.avro`).
+and the S3 sink write them (for the tests of :mod:`pipelines.cdc.formats.avro`).
 
 The schema follows Confluent's ``AvroData.fromConnectSchema`` (confluentinc/schema-registry
 ``avro-data/src/main/java/io/confluent/connect/avro/AvroData.java``, commit

@@ -1,5 +1,5 @@
 """``--format debezium-avro``: Debezium envelopes in Avro container files as Kafka Connect's S3
-sink writes them (:mod:`pipelines.cdc.avro`).
+sink writes them (:mod:`pipelines.cdc.formats.avro`).
 
 The files are written here with fastavro from the connectors' published events by Connect's
 Avro rules (``tests/pipelines/connect_avro.py``; sources in
@@ -30,7 +30,9 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.canonical import canonical_lines
 from paimon_core.integration import FileIO
 from paimon_core.schema_builder import Schema
-from pipelines.cdc.avro import (
+from pipelines.cdc.decode import decode_file
+from pipelines.cdc.events import UNAVAILABLE, UNAVAILABLE_BASE64
+from pipelines.cdc.formats.avro import (
     CORRUPT_AVRO,
     NOT_AVRO,
     NOT_ENVELOPE,
@@ -39,8 +41,6 @@ from pipelines.cdc.avro import (
     avro_file_order,
     decode_avro_file,
 )
-from pipelines.cdc.decode import decode_file
-from pipelines.cdc.events import UNAVAILABLE, UNAVAILABLE_BASE64
 from pipelines.cdc.ingest import CdcOptions, ingest, list_batches
 from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
@@ -293,7 +293,7 @@ def test_null_records_are_tombstones() -> None:
 def test_new_column_is_sampled_for_the_schema_evolution() -> None:
     # an added column (``vip``) in a later file's schema: the job adds it, typed from the
     # samples (the records as Debezium JSON)
-    from pipelines.cdc.events import sample_new_column_values
+    from pipelines.cdc.schema import sample_new_column_values
 
     s = _pg_schema(False)
     for image in s["fields"][:2]:

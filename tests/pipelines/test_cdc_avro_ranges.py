@@ -27,7 +27,7 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.integration import FileIO
 from paimon_core.schema_builder import Schema
 from pipelines.cdc import avro_blocks
-from pipelines.cdc.avro import CORRUPT_AVRO, decode_avro_file
+from pipelines.cdc.formats.avro import CORRUPT_AVRO, decode_avro_file
 from pipelines.cdc.ranges import LineNumbers, plan_ranges, range_bytes
 from tests.pipelines.connect_avro import avro_schema, avro_value, envelope_file
 from tests.pipelines.test_named_input_errors import _run

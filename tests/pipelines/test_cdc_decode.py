@@ -243,7 +243,7 @@ def test_integers_from_text_exact(root: str, arrow: pa.DataType, bits: int) -> N
     import re
 
     from paimon_core.types import AtomicType, TypeRoot
-    from pipelines.cdc.values import convert
+    from pipelines.cdc.values.convert import convert
 
     texts = ["1", "-1", "007", "-0", "127", "128", "-129", "32767", "32768", "2147483647",
              "2147483648", "-2147483648", "-2147483649", "x", None, "1.0", " 1", "+5", "",

@@ -1,6 +1,6 @@
 """The decoder's column-wise shortcuts give what the value-by-value paths give: one schema
-shared by every line read once (:mod:`pipelines.cdc.shared_schema`), Kafka Connect decimals
-decoded with numpy (:mod:`pipelines.cdc.connect_decimal`)."""
+shared by every line read once (:mod:`pipelines.cdc.values.shared_schema`), Kafka Connect decimals
+decoded with numpy (:mod:`pipelines.cdc.values.connect_decimal`)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,14 @@ import pytest
 
 from paimon_core import Schema
 from paimon_core.catalog import FileSystemCatalog
-from pipelines.cdc.connect_decimal import connect_decimal_values
 from pipelines.cdc.decode import decode_events, decode_file
 from pipelines.cdc.settings import DecodeSettings
-from pipelines.cdc.shared_schema import strip_shared_schema
-from pipelines.cdc.values import _fit_decimal, _unscaled
+from pipelines.cdc.values.connect_decimal import (
+    connect_decimal_values,
+    connect_unscaled,
+    fit_decimal,
+)
+from pipelines.cdc.values.shared_schema import strip_shared_schema
 from tests.pipelines.cdcgen import ENVELOPE_SCHEMA, SCHEMA, generate, write_landing
 
 
@@ -27,7 +30,7 @@ def _reference(b64: list[str], scales: list[str], p: int, s: int) -> list[object
     out: list[object] = []
     for b, sc in zip(b64, scales):
         try:
-            out.append(_fit_decimal(_unscaled(b, int(sc)), p, s))
+            out.append(fit_decimal(connect_unscaled(b, int(sc)), p, s))
         except (ValueError, decimal.DecimalException):
             out.append(None)
     return out

@@ -17,8 +17,8 @@ import pytest
 from paimon_core import SchemaError
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
-from pipelines.cdc.format_views import DDL
 from pipelines.cdc.formats import FORMATS, check_sequence
+from pipelines.cdc.formats.views import DDL
 from pipelines.cdc.ingest import BatchReport, CdcOptions, ingest
 from pipelines.cdc.settings import DecodeSettings
 from pipelines.config import CatalogSettings
@@ -399,7 +399,7 @@ REFERENCE_CASES: list[tuple[list[tuple[str, str]], list[tuple[str, str]]]] = [
 def test_fast_path_agrees_with_the_reference(spark: Any, tmp_path: Path,
                                              columns: list[tuple[str, str]],
                                              cases: list[tuple[str, str]]) -> None:
-    """The Spark SQL reference (``pipelines.cdc.format_events`` then ``cdc_events``): the same
+    """The Spark SQL reference (``pipelines.cdc.formats.reference`` then ``cdc_events``): the same
     rows, kinds, reasons and positions."""
     from tests.pipelines.cdcfmtref import spark_sql_rows
 

@@ -17,7 +17,7 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.schema_builder import Schema
 from pipelines.cdc.formats import FORMATS
-from pipelines.cdc.ogg_compressed import NO_VALUE
+from pipelines.cdc.formats.ogg_compressed import NO_VALUE
 from pipelines.cdc.settings import DecodeSettings
 from tests.pipelines.test_cdc_formats import MAXWELL_E, PRODUCTS, _mysql_seq, _schema
 from tests.pipelines.test_named_input_errors import _run

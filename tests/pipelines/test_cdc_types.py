@@ -550,7 +550,7 @@ def test_nested_values_land_exactly() -> None:
 
 
 def test_bad_value_names_the_refused_value() -> None:
-    from pipelines.cdc.values import BAD_VALUE_CHARS, bad_value
+    from pipelines.cdc.values.convert import BAD_VALUE_CHARS, bad_value
 
     assert [bad_value(NESTED_LINES[k - 1], r) for k, r in NESTED_ERRORS.items()] == [
         "[1.005]", '{"x":12345678901234567890123456789,"s":"z","d":1}']
@@ -602,7 +602,7 @@ def test_geojson_refuses_what_it_cannot_write() -> None:
     import base64
     import struct
 
-    from pipelines.cdc.geometry import geojson
+    from pipelines.cdc.values.geometry import geojson
 
     def b64(raw: bytes) -> str:
         return base64.b64encode(raw).decode()

@@ -16,8 +16,8 @@ from pyspark.sql import types as T
 
 from paimon_core.scan.predicate import Leaf, Op
 from paimon_core.types import DataField, parse_sql_type
-from pipelines.cdc.events import infer_column_type, sample_new_column_values
 from pipelines.cdc.lines import split_text
+from pipelines.cdc.schema import infer_column_type, sample_new_column_values
 from pipelines.config import CatalogSettings, SparkSettings, parse_pairs
 from pipelines.spark_source.filters import to_predicate
 from pipelines.spark_source.reading import options_settings, pack_splits, table_identifier

@@ -42,12 +42,12 @@ from pipelines.cdc.events import (
     TRUNCATE,
     position_columns,
 )
-from pipelines.cdc.format_views import DDL
+from pipelines.cdc.formats.views import DDL
 from pipelines.cdc.ranges import LineNumbers, LineRange
 from pipelines.cdc.routing import Routing, routing
 from pipelines.cdc.source_tables import OTHER_TABLE
 from pipelines.cdc.toast import fill_unavailable
-from pipelines.cdc.values import bad_value
+from pipelines.cdc.values.convert import bad_value
 from pipelines.config import TableHandle
 from pipelines.session import default_parallelism
 from pipelines.writer import write_batches

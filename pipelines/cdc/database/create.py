@@ -36,8 +36,8 @@ from typing import Any
 
 from paimon_core import Schema, SchemaError
 from paimon_core.errors import ConfigError
-from pipelines.cdc.events import infer_column_type
 from pipelines.cdc.formats import sample_values
+from pipelines.cdc.schema import infer_column_type
 
 __all__ = ["METADATA_COLUMNS", "TYPE_MAPPINGS", "CreateOptions", "NoColumnsYet",
            "NoPrimaryKeyError", "connect_type", "mysql_type", "new_table_schema"]

@@ -14,7 +14,6 @@ import binascii
 import datetime
 import decimal
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,25 +21,28 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core import DataType, RowType
+from paimon_core import DataType
 from paimon_core.integration import (
     BINARY_ROOTS,
     INT_RANGES,
     INTEGER_ROOTS,
     STRING_ROOTS,
-    ArrayType,
     AtomicType,
-    MapType,
     TypeRoot,
 )
-from pipelines.cdc.connect_decimal import connect_decimal_values
-from pipelines.cdc.geometry import GEOMETRY, geojson
 from pipelines.cdc.settings import EpochUnit
+from pipelines.cdc.values.connect_decimal import (
+    connect_decimal_values,
+    connect_unscaled,
+    fit_decimal,
+)
+from pipelines.cdc.values.geometry import GEOMETRY, geojson
+from pipelines.cdc.values.nested import exact_leaves, nested_values
 
 __all__ = ["BAD_VALUE", "BAD_VALUE_CHARS", "BITS", "CONNECT_DECIMAL", "EPOCH_UNITS",
            "FINER_THAN_MICROS", "LONG_NUMBER", "MAX_MICROS", "MIN_MICROS",
            "TIME_TEXT", "TIME_UNITS", "VARIABLE_SCALE_DECIMAL", "Fields", "Logical",
-           "bad_value", "convert", "digits", "exact_leaves", "exact_numbers",
+           "bad_value", "convert", "digits", "exact_numbers",
            "json_text", "schema_types", "stored_time_digits"]
 
 #: Kafka Connect's decimal (``decimal.handling.mode=precise``, Debezium's default): base64 of
@@ -337,23 +339,6 @@ def _epoch_micros(nums: pa.Array, logical: Logical | None, epoch_unit: EpochUnit
                               pc.less_equal(default, MAX_MICROS)), default, null_l)
 
 
-def _fit_decimal(v: decimal.Decimal, precision: int, scale: int) -> decimal.Decimal:
-    """``v`` at ``scale`` if that is exact and it has at most ``precision`` digits."""
-    ctx = decimal.Context(prec=200, traps=[decimal.Inexact, decimal.InvalidOperation])
-    q = v.quantize(decimal.Decimal(1).scaleb(-scale, ctx), context=ctx)
-    if q.adjusted() >= precision - scale:
-        raise ValueError(f"{v} has more than {precision - scale} integer digits")
-    return q
-
-
-def _unscaled(b64: str, scale: int) -> decimal.Decimal:
-    """Kafka Connect's decimal: base64 of the big-endian two's complement unscaled value."""
-    raw = base64.b64decode(b64, validate=True)
-    if not raw:
-        raise ValueError("no bytes")
-    return decimal.Decimal(f"{int.from_bytes(raw, 'big', signed=True)}E-{int(scale)}")
-
-
 def _connect_decimals(arr: pa.Array, logical: Logical, fit: Any,
                       target: pa.DataType) -> tuple[pa.Array, pa.Array] | None:
     """Rows whose schema says :data:`CONNECT_DECIMAL` (and the value is text) or
@@ -386,9 +371,9 @@ def _connect_decimals(arr: pa.Array, logical: Logical, fit: Any,
     for item, scale in zip(items, scales):
         try:
             if isinstance(item, dict):
-                v = _unscaled(item["value"], int(item["scale"]))
+                v = connect_unscaled(item["value"], int(item["scale"]))
             else:
-                v = _unscaled(item, int(scale or 0))
+                v = connect_unscaled(item, int(scale or 0))
         except (ValueError, TypeError, KeyError, binascii.Error):
             decoded.append(False)
             values.append(None)
@@ -417,7 +402,7 @@ def convert(arr: pa.Array, t: DataType, target: pa.DataType, epoch_unit: EpochUn
         return pa.nulls(n, target)
     if not isinstance(t, AtomicType):
         if exact_leaves(t):
-            return _nested(arr, t, target)
+            return nested_values(arr, t, target)
         try:
             return arr.cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
@@ -537,7 +522,7 @@ def _to_decimal(arr: pa.Array, text: pa.Array, t: AtomicType, target: pa.DataTyp
     src = arr.type
     p, s = t.precision or 38, t.scale or 0
     by_schema = (None if logical is None else _connect_decimals(
-        arr, logical, lambda v: _fit_decimal(v, p, s), target))
+        arr, logical, lambda v: fit_decimal(v, p, s), target))
     if by_schema is not None:
         mask, values = by_schema
         rest = convert(pc.if_else(mask, pa.scalar(None, src), arr), t, target, epoch_unit)
@@ -605,102 +590,6 @@ def _geometry_text(arr: pa.Array) -> pa.Array:
     srid = json_text(f("srid"))
     return _py(lambda v: geojson(v[0], v[1]), list(zip(wkb.to_pylist(), srid.to_pylist())),
                pa.string())
-
-
-def exact_leaves(t: DataType) -> bool:
-    """Whether a nested type holds DECIMAL or STRING values (JSON numbers in them must land
-    exactly: see :func:`_nested`)."""
-    if isinstance(t, AtomicType):
-        return t.root is TypeRoot.DECIMAL or t.root in STRING_ROOTS
-    if isinstance(t, ArrayType):
-        return exact_leaves(t.element)
-    if isinstance(t, MapType):
-        return exact_leaves(t.key) or exact_leaves(t.value)
-    if isinstance(t, RowType):
-        return any(exact_leaves(f.type) for f in t.fields)
-    return False
-
-
-def _nested(arr: pa.Array, t: DataType, target: pa.DataType) -> pa.Array:
-    """ARRAY / MAP / ROW values holding DECIMAL or STRING leaves, value by value (Python: a
-    decimal is checked from the number's text; numbers longer than a double arrive as text,
-    :func:`exact_numbers`): NULL where a value does not fit exactly (never rounded)."""
-    out: list[Any] = []
-    for v in arr.to_pylist():
-        try:
-            out.append(None if v is None else _py_value(v, t))
-        except (ValueError, TypeError, KeyError, ArithmeticError):
-            out.append(None)
-    try:
-        return pa.array(out, target)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # other leaves: row by row
-        return pa.chunked_array([_one(v, target) for v in out], target).combine_chunks()
-
-
-def _one(v: Any, target: pa.DataType) -> pa.Array:
-    try:
-        return pa.array([v], target)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        return pa.nulls(1, target)
-
-
-def _py_value(v: Any, t: DataType) -> Any:
-    """One parsed JSON value as a Python value of type ``t`` (raises where it does not fit)."""
-    if v is None:
-        return None
-    if isinstance(t, ArrayType):
-        if not isinstance(v, list):
-            raise TypeError(v)
-        return [_py_value(x, t.element) for x in v]
-    if isinstance(t, MapType):
-        if isinstance(v, dict):  # (pyarrow reads an object as a struct: an absent key is None)
-            pairs = [(k, x) for k, x in v.items() if x is not None]
-        elif isinstance(v, list):  # an Avro map read by pyarrow: its (key, value) pairs
-            pairs = [_pair(p) for p in v]
-        else:
-            raise TypeError(v)
-        return [(_py_value(k, t.key), _py_value(x, t.value)) for k, x in pairs]
-    if isinstance(t, RowType):
-        if not isinstance(v, dict):
-            raise TypeError(v)
-        return {f.name: _py_value(v.get(f.name), f.type) for f in t.fields}
-    assert isinstance(t, AtomicType)
-    if t.root is TypeRoot.DECIMAL:
-        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-            raise TypeError(v)
-        text = repr(v) if isinstance(v, float) else str(v)
-        if not _PLAIN.match(text):  # plain decimal text only, as a top-level decimal
-            raise ValueError(text)
-        return _fit_decimal(decimal.Decimal(text), t.precision or 38, t.scale or 0)
-    if t.root in STRING_ROOTS:
-        if isinstance(v, str):
-            return v
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        return json.dumps(v, separators=(",", ":"), default=str)
-    if isinstance(v, str) and (t.root in INTEGER_ROOTS or t.root in (TypeRoot.FLOAT,
-                                                                     TypeRoot.DOUBLE)):
-        if not _NUMBER.match(v):  # a number made text (exact_numbers)
-            raise ValueError(v)
-        return float(v) if t.root in (TypeRoot.FLOAT, TypeRoot.DOUBLE) else int(v)
-    return v
-
-
-def _pair(p: Any) -> tuple[Any, Any]:
-    """One entry of a map given as a list: a ``(key, value)`` pair (pyarrow's map values),
-    or a ``{"key", "value"}`` record (Connect's Avro form of a map whose keys are not
-    strings)."""
-    if isinstance(p, (tuple, list)) and len(p) == 2:
-        return p[0], p[1]
-    if isinstance(p, dict) and set(p) == {"key", "value"}:
-        return p["key"], p["value"]
-    raise TypeError(p)
-
-
-_NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
-_PLAIN = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
 
 
 def _bytes(b64: str, bits: bool) -> bytes:

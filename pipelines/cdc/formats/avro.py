@@ -25,7 +25,7 @@ Avro and Debezium JSON:
 - the Avro annotations become the ``schema`` part of a JSON envelope: per column its Connect
   logical name (``connect.name``, else the Avro ``logicalType``'s equivalent, see
   :data:`AVRO_LOGICAL_NAMES`) and a decimal's ``scale``, which
-  :func:`pipelines.cdc.values.schema_types` reads exactly as it reads Debezium JSON with
+  :func:`pipelines.cdc.values.convert.schema_types` reads exactly as it reads Debezium JSON with
   schemas enabled.
 
 Every record then goes through :func:`pipelines.cdc.decode._chunk_rows` (the JSON path's
@@ -68,7 +68,7 @@ from pipelines.cdc.decode import _chunk_rows, outcome_rows, output_schema, with_
 from pipelines.cdc.events import TOMBSTONE
 from pipelines.cdc.lines import Lazy
 from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
-from pipelines.cdc.values import CONNECT_DECIMAL
+from pipelines.cdc.values.convert import CONNECT_DECIMAL
 
 __all__ = ["AVRO_LOGICAL_NAMES", "AVRO_MAGIC", "CORRUPT_AVRO", "NOT_AVRO", "NOT_ENVELOPE",
            "UNSUPPORTED_CODEC", "UNSUPPORTED_SCHEMA", "Stop", "avro_file_order", "decode_avro_file",
@@ -279,7 +279,7 @@ def _connect_field(name: str, s: Any, names: _Names, namespace: str | None) -> d
 def _envelope_schema(record: Mapping[str, Any], names: _Names,
                      namespace: str | None) -> dict[str, Any]:
     """The envelope's schema as Debezium JSON prints it (only what
-    :func:`pipelines.cdc.values.schema_types` reads): the columns of ``after`` (else
+    :func:`pipelines.cdc.values.convert.schema_types` reads): the columns of ``after`` (else
     ``before``) with their logical names."""
     images = {f["name"]: f["type"] for f in record.get("fields", [])}
     image = images.get("after", images.get("before"))

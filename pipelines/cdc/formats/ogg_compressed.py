@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipelines.cdc.lines import split_lines
-from pipelines.cdc.values import json_text
+from pipelines.cdc.values.convert import json_text
 
 __all__ = ["NO_VALUE", "Presence", "merge_compressed", "ogg_presence"]
 

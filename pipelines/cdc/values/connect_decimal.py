@@ -8,11 +8,14 @@ returns None and the caller decodes it value by value, with the same results."""
 
 from __future__ import annotations
 
+import base64
+import decimal
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["connect_decimal_values"]
+__all__ = ["connect_decimal_values", "connect_unscaled", "fit_decimal"]
 
 _WIDTH = 12  # base64 characters of at most 9 bytes
 _LUT = np.full(256, 255, np.uint8)
@@ -98,3 +101,20 @@ def connect_decimal_values(b64: pa.Array, scales: pa.Array, target: pa.DataType
     validity = pa.array(fits).buffers()[1] if not bool(fits.all()) else None
     return pa.Array.from_buffers(target, n, [validity, pa.py_buffer(words.tobytes())],
                                  null_count=int((~fits).sum()))
+
+
+def fit_decimal(v: decimal.Decimal, precision: int, scale: int) -> decimal.Decimal:
+    """``v`` at ``scale`` if that is exact and it has at most ``precision`` digits."""
+    ctx = decimal.Context(prec=200, traps=[decimal.Inexact, decimal.InvalidOperation])
+    q = v.quantize(decimal.Decimal(1).scaleb(-scale, ctx), context=ctx)
+    if q.adjusted() >= precision - scale:
+        raise ValueError(f"{v} has more than {precision - scale} integer digits")
+    return q
+
+
+def connect_unscaled(b64: str, scale: int) -> decimal.Decimal:
+    """Kafka Connect's decimal: base64 of the big-endian two's complement unscaled value."""
+    raw = base64.b64decode(b64, validate=True)
+    if not raw:
+        raise ValueError("no bytes")
+    return decimal.Decimal(f"{int.from_bytes(raw, 'big', signed=True)}E-{int(scale)}")

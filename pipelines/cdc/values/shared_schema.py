@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from pipelines.cdc.values import Logical, schema_types
+from pipelines.cdc.values.convert import Logical, schema_types
 
 __all__ = ["SharedSchema", "broadcast_types", "strip_shared_schema"]
 
@@ -87,7 +87,7 @@ def strip_shared_schema(data: bytes, count: int, nl: np.ndarray | None = None
 
 
 def broadcast_types(shared: pa.Array, n: int, names: Sequence[str]) -> dict[str, Logical]:
-    """:func:`pipelines.cdc.values.schema_types` of ``n`` events that all carry the one
+    """:func:`pipelines.cdc.values.convert.schema_types` of ``n`` events that all carry the one
     schema ``shared``."""
     zeros = pa.array(np.zeros(n, np.int64))
     return {c: Logical(t.name.take(zeros), t.scale.take(zeros))

@@ -19,8 +19,8 @@ from paimon_core.integration import BINARY_ROOTS, INTEGER_ROOTS, STRING_ROOTS, A
 from pipelines.cdc.events import (
     MYSQL_BITS,
 )
-from pipelines.cdc.ogg_compressed import Presence, merge_compressed
-from pipelines.cdc.values import Fields, json_text
+from pipelines.cdc.formats.ogg_compressed import Presence, merge_compressed
+from pipelines.cdc.values.convert import Fields, json_text
 
 __all__ = ["DDL", "View", "canal_declared", "canal_view", "dms_declared", "dms_view",
            "maxwell_declared", "maxwell_view", "ogg_declared", "ogg_view"]
@@ -338,7 +338,7 @@ _OGG_OPS = {"I": "c", "U": "u", "D": "d", "T": "t"}
 def ogg_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarray,
              presence: Presence | None = None) -> View:
     """GoldenGate's events; ``presence``: the columns each line's images hold, for the
-    compressed updates (:mod:`pipelines.cdc.ogg_compressed`)."""
+    compressed updates (:mod:`pipelines.cdc.formats.ogg_compressed`)."""
     n = t.num_rows
     event, row = _single(t)
     op = _ops(_text(_col(t, "op_type"), n), _OGG_OPS)

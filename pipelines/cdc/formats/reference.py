@@ -100,6 +100,16 @@ def _names(fmt: str) -> tuple[Column, Column]:
     return F.col("_e.database"), F.col("_e.table")
 
 
+def _file_ordinal(file_index: Mapping[str, int]) -> Column:
+    """Each line's file ordinal (the arrival order's first part)."""
+    from pyspark.sql import functions as F
+
+    fidx = F.lit(None).cast("long")
+    for path, i in file_index.items():
+        fidx = F.when(F.col("file") == path, F.lit(i)).otherwise(fidx)
+    return fidx
+
+
 def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
                         file_index: Mapping[str, int]) -> DataFrame:
     """``(file, line, value)`` lines of format ``fmt`` -> the columns of
@@ -112,10 +122,8 @@ def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
     exact = F.regexp_replace(F.col("value"), _LONG_TOKEN, '$1"$2"')
     e = F.from_json(exact, f"{_SCHEMAS[fmt]}, _corrupt string",
                     {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
-    fidx = F.lit(None).cast("long")
-    for path, i in file_index.items():
-        fidx = F.when(F.col("file") == path, F.lit(i)).otherwise(fidx)
-    parsed = lines.filter(trimmed != "").withColumn("_e", e).withColumn("_fidx", fidx)
+    parsed = lines.filter(trimmed != "").withColumn("_e", e).withColumn(
+        "_fidx", _file_ordinal(file_index))
     canal = fmt == "canal-json"
     if canal:
         parsed = parsed.select("*", F.posexplode_outer("_e.data").alias("_row", "_d"))

@@ -1,6 +1,6 @@
 """The change-event formats of the CDC job (``--format``): Debezium JSON (the default, with or
 without the ``{"schema", "payload"}`` envelope), Debezium Avro container files
-(:mod:`pipelines.cdc.avro`) and the other JSON formats Paimon's Kafka CDC sync reads
+(:mod:`pipelines.cdc.formats.avro`) and the other JSON formats Paimon's Kafka CDC sync reads
 (``canal-json``, ``maxwell-json``, ``ogg-json``, ``aws-dms-json``), as their tools emit them
 with default settings.
 
@@ -27,7 +27,7 @@ Semantics, format by format (Paimon's ``*RecordParser`` of
 * ``ogg-json`` (Oracle GoldenGate): ``op_type`` I / U / D, T (truncate: empties the table;
   Paimon throws), ``before`` / ``after``. A compressed update (``after`` holds only the key
   and the changed columns) takes the columns it leaves out from ``before``; a column neither
-  image holds is refused by name (:mod:`pipelines.cdc.ogg_compressed`; Paimon takes
+  image holds is refused by name (:mod:`pipelines.cdc.formats.ogg_compressed`; Paimon takes
   ``after`` as the whole row: a left-out column becomes NULL).
 * ``aws-dms-json``: ``metadata.operation`` load -> ``r``, insert / update / delete;
   ``record-type`` other than ``data`` (control records: DDL) skipped and counted (``ddl``);
@@ -44,7 +44,7 @@ connectors', so that the job's order columns are the same):
   as (file, pos, ``xoffset``), exactly; the sequence column gets file index, pos and xoffset
   packed as MySQL's (:data:`pipelines.cdc.events.MYSQL_BITS`; refused when the file index or
   pos do not fit; past row 2047 of a transaction the rows of one binlog rows event share one
-  value, see :func:`pipelines.cdc.format_views._maxwell_sequence`: a key appears twice in
+  value, see :func:`pipelines.cdc.formats.views._maxwell_sequence`: a key appears twice in
   one rows event only in a key-changing multi-row UPDATE, and those rows are ordered by
   (file, pos, xoffset) within a batch, by the batch order across batches). Without
   ``position`` (Maxwell's default): the arrival
@@ -58,7 +58,7 @@ connectors', so that the job's order columns are the same):
 With ``--position-fields``, the named top-level fields of the event (for DMS also those of
 ``metadata``) order the events and the first fills the sequence column, as for Debezium.
 
-The Spark SQL reference of these semantics is :mod:`pipelines.cdc.format_events` (a test
+The Spark SQL reference of these semantics is :mod:`pipelines.cdc.formats.reference` (a test
 checks that both give the same rows), except GoldenGate's compressed updates, which it does
 not merge or refuse (it has no channel for a format's own refusal reasons).
 """
@@ -79,7 +79,6 @@ from paimon_core import (
     SchemaError,
     TableSchema,
 )
-from pipelines.cdc.avro import decode_avro_file
 from pipelines.cdc.decode import decode_file
 from pipelines.cdc.events import (
     AUTO_SLOTS,
@@ -89,7 +88,9 @@ from pipelines.cdc.events import (
     TOMBSTONE,
     TRUNCATE,
 )
-from pipelines.cdc.format_views import (
+from pipelines.cdc.formats.avro import decode_avro_file
+from pipelines.cdc.formats.ogg_compressed import Presence, ogg_presence
+from pipelines.cdc.formats.views import (
     DDL,
     View,
     canal_declared,
@@ -101,7 +102,6 @@ from pipelines.cdc.format_views import (
     ogg_declared,
     ogg_view,
 )
-from pipelines.cdc.ogg_compressed import Presence, ogg_presence
 from pipelines.cdc.ranges import RangeUnit
 from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
 from pipelines.cdc.source_tables import OTHER_TABLE, route
