@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -33,7 +32,7 @@ from paimon_core.schema_pending import (
 from pipelines.cdc.formats import sample_values
 from pipelines.config import CatalogSettings, TableHandle
 
-__all__ = ["commit_batch", "evolve", "infer_column_type", "sample_new_column_values", "settle",
+__all__ = ["commit_batch", "evolve", "infer_column_type", "settle",
            "withdraw"]
 
 log = logging.getLogger(__name__)
@@ -122,23 +121,3 @@ def infer_column_type(values: Sequence[Any]) -> str:
     if seen <= {int, float}:
         return "DOUBLE"
     return "STRING"
-
-
-def sample_new_column_values(lines: Sequence[str], names: Sequence[str]) -> dict[str, list[Any]]:
-    """JSON values of ``names`` in the images of sample event lines (for type inference)."""
-    out: dict[str, list[Any]] = {n: [] for n in names}
-    for line in lines:
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(ev, dict) and isinstance(ev.get("payload"), dict) and "op" not in ev:
-            ev = ev["payload"]
-        if not isinstance(ev, dict):
-            continue
-        for image in (ev.get("after"), ev.get("before")):
-            if isinstance(image, dict):
-                for n in names:
-                    if n in image:
-                        out[n].append(image[n])
-    return out

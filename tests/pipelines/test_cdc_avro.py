@@ -293,7 +293,7 @@ def test_null_records_are_tombstones() -> None:
 def test_new_column_is_sampled_for_the_schema_evolution() -> None:
     # an added column (``vip``) in a later file's schema: the job adds it, typed from the
     # samples (the records as Debezium JSON)
-    from pipelines.cdc.schema import sample_new_column_values
+    from pipelines.cdc.formats import sample_values
 
     s = _pg_schema(False)
     for image in s["fields"][:2]:
@@ -304,7 +304,7 @@ def test_new_column_is_sampled_for_the_schema_evolution() -> None:
                            CUSTOMERS.to_table_schema(0))
     (row,) = got.to_pylist()
     assert (row["_error"], row["_unknown"]) == (None, "vip")
-    assert sample_new_column_values([row["_value"]], ["vip"]) == {"vip": [True]}
+    assert sample_values("debezium-json", [row["_value"]], ["vip"]) == {"vip": [True]}
 
 
 def _avro_schema(connect: dict[str, Any]) -> Any:

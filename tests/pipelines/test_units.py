@@ -16,8 +16,9 @@ from pyspark.sql import types as T
 
 from paimon_core.scan.predicate import Leaf, Op
 from paimon_core.types import DataField, parse_sql_type
+from pipelines.cdc.formats import sample_values
 from pipelines.cdc.lines import split_text
-from pipelines.cdc.schema import infer_column_type, sample_new_column_values
+from pipelines.cdc.schema import infer_column_type
 from pipelines.config import CatalogSettings, SparkSettings, parse_pairs
 from pipelines.spark_source.filters import to_predicate
 from pipelines.spark_source.reading import options_settings, pack_splits, table_identifier
@@ -162,6 +163,6 @@ def test_cdc_helpers() -> None:
     assert infer_column_type([None]) == "STRING"
     lines = ['{"op":"c","after":{"n":1,"x":"a"}}',
              '{"payload":{"op":"u","before":{"n":2},"after":{"n":3}}}', "garbage", "null"]
-    assert sample_new_column_values(lines, ["n", "x"]) == {"n": [1, 3, 2], "x": ["a"]}
+    assert sample_values("debezium-json", lines, ["n", "x"]) == {"n": [1, 3, 2], "x": ["a"]}
     assert split_text(b"a\r\nb\n") == ["a", "b", ""]
     assert split_text(b"ok\n\xff\xfe\nfine") == ["ok", "\u0000<invalid utf-8>", "fine"]
