@@ -246,7 +246,8 @@ def test_schemaless_decimal_bytes_only_behind_the_option() -> None:
     from pipelines.cdc.decode import decode_events
     from pipelines.cdc.ingest import CdcOptions
     from pipelines.cdc.settings import DecodeSettings
-    from pipelines.jobs.cdc_ingest import _options, build_parser
+    from pipelines.jobs.cdc_args import cdc_options
+    from pipelines.jobs.cdc_ingest import build_parser
 
     schema = Schema.from_json(_schema([("id", "INT NOT NULL"), ("price", "DECIMAL(5, 2)")])
                               ).to_table_schema(0)
@@ -261,6 +262,6 @@ def test_schemaless_decimal_bytes_only_behind_the_option() -> None:
         (None, "bad value for price"), (decimal.Decimal("12.50"), None)]
     args = build_parser().parse_args(["--warehouse", "w", "--table", "db.t", "--landing", "l",
                                       "--decimal-base64"])
-    assert _options(args).decode_settings(None).decimal_base64 is True
+    assert cdc_options(args).decode_settings(None).decimal_base64 is True
     with pytest.raises(ConfigError, match=r"decimal_base64.*canal-json"):
         CdcOptions(format="canal-json", decimal_base64=True)

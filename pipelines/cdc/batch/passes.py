@@ -136,9 +136,12 @@ class _Tally:
                     samples = self.unknown.setdefault(k, [])
                     if len(samples) < _SAMPLES:
                         samples.append(line)
-        conn = pc.unique(b.column("_connector")).to_pylist()
-        self.connectors.update(c for c in conn if c is not None)
         trunc = pc.fill_null(pc.equal(err, TRUNCATE), False)
+        # the connectors of the rows the batch orders (a rejected or skipped event's missing
+        # position orders nothing: it never makes a batch a mix of orders)
+        ordered = pc.or_(pc.is_null(err), trunc)
+        conn = pc.unique(pc.filter(b.column("_connector"), ordered)).to_pylist()
+        self.connectors.update(c for c in conn if c is not None)
         if pc.any(trunc).as_py():
             self.truncates.extend(list(r.values()) for r in
                                   b.filter(trunc).select(list(self.pos)).to_pylist())
