@@ -101,20 +101,9 @@ if TYPE_CHECKING:
 
     from pipelines.cdc.source_tables import TableFilter
 
-__all__ = [
-    "ERROR_COLUMN",
-    "FIELDS_COLUMN",
-    "KIND_COLUMN",
-    "TOMBSTONE",
-    "classify_events",
-    "is_supported_type",
-    "logical_type",
-    "parse_events",
-    "position_columns",
-    "to_changes",
-    "typed_value",
-    "unknown_columns",
-]
+__all__ = ["ERROR_COLUMN", "FIELDS_COLUMN", "KIND_COLUMN", "SEQUENCE_UNFIT", "TOMBSTONE",
+           "classify_events", "is_supported_type", "logical_type", "parse_events",
+           "position_columns", "to_changes", "typed_value", "unknown_columns"]
 
 ERROR_COLUMN = "_error"
 POSITION_PREFIX = "_pos_"
@@ -146,6 +135,8 @@ ROW_OPS = ("c", "r", "u", "d")
 TOMBSTONE = "tombstone"
 #: the ``_error`` of a logical decoding message (``op: "m"``): skipped and counted
 MESSAGE = "message"
+#: the reason of an event whose position cannot fill the sequence column (then its name)
+SEQUENCE_UNFIT = "source position does not fit the sequence column"
 #: the ``_error`` of a truncate (``op: "t"``): counted; the job empties the table there
 TRUNCATE = "truncate"
 #: outcomes that are not malformed events
@@ -594,7 +585,7 @@ def classify_events(
     if sequence_column is not None:
         reasons.append((op.isin(*ROW_OPS) & img[sequence_column].isNull()
                         & _sequence_value(position_fields).isNull(),
-                        f"source position does not fit the sequence column {sequence_column}"))
+                        f"{SEQUENCE_UNFIT} {sequence_column}"))
     err: Column = F.lit(None).cast("string")
     for cond, reason in reversed(reasons):
         err = F.when(cond, F.lit(reason)).otherwise(err)

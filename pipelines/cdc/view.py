@@ -27,6 +27,7 @@ from pipelines.cdc.events import (
     MYSQL_BITS,
     OPS,
     ROW_OPS,
+    SEQUENCE_UNFIT,
     TRUNCATE,
     UNAVAILABLE,
     UNAVAILABLE_BASE64,
@@ -208,7 +209,7 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
         row_op = pc.fill_null(pc.is_in(op, pa.array(ROW_OPS)), False)
         absent = pc.is_null(pc.if_else(is_d, bef(sequence_column), aft(sequence_column)))
         reasons.append((pc.and_(pc.and_(row_op, absent), pc.is_null(seq_value)),
-                        f"source position does not fit the sequence column {sequence_column}"))
+                        f"{SEQUENCE_UNFIT} {sequence_column}"))
     err = pa.nulls(n, pa.string())
     for cond, reason in reversed(reasons):
         err = pc.if_else(pc.fill_null(cond, False), reason, err)

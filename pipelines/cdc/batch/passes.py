@@ -38,6 +38,7 @@ from pipelines.cdc.events import (
     ERROR_COLUMN,
     KIND_COLUMN,
     MESSAGE,
+    SEQUENCE_UNFIT,
     TOMBSTONE,
     TRUNCATE,
     position_columns,
@@ -137,9 +138,11 @@ class _Tally:
                     if len(samples) < _SAMPLES:
                         samples.append(line)
         trunc = pc.fill_null(pc.equal(err, TRUNCATE), False)
-        # the connectors of the rows the batch orders (a rejected or skipped event's missing
-        # position orders nothing: it never makes a batch a mix of orders)
-        ordered = pc.or_(pc.is_null(err), trunc)
+        # the connectors of the rows the batch orders, or would but for the sequence column
+        # (a malformed or skipped event's missing position orders nothing: it never makes a
+        # batch a mix of orders)
+        ordered = pc.or_(pc.or_(pc.is_null(err), trunc),
+                         pc.starts_with(pc.fill_null(err, ""), SEQUENCE_UNFIT))
         conn = pc.unique(pc.filter(b.column("_connector"), ordered)).to_pylist()
         self.connectors.update(c for c in conn if c is not None)
         if pc.any(trunc).as_py():

@@ -85,6 +85,7 @@ from pipelines.cdc.events import (
     ERROR_COLUMN,
     KIND_COLUMN,
     MESSAGE,
+    SEQUENCE_UNFIT,
     TOMBSTONE,
     TRUNCATE,
 )
@@ -185,7 +186,7 @@ class JsonFormat:
                             seq_value=seq)
         err = pc.if_else(pc.is_valid(v.outcome), v.outcome, views[ERROR_COLUMN])
         if sequence_column is not None and self.sequence_hint:
-            generic = f"source position does not fit the sequence column {sequence_column}"
+            generic = f"{SEQUENCE_UNFIT} {sequence_column}"
             err = pc.if_else(pc.fill_null(pc.equal(err, generic), False),
                              f"{generic} ({self.sequence_hint})", err)
         err = _whole_events(route(err, t, self.name, settings.source_tables, v.event), v.event)
