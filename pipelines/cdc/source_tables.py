@@ -39,7 +39,7 @@ from pipelines.cdc.values.convert import Fields
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-__all__ = ["OTHER_TABLE", "TableFilter", "event_tables", "names_declared", "qualified", "route",
+__all__ = ["OTHER_TABLE", "TableFilter", "event_tables", "names_declared", "route",
            "taken_column"]
 
 #: the outcome of an event of another table than the job's (counted, skipped: never
@@ -110,13 +110,6 @@ def event_tables(t: pa.Table, fmt: str) -> tuple[pa.Array, pa.Array]:
         return (_text(meta.kids.get("schema-name"), n), _text(meta.kids.get("table-name"), n))
     names_declared(fmt)  # raises, naming the format
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def qualified(db: pa.Array, table: pa.Array) -> pa.Array:
-    """``database.table`` per event (just ``table`` where the database is NULL; NULL where
-    the table is)."""
-    joined = pc.binary_join_element_wise(db, table, ".")
-    return pc.if_else(pc.is_valid(db), joined, table)
 
 
 @dataclass(frozen=True)

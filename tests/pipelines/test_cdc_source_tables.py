@@ -13,7 +13,7 @@ import pyarrow.json as pj
 import pytest
 
 from paimon_core.errors import ConfigError, PaimonError
-from pipelines.cdc.source_tables import TableFilter, event_tables, names_declared, qualified
+from pipelines.cdc.source_tables import TableFilter, event_tables, names_declared
 
 
 def _names(fmt: str, text: str, *, declared: bool = False) -> list[tuple[str | None, str | None]]:
@@ -56,11 +56,6 @@ def test_each_format_names_its_table(declared: bool) -> None:
 def test_unknown_format_is_refused_by_name() -> None:
     with pytest.raises(ConfigError, match="protobuf"):
         names_declared("protobuf")
-
-
-def test_qualified_names() -> None:
-    db, table = pa.array(["a", None, None]), pa.array(["t", "u", None])
-    assert qualified(db, table).to_pylist() == ["a.t", "u", None]
 
 
 def test_default_filter_takes_the_target_name_in_any_database_ignoring_case() -> None:
