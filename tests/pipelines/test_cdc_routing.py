@@ -7,9 +7,12 @@ same multi-table files closes the module."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +26,20 @@ from tests.pipelines.test_cdc_formats import INVENTORY, PRODUCTS, _decode, _p
 CORPUS = Path(__file__).parent / "cdc_corpus"
 ROUTING = CORPUS / "routing"
 
-def _job(tmp: Path, table: str, schema: dict[str, Any], batches: list[list[str]],
-         *args: str) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
-    """The job over a landing of ``batches`` (per batch, its files' lines), into ``table``
-    created from ``schema`` (the ``--schema`` file's JSON): the process and its reports."""
+@dataclass(frozen=True)
+class Run:
+    """One run of the job: its exit code, its stderr (in process: with the log records) and
+    its printed batch reports."""
+
+    returncode: int
+    stderr: str
+    reports: list[dict[str, Any]]
+
+
+def _argv(tmp: Path, table: str, schema: dict[str, Any], batches: list[list[str]],
+          *args: str) -> list[str]:
+    """The job's arguments over a landing of ``batches`` (per batch, its files' lines), into
+    ``table`` created from ``schema`` (the ``--schema`` file's JSON)."""
     landing = tmp / "landing"
     for b, files in enumerate(batches, 1):
         d = landing / f"batch-{b:06d}"
@@ -34,14 +47,45 @@ def _job(tmp: Path, table: str, schema: dict[str, Any], batches: list[list[str]]
         for i, text in enumerate(files):
             (d / f"part-{i}.jsonl").write_text(text)
     (tmp / "schema.json").write_text(json.dumps(schema))
+    return ["--warehouse", str(tmp / "wh"), "--table", table, "--landing", str(landing),
+            "--schema", str(tmp / "schema.json"), "--master", "local[2]", *args]
+
+
+def _reports(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in stdout.splitlines() if x.startswith("{")]
+
+
+def _job(tmp: Path, table: str, schema: dict[str, Any], batches: list[list[str]],
+         *args: str) -> Run:
+    """``python -m pipelines.jobs.cdc_ingest`` in a subprocess (its own JVM), as the README
+    runs it."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [source_root(), *filter(None, [os.environ.get("PYTHONPATH")])])}
     p = subprocess.run(
-        [sys.executable, "-m", "pipelines.jobs.cdc_ingest", "--warehouse", str(tmp / "wh"),
-         "--table", table, "--landing", str(landing), "--schema", str(tmp / "schema.json"),
-         "--master", "local[2]", *args],
+        [sys.executable, "-m", "pipelines.jobs.cdc_ingest",
+         *_argv(tmp, table, schema, batches, *args)],
         env=env, capture_output=True, text=True, timeout=900, check=False, cwd=tmp)
-    return p, [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+    return Run(p.returncode, p.stderr, _reports(p.stdout))
+
+
+@pytest.fixture
+def job(spark: Any, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+        ) -> Callable[..., Run]:
+    """The same job's ``main`` (the module the ``python -m`` form runs: ``run_job_main``) in
+    this process on the test session's Spark: the cases beyond the first subprocess one, each
+    without a JVM start-up of its own."""
+    from pipelines.jobs.cdc_ingest import main
+
+    def run(tmp: Path, table: str, schema: dict[str, Any], batches: list[list[str]],
+            *args: str) -> Run:
+        capsys.readouterr()
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="pipelines"):
+            rc = main(_argv(tmp, table, schema, batches, *args))
+        out = capsys.readouterr()
+        return Run(rc, out.err + caplog.text, _reports(out.out))
+
+    return run
 
 
 def _rows(tmp: Path, table: str, key: str = "id") -> list[dict[str, Any]]:
@@ -71,10 +115,11 @@ def _quarantined(tmp: Path) -> list[str]:
 def test_whole_database_canal_dump_lands_only_the_products(tmp_path: Path) -> None:
     # before: the customers events were taken as products rows (exit 0) and the products
     # schema gained first_name, last_name and email; the customers' truncate emptied it
-    p, (rep,) = _job(tmp_path, "inventory.products", _schema(PRODUCTS),
-                     [[(ROUTING / "canal_inventory_database.jsonl").read_text()]],
-                     "--format", "canal-json")
+    p = _job(tmp_path, "inventory.products", _schema(PRODUCTS),
+             [[(ROUTING / "canal_inventory_database.jsonl").read_text()]],
+             "--format", "canal-json")
     assert p.returncode == 0, p.stderr[-3000:]
+    (rep,) = p.reports
     assert (rep["events"], rep["valid"], rep["other_tables"], rep["malformed"],
             rep["truncates"], rep["only_other_tables"]) == (7, 3, 4, 0, 0, False)
     assert rep["new_columns"] == {} and rep["reasons"] == {}
@@ -98,16 +143,17 @@ CUSTOMER = [("id", "STRING NOT NULL"), ("name", "STRING"), ("city", "STRING")]
 
 
 @pytest.mark.spark
-def test_three_table_canal_file_takes_the_table_asked_for(tmp_path: Path) -> None:
+def test_three_table_canal_file_takes_the_table_asked_for(job: Callable[..., Run],
+                                                          tmp_path: Path) -> None:
     # before: the customer and order_item events were quarantined (bad value for id, null
     # key id) and the batch failed at the error ratio
     product = [("id", "INT NOT NULL"), ("name", "STRING"), ("price", "DOUBLE")]
     three = (ROUTING / "canal_three_tables.jsonl").read_text()
     # batch 2: only customer events (lines 2, 5, 7): nothing of it is the product table's
-    p, reps = _job(tmp_path / "product", "mydb.product", _schema(product),
-                   [[three], [_lines("canal_three_tables.jsonl", 2, 5, 7)]],
-                   "--format", "canal-json")
+    p = job(tmp_path / "product", "mydb.product", _schema(product),
+            [[three], [_lines("canal_three_tables.jsonl", 2, 5, 7)]], "--format", "canal-json")
     assert p.returncode == 0, p.stderr[-3000:]
+    reps = p.reports
     assert [(r["events"], r["valid"], r["other_tables"], r["malformed"],
              r["only_other_tables"]) for r in reps] == [(7, 3, 4, 0, False),
                                                         (3, 0, 3, 0, True)]
@@ -116,9 +162,10 @@ def test_three_table_canal_file_takes_the_table_asked_for(tmp_path: Path) -> Non
         {"id": 2, "name": "pear", "price": 2.5}]
     assert _quarantined(tmp_path / "product") == []
     # another source table into a target named otherwise
-    p, (rep,) = _job(tmp_path / "clients", "shop.clients", _schema(CUSTOMER), [[three]],
-                     "--format", "canal-json", "--source-table", r"mydb\.customer")
+    p = job(tmp_path / "clients", "shop.clients", _schema(CUSTOMER), [[three]],
+            "--format", "canal-json", "--source-table", r"mydb\.customer")
     assert p.returncode == 0, p.stderr[-3000:]
+    (rep,) = p.reports
     assert (rep["events"], rep["valid"], rep["other_tables"], rep["malformed"]) == (7, 3, 4, 0)
     assert _rows(tmp_path / "clients", "shop.clients") == [
         {"id": "c-1", "name": "alice", "city": "Shanghai"},
@@ -126,14 +173,15 @@ def test_three_table_canal_file_takes_the_table_asked_for(tmp_path: Path) -> Non
 
 
 @pytest.mark.spark
-def test_position_less_debezium_lands_in_arrival_order(tmp_path: Path) -> None:
+def test_position_less_debezium_lands_in_arrival_order(job: Callable[..., Run],
+                                                        tmp_path: Path) -> None:
     # before: every event refused as "missing source position", nothing committed; batch 2
     # mixes the position-less file with the same events carrying Postgres lsns: refused
     no_position = (ROUTING / "debezium_no_position.jsonl").read_text()
     positioned = (CORPUS / "debezium_json" / "flink_inventory_plain.jsonl").read_text()
-    p, reps = _job(tmp_path, "inventory.products", _schema(PRODUCTS),
-                   [[no_position], [no_position, positioned]])
-    assert p.returncode == 1 and reps == []  # (the job prints its reports at the end)
+    p = job(tmp_path, "inventory.products", _schema(PRODUCTS),
+            [[no_position], [no_position, positioned]])
+    assert p.returncode == 1 and p.reports == []  # (the job prints its reports at the end)
     assert _rows(tmp_path, "inventory.products") == INVENTORY
     (line,) = [x for x in p.stderr.splitlines() if x.startswith("cdc_ingest:")]
     assert ("batch 2 mixes events with a source position (postgresql) and events without "
@@ -145,10 +193,11 @@ def test_position_less_debezium_lands_in_arrival_order(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-def test_position_less_debezium_cannot_fill_a_sequence_column(tmp_path: Path) -> None:
+def test_position_less_debezium_cannot_fill_a_sequence_column(job: Callable[..., Run],
+                                                               tmp_path: Path) -> None:
     schema = _schema([*PRODUCTS, ("_seq", "BIGINT")], **{"sequence.field": "_seq"})
-    p, _ = _job(tmp_path, "inventory.products", schema,
-                [[(ROUTING / "debezium_no_position.jsonl").read_text()]])
+    p = job(tmp_path, "inventory.products", schema,
+            [[(ROUTING / "debezium_no_position.jsonl").read_text()]])
     assert p.returncode == 1
     assert ("batch 1: events without a source position cannot fill the sequence column _seq"
             in p.stderr), p.stderr[-3000:]
@@ -157,7 +206,8 @@ def test_position_less_debezium_cannot_fill_a_sequence_column(tmp_path: Path) ->
 
 
 @pytest.mark.spark
-def test_debezium_tinyint1_and_boolean_land_in_boolean_columns(tmp_path: Path) -> None:
+def test_debezium_tinyint1_and_boolean_land_in_boolean_columns(job: Callable[..., Run],
+                                                                tmp_path: Path) -> None:
     # before: "bad value for _tinyint1" (Debezium sends MySQL's TINYINT(1) / BOOLEAN as 1 / 0)
     columns = [("_id", "INT NOT NULL"), ("_tinyint1", "BOOLEAN"), ("_boolean", "BOOLEAN"),
                ("_bool", "BOOLEAN")]
@@ -165,9 +215,10 @@ def test_debezium_tinyint1_and_boolean_land_in_boolean_columns(tmp_path: Path) -
     event = json.loads(alltype)
     event["payload"]["after"].update({"_id": 2, "_bool": 2})  # 2 is no boolean
     event["payload"]["source"]["pos"] = 1
-    p, reps = _job(tmp_path, "db.all_types_table", _schema(columns, "_id"),
-                   [[alltype], [json.dumps(event) + "\n"]], "--no-evolve")
+    p = job(tmp_path, "db.all_types_table", _schema(columns, "_id"),
+            [[alltype], [json.dumps(event) + "\n"]], "--no-evolve")
     assert p.returncode == 3, p.stderr[-3000:]
+    reps = p.reports
     # batch 1 landed; batch 2 stopped the job (its report alone is printed)
     assert [(r["batch"], r["valid"], r["malformed"], r["reasons"]) for r in reps] == [
         (2, 0, 1, {"bad value for _bool": 1})]
