@@ -3,12 +3,13 @@
 events (``cdc_corpus/maxwell/docs_position.jsonl``); GoldenGate's compressed updates (only
 the key and the changed columns in ``after``), made from the published Flink OGG events
 (``cdc_corpus/ogg/flink_inventory.jsonl``) by leaving out the unchanged columns; expected
-rows by hand; each through the job's CLI in a subprocess."""
+rows by hand; each through the job's ``main`` (the module ``python -m pipelines.jobs.cdc_ingest``
+runs; tests/pipelines/test_cdc_routing.py runs that form in a subprocess) on the test session's
+Spark."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,6 @@ from pipelines.cdc.formats import FORMATS
 from pipelines.cdc.formats.ogg_compressed import NO_VALUE
 from pipelines.cdc.settings import DecodeSettings
 from tests.pipelines.test_cdc_formats import MAXWELL_E, PRODUCTS, _mysql_seq, _schema
-from tests.pipelines.test_named_input_errors import _run
 
 CORPUS = Path(__file__).parent / "cdc_corpus"
 #: the docs' INSERT (``master.000006:800911``, xid 23396)
@@ -75,7 +75,10 @@ def test_maxwell_transaction_over_2047_rows_fills_the_sequence() -> None:
 
 
 @pytest.mark.spark
-def test_job_cli_lands_a_maxwell_transaction_over_2047_rows(tmp_path: Path) -> None:
+def test_job_cli_lands_a_maxwell_transaction_over_2047_rows(
+        spark: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from pipelines.jobs.cdc_ingest import main
+
     lines, upd_pos = _big_transaction(2500)
     # the update first in the landing (a later file of the batch holds the inserts): the
     # sequence, not the arrival, decides
@@ -86,11 +89,12 @@ def test_job_cli_lands_a_maxwell_transaction_over_2047_rows(tmp_path: Path) -> N
     wh = tmp_path / "wh"
     FileSystemCatalog(str(wh)).create_table("test.e", Schema.of(
         MAXWELL_E, primary_keys=["id"], options={"bucket": "2", "sequence.field": "_seq"}))
-    p = _run([sys.executable, "-m", "pipelines.jobs.cdc_ingest", "--warehouse", str(wh),
-              "--table", "test.e", "--landing", str(tmp_path / "landing"),
-              "--format", "maxwell-json"])
-    assert p.returncode == 0, p.stderr[-3000:]
-    report = json.loads(p.stdout.strip().splitlines()[-1])
+    capsys.readouterr()
+    rc = main(["--warehouse", str(wh), "--table", "test.e",
+               "--landing", str(tmp_path / "landing"), "--format", "maxwell-json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err[-3000:]
+    report = json.loads(out.out.strip().splitlines()[-1])
     assert (report["events"], report["valid"]) == (2501, 2501)
     rows: dict[int, dict[str, Any]] = {
         r["id"]: r for r in FileSystemCatalog(str(wh)).get_table("test.e").to_arrow().to_pylist()}
@@ -160,17 +164,20 @@ def test_ogg_full_updates_are_unchanged_by_the_merge() -> None:
 
 
 @pytest.mark.spark
-def test_job_cli_lands_ogg_compressed_updates(tmp_path: Path) -> None:
+def test_job_cli_lands_ogg_compressed_updates(spark: Any, capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    from pipelines.jobs.cdc_ingest import main
+
     d = tmp_path / "landing" / "batch-000001"
     d.mkdir(parents=True)
     (d / "ogg.jsonl").write_text("\n".join(_compressed_feed()[:3]) + "\n")
     wh = tmp_path / "wh"
     FileSystemCatalog(str(wh)).create_table("OGG.TBL_TEST", Schema.of(
         PRODUCTS, primary_keys=["id"], options={"bucket": "2"}))
-    p = _run([sys.executable, "-m", "pipelines.jobs.cdc_ingest", "--warehouse", str(wh),
-              "--table", "OGG.TBL_TEST", "--landing", str(tmp_path / "landing"),
-              "--format", "ogg-json"])
-    assert p.returncode == 0, p.stderr[-3000:]
+    capsys.readouterr()
+    rc = main(["--warehouse", str(wh), "--table", "OGG.TBL_TEST",
+               "--landing", str(tmp_path / "landing"), "--format", "ogg-json"])
+    assert rc == 0, capsys.readouterr().err[-3000:]
     rows = sorted(FileSystemCatalog(str(wh)).get_table("OGG.TBL_TEST").to_arrow().to_pylist(),
                   key=lambda r: r["id"])
     assert rows == [
