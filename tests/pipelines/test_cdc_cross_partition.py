@@ -6,16 +6,16 @@ Input: Canal's own output of the Debezium tutorial's ``inventory.products2``
 (``cdc_corpus/canal/flink_inventory.jsonl``, see its SOURCES.md), landed in two batches (its
 first two events, then the rest), so keys stored by batch 1 move in batch 2: 101 (3.14 ->
 5.17), 102 (8.1 -> 5.17, then deleted), 107 (5.3 -> 5.1); 110 and 111 move within batch 2.
-The job runs as a user runs it (``python -m pipelines.jobs.cdc_ingest``, two Spark tasks, so two
-key slices); Java 0.9 reads the result. Expected rows written by hand from the events.
+The job's ``main`` (the module ``python -m pipelines.jobs.cdc_ingest`` runs; that form runs in a
+subprocess in test_cdc_routing.py) on the test session's Spark (two tasks, so two key slices);
+Java 0.9 reads the result. Expected rows written by hand from the events.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.fsck import fsck
 from paimon_core.schema_builder import Schema
-from pipelines.session import source_root
 
 pytestmark = pytest.mark.spark
 
@@ -46,7 +45,10 @@ EXPECTED = [
 
 
 @pytest.fixture(scope="module")
-def ingested(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+def ingested(spark: Any, tmp_path_factory: pytest.TempPathFactory
+             ) -> tuple[Path, list[dict[str, Any]]]:
+    from pipelines.jobs.cdc_ingest import main
+
     root = tmp_path_factory.mktemp("cdcxpart")
     lines = FEED.read_text().splitlines()
     for b, part in enumerate((lines[:2], lines[2:]), 1):
@@ -57,16 +59,12 @@ def ingested(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
     FileSystemCatalog(str(wh)).create_table("inventory.products2", Schema.of(
         COLUMNS, primary_keys=["id"], partition_keys=["weight"],
         options={"bucket": "-1", "dynamic-bucket.target-row-num": "3"}))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [source_root(), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    env.pop("PAIMON_WAREHOUSE", None)
-    p = subprocess.run(
-        [sys.executable, "-m", "pipelines.jobs.cdc_ingest", "--warehouse", str(wh),
-         "--table", "inventory.products2", "--landing", str(root / "landing"),
-         "--format", "canal-json", "--master", "local[2]"],
-        env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return wh, [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(["--warehouse", str(wh), "--table", "inventory.products2",
+                   "--landing", str(root / "landing"), "--format", "canal-json"])
+    assert rc == 0
+    return wh, [json.loads(x) for x in out.getvalue().splitlines() if x.startswith("{")]
 
 
 def test_moved_keys_leave_their_old_partition(ingested: tuple[Path, list[dict[str, Any]]]
