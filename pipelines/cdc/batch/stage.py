@@ -13,6 +13,7 @@ import pyarrow as pa
 from paimon_core import CoreOptions, DataField, SchemaError
 from paimon_core.integration import FileIO
 from pipelines.cdc.decode import output_schema
+from pipelines.cdc.event_time import check_op_ts_column
 from pipelines.cdc.formats import FORMATS
 from pipelines.cdc.lines import split_text
 from pipelines.cdc.ranges import (
@@ -151,6 +152,8 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
     constants = opts.constant_columns
     for name, _ in constants:
         schema.field(name)  # a column of the table (else SchemaError naming it)
+    if opts.op_ts_column is not None:
+        check_op_ts_column(schema, opts.op_ts_column)
     splittable = fmt.splittable
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
