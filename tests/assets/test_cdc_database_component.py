@@ -106,7 +106,7 @@ def test_no_table_yet_builds_no_asset(lake: dict[str, Path]) -> None:
     ({"format": "debezium-avro"}, "format 'debezium-avro'"),
     ({"including_tables": "prod("}, "including_tables: 'prod('"),
     ({"type_mapping": ["to-lowercase"]}, "type_mapping: 'to-lowercase'"),
-    ({"metadata_columns": ["op_ts"]}, "metadata_columns: 'op_ts' is not supported"),
+    ({"metadata_columns": ["op_time"]}, "metadata_columns: 'op_time' is not supported"),
     ({"database": "a.b"}, "database 'a.b'"),
 ])
 def test_bad_attributes_are_typed_errors(change: dict[str, Any], named: str) -> None:
