@@ -116,7 +116,6 @@ from paimon_core.schema_pending import PendingSchema, PendingSchemaRaceError
 from pipelines.cdc.batch.commit import commit_steps, plan_steps, position_key
 from pipelines.cdc.batch.passes import PassResult, plan_pass, write_pass
 from pipelines.cdc.batch.stage import decoded_blobs, plan_file_ranges, sequence_column
-from pipelines.cdc.event_time import check_event_time
 from pipelines.cdc.events import (
     ARRIVAL,
     MESSAGE,
@@ -131,6 +130,7 @@ from pipelines.cdc.routing import routing
 from pipelines.cdc.schema import commit_batch, evolve, settle, withdraw
 from pipelines.cdc.settings import DecodeSettings, EpochUnit, Unavailable
 from pipelines.cdc.source_tables import OTHER_TABLE, TableFilter
+from pipelines.cdc.values.event_time import check_event_time
 from pipelines.config import (
     CatalogSettings,
     TableHandle,
@@ -203,7 +203,7 @@ class CdcOptions:
     #: :class:`~pipelines.cdc.settings.DecodeSettings`); only with ``debezium-json``
     decimal_base64: bool = False
     #: the table column filled with each event's time of change in the source database (the
-    #: database sync's ``op_ts`` metadata column, :mod:`pipelines.cdc.event_time`): a
+    #: database sync's ``op_ts`` metadata column, :mod:`pipelines.cdc.values.event_time`): a
     #: TIMESTAMP / TIMESTAMP_LTZ column of the table; an event without one is quarantined
     op_ts_column: str | None = None
 

@@ -42,7 +42,7 @@ class DecodeSettings:
     logical type are Kafka Connect ``Decimal`` bytes (base64 of the unscaled value), decoded
     with the column's scale (never guessed: text that is no base64 is read as decimal text);
     ``op_ts_column``: the table column filled with each event's time of change in the source
-    database (the ``op_ts`` metadata column, :mod:`pipelines.cdc.event_time`; an event
+    database (the ``op_ts`` metadata column, :mod:`pipelines.cdc.values.event_time`; an event
     without one is rejected; ``None``: none); ``filled_columns``: table columns the job
     fills itself after decoding (the ``database_name`` / ``table_name`` metadata columns),
     never expected in the events' images (a GoldenGate compressed update does not lack them).

@@ -15,7 +15,6 @@ import pyarrow.compute as pc
 
 from paimon_core import DataField, RowKind, TableSchema
 from paimon_core.integration import BINARY_ROOTS, STRING_ROOTS, AtomicType, TypeRoot
-from pipelines.cdc.event_time import epoch_millis, missing_reason, op_ts_values
 from pipelines.cdc.events import (
     ARRIVAL,
     AUTO_SLOTS,
@@ -43,6 +42,7 @@ from pipelines.cdc.values.convert import (
     json_text,
     schema_types,
 )
+from pipelines.cdc.values.event_time import epoch_millis, missing_reason, op_ts_values
 
 __all__ = ["decode_view", "envelope"]
 
@@ -203,7 +203,7 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
     typed_before, deferred = _values(schema, target, settings, out, reasons, bef, aft, is_d,
                                      is_u, seq_value, types)
     op_ts_column = settings.op_ts_column
-    if op_ts_column is not None:  # the event's time of change (:mod:`..event_time`)
+    if op_ts_column is not None:  # the event's time of change (:mod:`.values.event_time`)
         millis = op_ts if op_ts is not None else epoch_millis(Fields(v["source"], n)("ts_ms"), n)
         out[op_ts_column] = typed_before[op_ts_column] = op_ts_values(
             millis, target.field(op_ts_column).type)

@@ -1,5 +1,5 @@
 """The ``op_ts`` metadata column (issue 30): each event's time of change in the source
-database, from the field each format keeps it in (:mod:`pipelines.cdc.event_time`), on the
+database, from the field each format keeps it in (:mod:`pipelines.cdc.values.event_time`), on the
 tools' published output (``cdc_corpus/<format>/``, sources in each folder's SOURCES.md).
 Expected times are written by hand from the events' text (epoch values converted by hand:
 1589373515000 ms = 2020-05-13 12:38:35 UTC, 1596684883 s = 2020-08-06 03:34:43 UTC,
@@ -19,10 +19,10 @@ from paimon_core.catalog import FileSystemCatalog
 from paimon_core.errors import ConfigError
 from paimon_core.schema_builder import Schema
 from pipelines.cdc.database import CreateOptions, DatabaseOptions
-from pipelines.cdc.event_time import check_event_time, check_op_ts_column, epoch_millis
 from pipelines.cdc.formats import FORMATS
 from pipelines.cdc.ingest import CdcOptions
 from pipelines.cdc.settings import DecodeSettings
+from pipelines.cdc.values.event_time import check_event_time, check_op_ts_column, epoch_millis
 from tests.pipelines.test_cdc_database import _env, _land
 
 CORPUS = Path(__file__).parent / "cdc_corpus"

@@ -13,7 +13,6 @@ import pyarrow as pa
 from paimon_core import CoreOptions, DataField, SchemaError
 from paimon_core.integration import FileIO
 from pipelines.cdc.decode import output_schema
-from pipelines.cdc.event_time import check_op_ts_column
 from pipelines.cdc.formats import FORMATS
 from pipelines.cdc.lines import split_text
 from pipelines.cdc.ranges import (
@@ -24,6 +23,7 @@ from pipelines.cdc.ranges import (
     range_bytes,
 )
 from pipelines.cdc.routing import routing
+from pipelines.cdc.values.event_time import check_op_ts_column
 from pipelines.config import TableHandle
 from pipelines.session import default_parallelism
 from pipelines.spark_types import spark_schema

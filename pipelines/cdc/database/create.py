@@ -25,7 +25,7 @@ the values are filled) are appended to the columns: ``database_name`` / ``table_
 on every row with the event's database and table
 (:attr:`pipelines.cdc.ingest.CdcOptions.constant_columns`), ``op_ts`` with each event's time
 of change in the source database (:attr:`pipelines.cdc.ingest.CdcOptions.op_ts_column`,
-:mod:`pipelines.cdc.event_time`, where each format's field is said).
+:mod:`pipelines.cdc.values.event_time`, where each format's field is said).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from typing import Any
 
 from paimon_core import Schema, SchemaError
 from paimon_core.errors import ConfigError
-from pipelines.cdc.event_time import OP_TS, OP_TS_TYPE
 from pipelines.cdc.formats import sample_values
 from pipelines.cdc.schema import infer_column_type
+from pipelines.cdc.values.event_time import OP_TS, OP_TS_TYPE
 
 __all__ = ["METADATA_COLUMNS", "TYPE_MAPPINGS", "CreateOptions", "NoColumnsYet",
            "NoPrimaryKeyError", "connect_type", "mysql_type", "new_table_schema"]

@@ -47,7 +47,6 @@ from pipelines.cdc.database.staging import (
     route_batch,
     staging_dir,
 )
-from pipelines.cdc.event_time import OP_TS, check_event_time
 from pipelines.cdc.ingest import (
     BatchReport,
     CdcOptions,
@@ -57,6 +56,7 @@ from pipelines.cdc.ingest import (
 )
 from pipelines.cdc.lines import split_lines
 from pipelines.cdc.source_tables import TableFilter
+from pipelines.cdc.values.event_time import OP_TS, check_event_time
 from pipelines.config import CatalogSettings
 
 if TYPE_CHECKING:

@@ -80,7 +80,6 @@ from paimon_core import (
     TableSchema,
 )
 from pipelines.cdc.decode import decode_file
-from pipelines.cdc.event_time import event_millis
 from pipelines.cdc.events import (
     AUTO_SLOTS,
     ERROR_COLUMN,
@@ -107,6 +106,7 @@ from pipelines.cdc.formats.views import (
 from pipelines.cdc.ranges import RangeUnit
 from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
 from pipelines.cdc.source_tables import OTHER_TABLE, route
+from pipelines.cdc.values.event_time import event_millis
 from pipelines.cdc.view import decode_view
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
