@@ -107,6 +107,28 @@ def test_debezium_source_ts_ms_not_the_envelope_ts_ms() -> None:
     assert _decode("debezium-json", "debezium_json/flink_inventory_envelope.jsonl") == want
 
 
+def test_debezium_avro_source_ts_ms() -> None:
+    from pipelines.cdc.formats.avro import decode_avro_file
+    from tests.pipelines.connect_avro import envelope_file
+    from tests.pipelines.test_cdc_avro import _pg_events
+
+    schema = Schema.of([("id", "INT NOT NULL"), ("first_name", "STRING NOT NULL"),
+                        ("last_name", "STRING NOT NULL"), ("email", "STRING NOT NULL"),
+                        ("op_ts", "TIMESTAMP_LTZ(3)")], primary_keys=["id"],
+                       options={"bucket": "2"}).to_table_schema(0)
+    got = []
+    for i, events in enumerate(_pg_events(False).values()):
+        t = decode_avro_file(envelope_file(events), schema, file_index=i,
+                             settings=DecodeSettings(op_ts_column="op_ts"))
+        got += [(r["id"], r["_kind"], r["op_ts"], r["_error"]) for r in t.to_pylist()]
+    t0 = _utc("2019-05-28", "08:58:24", 863)  # source.ts_ms 1559033904863
+    assert got == [(1, "+I", t0, None),
+                   (1, "+U", t0, None),  # (the envelope's ts_ms: 1465584025523)
+                   (1, "-D", t0, None), (2, "+I", t0, None),
+                   (None, None, None, "truncate"),
+                   (3, "+I", _utc("2019-05-28", "08:58:24", 963), None)]
+
+
 def test_an_event_without_its_time_is_refused_by_name() -> None:
     # a CDC pipeline's Kafka sink: source holds only db / table (no ts_ms)
     rows = _decode("debezium-json", "routing/debezium_no_position.jsonl")
