@@ -1,7 +1,9 @@
 """The Spark SQL reference of the CDC formats, for the test that compares it with the fast
 path: each format's events read by :func:`pipelines.cdc.formats.reference.parse_format_events`,
 then decoded as Debezium's by :mod:`pipelines.cdc.events`; the rows are given the fast path's
-conventions (``_event`` 2 * row, ``ddl``, an event with a rejected row rejected whole)."""
+conventions (``_event`` 2 * row, ``ddl``, an event with a rejected row rejected whole); a
+format's own refusals (GoldenGate's compressed updates) by
+:func:`pipelines.cdc.formats.reference.with_format_errors`."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ def spark_sql_rows(spark: Any, cases: list[tuple[str, str]], schema: Any,
     from paimon_core.io.file_io import FileIO
     from pipelines.cdc.batch.stage import read_lines
     from pipelines.cdc.events import classify_events, to_changes
-    from pipelines.cdc.formats.reference import parse_format_events
+    from pipelines.cdc.formats.reference import parse_format_events, with_format_errors
 
     paths = []
     for case, (_, text) in enumerate(cases):
@@ -55,8 +57,9 @@ def spark_sql_rows(spark: Any, cases: list[tuple[str, str]], schema: Any,
         ev = parse_format_events(lines.filter(lines.file == path), fmt, schema, index)
         events = ev if events is None else events.unionByName(ev)
     assert events is not None
-    classified = classify_events(events, schema, position_fields=list(SLOTS),
-                                 unavailable="store", source_tables=source_tables)
+    classified = with_format_errors(classify_events(
+        events, schema, position_fields=list(SLOTS), unavailable="store",
+        source_tables=source_tables))
     ref = to_changes(classified, schema, position_fields=list(SLOTS),
                      keep_rejected=True).toArrow().to_pylist()
     per_case: list[list[dict[str, Any]]] = [[] for _ in cases]
