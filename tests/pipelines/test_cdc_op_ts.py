@@ -133,11 +133,7 @@ def test_an_event_without_its_time_is_refused_by_name() -> None:
     # a CDC pipeline's Kafka sink: source holds only db / table (no ts_ms)
     rows = _decode("debezium-json", "routing/debezium_no_position.jsonl")
     assert rows and {r[3] for r in rows} == {"missing op_ts (source.ts_ms)"}
-    ogg = [json.dumps({"table": "OGG.TBL_TEST", "op_type": "I", "pos": "1", "after": {
-        "id": i, "name": "x"}, "op_ts": ts}) for i, ts in enumerate(
-        ["2020-05-13 15:40:06.123456", "2020-05-13T15:40:06Z", "2020-05-13 15:40:06+02:00",
-         "2020-02-30 10:00:00", "yesterday", None], start=1)]
-    got = _decode("ogg-json", "\n".join(ogg).encode())
+    got = _decode("ogg-json", _ODD_OGG.encode())
     assert [(r[0], r[2], r[3]) for r in got] == [
         (1, _utc("2020-05-13", "15:40:06", 123), None),
         (2, _utc("2020-05-13", "15:40:06"), None),
@@ -163,6 +159,51 @@ def test_epoch_millis_bounds_and_config_refusals() -> None:
     assert DatabaseOptions(CdcOptions(format="ogg-json"), create=create).create is create
     with pytest.raises(ConfigError, match="metadata-column: 'schema_name' is not supported"):
         CreateOptions(metadata_columns=("schema_name",))
+
+
+# ---------------------------------------------------------------------------- reference
+
+_ODD_OGG = "\n".join(json.dumps({
+    "table": "OGG.TBL_TEST", "op_type": "I", "pos": f"{i:023d}",
+    "after": {"id": i, "name": "x"}, "op_ts": ts}) for i, ts in enumerate(
+    ["2020-05-13 15:40:06.123456", "2020-05-13T15:40:06Z", "2020-05-13 15:40:06+02:00",
+     "2020-02-30 10:00:00", "yesterday", None], start=1)) + "\n"
+
+
+@pytest.mark.spark
+def test_the_reference_fills_op_ts_alike(spark: Any, tmp_path: Path) -> None:
+    """The Spark SQL reference (``formats.reference.with_op_ts``): the same op_ts and reasons
+    as the decoders, every format."""
+    from tests.pipelines.cdcfmtref import spark_sql_rows
+    from tests.pipelines.cdcref import compared_rows, spark_changes
+
+    schema = Schema.of(COLUMNS, primary_keys=["id"], options={"bucket": "2"}
+                       ).to_table_schema(0)
+    cases = [("canal-json", "canal/flink_inventory.jsonl"),
+             ("maxwell-json", "maxwell/flink_inventory.jsonl"),
+             ("ogg-json", "ogg/flink_inventory.jsonl"),
+             ("aws-dms-json", "aws_dms/paimon_product.jsonl")]
+    texts = [(fmt, (CORPUS / name).read_text()) for fmt, name in cases]
+    texts.append(("ogg-json", _ODD_OGG))
+    cols = [*schema.field_names, "_kind", "_error", "_event", "_pos_line"]
+
+    def canon(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return sorted((tuple(r[c] for c in cols) for r in rows), key=repr)
+
+    by_sql = spark_sql_rows(spark, texts, schema, tmp_path, op_ts_column="op_ts")
+    for i, ((fmt, text), ref) in enumerate(zip(texts, by_sql)):
+        ours = FORMATS[fmt].decode(text.encode(), schema, file_index=i, threads=False,
+                                   settings=DecodeSettings(op_ts_column="op_ts"))
+        assert canon(ours.to_pylist()) == canon(ref), fmt
+    assert [r["_error"] for r in by_sql[-1]].count("missing op_ts (op_ts)") == 4
+    for name in ("debezium_json/flink_inventory_plain.jsonl",
+                 "debezium_json/flink_inventory_envelope.jsonl",
+                 "routing/debezium_no_position.jsonl"):
+        ours = FORMATS["debezium-json"].decode((CORPUS / name).read_bytes(), schema,
+                                               threads=False,
+                                               settings=DecodeSettings(op_ts_column="op_ts"))
+        ref = spark_changes(spark, CORPUS / name, schema, op_ts_column="op_ts")
+        assert compared_rows(ours, schema) == compared_rows(ref, schema), name
 
 
 # ---------------------------------------------------------------------------- the job

@@ -22,24 +22,29 @@ from paimon_core.integration import AtomicType, TypeRoot
 from pipelines.cdc.events import _LONG_TOKEN, FIELDS_COLUMN, OTHER_TABLE, TOMBSTONE
 from pipelines.cdc.formats import SLOTS
 from pipelines.cdc.formats.ogg_compressed import NO_VALUE
-from pipelines.cdc.values.convert import CONNECT_DECIMAL
+from pipelines.cdc.values.convert import CONNECT_DECIMAL, MAX_MICROS, MIN_MICROS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["SLOTS", "decimal_base64_fields", "parse_format_events", "with_format_errors"]
+__all__ = ["SLOTS", "decimal_base64_fields", "parse_format_events", "with_format_errors",
+           "with_op_ts"]
 
 _IMG = "map<string,string>"
 _FIELDS = "array<struct<field:string,name:string,parameters:map<string,string>>>"
 _SCHEMAS = {
     "canal-json": f"data array<{_IMG}>, old array<{_IMG}>, type string, isDdl boolean, "
-                  "database string, table string",
+                  "database string, table string, es string",
     "maxwell-json": f"data {_IMG}, old {_IMG}, type string, position string, xoffset long, "
-                    "database string, table string",
-    "ogg-json": f"before {_IMG}, after {_IMG}, op_type string, pos string, table string",
+                    "database string, table string, ts string",
+    "ogg-json": f"before {_IMG}, after {_IMG}, op_type string, pos string, table string, "
+                "op_ts string",
     "aws-dms-json": f"data {_IMG}, metadata struct<operation:string,`record-type`:string,"
-                    "`schema-name`:string,`table-name`:string>",
+                    "`schema-name`:string,`table-name`:string,timestamp:string>",
 }
+#: Spark's pattern of :data:`pipelines.cdc.values.event_time`'s text times
+_ISO = (r"^([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{1,9}))?"
+        r"(?:Z|[+-]00:?00)?$")
 _OPS = {
     "canal-json": {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "ROW": "r", "TRUNCATE": "t"},
     "maxwell-json": {"insert": "c", "bootstrap-insert": "r", "update": "u", "delete": "d"},
@@ -145,17 +150,70 @@ def _no_value(after: Column, before: Column, columns: Sequence[str]) -> Column:
 
 
 def with_format_errors(classified: DataFrame) -> DataFrame:
-    """Classified events (:func:`pipelines.cdc.events.classify_events`) with each event's
-    ``_format_error`` as its reason, over any reason but ``malformed JSON``, a tombstone's
-    and another table's (as the fast path's format outcome)."""
+    """Classified events (:func:`pipelines.cdc.events.classify_events`) with a valid event
+    without its time of change refused (``_time_error``, :func:`with_op_ts`: the last
+    reason), then each event's ``_format_error`` as its reason, over any reason but
+    ``malformed JSON``, a tombstone's and another table's (as the fast path's format
+    outcome)."""
     from pyspark.sql import functions as F
 
     from pipelines.cdc.events import ERROR_COLUMN
 
-    err, own = F.col(ERROR_COLUMN), F.col("_format_error")
-    keep = err.isin("malformed JSON", TOMBSTONE, OTHER_TABLE)
-    return classified.withColumn(ERROR_COLUMN, F.when(
-        own.isNotNull() & (err.isNull() | ~keep), own).otherwise(err))
+    err = F.col(ERROR_COLUMN)
+    if "_time_error" in classified.columns:
+        err = F.coalesce(err, F.col("_time_error"))
+    if "_format_error" in classified.columns:
+        own = F.col("_format_error")
+        keep = err.isin("malformed JSON", TOMBSTONE, OTHER_TABLE)
+        err = F.when(own.isNotNull() & (err.isNull() | ~keep), own).otherwise(err)
+    return classified.withColumn(ERROR_COLUMN, err)
+
+
+def _millis(raw: Column, factor: int = 1) -> Column:
+    """Epoch milliseconds of a time of change (digits times ``factor``, else UTC text; the
+    reference's session runs in UTC), NULL outside years 1..9999
+    (:func:`pipelines.cdc.values.event_time.epoch_millis`)."""
+    from pyspark.sql import functions as F
+
+    lo, hi = MIN_MICROS // 1000, MAX_MICROS // 1000
+    n = F.when(raw.rlike(r"^-?[0-9]{1,18}$"), raw.cast("long"))
+    num = F.when(n.between(lo // factor, hi // factor), n * factor)
+    day_time = F.concat(F.regexp_extract(raw, _ISO, 1), F.lit("T"),
+                        F.regexp_extract(raw, _ISO, 2))
+    seconds = F.unix_millis(F.try_to_timestamp(day_time, F.lit("yyyy-MM-dd'T'HH:mm:ss")))
+    frac = F.rpad(F.substring(F.regexp_extract(raw, _ISO, 3), 1, 3), 3, "0")
+    iso = F.when(raw.rlike(_ISO), seconds + frac.cast("long"))
+    out = F.coalesce(num, iso)
+    return F.when(out.between(lo, hi), out)
+
+
+def with_op_ts(events: DataFrame, fmt: str, column: str) -> DataFrame:
+    """Events (:func:`pipelines.cdc.events.parse_events` for Debezium JSON, else
+    :func:`parse_format_events`) with each event's time of change as the images' ``column``
+    (UTC text, milliseconds) and ``_time_error`` where a row's event has none (the
+    reference of the ``op_ts`` metadata column, :mod:`pipelines.cdc.values.event_time`;
+    fold with :func:`with_format_errors`)."""
+    from pyspark.sql import functions as F
+
+    from pipelines.cdc.events import ROW_OPS
+    from pipelines.cdc.values.event_time import missing_reason
+
+    raw = (F.col("_event_time") if "_event_time" in events.columns
+           else F.col("source")["ts_ms"])
+    ms = _millis(raw, 1000 if fmt == "maxwell-json" else 1)
+    text = F.concat(F.date_format(F.timestamp_millis(ms), "yyyy-MM-dd'T'HH:mm:ss.SSS"),
+                    F.lit("Z"))
+    entry = F.when(ms.isNotNull(), F.create_map(F.lit(column), text)).otherwise(
+        F.create_map().cast(_IMG))
+
+    def put(img: Column) -> Column:
+        return F.when(img.isNotNull(), F.map_concat(
+            F.map_filter(img, lambda k, v: k != column), entry))
+
+    return events.withColumns({
+        "before": put(F.col("before")), "after": put(F.col("after")),
+        "_time_error": F.when(F.col("op").isin(*ROW_OPS) & ms.isNull(),
+                              F.lit(missing_reason(fmt, column)))})
 
 
 def decimal_base64_fields(events: DataFrame, schema: TableSchema) -> DataFrame:
@@ -266,4 +324,15 @@ def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
         F.col("_e._corrupt").alias("_corrupt"),
         (trimmed == "null").alias("_tombstone"),
         ddl.alias("_ddl"), row.alias("_row"), own_error.alias("_format_error"),
+        _event_time(fmt).alias("_event_time"),
     )
+
+
+def _event_time(fmt: str) -> Column:
+    """The text of the event's time of change (:data:`pipelines.cdc.values.event_time.
+    EVENT_TIME_FIELDS`)."""
+    from pyspark.sql import functions as F
+
+    return {"canal-json": F.col("_e.es"), "maxwell-json": F.col("_e.ts"),
+            "ogg-json": F.col("_e.op_ts"),
+            "aws-dms-json": F.col("_e.metadata")["timestamp"]}[fmt]
