@@ -59,8 +59,8 @@ With ``--position-fields``, the named top-level fields of the event (for DMS als
 ``metadata``) order the events and the first fills the sequence column, as for Debezium.
 
 The Spark SQL reference of these semantics is :mod:`pipelines.cdc.formats.reference` (a test
-checks that both give the same rows), except GoldenGate's compressed updates, which it does
-not merge or refuse (it has no channel for a format's own refusal reasons).
+checks that both give the same rows), GoldenGate's compressed updates and the ``op_ts``
+metadata column included.
 """
 
 from __future__ import annotations
