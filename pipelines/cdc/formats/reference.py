@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 
 from paimon_core import TableSchema
 from paimon_core.integration import AtomicType, TypeRoot
-from pipelines.cdc.events import _LONG_TOKEN, FIELDS_COLUMN, OTHER_TABLE, TOMBSTONE
+from pipelines.cdc.events import _LONG_TOKEN, FIELDS_COLUMN, TOMBSTONE
 from pipelines.cdc.formats import SLOTS
 from pipelines.cdc.formats.ogg_compressed import NO_VALUE
+from pipelines.cdc.source_tables import OTHER_TABLE
 from pipelines.cdc.values.convert import CONNECT_DECIMAL, MAX_MICROS, MIN_MICROS
 
 if TYPE_CHECKING:
