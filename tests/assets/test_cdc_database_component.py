@@ -117,6 +117,14 @@ def test_bad_attributes_are_typed_errors(change: dict[str, Any], named: str) -> 
         PaimonCdcDatabase.resolve_from_yaml(yaml.safe_dump(attrs)).source()
 
 
+def test_op_ts_metadata_column_reaches_the_sync() -> None:
+    import yaml
+
+    attrs = {**yaml.safe_load(YAML), "metadata_columns": ["op_ts", "table_name"]}
+    opts = PaimonCdcDatabase.resolve_from_yaml(yaml.safe_dump(attrs)).source().options()
+    assert opts.create.metadata_columns == ("op_ts", "table_name")
+
+
 def test_landing_sensor_requests_a_run_per_new_batch(lake: dict[str, Path]) -> None:
     _land(lake["landing"], 1, "canal_inventory_1.jsonl")
     defs = _defs(PaimonCdcDatabase.resolve_from_yaml(YAML), lake)
