@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime
 import decimal
 import json
 import os
@@ -472,13 +473,23 @@ def cdc_sync_database(sh: Shell, command: str) -> None:
     assert cat.list_tables("ods") == ["src_addresses", "src_customers", "src_products"]
     products = cat.get_table("ods.src_products")
     assert products.schema.options == {"bucket": "2"}
+    rows = products.to_arrow().to_pylist()  # (op_ts: datetimes, not through rows_of's JSON)
     assert sorted((r["id"], r["weight"] == 8.5, r["database_name"], r["table_name"])
-                  for r in rows_of(products)) == [(102, True, "inventory", "products"),
-                                                  (103, False, "inventory", "products")]
-    assert [(r["id"], r["email"]) for r in rows_of(cat.get_table("ods.src_customers"))] == [
+                  for r in rows) == [(102, True, "inventory", "products"),
+                                     (103, False, "inventory", "products")]
+    # op_ts: the time of each row's last change, canal's es (1589373519000, 1589373526000)
+    utc = datetime.UTC
+    assert {r["id"]: r["op_ts"] for r in rows} == {
+        102: datetime.datetime(2020, 5, 13, 12, 38, 39, tzinfo=utc),
+        103: datetime.datetime(2020, 5, 13, 12, 38, 46, tzinfo=utc)}
+
+    def arrow_rows(name: str) -> list[dict[str, Any]]:
+        return cat.get_table(name).to_arrow().to_pylist()
+
+    assert [(r["id"], r["email"]) for r in arrow_rows("ods.src_customers")] == [
         (1001, "sally@example.com")]
-    assert sorted((r["id"], r["is_default"]) for r in rows_of(
-        cat.get_table("ods.src_addresses"))) == [(10, True), (11, True)]
+    assert sorted((r["id"], r["is_default"]) for r in arrow_rows("ods.src_addresses")) == [
+        (10, True), (11, True)]
     assert fsck(products).ok
 
 
@@ -659,7 +670,7 @@ SCENARIOS: dict[str, Callable[[Shell, str], None]] = {
     "/data/landing/products --format canal-json --source-table products2": cdc_ingest_format,
     "python -m pipelines.jobs.cdc_sync_database --warehouse /data/wh --database ods --landing "
     "/data/landing/inventory --format canal-json --excluding-tables orders --table-prefix src_ "
-    "--metadata-column database_name,table_name --table-conf bucket=2": cdc_sync_database,
+    "--metadata-column database_name,table_name,op_ts --table-conf bucket=2": cdc_sync_database,
     "python -m pipelines.jobs.cdc_ingest --warehouse /data/wh --database ods --landing "
     "/data/landing/inventory --format canal-json": cdc_ingest_database,
     "python -m pipelines.jobs.batch_overwrite --warehouse /data/wh --table sales.orders --input "

@@ -130,6 +130,7 @@ from pipelines.cdc.routing import routing
 from pipelines.cdc.schema import commit_batch, evolve, settle, withdraw
 from pipelines.cdc.settings import DecodeSettings, EpochUnit, Unavailable
 from pipelines.cdc.source_tables import OTHER_TABLE, TableFilter
+from pipelines.cdc.values.event_time import check_event_time
 from pipelines.config import (
     CatalogSettings,
     TableHandle,
@@ -201,9 +202,15 @@ class CdcOptions:
     #: column's scale (``--decimal-base64``; see
     #: :class:`~pipelines.cdc.settings.DecodeSettings`); only with ``debezium-json``
     decimal_base64: bool = False
+    #: the table column filled with each event's time of change in the source database (the
+    #: database sync's ``op_ts`` metadata column, :mod:`pipelines.cdc.values.event_time`): a
+    #: TIMESTAMP / TIMESTAMP_LTZ column of the table; an event without one is quarantined
+    op_ts_column: str | None = None
 
     def __post_init__(self) -> None:
         self.decode_settings(self.sequence_column)  # a decode setting it refuses, refused now
+        if self.op_ts_column is not None:
+            check_event_time(self.format)
         if self.decimal_base64 and self.format != DEFAULT_FORMAT:
             raise ConfigError("decimal_base64", f"applies to {DEFAULT_FORMAT} events only, "
                                                 f"not {self.format}")
@@ -222,7 +229,8 @@ class CdcOptions:
         table written, whose name the events are routed by, :meth:`source_tables`); raises
         ``ConfigError`` naming a setting the decoders do not know."""
         return DecodeSettings(self.position_fields, self.epoch_unit, sequence_column,
-                              self.unavailable, self.source_tables(target), self.decimal_base64)
+                              self.unavailable, self.source_tables(target), self.decimal_base64,
+                              self.op_ts_column, tuple(c for c, _ in self.constant_columns))
 
 
 @dataclass

@@ -40,7 +40,12 @@ class DecodeSettings:
     ``decimal_base64``: Debezium JSON without schemas (``schemas.enable=false``) under
     ``decimal.handling.mode=precise``: a DECIMAL column's text values whose event names no
     logical type are Kafka Connect ``Decimal`` bytes (base64 of the unscaled value), decoded
-    with the column's scale (never guessed: text that is no base64 is read as decimal text).
+    with the column's scale (never guessed: text that is no base64 is read as decimal text);
+    ``op_ts_column``: the table column filled with each event's time of change in the source
+    database (the ``op_ts`` metadata column, :mod:`pipelines.cdc.values.event_time`; an event
+    without one is rejected; ``None``: none); ``filled_columns``: table columns the job
+    fills itself after decoding (the ``database_name`` / ``table_name`` metadata columns),
+    never expected in the events' images (a GoldenGate compressed update does not lack them).
 
     Raises:
         ConfigError: a value the decoders do not know (the message names the setting).
@@ -52,6 +57,8 @@ class DecodeSettings:
     unavailable: Unavailable = "previous"
     source_tables: TableFilter | None = None
     decimal_base64: bool = False
+    op_ts_column: str | None = None
+    filled_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.source_tables is not None:
@@ -76,9 +83,10 @@ class DecodeSettings:
             object.__setattr__(self, "position_fields", tuple(pf))
         if not isinstance(self.decimal_base64, bool):
             raise ConfigError("decimal_base64", f"{self.decimal_base64!r} is not a bool")
-        sc = self.sequence_column
-        if sc is not None and (not isinstance(sc, str) or not sc):
-            raise ConfigError("sequence_column", f"{sc!r} is not a column name")
+        for name in ("sequence_column", "op_ts_column"):
+            sc = getattr(self, name)
+            if sc is not None and (not isinstance(sc, str) or not sc):
+                raise ConfigError(name, f"{sc!r} is not a column name")
 
     @classmethod
     def of(cls, settings: Mapping[str, object]) -> DecodeSettings:

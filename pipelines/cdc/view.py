@@ -42,6 +42,7 @@ from pipelines.cdc.values.convert import (
     json_text,
     schema_types,
 )
+from pipelines.cdc.values.event_time import epoch_millis, missing_reason, op_ts_values
 
 __all__ = ["decode_view", "envelope"]
 
@@ -164,12 +165,16 @@ def _unavailable(raw: pa.Array, f: DataField) -> pa.Array | None:
 def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
                  target: pa.Schema, settings: DecodeSettings, *,
                  seq_value: pa.Array | None = None,
-                 shared_types: dict[str, Logical] | None = None) -> dict[str, pa.Array]:
+                 shared_types: dict[str, Logical] | None = None,
+                 op_ts: pa.Array | None = None, op_ts_format: str = "debezium-json"
+                 ) -> dict[str, pa.Array]:
     """Outputs of one envelope view of a parsed chunk (one row per event; the ``-D`` of a
     key-changing update in ``_old_key``). ``seq_value``: the sequence column's value per row
     when the view's format computes it (default: from the position fields).
     ``shared_types``: the logical types of the one schema every event of the file carries
-    (else read from the view's ``schema``)."""
+    (else read from the view's ``schema``). ``op_ts``: each row's time of change in epoch
+    milliseconds when the view's format reads it (default: Debezium's ``source.ts_ms``),
+    for ``settings.op_ts_column``; ``op_ts_format``: the format named in its reason."""
     op_raw = v["op"]
     op = json_text(op_raw) if op_raw is not None else pa.nulls(n, pa.string())
     before, after = v["before"], v["after"]
@@ -197,12 +202,18 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
         types = _column_scales(schema, types, n)
     typed_before, deferred = _values(schema, target, settings, out, reasons, bef, aft, is_d,
                                      is_u, seq_value, types)
+    op_ts_column = settings.op_ts_column
+    if op_ts_column is not None:  # the event's time of change (:mod:`.values.event_time`)
+        millis = op_ts if op_ts is not None else epoch_millis(Fields(v["source"], n)("ts_ms"), n)
+        out[op_ts_column] = typed_before[op_ts_column] = op_ts_values(
+            millis, target.field(op_ts_column).type)
+        deferred = [f for f in deferred if f.name != op_ts_column]
     for f in schema.fields if settings.unavailable == "refuse" else ():
         toast = _unavailable(aft(f.name), f)  # (a delete keeps no values)
         if toast is not None:
             reasons.append((pc.and_(cru, toast), f"unchanged TOAST value for {f.name}"))
     for f in schema.fields:
-        if f.name not in schema.primary_keys and not f.type.nullable:
+        if f.name not in schema.primary_keys and not f.type.nullable and f.name != op_ts_column:
             absent = pc.is_null(pc.if_else(is_d, bef(f.name), aft(f.name)))
             reasons.append((pc.and_(cru, absent), f"null for NOT NULL column {f.name}"))
     if sequence_column is not None:
@@ -210,6 +221,10 @@ def decode_view(v: dict[str, pa.Array | None], n: int, schema: TableSchema,
         absent = pc.is_null(pc.if_else(is_d, bef(sequence_column), aft(sequence_column)))
         reasons.append((pc.and_(pc.and_(row_op, absent), pc.is_null(seq_value)),
                         f"{SEQUENCE_UNFIT} {sequence_column}"))
+    if op_ts_column is not None:
+        row_op = pc.fill_null(pc.is_in(op, pa.array(ROW_OPS)), False)
+        reasons.append((pc.and_(row_op, pc.is_null(out[op_ts_column])),
+                        missing_reason(op_ts_format, op_ts_column)))
     err = pa.nulls(n, pa.string())
     for cond, reason in reversed(reasons):
         err = pc.if_else(pc.fill_null(cond, False), reason, err)

@@ -106,7 +106,7 @@ def test_no_table_yet_builds_no_asset(lake: dict[str, Path]) -> None:
     ({"format": "debezium-avro"}, "format 'debezium-avro'"),
     ({"including_tables": "prod("}, "including_tables: 'prod('"),
     ({"type_mapping": ["to-lowercase"]}, "type_mapping: 'to-lowercase'"),
-    ({"metadata_columns": ["op_ts"]}, "metadata_columns: 'op_ts' is not supported"),
+    ({"metadata_columns": ["op_time"]}, "metadata_columns: 'op_time' is not supported"),
     ({"database": "a.b"}, "database 'a.b'"),
 ])
 def test_bad_attributes_are_typed_errors(change: dict[str, Any], named: str) -> None:
@@ -115,6 +115,14 @@ def test_bad_attributes_are_typed_errors(change: dict[str, Any], named: str) -> 
     attrs = {**yaml.safe_load(YAML), **change}
     with pytest.raises(SettingsError, match=f"^{re.escape(named)}"):
         PaimonCdcDatabase.resolve_from_yaml(yaml.safe_dump(attrs)).source()
+
+
+def test_op_ts_metadata_column_reaches_the_sync() -> None:
+    import yaml
+
+    attrs = {**yaml.safe_load(YAML), "metadata_columns": ["op_ts", "table_name"]}
+    opts = PaimonCdcDatabase.resolve_from_yaml(yaml.safe_dump(attrs)).source().options()
+    assert opts.create.metadata_columns == ("op_ts", "table_name")
 
 
 def test_landing_sensor_requests_a_run_per_new_batch(lake: dict[str, Path]) -> None:

@@ -1,7 +1,9 @@
 """The Spark SQL reference of the CDC formats, for the test that compares it with the fast
 path: each format's events read by :func:`pipelines.cdc.formats.reference.parse_format_events`,
 then decoded as Debezium's by :mod:`pipelines.cdc.events`; the rows are given the fast path's
-conventions (``_event`` 2 * row, ``ddl``, an event with a rejected row rejected whole)."""
+conventions (``_event`` 2 * row, ``ddl``, an event with a rejected row rejected whole); a
+format's own refusals (GoldenGate's compressed updates) by
+:func:`pipelines.cdc.formats.reference.with_format_errors`."""
 
 from __future__ import annotations
 
@@ -34,14 +36,20 @@ def _whole_events(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def spark_sql_rows(spark: Any, cases: list[tuple[str, str]], schema: Any,
-                   tmp: Any, source_tables: Any = None) -> list[list[dict[str, Any]]]:
+                   tmp: Any, source_tables: Any = None, op_ts_column: str | None = None
+                   ) -> list[list[dict[str, Any]]]:
     """Per ``(format, file text)`` of ``cases`` (the file index is the case's), its change
     rows by the Spark SQL reference (one Spark job for all); ``source_tables``: the
-    :class:`~pipelines.cdc.source_tables.TableFilter` of the events taken."""
+    :class:`~pipelines.cdc.source_tables.TableFilter` of the events taken; ``op_ts_column``:
+    the column filled with each event's time of change."""
     from paimon_core.io.file_io import FileIO
     from pipelines.cdc.batch.stage import read_lines
     from pipelines.cdc.events import classify_events, to_changes
-    from pipelines.cdc.formats.reference import parse_format_events
+    from pipelines.cdc.formats.reference import (
+        parse_format_events,
+        with_format_errors,
+        with_op_ts,
+    )
 
     paths = []
     for case, (_, text) in enumerate(cases):
@@ -52,11 +60,15 @@ def spark_sql_rows(spark: Any, cases: list[tuple[str, str]], schema: Any,
     index = {p: i for i, p in enumerate(paths)}
     events = None
     for (fmt, _), path in zip(cases, paths):
-        ev = parse_format_events(lines.filter(lines.file == path), fmt, schema, index)
+        filled = [op_ts_column] if op_ts_column is not None else []
+        ev = parse_format_events(lines.filter(lines.file == path), fmt, schema, index, filled)
+        if op_ts_column is not None:
+            ev = with_op_ts(ev, fmt, op_ts_column)
         events = ev if events is None else events.unionByName(ev)
     assert events is not None
-    classified = classify_events(events, schema, position_fields=list(SLOTS),
-                                 unavailable="store", source_tables=source_tables)
+    classified = with_format_errors(classify_events(
+        events, schema, position_fields=list(SLOTS), unavailable="store",
+        source_tables=source_tables))
     ref = to_changes(classified, schema, position_fields=list(SLOTS),
                      keep_rejected=True).toArrow().to_pylist()
     per_case: list[list[dict[str, Any]]] = [[] for _ in cases]

@@ -15,15 +15,29 @@ COMPARED = ("_kind", "_pos_n0", "_pos_s0", "_pos_ts", "_pos_line", "_error", "_e
 
 def spark_changes(spark: Any, path: Path, schema: TableSchema, **opts: Any) -> Any:
     """The change rows of the JSON-lines file at ``path`` by the Spark SQL reference
-    (``parse_events`` -> ``classify_events`` -> ``to_changes(keep_rejected=True)``), as Arrow."""
+    (``parse_events`` -> ``classify_events`` -> ``to_changes(keep_rejected=True)``), as Arrow;
+    ``decimal_base64=True``: the events' decimals as Kafka Connect bytes of the column's
+    scale where their schema names none (``decimal_base64_fields``); ``op_ts_column``: the
+    column filled with each event's time of change (``with_op_ts``)."""
     from paimon_core.io.file_io import FileIO
     from pipelines.cdc.batch.stage import read_lines
     from pipelines.cdc.events import classify_events, parse_events, to_changes
+    from pipelines.cdc.formats.reference import (
+        decimal_base64_fields,
+        with_format_errors,
+        with_op_ts,
+    )
 
     lines = read_lines(spark, FileIO(str(path.parent)), [str(path)])
+    events = parse_events(lines)
+    if opts.pop("decimal_base64", False):
+        events = decimal_base64_fields(events, schema)
+    op_ts_column = opts.pop("op_ts_column", None)
+    if op_ts_column is not None:
+        events = with_op_ts(events, "debezium-json", op_ts_column)
     changes = {k: v for k, v in opts.items() if k not in ("unavailable", "source_tables")}
-    return to_changes(classify_events(parse_events(lines), schema, **opts), schema,
-                      keep_rejected=True, **changes).toArrow()
+    classified = with_format_errors(classify_events(events, schema, **opts))
+    return to_changes(classified, schema, keep_rejected=True, **changes).toArrow()
 
 
 def compared_rows(t: Any, schema: TableSchema) -> list[tuple[Any, ...]]:

@@ -88,8 +88,8 @@ def test_mysql_types_and_type_mappings() -> None:
     assert mysql_type("bigint unsigned", ["bigint-unsigned-to-bigint"]) == "BIGINT"
     with pytest.raises(ConfigError, match="decimal-no-change"):
         CreateOptions(type_mapping=("decimal-no-change",))
-    with pytest.raises(ConfigError, match="'op_ts' is not supported"):
-        CreateOptions(metadata_columns=("database_name", "op_ts"))
+    with pytest.raises(ConfigError, match="'op_time' is not supported"):
+        CreateOptions(metadata_columns=("database_name", "op_time"))
     with pytest.raises(ConfigError, match="including-tables"):
         DatabaseOptions(including_tables="orders(")
 

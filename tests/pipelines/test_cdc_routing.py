@@ -316,3 +316,45 @@ def test_schemaless_decimal_bytes_only_behind_the_option() -> None:
     assert cdc_options(args).decode_settings(None).decimal_base64 is True
     with pytest.raises(ConfigError, match=r"decimal_base64.*canal-json"):
         CdcOptions(format="canal-json", decimal_base64=True)
+
+
+@pytest.mark.spark
+def test_decimal_base64_agrees_with_the_reference(spark: Any, tmp_path: Path) -> None:
+    """``--decimal-base64`` in the Spark SQL reference: the same rows and reasons. By hand:
+    ``AJY=`` (00 96) is 150 -> 1.50, ``/2o=`` (ff 6a) is -150 -> -1.50, ``AYag`` (01 86 a0)
+    is 100000 -> 1000.00 (beyond DECIMAL(5, 2): bad value), ``12.50`` is no base64 (read as
+    text), ``AJY`` is no strict base64 (text, not a decimal: bad value); an event whose
+    schema names the column a Connect ``Decimal`` of scale 1 is decoded by that scale
+    (``AJY=`` -> 15.0)."""
+    import decimal
+
+    from pipelines.cdc.decode import decode_events
+    from pipelines.cdc.settings import DecodeSettings
+    from tests.pipelines.cdcref import compared_rows, spark_changes
+
+    schema = Schema.from_json(_schema([("id", "INT NOT NULL"), ("price", "DECIMAL(5, 2)")])
+                              ).to_table_schema(0)
+
+    def ev(i: int, price: str, schema_scale: int | None = None) -> str:
+        e: dict[str, Any] = {"op": "c", "after": {"id": i, "price": price},
+                             "source": {"connector": "postgresql", "lsn": 10 + i}}
+        if schema_scale is None:
+            return json.dumps(e)
+        fields = [{"field": "id", "type": "int32"},
+                  {"field": "price", "type": "bytes", "parameters": {"scale": str(schema_scale)},
+                   "name": "org.apache.kafka.connect.data.Decimal"}]
+        return json.dumps({"schema": {"type": "struct", "fields": [
+            {"field": "after", "type": "struct", "fields": fields}]}, "payload": e})
+
+    lines = [ev(1, "AJY="), ev(2, "/2o="), ev(3, "AYag"), ev(4, "12.50"), ev(5, "AJY"),
+             ev(6, "AJY=", schema_scale=1)]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    ours = decode_events(lines, schema, settings=DecodeSettings(decimal_base64=True))
+    ref = spark_changes(spark, path, schema, decimal_base64=True)
+    assert compared_rows(ours, schema) == compared_rows(ref, schema)
+    got = sorted((r["_pos_line"], r["price"], r["_error"]) for r in ref.to_pylist())
+    d = decimal.Decimal
+    assert got == [(1, d("1.50"), None), (2, d("-1.50"), None),
+                   (3, None, "bad value for price"), (4, d("12.50"), None),
+                   (5, None, "bad value for price"), (6, d("15.00"), None)]

@@ -23,6 +23,7 @@ from pipelines.cdc.ranges import (
     range_bytes,
 )
 from pipelines.cdc.routing import routing
+from pipelines.cdc.values.event_time import check_op_ts_column
 from pipelines.config import TableHandle
 from pipelines.session import default_parallelism
 from pipelines.spark_types import spark_schema
@@ -151,6 +152,8 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
     constants = opts.constant_columns
     for name, _ in constants:
         schema.field(name)  # a column of the table (else SchemaError naming it)
+    if opts.op_ts_column is not None:
+        check_op_ts_column(schema, opts.op_ts_column)
     splittable = fmt.splittable
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

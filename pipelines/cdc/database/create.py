@@ -19,11 +19,13 @@ event's own (canal ``pkNames``, maxwell ``primary_key_columns`` -- with Maxwell'
 none), else the table is refused by name (:class:`NoPrimaryKeyError`). ``--partition-keys``
 apply when the table has every one of those columns (else none, as Paimon's database sync).
 ``--table-conf`` options are the table's options. ``--metadata-column`` ``database_name``,
-``table_name`` (Paimon's ``CdcMetadataConverter`` names; ``STRING``, where Paimon says
-``STRING NOT NULL``: the decoders check NOT NULL before the values are filled) are appended
-to the columns and filled on every row with the event's database and table
-(:attr:`pipelines.cdc.ingest.CdcOptions.constant_columns`); ``op_ts`` is refused (the
-decoders do not carry each event's source timestamp yet).
+``table_name``, ``op_ts`` (Paimon's ``CdcMetadataConverter`` names; ``STRING`` and
+``TIMESTAMP_LTZ(3)``, nullable where Paimon says NOT NULL: the decoders check them before
+the values are filled) are appended to the columns: ``database_name`` / ``table_name`` filled
+on every row with the event's database and table
+(:attr:`pipelines.cdc.ingest.CdcOptions.constant_columns`), ``op_ts`` with each event's time
+of change in the source database (:attr:`pipelines.cdc.ingest.CdcOptions.op_ts_column`,
+:mod:`pipelines.cdc.values.event_time`, where each format's field is said).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from paimon_core import Schema, SchemaError
 from paimon_core.errors import ConfigError
 from pipelines.cdc.formats import sample_values
 from pipelines.cdc.schema import infer_column_type
+from pipelines.cdc.values.event_time import OP_TS, OP_TS_TYPE
 
 __all__ = ["METADATA_COLUMNS", "TYPE_MAPPINGS", "CreateOptions", "NoColumnsYet",
            "NoPrimaryKeyError", "connect_type", "mysql_type", "new_table_schema"]
@@ -46,8 +49,9 @@ __all__ = ["METADATA_COLUMNS", "TYPE_MAPPINGS", "CreateOptions", "NoColumnsYet",
 TYPE_MAPPINGS = ("to-string", "tinyint1-not-bool", "char-to-string", "longtext-to-bytes",
                  "to-nullable", "bigint-unsigned-to-bigint")
 
-#: the ``--metadata-column`` names taken (Paimon's ``CdcMetadataConverter.columnName``)
-METADATA_COLUMNS = ("database_name", "table_name")
+#: the ``--metadata-column`` names taken (Paimon's ``CdcMetadataConverter.columnName``) and
+#: their types
+METADATA_COLUMNS = {"database_name": "STRING", "table_name": "STRING", OP_TS: OP_TS_TYPE}
 
 
 class NoColumnsYet(SchemaError):
@@ -84,10 +88,6 @@ class CreateOptions:
 
     def __post_init__(self) -> None:
         for name in self.metadata_columns:
-            if name == "op_ts":
-                raise ConfigError("metadata-column", "'op_ts' is not supported: the decoders "
-                                  "do not carry each event's source timestamp; one of "
-                                  f"{', '.join(METADATA_COLUMNS)}")
             if name not in METADATA_COLUMNS:
                 raise ConfigError("metadata-column", f"{name!r} is not supported; one of "
                                                      f"{', '.join(METADATA_COLUMNS)}")
@@ -287,6 +287,6 @@ def new_table_schema(identifier: str, fmt: str, lines: Sequence[str],
     partitions = (list(options.partition_keys)
                   if options.partition_keys and set(options.partition_keys) <= set(columns)
                   else [])
-    metadata = [(c, "STRING") for c in options.metadata_columns]
+    metadata = [(c, METADATA_COLUMNS[c]) for c in options.metadata_columns]
     return Schema.of([*((c, typed[c]) for c in columns), *metadata], primary_keys=keys,
                      partition_keys=partitions, options=dict(options.table_conf))

@@ -56,6 +56,7 @@ from pipelines.cdc.ingest import (
 )
 from pipelines.cdc.lines import split_lines
 from pipelines.cdc.source_tables import TableFilter
+from pipelines.cdc.values.event_time import OP_TS, check_event_time
 from pipelines.config import CatalogSettings
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ class DatabaseOptions:
 
     def __post_init__(self) -> None:
         self.table_filter()  # a pattern that is not a regex, refused now (ConfigError)
+        if OP_TS in self.create.metadata_columns:
+            check_event_time(self.cdc.format)  # a format without times, refused now
 
     def table_filter(self) -> TableFilter:
         return TableFilter(self.including_tables, self.excluding_tables)
@@ -179,6 +182,8 @@ def _metadata(staged: StagedTable, opts: DatabaseOptions) -> tuple[tuple[str, st
     values = {"database_name": staged.database, "table_name": staged.table}
     out = []
     for name in opts.create.metadata_columns:
+        if name not in values:  # op_ts: per event (CdcOptions.op_ts_column)
+            continue
         value = values[name]
         if value is None:
             raise SchemaError(f"metadata column {name}: the events of {staged.name} name no "
@@ -197,7 +202,8 @@ def _sync_table(spark: SparkSession, settings: CatalogSettings, fio: FileIO, dat
         out.created = _ensure_table(settings, fio, target, staged, opts)
         pattern = re.escape(staged.name)
         cdc = replace(opts.cdc, commit_user=out.commit_user, source_table=pattern,
-                      quarantine=None, constant_columns=_metadata(staged, opts))
+                      quarantine=None, constant_columns=_metadata(staged, opts),
+                      op_ts_column=OP_TS if OP_TS in opts.create.metadata_columns else None)
         out.report = ingest_batch(spark, settings, target, batch, list(staged.parts), cdc,
                                   landing_io=fio, quarantine_root=join(q_root, target),
                                   properties=properties)

@@ -59,8 +59,8 @@ With ``--position-fields``, the named top-level fields of the event (for DMS als
 ``metadata``) order the events and the first fills the sequence column, as for Debezium.
 
 The Spark SQL reference of these semantics is :mod:`pipelines.cdc.formats.reference` (a test
-checks that both give the same rows), except GoldenGate's compressed updates, which it does
-not merge or refuse (it has no channel for a format's own refusal reasons).
+checks that both give the same rows), GoldenGate's compressed updates and the ``op_ts``
+metadata column included.
 """
 
 from __future__ import annotations
@@ -106,6 +106,7 @@ from pipelines.cdc.formats.views import (
 from pipelines.cdc.ranges import RangeUnit
 from pipelines.cdc.settings import DEFAULT_SETTINGS, DecodeSettings
 from pipelines.cdc.source_tables import OTHER_TABLE, route
+from pipelines.cdc.values.event_time import event_millis
 from pipelines.cdc.view import decode_view
 from pipelines.writer import BUCKET_COLUMN as BUCKET
 
@@ -154,7 +155,9 @@ class JsonFormat:
         check_sequence(self.name, settings.sequence_column, settings.position_fields)
         fmt = self
         if self.presence_fn is not None:
-            columns = [c for c in schema.field_names if c != settings.sequence_column]
+            filled = (settings.sequence_column, settings.op_ts_column,  # not from images
+                      *settings.filled_columns)
+            columns = [c for c in schema.field_names if c not in filled]
             presence = self.presence_fn(data, columns, kw.get("first_line", 1))
             if presence is not None:
                 view: Callable[..., View] = self.view_fn  # (ogg_view takes presence)
@@ -180,10 +183,12 @@ class JsonFormat:
             source, fields, seq = v.fields, position_fields, None
         env: dict[str, pa.Array | None] = {"op": v.op, "ts_ms": None, "before": v.before,
                                            "after": v.after, "source": source, "schema": None}
+        op_ts = (event_millis(self.name, t).take(pa.array(v.event))
+                 if settings.op_ts_column is not None else None)
         views = decode_view(env, m, schema, target,
                             replace(settings, position_fields=tuple(fields), unavailable="store",
                                     decimal_base64=False),
-                            seq_value=seq)
+                            seq_value=seq, op_ts=op_ts, op_ts_format=self.name)
         err = pc.if_else(pc.is_valid(v.outcome), v.outcome, views[ERROR_COLUMN])
         if sequence_column is not None and self.sequence_hint:
             generic = f"{SEQUENCE_UNFIT} {sequence_column}"

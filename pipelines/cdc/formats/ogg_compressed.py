@@ -14,8 +14,9 @@ line's image objects with a regular expression that steps over whole JSON string
 matches ``"<column>":`` in them (a quote inside a string is escaped, so that text is a key),
 vectorised over the lines, only for the updates with a NULL in ``after`` (an update holding
 every column is whole). Images are flat objects (GoldenGate prints column values, never
-objects). A table column the source does not send is named too, except the sequence column
-(filled from ``pos``).
+objects). A table column the source does not send is named too, except the columns the job
+fills itself: the sequence column (from ``pos``), the ``op_ts`` metadata column (from
+``op_ts``) and the database sync's ``database_name`` / ``table_name``.
 """
 
 from __future__ import annotations

@@ -3,33 +3,49 @@ format's events as the columns of :func:`pipelines.cdc.events.parse_events` (one
 an event, the format's position in ``source`` as :data:`SLOTS`), so that
 :func:`pipelines.cdc.events.classify_events` and :func:`pipelines.cdc.events.to_changes` (with
 ``position_fields=SLOTS``) decode them as Debezium's. A test checks that the fast path gives
-the same rows."""
+the same rows.
+
+A format's own refusals (GoldenGate's compressed updates without a value for a column,
+:mod:`pipelines.cdc.formats.ogg_compressed`) are the events' ``_format_error`` column,
+folded into the classified events' reason by :func:`with_format_errors`. The reference of
+Debezium JSON's ``--decimal-base64`` (:class:`~pipelines.cdc.settings.DecodeSettings`) is
+:func:`decimal_base64_fields`, applied to the events of
+:func:`pipelines.cdc.events.parse_events` before they are classified."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from paimon_core import TableSchema
 from paimon_core.integration import AtomicType, TypeRoot
-from pipelines.cdc.events import _LONG_TOKEN, FIELDS_COLUMN
+from pipelines.cdc.events import _LONG_TOKEN, FIELDS_COLUMN, TOMBSTONE
 from pipelines.cdc.formats import SLOTS
+from pipelines.cdc.formats.ogg_compressed import NO_VALUE
+from pipelines.cdc.source_tables import OTHER_TABLE
+from pipelines.cdc.values.convert import CONNECT_DECIMAL, MAX_MICROS, MIN_MICROS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["SLOTS", "parse_format_events"]
+__all__ = ["SLOTS", "decimal_base64_fields", "parse_format_events", "with_format_errors",
+           "with_op_ts"]
 
 _IMG = "map<string,string>"
+_FIELDS = "array<struct<field:string,name:string,parameters:map<string,string>>>"
 _SCHEMAS = {
     "canal-json": f"data array<{_IMG}>, old array<{_IMG}>, type string, isDdl boolean, "
-                  "database string, table string",
+                  "database string, table string, es string",
     "maxwell-json": f"data {_IMG}, old {_IMG}, type string, position string, xoffset long, "
-                    "database string, table string",
-    "ogg-json": f"before {_IMG}, after {_IMG}, op_type string, pos string, table string",
+                    "database string, table string, ts string",
+    "ogg-json": f"before {_IMG}, after {_IMG}, op_type string, pos string, table string, "
+                "op_ts string",
     "aws-dms-json": f"data {_IMG}, metadata struct<operation:string,`record-type`:string,"
-                    "`schema-name`:string,`table-name`:string>",
+                    "`schema-name`:string,`table-name`:string,timestamp:string>",
 }
+#: Spark's pattern of :data:`pipelines.cdc.values.event_time`'s text times
+_ISO = (r"^([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{1,9}))?"
+        r"(?:Z|[+-]00:?00)?$")
 _OPS = {
     "canal-json": {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "ROW": "r", "TRUNCATE": "t"},
     "maxwell-json": {"insert": "c", "bootstrap-insert": "r", "update": "u", "delete": "d"},
@@ -110,12 +126,128 @@ def _file_ordinal(file_index: Mapping[str, int]) -> Column:
     return fidx
 
 
+def _compressed(after: Column, before: Column) -> Column:
+    """A GoldenGate update's ``after`` with the columns it leaves out (keys it lacks) taken
+    from ``before``."""
+    from pyspark.sql import functions as F
+
+    return F.map_concat(F.map_filter(F.coalesce(before, F.create_map().cast(_IMG)),
+                                     lambda k, v: ~F.array_contains(F.map_keys(after), k)),
+                        after)
+
+
+def _no_value(after: Column, before: Column, columns: Sequence[str]) -> Column:
+    """:data:`~pipelines.cdc.formats.ogg_compressed.NO_VALUE` and the table ``columns``
+    neither image holds (a key of neither map), else NULL."""
+    from pyspark.sql import functions as F
+
+    empty = F.create_map().cast(_IMG)
+    held = F.array_union(F.map_keys(F.coalesce(after, empty)),
+                         F.map_keys(F.coalesce(before, empty)))
+    missing = F.filter(F.array(*[F.lit(c) for c in columns]),
+                       lambda c: ~F.array_contains(held, c))
+    return F.when(F.size(missing) > 0, F.concat(F.lit(NO_VALUE),
+                                                 F.array_join(missing, ", ")))
+
+
+def with_format_errors(classified: DataFrame) -> DataFrame:
+    """Classified events (:func:`pipelines.cdc.events.classify_events`) with a valid event
+    without its time of change refused (``_time_error``, :func:`with_op_ts`: the last
+    reason), then each event's ``_format_error`` as its reason, over any reason but
+    ``malformed JSON``, a tombstone's and another table's (as the fast path's format
+    outcome)."""
+    from pyspark.sql import functions as F
+
+    from pipelines.cdc.events import ERROR_COLUMN
+
+    err = F.col(ERROR_COLUMN)
+    if "_time_error" in classified.columns:
+        err = F.coalesce(err, F.col("_time_error"))
+    if "_format_error" in classified.columns:
+        own = F.col("_format_error")
+        keep = err.isin("malformed JSON", TOMBSTONE, OTHER_TABLE)
+        err = F.when(own.isNotNull() & (err.isNull() | ~keep), own).otherwise(err)
+    return classified.withColumn(ERROR_COLUMN, err)
+
+
+def _millis(raw: Column, factor: int = 1) -> Column:
+    """Epoch milliseconds of a time of change (digits times ``factor``, else UTC text; the
+    reference's session runs in UTC), NULL outside years 1..9999
+    (:func:`pipelines.cdc.values.event_time.epoch_millis`)."""
+    from pyspark.sql import functions as F
+
+    lo, hi = MIN_MICROS // 1000, MAX_MICROS // 1000
+    n = F.when(raw.rlike(r"^-?[0-9]{1,18}$"), raw.cast("long"))
+    num = F.when(n.between(lo // factor, hi // factor), n * factor)
+    day_time = F.concat(F.regexp_extract(raw, _ISO, 1), F.lit("T"),
+                        F.regexp_extract(raw, _ISO, 2))
+    seconds = F.unix_millis(F.try_to_timestamp(day_time, F.lit("yyyy-MM-dd'T'HH:mm:ss")))
+    frac = F.rpad(F.substring(F.regexp_extract(raw, _ISO, 3), 1, 3), 3, "0")
+    iso = F.when(raw.rlike(_ISO), seconds + frac.cast("long"))
+    out = F.coalesce(num, iso)
+    return F.when(out.between(lo, hi), out)
+
+
+def with_op_ts(events: DataFrame, fmt: str, column: str) -> DataFrame:
+    """Events (:func:`pipelines.cdc.events.parse_events` for Debezium JSON, else
+    :func:`parse_format_events`) with each event's time of change as the images' ``column``
+    (UTC text, milliseconds) and ``_time_error`` where a row's event has none (the
+    reference of the ``op_ts`` metadata column, :mod:`pipelines.cdc.values.event_time`;
+    fold with :func:`with_format_errors`)."""
+    from pyspark.sql import functions as F
+
+    from pipelines.cdc.events import ROW_OPS
+    from pipelines.cdc.values.event_time import missing_reason
+
+    raw = (F.col("_event_time") if "_event_time" in events.columns
+           else F.col("source")["ts_ms"])
+    ms = _millis(raw, 1000 if fmt == "maxwell-json" else 1)
+    text = F.concat(F.date_format(F.timestamp_millis(ms), "yyyy-MM-dd'T'HH:mm:ss.SSS"),
+                    F.lit("Z"))
+    entry = F.when(ms.isNotNull(), F.create_map(F.lit(column), text)).otherwise(
+        F.create_map().cast(_IMG))
+
+    def put(img: Column) -> Column:
+        return F.when(img.isNotNull(), F.map_concat(
+            F.map_filter(img, lambda k, v: k != column), entry))
+
+    return events.withColumns({
+        "before": put(F.col("before")), "after": put(F.col("after")),
+        "_time_error": F.when(F.col("op").isin(*ROW_OPS) & ms.isNull(),
+                              F.lit(missing_reason(fmt, column)))})
+
+
+def decimal_base64_fields(events: DataFrame, schema: TableSchema) -> DataFrame:
+    """Events of :func:`pipelines.cdc.events.parse_events` whose schema names no logical type
+    for a DECIMAL column given Kafka Connect's ``Decimal`` of the column's scale (the
+    reference of ``decimal_base64``: base64 text decodes by the column's scale, other text is
+    read as a decimal)."""
+    from pyspark.sql import functions as F
+
+    decimals = [(f.name, f.type.scale) for f in schema.fields
+                if isinstance(f.type, AtomicType) and f.type.root is TypeRoot.DECIMAL]
+    if not decimals:
+        return events
+    names = F.array(*[F.lit(n) for n, _ in decimals])
+    own = F.filter(F.col(FIELDS_COLUMN),  # (a field the event's schema names is kept)
+                   lambda x: ~(F.array_contains(names, x["field"]) & x["name"].isNull()))
+    added = F.array(*[F.struct(F.lit(n).alias("field"), F.lit(CONNECT_DECIMAL).alias("name"),
+                               F.create_map(F.lit("scale"), F.lit(str(scale)))
+                               .alias("parameters")) for n, scale in decimals])
+    fields = F.coalesce(F.concat(own.cast(_FIELDS), added.cast(_FIELDS)), added.cast(_FIELDS))
+    return events.withColumn(FIELDS_COLUMN, fields)
+
+
 def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
-                        file_index: Mapping[str, int]) -> DataFrame:
+                        file_index: Mapping[str, int], filled: Sequence[str] = ()
+                        ) -> DataFrame:
     """``(file, line, value)`` lines of format ``fmt`` -> the columns of
     :func:`pipelines.cdc.events.parse_events` plus ``_ddl`` (a DDL / control event, an
-    ``op: m`` here) and ``_row`` (the row's index within its event), one row per row of an
-    event; ``file_index``: each file's ordinal (the arrival order's first part)."""
+    ``op: m`` here), ``_row`` (the row's index within its event) and ``_format_error`` (the
+    format's own refusal, :func:`with_format_errors`), one row per row of an event;
+    ``file_index``: each file's ordinal (the arrival order's first part); ``filled``: table
+    columns the job fills itself (never in the images: the sequence column, metadata
+    columns)."""
     from pyspark.sql import functions as F
 
     trimmed = F.trim(F.col("value"))
@@ -167,9 +299,14 @@ def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
             old = F.transform_keys(F.map_filter(raw, lambda k, v: k.startswith("BI_")),
                                    lambda k, v: F.substring(k, 4, 1 << 20))
             slots = arrival
+    own_error = F.lit(None).cast("string")
     if fmt == "ogg-json":
-        before = F.when(op.isin("u", "d"), _norm(F.col("_e.before"), schema, False))
-        after = F.when(op.isin("c", "r", "u"), _norm(F.col("_e.after"), schema, False))
+        b_img, a_img = F.col("_e.before"), F.col("_e.after")
+        before = F.when(op.isin("u", "d"), _norm(b_img, schema, False))
+        after = F.when(op.isin("c", "r"), _norm(a_img, schema, False)).when(
+            op == "u", _norm(_compressed(a_img, b_img), schema, False))
+        columns = [c for c in schema.field_names if c not in filled]
+        own_error = F.when(op == "u", _no_value(a_img, b_img, columns))
     else:
         before = (F.when(op == "u", _norm(_overlay(data, old), schema, canal))
                   .when(op == "d", _norm(data, schema, canal)))
@@ -187,5 +324,16 @@ def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
         .alias(FIELDS_COLUMN),
         F.col("_e._corrupt").alias("_corrupt"),
         (trimmed == "null").alias("_tombstone"),
-        ddl.alias("_ddl"), row.alias("_row"),
+        ddl.alias("_ddl"), row.alias("_row"), own_error.alias("_format_error"),
+        _event_time(fmt).alias("_event_time"),
     )
+
+
+def _event_time(fmt: str) -> Column:
+    """The text of the event's time of change (:data:`pipelines.cdc.values.event_time.
+    EVENT_TIME_FIELDS`)."""
+    from pyspark.sql import functions as F
+
+    return {"canal-json": F.col("_e.es"), "maxwell-json": F.col("_e.ts"),
+            "ogg-json": F.col("_e.op_ts"),
+            "aws-dms-json": F.col("_e.metadata")["timestamp"]}[fmt]

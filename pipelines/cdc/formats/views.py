@@ -328,8 +328,8 @@ def _maxwell_sequence(idx: pa.Array, pos: pa.Array, xoff: pa.Array) -> pa.Array:
 
 def ogg_declared(schema: TableSchema) -> pa.Schema:
     img = _image_type(schema, text=False)
-    return pa.schema([("op_type", pa.string()), ("pos", pa.string()), ("before", img),
-                      ("after", img)])
+    return pa.schema([("op_type", pa.string()), ("pos", pa.string()), ("op_ts", pa.string()),
+                      ("before", img), ("after", img)])
 
 
 _OGG_OPS = {"I": "c", "U": "u", "D": "d", "T": "t"}
@@ -369,7 +369,8 @@ def ogg_view(t: pa.Table, schema: TableSchema, file_index: int, lines: np.ndarra
 
 def dms_declared(schema: TableSchema) -> pa.Schema:
     img = _image_type(schema, text=False, before_prefix="BI_")
-    meta = pa.struct([("operation", pa.string()), ("record-type", pa.string())])
+    meta = pa.struct([("operation", pa.string()), ("record-type", pa.string()),
+                      ("timestamp", pa.string())])
     return pa.schema([("data", img), ("metadata", meta)])
 
 
