@@ -16,12 +16,11 @@ import pyarrow as pa
 import pytest
 
 import paimon_core.datafile.writer as datafile_writer
-
+from paimon_core.bucket import key_fingerprint_pair
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.errors import SchemaError, UnsupportedError
 from paimon_core.spec.option_enums import BucketMode
 from paimon_core.table import FileStoreTable
-from paimon_core.bucket import key_fingerprint_pair
 from paimon_core.types import DataType, int_type
 from paimon_core.write import cross_partition
 from paimon_core.write.cross_partition import key_slices
