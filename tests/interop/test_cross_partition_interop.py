@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+import paimon_core.datafile.writer as datafile_writer
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.fsck import fsck
 from paimon_core.schema_builder import Schema
@@ -30,9 +32,10 @@ from tests.interop.oracle import ensure_ready, run_batches, spark_jars
 pytestmark = pytest.mark.oracle
 
 SOURCE = Path(__file__).with_name("java") / "CrossPartitionOracle.java"
-OPTIONS = {"dynamic-bucket.target-row-num": "2"}
+BASE = {"dynamic-bucket.target-row-num": "2"}
 
 Row = tuple[str, str, int, str | None]  # kind, pt, id, v
+View = dict[tuple[str, int], tuple[str | None, int]]  # (pt, id) -> (v, bucket)
 
 # batch 1: 1 moves a -> b within the batch (its -D frees a/0, which 5 then takes)
 B1: list[Row] = [("+I", "a", 1, "x"), ("+I", "a", 2, "x"), ("+I", "a", 3, "x"),
@@ -46,44 +49,79 @@ B2: list[Row] = [("+I", "c", 2, "z"), ("-D", "z", 3, None), ("+I", "a", 6, "z"),
 # by hand (target 2; a move frees its place before the next row): after B1 a: {2, 5} in 0,
 # {3} in 1; b: {4, 1} in 0. B2: c2 -> c/0 (a/0 freed); 3 leaves a/1 (its -D in z/0); 6 -> a/0;
 # 1 leaves b/0 -> a/1 (a/0 full); 7, 8 -> d/0, 9 -> d/1.
-EXPECTED: dict[tuple[str, int], tuple[str | None, int]] = {
+EXPECTED: View = {
     ("a", 5): ("y", 0), ("a", 6): ("z", 0), ("a", 1): ("z", 1), ("b", 4): ("x2", 0),
     ("c", 2): ("z", 0), ("d", 7): ("z", 0), ("d", 8): ("z", 0), ("d", 9): ("z", 1)}
+
+
+# ignore-delete, by hand (target 2): a/0: 1, 2; a/1: 3. Java's assigner takes the -D of 1
+# arriving in b first (1's entry moves to b, freeing a/0), then its writer drops it: 1 stays
+# in a, and 4 takes a/0 (a/1 when the -D is dropped before the index)
+IGNORE_B1: list[Row] = [("+I", "a", 1, "x"), ("+I", "a", 2, "x"), ("+I", "a", 3, "x")]
+IGNORE_B2: list[Row] = [("-D", "b", 1, None), ("+I", "a", 4, "y")]
+IGNORE_EXPECTED: View = {("a", 1): ("x", 0), ("a", 2): ("x", 0), ("a", 3): ("x", 1),
+                         ("a", 4): ("y", 0)}
+
+# INSERT OVERWRITE: the index is the table's before the overwrite (b/0 full: 1 -> b/1, its -D
+# in a/0). A static overwrite keeps only the new rows; a dynamic one replaces the partitions
+# receiving files, a included (the -D), so 2 is gone with it, b's old rows too.
+OVER_B1: list[Row] = [("+I", "a", 1, "x"), ("+I", "a", 2, "x"), ("+I", "b", 3, "x"),
+                      ("+I", "b", 5, "x"), ("+I", "d", 6, "x")]
+OVER_B2: list[Row] = [("+I", "b", 1, "o"), ("+I", "c", 4, "o")]
+OVER_EXPECTED: dict[str, View] = {
+    "false": {("b", 1): ("o", 1), ("c", 4): ("o", 0)},
+    "true": {("b", 1): ("o", 1), ("c", 4): ("o", 0), ("d", 6): ("x", 0)}}
+
+# index-ttl 1 h: batch 1 written 2 h ago (Java in a time zone 2 h behind, ours with its
+# clock set back), batch 2 now. Batch 3: a/0 (only old files) is not loaded, so 2 arriving
+# in c is a new key there and stays in a too; b/0 holds a file of now: 4 moves, its -D in b.
+TTL_B1: list[Row] = [("+I", "a", 2, "old"), ("+I", "b", 3, "old")]
+TTL_B2: list[Row] = [("+I", "b", 4, "new")]
+TTL_B3: list[Row] = [("+I", "c", 2, "moved"), ("+I", "c", 4, "moved")]
+TTL_EXPECTED: View = {("a", 2): ("old", 0), ("b", 3): ("old", 0), ("c", 2): ("moved", 0),
+                      ("c", 4): ("moved", 0)}
+OLD_HOURS = 2
 
 
 def java_rows(rows: Sequence[Row]) -> str:
     return ";".join(f"{k}:{pt}:{i}:{v or ''}" for k, pt, i, v in rows)
 
 
-def write_ours(t: FileStoreTable, rows: Sequence[Row], identifier: int) -> None:
+def write_ours(t: FileStoreTable, rows: Sequence[Row], identifier: int, *,
+               overwrite: bool = False) -> None:
     data = pa.table({"pt": [r[1] for r in rows], "id": pa.array([r[2] for r in rows], pa.int32()),
                      "v": [r[3] for r in rows], "_kind": [r[0] for r in rows]})
-    with t.new_write("ours") as w:
+    with t.new_write("ours", overwrite=overwrite) as w:
         w.write_arrow(data, row_kind_column="_kind")
-        t.new_commit("ours").commit(w.prepare_commit(), identifier)
+        commit = t.new_commit("ours")
+        if overwrite:
+            commit.overwrite(w.prepare_commit(), commit_identifier=identifier)
+        else:
+            commit.commit(w.prepare_commit(), identifier)
 
 
-def our_view(t: FileStoreTable) -> dict[tuple[str, int], tuple[str | None, int]]:
-    out: dict[tuple[str, int], tuple[str | None, int]] = {}
+def our_view(t: FileStoreTable, unique: bool = True) -> View:
+    out: View = {}
     ids: set[int] = set()
     rb = t.new_read_builder()
     for split in rb.new_scan().plan().splits:
         for r in rb.new_read().to_arrow([split]).to_pylist():
-            assert r["id"] not in ids, f"{t.path}: key {r['id']} stored twice"
+            assert not unique or r["id"] not in ids, f"{t.path}: key {r['id']} stored twice"
             ids.add(r["id"])
             out[(r["pt"], r["id"])] = (r["v"], split.bucket)
     return out
 
 
-def java_views(lines: list[str]) -> list[dict[tuple[str, int], tuple[str | None, int]]]:
+def java_views(lines: list[str], unique: bool = True) -> list[View]:
     """The answers of READ commands, in order."""
-    out: list[dict[tuple[str, int], tuple[str | None, int]]] = []
+    out: list[View] = []
     for line in lines:
         if line.startswith("OK rows="):
             out.append({})
         elif line.startswith("R "):
             pt, i, v, b = line[2:].split("\t")
-            assert not any(k[1] == int(i) for k in out[-1]), f"Java read key {i} twice"
+            assert not unique or not any(k[1] == int(i) for k in out[-1]), \
+                f"Java read key {i} twice"
             out[-1][(pt, int(i))] = (v or None, int(b))
     return out
 
@@ -98,41 +136,99 @@ def classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"{cp}:{rocksdb[-1]}"
 
 
-def _java(classpath: str, commands: list[list[str]]) -> list[str]:
+def _java(classpath: str, commands: list[list[str]], zone: str = "UTC") -> list[str]:
     lines = run_java(classpath, "CrossPartitionOracle", ["\t".join(c) for c in commands],
-                     timeout=900, jvm_args=("-Duser.timezone=UTC",))
+                     timeout=900, jvm_args=(f"-Duser.timezone={zone}",))
     errors = [x for x in lines if x.startswith("ERR")]
     assert not errors, errors
     return lines
 
 
-def test_four_ways_agree(classpath: str, tmp_path: Path) -> None:
-    wh = str(tmp_path / "wh")
+@dataclass(frozen=True)
+class Batch:
+    rows: list[Row]
+    overwrite: bool = False
+    old: bool = False  # written OLD_HOURS ago (the files' creation time)
+
+
+def four_ways(classpath: str, wh: str, options: dict[str, str], batches: Sequence[Batch],
+              monkeypatch: pytest.MonkeyPatch, *, unique: bool = True
+              ) -> dict[str, tuple[View, View]]:
+    """The same batches written into four tables, batch ``i`` by Java where the table's name
+    has J at ``i`` (all Java, all ours, Java then ours, ours then Java); each table's
+    (Java's read, our read)."""
+    n = len(batches)
+    ways = ["J" * n, "J" + "P" * (n - 1), "P" + "J" * (n - 1), "P" * n]
     catalog = FileSystemCatalog(wh)
-    names = {k: f"db.{k.lower()}" for k in ("JJ", "JP", "PJ", "PP")}
-    opts = ",".join(f"{k}={v}" for k, v in OPTIONS.items())
-    created = _java(classpath, [["CREATE", wh, names[k], opts] for k in ("JJ", "JP")])
+    opts = ",".join(f"{k}={v}" for k, v in {**BASE, **options}.items())
+    created = _java(classpath, [["CREATE", wh, f"db.{w.lower()}", opts] for w in ways
+                                if w[0] == "J"])
     assert created == ["OK CROSS_PARTITION"] * 2
-    for k in ("PJ", "PP"):
-        catalog.create_table(names[k], Schema.of(
-            [("pt", "STRING"), ("id", "INT NOT NULL"), ("v", "STRING")],
-            partition_keys=["pt"], primary_keys=["id"], options={"bucket": "-1", **OPTIONS}))
-    _java(classpath, [["WRITE", wh, names[k], "java", "1", java_rows(B1)]
-                      for k in ("JJ", "JP")])
-    for k in ("PJ", "PP"):
-        write_ours(catalog.get_table(names[k]), B1, 1)
-    _java(classpath, [["WRITE", wh, names[k], "java", "2", java_rows(B2)]
-                      for k in ("JJ", "PJ")])
-    for k in ("JP", "PP"):
-        write_ours(catalog.get_table(names[k]), B2, 2)
-    views = java_views(_java(classpath, [["READ", wh, names[k]]
-                                         for k in ("JJ", "JP", "PJ", "PP")]))
+    for w in ways:
+        if w[0] == "P":
+            catalog.create_table(f"db.{w.lower()}", Schema.of(
+                [("pt", "STRING"), ("id", "INT NOT NULL"), ("v", "STRING")],
+                partition_keys=["pt"], primary_keys=["id"],
+                options={"bucket": "-1", **BASE, **options}))
+    real_clock = datafile_writer.local_now_millis
+    for i, b in enumerate(batches, 1):
+        cmds = [["OVERWRITE", wh, f"db.{w.lower()}", java_rows(b.rows)] if b.overwrite else
+                ["WRITE", wh, f"db.{w.lower()}", "java", str(i), java_rows(b.rows)]
+                for w in ways if w[i - 1] == "J"]
+        _java(classpath, cmds, f"Etc/GMT+{OLD_HOURS}" if b.old else "UTC")
+        if b.old:
+            monkeypatch.setattr(datafile_writer, "local_now_millis",
+                                lambda: real_clock() - OLD_HOURS * 3_600_000)
+        for w in ways:
+            if w[i - 1] == "P":
+                write_ours(catalog.get_table(f"db.{w.lower()}"), b.rows, i,
+                           overwrite=b.overwrite)
+        monkeypatch.setattr(datafile_writer, "local_now_millis", real_clock)
+    views = java_views(_java(classpath, [["READ", wh, f"db.{w.lower()}"] for w in ways]),
+                       unique)
     assert len(views) == 4
-    for k, java in zip(("JJ", "JP", "PJ", "PP"), views):
-        assert java == EXPECTED, f"{k}: Java's read"
-        t = catalog.get_table(names[k])
-        assert our_view(t) == EXPECTED, f"{k}: our read"
-        assert fsck(t, deep=True).ok, f"{k}: {fsck(t, deep=True).findings}"
+    out = {}
+    for w, java in zip(ways, views):
+        t = catalog.get_table(f"db.{w.lower()}")
+        out[w] = (java, our_view(t, unique))
+        if unique:
+            assert fsck(t, deep=True).ok, f"{w}: {fsck(t, deep=True).findings}"
+    return out
+
+
+def assert_all(views: dict[str, tuple[View, View]], expected: View) -> None:
+    for w, (java, ours) in views.items():
+        assert java == expected, f"{w}: Java's read"
+        assert ours == expected, f"{w}: our read"
+
+
+def test_four_ways_agree(classpath: str, tmp_path: Path,
+                         monkeypatch: pytest.MonkeyPatch) -> None:
+    assert_all(four_ways(classpath, str(tmp_path / "wh"), {}, [Batch(B1), Batch(B2)],
+                         monkeypatch), EXPECTED)
+
+
+def test_ignore_delete_goes_through_the_index(classpath: str, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    assert_all(four_ways(classpath, str(tmp_path / "wh"), {"ignore-delete": "true"},
+                         [Batch(IGNORE_B1), Batch(IGNORE_B2)], monkeypatch), IGNORE_EXPECTED)
+
+
+@pytest.mark.parametrize("dynamic", ["false", "true"])
+def test_insert_overwrite(classpath: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                          dynamic: str) -> None:
+    views = four_ways(classpath, str(tmp_path / "wh"), {"dynamic-partition-overwrite": dynamic},
+                      [Batch(OVER_B1), Batch(OVER_B2, overwrite=True)], monkeypatch)
+    assert_all(views, OVER_EXPECTED[dynamic])
+
+
+def test_index_ttl_skips_expired_buckets(classpath: str, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    views = four_ways(classpath, str(tmp_path / "wh"),
+                      {"cross-partition-upsert.index-ttl": "1 h"},
+                      [Batch(TTL_B1, old=True), Batch(TTL_B2), Batch(TTL_B3)], monkeypatch,
+                      unique=False)
+    assert_all(views, TTL_EXPECTED)
 
 
 def test_oracle_reads_our_cross_partition_table(tmp_path: Path) -> None:
@@ -143,7 +239,7 @@ def test_oracle_reads_our_cross_partition_table(tmp_path: Path) -> None:
     catalog.create_database("db", ignore_if_exists=True)
     t = catalog.create_table("db.t", Schema.of(
         [("pt", "STRING"), ("id", "INT NOT NULL"), ("v", "STRING")],
-        partition_keys=["pt"], primary_keys=["id"], options={"bucket": "-1", **OPTIONS}))
+        partition_keys=["pt"], primary_keys=["id"], options={"bucket": "-1", **BASE}))
     write_ours(t, B1, 1)
     write_ours(t, B2, 2)
     out = tmp_path / "out"
