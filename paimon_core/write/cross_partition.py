@@ -334,15 +334,21 @@ class CrossPartitionAssigner:
             f, c = _fingerprints(key_cols, self.key_types)
             fps.append(f)
             checks.append(c)
-            parts.append(self._parts.ids(batch))
+            # a split is one partition: its id from the first row
+            parts.append(np.full(len(f), self._parts.ids(batch.slice(0, 1))[0], np.int32))
             buckets.append(np.full(len(f), bucket, np.int32))
         keys = np.concatenate(fps) if fps else np.zeros(0, np.uint64)
         chk = np.concatenate(checks) if checks else np.zeros(0, np.uint64)
         p = np.concatenate(parts) if parts else np.zeros(0, np.int32)
         b = np.concatenate(buckets) if buckets else np.zeros(0, np.int32)
-        order = np.lexsort((chk, keys))
+        order = np.argsort(keys, kind="stable")
         keys, chk, p, b = keys[order], chk[order], p[order], b[order]
-        if len(keys) > 1 and bool(((keys[1:] == keys[:-1]) & (chk[1:] == chk[:-1])).any()):
+        twice = np.zeros(0, bool)
+        if len(keys) > 1 and bool((keys[1:] == keys[:-1]).any()):  # a shared fingerprint
+            order = np.lexsort((chk, keys))
+            keys, chk, p, b = keys[order], chk[order], p[order], b[order]
+            twice = (keys[1:] == keys[:-1]) & (chk[1:] == chk[:-1])
+        if bool(twice.any()):
             raise CorruptMetadataError(
                 self.context.table_path, "a primary key is stored in two partitions or "
                 "buckets of this cross-partition table (two jobs wrote it at once?); Paimon's "
