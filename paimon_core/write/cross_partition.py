@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.bucket import hash_codes, key_fingerprint_pair, key_fingerprints
-from paimon_core.datafile.writer import local_now_millis
+from paimon_core.datafile import writer as data_writer
 from paimon_core.errors import CorruptMetadataError, UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableContext
@@ -364,7 +364,7 @@ class CrossPartitionAssigner:
             return
         columns = list(dict.fromkeys([*self.key_names, *self._part_names]))
         read = TableRead(self.file_io, self.context, self.planner.schemas, columns)
-        now = local_now_millis()  # creation times are writer-local wall clocks, as this
+        now = data_writer.local_now_millis()  # files' creation times: writer-local clocks
         for split in self.planner.plan(snapshot).splits:
             if self.ttl_millis is not None and _expired(split, self.ttl_millis, now):
                 continue

@@ -112,7 +112,7 @@ def our_view(t: FileStoreTable, unique: bool = True) -> View:
     return out
 
 
-def java_views(lines: list[str], unique: bool = True) -> list[View]:
+def java_views(lines: list[str]) -> list[View]:
     """The answers of READ commands, in order."""
     out: list[View] = []
     for line in lines:
@@ -120,8 +120,6 @@ def java_views(lines: list[str], unique: bool = True) -> list[View]:
             out.append({})
         elif line.startswith("R "):
             pt, i, v, b = line[2:].split("\t")
-            assert not unique or not any(k[1] == int(i) for k in out[-1]), \
-                f"Java read key {i} twice"
             out[-1][(pt, int(i))] = (v or None, int(b))
     return out
 
@@ -151,84 +149,93 @@ class Batch:
     old: bool = False  # written OLD_HOURS ago (the files' creation time)
 
 
-def four_ways(classpath: str, wh: str, options: dict[str, str], batches: Sequence[Batch],
-              monkeypatch: pytest.MonkeyPatch, *, unique: bool = True
-              ) -> dict[str, tuple[View, View]]:
-    """The same batches written into four tables, batch ``i`` by Java where the table's name
-    has J at ``i`` (all Java, all ours, Java then ours, ours then Java); each table's
-    (Java's read, our read)."""
-    n = len(batches)
-    ways = ["J" * n, "J" + "P" * (n - 1), "P" + "J" * (n - 1), "P" * n]
+@dataclass(frozen=True)
+class Case:
+    options: dict[str, str]
+    batches: list[Batch]
+    expected: View
+    unique: bool = True  # every key stored once
+
+
+CASES = {
+    "moves": Case({}, [Batch(B1), Batch(B2)], EXPECTED),
+    "ignore-delete": Case({"ignore-delete": "true"}, [Batch(IGNORE_B1), Batch(IGNORE_B2)],
+                          IGNORE_EXPECTED),
+    **{f"overwrite-dynamic-{d}": Case({"dynamic-partition-overwrite": d},
+                                      [Batch(OVER_B1), Batch(OVER_B2, overwrite=True)],
+                                      OVER_EXPECTED[d]) for d in ("false", "true")},
+    "index-ttl": Case({"cross-partition-upsert.index-ttl": "1 h"},
+                      [Batch(TTL_B1, old=True), Batch(TTL_B2), Batch(TTL_B3)], TTL_EXPECTED,
+                      unique=False),
+}
+
+
+def ways(case: Case) -> list[str]:
+    """Who writes each batch of a case's four tables: all Java, Java then ours, ours then
+    Java, all ours."""
+    n = len(case.batches)
+    return ["J" * n, "J" + "P" * (n - 1), "P" + "J" * (n - 1), "P" * n]
+
+
+@pytest.fixture(scope="module")
+def views(classpath: str, tmp_path_factory: pytest.TempPathFactory
+          ) -> dict[str, dict[str, tuple[View, View]]]:
+    """Every case's four tables written batch by batch (one JVM per step for all cases);
+    case -> way -> (Java's read, our read)."""
+    wh = str(tmp_path_factory.mktemp("xpart") / "wh")
     catalog = FileSystemCatalog(wh)
-    opts = ",".join(f"{k}={v}" for k, v in {**BASE, **options}.items())
-    created = _java(classpath, [["CREATE", wh, f"db.{w.lower()}", opts] for w in ways
-                                if w[0] == "J"])
-    assert created == ["OK CROSS_PARTITION"] * 2
-    for w in ways:
-        if w[0] == "P":
-            catalog.create_table(f"db.{w.lower()}", Schema.of(
+    tables = {(c, w): f"db.{c.replace('-', '_')}_{w.lower()}" for c, case in CASES.items()
+              for w in ways(case)}
+    create = []
+    for (c, w), name in tables.items():
+        options = {**BASE, **CASES[c].options}
+        if w[0] == "J":
+            create.append(["CREATE", wh, name, ",".join(f"{k}={v}" for k, v in options.items())])
+        else:
+            catalog.create_table(name, Schema.of(
                 [("pt", "STRING"), ("id", "INT NOT NULL"), ("v", "STRING")],
-                partition_keys=["pt"], primary_keys=["id"],
-                options={"bucket": "-1", **BASE, **options}))
+                partition_keys=["pt"], primary_keys=["id"], options={"bucket": "-1", **options}))
+    assert _java(classpath, create) == ["OK CROSS_PARTITION"] * len(create)
     real_clock = datafile_writer.local_now_millis
-    for i, b in enumerate(batches, 1):
-        cmds = [["OVERWRITE", wh, f"db.{w.lower()}", java_rows(b.rows)] if b.overwrite else
-                ["WRITE", wh, f"db.{w.lower()}", "java", str(i), java_rows(b.rows)]
-                for w in ways if w[i - 1] == "J"]
-        _java(classpath, cmds, f"Etc/GMT+{OLD_HOURS}" if b.old else "UTC")
-        if b.old:
-            monkeypatch.setattr(datafile_writer, "local_now_millis",
-                                lambda: real_clock() - OLD_HOURS * 3_600_000)
-        for w in ways:
-            if w[i - 1] == "P":
-                write_ours(catalog.get_table(f"db.{w.lower()}"), b.rows, i,
-                           overwrite=b.overwrite)
-        monkeypatch.setattr(datafile_writer, "local_now_millis", real_clock)
-    views = java_views(_java(classpath, [["READ", wh, f"db.{w.lower()}"] for w in ways]),
-                       unique)
-    assert len(views) == 4
-    out = {}
-    for w, java in zip(ways, views):
-        t = catalog.get_table(f"db.{w.lower()}")
-        out[w] = (java, our_view(t, unique))
-        if unique:
-            assert fsck(t, deep=True).ok, f"{w}: {fsck(t, deep=True).findings}"
+    for i in range(1, 1 + max(len(case.batches) for case in CASES.values())):
+        for old in (True, False):
+            steps = [(c, w, name, CASES[c].batches[i - 1]) for (c, w), name in tables.items()
+                     if len(CASES[c].batches) >= i and CASES[c].batches[i - 1].old is old]
+            cmds = [["OVERWRITE", wh, name, java_rows(b.rows)] if b.overwrite else
+                    ["WRITE", wh, name, "java", str(i), java_rows(b.rows)]
+                    for _, w, name, b in steps if w[i - 1] == "J"]
+            if cmds:
+                _java(classpath, cmds, f"Etc/GMT+{OLD_HOURS}" if old else "UTC")
+            with pytest.MonkeyPatch.context() as mp:
+                if old:
+                    mp.setattr(datafile_writer, "local_now_millis",
+                               lambda: real_clock() - OLD_HOURS * 3_600_000)
+                for _, w, name, b in steps:
+                    if w[i - 1] == "P":
+                        write_ours(catalog.get_table(name), b.rows, i, overwrite=b.overwrite)
+    names = list(tables.items())
+    lines = _java(classpath, [["READ", wh, name] for _, name in names])
+    java = java_views(lines)
+    counts = [int(x.split("=")[1]) for x in lines if x.startswith("OK rows=")]
+    assert len(java) == len(names)
+    out: dict[str, dict[str, tuple[View, View]]] = {c: {} for c in CASES}
+    for ((c, w), name), j, n in zip(names, java, counts):
+        t = catalog.get_table(name)
+        out[c][w] = (j, our_view(t, CASES[c].unique))
+        if CASES[c].unique:
+            assert n == len({i for _, i in j}), f"{c} {w}: Java read a key twice"
+            assert fsck(t, deep=True).ok, f"{c} {w}: {fsck(t, deep=True).findings}"
     return out
 
 
-def assert_all(views: dict[str, tuple[View, View]], expected: View) -> None:
-    for w, (java, ours) in views.items():
-        assert java == expected, f"{w}: Java's read"
-        assert ours == expected, f"{w}: our read"
-
-
-def test_four_ways_agree(classpath: str, tmp_path: Path,
-                         monkeypatch: pytest.MonkeyPatch) -> None:
-    assert_all(four_ways(classpath, str(tmp_path / "wh"), {}, [Batch(B1), Batch(B2)],
-                         monkeypatch), EXPECTED)
-
-
-def test_ignore_delete_goes_through_the_index(classpath: str, tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    assert_all(four_ways(classpath, str(tmp_path / "wh"), {"ignore-delete": "true"},
-                         [Batch(IGNORE_B1), Batch(IGNORE_B2)], monkeypatch), IGNORE_EXPECTED)
-
-
-@pytest.mark.parametrize("dynamic", ["false", "true"])
-def test_insert_overwrite(classpath: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                          dynamic: str) -> None:
-    views = four_ways(classpath, str(tmp_path / "wh"), {"dynamic-partition-overwrite": dynamic},
-                      [Batch(OVER_B1), Batch(OVER_B2, overwrite=True)], monkeypatch)
-    assert_all(views, OVER_EXPECTED[dynamic])
-
-
-def test_index_ttl_skips_expired_buckets(classpath: str, tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    views = four_ways(classpath, str(tmp_path / "wh"),
-                      {"cross-partition-upsert.index-ttl": "1 h"},
-                      [Batch(TTL_B1, old=True), Batch(TTL_B2), Batch(TTL_B3)], monkeypatch,
-                      unique=False)
-    assert_all(views, TTL_EXPECTED)
+@pytest.mark.parametrize("case", list(CASES))
+def test_four_ways_agree(views: dict[str, dict[str, tuple[View, View]]], case: str) -> None:
+    """moves: keys moving within and across commits; ignore-delete: deletes through the
+    index first; overwrite-dynamic-*: INSERT OVERWRITE from the table's index before it;
+    index-ttl: expired buckets not loaded (a key then kept in two partitions)."""
+    for w, (java, ours) in views[case].items():
+        assert java == CASES[case].expected, f"{w}: Java's read"
+        assert ours == CASES[case].expected, f"{w}: our read"
 
 
 def test_oracle_reads_our_cross_partition_table(tmp_path: Path) -> None:
