@@ -43,11 +43,13 @@ from paimon_core.types import (
 )
 
 __all__ = ["DEFAULT_SEED", "bucket_ids", "bucket_of", "hash_binary_row", "hash_codes",
-           "key_fingerprints"]
+           "key_fingerprint_pair", "key_fingerprints"]
 
 DEFAULT_SEED = 42
 #: the seed of the low word of :func:`key_fingerprints` (any seed other than 42)
 _SECOND_SEED = 0x9747B28C
+#: the seeds of the check word of :func:`key_fingerprint_pair` (independent of the two above)
+_CHECK_SEEDS = (0x5BD1E995, 0x27D4EB2F)
 _C1 = 0xCC9E2D51
 _C2 = 0x1B873593
 _M32 = 0xFFFFFFFF
@@ -167,8 +169,23 @@ def key_fingerprints(columns: Columns, types: Sequence[DataType]) -> U64:
     laid = _row_layout(columns, types)
     if laid is None:
         return np.zeros(0, dtype=np.uint64)
-    high = _hash_rows(*laid, DEFAULT_SEED).view(np.uint32).astype(np.uint64)
-    low = _hash_rows(*laid, _SECOND_SEED).view(np.uint32).astype(np.uint64)
+    return _fingerprint(laid, DEFAULT_SEED, _SECOND_SEED)
+
+
+def key_fingerprint_pair(columns: Columns, types: Sequence[DataType]) -> tuple[U64, U64]:
+    """:func:`key_fingerprints` and a check word: a second 64-bit fingerprint of the same
+    bytes with two other seeds (one layout, four hash passes), to confirm a fingerprint match
+    (two different rows share both with probability about 2^-128)."""
+    laid = _row_layout(columns, types)
+    if laid is None:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint64)
+    return _fingerprint(laid, DEFAULT_SEED, _SECOND_SEED), _fingerprint(laid, *_CHECK_SEEDS)
+
+
+def _fingerprint(laid: tuple[npt.NDArray[np.uint8], I64, I64], high_seed: int,
+                 low_seed: int) -> U64:
+    high = _hash_rows(*laid, high_seed).view(np.uint32).astype(np.uint64)
+    low = _hash_rows(*laid, low_seed).view(np.uint32).astype(np.uint64)
     return np.asarray((high << np.uint64(32)) | low, dtype=np.uint64)
 
 

@@ -21,10 +21,12 @@ a deleted key keeps its index entry, and the bucket counts of a partition count 
 stored there. Every record, deletes included, goes through the same steps (Java's
 ``processInput``).
 
-Memory: the index is three numpy arrays — 64-bit key fingerprints
-(:func:`paimon_core.bucket.key_fingerprints`, sorted), partition ids and buckets (16 bytes per
-key: 10M keys take 160 MB) — bootstrapped by reading only the primary-key and partition columns
-of the latest snapshot, split by split, batch by batch. Within one write call the rows are
+Memory: the index is four numpy arrays — 64-bit key fingerprints
+(:func:`paimon_core.bucket.key_fingerprint_pair`, sorted), a second independent 64-bit check
+word that confirms every fingerprint match (two keys sharing a fingerprint stay two entries),
+partition ids and buckets (24 bytes per key: 10M keys take 240 MB) — bootstrapped by
+reading only the primary-key and partition columns of the latest snapshot, split by split,
+batch by batch. Within one write call the rows are
 resolved by sorting them by key (stable), never one Python step per row: new keys are dealt
 their buckets in runs between two moved keys (a move frees its place in the old bucket before
 the next key is dealt, as Java's row-by-row loop), so the buckets chosen are Java's.
@@ -40,15 +42,17 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.bucket import hash_codes, key_fingerprints
+from paimon_core.bucket import hash_codes, key_fingerprint_pair, key_fingerprints
+from paimon_core.datafile import writer as data_writer
 from paimon_core.errors import CorruptMetadataError, UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableContext
 from paimon_core.read.table_read import TableRead
 from paimon_core.scan.planner import ScanPlanner
+from paimon_core.scan.split import DataSplit
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.option_enums import BucketMode, MergeEngine
-from paimon_core.spec.row_kind import RowKind
+from paimon_core.spec.row_kind import RowKind, retract_mask
 from paimon_core.types import DataType
 from paimon_core.write.dynamic_bucket import MAX_BUCKETS, AssignerChannel
 from paimon_core.write.inline_compact import refuse_shared_bucket_lookup
@@ -58,7 +62,8 @@ __all__ = ["INDEX_TTL", "CrossPartitionAssigner", "cross_partition_assigner", "k
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
-#: Java's ``cross-partition-upsert.index-ttl`` (not applied here: refused by name)
+#: Java's ``cross-partition-upsert.index-ttl``: the bootstrap skips the buckets whose files are
+#: all older than it (``IndexBootstrap.filterSplit``)
 INDEX_TTL = "cross-partition-upsert.index-ttl"
 
 
@@ -73,24 +78,23 @@ def key_slices(key_columns: list[pa.Array | pa.ChunkedArray], key_types: list[Da
 
 def cross_partition_assigner(file_io: FileIO, context: TableContext, planner: ScanPlanner,
                              snapshot_manager: SnapshotManager, *,
-                             key_slice: AssignerChannel | None, overwrite: bool
+                             key_slice: AssignerChannel | None
                              ) -> CrossPartitionAssigner | None:
     """The global key index of a writer of a cross-partition table (of one key slice when
     given: :func:`key_slices`), None for other tables.
 
+    An INSERT OVERWRITE is written as Java 0.9 writes it: Flink's ``GlobalDynamicBucketSink``
+    takes the overwrite partitions only for its commit, and its ``IndexBootstrapOperator`` (as
+    Spark's ``PaimonSparkWriter``) loads the index from the latest snapshot, the table as it
+    is before the overwrite. A key that moves partition gets its ``-D`` in its old partition,
+    which a dynamic partition overwrite then replaces too (as Java's commit does).
+
     Raises:
-        UnsupportedError: an INSERT OVERWRITE (the index would still hold the overwritten
-            keys), key slices of a table whose level-0 files must be compacted at every
-            commit (several tasks may share a bucket), or what :class:`CrossPartitionAssigner`
-            refuses.
+        UnsupportedError: key slices of a table whose level-0 files must be compacted at every
+            commit (several tasks may share a bucket).
     """
     if context.bucket_mode is not BucketMode.CROSS_PARTITION:
         return None
-    if overwrite:
-        raise UnsupportedError(
-            "INSERT OVERWRITE of a cross-partition table (bucket=-1, primary key without "
-            "all partition keys) is not supported: its global key index would still hold "
-            "the overwritten keys")
     if key_slice is not None:
         refuse_shared_bucket_lookup(context, "cross-partition table written by several tasks")
     return CrossPartitionAssigner(file_io, context, planner, snapshot_manager, key_slice)
@@ -109,20 +113,35 @@ class _Partitions:
         self._table: pa.Table | None = None
 
     def ids(self, table: pa.Table) -> I32:
-        """The partition id of every row of ``table`` (which holds the partition columns)."""
-        cols = [table.column(k) for k in self.names]
-        fps = key_fingerprints(cols, self.types)
+        """The partition id of every row of ``table`` (which holds the partition columns).
+
+        Raises:
+            UnsupportedError: two different partitions share a 64-bit fingerprint (checked
+                exactly, once per partition: never merged).
+        """
+        values = table.select(self.names).cast(self._schema)
+        fps = key_fingerprints(list(values.columns), self.types)
         uniq, first, inverse = np.unique(fps, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        if not values.take(pa.array(first[inverse])).equals(values):  # a row not its group's
+            raise self._collision()
         ids = np.empty(len(uniq), np.int32)
         for i, (fp, row) in enumerate(zip(uniq.tolist(), first.tolist())):  # per partition
             got = self._ids.get(fp)
+            value = values.slice(row, 1)
             if got is None:
                 got = self._ids[fp] = len(self._values)
-                self._values.append(table.select(self.names).slice(row, 1)
-                                    .cast(self._schema))
+                self._values.append(value)
                 self._table = None
+            elif not self._values[got].equals(value):
+                raise self._collision()
             ids[i] = got
-        return ids[inverse.reshape(-1)]
+        return ids[inverse]
+
+    def _collision(self) -> UnsupportedError:
+        return UnsupportedError(
+            f"two different values of the partition columns {self.names} share one 64-bit "
+            "fingerprint; this writer cannot tell them apart")
 
     def values(self, ids: I32) -> pa.Table:
         """The partition columns of the partitions ``ids`` (one row each)."""
@@ -184,37 +203,66 @@ class _Buckets:
 
 @dataclass
 class _Index:
-    """Sorted key fingerprints with each key's partition id and bucket."""
+    """Key fingerprints (sorted) with each key's check word, partition id and bucket.
+
+    A key is its (fingerprint, check word) pair (:func:`key_fingerprint_pair`): a fingerprint
+    match is confirmed by the check word before the entry is taken, so two keys sharing a
+    fingerprint are two entries (side by side in ``keys``) and never one key's row moved or
+    deleted for the other's."""
 
     keys: U64
+    checks: U64
     parts: I32
     buckets: I32
 
-    def find(self, fps: U64) -> tuple[npt.NDArray[np.bool_], I32, I32]:
-        """(found, partition id, bucket) of each fingerprint (-1 where not found)."""
+    def locate(self, fps: U64, checks: U64) -> I64:
+        """The entry of each key, -1 where absent: the first entry with its fingerprint,
+        then (only after a fingerprint collision) the next ones until the check word
+        matches."""
+        at = np.full(len(fps), -1, np.int64)
+        n = len(self.keys)
+        if not n or not len(fps):
+            return at
+        pos = np.searchsorted(self.keys, fps)
+        todo = np.arange(len(fps))
+        while len(todo):
+            p = pos[todo]
+            live = p < n
+            todo, p = todo[live], p[live]
+            same = self.keys[p] == fps[todo]
+            todo, p = todo[same], p[same]
+            hit = self.checks[p] == checks[todo]
+            at[todo[hit]] = p[hit]
+            todo = todo[~hit]
+            pos[todo] += 1
+        return at
+
+    def find(self, fps: U64, checks: U64) -> tuple[npt.NDArray[np.bool_], I32, I32]:
+        """(found, partition id, bucket) of each key (-1 where not found)."""
+        at = self.locate(fps, checks)
+        found = at >= 0
+        safe = np.maximum(at, 0)
         if not len(self.keys):
             none = np.full(len(fps), -1, np.int32)
-            return np.zeros(len(fps), bool), none, none.copy()
-        pos = np.minimum(np.searchsorted(self.keys, fps), len(self.keys) - 1)
-        found = self.keys[pos] == fps
-        return (found, np.where(found, self.parts[pos], -1).astype(np.int32),
-                np.where(found, self.buckets[pos], -1).astype(np.int32))
+            return found, none, none.copy()
+        return (found, np.where(found, self.parts[safe], -1).astype(np.int32),
+                np.where(found, self.buckets[safe], -1).astype(np.int32))
 
-    def put(self, fps: U64, parts: I32, buckets: I32) -> None:
-        """Set the location of keys ``fps`` (unique), replacing what was stored."""
+    def put(self, fps: U64, checks: U64, parts: I32, buckets: I32) -> None:
+        """Set the location of keys ``(fps, checks)`` (unique), replacing what was stored."""
         if not len(fps):
             return
-        order = np.argsort(fps, kind="stable")
-        fps, parts, buckets = fps[order], parts[order], buckets[order]
-        pos = np.searchsorted(self.keys, fps)
-        hit = pos < len(self.keys)
-        hit[hit] = self.keys[pos[hit]] == fps[hit]
-        self.parts[pos[hit]] = parts[hit]
-        self.buckets[pos[hit]] = buckets[hit]
-        new = ~hit
-        self.keys = np.insert(self.keys, pos[new], fps[new])
-        self.parts = np.insert(self.parts, pos[new], parts[new])
-        self.buckets = np.insert(self.buckets, pos[new], buckets[new])
+        at = self.locate(fps, checks)
+        hit = at >= 0
+        self.parts[at[hit]] = parts[hit]
+        self.buckets[at[hit]] = buckets[hit]
+        new = np.flatnonzero(~hit)
+        new = new[np.argsort(fps[new], kind="stable")]
+        pos = np.searchsorted(self.keys, fps[new])
+        self.keys = np.insert(self.keys, pos, fps[new])
+        self.checks = np.insert(self.checks, pos, checks[new])
+        self.parts = np.insert(self.parts, pos, parts[new])
+        self.buckets = np.insert(self.buckets, pos, buckets[new])
 
 
 class CrossPartitionAssigner:
@@ -228,17 +276,24 @@ class CrossPartitionAssigner:
             task of a distributed write): it loads only those keys and creates only buckets
             ``b`` with ``b % num_channels == channel``. None: every key.
 
-    Raises:
-        UnsupportedError: ``cross-partition-upsert.index-ttl`` set (not applied here).
+    With ``cross-partition-upsert.index-ttl`` the bootstrap skips every bucket whose files
+    are all older than the TTL (Java's ``IndexBootstrap.filterSplit``): their keys are not
+    in the index, so such a key arriving in another partition is written there as a new key
+    and kept in both (the duplication Paimon's option description warns of). Java's RocksDB
+    also drops entries older than the TTL when it compacts, at no set time; this index keeps
+    the entries of its own writes until the writer ends.
+
+    With ``ignore-delete``, retractions pass through the index like every row (Java's
+    ``processInput``: a ``-D`` arriving in another partition moves the key's entry there)
+    and are dropped afterwards, with the ``-D`` rows the index adds (Java's
+    ``TableWriteImpl`` drops every retraction it is handed).
     """
 
     def __init__(self, file_io: FileIO, context: TableContext, planner: ScanPlanner,
                  snapshot_manager: SnapshotManager, key_slice: AssignerChannel | None) -> None:
         schema = context.schema
-        if INDEX_TTL in schema.options:
-            raise UnsupportedError(
-                f"option {INDEX_TTL!r} (expiring cross-partition index entries) is not "
-                "supported by this writer; unset it")
+        self.ttl_millis = context.options.get_duration_millis(INDEX_TTL, None)
+        self.ignore_delete = context.options.ignore_delete()
         self.engine = context.options.merge_engine
         self.file_io = file_io
         self.context = context
@@ -264,31 +319,42 @@ class CrossPartitionAssigner:
         self._parts = _Partitions(self._part_names, self._part_types, part_schema)
         self._buckets = _Buckets(self.context.options.dynamic_bucket_target_row_num, n, me)
         fps: list[U64] = []
+        checks: list[U64] = []
         parts: list[I32] = []
         buckets: list[I32] = []
         for batch, bucket in self._stored_keys():
-            f = key_fingerprints([batch.column(k) for k in self.key_names], self.key_types)
-            mine = np.ones(len(f), bool) if n == 1 else key_slices(
-                [batch.column(k) for k in self.key_names], self.key_types, n) == me
+            key_cols = [batch.column(k) for k in self.key_names]
+            mine = np.ones(batch.num_rows, bool) if n == 1 else key_slices(
+                key_cols, self.key_types, n) == me
             if not mine.all():
-                batch, f = batch.filter(pa.array(mine)), f[mine]
-            if not len(f):
+                batch = batch.filter(pa.array(mine))
+                key_cols = [batch.column(k) for k in self.key_names]
+            if not batch.num_rows:
                 continue
+            f, c = _fingerprints(key_cols, self.key_types)
             fps.append(f)
-            parts.append(self._parts.ids(batch))
+            checks.append(c)
+            # a split is one partition: its id from the first row
+            parts.append(np.full(len(f), self._parts.ids(batch.slice(0, 1))[0], np.int32))
             buckets.append(np.full(len(f), bucket, np.int32))
         keys = np.concatenate(fps) if fps else np.zeros(0, np.uint64)
+        chk = np.concatenate(checks) if checks else np.zeros(0, np.uint64)
         p = np.concatenate(parts) if parts else np.zeros(0, np.int32)
         b = np.concatenate(buckets) if buckets else np.zeros(0, np.int32)
         order = np.argsort(keys, kind="stable")
-        keys, p, b = keys[order], p[order], b[order]
-        if len(keys) > 1 and bool((keys[1:] == keys[:-1]).any()):
+        keys, chk, p, b = keys[order], chk[order], p[order], b[order]
+        twice = np.zeros(0, bool)
+        if len(keys) > 1 and bool((keys[1:] == keys[:-1]).any()):  # a shared fingerprint
+            order = np.lexsort((chk, keys))
+            keys, chk, p, b = keys[order], chk[order], p[order], b[order]
+            twice = (keys[1:] == keys[:-1]) & (chk[1:] == chk[:-1])
+        if bool(twice.any()):
             raise CorruptMetadataError(
                 self.context.table_path, "a primary key is stored in two partitions or "
                 "buckets of this cross-partition table (two jobs wrote it at once?); Paimon's "
                 "bootstrap refuses such data too")
         self._buckets.add(p, b, 1)
-        self._index = _Index(keys, p, b)
+        self._index = _Index(keys, chk, p, b)
 
     def _stored_keys(self) -> Iterator[tuple[pa.Table, int]]:
         """The live primary keys (with the partition columns) of each bucket of the latest
@@ -298,7 +364,10 @@ class CrossPartitionAssigner:
             return
         columns = list(dict.fromkeys([*self.key_names, *self._part_names]))
         read = TableRead(self.file_io, self.context, self.planner.schemas, columns)
+        now = data_writer.local_now_millis()  # files' creation times: writer-local clocks
         for split in self.planner.plan(snapshot).splits:
+            if self.ttl_millis is not None and _expired(split, self.ttl_millis, now):
+                continue
             for batch in read.to_batches([split]):
                 yield pa.Table.from_batches([batch]), split.bucket
 
@@ -313,23 +382,28 @@ class CrossPartitionAssigner:
             self._bootstrap(table.schema)
         assert self._index is not None and self._parts is not None
         n = table.num_rows
-        fps = key_fingerprints([table.column(k) for k in self.key_names], self.key_types)
+        fps, checks = _fingerprints([table.column(k) for k in self.key_names], self.key_types)
         part = self._parts.ids(table)
-        found, old_part, old_bucket = self._index.find(fps)
-        order = np.lexsort((np.arange(n), fps))  # by key, then arrival
-        sfp, spart = fps[order], part[order]
+        found, old_part, old_bucket = self._index.find(fps, checks)
+        order = np.lexsort((np.arange(n), checks, fps))  # by key, then arrival
+        sfp, schk, spart = fps[order], checks[order], part[order]
         first = np.ones(n, bool)
-        first[1:] = sfp[1:] != sfp[:-1]
-        if self.engine is MergeEngine.DEDUPLICATE:
-            return self._route_delete(table, kinds, order, first, spart,
-                                      found[order], old_part[order], old_bucket[order], sfp)
-        return self._route_keep_old(table, kinds, order, first, spart,
-                                    found[order], old_part[order], old_bucket[order], sfp)
+        first[1:] = (sfp[1:] != sfp[:-1]) | (schk[1:] != schk[:-1])
+        route = (self._route_delete if self.engine is MergeEngine.DEDUPLICATE
+                 else self._route_keep_old)
+        out, out_kinds, buckets = route(table, kinds, order, first, spart, found[order],
+                                        old_part[order], old_bucket[order], (sfp, schk))
+        if self.ignore_delete and out_kinds is not None:  # after the index, as Java
+            keep = ~retract_mask(out_kinds)
+            if not keep.all():
+                return out.filter(pa.array(keep)), out_kinds[keep], buckets[keep]
+        return out, out_kinds, buckets
 
     def _route_delete(self, table: pa.Table, kinds: npt.NDArray[np.int8] | None,
                       order: I64, first: npt.NDArray[np.bool_], spart: I32,
                       sfound: npt.NDArray[np.bool_], sold_part: I32, sold_bucket: I32,
-                      sfp: U64) -> tuple[pa.Table, npt.NDArray[np.int8] | None, I64]:
+                      skeys: tuple[U64, U64]
+                      ) -> tuple[pa.Table, npt.NDArray[np.int8] | None, I64]:
         """``DeleteExistingProcessor``: every row is written to its own partition; a row
         whose key was last in another partition first deletes it there."""
         assert self._index is not None and self._buckets is not None
@@ -352,7 +426,7 @@ class CrossPartitionAssigner:
         prev_bucket = np.where(first, sold_bucket, np.roll(bucket_sorted, 1)).astype(np.int32)
         last = np.ones(n, bool)
         last[:-1] = first[1:]
-        self._index.put(sfp[last], spart[last], bucket_sorted[last])
+        self._index.put(skeys[0][last], skeys[1][last], spart[last], bucket_sorted[last])
         buckets = np.empty(n, np.int64)
         buckets[order] = bucket_sorted
         moved = np.zeros(n, bool)
@@ -426,7 +500,8 @@ class CrossPartitionAssigner:
     def _route_keep_old(self, table: pa.Table, kinds: npt.NDArray[np.int8] | None,
                         order: I64, first: npt.NDArray[np.bool_], spart: I32,
                         sfound: npt.NDArray[np.bool_], sold_part: I32, sold_bucket: I32,
-                        sfp: U64) -> tuple[pa.Table, npt.NDArray[np.int8] | None, I64]:
+                        skeys: tuple[U64, U64]
+                        ) -> tuple[pa.Table, npt.NDArray[np.int8] | None, I64]:
         """``SkipNewExistingProcessor`` (first-row: rows of a key in another partition than
         its stored one are dropped) and ``UseOldExistingProcessor`` (partial-update,
         aggregation: they are written to the stored partition and bucket)."""
@@ -438,7 +513,8 @@ class CrossPartitionAssigner:
         home_bucket = np.where(sfound[heads], sold_bucket[heads], -1).astype(np.int32)
         self._deal_segments(home_bucket, heads, first & ~sfound, order, spart)
         new = ~sfound[heads]
-        self._index.put(sfp[heads][new], home_part[new], home_bucket[new])
+        self._index.put(skeys[0][heads][new], skeys[1][heads][new], home_part[new],
+                        home_bucket[new])
         elsewhere = np.zeros(n, bool)
         elsewhere[order] = spart != home_part[group]
         buckets = np.empty(n, np.int64)
@@ -473,6 +549,20 @@ class CrossPartitionAssigner:
         all_kinds = np.concatenate([k, np.full(len(rows), RowKind.DELETE, np.int8)])
         all_buckets = np.concatenate([buckets, old_bucket[rows]])
         return out, all_kinds[perm], all_buckets[perm]
+
+
+def _fingerprints(columns: list[pa.Array | pa.ChunkedArray], types: list[DataType]
+                  ) -> tuple[U64, U64]:
+    """Each row's key: fingerprint and check word (:func:`key_fingerprint_pair`; one name
+    for the route's keys, which a test replaces with a weak one to force collisions)."""
+    return key_fingerprint_pair(columns, types)
+
+
+def _expired(split: DataSplit, ttl_millis: int, now: int) -> bool:
+    """Every file of ``split`` was created more than ``ttl_millis`` before ``now``
+    (``IndexBootstrap.filterSplit``: kept when ``now <= creation + ttl`` for any file)."""
+    return all(f.creation_time is not None and now > f.creation_time + ttl_millis
+               for f in split.files)
 
 
 def _set_partitions(table: pa.Table, parts: _Partitions, rows: npt.NDArray[np.bool_],

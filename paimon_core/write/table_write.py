@@ -208,7 +208,7 @@ class TableWrite:
         self._overwrite = overwrite
         self._assigner, self._hash_index = self._dynamic_buckets(assigner_channel)
         self._cross = cross_partition_assigner(file_io, context, planner, snapshot_manager,
-                                               key_slice=assigner_channel, overwrite=overwrite)
+                                               key_slice=assigner_channel)
         self.sequence_fields = list(self.options.sequence_fields)
         for c in self.sequence_fields:
             schema.field(c)  # typed error for an unknown column
@@ -433,7 +433,7 @@ class TableWrite:
                         f"{RowKind(int(kinds[i])).short_string}"
                     )
                 kinds = None
-            elif self.ignore_delete:
+            elif self.ignore_delete and self._cross is None:  # else after its index
                 keep = ~retract_mask(kinds)
                 if not bool(keep.all()):
                     table, kinds = table.filter(pa.array(keep)), kinds[keep]

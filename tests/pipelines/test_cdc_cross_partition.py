@@ -6,6 +6,9 @@ Input: Canal's own output of the Debezium tutorial's ``inventory.products2``
 (``cdc_corpus/canal/flink_inventory.jsonl``, see its SOURCES.md), landed in two batches (its
 first two events, then the rest), so keys stored by batch 1 move in batch 2: 101 (3.14 ->
 5.17), 102 (8.1 -> 5.17, then deleted), 107 (5.3 -> 5.1); 110 and 111 move within batch 2.
+Batch 3 (``canal/truncate.jsonl``): an insert of 301, a ``TRUNCATE``, an insert of 302; the
+rows after the truncate are written as an overwrite, whose index is the table's before it
+(as Java 0.9's), so only 302 is left.
 The job's ``main`` (the module ``python -m pipelines.jobs.cdc_ingest`` runs; that form runs in a
 subprocess in test_cdc_routing.py) on the test session's Spark (two tasks, so two key slices);
 Java 0.9 reads the result. Expected rows written by hand from the events.
@@ -28,6 +31,7 @@ from paimon_core.schema_builder import Schema
 pytestmark = pytest.mark.spark
 
 FEED = Path(__file__).parent / "cdc_corpus" / "canal" / "flink_inventory.jsonl"
+TRUNCATE = FEED.with_name("truncate.jsonl")
 COLUMNS = [("id", "INT NOT NULL"), ("name", "STRING"), ("description", "STRING"),
            ("weight", "STRING")]
 
@@ -42,6 +46,7 @@ EXPECTED = [
     (109, "spare tire", "24 inch spare tire", "22.2"),
     (110, "jacket", "new water resistent white wind breaker", "0.5"),
 ]
+AFTER_TRUNCATE = [(302, "jacket", "water resistent black wind breaker", "0.1")]
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +56,7 @@ def ingested(spark: Any, tmp_path_factory: pytest.TempPathFactory
 
     root = tmp_path_factory.mktemp("cdcxpart")
     lines = FEED.read_text().splitlines()
-    for b, part in enumerate((lines[:2], lines[2:]), 1):
+    for b, part in enumerate((lines[:2], lines[2:], TRUNCATE.read_text().splitlines()), 1):
         d = root / "landing" / f"batch-{b:06d}"
         d.mkdir(parents=True)
         (d / "part-0.jsonl").write_text("\n".join(part) + "\n")
@@ -70,14 +75,14 @@ def ingested(spark: Any, tmp_path_factory: pytest.TempPathFactory
 def test_moved_keys_leave_their_old_partition(ingested: tuple[Path, list[dict[str, Any]]]
                                               ) -> None:
     wh, reports = ingested
-    assert [r["batch"] for r in reports] == [1, 2]
-    assert [r["malformed"] for r in reports] == [0, 0]
+    assert [r["batch"] for r in reports] == [1, 2, 3]
+    assert [r["malformed"] for r in reports] == [0, 0, 0]
     t = FileSystemCatalog(str(wh)).get_table("inventory.products2")
+    rb = t.new_read_builder().with_time_travel(snapshot_id=reports[1]["snapshot_ids"][-1])
     rows = sorted((r["id"], r["name"], r["description"], r["weight"])
-                  for r in t.to_arrow().to_pylist())
+                  for r in rb.new_read().to_arrow(rb.new_scan().plan().splits).to_pylist())
     assert rows == EXPECTED
     # every key once; the partitions the keys left hold nothing
-    rb = t.new_read_builder()
     by_partition: dict[str, list[int]] = {}
     for split in rb.new_scan().plan().splits:
         for r in rb.new_read().to_arrow([split]).to_pylist():
@@ -86,6 +91,15 @@ def test_moved_keys_leave_their_old_partition(ingested: tuple[Path, list[dict[st
     for left in ("3.14", "8.1", "5.3", "0.2", "5.18", "0.8"):
         assert left not in by_partition, left
     assert sorted(by_partition["5.17"]) == [101]
+
+
+def test_truncate_empties_the_table(ingested: tuple[Path, list[dict[str, Any]]]) -> None:
+    wh, reports = ingested
+    assert reports[2]["truncates"] == 1
+    t = FileSystemCatalog(str(wh)).get_table("inventory.products2")
+    rows = sorted((r["id"], r["name"], r["description"], r["weight"])
+                  for r in t.to_arrow().to_pylist())
+    assert rows == AFTER_TRUNCATE
     assert fsck(t, deep=True).ok
 
 
@@ -94,13 +108,15 @@ def test_java_reads_the_same(ingested: tuple[Path, list[dict[str, Any]]],
                              tmp_path: Path) -> None:
     from tests.interop.oracle import ensure_ready, run_batches
 
-    wh, _ = ingested
+    wh, reports = ingested
     ensure_ready()
-    out = tmp_path / "java.jsonl"
-    result = run_batches({"cdcxp": [{"cmd": "read", "warehouse": str(wh),
-                                     "table": "inventory.products2", "engine": "java",
-                                     "output": str(out)}]}, tmp_path)["cdcxp"]
+    moved = reports[1]["snapshot_ids"][-1]
+    cmds = [{"cmd": "read", "warehouse": str(wh), "table": "inventory.products2",
+             "engine": "java", "output": str(tmp_path / f"{name}.jsonl"), **extra}
+            for name, extra in (("moved", {"snapshot": moved}), ("latest", {}))]
+    result = run_batches({"cdcxp": cmds}, tmp_path)["cdcxp"]
     assert not result.failures(), result.stderr[-3000:]
-    java = sorted((r["id"], r["name"], r["description"], r["weight"])
-                  for r in (json.loads(x) for x in out.read_text().splitlines()))
-    assert java == EXPECTED
+    for name, expected in (("moved", EXPECTED), ("latest", AFTER_TRUNCATE)):
+        java = sorted((r["id"], r["name"], r["description"], r["weight"]) for r in (
+            json.loads(x) for x in (tmp_path / f"{name}.jsonl").read_text().splitlines()))
+        assert java == expected, name

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
+import paimon_core.datafile.writer as datafile_writer
+from paimon_core.bucket import key_fingerprint_pair
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.errors import SchemaError, UnsupportedError
 from paimon_core.spec.option_enums import BucketMode
 from paimon_core.table import FileStoreTable
-from paimon_core.types import int_type
+from paimon_core.types import DataType, int_type
+from paimon_core.write import cross_partition
 from paimon_core.write.cross_partition import key_slices
 from paimon_core.write.dynamic_bucket import AssignerChannel
 from tests.tables import make_catalog, make_table, sorted_rows, write_rows
@@ -129,12 +133,76 @@ def test_key_slices_split_the_keys_and_their_buckets(catalog: FileSystemCatalog)
         assert b % 2 == int(sl[[*range(1, 9), 20, 21].index(i)]), (pt, i, b)
 
 
-def test_unapplied_options_are_refused_by_name(catalog: FileSystemCatalog) -> None:
-    t = xp_table(catalog, **{"cross-partition-upsert.index-ttl": "1 d"})
-    with pytest.raises(UnsupportedError, match=r"cross-partition-upsert\.index-ttl"):
-        t.new_write("u")
-    with pytest.raises(UnsupportedError, match="INSERT OVERWRITE of a cross-partition"):
-        xp_table(catalog, "db.o").new_write("u", overwrite=True)
+def weak_keys(columns: list[pa.Array | pa.ChunkedArray], types: list[DataType]
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """A fingerprint that collides on purpose (``id % 2``), with the real check word."""
+    _, check = key_fingerprint_pair(columns, types)
+    ids = np.asarray(pa.chunked_array([columns[0]]).to_numpy(), np.int64)
+    return (ids % 2).astype(np.uint64), check
+
+
+def test_fingerprint_collisions_never_move_the_wrong_row(
+        catalog: FileSystemCatalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cross_partition, "_fingerprints", weak_keys)
+    t = xp_table(catalog)
+    # 1 and 3 share a fingerprint, so do 2 and 4: four keys, none a version of another
+    write_rows(t, rows(("a", 1, "x1"), ("b", 3, "x3"), ("a", 2, "x2"), ("a", 4, "x4")))
+    assert sorted_rows(t, "pt", "id", "v") == [
+        ("a", 1, "x1"), ("a", 2, "x2"), ("a", 4, "x4"), ("b", 3, "x3")]
+    # a new writer (bootstrapped): 3 moves b -> a (its -D in b, never 1's), 4 moves a -> c,
+    # 1 is updated where it is; 5 (1's fingerprint too) is new in b
+    write_rows(t, rows(("a", 3, "y3"), ("c", 4, "y4"), ("a", 1, "y1"), ("b", 5, "y5")))
+    assert sorted_rows(t, "pt", "id", "v") == [
+        ("a", 1, "y1"), ("a", 2, "x2"), ("a", 3, "y3"), ("b", 5, "y5"), ("c", 4, "y4")]
+    assert buckets_of(t) == {("a", 1): 0, ("a", 2): 0, ("a", 3): 1, ("b", 5): 0, ("c", 4): 0}
+
+
+def test_partition_fingerprint_collision_is_refused(
+        catalog: FileSystemCatalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cross_partition, "key_fingerprints",
+                        lambda cols, types: np.zeros(len(cols[0]), np.uint64))
+    t = xp_table(catalog)
+    with t.new_write("u") as w, pytest.raises(UnsupportedError, match=r"\['pt'\] share one"):
+        w.write_arrow(rows(("a", 1, "x"), ("b", 2, "y")))
+
+
+def test_ignore_delete_passes_deletes_through_the_index(catalog: FileSystemCatalog) -> None:
+    """Java's ``processInput`` takes the ``-D`` first: 1's entry moves a -> b (a/0 freed),
+    then ``TableWriteImpl`` drops it; so 4 takes a/0 (dropped first: a/1)."""
+    t = xp_table(catalog, **{"ignore-delete": "true"})
+    write_rows(t, rows(("a", 1, "x"), ("a", 2, "x"), ("a", 3, "x")))  # a/0: 1, 2; a/1: 3
+    write_rows(t, rows(("b", 1, None), ("a", 4, "y"), kinds=["-D", "+I"]),
+               row_kind_column="_k")
+    assert buckets_of(t) == {("a", 1): 0, ("a", 2): 0, ("a", 3): 1, ("a", 4): 0}
+
+
+def test_insert_overwrite_bootstraps_from_the_table_before_it(
+        catalog: FileSystemCatalog) -> None:
+    """Java 0.9 loads the index from the latest snapshot for an overwrite too: b/0 is full
+    (3, 5), so 1 (moved a -> b) goes to b/1; a full-table overwrite keeps only the new rows."""
+    t = xp_table(catalog, **{"dynamic-partition-overwrite": "false"})
+    write_rows(t, rows(("a", 1, "x"), ("b", 3, "x"), ("b", 5, "x")))
+    with t.new_write("u", overwrite=True) as w:
+        w.write_arrow(rows(("b", 1, "o"), ("c", 4, "o")))
+        t.new_commit("u").overwrite(w.prepare_commit())
+    assert sorted_rows(t, "pt", "id", "v") == [("b", 1, "o"), ("c", 4, "o")]
+    assert buckets_of(t) == {("b", 1): 1, ("c", 4): 0}
+
+
+def test_index_ttl_skips_buckets_older_than_it(
+        catalog: FileSystemCatalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Buckets whose files are all older than the TTL are not loaded (Java's
+    ``IndexBootstrap.filterSplit``): 2 (a/0, written 2 h ago) moving to c is a new key there
+    and stays in a too; 4 (b/0, a file of now) moving to c deletes its old row."""
+    t = xp_table(catalog, **{"cross-partition-upsert.index-ttl": "1 h"})
+    real = datafile_writer.local_now_millis
+    monkeypatch.setattr(datafile_writer, "local_now_millis", lambda: real() - 7_200_000)
+    write_rows(t, rows(("a", 2, "old"), ("b", 3, "old")))
+    monkeypatch.setattr(datafile_writer, "local_now_millis", real)
+    write_rows(t, rows(("b", 4, "new")))
+    write_rows(t, rows(("c", 2, "moved"), ("c", 4, "moved")))
+    assert sorted(r for r in sorted_rows(t, "pt", "id", "v")) == [
+        ("a", 2, "old"), ("b", 3, "old"), ("c", 2, "moved"), ("c", 4, "moved")]
 
 
 def test_a_move_frees_its_place_before_the_next_key(catalog: FileSystemCatalog) -> None:

@@ -10,6 +10,9 @@
 //   WRITE <wh> <db.table> <user> <commitId> <rows>           -> OK <records>
 //       rows: kind:pt:id:v separated by ';' (kind +I/-D/-U/+U; v may be empty); answers the
 //       records the assigner emitted, kind:pt:id:bucket separated by ';'.
+//   OVERWRITE <wh> <db.table> <rows>  -> OK <records>: the same through an INSERT OVERWRITE
+//       (BatchWriteBuilder.withOverwrite(): the table's dynamic-partition-overwrite decides
+//       which partitions are replaced; the index is bootstrapped from the latest snapshot).
 //   READ <wh> <db.table>  -> OK rows=<n>, then n lines "R pt\tid\tv\tbucket".
 import java.io.BufferedReader;
 import java.io.File;
@@ -33,10 +36,13 @@ import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.table.FileStoreTable;
-import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.BatchTableCommit;
+import org.apache.paimon.table.sink.BatchTableWrite;
+import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.StreamTableCommit;
 import org.apache.paimon.table.sink.StreamTableWrite;
 import org.apache.paimon.table.sink.StreamWriteBuilder;
+import org.apache.paimon.table.sink.TableWrite;
 import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
@@ -78,48 +84,67 @@ public class CrossPartitionOracle {
 
     static String write(String[] f) throws Exception {
         FileStoreTable t = table(f[1], f[2]);
-        String user = f[3];
         long commitId = Long.parseLong(f[4]);
         File tmp = Files.createTempDirectory("xpart-io").toFile();
-        StreamWriteBuilder wb = t.newStreamWriteBuilder().withCommitUser(user);
-        StringBuilder emitted = new StringBuilder();
+        StreamWriteBuilder wb = t.newStreamWriteBuilder().withCommitUser(f[3]);
         try (IOManager io = IOManager.create(tmp.getPath());
                 StreamTableWrite w = wb.newWrite();
                 StreamTableCommit c = wb.newCommit()) {
-            w.withIOManager(io);
-            GlobalIndexAssigner a = new GlobalIndexAssigner(t);
-            a.open(0L, io, 1, 0, (row, bucket) -> {
-                try {
-                    w.write(row, bucket);
-                } catch (Exception e) {
-                    throw new RuntimeException(e);
-                }
-                if (emitted.length() > 0) {
-                    emitted.append(';');
-                }
-                emitted.append(row.getRowKind().shortString()).append(':')
-                        .append(row.isNullAt(0) ? "" : row.getString(0).toString()).append(':')
-                        .append(row.getInt(1)).append(':').append(bucket);
-            });
-            new IndexBootstrap(t).bootstrap(1, 0, row -> {
-                try {
-                    a.bootstrapKey(row);
-                } catch (Exception e) {
-                    throw new RuntimeException(e);
-                }
-            });
-            a.endBoostrap(false);
-            for (String r : f[5].split(";")) {
-                String[] p = r.split(":", -1);
-                a.processInput(GenericRow.ofKind(RowKind.fromShortString(p[0]),
-                        BinaryString.fromString(p[1]), Integer.parseInt(p[2]),
-                        p[3].isEmpty() ? null : BinaryString.fromString(p[3])));
-            }
-            List<CommitMessage> msgs = w.prepareCommit(false, commitId);
-            c.commit(commitId, msgs);
-            a.close();
+            String emitted = assign(t, io, w, f[5]);
+            c.commit(commitId, w.prepareCommit(false, commitId));
+            return "OK " + emitted;
         }
-        return "OK " + emitted;
+    }
+
+    static String overwrite(String[] f) throws Exception {
+        FileStoreTable t = table(f[1], f[2]);
+        File tmp = Files.createTempDirectory("xpart-io").toFile();
+        BatchWriteBuilder wb = t.newBatchWriteBuilder().withOverwrite();
+        try (IOManager io = IOManager.create(tmp.getPath());
+                BatchTableWrite w = wb.newWrite();
+                BatchTableCommit c = wb.newCommit()) {
+            String emitted = assign(t, io, w, f[3]);
+            c.commit(w.prepareCommit());
+            return "OK " + emitted;
+        }
+    }
+
+    /** Bootstraps Java's assigner from the table, sends {@code rows} through it into
+     * {@code w}; answers the records emitted. */
+    static String assign(FileStoreTable t, IOManager io, TableWrite w, String rows)
+            throws Exception {
+        StringBuilder emitted = new StringBuilder();
+        w.withIOManager(io);
+        GlobalIndexAssigner a = new GlobalIndexAssigner(t);
+        a.open(0L, io, 1, 0, (row, bucket) -> {
+            try {
+                w.write(row, bucket);
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+            if (emitted.length() > 0) {
+                emitted.append(';');
+            }
+            emitted.append(row.getRowKind().shortString()).append(':')
+                    .append(row.isNullAt(0) ? "" : row.getString(0).toString()).append(':')
+                    .append(row.getInt(1)).append(':').append(bucket);
+        });
+        new IndexBootstrap(t).bootstrap(1, 0, row -> {
+            try {
+                a.bootstrapKey(row);
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        });
+        a.endBoostrap(false);
+        for (String r : rows.split(";")) {
+            String[] p = r.split(":", -1);
+            a.processInput(GenericRow.ofKind(RowKind.fromShortString(p[0]),
+                    BinaryString.fromString(p[1]), Integer.parseInt(p[2]),
+                    p[3].isEmpty() ? null : BinaryString.fromString(p[3])));
+        }
+        a.close();
+        return emitted.toString();
     }
 
     static List<String> read(String[] f) throws Exception {
@@ -153,6 +178,9 @@ public class CrossPartitionOracle {
                         break;
                     case "WRITE":
                         System.out.println(write(f));
+                        break;
+                    case "OVERWRITE":
+                        System.out.println(overwrite(f));
                         break;
                     case "READ":
                         List<String> rows = read(f);
