@@ -598,15 +598,21 @@ def to_arrow_schema(fields: tuple[DataField, ...] | list[DataField]) -> pa.Schem
 
 
 def is_widening(old: DataType, new: DataType) -> bool:
-    """Whether a column of type ``old`` can be read as ``new`` (schema evolution on read)."""
-    if old.with_nullable(True) == new.with_nullable(True):
+    """Whether every value of type ``old`` reads unchanged, and orders the same, as ``new``
+    (no cast of :mod:`paimon_core.read.casts` needed beyond the Arrow representation; stats
+    of files written with ``old`` may then prune filters on the ``new`` column)."""
+    o, n = old.with_nullable(True), new.with_nullable(True)
+    if o == n:
         return True
-    order = [TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT]
-    if old.root in order and new.root in order:
-        return order.index(old.root) <= order.index(new.root)
-    if old.root in [*order, TypeRoot.FLOAT] and new.root is TypeRoot.DOUBLE:
-        return True
-    return old.root in STRING_ROOTS and new.root in STRING_ROOTS
+    if not isinstance(o, AtomicType) or not isinstance(n, AtomicType):
+        return False
+    if o.root in INTEGER_ROOTS and n.root in INTEGER_ROOTS:
+        return INT_RANGES[o.root][1] <= INT_RANGES[n.root][1]
+    if n.root is o.root and o.root in (TypeRoot.VARCHAR, TypeRoot.VARBINARY):
+        return (n.length or 0) >= (o.length or 0)
+    if o.root is TypeRoot.DECIMAL and n.root is TypeRoot.DECIMAL:
+        return o.scale == n.scale and (n.precision or 0) >= (o.precision or 0)
+    return False
 
 
 def from_arrow_type(t: pa.DataType, nullable: bool = True) -> DataType:

@@ -41,7 +41,7 @@ from paimon_core.spec.option_enums import MergeEngine
 from paimon_core.spec.partition import decode_partition
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
-from paimon_core.types import DataType
+from paimon_core.types import DataType, is_widening
 
 DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 
@@ -133,7 +133,10 @@ class _Pruner:
         out = {}
         for cur in self.schema.fields:
             old = by_id.get(cur.id)
-            if old is not None and old in raw and cur.type.root == file_schema.field(old).type.root:
+            # stats of a file written before a type change prune only when every old value
+            # reads unchanged (a lossy cast may move a value into the filter's range)
+            if old is not None and old in raw and is_widening(file_schema.field(old).type,
+                                                              cur.type):
                 out[cur.name] = raw[old]
         return out
 
