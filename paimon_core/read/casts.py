@@ -186,28 +186,36 @@ def _unscaled(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _to_decimal(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
-    p, sc = t.precision or 38, t.scale or 0
+    sc = t.scale or 0
     if s.root is TypeRoot.DECIMAL or s.root in INTEGER_ROOTS:
         exact = pc.cast(arr, pa.decimal256(76, max(sc, s.scale or 0) + 1))
-        return _round_fit(exact, p, sc)
+        return _round_fit(exact, arr, s, t)
     # FLOAT/DOUBLE: BigDecimal.valueOf(doubleValue()) == new BigDecimal(Double.toString(d))
     return _string_to_decimal(java_double_strings(pc.cast(arr, pa.float64())), s, t)
 
 
-def _round_fit(exact: pa.Array, p: int, sc: int) -> pa.Array:
-    """``Decimal.fromBigDecimal``: HALF_UP to scale ``sc``, null when over ``p`` digits."""
+def _round_fit(exact: pa.Array, arr: pa.Array, s: AtomicType, t: AtomicType,
+               too_long: pa.Array | None = None) -> pa.Array:
+    """``Decimal.fromBigDecimal``: HALF_UP (ties away from zero) to the scale of ``t``.
+
+    A value over its precision is a ``null`` decimal in Java 0.9 that its readers do not
+    expect (``CastedRow.isNullAt`` says false, ``getDecimal`` returns null: the oracle's read
+    fails with a NullPointerException), so it fails ours too, naming the value; ``too_long``
+    marks values known not to fit before rounding."""
+    p, sc = t.precision or 38, t.scale or 0
     rounded = pc.round(exact, ndigits=sc, round_mode="half_towards_infinity")
     bound = pa.scalar(decimal.Decimal(10) ** (p - sc), rounded.type)
-    over = pc.fill_null(pc.greater_equal(pc.abs(rounded), bound), False)
-    fitted = pc.if_else(over, pa.scalar(None, rounded.type), rounded)
-    return pc.cast(fitted, pa.decimal128(p, sc))
+    fits = pc.less(pc.abs(rounded), bound)
+    if too_long is not None:
+        fits = pc.and_(fits, pc.invert(too_long))
+    check_values(arr, fits, s, t, f"more than {p} digits (Paimon 0.9's read fails too)")
+    return pc.cast(rounded, pa.decimal128(p, sc))
 
 
 def _boolean_to_numeric(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     ints = pc.cast(arr, pa.int32())
     if t.root is TypeRoot.DECIMAL:
-        return _round_fit(pc.cast(ints, pa.decimal256(76, (t.scale or 0) + 1)),
-                          t.precision or 38, t.scale or 0)
+        return _round_fit(pc.cast(ints, pa.decimal256(76, (t.scale or 0) + 1)), arr, s, t)
     return pc.cast(ints, to_arrow_type(t))
 
 
@@ -223,7 +231,7 @@ def _string_to_decimal(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     p, sc = t.precision or 38, t.scale or 0
     check_values(arr, pc.match_substring_regex(arr, _DEC_RE), s, t, "not a decimal number")
     if pc.any(pc.match_substring_regex(arr, "[eE]")).as_py():
-        return _string_to_decimal_slow(arr, p, sc)
+        return _string_to_decimal_slow(arr, s, t)
     parts = pc.extract_regex(arr, r"^(?P<sign>[+-]?)(?P<int>[0-9]*)\.?(?P<frac>[0-9]*)$")
     sign, ints, frac = (parts.field(k) for k in ("sign", "int", "frac"))
     ints = pc.utf8_ltrim(ints, characters="0")
@@ -232,24 +240,19 @@ def _string_to_decimal(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     frac = pc.utf8_rpad(pc.utf8_slice_codeunits(frac, 0, sc + 1), sc + 1, "0")
     text = pc.binary_join_element_wise(sign, pc.if_else(pc.equal(ints, ""), "0", ints), ".",
                                        frac, "")
-    exact = pc.cast(text, pa.decimal256(76, sc + 1))
-    exact = pc.if_else(too_long, pa.scalar(None, exact.type), exact)
-    return _round_fit(exact, p, sc)
+    return _round_fit(pc.cast(text, pa.decimal256(76, sc + 1)), arr, s, t, too_long)
 
 
-def _string_to_decimal_slow(arr: pa.Array, p: int, sc: int) -> pa.Array:
+def _string_to_decimal_slow(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     """Strings with an exponent: Python's decimal (same HALF_UP semantics as BigDecimal)."""
+    p, sc = t.precision or 38, t.scale or 0
     q = decimal.Decimal(1).scaleb(-sc)
-    bound = decimal.Decimal(10) ** (p - sc)
     ctx = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP)
-    out: list[decimal.Decimal | None] = []
-    for v in arr.to_pylist():
-        if v is None:
-            out.append(None)
-            continue
-        d = decimal.Decimal(v).quantize(q, context=ctx)
-        out.append(None if abs(d) >= bound else d)
-    return pa.array(out, pa.decimal128(p, sc))
+    exact = [None if v is None else decimal.Decimal(v) for v in arr.to_pylist()]
+    huge = [d is not None and d.adjusted() >= p - sc for d in exact]  # cannot fit anyway
+    values = pa.array([None if h or d is None else d.quantize(q, context=ctx)
+                       for d, h in zip(exact, huge)], pa.decimal256(76, sc))
+    return _round_fit(values, arr, s, t, pa.array(huge))
 
 
 def _string_to_integer(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 
 from paimon_core.cli.main import main as paimon_main
 from paimon_core.errors import CastError
+from paimon_core.types import parse_sql_type
 from tests.interop import schema_tag_java as J
 from tests.interop.oracle import ensure_ready, run_batches
 
@@ -62,7 +62,7 @@ B64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
 
 OLD_ROWS: list[dict[str, Any]] = [
     {"id": 1, "dec_int": "12.99", "dbl_int": 1.9, "str_dec": "2.345", "big_int": 2**40 + 5,
-     "dbl_big": 1e30, "flt_dec": 0.1, "dec_dec": "1.2350", "dec_dbl": "0.100", "int_dec": 12345,
+     "dbl_big": 1e30, "flt_dec": 0.1, "dec_dec": "1.2350", "dec_dbl": "0.100", "int_dec": 1234,
      "str_int": "42", "str_dbl": "1.5", "str_bool": "yes", "int_str": 7, "dbl_str": 1e10,
      "dec_str": "1.500", "bool_int": True, "int_bool": 0, "str_char": "ab", "str_vc": "abcdef",
      "by_bin": B64(b"\x01\x02\x03\x04"), "str_by": "hé", "ts_date": "2024-01-02 03:04:05.678901",
@@ -70,25 +70,25 @@ OLD_ROWS: list[dict[str, Any]] = [
      "ts_big": "2024-01-02 03:04:05.999", "date_ts": "2024-02-29", "date_str": "2024-02-29",
      "str_date": "2024-3-5", "str_ts": "2024-01-02 03:04:05.123456"},
     {"id": 2, "dec_int": "-7.99", "dbl_int": -1.9, "str_dec": "-2.345", "big_int": -(2**31) - 1,
-     "dbl_big": -1e30, "flt_dec": -1.5, "dec_dec": "-9999.9950", "dec_dbl": "-2.675",
-     "int_dec": 99999, "str_int": "-3.9", "str_dbl": "-2e3", "str_bool": "F", "int_str": -1,
+     "dbl_big": -1e30, "flt_dec": -1.5, "dec_dec": "-99.9950", "dec_dbl": "-2.675",
+     "int_dec": -9999, "str_int": "-3.9", "str_dbl": "-2e3", "str_bool": "F", "int_str": -1,
      "dbl_str": 0.0001, "dec_str": "-0.250", "bool_int": False, "int_bool": 5,
      "str_char": "abcdef", "str_vc": "ab", "by_bin": B64(b"\x09"), "str_by": "x",
      "ts_date": "1969-12-31 23:00:00.500000", "ts_ts3": "1969-12-31 23:59:59.999999",
      "ts_str": "1999-12-31 23:59:59.000", "ts_big": "1969-12-31 23:59:59.500",
      "date_ts": "1969-12-31", "date_str": "0001-01-01", "str_date": "19000",
      "str_ts": "2024-01-02"},
-    {"id": 3, **{c: None for c, _, _ in CHANGES}, "str_dec": "99999999.995"},
+    {"id": 3, **{c: None for c, _, _ in CHANGES}},
 ]
 
 # what Java 0.9 reads for the issue's examples (written by hand from its CastExecutors)
 EXPECTED = {
     1: {"dec_int": 12, "dbl_int": 1, "str_dec": "2.35", "big_int": 5, "dbl_big": 2**63 - 1,
-        "int_dec": None, "str_int": 42, "int_bool": False, "str_char": "ab  ", "str_vc": "abc",
+        "int_dec": "1234.0", "str_int": 42, "int_bool": False, "str_char": "ab  ", "str_vc": "abc",
         "dbl_str": "1.0E10", "ts_date": "2024-01-02", "dec_dec": "1.24"},
     2: {"dec_int": -7, "dbl_int": -1, "str_dec": "-2.35", "big_int": 2**31 - 1, "dbl_big": -(2**63),
         "str_int": -3, "int_bool": True, "str_char": "abcd", "ts_date": "1970-01-01",
-        "dec_dec": None, "dbl_str": "1.0E-4"},
+        "dec_dec": "-100.00", "dbl_str": "1.0E-4", "int_dec": "-9999.0"},
     3: {"str_dec": None, "dec_int": None},
 }
 
@@ -135,8 +135,6 @@ def altered(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {"cmd": "write", "warehouse": str(wh), "table": TABLE, "input": str(work / "old.jsonl")},
     ]}, work)
     java = J.SchemaTagJava(work / "java")
-    from paimon_core.types import parse_sql_type
-
     answer = java.alter(wh, TABLE, *(J.retype(c, parse_sql_type(new)) for c, _, new in CHANGES))
     assert answer.ok, answer.text
     run_batches({"write-new": [{"cmd": "write", "warehouse": str(wh), "table": TABLE,
@@ -178,28 +176,31 @@ def test_filters_on_a_changed_column_keep_old_rows(
     assert sorted(r["id"] for r in rows) == ids
 
 
-def test_an_unparsable_old_value_fails_naming_it(altered: Path, tmp_path: Path) -> None:
-    """Java fails its read on a string it cannot parse ('abc' -> INT); so do we, by name."""
-    wh = tmp_path / "wh"
-    shutil.copytree(altered, wh)
-    work = tmp_path / "w"
+@pytest.mark.parametrize("value, new_type, message", [
+    ("abc", "INT", r"'abc'.*STRING.*INT: not an integer"),
+    ("99999999.995", "DECIMAL(10, 2)", r"'99999999.995'.*more than 10 digits"),
+])
+def test_an_old_value_java_cannot_read_fails_naming_it(
+    tmp_path: Path, value: str, new_type: str, message: str
+) -> None:
+    """Java fails its read on a string it cannot parse ('abc' -> INT) and on a decimal over
+    the new precision (a null its reader does not expect); we fail too, naming the value."""
+    wh, work = tmp_path / "wh", tmp_path / "w"
     work.mkdir()
     (work / "schema.json").write_text(json.dumps({
         "fields": [{"name": "s", "type": "STRING"}], "partition_keys": [], "primary_keys": [],
         "options": {"bucket": "-1"}}))
-    (work / "rows.jsonl").write_text(json.dumps({"s": "abc"}) + "\n")
+    (work / "rows.jsonl").write_text(json.dumps({"s": value}) + "\n")
     run_batches({"bad": [
-        {"cmd": "create", "warehouse": str(wh), "table": "db.bad",
+        {"cmd": "create", "warehouse": str(wh), "table": TABLE,
          "schema": str(work / "schema.json")},
-        {"cmd": "write", "warehouse": str(wh), "table": "db.bad",
+        {"cmd": "write", "warehouse": str(wh), "table": TABLE,
          "input": str(work / "rows.jsonl")},
     ]}, work)
-    from paimon_core.types import parse_sql_type
-
-    assert J.SchemaTagJava(work / "java").alter(wh, "db.bad", J.retype(
-        "s", parse_sql_type("INT"))).ok
+    java = J.SchemaTagJava(work / "java")
+    assert java.alter(wh, TABLE, J.retype("s", parse_sql_type(new_type))).ok
     results = run_batches({"bad-read": [{"cmd": "read", "warehouse": str(wh),
-                                         "table": "db.bad", "engine": "java"}]}, work)
-    assert results["bad-read"].failures(), "Java read 'abc' as INT"
-    with pytest.raises(CastError, match=r"'abc'.*STRING.*INT"):
-        paimon_main(["read", "--warehouse", str(wh), "--table", "db.bad"])
+                                         "table": TABLE, "engine": "java"}]}, work)
+    assert results["bad-read"].failures(), f"Java read {value!r} as {new_type}"
+    with pytest.raises(CastError, match=message):
+        paimon_main(["read", "--warehouse", str(wh), "--table", TABLE])
