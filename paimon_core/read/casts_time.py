@@ -184,8 +184,8 @@ def _string_to_date(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     numeric = pc.match_substring_regex(arr, r"^[0-9]+$")
     ok = pc.or_(numeric, pc.match_substring_regex(text, r"^[0-9]{1,4}-[0-9]{1,2}-[0-9]{1,2}$"))
     check_values(arr, ok, s, t, "not a date")
-    parts = pc.extract_regex(pc.if_else(numeric, "1970-1-1", text),
-                             r"^(?P<y>[0-9]+)-(?P<m>[0-9]+)-(?P<d>[0-9]+)$")
+    dated = pc.fill_null(pc.if_else(pc.fill_null(numeric, False), "1970-1-1", text), "1970-1-1")
+    parts = pc.extract_regex(dated, r"^(?P<y>[0-9]+)-(?P<m>[0-9]+)-(?P<d>[0-9]+)$")
     iso = pc.binary_join_element_wise(*(pc.utf8_lpad(parts.field(k), w, "0")
                                         for k, w in (("y", 4), ("m", 2), ("d", 2))), "-")
     parsed = pc.cast(pc.strptime(iso, "%Y-%m-%d", "s"), pa.date32())
