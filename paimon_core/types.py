@@ -597,24 +597,6 @@ def to_arrow_schema(fields: tuple[DataField, ...] | list[DataField]) -> pa.Schem
     return pa.schema([to_arrow_field(f.name, f.type) for f in fields])
 
 
-def is_widening(old: DataType, new: DataType) -> bool:
-    """Whether every value of type ``old`` reads unchanged, and orders the same, as ``new``
-    (no cast of :mod:`paimon_core.read.casts` needed beyond the Arrow representation; stats
-    of files written with ``old`` may then prune filters on the ``new`` column)."""
-    o, n = old.with_nullable(True), new.with_nullable(True)
-    if o == n:
-        return True
-    if not isinstance(o, AtomicType) or not isinstance(n, AtomicType):
-        return False
-    if o.root in INTEGER_ROOTS and n.root in INTEGER_ROOTS:
-        return INT_RANGES[o.root][1] <= INT_RANGES[n.root][1]
-    if n.root is o.root and o.root in (TypeRoot.VARCHAR, TypeRoot.VARBINARY):
-        return (n.length or 0) >= (o.length or 0)
-    if o.root is TypeRoot.DECIMAL and n.root is TypeRoot.DECIMAL:
-        return o.scale == n.scale and (n.precision or 0) >= (o.precision or 0)
-    return False
-
-
 def from_arrow_type(t: pa.DataType, nullable: bool = True) -> DataType:
     """The Paimon type for an Arrow type (for tables created from Arrow schemas)."""
     if pa.types.is_boolean(t):

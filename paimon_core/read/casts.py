@@ -21,6 +21,9 @@ each value reads as Java reads it:
 * BOOLEAN <-> numbers (1/0, ``intValue() != 0``), numbers/booleans -> strings (``toString``);
 * temporal: :mod:`paimon_core.read.casts_time`.
 
+:func:`is_widening` tells the changes that need no value cast: old files' statistics still prune
+filters on such a column (:mod:`paimon_core.scan.planner`), on any other change they cannot.
+
 Pairs Java 0.9 has no rule for are refused with :class:`~paimon_core.errors.UnsupportedError`
 (Java's ALTER refuses them, so only a hand-made schema file can hold them).
 """
@@ -53,7 +56,7 @@ from paimon_core.types import (
     to_arrow_type,
 )
 
-__all__ = ["cast_evolved"]
+__all__ = ["cast_evolved", "is_widening"]
 
 _FLOATS = frozenset({TypeRoot.FLOAT, TypeRoot.DOUBLE})
 _PRIMITIVE = INTEGER_ROOTS | _FLOATS
@@ -66,6 +69,30 @@ _FALSE = pa.array(["f", "false", "n", "no", "0"])
 _DEC_RE = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _INT_RE = r"^[+-]?[0-9]*(\.[0-9]*)?$"
 _FLOAT_RE = r"^[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)$"
+
+
+def is_widening(old: DataType, new: DataType) -> bool:
+    """Whether every value of type ``old`` reads unchanged, and orders the same, as ``new``
+    (no cast of :mod:`paimon_core.read.casts` needed beyond the Arrow representation; stats
+    of files written with ``old`` may then prune filters on the ``new`` column)."""
+    o, n = old.with_nullable(True), new.with_nullable(True)
+    if o == n:
+        return True
+    if not isinstance(o, AtomicType) or not isinstance(n, AtomicType):
+        return False
+    if o.root in INTEGER_ROOTS and n.root in INTEGER_ROOTS:
+        return INT_RANGES[o.root][1] <= INT_RANGES[n.root][1]
+    if n.root is TypeRoot.DOUBLE:  # exact in a double
+        return o.root in (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.FLOAT)
+    if (o.root, n.root) in ((TypeRoot.CHAR, TypeRoot.VARCHAR), (TypeRoot.VARCHAR, TypeRoot.VARCHAR),
+                            (TypeRoot.BINARY, TypeRoot.VARBINARY),
+                            (TypeRoot.VARBINARY, TypeRoot.VARBINARY)):
+        return (n.length or 0) >= (o.length or 0)
+    if o.root is n.root and o.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        return (n.precision or 0) >= (o.precision or 0)
+    if o.root is TypeRoot.DECIMAL and n.root is TypeRoot.DECIMAL:
+        return o.scale == n.scale and (n.precision or 0) >= (o.precision or 0)
+    return False
 
 
 def cast_evolved(col: pa.ChunkedArray | pa.Array, source: DataType,

@@ -30,7 +30,7 @@ from paimon_core.errors import (
     UnsupportedError,
 )
 from paimon_core.io.file_io import FileIO, join
-from paimon_core.read.casts import cast_evolved
+from paimon_core.read.casts import cast_evolved, is_widening
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
@@ -39,7 +39,6 @@ from paimon_core.types import (
     DataField,
     DataType,
     bigint_type,
-    is_widening,
     tinyint_type,
     to_arrow_type,
 )
@@ -54,7 +53,8 @@ _STREAM_BUFFER = 1 << 18
 class ColumnMapping:
     """How to produce each requested output column from one file."""
 
-    #: (output name, name in the file or None, type read, type the file holds or None)
+    #: (output name, name in the file or None, type read, the file's type when a value cast
+    #: is needed (an ALTER changed the type other than by widening) else None)
     output: tuple[tuple[str, str | None, DataType, DataType | None], ...]
 
 
@@ -141,18 +141,18 @@ class DataFileReader:
                             KEY_PREFIX + k,
                             KEY_PREFIX + of.name if of else None,
                             cur.type.with_nullable(False),
-                            of.type if of else None,
+                            _cast_from(of, cur.type),
                         )
                     )
             if sequence:
-                out.append((SEQUENCE_NUMBER, SEQUENCE_NUMBER, _BIGINT, _BIGINT))
+                out.append((SEQUENCE_NUMBER, SEQUENCE_NUMBER, _BIGINT, None))
             if kind:
-                out.append((VALUE_KIND, VALUE_KIND, _TINYINT, _TINYINT))
+                out.append((VALUE_KIND, VALUE_KIND, _TINYINT, None))
         for name in columns:
             cur = self.schema.field(name)
             of = old_by_id.get(cur.id)
             out.append((name, of.name if of is not None else None, cur.type,
-                        of.type if of is not None else None))
+                        _cast_from(of, cur.type)))
         m = ColumnMapping(tuple(out))
         self._mappings[key] = m
         return m
@@ -440,7 +440,7 @@ def _read_as(
     """A file column as the current type: Java's cast when ALTER changed the type
     (:mod:`paimon_core.read.casts`), else only the Arrow representation adjusted."""
     try:
-        if src_type is not None and not is_widening(src_type, dtype):
+        if src_type is not None:
             return cast_evolved(col, src_type, dtype)
         return col if col.type == target else _cast(col, target)
     except CastError as e:
@@ -449,6 +449,11 @@ def _read_as(
         raise CorruptMetadataError(
             path, f"column {src!r} of type {col.type} cannot be read as {dtype}: {e}"
         ) from e
+
+
+def _cast_from(old: DataField | None, current: DataType) -> DataType | None:
+    """The file's type of a column when reading it needs Java's value cast, else None."""
+    return None if old is None or is_widening(old.type, current) else old.type
 
 
 def _keep(deleted: np.ndarray, offset: int, n: int) -> np.ndarray:

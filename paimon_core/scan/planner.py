@@ -17,6 +17,7 @@ from typing import Any
 from paimon_core.bucket import bucket_of, hash_binary_row
 from paimon_core.layout import TableContext
 from paimon_core.manifest_io import ManifestIO
+from paimon_core.read.casts import is_widening
 from paimon_core.scan.manifest_filter import (
     EntryFilter,
     read_entries,
@@ -41,7 +42,7 @@ from paimon_core.spec.option_enums import MergeEngine
 from paimon_core.spec.partition import decode_partition
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.snapshot import Snapshot
-from paimon_core.types import DataType, is_widening
+from paimon_core.types import DataType
 
 DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 

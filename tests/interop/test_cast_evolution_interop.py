@@ -104,11 +104,9 @@ def _new_rows() -> list[dict[str, Any]]:
              "str_char": "wxyz", "ts_date": "2025-05-05", "int_bool": True}]
 
 
-def _read_java(wh: Path, work: Path, tag: str, snapshot: int | None = None) -> list[str]:
+def _read_java(wh: Path, work: Path, tag: str) -> list[str]:
     cmd: dict[str, Any] = {"cmd": "read", "warehouse": str(wh), "table": TABLE, "engine": "java",
                            "output": str(work / f"{tag}.jsonl")}
-    if snapshot is not None:
-        cmd["snapshot"] = snapshot
     results = run_batches({tag: [cmd]}, work)
     assert not results[tag].failures(), results[tag].failures()
     return (work / f"{tag}.jsonl").read_text().splitlines()
@@ -158,11 +156,17 @@ def test_we_read_every_java_cast_as_java(
 
 
 def test_old_snapshot_reads_the_old_types(
-    altered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    altered: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    java = _read_java(altered, tmp_path, "snap1", snapshot=1)
-    assert _ours(altered, capsys, "--snapshot", "1") == java
-    assert json.loads(java[0])["dec_int"] == "12.99"
+    """Time travel to the snapshot before the ALTER reads its own schema's types (the
+    oracle's Java time-travel read cannot be compared: its row printer takes the latest
+    schema's types and fails on the old values)."""
+    rows = {r["id"]: r for r in map(json.loads, _ours(altered, capsys, "--snapshot", "1"))}
+    assert sorted(rows) == [1, 2, 3]
+    assert {k: rows[1][k] for k in ("dec_int", "dbl_int", "str_dec", "str_char", "ts_date")} == {
+        "dec_int": "12.99", "dbl_int": 1.9, "str_dec": "2.345", "str_char": "ab",
+        "ts_date": "2024-01-02 03:04:05.678901"}
+    assert rows[2]["dec_int"] == "-7.99" and rows[2]["str_dec"] == "-2.345"
 
 
 @pytest.mark.parametrize("where, ids", [
