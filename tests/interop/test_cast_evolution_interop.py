@@ -104,6 +104,12 @@ def _new_rows() -> list[dict[str, Any]]:
              "str_char": "wxyz", "ts_date": "2025-05-05", "int_bool": True}]
 
 
+def _run(batches: dict[str, list[dict[str, Any]]], work: Path) -> None:
+    """Run oracle batches; every command must succeed."""
+    for name, result in run_batches(batches, work).items():
+        assert not result.failures(), (name, result.failures())
+
+
 def _read_java(wh: Path, work: Path, tag: str) -> list[str]:
     cmd: dict[str, Any] = {"cmd": "read", "warehouse": str(wh), "table": TABLE, "engine": "java",
                            "output": str(work / f"{tag}.jsonl")}
@@ -127,7 +133,7 @@ def altered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (work / "old.jsonl").write_text("".join(json.dumps(r) + "\n" for r in OLD_ROWS))
     (work / "new.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _new_rows()))
     wh = work / "wh"
-    run_batches({"create": [
+    _run({"create": [
         {"cmd": "create", "warehouse": str(wh), "table": TABLE,
          "schema": str(work / "schema.json")},
         {"cmd": "write", "warehouse": str(wh), "table": TABLE, "input": str(work / "old.jsonl")},
@@ -135,7 +141,7 @@ def altered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     java = J.SchemaTagJava(work / "java")
     answer = java.alter(wh, TABLE, *(J.retype(c, parse_sql_type(new)) for c, _, new in CHANGES))
     assert answer.ok, answer.text
-    run_batches({"write-new": [{"cmd": "write", "warehouse": str(wh), "table": TABLE,
+    _run({"write-new": [{"cmd": "write", "warehouse": str(wh), "table": TABLE,
                                 "input": str(work / "new.jsonl")}]}, work)
     return wh
 
@@ -180,12 +186,12 @@ def test_filters_on_a_changed_column_keep_old_rows(
     assert sorted(r["id"] for r in rows) == ids
 
 
-@pytest.mark.parametrize("value, new_type, message", [
-    ("abc", "INT", r"'abc'.*STRING.*INT: not an integer"),
-    ("99999999.995", "DECIMAL(10, 2)", r"'99999999.995'.*more than 10 digits"),
+@pytest.mark.parametrize("value, new_type, message, java_error", [
+    ("abc", "INT", r"'abc'.*STRING.*INT: not an integer", "abc"),
+    ("99999999.995", "DECIMAL(10, 2)", r"'99999999.995'.*more than 10 digits", "is null"),
 ])
 def test_an_old_value_java_cannot_read_fails_naming_it(
-    tmp_path: Path, value: str, new_type: str, message: str
+    tmp_path: Path, value: str, new_type: str, message: str, java_error: str
 ) -> None:
     """Java fails its read on a string it cannot parse ('abc' -> INT) and on a decimal over
     the new precision (a null its reader does not expect); we fail too, naming the value."""
@@ -195,7 +201,7 @@ def test_an_old_value_java_cannot_read_fails_naming_it(
         "fields": [{"name": "s", "type": "STRING"}], "partition_keys": [], "primary_keys": [],
         "options": {"bucket": "-1"}}))
     (work / "rows.jsonl").write_text(json.dumps({"s": value}) + "\n")
-    run_batches({"bad": [
+    _run({"bad": [
         {"cmd": "create", "warehouse": str(wh), "table": TABLE,
          "schema": str(work / "schema.json")},
         {"cmd": "write", "warehouse": str(wh), "table": TABLE,
@@ -205,6 +211,8 @@ def test_an_old_value_java_cannot_read_fails_naming_it(
     assert java.alter(wh, TABLE, J.retype("s", parse_sql_type(new_type))).ok
     results = run_batches({"bad-read": [{"cmd": "read", "warehouse": str(wh),
                                          "table": TABLE, "engine": "java"}]}, work)
-    assert results["bad-read"].failures(), f"Java read {value!r} as {new_type}"
+    failures = results["bad-read"].failures()
+    assert failures, f"Java read {value!r} as {new_type}"
+    assert java_error in str(failures[0].get("error")), failures
     with pytest.raises(CastError, match=message):
         paimon_main(["read", "--warehouse", str(wh), "--table", TABLE])
