@@ -36,6 +36,7 @@ from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.system_fields import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from paimon_core.types import (
+    AtomicType,
     DataField,
     DataType,
     bigint_type,
@@ -452,8 +453,12 @@ def _read_as(
 
 
 def _cast_from(old: DataField | None, current: DataType) -> DataType | None:
-    """The file's type of a column when reading it needs Java's value cast, else None."""
-    return None if old is None or is_widening(old.type, current) else old.type
+    """The file's type of a column when reading it needs Java's value cast, else None (a
+    widening, or a nested type: Java 0.9 evolves atomic types only; Arrow's cast adjusts a
+    nested one's representation as before)."""
+    if old is None or not isinstance(old.type, AtomicType) or not isinstance(current, AtomicType):
+        return None
+    return None if is_widening(old.type, current) else old.type
 
 
 def _keep(deleted: np.ndarray, offset: int, n: int) -> np.ndarray:
