@@ -61,6 +61,8 @@ def rule(s: AtomicType, t: AtomicType) -> _Rule | None:
         return _string_to_date
     if sr in STRING_ROOTS and tr in _TS:
         return _string_to_ts
+    if sr in STRING_ROOTS and tr is TypeRoot.TIME:
+        return _string_to_time
     return None
 
 
@@ -204,3 +206,28 @@ def _string_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     values, valid = to_numpy(ns, 0)
     parsed = pc.cast(from_numpy(values, valid, pa.int64()), pa.timestamp("ns"))
     return _ts_to_ts(parsed, replace(t, precision=9), t)  # parsed to the nanosecond
+
+
+def _string_to_time(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    """``BinaryStringUtils.toTime``: digits are milliseconds of the day, else
+    ``H:m[:s[.fff]]`` (Java also reads a trailing zone offset; such a value fails here)."""
+    numeric = pc.match_substring_regex(arr, r"^[0-9]+$")
+    form = r"^(?P<h>[0-9]{1,2}):(?P<m>[0-9]{1,2})(?::(?P<s>[0-9]{1,2})(?:\.(?P<f>[0-9]{1,9}))?)?$"
+    text = pc.utf8_trim_whitespace(arr)
+    check_values(arr, pc.or_(numeric, pc.match_substring_regex(text, form)), s, t,
+                 "not a time of day (H:m[:s[.fff]]; a zone offset is not read)")
+    parts = pc.extract_regex(pc.fill_null(pc.if_else(pc.fill_null(numeric, False), "0:0",
+                                                     text), "0:0"), form)
+
+    def num(key: str, width: int = 0) -> np.ndarray:
+        field = parts.field(key)
+        if width:
+            field = pc.utf8_slice_codeunits(pc.utf8_rpad(field, width, "0"), 0, width)
+        field = pc.if_else(pc.equal(pc.fill_null(field, ""), ""), "0", field)
+        return np.asarray(pc.cast(field, pa.int64()))
+
+    ms = num("h") * 3_600_000 + num("m") * 60_000 + num("s") * 1000 + num("f", 3)
+    digits = pc.cast(pc.if_else(pc.fill_null(numeric, False), arr, "0"), pa.int64())
+    ms = np.where(np.asarray(pc.fill_null(numeric, False)), np.asarray(digits), ms)
+    valid = np.asarray(pc.is_valid(arr))
+    return pc.cast(from_numpy(ms.astype(np.int32), valid, pa.int32()), pa.time32("ms"))

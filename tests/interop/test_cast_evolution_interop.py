@@ -57,6 +57,8 @@ CHANGES = [
     ("date_str", "DATE", "STRING"),
     ("str_date", "STRING", "DATE"),
     ("str_ts", "STRING", "TIMESTAMP(3)"),
+    ("str_time", "STRING", "TIME(3)"),
+    ("ts_time", "TIMESTAMP(3)", "TIME(0)"),
 ]
 B64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
 
@@ -68,7 +70,8 @@ OLD_ROWS: list[dict[str, Any]] = [
      "by_bin": B64(b"\x01\x02\x03\x04"), "str_by": "hé", "ts_date": "2024-01-02 03:04:05.678901",
      "ts_ts3": "2024-01-02 03:04:05.678901", "ts_str": "2024-01-02 03:04:05.100",
      "ts_big": "2024-01-02 03:04:05.999", "date_ts": "2024-02-29", "date_str": "2024-02-29",
-     "str_date": "2024-3-5", "str_ts": "2024-01-02 03:04:05.123456"},
+     "str_date": "2024-3-5", "str_ts": "2024-01-02 03:04:05.123456", "str_time": "01:02:03.5",
+     "ts_time": "2024-01-02 03:04:05.678"},
     {"id": 2, "dec_int": "-7.99", "dbl_int": -1.9, "str_dec": "-2.345", "big_int": -(2**31) - 1,
      "dbl_big": -1e30, "flt_dec": -1.5, "dec_dec": "-99.9950", "dec_dbl": "-2.675",
      "int_dec": -9999, "str_int": "-3.9", "str_dbl": "-2e3", "str_bool": "F", "int_str": -1,
@@ -77,7 +80,7 @@ OLD_ROWS: list[dict[str, Any]] = [
      "ts_date": "1969-12-31 23:00:00.500000", "ts_ts3": "1969-12-31 23:59:59.999999",
      "ts_str": "1999-12-31 23:59:59.000", "ts_big": "1969-12-31 23:59:59.500",
      "date_ts": "1969-12-31", "date_str": "0001-01-01", "str_date": "19000",
-     "str_ts": "2024-01-02"},
+     "str_ts": "2024-01-02", "str_time": "3723004", "ts_time": "2000-01-01 23:59:59.999"},
     {"id": 3, **{c: None for c, _, _ in CHANGES}},
 ]
 

@@ -79,6 +79,8 @@ CASES: list[tuple[str, str, pa.Array, list[Any]]] = [
     ("TIME(3)", "STRING", pa.array([dt.time(1, 2, 3, 500000), dt.time(0, 0)], pa.time32("ms")),
      ["01:02:03.5", "00:00:00.0"]),
     ("INT", "TIMESTAMP(3)", pa.array([86400]), [dt.datetime(1970, 1, 2)]),
+    ("STRING", "TIME(3)", pa.array(["01:02:03.5", "1:2", "3723004"]),
+     [dt.time(1, 2, 3, 500000), dt.time(1, 2), dt.time(1, 2, 3, 4000)]),
 ]
 
 
