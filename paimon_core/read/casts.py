@@ -217,8 +217,9 @@ def _to_decimal(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     if s.root is TypeRoot.DECIMAL or s.root in INTEGER_ROOTS:
         exact = pc.cast(arr, pa.decimal256(76, max(sc, s.scale or 0) + 1))
         return _round_fit(exact, arr, s, t)
-    # FLOAT/DOUBLE: BigDecimal.valueOf(doubleValue()) == new BigDecimal(Double.toString(d))
-    return _string_to_decimal(java_double_strings(pc.cast(arr, pa.float64())), s, t)
+    # FLOAT/DOUBLE: BigDecimal.valueOf(doubleValue()) == new BigDecimal(Double.toString(d)):
+    # the shortest digits that read back as the double (Arrow prints those too)
+    return _string_to_decimal(pc.cast(pc.cast(arr, pa.float64()), pa.string()), s, t)
 
 
 def _round_fit(exact: pa.Array, arr: pa.Array, s: AtomicType, t: AtomicType,
@@ -255,31 +256,39 @@ def _integer_to_boolean(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array
 
 
 def _string_to_decimal(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    """``new BigDecimal(s)`` then ``Decimal.fromBigDecimal``: plain numbers are cut to one
+    digit past the scale (all HALF_UP needs) and rounded by Arrow; the rare values with an
+    exponent go through Python's decimal, which rounds alike."""
     p, sc = t.precision or 38, t.scale or 0
     check_values(arr, pc.match_substring_regex(arr, _DEC_RE), s, t, "not a decimal number")
-    if pc.any(pc.match_substring_regex(arr, "[eE]")).as_py():
-        return _string_to_decimal_slow(arr, s, t)
-    parts = pc.extract_regex(arr, r"^(?P<sign>[+-]?)(?P<int>[0-9]*)\.?(?P<frac>[0-9]*)$")
+    sci = pc.fill_null(pc.match_substring_regex(arr, "[eE]"), False)
+    parts = pc.extract_regex(pc.if_else(sci, "0", arr),
+                             r"^(?P<sign>[+-]?)(?P<int>[0-9]*)\.?(?P<frac>[0-9]*)$")
     sign, ints, frac = (parts.field(k) for k in ("sign", "int", "frac"))
     ints = pc.utf8_ltrim(ints, characters="0")
-    too_long = pc.greater(pc.utf8_length(ints), p - sc)  # cannot fit whatever the rounding
+    too_long = pc.fill_null(pc.greater(pc.utf8_length(ints), p - sc), False)  # cannot fit
     ints = pc.if_else(too_long, "0", ints)
     frac = pc.utf8_rpad(pc.utf8_slice_codeunits(frac, 0, sc + 1), sc + 1, "0")
     text = pc.binary_join_element_wise(sign, pc.if_else(pc.equal(ints, ""), "0", ints), ".",
                                        frac, "")
-    return _round_fit(pc.cast(text, pa.decimal256(76, sc + 1)), arr, s, t, too_long)
+    exact = pc.cast(text, pa.decimal256(76, sc + 1))
+    if pc.any(sci).as_py():
+        values, huge = _exponent_values(arr.filter(sci), p, sc)
+        exact = pc.replace_with_mask(exact, sci, pc.cast(values, exact.type))
+        too_long = pc.replace_with_mask(too_long, sci, huge)
+    return _round_fit(exact, arr, s, t, too_long)
 
 
-def _string_to_decimal_slow(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
-    """Strings with an exponent: Python's decimal (same HALF_UP semantics as BigDecimal)."""
-    p, sc = t.precision or 38, t.scale or 0
+def _exponent_values(arr: pa.Array, p: int, sc: int) -> tuple[pa.Array, pa.Array]:
+    """Strings with an exponent (a few, if any) rounded HALF_UP to scale ``sc`` by Python's
+    decimal (BigDecimal's semantics), and which of them cannot fit ``p`` digits at all."""
     q = decimal.Decimal(1).scaleb(-sc)
     ctx = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP)
-    exact = [None if v is None else decimal.Decimal(v) for v in arr.to_pylist()]
-    huge = [d is not None and d.adjusted() >= p - sc for d in exact]  # cannot fit anyway
-    values = pa.array([None if h or d is None else d.quantize(q, context=ctx)
-                       for d, h in zip(exact, huge)], pa.decimal256(76, sc))
-    return _round_fit(values, arr, s, t, pa.array(huge))
+    exact = [decimal.Decimal(v) for v in arr.to_pylist()]
+    huge = [d.adjusted() >= p - sc for d in exact]
+    values = [decimal.Decimal(0) if h else d.quantize(q, context=ctx)
+              for d, h in zip(exact, huge)]
+    return pa.array(values, pa.decimal256(76, sc)), pa.array(huge, pa.bool_())
 
 
 def _string_to_integer(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
