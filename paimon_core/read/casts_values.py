@@ -4,8 +4,6 @@ a failed cast, and Java's ``Double.toString`` / ``Float.toString`` text of numbe
 
 from __future__ import annotations
 
-import decimal
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -13,7 +11,7 @@ import pyarrow.compute as pc
 from paimon_core.errors import CastError
 from paimon_core.types import DataType
 
-__all__ = ["check_values", "from_numpy", "java_double_strings", "java_number_text", "to_numpy"]
+__all__ = ["check_values", "from_numpy", "java_double_strings", "to_numpy"]
 
 
 def to_numpy(arr: pa.Array, fill: object) -> tuple[np.ndarray, np.ndarray]:
@@ -40,41 +38,47 @@ def check_values(arr: pa.Array, ok: pa.Array, source: DataType, target: DataType
         raise CastError(value, source.sql(), target.sql(), why)
 
 
-def java_number_text(d: decimal.Decimal) -> str:
-    """Java's ``Double.toString`` layout of the shortest decimal ``d`` of a finite double:
-    plain with at least one fraction digit for 1e-3 <= |d| < 1e7, else ``d.dddE±n``."""
-    sign, digits, exp = d.as_tuple()
-    assert isinstance(exp, int)
-    text = "".join(map(str, digits)).rstrip("0") or "0"
-    point = len(digits) + exp  # the decimal point sits after ``point`` digits
-    neg = "-" if sign else ""
-    if text == "0":
-        return neg + "0.0"
-    if 1 <= point <= 7:  # 1 <= |d| < 1e7
-        return f"{neg}{text[:point].ljust(point, '0')}.{text[point:] or '0'}"
-    if -2 <= point <= 0:  # 1e-3 <= |d| < 1
-        return f"{neg}0.{'0' * -point}{text}"
-    return _sci(neg, text, point)
-
-
-def _sci(neg: str, text: str, point: int) -> str:
-    return f"{neg}{text[0]}.{text[1:] or '0'}E{point - 1}"
-
-
-def _one(v: float, float32: bool) -> str:
-    if v != v:
-        return "NaN"
-    if v in (float("inf"), float("-inf")):
-        return "Infinity" if v > 0 else "-Infinity"
-    shortest = repr(np.float32(v)) if float32 else repr(v)
-    if float32:
-        shortest = shortest.removeprefix("np.float32(").removesuffix(")")
-    return java_number_text(decimal.Decimal(shortest))
+_NUMBER = r"^(?P<sign>-?)(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]*))?(?:e\+?(?P<exp>-?[0-9]+))?$"
 
 
 def java_double_strings(arr: pa.Array, *, float32: bool = False) -> pa.Array:
-    """``Double.toString`` (``Float.toString`` with ``float32``) of every value, nulls kept.
-    Formatted once per distinct value (a handful in an evolved column, typically)."""
-    distinct = pc.unique(arr).drop_null()
-    text = pa.array([_one(v, float32) for v in distinct.to_pylist()], pa.string())
-    return pc.take(text, pc.index_in(arr, value_set=distinct))
+    """``Double.toString`` (``Float.toString`` with ``float32``) of every value, nulls kept:
+    the shortest digits that read back as the value (Arrow prints those), laid out as Java
+    does: plain with at least one fraction digit for 1e-3 <= |d| < 1e7 (``100.0``,
+    ``0.001``), else ``d.dddE±n`` (``1.0E10``, ``1.0E-4``)."""
+    arr = pc.cast(arr, pa.float32() if float32 else pa.float64())
+    text = pc.cast(arr, pa.string())
+    parts = pc.extract_regex(pc.fill_null(text, "0"), _NUMBER)
+    sign, whole, frac = (pc.fill_null(parts.field(k), "") for k in ("sign", "int", "frac"))
+    exp = pc.cast(pc.if_else(pc.equal(pc.fill_null(parts.field("exp"), ""), ""), "0",
+                             parts.field("exp")), pa.int64())
+    joined = pc.binary_join_element_wise(whole, frac, "")
+    trimmed = pc.utf8_ltrim(joined, characters="0")
+    leading = pc.subtract(pc.utf8_length(joined), pc.utf8_length(trimmed))
+    point = np.asarray(pc.subtract(pc.add(pc.cast(pc.utf8_length(whole), pa.int64()), exp),
+                                   pc.cast(leading, pa.int64())))
+    digits = pc.utf8_rtrim(trimmed, characters="0")
+    zero = np.asarray(pc.equal(digits, ""))
+    rest = pc.utf8_slice_codeunits(digits, 1)
+    out = pc.binary_join_element_wise(
+        sign, pc.utf8_slice_codeunits(digits, 0, 1), ".",
+        pc.if_else(pc.equal(rest, ""), "0", rest), "E",
+        pc.cast(pa.array(point - 1), pa.string()), "")
+    for k in range(-2, 8):  # plain layout, one pass per position of the point
+        mask = pa.array((point == k) & ~zero)
+        if not pc.any(mask).as_py():
+            continue
+        if k >= 1:
+            tail = pc.utf8_slice_codeunits(digits, k)
+            plain = pc.binary_join_element_wise(
+                sign, pc.utf8_rpad(pc.utf8_slice_codeunits(digits, 0, k), k, "0"), ".",
+                pc.if_else(pc.equal(tail, ""), "0", tail), "")
+        else:
+            plain = pc.binary_join_element_wise(sign, "0." + "0" * -k, digits, "")
+        out = pc.if_else(mask, plain, out)
+    out = pc.if_else(pa.array(zero), pc.binary_join_element_wise(sign, "0.0", ""), out)
+    special = pc.is_nan(arr)
+    out = pc.if_else(pc.fill_null(special, False), "NaN", out)
+    inf = pc.fill_null(pc.is_inf(arr), False)
+    out = pc.if_else(inf, pc.if_else(pc.greater(arr, 0), "Infinity", "-Infinity"), out)
+    return pc.if_else(pc.is_valid(arr), out, pa.scalar(None, pa.string()))
