@@ -373,6 +373,15 @@ def test_catalog_alter_table(catalog: FileSystemCatalog) -> None:
         catalog.alter_table("db.nope", [AddColumn("b", "STRING")])
     assert catalog.alter_table("db.nope", [AddColumn("b", "STRING")],
                                ignore_if_not_exists=True) is None
+    # NOT NULL through the catalog: checked against the table's rows, as by FileStoreTable
+    t = catalog.get_table("db.t")
+    _write(t, {"id": [1, 2], "b": ["x", None]}, {"id": pa.int32()})
+    with pytest.raises(SchemaError, match="'b': a nullable column cannot become NOT NULL"):
+        catalog.alter_table("db.t", [UpdateColumnNullability("b", False)])
+    s = catalog.alter_table("db.t", [UpdateColumnNullability("id", False),
+                                     UpdateColumnComment("id", "the key")])
+    assert s is not None and s.field("id").type.sql() == "INT NOT NULL"
+    assert s.field("id").description == "the key"
 
 
 def test_race_for_the_schema_id_reapplies_on_the_winner(catalog: FileSystemCatalog) -> None:
