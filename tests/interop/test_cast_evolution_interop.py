@@ -1,11 +1,11 @@
 """Type changes Paimon Java 0.9's ALTER allows, read value for value as Java reads them.
 
-Java 0.9 creates a table, writes old rows, ALTERs column types (lossy ones included: DECIMAL ->
-INT, DOUBLE -> INT, STRING -> DECIMAL, ...; ``Catalog.alterTable`` through SchemaTagOracle),
-then writes rows under the new schema. We read both snapshots and compare with Java's reads;
-the issue's examples are also checked against values written here by hand. A filter on a
-changed column keeps the old rows whose converted value matches (stats of old files are in the
-old type and must not prune them).
+Java 0.9 creates a table (append, and primary-key), writes old rows, ALTERs column types
+(lossy ones included: DECIMAL -> INT, DOUBLE -> INT, STRING -> DECIMAL, ...;
+``Catalog.alterTable`` through SchemaTagOracle), then writes rows under the new schema. We
+read both snapshots; the latest is compared with Java's read, and the issue's examples with
+values written here by hand. A filter on a changed column keeps the old rows whose converted
+value matches (stats of old files are in the old type and must not prune them).
 """
 
 from __future__ import annotations
@@ -96,10 +96,13 @@ EXPECTED = {
 }
 
 
-def _schema() -> dict[str, Any]:
-    return {"fields": [{"name": "id", "type": "INT"},
+def _schema(kind: str) -> dict[str, Any]:
+    """An append table, or a primary-key table (its read merges the old and new files)."""
+    pk = kind == "pk"
+    return {"fields": [{"name": "id", "type": "INT NOT NULL" if pk else "INT"},
                        *({"name": c, "type": old} for c, old, _ in CHANGES)],
-            "partition_keys": [], "primary_keys": [], "options": {"bucket": "-1"}}
+            "partition_keys": [], "primary_keys": ["id"] if pk else [],
+            "options": {"bucket": "1" if pk else "-1"}}
 
 
 def _new_rows() -> list[dict[str, Any]]:
@@ -127,12 +130,12 @@ def _ours(wh: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> list[str
     return capsys.readouterr().out.splitlines()
 
 
-@pytest.fixture(scope="module")
-def altered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=["append", "pk"])
+def altered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Java 0.9: create, write the old rows, ALTER every column of CHANGES, write new rows."""
     ensure_ready()
-    work = tmp_path_factory.mktemp("cast-evolution")
-    (work / "schema.json").write_text(json.dumps(_schema()))
+    work = tmp_path_factory.mktemp(f"cast-evolution-{request.param}")
+    (work / "schema.json").write_text(json.dumps(_schema(request.param)))
     (work / "old.jsonl").write_text("".join(json.dumps(r) + "\n" for r in OLD_ROWS))
     (work / "new.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _new_rows()))
     wh = work / "wh"
