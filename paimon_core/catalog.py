@@ -202,9 +202,8 @@ class FileSystemCatalog:
             if ignore_if_not_exists:
                 return None
             raise TableNotExistError(str(ident))
-        from paimon_core.schema_change import commit_changes  # not loaded by readers
-
-        return commit_changes(self.file_io, self.table_path(ident), changes)
+        # through the table: a NOT NULL change needs its null check (FileStoreTable.alter)
+        return self.get_table(ident).alter(changes)
 
     def drop_table(self, identifier: str | Identifier, ignore_if_not_exists: bool = False) -> None:
         ident = Identifier.parse(identifier)

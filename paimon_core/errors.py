@@ -126,6 +126,24 @@ class ImmutableOptionError(SchemaError):
         self.given = given
 
 
+class CastError(PaimonError, ValueError):
+    """A stored value that cannot be read as its column's current type after a type change
+    (Paimon Java fails the same read); names the value and both types. ``path`` and
+    ``column`` are filled in by the reader that knows them."""
+
+    def __init__(self, value: object, source: str, target: str, reason: str,
+                 path: str | None = None, column: str | None = None) -> None:
+        where = f"{path}: column {column!r}: " if path is not None else ""
+        super().__init__(f"{where}value {value!r} of type {source} cannot be read as "
+                         f"{target}: {reason}")
+        self.value = value
+        self.source = source
+        self.target = target
+        self.reason = reason
+        self.path = path
+        self.column = column
+
+
 class ConfigError(PaimonError, ValueError):
     """A deployment setting (an environment variable, a flag) that is missing or malformed;
     the message names the setting."""

@@ -20,8 +20,9 @@ Rules (Java 0.9 unless marked *stricter*):
   TINYINT -> SMALLINT -> INT -> BIGINT, integers and FLOAT -> DOUBLE, CHAR/VARCHAR(n) ->
   VARCHAR(m >= n), BINARY/VARBINARY(n) -> VARBINARY(m >= n), DECIMAL(p, s) -> DECIMAL(q >= p, s).
   CHAR and BINARY targets are refused because Java pads old values to the new length on read.
-* Nullability: a primary-key column cannot become nullable (Java); *stricter:* a nullable column
-  cannot become NOT NULL (old files may hold nulls; Java >= 1.0 refuses it by default too).
+* Nullability: a primary-key column cannot become nullable (Java); *stricter:* a column of a table
+  with snapshots becomes NOT NULL only if the latest snapshot holds no null in it (``null_free``,
+  an ``IS NULL`` read by ``FileStoreTable.alter``; Java 0.9 never checks, >= 1.0 refuses).
 * *Stricter:* once the table has snapshots, the nullability or comment of a field nested in a
   ROW cannot change: it changes the column's type, and Java 0.9 then fails to read every older
   file ("Only support column type evolution in atomic data type"; it accepts the ALTER).
@@ -38,7 +39,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from paimon_core.errors import CommitConflictError, PaimonError, SchemaError, TableNotExistError
@@ -82,6 +83,7 @@ __all__ = [
     "apply_changes",
     "check_type_change",
     "commit_changes",
+    "null_candidates",
     "publish_schema",
     "publish_schema_file",
 ]
@@ -89,6 +91,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRIES = 50
+
 
 def _type(t: DataType | str) -> DataType:
     return parse_sql_type(t) if isinstance(t, str) else t
@@ -330,6 +333,27 @@ def _check_nested_path(path: tuple[str, ...], has_snapshots: bool, what: str) ->
         )
 
 
+def _check_not_null(path: tuple[str, ...], has_snapshots: bool, null_free: Collection[str]) -> None:
+    if has_snapshots and not (len(path) == 1 and path[0] in null_free):
+        raise SchemaError(
+            f"column {'.'.join(path)!r}: a nullable column cannot become NOT NULL while the "
+            "table may hold a null in it (its latest snapshot has one, or it is nested)"
+        )
+
+
+def null_candidates(schema: TableSchema, changes: Sequence[SchemaChange]) -> list[str]:
+    """Top-level columns ``changes`` make NOT NULL (``null_free`` of :func:`apply_changes`)."""
+    out = []
+    for c in changes:
+        name = (c.field_names[0] if isinstance(c, UpdateColumnNullability) and not c.nullable
+                and len(c.field_names) == 1 else
+                c.name if isinstance(c, UpdateColumnType) and not c.keep_nullability
+                and not _type(c.new_type).nullable else None)
+        if name in schema.field_names and schema.field(str(name)).type.nullable:
+            out.append(str(name))
+    return out
+
+
 def _with_nullable(nullable: bool) -> Callable[[DataField], DataField]:
     return lambda f: replace(f, type=f.type.with_nullable(nullable))
 
@@ -367,10 +391,13 @@ def _upgrade_options(old: TableSchema) -> dict[str, str]:
 
 
 def apply_changes(
-    old: TableSchema, changes: Sequence[SchemaChange], *, has_snapshots: bool
+    old: TableSchema, changes: Sequence[SchemaChange], *, has_snapshots: bool,
+    null_free: Collection[str] = (),
 ) -> TableSchema:
     """The schema ``old.id + 1`` that results from applying ``changes`` in order
-    (``SchemaManager.generateTableSchema``). Pure; raises :class:`SchemaError`."""
+    (``SchemaManager.generateTableSchema``). ``null_free``: top-level columns known to hold no
+    null in the latest snapshot (they may become NOT NULL). Pure; raises
+    :class:`SchemaError`."""
     old_options = _upgrade_options(old)
     options = dict(old_options)
     fields = list(old.fields)
@@ -427,10 +454,7 @@ def apply_changes(
                 target = target.with_nullable(cur.type.nullable)
             check_type_change(cur.name, cur.type, target)
             if cur.type.nullable and not target.nullable:
-                raise SchemaError(
-                    f"column {cur.name!r}: a nullable column cannot become NOT NULL "
-                    "(existing files may hold nulls)"
-                )
+                _check_not_null((cur.name,), has_snapshots, null_free)
             fields[i] = replace(cur, type=target)
         elif isinstance(change, UpdateColumnNullability):
             path = change.field_names
@@ -440,10 +464,7 @@ def apply_changes(
                 raise SchemaError(f"cannot make primary key column {path[0]!r} nullable")
             target_field = _field_at(fields, path)
             if target_field.type.nullable and not change.nullable:
-                raise SchemaError(
-                    f"column {'.'.join(path)!r}: a nullable column cannot become NOT NULL "
-                    "(existing files may hold nulls)"
-                )
+                _check_not_null(path, has_snapshots, null_free)
             fields = _update_nested(fields, path, _with_nullable(change.nullable))
         elif isinstance(change, UpdateColumnComment):
             path = change.field_names
@@ -500,6 +521,7 @@ def commit_changes(
     *,
     max_retries: int = DEFAULT_MAX_RETRIES,
     sleep: Callable[[float], None] = time.sleep,
+    null_free: Collection[str] = (),
 ) -> TableSchema:
     """Apply ``changes`` to the latest schema and publish ``schema-<N+1>`` atomically
     (``SchemaManager.commitChanges``).
@@ -510,6 +532,7 @@ def commit_changes(
         changes: the changes, applied in order.
         max_retries: how often to re-apply after losing the race for the next schema id.
         sleep: back-off between attempts (injectable for tests).
+        null_free: columns proven to hold no null (see :func:`apply_changes`).
 
     Returns:
         The new latest schema.
@@ -529,7 +552,7 @@ def commit_changes(
         if old is None:
             raise TableNotExistError(table_path)
         has_snapshots = snapshots.latest_snapshot_id() is not None
-        new = apply_changes(old, changes, has_snapshots=has_snapshots)
+        new = apply_changes(old, changes, has_snapshots=has_snapshots, null_free=null_free)
         if publish_schema_file(file_io, schemas.schema_path(new.id), encode_schema(new)):
             return new
         lost.append(new.id)

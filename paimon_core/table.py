@@ -53,6 +53,7 @@ from paimon_core.scan.incremental import (
 )
 from paimon_core.scan.planner import ScanPlanner
 from paimon_core.scan.predicate import Predicate
+from paimon_core.scan.predicate_model import is_null
 from paimon_core.scan.split import DataSplit
 from paimon_core.scan.streaming import StreamSource, StreamTableScan
 from paimon_core.schema_manager import SchemaManager
@@ -297,11 +298,23 @@ class FileStoreTable:
     def alter(self, changes: Sequence[SchemaChange]) -> TableSchema:
         """ALTER TABLE: apply ``changes`` and publish the next schema atomically (see
         :mod:`paimon_core.schema_change`). This table object then uses the new schema."""
-        from paimon_core.schema_change import commit_changes
+        from paimon_core.schema_change import commit_changes, null_candidates
 
-        self.schema = overlaid(commit_changes(self.file_io, self.path, changes),
-                               self.dynamic_options)
+        latest = self.schema_manager.latest()
+        candidates = null_candidates(latest, changes) if latest is not None else []
+        null_free = [c for c in candidates if self._null_free(c)]
+        self.schema = overlaid(
+            commit_changes(self.file_io, self.path, changes, null_free=null_free),
+            self.dynamic_options)
         return self.schema
+
+    def _null_free(self, column: str) -> bool:
+        """Whether the latest snapshot holds no null in ``column`` (files whose stats count
+        no null are pruned, the rest read)."""
+        if self.latest_snapshot() is None:
+            return True
+        rows: int = self.to_arrow(columns=[column], filter=is_null(column)).num_rows
+        return rows == 0
 
     def tag_manager(self) -> TagManager:
         from paimon_core.tags import TagManager

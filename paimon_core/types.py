@@ -597,18 +597,6 @@ def to_arrow_schema(fields: tuple[DataField, ...] | list[DataField]) -> pa.Schem
     return pa.schema([to_arrow_field(f.name, f.type) for f in fields])
 
 
-def is_widening(old: DataType, new: DataType) -> bool:
-    """Whether a column of type ``old`` can be read as ``new`` (schema evolution on read)."""
-    if old.with_nullable(True) == new.with_nullable(True):
-        return True
-    order = [TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT]
-    if old.root in order and new.root in order:
-        return order.index(old.root) <= order.index(new.root)
-    if old.root in [*order, TypeRoot.FLOAT] and new.root is TypeRoot.DOUBLE:
-        return True
-    return old.root in STRING_ROOTS and new.root in STRING_ROOTS
-
-
 def from_arrow_type(t: pa.DataType, nullable: bool = True) -> DataType:
     """The Paimon type for an Arrow type (for tables created from Arrow schemas)."""
     if pa.types.is_boolean(t):

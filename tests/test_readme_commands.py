@@ -41,6 +41,7 @@ import pytest
 
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.consumer import Consumer, ConsumerManager
+from paimon_core.errors import SchemaError
 from paimon_core.fsck import fsck
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.snapshot import CommitKind
@@ -246,6 +247,18 @@ def alter(sh: Shell, command: str) -> None:
     assert rows_of(t) == norm([{"region": r["region"], "order_id": r["order_id"],
                                 "total": r["amount"], "channel": None}
                                for r in orders_rows(2)])
+
+
+def alter_columns(sh: Shell, command: str) -> None:
+    t = _orders(sh, 2)
+    assert sh.json_lines(command)[0]["schema_id"] == 1
+    s = fresh(t).schema
+    assert s.field_names == ["region", "amount", "order_id"]
+    assert s.field("amount").description == "order total"
+    assert not s.field("amount").type.nullable
+    assert rows_of(t) == orders_rows(2)
+    with pytest.raises(SchemaError, match="amount"):  # NOT NULL from now on
+        commit_rows(fresh(t), [{"region": "emea", "order_id": 9, "amount": None}], 3)
 
 
 def tag_create(sh: Shell, command: str) -> None:
@@ -649,6 +662,8 @@ SCENARIOS: dict[str, Callable[[Shell, str], None]] = {
     "paimon describe --warehouse wh --table db.orders": describe,
     "paimon alter --warehouse wh --table db.orders --add-column channel STRING "
     "--rename-column amount=total": alter,
+    "paimon alter --warehouse wh --table db.orders --column-comment amount=order total "
+    "--not-null amount --move-column amount AFTER region": alter_columns,
     "paimon tag create month-end --warehouse wh --table db.orders": tag_create,
     "paimon fsck --warehouse wh --table db.orders --deep": fsck_deep,
     "paimon inspect --warehouse wh --table db.orders buckets": inspect_buckets,

@@ -201,7 +201,8 @@ def test_type_change_of_key_columns_and_nullability() -> None:
         _apply(_schema([("id", "INT"), ("a", "INT")], pks=("id",), options={"bucket": "1"}),
                UpdateColumnType("id", "BIGINT"))
     with pytest.raises(SchemaError, match="cannot become NOT NULL"):
-        _apply(_schema([("id", "INT"), ("a", "INT")]), UpdateColumnType("a", "BIGINT NOT NULL"))
+        _apply(_schema([("id", "INT"), ("a", "INT")]), UpdateColumnType("a", "BIGINT NOT NULL"),
+               has_snapshots=True)
     s = _schema([("id", "INT"), ("a", "INT NOT NULL")])
     assert _apply(s, UpdateColumnType("a", "BIGINT")).field("a").type.sql() == "BIGINT"
     kept = _apply(s, UpdateColumnType("a", "BIGINT", keep_nullability=True))
@@ -216,8 +217,16 @@ def test_update_nullability() -> None:
     assert s1.field("r").type.fields[0].type.nullable  # type: ignore[union-attr]
     with pytest.raises(SchemaError, match="primary key"):
         _apply(s, UpdateColumnNullability("id", True))
-    with pytest.raises(SchemaError, match="cannot become NOT NULL"):
-        _apply(s, UpdateColumnNullability(("r", "y"), False))
+    with pytest.raises(SchemaError, match="could no longer read"):
+        _apply(s, UpdateColumnNullability(("r", "y"), False), has_snapshots=True)  # nested
+    s = _schema([("id", "INT"), ("a", "INT"), ("b", "INT")], pks=("id",), options={"bucket": "1"})
+    with pytest.raises(SchemaError, match="'b': a nullable column cannot become NOT NULL"):
+        apply_changes(s, [UpdateColumnNullability("a", False), UpdateColumnNullability("b", False)],
+                      has_snapshots=True, null_free=["a"])
+    s2 = apply_changes(s, [UpdateColumnNullability("a", False)], has_snapshots=True,
+                       null_free=["a"])
+    assert not s2.field("a").type.nullable
+    assert not _apply(s, UpdateColumnNullability("b", False)).field("b").type.nullable  # empty
     with pytest.raises(SchemaError, match="does not exist"):
         _apply(s, UpdateColumnNullability(("r", "zz"), True))
     with pytest.raises(SchemaError, match="no nested fields"):
@@ -364,6 +373,15 @@ def test_catalog_alter_table(catalog: FileSystemCatalog) -> None:
         catalog.alter_table("db.nope", [AddColumn("b", "STRING")])
     assert catalog.alter_table("db.nope", [AddColumn("b", "STRING")],
                                ignore_if_not_exists=True) is None
+    # NOT NULL through the catalog: checked against the table's rows, as by FileStoreTable
+    t = catalog.get_table("db.t")
+    _write(t, {"id": [1, 2], "b": ["x", None]}, {"id": pa.int32()})
+    with pytest.raises(SchemaError, match="'b': a nullable column cannot become NOT NULL"):
+        catalog.alter_table("db.t", [UpdateColumnNullability("b", False)])
+    s = catalog.alter_table("db.t", [UpdateColumnNullability("id", False),
+                                     UpdateColumnComment("id", "the key")])
+    assert s is not None and s.field("id").type.sql() == "INT NOT NULL"
+    assert s.field("id").description == "the key"
 
 
 def test_race_for_the_schema_id_reapplies_on_the_winner(catalog: FileSystemCatalog) -> None:

@@ -5,6 +5,7 @@ Same argument style and result lines as the reference oracle::
     paimon create --warehouse wh --table db.t --schema schema.json [--ignore-if-exists]
     paimon write  --warehouse wh --table db.t --input rows.jsonl [--kind _k] [--overwrite [pt=a]]
     paimon alter  --warehouse wh --table db.t --add-column 'c BIGINT' --rename-column a=b
+                  --column-comment 'b=the b' --not-null b --move-column 'b FIRST'
     paimon tag create v1 --warehouse wh --table db.t [--snapshot 3]
     paimon fsck   --warehouse wh --table db.t [--deep]
 
@@ -34,10 +35,15 @@ from paimon_core.schema_builder import Schema
 from paimon_core.schema_change import (
     AddColumn,
     DropColumn,
+    Move,
+    MoveType,
     RemoveOption,
     RenameColumn,
     SchemaChange,
     SetOption,
+    UpdateColumnComment,
+    UpdateColumnNullability,
+    UpdateColumnPosition,
     UpdateColumnType,
 )
 from paimon_core.spec.row_kind import RowKind
@@ -203,7 +209,26 @@ def _change(flag: str, value: str) -> SchemaChange:
     if flag == "alter_column_type":
         name, t = _name_and_type(value, "--alter-column-type")
         return UpdateColumnType(name, _flag_type(t, "--alter-column-type", value))
+    if flag == "column_comment":
+        path, text = _key_value(value, "--column-comment", "NAME=COMMENT")
+        return UpdateColumnComment(tuple(path.split(".")), text or None)
+    if flag in ("not_null", "nullable"):
+        return UpdateColumnNullability(tuple(value.strip().split(".")), flag == "nullable")
+    if flag == "move_column":
+        return UpdateColumnPosition(_move_spec(value))
     raise UsageError(f"unknown change {flag}")  # pragma: no cover
+
+
+def _move_spec(text: str) -> Move:
+    """``NAME FIRST|LAST`` or ``NAME AFTER|BEFORE OTHER`` (``--move-column``)."""
+    parts = text.replace("`", "").split()
+    kinds = {k.value: k for k in MoveType}
+    kind = kinds.get(parts[1].upper()) if len(parts) > 1 else None
+    relative = kind in (MoveType.AFTER, MoveType.BEFORE)
+    if kind is None or len(parts) != (3 if relative else 2):
+        raise UsageError(
+            f"--move-column expects 'NAME FIRST|LAST' or 'NAME AFTER|BEFORE OTHER', got {text!r}")
+    return Move(parts[0], kind, parts[2] if relative else None)
 
 
 class _ChangeAction(argparse.Action):
@@ -220,7 +245,8 @@ def cmd_alter(args: argparse.Namespace, out: TextIO) -> int:
     raw = getattr(args, "changes", None) or []
     if not raw:
         raise UsageError("alter needs at least one change (--add-column, --rename-column, "
-                         "--drop-column, --set-option, --remove-option, --alter-column-type)")
+                         "--drop-column, --set-option, --remove-option, --alter-column-type, "
+                         "--column-comment, --not-null, --nullable, --move-column)")
     changes = [_change(flag, value) for flag, value in raw]
     schema = open_table(args).alter(changes)
     _emit({"op": "alter", "table": args.table, "schema_id": schema.id,
@@ -294,6 +320,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
         ("--set-option", "KEY=VALUE", "set a table option"),
         ("--remove-option", "KEY", "remove a table option"),
         ("--alter-column-type", "'NAME TYPE'", "widen a column's type"),
+        ("--column-comment", "NAME=COMMENT", "set a column's comment (empty: remove it)"),
+        ("--not-null", "NAME", "make a column NOT NULL (refused while it holds a null)"),
+        ("--nullable", "NAME", "make a column nullable"),
+        ("--move-column", "'NAME FIRST|LAST|AFTER C|BEFORE C'", "move a column"),
     ):
         s.add_argument(flag, action=_ChangeAction, metavar=meta, help=text + " (repeatable)")
     s.set_defaults(func=cmd_alter)

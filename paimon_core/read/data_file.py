@@ -23,17 +23,26 @@ import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
 from paimon_core.errors import (
+    CastError,
     CorruptMetadataError,
     FileNotFoundInTableError,
     PaimonError,
     UnsupportedError,
 )
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.read.casts import cast_evolved, is_widening
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.system_fields import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
-from paimon_core.types import DataField, DataType, bigint_type, tinyint_type, to_arrow_type
+from paimon_core.types import (
+    AtomicType,
+    DataField,
+    DataType,
+    bigint_type,
+    tinyint_type,
+    to_arrow_type,
+)
 
 _BIGINT: DataType = bigint_type(False)
 _TINYINT: DataType = tinyint_type(False)
@@ -45,7 +54,9 @@ _STREAM_BUFFER = 1 << 18
 class ColumnMapping:
     """How to produce each requested output column from one file."""
 
-    output: tuple[tuple[str, str | None, DataType], ...]  # (output name, file name, type)
+    #: (output name, name in the file or None, type read, the file's type when a value cast
+    #: is needed (an ALTER changed the type other than by widening) else None)
+    output: tuple[tuple[str, str | None, DataType, DataType | None], ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,7 +131,7 @@ class DataFileReader:
             return m
         old = self._file_schema(schema_id)
         old_by_id = {f.id: f for f in old.fields}
-        out: list[tuple[str, str | None, DataType]] = []
+        out: list[tuple[str, str | None, DataType, DataType | None]] = []
         if system:
             if keys:
                 for k in self.schema.trimmed_primary_keys:
@@ -131,16 +142,18 @@ class DataFileReader:
                             KEY_PREFIX + k,
                             KEY_PREFIX + of.name if of else None,
                             cur.type.with_nullable(False),
+                            _cast_from(of, cur.type),
                         )
                     )
             if sequence:
-                out.append((SEQUENCE_NUMBER, SEQUENCE_NUMBER, _BIGINT))
+                out.append((SEQUENCE_NUMBER, SEQUENCE_NUMBER, _BIGINT, None))
             if kind:
-                out.append((VALUE_KIND, VALUE_KIND, _TINYINT))
+                out.append((VALUE_KIND, VALUE_KIND, _TINYINT, None))
         for name in columns:
             cur = self.schema.field(name)
             of = old_by_id.get(cur.id)
-            out.append((name, of.name if of is not None else None, cur.type))
+            out.append((name, of.name if of is not None else None, cur.type,
+                        _cast_from(of, cur.type)))
         m = ColumnMapping(tuple(out))
         self._mappings[key] = m
         return m
@@ -170,7 +183,7 @@ class DataFileReader:
             f.schema_id, columns, system, keys=keys, kind=kind, sequence=sequence
         )
         const = constants or {}
-        wanted = [src for out, src, _ in mapping.output if src is not None and out not in const]
+        wanted = [src for out, src, _, _ in mapping.output if src is not None and out not in const]
         table = self._read_physical(path, wanted, f.file_size)
         if table.num_rows != f.row_count:
             raise CorruptMetadataError(
@@ -203,7 +216,9 @@ class DataFileReader:
             ):
                 m = self._mapping_of(r)
                 const = r.constants or {}
-                wanted = tuple(src for o, src, _ in m.output if src is not None and o not in const)
+                wanted = tuple(
+                    src for o, src, _, _ in m.output if src is not None and o not in const
+                )
                 if wanted:
                     bulk.setdefault((id(m), wanted), []).append(i)
                     continue
@@ -304,7 +319,7 @@ class DataFileReader:
             return
         mapping = self._mapping_of(r)
         const = r.constants or {}
-        wanted = [src for out, src, _ in mapping.output if src is not None and out not in const]
+        wanted = [src for out, src, _, _ in mapping.output if src is not None and out not in const]
         deleted = (
             np.sort(r.deleted_rows) if r.deleted_rows is not None and len(r.deleted_rows) else None
         )
@@ -405,26 +420,45 @@ def _conform(
     n = table.num_rows
     arrays = []
     names = []
-    for out_name, src, dtype in mapping.output:
+    for out_name, src, dtype, src_type in mapping.output:
         target = to_arrow_type(dtype)
         if constants and out_name in constants:
             arrays.append(repeat(constants[out_name], n))
         elif src is None:
             arrays.append(pa.nulls(n, type=target))
         else:
-            col = table.column(src)
-            if col.type != target:
-                try:
-                    col = _cast(col, target)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                    raise CorruptMetadataError(
-                        path, f"column {src!r} of type {col.type} cannot be read as {dtype}: {e}"
-                    ) from e
-            arrays.append(col)
+            arrays.append(_read_as(table.column(src), src, src_type, dtype, target, path))
         names.append(out_name)
     if not arrays:
         return pa.table({"__n": pa.nulls(n)}).drop(["__n"]) if n else pa.table({})
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def _read_as(
+    col: pa.ChunkedArray, src: str, src_type: DataType | None, dtype: DataType,
+    target: pa.DataType, path: str,
+) -> pa.ChunkedArray | pa.Array:
+    """A file column as the current type: Java's cast when ALTER changed the type
+    (:mod:`paimon_core.read.casts`), else only the Arrow representation adjusted."""
+    try:
+        if src_type is not None:
+            return cast_evolved(col, src_type, dtype)
+        return col if col.type == target else _cast(col, target)
+    except CastError as e:
+        raise CastError(e.value, e.source, e.target, e.reason, path=path, column=src) from e
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise CorruptMetadataError(
+            path, f"column {src!r} of type {col.type} cannot be read as {dtype}: {e}"
+        ) from e
+
+
+def _cast_from(old: DataField | None, current: DataType) -> DataType | None:
+    """The file's type of a column when reading it needs Java's value cast, else None (a
+    widening, or a nested type: Java 0.9 evolves atomic types only; Arrow's cast adjusts a
+    nested one's representation as before)."""
+    if old is None or not isinstance(old.type, AtomicType) or not isinstance(current, AtomicType):
+        return None
+    return None if is_widening(old.type, current) else old.type
 
 
 def _keep(deleted: np.ndarray, offset: int, n: int) -> np.ndarray:

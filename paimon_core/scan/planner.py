@@ -17,6 +17,7 @@ from typing import Any
 from paimon_core.bucket import bucket_of, hash_binary_row
 from paimon_core.layout import TableContext
 from paimon_core.manifest_io import ManifestIO
+from paimon_core.read.casts import is_widening
 from paimon_core.scan.manifest_filter import (
     EntryFilter,
     read_entries,
@@ -133,7 +134,10 @@ class _Pruner:
         out = {}
         for cur in self.schema.fields:
             old = by_id.get(cur.id)
-            if old is not None and old in raw and cur.type.root == file_schema.field(old).type.root:
+            # stats of a file written before a type change prune only when every old value
+            # reads unchanged (a lossy cast may move a value into the filter's range)
+            if old is not None and old in raw and is_widening(file_schema.field(old).type,
+                                                              cur.type):
                 out[cur.name] = raw[old]
         return out
 

@@ -207,6 +207,42 @@ def test_alter(cli: Cli) -> None:
     assert FileSystemCatalog(cli.wh).get_table("db.t").schema.id == 2
 
 
+def test_alter_comment_nullability_and_moves(cli: Cli) -> None:
+    cli.ok("create", "--schema", str(cli.tmp / "schema.json"))
+    cli.ok("write", "--input", str(_jsonl(cli.tmp / "r.jsonl", ROWS)))
+    # f holds no null in rows 1-2 but row 3 has one; d: null in rows 2 and 3
+    rc, _, err = cli("alter", "--not-null", "f")
+    assert rc == 1 and "'f': a nullable column cannot become NOT NULL" in err
+    cli.ok("write", "--input", str(_jsonl(cli.tmp / "fix.jsonl", [
+        {"pt": "b", "id": 3, "f": 0.5}])))  # the key's new version has an f
+    out = cli.ok("alter", "--not-null", "f", "--column-comment", "f=a float",
+                 "--move-column", "f FIRST",
+                 "--move-column", "amt AFTER ts", "--move-column", "id LAST",
+                 "--move-column", "tm BEFORE d", "--nullable", "r")
+    assert json.loads(out[0])["schema_id"] == 1
+    s = FileSystemCatalog(cli.wh).get_table("db.t").schema
+    assert s.field_names == ["f", "pt", "bin", "tm", "d", "ts", "amt", "ltz", "tags", "m", "r",
+                             "id"]
+    assert s.field("f").type.sql() == "FLOAT NOT NULL" and s.field("f").description == "a float"
+    assert s.field("r").type.nullable
+    rows = [json.loads(x) for x in cli.ok("read")]
+    assert [list(r)[:3] for r in rows[:1]] == [["f", "pt", "bin"]]
+    assert {r["id"]: r["f"] for r in rows} == {1: 1.1, 2: "NaN", 3: 0.5}
+    cli.ok("alter", "--column-comment", "f=")  # an empty comment removes it
+    assert FileSystemCatalog(cli.wh).get_table("db.t").schema.field("f").description is None
+    for args, code, message in (
+        (("--move-column", "f SIDEWAYS"), 2, "NAME FIRST|LAST"),
+        (("--move-column", "f AFTER"), 2, "NAME FIRST|LAST"),
+        (("--move-column", "nope FIRST"), 1, "'nope' does not exist"),
+        (("--not-null", "d"), 1, "'d': a nullable column cannot become NOT NULL"),
+        (("--nullable", "id"), 1, "primary key"),
+        (("--column-comment", "f"), 2, "NAME=COMMENT"),
+        (("--column-comment", "r.a=nested"), 1, "could no longer read"),
+    ):
+        rc, _, err = cli("alter", *args)
+        assert rc == code and message in err, (args, err)
+
+
 def test_tags(cli: Cli) -> None:
     cli.ok("create", "--schema", str(cli.tmp / "schema.json"))
     cli.ok("write", "--input", str(_jsonl(cli.tmp / "r.jsonl", ROWS)))

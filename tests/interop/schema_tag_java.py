@@ -57,6 +57,10 @@ def remove_option(key: str) -> str:
     return SEP.join(["remove", key])
 
 
+def move(name: str, kind: str, reference: str = "") -> str:
+    return SEP.join(["move", name, kind, reference])
+
+
 def comment(text: str) -> str:
     return SEP.join(["comment", text])
 

@@ -4,7 +4,9 @@
   us to copies of one Java-written table give identical schema files (apart from timeMillis):
   field ids (also nested ones), positions, types, options, comments, highestFieldId.
 * What Java rejects we reject; where we are stricter than 0.9 (narrowing casts, primary-key
-  retype, NULL -> NOT NULL) Java accepts and we refuse.
+  retype, NULL -> NOT NULL on a column holding a null: tests/cli) Java accepts and we refuse.
+  Column moves (FIRST/AFTER/BEFORE/LAST), comments and NOT NULL on a null-free column give
+  Java's schema file.
 * After our ALTER, Java 0.9 and pypaimon 2.1 read the table exactly as we do, Java can write to
   it, and we read Java's new files; we also read a Java-altered table as Java does.
 """
@@ -26,12 +28,15 @@ from paimon_core.schema_builder import Schema
 from paimon_core.schema_change import (
     AddColumn,
     DropColumn,
+    Move,
+    MoveType,
     RemoveOption,
     RenameColumn,
     SchemaChange,
     SetOption,
     UpdateColumnComment,
     UpdateColumnNullability,
+    UpdateColumnPosition,
     UpdateColumnType,
     UpdateComment,
 )
@@ -89,6 +94,15 @@ BATCHES: list[tuple[list[SchemaChange], list[str]]] = [
       J.column_comment("r", "top-level comment")]),
     ([AddColumn("c", "INT"), RemoveOption("custom.key"), UpdateColumnType("a2", "DOUBLE")],
      [J.add("c", _t("INT")), J.remove_option("custom.key"), J.retype("a2", _t("DOUBLE"))]),
+    # moves, a comment, and NOT NULL on a column that holds no null (we check, Java does not)
+    ([UpdateColumnPosition(Move("d", MoveType.FIRST)),
+      UpdateColumnPosition(Move("s", MoveType.AFTER, "r")),
+      UpdateColumnPosition(Move("id", MoveType.LAST)),
+      UpdateColumnPosition(Move("c", MoveType.BEFORE, "pt")),
+      UpdateColumnComment("f", "float col"), UpdateColumnNullability("a2", False)],
+     [J.move("d", "FIRST"), J.move("s", "AFTER", "r"), J.move("id", "LAST"),
+      J.move("c", "BEFORE", "pt"), J.column_comment("f", "float col"),
+      J.nullability("a2", False)]),
 ]
 
 # rejected by both (each on the unchanged table)
@@ -115,7 +129,6 @@ ONLY_WE_REJECT: list[tuple[SchemaChange, str]] = [
     (UpdateColumnType("f", "INT"), J.retype("f", _t("INT"))),
     (UpdateColumnType("s", "INT"), J.retype("s", _t("INT"))),
     (UpdateColumnType("id", "BIGINT NOT NULL"), J.retype("id", _t("BIGINT NOT NULL"))),
-    (UpdateColumnNullability("a", False), J.nullability("a", False)),
     (UpdateColumnNullability(("r", "x"), True), J.nullability("r.x", True)),
     (UpdateColumnComment(("r", "y", "z"), "deep"), J.column_comment("r.y.z", "deep")),
 ]
@@ -235,8 +248,10 @@ def test_engines_read_and_write_after_our_alter(
     mine = _ours(wp, capsys)
     assert len(mine) == 12
     first = json.loads(mine[0])
-    assert list(first) == ["first", "pt", "id", "after_id", "a2", "f", "s", "d", "nn", "r", "n",
-                           "c"]
+    assert list(first) == ["d", "first", "c", "pt", "after_id", "a2", "f", "nn", "r", "s", "n",
+                           "id"]
+    assert ours.schema.field("f").description == "float col"
+    assert not ours.schema.field("a2").type.nullable
     assert ours.schema.field("r").description == "top-level comment"
     assert first["a2"] == 0.0 and first["first"] is None and first["d"] == "0.25"
     reads = _engine_reads(wp, tmp_path, "after-alter", [])

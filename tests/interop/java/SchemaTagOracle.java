@@ -5,6 +5,7 @@
 //   ALTER <wh> <db.table> <change>...   change = parts separated by \u0001:
 //       add|name|typeJson|desc|first|after   rename|old|new   drop|name   type|name|typeJson
 //       null|a.b|true/false   ccomment|a.b|text   set|k|v   remove|k   comment|text
+//       move|name|FIRST/LAST/AFTER/BEFORE|reference
 //     -> OK <latest schema JSON on one line>
 //   TAG <wh> <db.table> <name> <snapshotId> [retainedMillis] -> OK
 //   TAGS <wh> <db.table>                             -> OK name=id,name=id (sorted by name)
@@ -72,6 +73,18 @@ public class SchemaTagOracle {
             case "set": return SchemaChange.setOption(p[1], p[2]);
             case "remove": return SchemaChange.removeOption(p[1]);
             case "comment": return SchemaChange.updateComment(p[1]);
+            case "move": {
+                switch (p[2]) {
+                    case "FIRST": return SchemaChange.updateColumnPosition(
+                            SchemaChange.Move.first(p[1]));
+                    case "LAST": return SchemaChange.updateColumnPosition(
+                            SchemaChange.Move.last(p[1]));
+                    case "AFTER": return SchemaChange.updateColumnPosition(
+                            SchemaChange.Move.after(p[1], p[3]));
+                    default: return SchemaChange.updateColumnPosition(
+                            SchemaChange.Move.before(p[1], p[3]));
+                }
+            }
             default: throw new IllegalArgumentException("unknown change " + p[0]);
         }
     }

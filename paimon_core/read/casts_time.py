@@ -1,0 +1,233 @@
+"""Read-side casts of Paimon Java 0.9 that involve DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ
+(``TimestampToTimestampCastRule``, ``TimestampToDateCastRule``, ``DateToTimestampCastRule``,
+``TimestampToTimeCastRule``, ``TimeToTimestampCastRule``, ``TimestampToNumericPrimitive``,
+``NumericPrimitiveToTimestamp``, ``*ToStringCastRule``, ``StringTo{Date,Timestamp}CastRule``).
+
+Java's quirks are kept: a TIMESTAMP becomes a DATE by ``millis / 86400000`` truncated toward
+zero (so 1969-12-31 23:00 reads as 1970-01-01) and a TIME by ``millis % 86400000``; lowering a
+timestamp's precision to 3 or less truncates its epoch milliseconds toward zero. The local
+time zone Java uses for TIMESTAMP_LTZ (``TimeZone.getDefault()``) is UTC here, the zone our
+readers give LTZ values in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_core.read.casts_values import check_values, from_numpy, to_numpy
+from paimon_core.types import STRING_ROOTS, AtomicType, TypeRoot, timestamp_unit, to_arrow_type
+
+__all__ = ["TEMPORAL_ROOTS", "rule"]
+
+TEMPORAL_ROOTS = frozenset({TypeRoot.DATE, TypeRoot.TIME, TypeRoot.TIMESTAMP,
+                            TypeRoot.TIMESTAMP_LTZ})
+_TS = frozenset({TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ})
+_PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+_DAY_MS = 86_400_000
+_MAX_STRING = 2**31 - 1
+
+_Rule = Callable[[pa.Array, AtomicType, AtomicType], pa.Array]
+
+
+def rule(s: AtomicType, t: AtomicType) -> _Rule | None:
+    sr, tr = s.root, t.root
+    if sr in _TS and tr in _TS:
+        return _ts_to_ts
+    if sr in _TS and tr is TypeRoot.DATE:
+        return _ts_to_date
+    if sr is TypeRoot.DATE and tr in _TS:
+        return _date_to_ts
+    if sr in _TS and tr is TypeRoot.TIME:
+        return _ts_to_time
+    if sr is TypeRoot.TIME and tr in _TS:
+        return _time_to_ts
+    if sr in _TS and tr in (TypeRoot.INT, TypeRoot.BIGINT):
+        return _ts_to_seconds
+    if sr in (TypeRoot.INT, TypeRoot.BIGINT) and tr in _TS:
+        return _seconds_to_ts
+    string_target = tr is TypeRoot.VARCHAR and (t.length or 0) == _MAX_STRING
+    if string_target and sr in _TS:
+        return _ts_to_string
+    if string_target and sr is TypeRoot.DATE:
+        return _date_to_string
+    if string_target and sr is TypeRoot.TIME:
+        return _time_to_string
+    if sr in STRING_ROOTS and tr is TypeRoot.DATE:
+        return _string_to_date
+    if sr in STRING_ROOTS and tr in _TS:
+        return _string_to_ts
+    if sr in STRING_ROOTS and tr is TypeRoot.TIME:
+        return _string_to_time
+    return None
+
+
+def _ticks(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, int]:
+    """Epoch ticks of a timestamp array (its own unit), validity, ticks per second."""
+    unit = arr.type.unit
+    values, valid = to_numpy(pc.cast(arr, pa.int64()), 0)
+    return values.astype(np.int64), valid, _PER_SECOND[unit]
+
+
+def _epoch_millis(ticks: np.ndarray, per_second: int) -> np.ndarray:
+    """``Timestamp.getMillisecond()``: floor to milliseconds."""
+    if per_second >= 1000:
+        return np.asarray(np.floor_divide(ticks, per_second // 1000))
+    return np.asarray(ticks * (1000 // per_second))
+
+
+def _trunc_div(a: np.ndarray, b: int) -> np.ndarray:
+    """Java's ``a / b`` on longs (toward zero)."""
+    q = np.floor_divide(a, b)
+    return np.asarray(np.where((a % b != 0) & (a < 0), q + 1, q))
+
+
+def _ts_array(ticks: np.ndarray, valid: np.ndarray, per_second: int, t: AtomicType) -> pa.Array:
+    """Ticks (``per_second``) as the Arrow type of ``t``, converted exactly."""
+    unit = timestamp_unit(t.precision if t.precision is not None else 6)
+    want = _PER_SECOND[unit]
+    out = ticks * (want // per_second) if want >= per_second else ticks // (per_second // want)
+    return pc.cast(from_numpy(out, valid, pa.int64()), to_arrow_type(t))
+
+
+def _ts_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    ticks, valid, per = _ticks(arr)
+    sp, tp = s.precision or 0, t.precision or 0
+    if tp >= sp:
+        return _ts_array(ticks, valid, per, t)
+    if tp <= 3:  # DateTimeUtils.truncate: zeroLastDigits(millis, 3 - p), toward zero
+        step = 10 ** (3 - tp)
+        ms = _trunc_div(_epoch_millis(ticks, per), step) * step
+        return _ts_array(ms, valid, 1000, t)
+    step = 10 ** (9 - tp)  # nano of millisecond floored (a floor of the whole value)
+    nanos = ticks * (1_000_000_000 // per)
+    return _ts_array(np.floor_divide(nanos, step) * step, valid, 1_000_000_000, t)
+
+
+def _ts_to_date(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    ticks, valid, per = _ticks(arr)
+    ms = _epoch_millis(ticks, per)
+    days = (np.floor_divide(ms, _DAY_MS) if s.root is TypeRoot.TIMESTAMP_LTZ
+            else _trunc_div(ms, _DAY_MS))
+    return pc.cast(from_numpy(days.astype(np.int32), valid, pa.int32()), pa.date32())
+
+
+def _date_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    days, valid = to_numpy(pc.cast(arr, pa.int32()), 0)
+    return _ts_array(days.astype(np.int64) * _DAY_MS, valid, 1000, t)
+
+
+def _ts_to_time(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    ticks, valid, per = _ticks(arr)
+    ms = _epoch_millis(ticks, per)
+    tod = (np.mod(ms, _DAY_MS) if s.root is TypeRoot.TIMESTAMP_LTZ
+           else np.fmod(ms, _DAY_MS))  # Java's % keeps the dividend's sign
+    return pc.cast(from_numpy(tod.astype(np.int32), valid, pa.int32()), pa.time32("ms"))
+
+
+def _time_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    ms, valid = to_numpy(pc.cast(arr, pa.int32()), 0)
+    return _ts_array(ms.astype(np.int64), valid, 1000, t)
+
+
+def _ts_to_seconds(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    ticks, valid, per = _ticks(arr)
+    secs = _trunc_div(_epoch_millis(ticks, per), 1000)  # DateTimeUtils.unixTimestamp
+    np_type = np.int64 if t.root is TypeRoot.BIGINT else np.int32
+    return from_numpy(secs.astype(np_type), valid, to_arrow_type(t))
+
+
+def _seconds_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    secs, valid = to_numpy(pc.cast(arr, pa.int64()), 0)
+    return _ts_array(secs.astype(np.int64) * 1000, valid, 1000, t)
+
+
+def _ts_to_string(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    """``formatTimestamp``: ``yyyy-MM-dd HH:mm:ss`` and, for a precision p > 0, ``.`` and
+    the first p of the nine fraction digits."""
+    ticks, valid, per = _ticks(arr)
+    secs = np.floor_divide(ticks, per)
+    whole = pc.strftime(from_numpy(secs, valid, pa.timestamp("s")), "%Y-%m-%d %H:%M:%S")
+    p = s.precision or 0
+    if p == 0:
+        return whole
+    nanos = (ticks - secs * per) * (1_000_000_000 // per)
+    frac = pc.utf8_lpad(pc.cast(from_numpy(nanos, valid, pa.int64()), pa.string()), 9, "0")
+    return pc.binary_join_element_wise(whole, pc.utf8_slice_codeunits(frac, 0, p), ".")
+
+
+def _date_to_string(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    return pc.strftime(pc.cast(arr, pa.timestamp("s")), "%Y-%m-%d")
+
+
+def _time_to_string(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    """``formatTimestampMillis``: ``HH:mm:ss`` and, for p > 0, the millisecond digits up to
+    the last non-zero one (at least one, at most p)."""
+    ms, valid = to_numpy(pc.cast(arr, pa.int32()), 0)
+    ms = np.mod(ms.astype(np.int64), _DAY_MS)
+    whole = pc.strftime(from_numpy(ms // 1000, valid, pa.timestamp("s")), "%H:%M:%S")
+    p = s.precision or 0
+    if p == 0:
+        return whole
+    digits = pc.utf8_lpad(pc.cast(from_numpy(ms % 1000, valid, pa.int64()), pa.string()), 3,
+                          "0")
+    digits = pc.utf8_rtrim(digits, characters="0")
+    digits = pc.utf8_slice_codeunits(pc.if_else(pc.equal(digits, ""), "0", digits), 0, p)
+    return pc.binary_join_element_wise(whole, digits, ".")
+
+
+def _string_to_date(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    """``BinaryStringUtils.toDate``: digits are a day number, else ``yyyy-M-d``."""
+    text = pc.utf8_trim_whitespace(arr)
+    numeric = pc.match_substring_regex(arr, r"^[0-9]+$")
+    ok = pc.or_(numeric, pc.match_substring_regex(text, r"^[0-9]{1,4}-[0-9]{1,2}-[0-9]{1,2}$"))
+    check_values(arr, ok, s, t, "not a date")
+    dated = pc.fill_null(pc.if_else(pc.fill_null(numeric, False), "1970-1-1", text), "1970-1-1")
+    parts = pc.extract_regex(dated, r"^(?P<y>[0-9]+)-(?P<m>[0-9]+)-(?P<d>[0-9]+)$")
+    iso = pc.binary_join_element_wise(*(pc.utf8_lpad(parts.field(k), w, "0")
+                                        for k, w in (("y", 4), ("m", 2), ("d", 2))), "-")
+    parsed = pc.cast(pc.strptime(iso, "%Y-%m-%d", "s"), pa.date32())
+    days = pc.if_else(numeric, pc.cast(pc.if_else(numeric, arr, "0"), pa.int32()),
+                      pc.cast(parsed, pa.int32()))
+    return pc.cast(days, pa.date32())
+
+
+def _string_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    """``DateTimeUtils.parseTimestampData``: ``yyyy-MM-dd[( |T)HH:mm[:ss[.f...]]]``."""
+    text = pc.utf8_trim_whitespace(arr)
+    ok = pc.match_substring_regex(
+        text, r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([ T][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?)?$")
+    check_values(arr, ok, s, t, "not a timestamp")
+    ns = pc.cast(pc.cast(text, pa.timestamp("ns")), pa.int64())
+    values, valid = to_numpy(ns, 0)
+    parsed = pc.cast(from_numpy(values, valid, pa.int64()), pa.timestamp("ns"))
+    return _ts_to_ts(parsed, replace(t, precision=9), t)  # parsed to the nanosecond
+
+
+def _string_to_time(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    """``BinaryStringUtils.toTime``: digits are milliseconds of the day, else
+    ``H:m[:s[.fff]]`` (Java also reads a trailing zone offset; such a value fails here)."""
+    numeric = pc.match_substring_regex(arr, r"^[0-9]+$")
+    form = r"^(?P<h>[0-9]{1,2}):(?P<m>[0-9]{1,2})(?::(?P<s>[0-9]{1,2})(?:\.(?P<f>[0-9]{1,9}))?)?$"
+    text = pc.utf8_trim_whitespace(arr)
+    check_values(arr, pc.or_(numeric, pc.match_substring_regex(text, form)), s, t,
+                 "not a time of day (H:m[:s[.fff]]; a zone offset is not read)")
+    parts = pc.extract_regex(pc.fill_null(pc.if_else(pc.fill_null(numeric, False), "0:0",
+                                                     text), "0:0"), form)
+
+    def num(key: str, width: int = 0) -> np.ndarray:
+        field = parts.field(key)
+        if width:
+            field = pc.utf8_slice_codeunits(pc.utf8_rpad(field, width, "0"), 0, width)
+        field = pc.if_else(pc.equal(pc.fill_null(field, ""), ""), "0", field)
+        return np.asarray(pc.cast(field, pa.int64()))
+
+    ms = num("h") * 3_600_000 + num("m") * 60_000 + num("s") * 1000 + num("f", 3)
+    digits = pc.cast(pc.if_else(pc.fill_null(numeric, False), arr, "0"), pa.int64())
+    ms = np.where(np.asarray(pc.fill_null(numeric, False)), np.asarray(digits), ms)
+    valid = np.asarray(pc.is_valid(arr))
+    return pc.cast(from_numpy(ms.astype(np.int32), valid, pa.int32()), pa.time32("ms"))
