@@ -102,7 +102,7 @@ class ParquetOptions:
         """
         if schema.file_format != "parquet":
             raise UnsupportedError(
-                f"file.format={schema.file_format!r}: this writer only writes parquet"
+                f"file.format={schema.file_format!r}: not a parquet table"
             )
         raw = opts.file_compression
         codec = _CODECS.get(raw)

@@ -109,7 +109,7 @@ def physical_of(path: str) -> dict[str, tuple[str, str]]:
 
 
 def writer(tmp: Path, schema: TableSchema) -> DataFileWriter:
-    return DataFileWriter(FileIO(str(tmp)), schema, DataFilePathFactory())
+    return DataFileWriter(FileIO(str(tmp)), schema, DataFilePathFactory(schema.file_format))
 
 
 def test_append_file_physical_types_and_meta(tmp_path: Path) -> None:
