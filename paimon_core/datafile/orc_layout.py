@@ -32,7 +32,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimon_core.errors import SchemaError, UnsupportedError
 from paimon_core.options import CoreOptions
@@ -47,7 +49,7 @@ from paimon_core.types import (
     to_arrow_type,
 )
 
-__all__ = ["OrcLayout", "OrcOptions", "orc_arrow_type"]
+__all__ = ["OrcLayout", "OrcOptions", "check_timestamps", "orc_arrow_type"]
 
 # Java CompressionKind names (file.compression / orc.compress) -> pyarrow's ORC codec names
 _CODECS = {
@@ -218,10 +220,56 @@ class OrcLayout:
 
     def physical(self, table: pa.Table) -> pa.Table:
         """``table`` (columns in layout order, Arrow types of :func:`to_arrow_type`) as the
-        arrays handed to the writer (TIME as int32, nested ones too)."""
+        arrays handed to the writer (TIME as int32, nested ones too).
+
+        Raises:
+            UnsupportedError: a timestamp before 1970 with digits below the millisecond
+                (:func:`check_timestamps`).
+        """
         target = self.schema
+        for name, col in zip(target.names, table.columns):
+            check_timestamps(name, col)
         if table.schema.equals(target, check_metadata=False):
             return table
         arrays = [col if col.type == f.type else col.cast(f.type)
                   for col, f in zip(table.columns, target)]
         return pa.Table.from_arrays(arrays, schema=target)
+
+
+def check_timestamps(name: str, col: pa.Array | pa.ChunkedArray) -> None:
+    """Refuse the timestamps of column ``name`` (nested ones too) that pyarrow's ORC writer
+    would encode unreadably for Java: a value before 1970 with digits below the millisecond.
+
+    pyarrow splits a timestamp into ORC's seconds and nanoseconds by truncation (apache/arrow
+    ``TimestampAppender``), so such a value gets negative nanoseconds; ORC Java then yields a
+    negative nanosecond-of-millisecond and Paimon Java fails the read
+    (``IllegalArgumentException``). Whole milliseconds before 1970, and anything after, are
+    read right by Java, pypaimon and us.
+
+    Raises:
+        UnsupportedError: names the column and the first such value.
+    """
+    t = col.type
+    if isinstance(col, pa.ChunkedArray):
+        for chunk in col.chunks:
+            check_timestamps(name, chunk)
+        return
+    if pa.types.is_timestamp(t):
+        factor = {"us": 1000, "ns": 1_000_000}.get(t.unit)
+        if factor is None:
+            return
+        raw = pc.fill_null(col.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+        bad = np.flatnonzero((raw < 0) & (raw % factor != 0))
+        if len(bad):
+            raise UnsupportedError(
+                f"column {name!r}: timestamp {col[int(bad[0])]} is before 1970 with digits "
+                "below the millisecond, which pyarrow's ORC writer encodes so that Paimon "
+                "Java cannot read it; write it to a parquet table or at millisecond precision")
+    elif isinstance(col, pa.MapArray):
+        check_timestamps(name, col.keys)
+        check_timestamps(name, col.items)
+    elif isinstance(col, (pa.ListArray, pa.LargeListArray)):
+        check_timestamps(name, col.flatten())
+    elif isinstance(col, pa.StructArray):
+        for i, child in enumerate(col.flatten()):
+            check_timestamps(f"{name}.{t.field(i).name}", child)
