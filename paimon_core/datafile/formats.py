@@ -33,16 +33,23 @@ __all__ = ["FileEncoder", "FormatOptions", "StreamWriter", "format_options"]
 
 FormatOptions = ParquetOptions | OrcOptions
 WRITTEN_FORMATS = ("parquet", "orc")
+# Java 0.9's per-level overrides (CoreOptions.FILE_FORMAT_PER_LEVEL / FILE_COMPRESSION_PER_LEVEL)
+_PER_LEVEL = ("file.format.per.level", "file.compression.per.level")
 
 
 def format_options(schema: TableSchema, opts: CoreOptions | None = None) -> FormatOptions:
     """The writer settings of ``schema``'s ``file.format`` (``opts``: its parsed options).
 
     Raises:
-        UnsupportedError: a format this writer does not write, or an option of the format
-            it cannot apply.
+        UnsupportedError: a format this writer does not write, an option of the format it
+            cannot apply, or a per-level format or compression.
     """
     opts = opts if opts is not None else CoreOptions(schema.options)
+    for key in _PER_LEVEL:
+        if (opts.raw.get(key) or "").strip():
+            raise UnsupportedError(
+                f"option {key}={opts.raw[key]!r} is not applied by this writer (every level "
+                "is written in file.format with file.compression)")
     fmt = schema.file_format
     if fmt == "parquet":
         return ParquetOptions.of(schema, opts)

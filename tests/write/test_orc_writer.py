@@ -103,6 +103,8 @@ def test_options_as_java_names_them(tmp_path: Path) -> None:
     ({"orc.stripe.size": "64mb"}, SchemaError, "orc.stripe.size"),
     ({"orc.bloom.filter.columns": "nope"}, SchemaError, "'nope'"),
     ({"orc.dictionary.key.threshold": "2"}, SchemaError, "orc.dictionary.key.threshold"),
+    ({"file.format.per.level": "0:avro"}, UnsupportedError, "file.format.per.level"),
+    ({"file.compression.per.level": "0:lz4"}, UnsupportedError, "file.compression.per.level"),
 ])
 def test_options_refused_with_their_name(tmp_path: Path, options: dict[str, str],
                                          error: type[Exception], names: str) -> None:
