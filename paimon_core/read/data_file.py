@@ -33,7 +33,14 @@ from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
 from paimon_core.spec.system_fields import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
-from paimon_core.types import DataField, DataType, bigint_type, tinyint_type, to_arrow_type
+from paimon_core.types import (
+    DataField,
+    DataType,
+    TypeRoot,
+    bigint_type,
+    tinyint_type,
+    to_arrow_type,
+)
 
 _BIGINT: DataType = bigint_type(False)
 _TINYINT: DataType = tinyint_type(False)
@@ -172,6 +179,8 @@ class DataFileReader:
         const = constants or {}
         wanted = [src for out, src, _ in mapping.output if src is not None and out not in const]
         table = self._read_physical(path, wanted, f.file_size)
+        if file_format(path) == "orc":
+            table = _orc_chars(table, mapping)
         if table.num_rows != f.row_count:
             raise CorruptMetadataError(
                 path,
@@ -425,6 +434,17 @@ def _conform(
     if not arrays:
         return pa.table({"__n": pa.nulls(n)}).drop(["__n"]) if n else pa.table({})
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def _orc_chars(table: pa.Table, mapping: ColumnMapping) -> pa.Table:
+    """CHAR columns of an ORC file as Java reads them: trailing spaces removed (ORC's
+    ``char(n)`` is stored padded to its length, and Java reads it through ORC's char reader,
+    which trims; a string column read as CHAR is trimmed alike)."""
+    for _, src, dtype in mapping.output:
+        if src is not None and dtype.root is TypeRoot.CHAR and src in table.column_names:
+            i = table.column_names.index(src)
+            table = table.set_column(i, src, pc.utf8_rtrim(table.column(i), characters=" "))
+    return table
 
 
 def _keep(deleted: np.ndarray, offset: int, n: int) -> np.ndarray:
