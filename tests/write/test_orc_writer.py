@@ -74,7 +74,7 @@ def test_options_as_java_names_them(tmp_path: Path) -> None:
     data = pa.table({"a": pa.array(range(50_000), pa.int32()),
                      "s": [f"v{i % 7}" for i in range(50_000)]})
     f = write(tmp_path / "d", orc_schema(cols), data)
-    assert (f.compression, f.compression_size, f.row_index_stride) == ("ZSTD", 256 << 10, 10000)
+    assert (f.compression, f.compression_size, f.row_index_stride) == ("ZSTD", 64 << 10, 10000)
     assert f.nstripes == 1
     f = write(tmp_path / "s", orc_schema(cols, **{"file.compression": "snappy"}), data)
     assert f.compression == "SNAPPY"
@@ -82,10 +82,10 @@ def test_options_as_java_names_them(tmp_path: Path) -> None:
                                                  "orc.compress": "LZ4"}), data)
     assert f.compression == "LZ4"  # orc.compress wins over file.compression, as in Java
     f = write(tmp_path / "n", orc_schema(cols, **{"file.compression": "none",
-                                                 "orc.compress.size": "65536",
+                                                 "orc.compress.size": "262144",
                                                  "orc.row.index.stride": "5000"}), data)
     assert (f.compression, f.compression_size, f.row_index_stride) == (
-        "UNCOMPRESSED", 65536, 5000)
+        "UNCOMPRESSED", 262144, 5000)
     # file.block-size is the stripe size (OrcFileFormat.getOrcProperties)
     f = write(tmp_path / "b", orc_schema(cols, **{"file.block-size": "32 kb",
                                                  "orc.write.batch-size": "512"}), data)
