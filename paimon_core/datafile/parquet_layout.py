@@ -89,11 +89,6 @@ class ParquetOptions:
     int96_timestamps: bool = False
 
     @classmethod
-    def from_schema(cls, schema: TableSchema) -> ParquetOptions:
-        """:meth:`of` ``schema`` and its options, parsed here."""
-        return cls.of(schema, CoreOptions(schema.options))
-
-    @classmethod
     def of(cls, schema: TableSchema, opts: CoreOptions) -> ParquetOptions:
         """Validate the table's format options ``opts`` (parsed by the caller).
 
