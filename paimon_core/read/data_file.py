@@ -29,6 +29,7 @@ from paimon_core.errors import (
     UnsupportedError,
 )
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.read.avro_file import read_avro
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
@@ -396,6 +397,15 @@ class DataFileReader:
                     if not columns:
                         return pa.table({"__n": pa.nulls(of.nrows)}).drop(["__n"])
                     return of.read(columns=columns)
+            if fmt == "avro":
+                with self._open_input(path, size) as fh:
+                    try:
+                        table, n = read_avro(fh, columns)
+                    except KeyError as e:
+                        raise CorruptMetadataError(path, f"data file lacks column {e}") from e
+                    if not columns:
+                        return pa.table({"__n": pa.nulls(n)}).drop(["__n"])
+                    return table
         except (FileNotFoundError, FileNotFoundInTableError) as e:
             raise CorruptMetadataError(path, "data file referenced by a snapshot is missing") from e
         except PaimonError:
