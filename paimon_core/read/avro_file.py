@@ -8,8 +8,11 @@ logical type, DATE ``int``/``date``, TIME ``int``/``time-millis``, TIMESTAMP ``l
 from the file's Avro schema; the caller then casts to the current Paimon types (TINYINT from
 ``int``, the timestamp flavours, ...).
 
-Decoding is fastavro's (already a dependency; Avro has no columnar decoder in pyarrow): rows
-are decoded one by one in its C extension and handed to Arrow per column.
+Decoding is fastavro's (already a dependency): rows are decoded one by one in its C extension
+and handed to Arrow per column, about 7 µs CPU a row of 8 columns. polars (also a dependency)
+decodes Avro natively into Arrow 19 times cheaper (0.078 s against 1.48 s CPU for 200k rows,
+uncompressed) but refuses the ``zstandard`` codec, which is what Java writes by default
+(``file.compression=zstd``): measured, so this path.
 """
 
 from __future__ import annotations
