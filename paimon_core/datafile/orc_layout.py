@@ -14,10 +14,9 @@ option ``orc.<key>`` goes to the ORC writer as ``orc.<key>``):
 * codec: ``orc.compress`` if set, else ``file.compression`` (default zstd; Java
   ``CompressionKind.valueOf``: none, zlib, snappy, lz4, zstd — lzo is refused, pyarrow has
   none);
-* zstd level: ``orc.compression.zstd.level``, else ``file.compression.zstd-level`` (1). The
-  ORC C++ writer offers two zstd levels, through ``orc.compression.strategy``: ``speed`` is
-  zstd level 1, ``compression`` level 3; a level is applied as the nearest of the two
-  (1 -> speed, >= 2 -> compression) and ``orc.compression.strategy`` set explicitly wins;
+* zstd level: ``orc.compression.zstd.level``, else ``file.compression.zstd-level`` (1).
+  pyarrow's ORC writer takes no level, only ORC's ``orc.compression.strategy``: level 1 picks
+  ``speed``, higher levels ``compression``; ``orc.compression.strategy`` set explicitly wins;
 * stripe size: ``file.block-size`` if set, else ``orc.stripe.size`` (64 MB);
 * ``orc.compress.size`` (compression chunk), ``orc.row.index.stride`` (10000),
   ``orc.dictionary.key.threshold``, ``orc.bloom.filter.columns`` / ``orc.bloom.filter.fpp``
