@@ -3,6 +3,8 @@
 Libraries:
   ours            paimon_core (this venv), ``FileSystemCatalog`` → ``new_write`` →
                   ``write_arrow`` → ``prepare_commit`` → ``new_commit(user).commit(msgs, i)``
+  ours_orc        the same, tables with ``file.format=orc`` (ORC data files; target: CPU
+                  within 1.5x of ours, issue 31)
   pypaimon        pypaimon 2.1, pure Python (the oracle venv; ``pypaimon_side.py write``)
   pypaimon_rust   pypaimon 2.1 + pypaimon-rust 0.4 (``bench/results/venv-rust``; the table
                   options ``write.native.enabled`` / ``commit.native.enabled`` switch pypaimon
@@ -37,11 +39,14 @@ RESULTS = BENCH / "results"
 RUST_VENV = RESULTS / "venv-rust"
 RUST_PINS = ["pypaimon==2.1.0", "pypaimon-rust==0.4.0", "pyarrow<20"]
 WRITE_STEPS = ("w1_write", "w2_write")
-WRITE_LIBS = ("ours", "pypaimon", "pypaimon_rust", "parquet_1file", "parquet_4files")
+WRITE_LIBS = ("ours", "ours_orc", "pypaimon", "pypaimon_rust", "parquet_1file",
+              "parquet_4files")
 WRITE_STEP_LIBS = {
-    "w1_write": ("ours", "pypaimon", "pypaimon_rust", "parquet_1file", "parquet_4files"),
-    "w2_write": ("ours", "pypaimon", "pypaimon_rust"),
+    "w1_write": ("ours", "ours_orc", "pypaimon", "pypaimon_rust", "parquet_1file",
+                 "parquet_4files"),
+    "w2_write": ("ours", "ours_orc", "pypaimon", "pypaimon_rust"),
 }
+ORC_OVER_PARQUET_CPU = 1.5
 WRITE_TITLES = {"w1_write": "W1 write (2M rows, 1 commit)",
                 "w2_write": "W2 write (7 commits)"}
 # W2 parts reported on their own: the 1M insert, the 200k upsert, the 5 x 20k upserts
@@ -63,14 +68,16 @@ def child_main(args: argparse.Namespace) -> int:
     wh = Path(args.warehouse)
     parts: dict[str, float] = {}
     out: dict[str, Any] = {}
-    if args.child == "ours":
+    if args.child in ("ours", "ours_orc"):
         from paimon_core import FileSystemCatalog, Schema
 
+        fmt = {"file.format": "orc"} if args.child == "ours_orc" else {}
         cat = FileSystemCatalog(str(wh))
         user = f"bench-{uuid.uuid4()}"
         if args.step == "w1_write":
             name = "db.w1"
-            cat.create_table(name, Schema.from_arrow(gen.SCHEMA, partition_keys=["dt"]))
+            cat.create_table(name, Schema.from_arrow(gen.SCHEMA, partition_keys=["dt"],
+                                                     options=fmt))
             batches = [("w1", gen.w1())]
         else:
             name = "db.w2"
@@ -79,7 +86,7 @@ def child_main(args: argparse.Namespace) -> int:
                 # write-only: no compaction inside the writer (Java's default compacts after
                 # some commits; pypaimon never does): the same work as the peers, like for
                 # like. Compaction is measured on its own (W3, bench/maintenance.py).
-                options={"bucket": "4", "write-only": "true"}))
+                options={"bucket": "4", "write-only": "true", **fmt}))
             batches = list(gen.w2_batches())
         out["base_rss_mb"] = rss_mb()
         c0 = cpu_s()
@@ -311,6 +318,9 @@ def write_ratios(step: str, libs: dict[str, Any], key: str) -> dict[str, float |
                 v = _val(libs.get(lib, {}), None, key)
                 if v:
                     out[f"ours_over_{lib}"] = o / v
+    orc, parquet = libs.get("ours_orc", {}), libs.get("ours", {})
+    if "cpu_median_s" in orc and "cpu_median_s" in parquet:
+        out["orc_over_parquet_cpu"] = orc["cpu_median_s"] / parquet["cpu_median_s"]
     return out
 
 
@@ -342,6 +352,13 @@ def write_targets(wsteps: dict[str, Any]) -> list[dict[str, Any]]:
                 else:
                     t.update(value=v, **{"pass": v > limit if limit == 1.0 else v >= limit})
                 out.append(t)
+    for step, res in wsteps.items():  # issue 31: ORC data files cost at most 1.5x Parquet
+        v = res["ratios"].get("orc_over_parquet_cpu")
+        if isinstance(v, float):
+            out.append({"target": f"{WRITE_TITLES[step]}: ORC CPU <= "
+                                  f"{ORC_OVER_PARQUET_CPU:g}x our Parquet", "value": v,
+                        "value_min": None, "limit": ORC_OVER_PARQUET_CPU,
+                        "pass": v <= ORC_OVER_PARQUET_CPU})
     return out
 
 
@@ -396,7 +413,7 @@ def write_report(wsteps: dict[str, Any], targets: list[dict[str, Any]]) -> list[
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="one timed write (child of bench/run.py)")
-    ap.add_argument("--child", choices=["ours", "parquet_1file", "parquet_4files"],
+    ap.add_argument("--child", choices=["ours", "ours_orc", "parquet_1file", "parquet_4files"],
                     required=True)
     ap.add_argument("--step", choices=WRITE_STEPS, required=True)
     ap.add_argument("--warehouse", required=True)

@@ -55,7 +55,7 @@ from paimon_core.compact.picker import (
 )
 from paimon_core.compact.rewriter import BucketFiles, MergeTreeRewriter
 from paimon_core.compact.task import CompactResult, run_compact_task
-from paimon_core.datafile.parquet_layout import ParquetOptions
+from paimon_core.datafile.formats import format_options
 from paimon_core.datafile.writer import DataFileWriter
 from paimon_core.errors import CommitConflictError, UnsupportedError
 from paimon_core.io.file_io import FileIO
@@ -142,14 +142,14 @@ class BucketCompactor:
                                         self.options.trigger)
         self.strategy: UniversalCompaction | ForceUpLevel0Compaction = (
             ForceUpLevel0Compaction(universal) if self.options.lookup else universal)
-        self._parquet = ParquetOptions.of(s, self.core)
+        self._format = format_options(s, self.core)
 
     def bucket_dir(self, partition: bytes, bucket: int) -> str:
         return self.layout.bucket_dir(partition, bucket)
 
     def new_writer(self) -> DataFileWriter:
         return DataFileWriter(self.file_io, self.schema, self.layout.new_file_names(),
-                              parquet=self._parquet)
+                              format_options=self._format)
 
     # ---- planning (metadata only)
     def levels(self, files: Sequence[DataFileMeta]) -> Levels:

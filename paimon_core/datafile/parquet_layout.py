@@ -89,11 +89,6 @@ class ParquetOptions:
     int96_timestamps: bool = False
 
     @classmethod
-    def from_schema(cls, schema: TableSchema) -> ParquetOptions:
-        """:meth:`of` ``schema`` and its options, parsed here."""
-        return cls.of(schema, CoreOptions(schema.options))
-
-    @classmethod
     def of(cls, schema: TableSchema, opts: CoreOptions) -> ParquetOptions:
         """Validate the table's format options ``opts`` (parsed by the caller).
 
@@ -102,7 +97,7 @@ class ParquetOptions:
         """
         if schema.file_format != "parquet":
             raise UnsupportedError(
-                f"file.format={schema.file_format!r}: this writer only writes parquet"
+                f"file.format={schema.file_format!r}: not a parquet table"
             )
         raw = opts.file_compression
         codec = _CODECS.get(raw)

@@ -5,10 +5,11 @@ Mirrors ``org.apache.paimon.io.RowDataFileWriter`` (append tables),
 ``org.apache.paimon.io.DataFilePathFactory`` (names), restricted to what Java 0.9 reads
 (spec §7.1, §8, §14.3): columns in schema order; primary-key files start with ``_KEY_<k>``
 (trimmed primary key), ``_SEQUENCE_NUMBER`` (INT64) and ``_VALUE_KIND`` (INT32 annotated
-INT(8)). The Parquet layout of each type (per-leaf timestamp encodings, decimals...) is
-:mod:`paimon_core.datafile.parquet_layout`.
+INT(8) in Parquet, ORC byte). Files are Parquet or ORC (``file.format``,
+:mod:`paimon_core.datafile.formats`); the layout of each type per format is
+:mod:`paimon_core.datafile.parquet_layout` / :mod:`paimon_core.datafile.orc_layout`.
 
-File names are ``data-<uuid>-<n>.parquet`` / ``changelog-<uuid>-<n>.parquet`` with one uuid per
+File names are ``data-<uuid>-<n>.<format>`` / ``changelog-<uuid>-<n>.<format>`` with one uuid per
 :class:`DataFilePathFactory` and a counter that never repeats, so a retried write never
 reuses a name. Local files are created exclusively (``O_EXCL``).
 """
@@ -19,19 +20,14 @@ import contextlib
 import datetime as dt
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from paimon_core.datafile.parquet_layout import (
-    FileLayout,
-    ParquetOptions,
-    annotate_buffer,
-    annotate_file,
-)
+from paimon_core.datafile.formats import FileEncoder, FormatOptions, StreamWriter
+from paimon_core.datafile.formats import format_options as format_options_of
 from paimon_core.datafile.stats import (
     StatsAccumulator,
     StatsMode,
@@ -107,13 +103,14 @@ def split_by_size(
 
 
 class DataFileWriter:
-    """Writes Parquet data/changelog files of one table and describes them.
+    """Writes the data/changelog files of one table and describes them.
 
     Args:
         file_io: storage.
         schema: the table schema the files are written with.
-        path_factory: names of new files.
-        parquet: writer settings (default: from the schema's options).
+        path_factory: names of new files (their extension is the format's).
+        format_options: the file format and its writer settings (default: from the schema's
+            options, :func:`~paimon_core.datafile.formats.format_options`).
 
     ``written_paths`` lists every file this writer created (what an abort deletes).
     """
@@ -124,12 +121,11 @@ class DataFileWriter:
         schema: TableSchema,
         path_factory: DataFilePathFactory,
         *,
-        parquet: ParquetOptions | None = None,
+        format_options: FormatOptions | None = None,
     ) -> None:
         self.file_io = file_io
         self.schema = schema
         self.path_factory = path_factory
-        self.parquet = parquet or ParquetOptions.from_schema(schema)
         self.fields = list(schema.fields)
         self.is_pk = bool(schema.primary_keys)
         self.key_names = list(schema.trimmed_primary_keys)
@@ -142,22 +138,25 @@ class DataFileWriter:
         self.key_modes: list[StatsMode] = stats_modes(opts, key_cols, key_cols)
         self.value_types = [f.type for f in self.fields]
         self.key_types = [f.type.with_nullable(False) for f in self.key_fields]
-        self._layout = self._file_layout()
-        self._file_schema = self._layout.schema
+        self.encoder = FileEncoder(self._file_columns(),
+                                   format_options or format_options_of(schema))
+        if path_factory.file_format != self.encoder.extension:
+            raise SchemaError(f"data files named .{path_factory.file_format} cannot be "
+                              f"written as {self.encoder.extension}")
+        self._file_schema = self.encoder.schema
         self._lock = threading.Lock()
         self.written_paths: list[str] = []
         self._dirs: set[str] = set()
-        self._dictionary: Sequence[str] | None = None
 
     # ---- layout
-    def _file_layout(self) -> FileLayout:
+    def _file_columns(self) -> list[tuple[str, DataType, bool]]:
         cols: list[tuple[str, DataType, bool]] = []
         if self.is_pk:
             cols.extend((KEY_PREFIX + f.name, f.type, False) for f in self.key_fields)
             cols.append((SEQUENCE_NUMBER, bigint_type(False), False))
             cols.append((VALUE_KIND, tinyint_type(False), False))
         cols.extend((f.name, f.type, f.type.nullable) for f in self.fields)
-        return FileLayout.of(cols, self.parquet.int96_timestamps)
+        return cols
 
     # ---- public
     def write_append_file(
@@ -309,28 +308,23 @@ class DataFileWriter:
 
     def _write(self, bucket_dir: str, name: str, table: pa.Table) -> int:
         path = join(bucket_dir, name)
-        table = self._layout.physical(table)
-        kwargs = self._writer_kwargs(table)
+        enc = self.encoder
+        table = enc.physical(table)
         self._reserve(bucket_dir, path)
-        leaves = self._layout.leaves
         try:
             local = self.file_io.arrow_filesystem(path)[1] if self.file_io.is_local else None
             if local is not None and table.nbytes > _BUFFERED_WRITE_BYTES:
                 # big local files: reserve the name exclusively, then let Arrow write natively
                 fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
                 os.close(fd)
-                pq.write_table(table, local, **kwargs)
-                if leaves:  # the footer is rewritten in place at the end of the file
-                    return annotate_file(local, leaves, path)
-                return os.path.getsize(local)
+                enc.write(table, local)
+                size = enc.finish_file(local, path)  # a footer rewritten in place
+                return os.path.getsize(local) if size is None else size
             # encoded in memory: object stores take one PUT; small local files one exclusive
             # create and write (opening files costs as much as encoding a thousand rows)
             sink = pa.BufferOutputStream()
-            pq.write_table(table, sink, **kwargs)
-            data = memoryview(sink.getvalue())
-            parts: list[memoryview | bytes] = [data]
-            if leaves:  # the file's head as it is, then a new footer
-                parts = list(annotate_buffer(data, leaves, path))
+            enc.write(table, sink)
+            parts = enc.finish_buffer(memoryview(sink.getvalue()), path)
             size = sum(len(p) for p in parts)
             if local is None:
                 self.file_io.write_bytes(path, b"".join(parts))
@@ -349,52 +343,7 @@ class DataFileWriter:
         except (pa.ArrowException, OSError) as e:
             raise StorageError(path, f"writing the data file failed: {e}") from e
 
-    def _dictionary_choice(self, table: pa.Table) -> Sequence[str] | bool:
-        """Dictionary-encoded columns, decided on the first file big enough to judge and
-        kept for the writer's life (a wrong guess only costs compression)."""
-        if self._dictionary is not None:
-            return self._dictionary
-        choice, decisive = _dictionary_columns(table)
-        if decisive and not isinstance(choice, bool):
-            self._dictionary = choice
-        return choice
 
-    def _writer_kwargs(self, table: pa.Table) -> Mapping[str, object]:
-        p = self.parquet
-        kwargs: dict[str, object] = {
-            "compression": p.compression,
-            "store_decimal_as_integer": True,
-            "use_dictionary": self._dictionary_choice(table),
-            "write_statistics": True,
-            **self._layout.writer_options(),
-        }
-        if p.compression_level is not None:
-            kwargs["compression_level"] = p.compression_level
-        return kwargs
-
-
-def _dictionary_columns(table: pa.Table) -> tuple[Sequence[str] | bool, bool]:
-    """Columns worth dictionary-encoding, and whether the table had enough rows for the
-    choice to hold for later files. Big enough: those with few distinct values in the first
-    rows (trying a dictionary on unique values costs much CPU, and Parquet throws it away
-    anyway once the dictionary page overflows). Smaller files get no dictionary: zstd
-    already folds their repeats (measured on 1k-row files: smaller files, and about a third
-    less CPU than with dictionaries)."""
-    if table.num_rows < _DICT_SAMPLE:
-        return False, False
-    out = []
-    for name, col in zip(table.column_names, table.columns):
-        t = col.type
-        if pa.types.is_nested(t):
-            out.append(name)
-        elif not pa.types.is_boolean(t):
-            sample = col.slice(0, _DICT_SAMPLE)
-            if len(sample.unique()) <= _DICT_SAMPLE // 4:
-                out.append(name)
-    return out, True
-
-
-_DICT_SAMPLE = 2048
 _BUFFERED_WRITE_BYTES = 4 << 20
 
 
@@ -430,7 +379,7 @@ class KvFileStream:
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._pending_bytes = 0
-        self._pq: pq.ParquetWriter | None = None
+        self._pq: StreamWriter | None = None
         self._local: str | None = None
         self._sink: pa.BufferOutputStream | None = None
 
@@ -457,7 +406,7 @@ class KvFileStream:
         self._deletes += int(np.count_nonzero(retract_mask(kinds)))
         self._last_kind = int(kinds[-1])
         self.rows += n
-        piece = o._layout.physical(o._kv_file_table(table))
+        piece = o.encoder.physical(o._kv_file_table(table))
         self._pending.append(piece)
         self._pending_rows += n
         self._pending_bytes += piece.nbytes
@@ -479,15 +428,12 @@ class KvFileStream:
         try:
             self._pq.close()
             self._pq = None
-            leaves = o._layout.leaves
             if self._local is not None:
-                size = (annotate_file(self._local, leaves, self.path) if leaves
-                        else os.path.getsize(self._local))
+                rewritten = o.encoder.finish_file(self._local, self.path)
+                size = os.path.getsize(self._local) if rewritten is None else rewritten
             else:
                 assert self._sink is not None
-                data = memoryview(self._sink.getvalue())
-                parts: list[memoryview | bytes] = (
-                    list(annotate_buffer(data, leaves, self.path)) if leaves else [data])
+                parts = o.encoder.finish_buffer(memoryview(self._sink.getvalue()), self.path)
                 self._sink = None
                 o.file_io.write_bytes(self.path, b"".join(parts))
                 size = sum(len(p) for p in parts)
@@ -516,7 +462,7 @@ class KvFileStream:
             if self._pq is None:
                 self._open(table)
             assert self._pq is not None
-            self._pq.write_table(table, row_group_size=table.num_rows)
+            self._pq.write(table)
         except FileExistsError as e:
             raise StorageError(self.path, "data file already exists (name collision)") from e
         except (pa.ArrowException, OSError) as e:
@@ -525,16 +471,15 @@ class KvFileStream:
     def _open(self, first: pa.Table) -> None:
         o = self.owner
         o._reserve(self.bucket_dir, self.path)
-        kwargs = dict(o._writer_kwargs(first))
         local = o.file_io.arrow_filesystem(self.path)[1] if o.file_io.is_local else None
         if local is not None:
             fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             os.close(fd)
             self._local = local
-            self._pq = pq.ParquetWriter(local, first.schema, **kwargs)
+            self._pq = o.encoder.open(local, first)
         else:
             self._sink = pa.BufferOutputStream()
-            self._pq = pq.ParquetWriter(self._sink, first.schema, **kwargs)
+            self._pq = o.encoder.open(self._sink, first)
 
 
 class RollingKvWriter:

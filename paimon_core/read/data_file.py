@@ -30,6 +30,7 @@ from paimon_core.errors import (
     UnsupportedError,
 )
 from paimon_core.io.file_io import FileIO, join
+from paimon_core.read.avro_file import read_avro
 from paimon_core.read.casts import cast_evolved, is_widening
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.manifest import DataFileMeta
@@ -39,6 +40,7 @@ from paimon_core.types import (
     AtomicType,
     DataField,
     DataType,
+    TypeRoot,
     bigint_type,
     tinyint_type,
     to_arrow_type,
@@ -185,6 +187,8 @@ class DataFileReader:
         const = constants or {}
         wanted = [src for out, src, _, _ in mapping.output if src is not None and out not in const]
         table = self._read_physical(path, wanted, f.file_size)
+        if file_format(path) == "orc":
+            table = _orc_chars(table, mapping)
         if table.num_rows != f.row_count:
             raise CorruptMetadataError(
                 path,
@@ -402,6 +406,15 @@ class DataFileReader:
                     if not columns:
                         return pa.table({"__n": pa.nulls(of.nrows)}).drop(["__n"])
                     return of.read(columns=columns)
+            if fmt == "avro":
+                with self._open_input(path, size) as fh:
+                    try:
+                        table, n = read_avro(fh, columns)
+                    except KeyError as e:
+                        raise CorruptMetadataError(path, f"data file lacks column {e}") from e
+                    if not columns:
+                        return pa.table({"__n": pa.nulls(n)}).drop(["__n"])
+                    return table
         except (FileNotFoundError, FileNotFoundInTableError) as e:
             raise CorruptMetadataError(path, "data file referenced by a snapshot is missing") from e
         except PaimonError:
@@ -459,6 +472,18 @@ def _cast_from(old: DataField | None, current: DataType) -> DataType | None:
     if old is None or not isinstance(old.type, AtomicType) or not isinstance(current, AtomicType):
         return None
     return None if is_widening(old.type, current) else old.type
+
+
+def _orc_chars(table: pa.Table, mapping: ColumnMapping) -> pa.Table:
+    """CHAR columns of an ORC file as Java reads them: trailing spaces removed (ORC's
+    ``char(n)`` is stored padded to its length, and Java reads it through ORC's char reader,
+    which trims; the file's type decides: the type read, or the type a value cast reads from)."""
+    for _, src, dtype, src_type in mapping.output:
+        file_type = src_type or dtype
+        if src is not None and file_type.root is TypeRoot.CHAR and src in table.column_names:
+            i = table.column_names.index(src)
+            table = table.set_column(i, src, pc.utf8_rtrim(table.column(i), characters=" "))
+    return table
 
 
 def _keep(deleted: np.ndarray, offset: int, n: int) -> np.ndarray:

@@ -60,7 +60,7 @@ import pyarrow.compute as pc
 
 from paimon_core.bucket import bucket_ids, hash_codes
 from paimon_core.commit_message import CommitMessage
-from paimon_core.datafile.parquet_layout import ParquetOptions
+from paimon_core.datafile.formats import format_options
 from paimon_core.datafile.writer import (
     DataFileWriter,
     epoch_nanos_value,
@@ -230,7 +230,7 @@ class TableWrite:
             raise SchemaError("target-file-size and write-buffer-size must be positive")
         self.path_factory = self.layout.new_file_names()
         self.writer = DataFileWriter(file_io, schema, self.path_factory,
-                                     parquet=ParquetOptions.of(schema, self.options))
+                                     format_options=format_options(schema, self.options))
         self._inline = (  # a writer of an assigner channel shares its buckets: no compaction
             InlineCompaction(file_io, context, planner.schemas, self.writer)
             if inline_compaction_enabled(context) and assigner_channel is None else None

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_core.datafile.parquet_layout import ParquetOptions
+from paimon_core.datafile.formats import format_options
 from paimon_core.datafile.writer import (
     DataFileWriter,
     local_now_millis,
@@ -109,7 +109,7 @@ def physical_of(path: str) -> dict[str, tuple[str, str]]:
 
 
 def writer(tmp: Path, schema: TableSchema) -> DataFileWriter:
-    return DataFileWriter(FileIO(str(tmp)), schema, DataFilePathFactory())
+    return DataFileWriter(FileIO(str(tmp)), schema, DataFilePathFactory(schema.file_format))
 
 
 def test_append_file_physical_types_and_meta(tmp_path: Path) -> None:
@@ -229,9 +229,9 @@ def test_format_options(tmp_path: Path) -> None:
     meta = writer(tmp_path, s).write_append_file(str(tmp_path), data, 0)
     md = pq.ParquetFile(str(tmp_path / meta.file_name)).metadata
     assert md.row_group(0).column(0).compression == "ZSTD"
-    for opts in ({"file.format": "orc"}, {"file.compression": "lzo"}):
+    for opts in ({"file.format": "avro"}, {"file.compression": "lzo"}):
         with pytest.raises(UnsupportedError):
-            ParquetOptions.from_schema(Schema.of([("a", "INT")], options=opts).to_table_schema())
+            format_options(Schema.of([("a", "INT")], options=opts).to_table_schema())
 
 
 def test_names_are_unique_and_never_overwritten(tmp_path: Path) -> None:
