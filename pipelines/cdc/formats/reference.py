@@ -270,35 +270,7 @@ def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
         slots = arrival
     else:
         row = F.lit(0)
-        arrival = [F.col("_fidx"), F.col("line"), row]
-        if fmt == "maxwell-json":
-            data, old, typ = F.col("_e.data"), F.col("_e.old"), F.col("_e.type")
-            op = _op(typ, fmt)
-            ddl = typ.isin(*_MAXWELL_SKIPPED)
-            pos_re = r"^(.*\.([0-9]{1,9})):([0-9]{1,18})$"
-            has = F.col("_e.position").rlike(pos_re)
-            slots = [F.when(has, F.regexp_extract("_e.position", pos_re, 1)).otherwise(
-                         F.col("_fidx").cast("string")),
-                     F.when(has, F.regexp_extract("_e.position", pos_re, 3).cast("long"))
-                     .otherwise(F.col("line")),
-                     F.when(has, F.coalesce(F.col("_e.xoffset"), F.lit(0))).otherwise(0)]
-        elif fmt == "ogg-json":
-            op = _op(F.col("_e.op_type"), fmt)
-            ddl = F.lit(False)
-            pos = F.col("_e.pos")
-            digits = F.regexp_replace(pos, "^0+", "")
-            num = F.when(pos.rlike("^[0-9]+$") & (F.length(digits) <= 18),
-                         F.when(digits == "", F.lit("0")).otherwise(digits).cast("long"))
-            slots = [num, F.lit(0), F.lit(0)]
-        else:  # aws-dms-json
-            raw = F.col("_e.data")
-            kind = F.col("_e.metadata")["record-type"]
-            op = _op(F.col("_e.metadata")["operation"], fmt)
-            ddl = kind.isNotNull() & (kind != "data")
-            data = F.map_filter(raw, lambda k, v: ~k.startswith("BI_"))
-            old = F.transform_keys(F.map_filter(raw, lambda k, v: k.startswith("BI_")),
-                                   lambda k, v: F.substring(k, 4, 1 << 20))
-            slots = arrival
+        data, old, op, ddl, slots = _flat_parts(fmt, [F.col("_fidx"), F.col("line"), row])
     own_error = F.lit(None).cast("string")
     if fmt == "ogg-json":
         b_img, a_img = F.col("_e.before"), F.col("_e.after")
@@ -327,6 +299,45 @@ def parse_format_events(lines: DataFrame, fmt: str, schema: TableSchema,
         ddl.alias("_ddl"), row.alias("_row"), own_error.alias("_format_error"),
         _event_time(fmt).alias("_event_time"),
     )
+
+
+def _flat_parts(fmt: str, arrival: list[Column]
+                ) -> tuple[Column, Column, Column, Column, list[Column]]:
+    """An event of one row (maxwell, GoldenGate, DMS): its ``data`` and ``old`` images (the
+    GoldenGate images are read by the caller: nulls here), ``op``, whether it is a DDL /
+    control event, and its position slots (``arrival``: file ordinal, line, row)."""
+    from pyspark.sql import functions as F
+
+    data = old = F.lit(None)
+    if fmt == "maxwell-json":
+        data, old, typ = F.col("_e.data"), F.col("_e.old"), F.col("_e.type")
+        op = _op(typ, fmt)
+        ddl = typ.isin(*_MAXWELL_SKIPPED)
+        pos_re = r"^(.*\.([0-9]{1,9})):([0-9]{1,18})$"
+        has = F.col("_e.position").rlike(pos_re)
+        slots = [F.when(has, F.regexp_extract("_e.position", pos_re, 1)).otherwise(
+                     F.col("_fidx").cast("string")),
+                 F.when(has, F.regexp_extract("_e.position", pos_re, 3).cast("long"))
+                 .otherwise(F.col("line")),
+                 F.when(has, F.coalesce(F.col("_e.xoffset"), F.lit(0))).otherwise(0)]
+    elif fmt == "ogg-json":
+        op = _op(F.col("_e.op_type"), fmt)
+        ddl = F.lit(False)
+        pos = F.col("_e.pos")
+        digits = F.regexp_replace(pos, "^0+", "")
+        num = F.when(pos.rlike("^[0-9]+$") & (F.length(digits) <= 18),
+                     F.when(digits == "", F.lit("0")).otherwise(digits).cast("long"))
+        slots = [num, F.lit(0), F.lit(0)]
+    else:  # aws-dms-json
+        raw = F.col("_e.data")
+        kind = F.col("_e.metadata")["record-type"]
+        op = _op(F.col("_e.metadata")["operation"], fmt)
+        ddl = kind.isNotNull() & (kind != "data")
+        data = F.map_filter(raw, lambda k, v: ~k.startswith("BI_"))
+        old = F.transform_keys(F.map_filter(raw, lambda k, v: k.startswith("BI_")),
+                               lambda k, v: F.substring(k, 4, 1 << 20))
+        slots = arrival
+    return data, old, op, ddl, slots
 
 
 def _event_time(fmt: str) -> Column:
