@@ -150,10 +150,10 @@ def check_writable(file_io: FileIO, root: str, staged_by_default: bool) -> None:
         file_io.write_bytes(probe, b"")
         file_io.delete(probe)
     except StorageError as e:
-        hint = (" (a read-only landing: give the staging a location of its own, "
-                "--staging-dir)" if staged_by_default else "")
-        raise StorageError(root, f"cannot write the database sync's staging: {e}{hint}"
-                           ) from e
+        hint = ("; a read-only landing needs a staging location of its own (--staging-dir)"
+                if staged_by_default else "")
+        raise StorageError(root, f"the database sync cannot write its staging here "
+                                 f"({e.reason}){hint}") from e
 
 
 # ---------------------------------------------------------------------------- one range

@@ -306,21 +306,14 @@ def _duplicates(tables: Sequence[StagedTable], database: str,
             for target, names in by_target.items() if len(names) > 1 for s in names}
 
 
-def _route(spark: SparkSession, where: _Places, batch: int, files: Sequence[str],
-           opts: DatabaseOptions) -> RoutedBatch:
-    """The batch routed (its staging checked writable first, named when it is not)."""
-    check_writable(where.stage_io, where.root, opts.staging is None)
-    return route_batch(spark, where.landing_io, where.stage_io, where.root, batch, files,
-                       opts.cdc, where.quarantine)
-
-
 def _sync_batch(spark: SparkSession, settings: CatalogSettings, where: _Places, database: str,
                 batch: int, files: Sequence[str], opts: DatabaseOptions,
                 blocked: dict[str, int],
                 properties: Mapping[str, str] | None) -> DatabaseBatchReport:
     """One batch: routed, then each taken table ingested (see the module docs)."""
     done = _already_done(settings, where.stage_io, where.root, database, batch, opts)
-    routed = done or _route(spark, where, batch, files, opts)
+    routed = done or route_batch(spark, where.landing_io, where.stage_io, where.root, batch,
+                                 files, opts.cdc, where.quarantine)
     report = DatabaseBatchReport(batch, unrouted=dict(routed.unrouted),
                                  tombstones=routed.tombstones, quarantine=routed.quarantine,
                                  skipped=done is not None)
@@ -371,8 +364,9 @@ def sync_database(
             :attr:`DatabaseOptions.staging`), before any batch is routed.
     """
     opts = options or DatabaseOptions()
-    settings.catalog().create_database(database, ignore_if_exists=True)
     where = _Places.of(landing, opts, settings.storage_options)
+    check_writable(where.stage_io, where.root, opts.staging is None)  # before any work
+    settings.catalog().create_database(database, ignore_if_exists=True)
     blocked: dict[str, int] = {}
     reports = []
     for bid, files in list_batches(where.landing_io, landing):
