@@ -138,10 +138,19 @@ spark_only = pytest.mark.spark
 
 
 @spark_only
-def test_three_canal_tables_land_each_exactly(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("local_bytes", [64 << 20, 0], ids=["driver", "spark-jobs"])
+def test_three_canal_tables_land_each_exactly(spark: Any, tmp_path: Path,
+                                              local_bytes: int) -> None:
     landing, wh = tmp_path / "landing", tmp_path / "wh"
     _land(landing, 1, CORPUS / "canal_inventory_1.jsonl")
-    (r,) = sync_database(spark, CatalogSettings(str(wh)), "ods", str(landing), _canal())
+    tracker = spark.sparkContext.statusTracker()
+    jobs = set(tracker.getJobIdsForGroup())
+    (r,) = sync_database(spark, CatalogSettings(str(wh)), "ods", str(landing),
+                         _canal(local_bytes=local_bytes))
+    # small tables are written on the driver: the routing pass is the batch's one Spark job;
+    # with local_bytes=0 each of the three tables is written by Spark jobs of its own
+    ran = len(set(tracker.getJobIdsForGroup()) - jobs)
+    assert ran == 1 if local_bytes else ran >= 4, ran
     by = {t.source: t for t in r.tables}
     assert sorted(by) == ["inventory.addresses", "inventory.customers", "inventory.orders",
                           "inventory.products"]
