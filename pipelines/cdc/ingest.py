@@ -114,7 +114,13 @@ from paimon_core import (
 from paimon_core.integration import FileIO, join
 from paimon_core.schema_pending import PendingSchema, PendingSchemaRaceError
 from pipelines.cdc.batch.commit import commit_steps, plan_steps, position_key
-from pipelines.cdc.batch.passes import PassResult, plan_pass, write_pass, write_pass_local
+from pipelines.cdc.batch.passes import (
+    PassResult,
+    PassTask,
+    plan_pass,
+    write_pass,
+    write_pass_local,
+)
 from pipelines.cdc.batch.stage import (
     decoded_blobs,
     local_blobs,
@@ -131,6 +137,7 @@ from pipelines.cdc.events import (
 from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS, check_sequence
 from pipelines.cdc.formats.avro import avro_file_order
 from pipelines.cdc.formats.views import DDL
+from pipelines.cdc.ranges import LineRange
 from pipelines.cdc.routing import routing
 from pipelines.cdc.schema import commit_batch, evolve, settle, withdraw
 from pipelines.cdc.settings import DecodeSettings, EpochUnit, Unavailable
@@ -417,20 +424,17 @@ def _ingest_batch(spark: SparkSession, settings: CatalogSettings, identifier: st
 
     start_snapshot = _start_snapshot(handle, user, batch)
     ranges = plan_file_ranges(spark, fio, files, opts)  # once, for every pass below
-    parallelism = default_parallelism(spark)
     local = local_bytes is not None and sum(r.length for r in ranges) <= local_bytes
 
     def run(h: TableHandle, truncates: Sequence[Sequence[object]] | None = None) -> PassResult:
         if base is not None and fio.exists(base):
             fio.delete_dir(base)  # a re-run of a batch that was not committed
-        task = plan_pass(
-            h, user, parallelism, file_io=fio, quarantine=base, batch=batch, files=files,
-            ranges=ranges, start_snapshot=start_snapshot, position_fields=opts.position_fields,
+        return _execute(spark, plan_pass(
+            h, user, default_parallelism(spark), file_io=fio, quarantine=base, batch=batch,
+            files=files, ranges=ranges, start_snapshot=start_snapshot,
+            position_fields=opts.position_fields,
             fill_previous=opts.unavailable == "previous" and FORMATS[opts.format].placeholder,
-            truncates=truncates)
-        if local:
-            return write_pass_local(task, local_blobs(fio, h, opts, ranges, parallelism))
-        return write_pass(task, decoded_blobs(spark, fio, files, h, opts, ranges))
+            truncates=truncates), fio, files, h, opts, ranges, local)
 
     def abort(messages: Sequence[CommitMessage], refused: bool = True) -> None:
         if messages:
@@ -477,6 +481,17 @@ def _ingest_batch(spark: SparkSession, settings: CatalogSettings, identifier: st
     report.rows_written = res.rows
     report.skipped = not report.snapshot_ids and bool(res.messages)
     return report
+
+
+def _execute(spark: SparkSession, task: PassTask, fio: FileIO, files: Sequence[str],
+             handle: TableHandle, opts: CdcOptions, ranges: Sequence[LineRange],
+             local: bool) -> PassResult:
+    """Run one pass over the batch: a Spark job, or (``local``) the same tasks in turn in this
+    process (:func:`ingest_batch`'s ``local_bytes``)."""
+    if local:
+        return write_pass_local(task, local_blobs(fio, handle, opts, ranges,
+                                                  default_parallelism(spark)))
+    return write_pass(task, decoded_blobs(spark, fio, files, handle, opts, ranges))
 
 
 def _settled(settings: CatalogSettings, handle: TableHandle, user: str, batch: int,
