@@ -34,8 +34,9 @@ from pipelines.cdc.database import (
     sync_database,
 )
 from pipelines.cdc.database.create import mysql_type
-from pipelines.cdc.database.staging import line_tables, unrouted_reasons
+from pipelines.cdc.database.staging import line_tables, plain_lines, unrouted_reasons
 from pipelines.cdc.ingest import CdcOptions
+from pipelines.cdc.lines import split_lines
 from pipelines.config import CatalogSettings
 from pipelines.session import source_root
 
@@ -112,6 +113,25 @@ def test_line_tables_names_every_line_or_says_why_not() -> None:
     rows = np.array([1, 2, 4])
     assert unrouted_reasons(lines, rows, bad) == ["tombstone", "malformed JSON",
                                                   "event names no table"]
+
+
+def test_plain_ranges_are_routed_as_views_of_their_bytes() -> None:
+    text = (CORPUS / "canal_inventory_1.jsonl").read_bytes()
+    plain = plain_lines(text, "canal-json")
+    assert plain is not None
+    with_newlines, db, tbl = plain
+    assert with_newlines.to_pylist() == [x + "\n" for x in split_lines(text).to_pylist()]
+    assert set(db.to_pylist()) == {"inventory"}
+    assert tbl.to_pylist() == ["products", "customers", "orders", "products", "customers",
+                               "customers", "orders", "products", "addresses"]
+    # a tombstone parses as an event naming no table (as line_tables has it, then reasoned
+    # by unrouted_reasons)
+    tomb = plain_lines(text + b"null\n", "canal-json")
+    assert tomb is not None and tomb[2].to_pylist()[-2:] == ["addresses", None]
+    # any other range: split and parsed line by line (line_tables)
+    for other in (text + b"\n", text.replace(b"\n", b"\r\n"), text[:-1],
+                  text + b"\xff\n", b'{"database": "inventory", "table": "x"\n'):
+        assert plain_lines(other, "canal-json") is None, other[-40:]
 
 
 def test_discover_tables_reads_only_names(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ from paimon_core.errors import CorruptMetadataError, StorageError
 from paimon_core.integration import FileIO, join
 from pipelines.cdc.batch.stage import plan_file_ranges
 from pipelines.cdc.events import TOMBSTONE
-from pipelines.cdc.lines import split_lines
+from pipelines.cdc.lines import is_utf8, newlines, split_lines
 from pipelines.cdc.ranges import LineNumbers, LineRange
 from pipelines.cdc.source_tables import event_tables, names_declared
 from pipelines.session import default_parallelism
@@ -246,8 +246,14 @@ class _RouteTask:
 
     def _route(self, u: int, line_numbers: LineNumbers) -> pa.RecordBatch:
         r = self.units[u]
-        lines = split_lines(self.file_io.read_range(r.path, r.start, r.length))
-        db, tbl, bad = line_tables(lines, self.fmt)
+        data = self.file_io.read_range(r.path, r.start, r.length)
+        plain = plain_lines(data, self.fmt)
+        if plain is None:
+            lines = split_lines(data)
+            db, tbl, bad = line_tables(lines, self.fmt)
+        else:  # the usual range: its lines are views over its bytes, never split nor joined
+            with_newlines, db, tbl = plain
+            bad = np.zeros(0, np.int64)
         key = pc.binary_join_element_wise(pc.fill_null(db, _NO_DB), tbl, _SEP)
         enc = pc.dictionary_encode(key).combine_chunks() if isinstance(
             key, pa.ChunkedArray) else pc.dictionary_encode(key)
@@ -260,11 +266,13 @@ class _RouteTask:
             d, t = name.split(_SEP, 1)
             part = join(self.stage, quote(f"{d}.{t}" if d != _NO_DB else t, safe=""),
                         f"part-{u:06d}.jsonl")
-            self.stage_io.write_bytes(part, _text(lines.take(pa.array(sel))))
+            self.stage_io.write_bytes(part, _text(lines.take(pa.array(sel))) if plain is None
+                                      else _joined(with_newlines.take(pa.array(sel))))
             for col, v in zip(rows, (u, None if d == _NO_DB else d, t, None, len(sel))):
                 rows[col].append(v)
         unrouted = np.flatnonzero(idx < 0)
         if len(unrouted):
+            lines = split_lines(data) if plain is not None else lines
             self._quarantine(u, r, lines, unrouted_reasons(lines, unrouted, bad), unrouted,
                              line_numbers, rows)
         return pa.RecordBatch.from_pydict(rows, schema=pa.schema([
@@ -287,6 +295,44 @@ class _RouteTask:
         if records and self.quarantine is not None:
             self.stage_io.write_bytes(join(self.quarantine, f"part-{u:06d}.jsonl"),
                                      ("\n".join(records) + "\n").encode("utf-8"))
+
+
+def plain_lines(data: bytes, fmt: str) -> tuple[pa.Array, pa.Array, pa.Array] | None:
+    """For the usual range (UTF-8 lines, each a JSON object ended by a newline, no CR): its
+    lines, each with its newline, as a string array over ``data`` itself (no copy), and their
+    events' ``(database, table)`` as :func:`line_tables` gives them (the range parsed as one
+    document); None for any other range (split and parsed by :func:`line_tables`)."""
+    n = len(data)
+    if not n or n >= 2**31 - 1 or not data.endswith(b"\n") or b"\r" in data \
+            or not is_utf8(data):
+        return None
+    nl = newlines(np.frombuffer(data, np.uint8))
+    offsets = np.empty(len(nl) + 1, np.int32)
+    offsets[0] = 0
+    offsets[1:] = nl + 1
+    with_newlines = pa.Array.from_buffers(pa.string(), len(nl), [
+        None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    opts = pj.ParseOptions(explicit_schema=names_declared(fmt),
+                           unexpected_field_behavior="ignore")
+    read = pj.ReadOptions(use_threads=False, block_size=max(1 << 20, min(n + 1, 1 << 30)))
+    try:
+        t = pj.read_json(pa.BufferReader(data), parse_options=opts, read_options=read)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    if t.num_rows != len(nl):  # blank lines, tombstones...: line by line
+        return None
+    db, tbl = event_tables(t, fmt)
+    return with_newlines, db, tbl
+
+
+def _joined(lines: pa.Array) -> bytes:
+    """``lines`` (each ending with its newline) as one bytes object (one copy)."""
+    if not len(lines):
+        return b""
+    offsets = np.frombuffer(lines.buffers()[1], np.int32, len(lines) + 1, lines.offset * 4)
+    data: bytes = lines.buffers()[2].slice(int(offsets[0]),
+                                           int(offsets[-1] - offsets[0])).to_pybytes()
+    return data
 
 
 def _text(lines: pa.Array) -> bytes:
