@@ -359,6 +359,11 @@ def run_side(side: str, land: Path, wh: Path, work: Path, args: argparse.Namespa
                "--quarantine", str(work / "q" / spec.name)]
         runs.append(_phases(measure_tree(cmd, _env(tree), cwd)))
         runs[-1]["table"] = spec.name
+        # each run as it ends: 20 runs take long on a busy machine, and their figures are
+        # worth having even when the side is cut short
+        print(f"    single {len(runs)}/{len(single_specs(args))} {spec.name}: cpu "
+              f"{runs[-1]['cpu_s']:.1f} s, wall {runs[-1]['wall_s']:.1f} s, load "
+              f"{runs[-1]['load1']}", flush=True)
     return _sum(runs)
 
 

@@ -506,6 +506,20 @@ def cdc_sync_database(sh: Shell, command: str) -> None:
     assert fsck(products).ok
 
 
+def cdc_sync_database_staging(sh: Shell, command: str) -> None:
+    wh = _land_database(sh, command, 1)
+    landing = Path(sh.prepare(flags(command)["--landing"])[0])
+    (report,) = sh.json_lines(command)
+    assert [(t["target"], t["created"]) for t in report["tables"]] == [
+        ("ods.addresses", False), ("ods.customers", True), ("ods.orders", True),
+        ("ods.products", True)]
+    assert [r["id"] for r in rows_of(FileSystemCatalog(wh).get_table("ods.products"))] == [102]
+    # the landing is only read: the batch is noted done under --staging-dir
+    assert sorted(p.name for p in landing.iterdir()) == ["batch-000001.jsonl"]
+    staging = Path(sh.prepare(flags(command)["--staging-dir"])[0])
+    assert sorted(p.name for p in staging.iterdir()) == ["batch-000001.done.json"]
+
+
 def cdc_ingest_database(sh: Shell, command: str) -> None:
     wh = _land_database(sh, command, 1)
     (report,) = sh.json_lines(command)
@@ -688,6 +702,9 @@ SCENARIOS: dict[str, Callable[[Shell, str], None]] = {
     "--metadata-column database_name,table_name,op_ts --table-conf bucket=2": cdc_sync_database,
     "python -m pipelines.jobs.cdc_ingest --warehouse /data/wh --database ods --landing "
     "/data/landing/inventory --format canal-json": cdc_ingest_database,
+    "python -m pipelines.jobs.cdc_sync_database --warehouse /data/wh --database ods --landing "
+    "/data/landing/inventory --format canal-json --staging-dir /data/staging/inventory":
+        cdc_sync_database_staging,
     "python -m pipelines.jobs.batch_overwrite --warehouse /data/wh --table sales.orders --input "
     "/exports/2024-01-02.parquet --format parquet --partition dt=2024-01-02":
         overwrite_partition,
@@ -747,6 +764,7 @@ def test_readme_command_runs_as_written(command: str, tmp_path: Path,
     work.mkdir()
     sh = Shell(work, venv_env(), {"/data/wh": str(tmp_path / "data" / "wh"),
                                   "/data/landing/": f"{tmp_path / 'data' / 'landing'}/",
+                                  "/data/staging/": f"{tmp_path / 'data' / 'staging'}/",
                                   "/exports/": f"{tmp_path / 'exports'}/"})
 
     def s3() -> str:  # moto on loopback; its credentials in the environment, as AWS users do

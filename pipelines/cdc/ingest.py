@@ -114,8 +114,19 @@ from paimon_core import (
 from paimon_core.integration import FileIO, join
 from paimon_core.schema_pending import PendingSchema, PendingSchemaRaceError
 from pipelines.cdc.batch.commit import commit_steps, plan_steps, position_key
-from pipelines.cdc.batch.passes import PassResult, plan_pass, write_pass
-from pipelines.cdc.batch.stage import decoded_blobs, plan_file_ranges, sequence_column
+from pipelines.cdc.batch.passes import (
+    PassResult,
+    PassTask,
+    plan_pass,
+    write_pass,
+    write_pass_local,
+)
+from pipelines.cdc.batch.stage import (
+    decoded_blobs,
+    local_blobs,
+    plan_file_ranges,
+    sequence_column,
+)
 from pipelines.cdc.events import (
     ARRIVAL,
     MESSAGE,
@@ -126,6 +137,7 @@ from pipelines.cdc.events import (
 from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS, check_sequence
 from pipelines.cdc.formats.avro import avro_file_order
 from pipelines.cdc.formats.views import DDL
+from pipelines.cdc.ranges import LineRange
 from pipelines.cdc.routing import routing
 from pipelines.cdc.schema import commit_batch, evolve, settle, withdraw
 from pipelines.cdc.settings import DecodeSettings, EpochUnit, Unavailable
@@ -135,6 +147,7 @@ from pipelines.config import (
     CatalogSettings,
     TableHandle,
 )
+from pipelines.session import default_parallelism
 from pipelines.writer import commit_messages
 
 if TYPE_CHECKING:
@@ -365,12 +378,16 @@ def ingest_batch(
     properties: Mapping[str, str] | None = None,
     table: FileStoreTable | None = None,
     checked: bool = False,
+    local_bytes: int | None = None,
 ) -> BatchReport:
     """Ingest one batch (see the module docs); returns its report. ``properties`` are added to
     the snapshot's properties (e.g. the orchestrator's run id). ``table``: the table
     ``identifier`` as the caller opened it (from ``settings``' catalog; default: opened here);
     ``checked``: the caller already asked whether the commit user committed ``batch`` (it did
-    not), so the question is not asked again. New columns land with the batch's snapshot or
+    not), so the question is not asked again. ``local_bytes``: a batch of at most that many
+    bytes is decoded and written in this process instead of by a Spark job (the same tasks,
+    run one after the other: for small batches, whose work is less than a job's fixed cost,
+    as the database sync's tables mostly are). New columns land with the batch's snapshot or
     not at all (:mod:`pipelines.cdc.schema`); when another writer changes the schema while
     the batch is written with its new columns, the batch is written again (a few times).
 
@@ -382,7 +399,8 @@ def ingest_batch(
         try:
             return _ingest_batch(spark, settings, identifier, batch, files, options,
                                  landing_io=landing_io, quarantine_root=quarantine_root,
-                                 properties=properties, table=table, checked=checked)
+                                 properties=properties, table=table, checked=checked,
+                                 local_bytes=local_bytes)
         except PendingSchemaRaceError as e:
             if attempt == _SCHEMA_RACE_ATTEMPTS:
                 raise
@@ -395,7 +413,8 @@ def _ingest_batch(spark: SparkSession, settings: CatalogSettings, identifier: st
                   files: Sequence[str], options: CdcOptions | None = None, *,
                   landing_io: FileIO | None = None, quarantine_root: str | None = None,
                   properties: Mapping[str, str] | None = None,
-                  table: FileStoreTable | None = None, checked: bool = False) -> BatchReport:
+                  table: FileStoreTable | None = None, checked: bool = False,
+                  local_bytes: int | None = None) -> BatchReport:
     """One attempt of :func:`ingest_batch`."""
     opts = options or CdcOptions()
     # the table is opened once: every driver step below uses handle.open() (the same object)
@@ -413,16 +432,17 @@ def _ingest_batch(spark: SparkSession, settings: CatalogSettings, identifier: st
 
     start_snapshot = _start_snapshot(handle, user, batch)
     ranges = plan_file_ranges(spark, fio, files, opts)  # once, for every pass below
+    local = local_bytes is not None and sum(r.length for r in ranges) <= local_bytes
 
     def run(h: TableHandle, truncates: Sequence[Sequence[object]] | None = None) -> PassResult:
         if base is not None and fio.exists(base):
             fio.delete_dir(base)  # a re-run of a batch that was not committed
-        blobs = decoded_blobs(spark, fio, files, h, opts, ranges)
-        return write_pass(plan_pass(
-            h, user, blobs, file_io=fio, quarantine=base, batch=batch, files=files,
-            ranges=ranges, start_snapshot=start_snapshot, position_fields=opts.position_fields,
+        return _execute(spark, plan_pass(
+            h, user, default_parallelism(spark), file_io=fio, quarantine=base, batch=batch,
+            files=files, ranges=ranges, start_snapshot=start_snapshot,
+            position_fields=opts.position_fields,
             fill_previous=opts.unavailable == "previous" and FORMATS[opts.format].placeholder,
-            truncates=truncates), blobs)
+            truncates=truncates), fio, files, h, opts, ranges, local)
 
     def abort(messages: Sequence[CommitMessage], refused: bool = True) -> None:
         if messages:
@@ -469,6 +489,17 @@ def _ingest_batch(spark: SparkSession, settings: CatalogSettings, identifier: st
     report.rows_written = res.rows
     report.skipped = not report.snapshot_ids and bool(res.messages)
     return report
+
+
+def _execute(spark: SparkSession, task: PassTask, fio: FileIO, files: Sequence[str],
+             handle: TableHandle, opts: CdcOptions, ranges: Sequence[LineRange],
+             local: bool) -> PassResult:
+    """Run one pass over the batch: a Spark job, or (``local``) the same tasks in turn in this
+    process (:func:`ingest_batch`'s ``local_bytes``)."""
+    if local:
+        return write_pass_local(task, local_blobs(fio, handle, opts, ranges,
+                                                  default_parallelism(spark)))
+    return write_pass(task, decoded_blobs(spark, fio, files, handle, opts, ranges))
 
 
 def _settled(settings: CatalogSettings, handle: TableHandle, user: str, batch: int,

@@ -10,7 +10,7 @@ from pipelines.cdc.formats import DEFAULT_FORMAT, FORMATS
 from pipelines.cdc.ingest import CdcOptions
 from pipelines.cdc.ranges import parse_size
 
-__all__ = ["add_cdc_args", "cdc_options"]
+__all__ = ["add_cdc_args", "add_staging_arg", "cdc_options"]
 
 
 def add_cdc_args(p: argparse.ArgumentParser, *, formats: Sequence[str] | None = None) -> None:
@@ -47,6 +47,16 @@ def add_cdc_args(p: argparse.ArgumentParser, *, formats: Sequence[str] | None = 
                         "DECIMAL column's text values are Kafka Connect Decimal bytes (base64 "
                         "of the unscaled value) decoded with the column's scale (never "
                         "guessed without this flag)")
+
+
+def add_staging_arg(p: argparse.ArgumentParser) -> None:
+    """The database sync's staging location (:attr:`pipelines.cdc.database.DatabaseOptions.
+    staging`), for a landing the job may not write to."""
+    p.add_argument("--staging-dir", metavar="PATH",
+                   help="where the database sync stages each batch's routed lines and notes "
+                        "finished batches, and the default quarantine (PATH/_quarantine); "
+                        "default <landing>/_staging and <landing>/_quarantine: give it for a "
+                        "read-only landing")
 
 
 def cdc_options(args: argparse.Namespace) -> CdcOptions:

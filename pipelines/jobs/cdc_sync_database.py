@@ -22,7 +22,7 @@ from pipelines.cdc.database import (
 )
 from pipelines.cdc.formats import FORMATS
 from pipelines.config import CatalogSettings
-from pipelines.jobs.cdc_args import add_cdc_args, cdc_options
+from pipelines.jobs.cdc_args import add_cdc_args, add_staging_arg, cdc_options
 from pipelines.jobs.runner import Job, add_spark_args, job_error, run_job, run_job_main
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the warehouse database the tables are synced into")
     add_spark_args(p)
     add_cdc_args(p, formats=[f for f in FORMATS if f != "debezium-avro"])
+    add_staging_arg(p)
     p.add_argument("--including-tables", default=".*",
                    help="regex of the source tables taken (full match of the table name or "
                         "of database.table; default all)")
@@ -78,7 +79,8 @@ def options(args: argparse.Namespace) -> DatabaseOptions:
                            key_values(args.table_conf, "--table-conf"),
                            _names(args.metadata_column))
     return DatabaseOptions(cdc_options(args), args.including_tables, args.excluding_tables,
-                           args.table_prefix, args.table_suffix, create)
+                           args.table_prefix, args.table_suffix, create,
+                           staging=args.staging_dir)
 
 
 def exit_code(reports: Sequence[DatabaseBatchReport]) -> int:

@@ -9,12 +9,14 @@ Expected rows are written by hand.
 
 from __future__ import annotations
 
+import ctypes
 import datetime
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +34,9 @@ from pipelines.cdc.database import (
     sync_database,
 )
 from pipelines.cdc.database.create import mysql_type
-from pipelines.cdc.database.staging import line_tables, unrouted_reasons
+from pipelines.cdc.database.staging import line_tables, plain_lines, unrouted_reasons
 from pipelines.cdc.ingest import CdcOptions
+from pipelines.cdc.lines import split_lines
 from pipelines.config import CatalogSettings
 from pipelines.session import source_root
 
@@ -112,6 +115,25 @@ def test_line_tables_names_every_line_or_says_why_not() -> None:
                                                   "event names no table"]
 
 
+def test_plain_ranges_are_routed_as_views_of_their_bytes() -> None:
+    text = (CORPUS / "canal_inventory_1.jsonl").read_bytes()
+    plain = plain_lines(text, "canal-json")
+    assert plain is not None
+    with_newlines, db, tbl = plain
+    assert with_newlines.to_pylist() == [x + "\n" for x in split_lines(text).to_pylist()]
+    assert set(db.to_pylist()) == {"inventory"}
+    assert tbl.to_pylist() == ["products", "customers", "orders", "products", "customers",
+                               "customers", "orders", "products", "addresses"]
+    # a tombstone parses as an event naming no table (as line_tables has it, then reasoned
+    # by unrouted_reasons)
+    tomb = plain_lines(text + b"null\n", "canal-json")
+    assert tomb is not None and tomb[2].to_pylist()[-2:] == ["addresses", None]
+    # any other range: split and parsed line by line (line_tables)
+    for other in (text + b"\n", text.replace(b"\n", b"\r\n"), text[:-1],
+                  text + b"\xff\n", b'{"database": "inventory", "table": "x"\n'):
+        assert plain_lines(other, "canal-json") is None, other[-40:]
+
+
 def test_discover_tables_reads_only_names(tmp_path: Path) -> None:
     _land(tmp_path, 1, CORPUS / "canal_inventory_1.jsonl")
     _land(tmp_path, 2, CORPUS / "canal_inventory_2.jsonl")
@@ -136,10 +158,19 @@ spark_only = pytest.mark.spark
 
 
 @spark_only
-def test_three_canal_tables_land_each_exactly(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("local_bytes", [64 << 20, 0], ids=["driver", "spark-jobs"])
+def test_three_canal_tables_land_each_exactly(spark: Any, tmp_path: Path,
+                                              local_bytes: int) -> None:
     landing, wh = tmp_path / "landing", tmp_path / "wh"
     _land(landing, 1, CORPUS / "canal_inventory_1.jsonl")
-    (r,) = sync_database(spark, CatalogSettings(str(wh)), "ods", str(landing), _canal())
+    tracker = spark.sparkContext.statusTracker()
+    jobs = set(tracker.getJobIdsForGroup())
+    (r,) = sync_database(spark, CatalogSettings(str(wh)), "ods", str(landing),
+                         _canal(local_bytes=local_bytes))
+    # small tables are written on the driver: the routing pass is the batch's one Spark job;
+    # with local_bytes=0 each of the three tables is written by Spark jobs of its own
+    ran = len(set(tracker.getJobIdsForGroup()) - jobs)
+    assert ran == 1 if local_bytes else ran >= 4, ran
     by = {t.source: t for t in r.tables}
     assert sorted(by) == ["inventory.addresses", "inventory.customers", "inventory.orders",
                           "inventory.products"]
@@ -294,11 +325,60 @@ def _env() -> dict[str, str]:
         [source_root(), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
 
-def _job(head: list[str], tmp: Path) -> subprocess.CompletedProcess[str]:
+def _job(head: list[str], tmp: Path, extra: Sequence[str] = (),
+         preexec: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
     argv = ["--warehouse", str(tmp / "wh"), "--database", "ods", "--landing",
-            str(tmp / "landing"), "--format", "canal-json", "--master", "local[2]"]
+            str(tmp / "landing"), "--format", "canal-json", "--master", "local[2]", *extra]
     return subprocess.run([sys.executable, *head, *argv], env=_env(), capture_output=True,
-                          text=True, timeout=900, check=False, cwd=tmp)
+                          text=True, timeout=900, check=False, cwd=tmp, preexec_fn=preexec)
+
+
+def _without_root_override() -> None:
+    """In the child before exec: root's power to write where the mode forbids
+    (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) dropped from the bounding set, so a chmod-ed
+    read-only landing is read-only for the job (a no-op for other users)."""
+    if os.geteuid() == 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+            if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+@spark_only
+@pytest.mark.slow  # two runs of the job: two JVM start-ups
+def test_read_only_landing_needs_and_takes_a_staging_dir(tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    _land(landing, 1, CORPUS / "canal_inventory_1.jsonl")
+    before = sorted((p.relative_to(landing), p.read_bytes()) for p in landing.rglob("*"))
+    for p in [landing, *landing.rglob("*")]:
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    try:
+        refused = _job(["-m", "pipelines.jobs.cdc_sync_database"], tmp_path,
+                       preexec=_without_root_override)
+        assert refused.returncode == 1, refused.stderr[-3000:]
+        (line,) = [x for x in refused.stderr.splitlines() if "StorageError" in x]
+        assert line.startswith("cdc_sync_database: StorageError: storage error on "
+                               f"{landing / '_staging'}: the database sync cannot write its "
+                               "staging here (permission denied: "), line
+        assert line.endswith("; a read-only landing needs a staging location of its own "
+                             "(--staging-dir)"), line
+        assert not (tmp_path / "wh").exists()  # refused before any work
+
+        staging = tmp_path / "staging"
+        synced = _job(["-m", "pipelines.jobs.cdc_ingest"], tmp_path,  # --database: the sync
+                      ["--staging-dir", str(staging)], preexec=_without_root_override)
+        assert synced.returncode == 0, synced.stderr[-3000:]
+    finally:
+        for p in [landing, *landing.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+    wh = tmp_path / "wh"
+    for name, rows in (("products", PRODUCTS_1), ("customers", CUSTOMERS_1),
+                       ("orders", ORDERS_1)):
+        assert _rows(_table(wh, f"ods.{name}")) == rows
+    assert sorted((p.relative_to(landing), p.read_bytes())
+                  for p in landing.rglob("*")) == before
+    # the batch noted done in the staging dir (its routed lines gone with the commits)
+    assert sorted(p.name for p in staging.iterdir()) == ["batch-000001.done.json"]
 
 
 @spark_only

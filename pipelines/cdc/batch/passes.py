@@ -20,6 +20,7 @@ previous value from its own segment only (the table was emptied).
 
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 from collections.abc import Callable, Iterator, Sequence
@@ -50,13 +51,12 @@ from pipelines.cdc.source_tables import OTHER_TABLE
 from pipelines.cdc.toast import fill_unavailable
 from pipelines.cdc.values.convert import bad_value
 from pipelines.config import TableHandle
-from pipelines.session import default_parallelism
 from pipelines.writer import write_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["PassResult", "PassTask", "write_pass"]
+__all__ = ["PassResult", "PassTask", "write_pass", "write_pass_local"]
 
 #: the outcomes that are no malformed event (counted, never quarantined)
 _SKIPPED = pa.array([TOMBSTONE, MESSAGE, TRUNCATE, DDL, OTHER_TABLE])
@@ -210,23 +210,28 @@ class PassTask:
 
     def run(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """One Spark task: its bucket's rows tallied, written (per segment) and reported."""
-        pid = _partition_id() or 0
+        yield self.run_task(_partition_id() or 0, batches)
+
+    def run_task(self, pid: int, batches: Iterator[pa.RecordBatch]) -> pa.RecordBatch:
+        """Write task ``pid`` (the Spark task's partition, or :func:`write_pass_local`'s
+        task): its rows tallied, written (per segment) and reported in one row."""
         tally = _Tally(self.batch, self.files, self.pos, LineNumbers(self.file_io, self.ranges))
         held = [v for t in blob_tables(batches) for b in t.to_batches()
                 if (v := tally.observe(b)).num_rows]
         data = pa.Table.from_batches(held) if held else None
         channel = self.route.channel(pid)
+        previous = functools.partial(self._previous, pid=pid)
         if self.cuts is None:
-            msgs, rows = self._write(data, self._previous, False, tally, channel)
+            msgs, rows = self._write(data, previous, False, tally, channel)
             parts = [msgs]
         else:
-            parts, rows = self._segments(data, tally, channel)
+            parts, rows = self._segments(data, previous, tally, channel)
         if tally.rejected and self.quarantine is not None:
             self.file_io.write_bytes(join(self.quarantine, f"part-{pid:05d}.jsonl"),
                                      ("\n".join(tally.rejected) + "\n").encode("utf-8"))
-        yield tally.output(parts, rows)
+        return tally.output(parts, rows)
 
-    def _segments(self, data: pa.Table | None, tally: _Tally, channel: Any
+    def _segments(self, data: pa.Table | None, previous: Previous, tally: _Tally, channel: Any
                   ) -> tuple[list[list[CommitMessage]], int]:
         """The rows split at the truncates, each segment written apart (after a truncate the
         table holds nothing, and a dynamic bucket table's buckets are assigned afresh)."""
@@ -240,7 +245,7 @@ class PassTask:
         parts, rows = [], 0
         for s in range(len(cuts) + 1):
             part = data.filter(pa.array(seg == s)) if data is not None else None
-            m, n = self._write(part, self._previous if s == 0 else _nothing, s > 0, tally,
+            m, n = self._write(part, previous if s == 0 else _nothing, s > 0, tally,
                                channel)
             parts.append(m)
             rows += n
@@ -260,12 +265,12 @@ class PassTask:
         return write_batches(self.target, self.user, last, row_kind_column=KIND_COLUMN,
                              overwrite=emptied, assigner_channel=channel)
 
-    def _previous(self, columns: Sequence[str]) -> pa.Table:
-        """The table's rows of this task's bucket as the batch started."""
+    def _previous(self, columns: Sequence[str], pid: int) -> pa.Table:
+        """The table's rows of task ``pid``'s bucket as the batch started."""
         if self.start_snapshot is None:
             return _nothing(columns)
         # a dynamic bucket task's keys may be in any bucket
-        bucket = None if self.route.dynamic else _partition_id()
+        bucket = None if self.route.dynamic else pid
         rb = (self.handle.open().new_read_builder().with_projection(columns)
               .with_time_travel(snapshot_id=self.start_snapshot))
         splits = [s for s in rb.new_scan().plan().splits if bucket is None or s.bucket == bucket]
@@ -295,16 +300,30 @@ def write_pass(task: PassTask, blobs: DataFrame) -> PassResult:
     return result
 
 
-def plan_pass(handle: TableHandle, user: str, blobs: DataFrame, *, file_io: FileIO,
+def write_pass_local(task: PassTask, blobs: Sequence[pa.RecordBatch]) -> PassResult:
+    """:func:`write_pass` run in this process (the blobs of
+    :func:`pipelines.cdc.batch.stage.local_blobs`): every write task in turn, each over its
+    bucket's blobs, exactly as the Spark tasks would (same task ids, files, quarantine parts)."""
+    by_task: dict[int, list[pa.RecordBatch]] = {}
+    for b in blobs:
+        by_task.setdefault(int(b.column(0)[0].as_py()), []).append(b)
+    result = PassResult.empty(len(task.cuts) + 1 if task.cuts is not None else 0)
+    for pid in range(task.route.tasks):
+        result.add(task.run_task(pid, iter(by_task.get(pid, []))).to_pylist()[0])
+    return result
+
+
+def plan_pass(handle: TableHandle, user: str, parallelism: int, *, file_io: FileIO,
               quarantine: str | None, batch: int, files: Sequence[str],
               ranges: Sequence[LineRange], start_snapshot: int | None,
               position_fields: Sequence[str] | None, fill_previous: bool,
               truncates: Sequence[Sequence[object]] | None = None) -> PassTask:
-    """The planner: the task of one pass over the batch (see the module docs)."""
+    """The planner: the task of one pass over the batch (see the module docs;
+    ``parallelism``: the Spark session's, which decides the routing)."""
     cuts = tuple(tuple(t) for t in truncates) if truncates is not None else None
     target = handle if cuts is None else TableHandle.of(
         handle.settings, handle.open().copy({CoreOptions.WRITE_ONLY: "true"}))
     return PassTask(handle, target, user, file_io, quarantine, batch, tuple(files),
                     tuple(ranges), start_snapshot,
-                    routing(handle.schema, default_parallelism(blobs.sparkSession)),
+                    routing(handle.schema, parallelism),
                     tuple(position_columns(position_fields)), fill_previous, cuts)

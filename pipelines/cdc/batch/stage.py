@@ -5,7 +5,7 @@ stage (:mod:`pipelines.cdc.batch.passes`) to read back."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
     from pipelines.cdc.ingest import CdcOptions
 
-__all__ = ["blob_tables", "decode_files", "decoded_blobs", "ipc_blob", "max_partition_bytes",
-           "plan_file_ranges", "read_lines", "sequence_column", "with_constants"]
+__all__ = ["blob_decoder", "blob_tables", "decode_files", "decoded_blobs", "ipc_blob",
+           "local_blobs", "max_partition_bytes", "plan_file_ranges", "read_lines",
+           "sequence_column", "with_constants"]
 
 
 def read_lines(spark: SparkSession, file_io: FileIO, files: Sequence[str]) -> DataFrame:
@@ -127,26 +128,20 @@ def plan_file_ranges(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                        splittable=fmt.splittable, unit=fmt.unit)
 
 
-def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
-                  handle: TableHandle, opts: CdcOptions,
-                  ranges: Sequence[LineRange] | None = None) -> DataFrame:
-    """The change rows of every event in ``files`` (:func:`pipelines.cdc.decode.decode_file`:
-    typed table columns, ``_kind``, positions, outcome columns and each row's bucket) as
-    ``(bucket, data)``: one Arrow IPC stream of rows of one bucket per cell, so that the rows
-    cross the JVM and the shuffle as a few large values instead of row by row. The files are
-    decoded in line-aligned byte ranges (``ranges``, default :func:`plan_file_ranges`), each
-    read with one ranged read through ``file_io`` (local or object storage) and decoded apart,
-    so a task holds one range at a time; a task decodes a contiguous run of ranges. The rows'
-    ``_pos_line`` are line positions (:mod:`pipelines.cdc.ranges`: the line numbers in a
-    file's first range; :class:`~pipelines.cdc.ranges.LineNumbers` gives any line number)."""
+Decoder = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+def blob_decoder(file_io: FileIO, handle: TableHandle, opts: CdcOptions,
+                 units: Sequence[LineRange], parallelism: int, threads: bool) -> Decoder:
+    """The decode function of :func:`decoded_blobs`: over batches of unit indices (column 0),
+    each unit of ``units`` decoded into ``(bucket, data)`` blob rows (``parallelism``: the
+    write stage's, which decides the routing; ``threads``: pyarrow's reader may use threads)."""
     import numpy as np
 
     schema = handle.schema
     settings = opts.decode_settings(sequence_column(handle, opts), handle.identifier)
-    route = routing(schema, default_parallelism(spark))
+    route = routing(schema, parallelism)
     buckets = route.tasks
-    units = list(ranges) if ranges is not None else plan_file_ranges(spark, file_io, files,
-                                                                      opts)
     fmt = FORMATS[opts.format]
     decode_fn = fmt.decode
     constants = opts.constant_columns
@@ -155,6 +150,7 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
     if opts.op_ts_column is not None:
         check_op_ts_column(schema, opts.op_ts_column)
     splittable = fmt.splittable
+    units = list(units)
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
@@ -179,9 +175,37 @@ def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
                              "data": pa.array([ipc_blob(part)], pa.binary())})
                     at += n
 
-    n = max(1, min(len(units), default_parallelism(spark)))
-    threads = len(units) < default_parallelism(spark)  # else the tasks fill it
+    return decode
+
+
+def decoded_blobs(spark: SparkSession, file_io: FileIO, files: Sequence[str],
+                  handle: TableHandle, opts: CdcOptions,
+                  ranges: Sequence[LineRange] | None = None) -> DataFrame:
+    """The change rows of every event in ``files`` (:func:`pipelines.cdc.decode.decode_file`:
+    typed table columns, ``_kind``, positions, outcome columns and each row's bucket) as
+    ``(bucket, data)``: one Arrow IPC stream of rows of one bucket per cell, so that the rows
+    cross the JVM and the shuffle as a few large values instead of row by row. The files are
+    decoded in line-aligned byte ranges (``ranges``, default :func:`plan_file_ranges`), each
+    read with one ranged read through ``file_io`` (local or object storage) and decoded apart,
+    so a task holds one range at a time; a task decodes a contiguous run of ranges. The rows'
+    ``_pos_line`` are line positions (:mod:`pipelines.cdc.ranges`: the line numbers in a
+    file's first range; :class:`~pipelines.cdc.ranges.LineNumbers` gives any line number)."""
+    units = list(ranges) if ranges is not None else plan_file_ranges(spark, file_io, files,
+                                                                      opts)
+    parallelism = default_parallelism(spark)
+    n = max(1, min(len(units), parallelism))
+    threads = len(units) < parallelism  # else the tasks fill it
+    decode = blob_decoder(file_io, handle, opts, units, parallelism, threads)
     return spark.range(0, len(units), 1, n).mapInArrow(decode, _BLOB_SCHEMA)
+
+
+def local_blobs(file_io: FileIO, handle: TableHandle, opts: CdcOptions,
+                units: Sequence[LineRange], parallelism: int) -> list[pa.RecordBatch]:
+    """:func:`decoded_blobs` run in this process, without a Spark job (a batch too small for
+    a job's fixed cost to pay off: :func:`pipelines.cdc.batch.passes.write_pass_local`)."""
+    decode = blob_decoder(file_io, handle, opts, units, parallelism, True)
+    return list(decode(iter([pa.record_batch({"id": pa.array(range(len(units)),
+                                                             pa.int64())})])))
 
 
 def with_constants(out: pa.Table, constants: Sequence[tuple[str, str]]) -> pa.Table:

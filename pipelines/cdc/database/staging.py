@@ -6,9 +6,11 @@ fields naming each event's table (:func:`pipelines.cdc.source_tables.names_decla
 other field skipped by the JSON reader) and writes each table's lines, in the order they
 arrived, to::
 
-    <landing>/_staging/batch-<n>/<database>.<table>/part-<range>.jsonl
+    <staging>/batch-<n>/<database>.<table>/part-<range>.jsonl
 
-(names starting ``_`` are ignored by :func:`pipelines.cdc.ingest.list_batches`). Range ``k``
+where ``<staging>`` is ``<landing>/_staging`` (names starting ``_`` are ignored by
+:func:`pipelines.cdc.ingest.list_batches`) or a location of its own (``--staging-dir``, for a
+landing the job may not write to: :func:`staging_root`). Range ``k``
 of the batch writes ``part-<k>``: a table's parts sorted by name are its events in file, line
 order (the arrival order canal, DMS and position-less events are applied in); a retried task
 writes the same names. The pass ends with the marker ``_routed.json`` (the tables, their parts
@@ -38,11 +40,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from paimon_core.errors import CorruptMetadataError
+from paimon_core.errors import CorruptMetadataError, StorageError
 from paimon_core.integration import FileIO, join
 from pipelines.cdc.batch.stage import plan_file_ranges
 from pipelines.cdc.events import TOMBSTONE
-from pipelines.cdc.lines import split_lines
+from pipelines.cdc.lines import is_utf8, newlines, split_lines
 from pipelines.cdc.ranges import LineNumbers, LineRange
 from pipelines.cdc.source_tables import event_tables, names_declared
 from pipelines.session import default_parallelism
@@ -53,7 +55,8 @@ if TYPE_CHECKING:
     from pipelines.cdc.ingest import CdcOptions
 
 __all__ = ["MALFORMED", "NO_TABLE", "RoutedBatch", "SourceTable", "StagedTable",
-           "clear_staging", "line_tables", "route_batch", "staging_dir", "unrouted_reasons"]
+           "check_writable", "clear_staging", "line_tables", "route_batch", "staging_dir",
+           "staging_root", "unrouted_reasons"]
 
 #: reasons of a line that cannot be routed
 MALFORMED = "malformed JSON"
@@ -117,16 +120,40 @@ class RoutedBatch:
             raise CorruptMetadataError(path, f"not a routing marker: {e}") from e
 
 
-def staging_dir(landing: str, batch: int) -> str:
-    """Where batch ``batch``'s routed lines are staged."""
-    return join(landing, STAGING, f"batch-{batch:06d}")
+def staging_root(landing: str, staging: str | None) -> str:
+    """The root of a database sync's staging: ``staging`` when given (``--staging-dir``),
+    else ``<landing>/_staging``."""
+    return staging if staging is not None else join(landing, STAGING)
 
 
-def clear_staging(file_io: FileIO, landing: str, batch: int) -> None:
+def staging_dir(root: str, batch: int) -> str:
+    """Where batch ``batch``'s routed lines are staged (``root``: :func:`staging_root`)."""
+    return join(root, f"batch-{batch:06d}")
+
+
+def clear_staging(file_io: FileIO, root: str, batch: int) -> None:
     """Remove batch ``batch``'s staging (every table of it committed)."""
-    d = staging_dir(landing, batch)
+    d = staging_dir(root, batch)
     if file_io.exists(d):
         file_io.delete_dir(d)
+
+
+def check_writable(file_io: FileIO, root: str, staged_by_default: bool) -> None:
+    """Write and remove a probe file under the staging ``root`` before any work.
+
+    Raises:
+        StorageError: the staging cannot be written there, naming it (and, for the default
+            staging inside the landing, the flag that moves it).
+    """
+    probe = join(root, "_writable.probe")
+    try:
+        file_io.write_bytes(probe, b"")
+        file_io.delete(probe)
+    except StorageError as e:
+        hint = ("; a read-only landing needs a staging location of its own (--staging-dir)"
+                if staged_by_default else "")
+        raise StorageError(root, f"the database sync cannot write its staging here "
+                                 f"({e.reason}){hint}") from e
 
 
 # ---------------------------------------------------------------------------- one range
@@ -203,6 +230,8 @@ class _RouteTask:
     """The picklable task of the routing pass (one Spark task: a contiguous run of units)."""
 
     file_io: FileIO
+    #: where the staged parts and the unrouted lines' quarantine are written
+    stage_io: FileIO
     fmt: str
     stage: str
     quarantine: str | None
@@ -217,8 +246,14 @@ class _RouteTask:
 
     def _route(self, u: int, line_numbers: LineNumbers) -> pa.RecordBatch:
         r = self.units[u]
-        lines = split_lines(self.file_io.read_range(r.path, r.start, r.length))
-        db, tbl, bad = line_tables(lines, self.fmt)
+        data = self.file_io.read_range(r.path, r.start, r.length)
+        plain = plain_lines(data, self.fmt)
+        if plain is None:
+            lines = split_lines(data)
+            db, tbl, bad = line_tables(lines, self.fmt)
+        else:  # the usual range: its lines are views over its bytes, never split nor joined
+            with_newlines, db, tbl = plain
+            bad = np.zeros(0, np.int64)
         key = pc.binary_join_element_wise(pc.fill_null(db, _NO_DB), tbl, _SEP)
         enc = pc.dictionary_encode(key).combine_chunks() if isinstance(
             key, pa.ChunkedArray) else pc.dictionary_encode(key)
@@ -231,11 +266,13 @@ class _RouteTask:
             d, t = name.split(_SEP, 1)
             part = join(self.stage, quote(f"{d}.{t}" if d != _NO_DB else t, safe=""),
                         f"part-{u:06d}.jsonl")
-            self.file_io.write_bytes(part, _text(lines.take(pa.array(sel))))
+            self.stage_io.write_bytes(part, _text(lines.take(pa.array(sel))) if plain is None
+                                      else _joined(with_newlines.take(pa.array(sel))))
             for col, v in zip(rows, (u, None if d == _NO_DB else d, t, None, len(sel))):
                 rows[col].append(v)
         unrouted = np.flatnonzero(idx < 0)
         if len(unrouted):
+            lines = split_lines(data) if plain is not None else lines
             self._quarantine(u, r, lines, unrouted_reasons(lines, unrouted, bad), unrouted,
                              line_numbers, rows)
         return pa.RecordBatch.from_pydict(rows, schema=pa.schema([
@@ -256,8 +293,46 @@ class _RouteTask:
             for col, v in zip(rows, (u, None, None, w, why.count(w))):
                 rows[col].append(v)
         if records and self.quarantine is not None:
-            self.file_io.write_bytes(join(self.quarantine, f"part-{u:06d}.jsonl"),
+            self.stage_io.write_bytes(join(self.quarantine, f"part-{u:06d}.jsonl"),
                                      ("\n".join(records) + "\n").encode("utf-8"))
+
+
+def plain_lines(data: bytes, fmt: str) -> tuple[pa.Array, pa.Array, pa.Array] | None:
+    """For the usual range (UTF-8 lines, each a JSON object ended by a newline, no CR): its
+    lines, each with its newline, as a string array over ``data`` itself (no copy), and their
+    events' ``(database, table)`` as :func:`line_tables` gives them (the range parsed as one
+    document); None for any other range (split and parsed by :func:`line_tables`)."""
+    n = len(data)
+    if not n or n >= 2**31 - 1 or not data.endswith(b"\n") or b"\r" in data \
+            or not is_utf8(data):
+        return None
+    nl = newlines(np.frombuffer(data, np.uint8))
+    offsets = np.empty(len(nl) + 1, np.int32)
+    offsets[0] = 0
+    offsets[1:] = nl + 1
+    with_newlines = pa.Array.from_buffers(pa.string(), len(nl), [
+        None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    opts = pj.ParseOptions(explicit_schema=names_declared(fmt),
+                           unexpected_field_behavior="ignore")
+    read = pj.ReadOptions(use_threads=False, block_size=max(1 << 20, min(n + 1, 1 << 30)))
+    try:
+        t = pj.read_json(pa.BufferReader(data), parse_options=opts, read_options=read)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    if t.num_rows != len(nl):  # blank lines, tombstones...: line by line
+        return None
+    db, tbl = event_tables(t, fmt)
+    return with_newlines, db, tbl
+
+
+def _joined(lines: pa.Array) -> bytes:
+    """``lines`` (each ending with its newline) as one bytes object (one copy)."""
+    if not len(lines):
+        return b""
+    offsets = np.frombuffer(lines.buffers()[1], np.int32, len(lines) + 1, lines.offset * 4)
+    data: bytes = lines.buffers()[2].slice(int(offsets[0]),
+                                           int(offsets[-1] - offsets[0])).to_pybytes()
+    return data
 
 
 def _text(lines: pa.Array) -> bytes:
@@ -270,9 +345,11 @@ def _text(lines: pa.Array) -> bytes:
 # ---------------------------------------------------------------------------- the batch
 
 
-def route_batch(spark: SparkSession, file_io: FileIO, landing: str, batch: int,
-                files: Sequence[str], opts: CdcOptions, quarantine_root: str) -> RoutedBatch:
-    """Route batch ``batch`` (its ``files``) to its tables' staging files (see the module
+def route_batch(spark: SparkSession, file_io: FileIO, stage_io: FileIO, root: str,
+                batch: int, files: Sequence[str], opts: CdcOptions, quarantine_root: str
+                ) -> RoutedBatch:
+    """Route batch ``batch`` (its ``files``, read through ``file_io``) to its tables' staging
+    files under ``root`` (:func:`staging_root`, written through ``stage_io``; see the module
     docs); a complete staging of an earlier run is reused.
 
     Raises:
@@ -280,17 +357,17 @@ def route_batch(spark: SparkSession, file_io: FileIO, landing: str, batch: int,
         CorruptMetadataError: an unreadable routing marker.
     """
     names_declared(opts.format)  # a format that cannot be routed, named before any work
-    stage = staging_dir(landing, batch)
+    stage = staging_dir(root, batch)
     marker = join(stage, MARKER)
-    if file_io.exists(marker):
-        return RoutedBatch.from_json(file_io.read_text(marker), marker)
-    if file_io.exists(stage):
-        file_io.delete_dir(stage)  # a routing pass that did not finish
+    if stage_io.exists(marker):
+        return RoutedBatch.from_json(stage_io.read_text(marker), marker)
+    if stage_io.exists(stage):
+        stage_io.delete_dir(stage)  # a routing pass that did not finish
     quarantine = join(quarantine_root, "_unrouted", f"batch-{batch:06d}")
-    if file_io.exists(quarantine):
-        file_io.delete_dir(quarantine)
+    if stage_io.exists(quarantine):
+        stage_io.delete_dir(quarantine)
     units = tuple(plan_file_ranges(spark, file_io, files, opts))
-    task = _RouteTask(file_io, opts.format, stage, quarantine, batch, units)
+    task = _RouteTask(file_io, stage_io, opts.format, stage, quarantine, batch, units)
     n = max(1, min(len(units), default_parallelism(spark)))
     out = (spark.range(0, len(units), 1, n).mapInArrow(task.run, _OUT).toArrow()
            if units else pa.table({"unit": [], "db": [], "tbl": [], "reason": [],
@@ -300,7 +377,7 @@ def route_batch(spark: SparkSession, file_io: FileIO, landing: str, batch: int,
         routed.quarantine = None
     else:
         routed.quarantine = quarantine
-    file_io.write_bytes(marker, routed.to_json().encode("utf-8"))
+    stage_io.write_bytes(marker, routed.to_json().encode("utf-8"))
     return routed
 
 

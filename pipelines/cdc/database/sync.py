@@ -15,8 +15,13 @@ Per batch ``n`` (the landing's ``batch-<n>`` files, :func:`pipelines.cdc.ingest.
    ``cdc-<target>`` (``<--commit-user>-<table>`` when given) with commit identifier ``n``:
    a re-run after a crash between two tables' commits commits only the missing tables;
 3. once every taken table of the batch is committed, the staging goes, and
-   ``_staging/batch-<n>.done.json`` notes the batch's tables: a later run asks those tables
+   ``<staging>/batch-<n>.done.json`` notes the batch's tables: a later run asks those tables
    whether they hold the batch instead of routing it again.
+
+``<staging>`` is ``<landing>/_staging`` and the default quarantine ``<landing>/_quarantine``;
+for a landing the job may not write to, :attr:`DatabaseOptions.staging` (``--staging-dir S``)
+puts both elsewhere: ``S/batch-<n>/...``, ``S/batch-<n>.done.json`` and ``S/_quarantine``
+(an unwritable staging is refused before any work, naming it).
 
 A table that fails (no primary key to create it with, too many malformed events, two source
 tables of one target) is reported with its reason; the other tables go on, the failed table
@@ -38,14 +43,15 @@ from paimon_core.integration import FileIO, join
 from pipelines.cdc.database.create import CreateOptions, NoColumnsYet, new_table_schema
 from pipelines.cdc.database.staging import (
     MARKER,
-    STAGING,
     RoutedBatch,
     SourceTable,
     StagedTable,
+    check_writable,
     clear_staging,
     line_tables,
     route_batch,
     staging_dir,
+    staging_root,
 )
 from pipelines.cdc.ingest import (
     BatchReport,
@@ -83,6 +89,13 @@ class DatabaseOptions:
     table_prefix: str = ""
     table_suffix: str = ""
     create: CreateOptions = field(default_factory=CreateOptions)
+    #: the root of the routed lines, the done markers and the default quarantine
+    #: (``--staging-dir``; ``None``: ``<landing>/_staging`` and ``<landing>/_quarantine``)
+    staging: str | None = None
+    #: a table whose batch stages at most this many bytes is decoded and written on the
+    #: driver, without a Spark job (:func:`pipelines.cdc.ingest.ingest_batch`); ``0``: every
+    #: table by a Spark job
+    local_bytes: int = 64 << 20
 
     def __post_init__(self) -> None:
         self.table_filter()  # a pattern that is not a regex, refused now (ConfigError)
@@ -192,21 +205,45 @@ def _metadata(staged: StagedTable, opts: DatabaseOptions) -> tuple[tuple[str, st
     return tuple(out)
 
 
-def _sync_table(spark: SparkSession, settings: CatalogSettings, fio: FileIO, database: str,
-                staged: StagedTable, batch: int, opts: DatabaseOptions, q_root: str,
+@dataclass(frozen=True)
+class _Places:
+    """Where a sync reads and writes: the landing (``landing_io``), the staging (``root``,
+    :func:`~pipelines.cdc.database.staging.staging_root`, through ``stage_io``: also the
+    staged parts' reader and the quarantine's writer) and the quarantine root."""
+
+    landing: str
+    landing_io: FileIO
+    root: str
+    stage_io: FileIO
+    quarantine: str
+
+    @classmethod
+    def of(cls, landing: str, opts: DatabaseOptions,
+           storage_options: Mapping[str, str]) -> _Places:
+        root = staging_root(landing, opts.staging)
+        q_root = opts.cdc.quarantine or join(
+            opts.staging if opts.staging is not None else landing, "_quarantine")
+        return cls(landing, FileIO(landing, dict(storage_options)), root,
+                   FileIO(root, dict(storage_options)), q_root)
+
+
+def _sync_table(spark: SparkSession, settings: CatalogSettings, where: _Places, database: str,
+                staged: StagedTable, batch: int, opts: DatabaseOptions,
                 properties: Mapping[str, str] | None) -> TableReport:
     """Batch ``batch`` of one source table into its warehouse table (see the module docs)."""
     target = target_identifier(database, staged.table, opts)
     out = TableReport(staged.name, target, _commit_user(target, staged.table, opts))
     try:
+        fio = where.stage_io
         out.created = _ensure_table(settings, fio, target, staged, opts)
         pattern = re.escape(staged.name)
         cdc = replace(opts.cdc, commit_user=out.commit_user, source_table=pattern,
                       quarantine=None, constant_columns=_metadata(staged, opts),
                       op_ts_column=OP_TS if OP_TS in opts.create.metadata_columns else None)
         out.report = ingest_batch(spark, settings, target, batch, list(staged.parts), cdc,
-                                  landing_io=fio, quarantine_root=join(q_root, target),
-                                  properties=properties)
+                                  landing_io=fio,
+                                  quarantine_root=join(where.quarantine, target),
+                                  properties=properties, local_bytes=opts.local_bytes)
     except NoColumnsYet as e:
         out.note = f"{e} ({staged.events} events)"
     except ErrorRatioExceeded as e:
@@ -221,15 +258,15 @@ def _sync_table(spark: SparkSession, settings: CatalogSettings, fio: FileIO, dat
 # ---------------------------------------------------------------------------- the batch
 
 
-def _done_path(landing: str, batch: int) -> str:
-    return join(landing, STAGING, f"batch-{batch:06d}.done.json")
+def _done_path(root: str, batch: int) -> str:
+    return join(root, f"batch-{batch:06d}.done.json")
 
 
-def _already_done(settings: CatalogSettings, fio: FileIO, landing: str, database: str,
+def _already_done(settings: CatalogSettings, fio: FileIO, root: str, database: str,
                   batch: int, opts: DatabaseOptions) -> RoutedBatch | None:
     """The routed batch of a complete earlier run when every table it takes now holds the
     batch under the same table and commit user (else None: the batch is routed again)."""
-    path = _done_path(landing, batch)
+    path = _done_path(root, batch)
     if not fio.exists(path):
         return None
     text = fio.read_text(path)
@@ -253,13 +290,13 @@ def _already_done(settings: CatalogSettings, fio: FileIO, landing: str, database
     return routed
 
 
-def _mark_done(fio: FileIO, landing: str, routed: RoutedBatch,
+def _mark_done(fio: FileIO, root: str, routed: RoutedBatch,
                tables: Sequence[TableReport]) -> None:
     """Note the batch complete (its routing and each table's target and commit user)."""
     obj = json.loads(routed.to_json())
     obj["committed"] = {t.source: [t.target, t.commit_user] if t.report is not None else None
                         for t in tables}
-    fio.write_bytes(_done_path(landing, routed.batch),
+    fio.write_bytes(_done_path(root, routed.batch),
                     json.dumps(obj, sort_keys=True).encode("utf-8"))
 
 
@@ -275,13 +312,14 @@ def _duplicates(tables: Sequence[StagedTable], database: str,
             for target, names in by_target.items() if len(names) > 1 for s in names}
 
 
-def _sync_batch(spark: SparkSession, settings: CatalogSettings, fio: FileIO, database: str,
-                landing: str, batch: int, files: Sequence[str], opts: DatabaseOptions,
-                q_root: str, blocked: dict[str, int],
+def _sync_batch(spark: SparkSession, settings: CatalogSettings, where: _Places, database: str,
+                batch: int, files: Sequence[str], opts: DatabaseOptions,
+                blocked: dict[str, int],
                 properties: Mapping[str, str] | None) -> DatabaseBatchReport:
     """One batch: routed, then each taken table ingested (see the module docs)."""
-    done = _already_done(settings, fio, landing, database, batch, opts)
-    routed = done or route_batch(spark, fio, landing, batch, files, opts.cdc, q_root)
+    done = _already_done(settings, where.stage_io, where.root, database, batch, opts)
+    routed = done or route_batch(spark, where.landing_io, where.stage_io, where.root, batch,
+                                 files, opts.cdc, where.quarantine)
     report = DatabaseBatchReport(batch, unrouted=dict(routed.unrouted),
                                  tombstones=routed.tombstones, quarantine=routed.quarantine,
                                  skipped=done is not None)
@@ -301,13 +339,13 @@ def _sync_batch(spark: SparkSession, settings: CatalogSettings, fio: FileIO, dat
             why = dupes.get(t.name) or f"batch {blocked[target]} of this table failed"
             report.tables.append(TableReport(t.name, target, error=why))
             continue
-        report.tables.append(_sync_table(spark, settings, fio, database, t, batch, opts,
-                                         q_root, properties))
+        report.tables.append(_sync_table(spark, settings, where, database, t, batch, opts,
+                                         properties))
     for r in report.failed:
         blocked.setdefault(r.target, batch)
     if not report.failed:
-        _mark_done(fio, landing, routed, report.tables)
-        clear_staging(fio, landing, batch)
+        _mark_done(where.stage_io, where.root, routed, report.tables)
+        clear_staging(where.stage_io, where.root, batch)
     return report
 
 
@@ -328,36 +366,42 @@ def sync_database(
 
     Raises:
         ConfigError: a format whose events cannot be routed by table.
+        StorageError: the staging cannot be written (a read-only landing without
+            :attr:`DatabaseOptions.staging`), before any batch is routed.
     """
     opts = options or DatabaseOptions()
+    where = _Places.of(landing, opts, settings.storage_options)
+    check_writable(where.stage_io, where.root, opts.staging is None)  # before any work
     settings.catalog().create_database(database, ignore_if_exists=True)
-    fio = FileIO(landing, dict(settings.storage_options))
-    q_root = opts.cdc.quarantine or join(landing, "_quarantine")
     blocked: dict[str, int] = {}
     reports = []
-    for bid, files in list_batches(fio, landing):
+    for bid, files in list_batches(where.landing_io, landing):
         if batches is not None and bid not in batches:
             continue
-        reports.append(_sync_batch(spark, settings, fio, database, landing, bid, files, opts,
-                                   q_root, blocked, properties))
+        reports.append(_sync_batch(spark, settings, where, database, bid, files, opts,
+                                   blocked, properties))
     return reports
 
 
 def discover_tables(landing: str, fmt: str, *,
                     storage_options: Mapping[str, str] | None = None,
-                    table_filter: TableFilter | None = None) -> list[SourceTable]:
+                    table_filter: TableFilter | None = None,
+                    staging: str | None = None) -> list[SourceTable]:
     """The source tables the events under ``landing`` name (every batch's files read on the
     calling process, only the fields naming the table parsed; routed batches are read from
     their markers), taken by ``table_filter`` (default: all), sorted by name: the tables a
-    database sync of the landing writes (:func:`target_identifier` gives each one's table).
+    database sync of the landing writes (:func:`target_identifier` gives each one's table;
+    ``staging``: the sync's :attr:`DatabaseOptions.staging`).
 
     Raises:
         ConfigError: a format whose events cannot be routed by table.
     """
     fio = FileIO(landing, dict(storage_options or {}))
+    root = staging_root(landing, staging)
+    stage_io = FileIO(root, dict(storage_options or {}))
     found: set[tuple[str | None, str]] = set()
     for bid, files in list_batches(fio, landing):
-        marker = _marker_of(fio, landing, bid)
+        marker = _marker_of(stage_io, root, bid)
         if marker is not None:
             found.update((t.database, t.table) for t in marker.tables)
             continue
@@ -369,8 +413,8 @@ def discover_tables(landing: str, fmt: str, *,
     return sorted(out, key=lambda s: (s.database or "", s.table))
 
 
-def _marker_of(fio: FileIO, landing: str, batch: int) -> RoutedBatch | None:
-    for path in (_done_path(landing, batch), join(staging_dir(landing, batch), MARKER)):
+def _marker_of(fio: FileIO, root: str, batch: int) -> RoutedBatch | None:
+    for path in (_done_path(root, batch), join(staging_dir(root, batch), MARKER)):
         if fio.exists(path):
             return RoutedBatch.from_json(fio.read_text(path), path)
     return None
