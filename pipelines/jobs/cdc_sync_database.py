@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from paimon_core.cli.args import add_storage_option_arg, key_values
-from paimon_core.errors import ConfigError
+from paimon_core.errors import ConfigError, StorageError
 from pipelines.cdc.database import (
     METADATA_COLUMNS,
     TYPE_MAPPINGS,
     CreateOptions,
     DatabaseBatchReport,
     DatabaseOptions,
+    check_staging,
     sync_database,
 )
 from pipelines.cdc.formats import FORMATS
@@ -83,6 +84,17 @@ def options(args: argparse.Namespace) -> DatabaseOptions:
                            staging=args.staging_dir)
 
 
+def _storage_options(args: argparse.Namespace) -> dict[str, str]:
+    """The storage options of the landing (those of the warehouse: ``--storage-option``,
+    ``PAIMON_STORAGE_OPTIONS``); none when no warehouse is given (the job names that)."""
+    try:
+        return dict(CatalogSettings.from_args(args).storage_options)
+    except ConfigError:  # a malformed --storage-option: named by the caller
+        raise
+    except ValueError:  # no warehouse: named by run_job
+        return {}
+
+
 def exit_code(reports: Sequence[DatabaseBatchReport]) -> int:
     """0: every table of every batch synced; 3: a table refused by its error ratio; 1: a
     table failed otherwise."""
@@ -96,9 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; prints one JSON report per batch (its tables inside). Exit codes: 0 ok,
     1 error, 3 a table's error ratio exceeded (see :func:`exit_code`)."""
     args = build_parser().parse_args(argv)
-    try:  # before the JVM starts: a wrong flag fails at once, named
+    try:  # before the JVM starts: a wrong flag or an unwritable staging fails at once, named
         opts = options(args)
-    except ConfigError as e:
+        check_staging(args.landing, opts, _storage_options(args))
+    except (ConfigError, StorageError) as e:
         return job_error(NAME, e)
 
     def work(args: argparse.Namespace, settings: CatalogSettings, spark: SparkSession) -> int:

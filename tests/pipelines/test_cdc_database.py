@@ -345,7 +345,7 @@ def _without_root_override() -> None:
 
 
 @spark_only
-@pytest.mark.slow  # two runs of the job: two JVM start-ups
+@pytest.mark.slow  # two runs of the job: the refused one before its JVM, the other with one
 def test_read_only_landing_needs_and_takes_a_staging_dir(tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     _land(landing, 1, CORPUS / "canal_inventory_1.jsonl")
@@ -363,6 +363,7 @@ def test_read_only_landing_needs_and_takes_a_staging_dir(tmp_path: Path) -> None
         assert line.endswith("; a read-only landing needs a staging location of its own "
                              "(--staging-dir)"), line
         assert not (tmp_path / "wh").exists()  # refused before any work
+        assert "SparkContext" not in refused.stderr and "WARN" not in refused.stderr  # no JVM
 
         staging = tmp_path / "staging"
         synced = _job(["-m", "pipelines.jobs.cdc_ingest"], tmp_path,  # --database: the sync

@@ -13,6 +13,7 @@ from pipelines.cdc.database.sync import (
     DatabaseOptions,
     SourceTable,
     TableReport,
+    check_staging,
     discover_tables,
     sync_database,
     target_identifier,
@@ -20,4 +21,4 @@ from pipelines.cdc.database.sync import (
 
 __all__ = ["METADATA_COLUMNS", "TYPE_MAPPINGS", "CreateOptions", "DatabaseBatchReport",
            "DatabaseOptions", "NoPrimaryKeyError", "SourceTable", "TableReport",
-           "discover_tables", "sync_database", "target_identifier"]
+           "check_staging", "discover_tables", "sync_database", "target_identifier"]

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["DatabaseBatchReport", "DatabaseOptions", "SourceTable", "TableReport",
-           "discover_tables", "sync_database", "target_identifier"]
+           "check_staging", "discover_tables", "sync_database", "target_identifier"]
 
 log = logging.getLogger(__name__)
 
@@ -349,6 +349,21 @@ def _sync_batch(spark: SparkSession, settings: CatalogSettings, where: _Places, 
     return report
 
 
+def check_staging(landing: str, options: DatabaseOptions,
+                  storage_options: Mapping[str, str]) -> _Places:
+    """Where a sync of ``landing`` reads and stages, its staging checked writable (a probe
+    file): a job calls it before its Spark session starts, :func:`sync_database` before any
+    work.
+
+    Raises:
+        StorageError: the staging cannot be written (a read-only landing without
+            :attr:`DatabaseOptions.staging`: the message names the flag that moves it).
+    """
+    where = _Places.of(landing, options, storage_options)
+    check_writable(where.stage_io, where.root, options.staging is None)
+    return where
+
+
 def sync_database(
     spark: SparkSession,
     settings: CatalogSettings,
@@ -370,8 +385,7 @@ def sync_database(
             :attr:`DatabaseOptions.staging`), before any batch is routed.
     """
     opts = options or DatabaseOptions()
-    where = _Places.of(landing, opts, settings.storage_options)
-    check_writable(where.stage_io, where.root, opts.staging is None)  # before any work
+    where = check_staging(landing, opts, settings.storage_options)
     settings.catalog().create_database(database, ignore_if_exists=True)
     blocked: dict[str, int] = {}
     reports = []
