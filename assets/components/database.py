@@ -100,6 +100,10 @@ class PaimonCdcDatabase(dg.StateBackedComponent, dg.Model, dg.Resolvable):
                                                   "of the tables the sync creates")
     max_error_ratio: float = 0.05
     commit_user: str | None = None
+    staging_dir: str | None = Field(default=None, description="where the sync stages routed "
+                                    "lines, done markers and the default quarantine "
+                                    "(default: <landing>/_staging; a read-only landing "
+                                    "needs one)")
     key_prefix: list[str] | None = Field(default=None, description="asset key prefix of the "
                                          "tables (default: [database])")
     asset: AssetAttributes = Field(default_factory=AssetAttributes, description="group, "
@@ -135,7 +139,8 @@ class PaimonCdcDatabase(dg.StateBackedComponent, dg.Model, dg.Resolvable):
             metadata_columns=tuple(self.metadata_columns),
             table_options={k: str(v).lower() if isinstance(v, bool) else str(v)
                            for k, v in self.table_options.items()},
-            max_error_ratio=self.max_error_ratio, commit_user=self.commit_user)
+            max_error_ratio=self.max_error_ratio, commit_user=self.commit_user,
+            staging_dir=self.staging_dir)
 
     def write_state_to_path(self, state_path: Path) -> None:
         """The feed's tables now (:func:`discover_database_tables`), as JSON."""

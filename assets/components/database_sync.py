@@ -99,6 +99,9 @@ class DatabaseSource:
         table_options: options of the tables the sync creates (``bucket``...).
         max_error_ratio: fail a table's batch above this share of malformed events.
         commit_user: the commit users' prefix (default: the sync job's).
+        staging_dir: where the sync stages routed lines, done markers and the default
+            quarantine (a path or URI on the landing's storage; default: the feed's
+            directory's ``_staging``; a read-only landing needs one).
     """
 
     database: str
@@ -116,6 +119,7 @@ class DatabaseSource:
     table_options: Mapping[str, str] = field(default_factory=dict)
     max_error_ratio: float = 0.05
     commit_user: str | None = None
+    staging_dir: str | None = None
 
     def __post_init__(self) -> None:
         if not self.database or "." in self.database:
@@ -143,7 +147,7 @@ class DatabaseSource:
             return DatabaseOptions(
                 cdc=cdc, including_tables=including or self.including_tables,
                 excluding_tables=self.excluding_tables, table_prefix=self.table_prefix,
-                table_suffix=self.table_suffix, create=create)
+                table_suffix=self.table_suffix, create=create, staging=self.staging_dir)
         except ConfigError as e:
             raise SettingsError(f"{_ATTRIBUTE.get(e.setting, e.setting)}: {e.reason}") from e
 
@@ -202,7 +206,8 @@ def discover_database_tables(source: DatabaseSource, landing: LandingZone,
     directory = source.directory(landing)
     if zone.file_io().exists(directory):
         for st in discover_tables(directory, source.format,
-                                  storage_options=zone.storage_options(), table_filter=filt):
+                                  storage_options=zone.storage_options(), table_filter=filt,
+                                  staging=source.staging_dir):
             t = SyncedTable(st.name, source.target(st.table))
             found.setdefault(t.target, t)
     if catalog.database_exists(source.database):

@@ -179,8 +179,9 @@ def test_a_selection_syncs_its_tables_and_a_refused_table_fails_the_run(
     feed.mkdir(parents=True)
     lines = (CORPUS / "canal_inventory_1.jsonl").read_text().splitlines()[:8]
     (feed / "part-0.jsonl").write_text("\n".join([*lines, NO_KEY]) + "\n")
-    defs = _defs(PaimonCdcDatabase.resolve_from_yaml("database: ods\nlanding: inventory"),
-                 lake)
+    staging = lake["landing"].parent / "staging"  # out of the landing: staging_dir
+    defs = _defs(PaimonCdcDatabase.resolve_from_yaml(
+        f"database: ods\nlanding: inventory\nstaging_dir: {staging}"), lake)
     asset = _asset(defs)
     keys = {k.to_user_string() for k in asset.keys}
     assert keys == {"ods/customers", "ods/logs", "ods/orders", "ods/products"}
@@ -200,3 +201,6 @@ def test_a_selection_syncs_its_tables_and_a_refused_table_fails_the_run(
     assert "tables refused by the sync: ods.logs: batch 1: " in message, message
     assert "cannot create table ods.logs: its events carry no primary key" in message
     assert sorted(cat.list_tables("ods")) == ["customers", "orders", "products"]
+    # the refused table's batch stays staged for the re-run: in staging_dir, not the landing
+    assert (staging / "batch-000001").is_dir()
+    assert sorted(p.name for p in (lake["landing"] / "inventory").iterdir()) == ["batch-000001"]
