@@ -217,7 +217,9 @@ class CoreOptions:
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.raw.get(key, default)
 
-    def get_int(self, key: str, default: int, *, minimum: int | None = None) -> int:
+    def get_int(self, key: str, default: int, *, minimum: int | None = None,
+                bits: int = 32) -> int:
+        """A Java ``int`` option (``bits=64``: a ``long``); unset is ``default``."""
         raw = self.raw.get(key)
         if raw is None:
             return default
@@ -227,8 +229,8 @@ class CoreOptions:
             raise SchemaError(f"option {key}={raw!r} is not an integer") from e
         if minimum is not None and value < minimum:
             raise SchemaError(f"option {key}={raw!r} must be >= {minimum}")
-        if not -(2**31) <= value < 2**31:
-            raise SchemaError(f"option {key}={raw!r} is out of the int range")
+        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+            raise SchemaError(f"option {key}={raw!r} is out of the {bits}-bit integer range")
         return value
 
     def get_bool(self, key: str, default: bool, *fallback_keys: str) -> bool:

@@ -121,7 +121,7 @@ class OrcOptions:
         if strategy not in ("speed", "compression"):
             raise SchemaError(f"option {_STRATEGY}={strategy!r} is not speed or compression")
         stripe = (opts.get_memory_size(_FILE_BLOCK_SIZE, 0)
-                  or _positive_long(opts, _STRIPE_SIZE, _JAVA_DEFAULTS.stripe_size))
+                  or opts.get_int(_STRIPE_SIZE, _JAVA_DEFAULTS.stripe_size, minimum=1, bits=64))
         return cls(
             compression=codec,
             strategy=strategy,
@@ -163,19 +163,6 @@ class OrcOptions:
 
 
 _JAVA_DEFAULTS = OrcOptions()
-
-
-def _positive_long(opts: CoreOptions, key: str, default: int) -> int:
-    raw = opts.raw.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError as e:
-        raise SchemaError(f"option {key}={raw!r} is not an integer") from e
-    if value <= 0:
-        raise SchemaError(f"option {key}={raw!r} must be positive")
-    return value
 
 
 def _fraction(opts: CoreOptions, key: str, default: float) -> float:

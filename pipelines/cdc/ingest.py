@@ -153,14 +153,8 @@ from pipelines.writer import commit_messages
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = [
-    "BatchReport",
-    "CdcOptions",
-    "ErrorRatioExceeded",
-    "ingest",
-    "ingest_batch",
-    "list_batches",
-]
+__all__ = ["BatchReport", "CdcOptions", "ErrorRatioExceeded", "ingest", "ingest_batch",
+           "list_batches"]
 
 log = logging.getLogger(__name__)
 _BATCH = re.compile(r"^batch-(\d+)(?:\.jsonl?|\.avro)?$")
