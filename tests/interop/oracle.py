@@ -32,6 +32,25 @@ SETUP_TIMEOUT_S = 900
 BATCH_TIMEOUT_S = 1200
 
 
+def write_rows(path: Path, rows: Sequence[Mapping[str, Any]]) -> str:
+    """``rows`` as an oracle input file (JSON lines, UTF-8) at ``path``; its path."""
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    return str(path)
+
+
+def command_output(root: Path, records: Mapping[str, Mapping[str, Any]], key: str
+                   ) -> list[str]:
+    """The output lines of the batch command ``key`` (``<root>/out/<key>.jsonl``); the test
+    fails naming the command and its error when it did not succeed."""
+    import pytest
+
+    rec = records.get(key)
+    if rec is None or rec.get("status") != "ok":
+        pytest.fail(f"oracle command {key}: {(rec or {}).get('status')}: "
+                    f"{(rec or {}).get('error')}", pytrace=False)
+    return (root / "out" / f"{key}.jsonl").read_text("utf-8").splitlines()
+
+
 class OracleError(RuntimeError):
     """The oracle ran but a command failed (a harness or engine problem, never a skip)."""
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.interop import oracle as orc
+from tests.interop.oracle import command_output, write_rows
 from tests.interop.test_write_interop import cli_ok
 
 pytestmark = pytest.mark.oracle
@@ -68,14 +69,7 @@ class Built:
     records: dict[str, dict[str, Any]]
 
     def out(self, key: str) -> list[str]:
-        rec = self.records[key]
-        assert rec.get("status") == "ok", f"oracle command {key}: {rec.get('error')}"
-        return (self.root / "out" / f"{key}.jsonl").read_text("utf-8").splitlines()
-
-
-def _jsonl(path: Path, rows: list[Row]) -> str:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
-    return str(path)
+        return command_output(self.root, self.records, key)
 
 
 @pytest.fixture(scope="module")
@@ -98,13 +92,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
             cmds.append(("append-create", {"cmd": "create", **pk, "table": "db.append",
                                            "schema": str(root / "append.json")}))
             cmds.append(("append-write", {"cmd": "write", **pk, "table": "db.append",
-                                          "input": _jsonl(root / "append.jsonl", APPEND_ROWS)}))
+                                          "input": write_rows(root / "append.jsonl", APPEND_ROWS)}))
         else:
             cli_ok(["alter", "--warehouse", wh, "--table", "db.pk",
                     "--set-option", f"file.format={fmt}"])
         rows = [{**r, KIND: kind} for kind, r in changes]
         cmds.append((f"write-{fmt}", {"cmd": "write", **pk, "kind": KIND,
-                                      "input": _jsonl(root / f"{fmt}.jsonl", rows)}))
+                                      "input": write_rows(root / f"{fmt}.jsonl", rows)}))
         if i == len(STEPS) - 1:
             for sid in range(1, len(STEPS) + 1):
                 cmds.append((f"java-{sid}", {"cmd": "read", **pk, "snapshot": sid,

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.interop import oracle as orc
+from tests.interop.oracle import command_output
 from tests.interop.ours import cli
 from tests.interop.ours import jsonl as _jsonl
 from tests.interop.test_read_interop import assert_same_lines
@@ -235,10 +236,7 @@ class Built:
     records: dict[str, dict[str, Any]]  # oracle status record per output key
 
     def out(self, key: str) -> list[str]:
-        rec = self.records.get(key)
-        if rec is None or rec.get("status") != "ok":
-            pytest.fail(f"oracle command {key} failed: {rec}", pytrace=False)
-        return (self.root / "out" / f"{key}.jsonl").read_text("utf-8").splitlines()
+        return command_output(self.root, self.records, key)
 
 
 class _Batch:

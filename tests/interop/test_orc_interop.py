@@ -28,6 +28,7 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.fsck import fsck
 from tests.interop import oracle as orc
+from tests.interop.oracle import command_output, write_rows
 from tests.interop.test_write_interop import cli_ok
 
 pytestmark = pytest.mark.oracle
@@ -196,16 +197,7 @@ class Built:
     wh_after_java: str
 
     def out(self, key: str) -> list[str]:
-        rec = self.records[key]
-        if rec.get("status") != "ok":
-            pytest.fail(f"oracle command {key}: {rec.get('status')}: {rec.get('error')}",
-                        pytrace=False)
-        return (self.root / "out" / f"{key}.jsonl").read_text("utf-8").splitlines()
-
-
-def _jsonl(path: Path, rows: list[Row]) -> str:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
-    return str(path)
+        return command_output(self.root, self.records, key)
 
 
 def _kinds(steps: list[tuple[str, Row]]) -> list[Row]:
@@ -254,14 +246,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     schemas = {t: str(d / f"{t}.schema.json") for t in ("all", "pk", "mixed")}
     for t, s in (("all", ALL_SCHEMA), ("pk", PK_SCHEMA), ("mixed", MIXED_SCHEMA)):
         Path(schemas[t]).write_text(json.dumps(s), "utf-8")
-    all_inputs = [_jsonl(d / "all-1.jsonl", [r for r, _ in ALL_COMMIT_1]),
-                  _jsonl(d / "all-2.jsonl", [r for r, _ in ALL_COMMIT_2])]
+    all_inputs = [write_rows(d / "all-1.jsonl", [r for r, _ in ALL_COMMIT_1]),
+                  write_rows(d / "all-2.jsonl", [r for r, _ in ALL_COMMIT_2])]
     plan = Plan(root)
     # batch 1 (Java): the pk table created and first written by Java; Java's copy of `all`
     java_pk = {"engine": "java", "warehouse": wh_ours, "table": "db.pk"}
     plan.add("java", "pk-create", {"cmd": "create", **java_pk, "schema": schemas["pk"]})
     plan.add("java", "pk-write-1", {"cmd": "write", **java_pk, "kind": KIND,
-                                    "input": _jsonl(d / "pk-1.jsonl", _kinds(PK_JAVA_1))})
+                                    "input": write_rows(d / "pk-1.jsonl", _kinds(PK_JAVA_1))})
     java_all = {"engine": "java", "warehouse": wh_java, "table": "db.all"}
     plan.add("java", "all-create", {"cmd": "create", **java_all, "schema": schemas["all"]})
     for i, path in enumerate(all_inputs):
@@ -272,18 +264,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     for path in all_inputs:
         _ours_write(wh_ours, "db.all", path)
     if records["pk-write-1"].get("status") == "ok":
-        _ours_write(wh_ours, "db.pk", _jsonl(d / "pk-2.jsonl", _kinds(PK_OURS_2)), kind=True)
+        _ours_write(wh_ours, "db.pk", write_rows(d / "pk-2.jsonl", _kinds(PK_OURS_2)), kind=True)
         cli_ok(["compact", "--warehouse", wh_ours, "--table", "db.pk"])
-        _ours_write(wh_ours, "db.pk", _jsonl(d / "pk-3.jsonl", _kinds(PK_OURS_3)), kind=True)
+        _ours_write(wh_ours, "db.pk", write_rows(d / "pk-3.jsonl", _kinds(PK_OURS_3)), kind=True)
         shutil.copytree(wh_ours, wh_before)
         cli_ok(["expire", "--warehouse", wh_ours, "--table", "db.pk", "--retain-max", "2",
                 "--retain-min", "1"])
         shutil.copytree(wh_ours, wh_after)
     cli_ok(["create", "--warehouse", wh_ours, "--table", "db.mixed", "--schema", schemas["mixed"]])
-    _ours_write(wh_ours, "db.mixed", _jsonl(d / "mixed-1.jsonl", _kinds(MIXED_1)), kind=True)
+    _ours_write(wh_ours, "db.mixed", write_rows(d / "mixed-1.jsonl", _kinds(MIXED_1)), kind=True)
     cli_ok(["alter", "--warehouse", wh_ours, "--table", "db.mixed",
             "--set-option", "file.format=orc"])
-    _ours_write(wh_ours, "db.mixed", _jsonl(d / "mixed-2.jsonl", _kinds(MIXED_2)), kind=True)
+    _ours_write(wh_ours, "db.mixed", write_rows(d / "mixed-2.jsonl", _kinds(MIXED_2)), kind=True)
     # batch 2: Java and pypaimon read all of it; Java appends to and compacts a copy of pk
     for engine in ("java", "pypaimon"):
         on = {"engine": engine, "warehouse": wh_ours}
@@ -305,7 +297,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
                                                       "snapshot": sid})
     after = {"warehouse": wh_after, "table": "db.pk"}
     plan.add("java", "after-append", {"cmd": "write", "engine": "java", **after, "kind": KIND,
-                                      "input": _jsonl(d / "pk-4.jsonl", _kinds(PK_JAVA_4))})
+                                      "input": write_rows(d / "pk-4.jsonl", _kinds(PK_JAVA_4))})
     plan.add("java", "after-compact", {"cmd": "compact", "engine": "java", **after})
     plan.add("java", "after-java", {"cmd": "read", "engine": "java", **after})
     records.update(plan.run("2"))

@@ -42,6 +42,7 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.fsck import fsck
 from tests.interop import oracle as orc
+from tests.interop.oracle import command_output, write_rows
 from tests.interop.test_write_interop import cli_ok
 
 pytestmark = pytest.mark.oracle
@@ -221,16 +222,7 @@ class Built:
     wh_after: str
 
     def out(self, key: str) -> list[str]:
-        rec = self.records[key]
-        if rec.get("status") != "ok":
-            pytest.fail(f"oracle command {key}: {rec.get('status')}: {rec.get('error')}",
-                        pytrace=False)
-        return (self.root / "out" / f"{key}.jsonl").read_text("utf-8").splitlines()
-
-
-def _jsonl(path: Path, rows: list[Row]) -> str:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
-    return str(path)
+        return command_output(self.root, self.records, key)
 
 
 def _with_kind(steps: list[tuple[str, Row]]) -> list[Row]:
@@ -247,10 +239,10 @@ def _inputs(root: Path) -> dict[str, list[tuple[str, bool]]]:
     for t, schema in TABLES.items():
         (d / f"{t}.schema.json").write_text(json.dumps(schema), "utf-8")
     return {
-        "db.mix": [(_jsonl(d / "mix-1.jsonl", [r for r, _ in MIX_COMMIT_1]), False),
-                   (_jsonl(d / "mix-2.jsonl", [r for r, _ in MIX_COMMIT_2]), False)],
-        "db.bulk": [(_jsonl(d / "bulk.jsonl", BULK_ROWS), False)],
-        "db.pk": [(_jsonl(d / f"pk-{k}.jsonl", _with_kind(s)), True)
+        "db.mix": [(write_rows(d / "mix-1.jsonl", [r for r, _ in MIX_COMMIT_1]), False),
+                   (write_rows(d / "mix-2.jsonl", [r for r, _ in MIX_COMMIT_2]), False)],
+        "db.bulk": [(write_rows(d / "bulk.jsonl", BULK_ROWS), False)],
+        "db.pk": [(write_rows(d / f"pk-{k}.jsonl", _with_kind(s)), True)
                   for k, s in enumerate(PK_STEPS)],
     }
 
@@ -302,7 +294,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
         add("java", f"twin-write-{k}", {"cmd": "write", **twin, "input": path, "kind": KIND})
     add("java", "twin-pypaimon", {"cmd": "read", **twin, "engine": "pypaimon",
                                   "pypaimon_compat": True})
-    path = _jsonl(root / "inputs" / "pk-java.jsonl", _with_kind(PK_JAVA_APPEND))
+    path = write_rows(root / "inputs" / "pk-java.jsonl", _with_kind(PK_JAVA_APPEND))
     for step, cmd in (("append", {"cmd": "write", "input": path, "kind": KIND}),
                       ("compact", {"cmd": "compact"})):
         for prefix, wh in (("after", wh_after), ("twin", wh_twin)):
