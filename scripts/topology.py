@@ -99,22 +99,32 @@ SPARK_LOOPBACK_CONF = {
 
 #: the webserver's view of its code locations (what the UI polls while they load)
 WORKSPACE = ("{ workspaceOrError { ... on Workspace { locationEntries {"
-             " name loadStatus locationOrLoadError { __typename } } } } }")
+             " name loadStatus locationOrLoadError { __typename"
+             " ... on PythonError { className message stack } } } } } }")
+
+#: a location error the webserver clears by itself: its code server was unreachable for a
+#: while (restarting, or still loading), and its watch thread refreshes the location once the
+#: server answers again (``dagster._grpc.server_watcher``: on a new server id, and every 10 s
+#: for this error class)
+TRANSIENT_LOAD_ERROR = "DagsterUserCodeUnreachableError"
 
 
 def workspace_loaded(data: Mapping[str, Any]) -> bool:
     """Whether every code location of a :data:`WORKSPACE` answer has loaded.
 
+    A location whose code server was unreachable (:data:`TRANSIENT_LOAD_ERROR`, e.g. while it
+    restarts) has not loaded yet: the webserver refreshes it by itself.
+
     Raises:
-        RuntimeError: a location finished loading with an error.
+        RuntimeError: a location finished loading with any other error.
     """
     entries = data["workspaceOrError"]["locationEntries"]
     if not entries or any(e["loadStatus"] != "LOADED" for e in entries):
         return False
-    kinds = {e["locationOrLoadError"]["__typename"] for e in entries}
-    if kinds != {"RepositoryLocation"}:
-        raise RuntimeError(f"code location failed to load: {entries}")
-    return True
+    errors = [e for e in entries if e["locationOrLoadError"]["__typename"] != "RepositoryLocation"]
+    if any(e["locationOrLoadError"].get("className") != TRANSIENT_LOAD_ERROR for e in errors):
+        raise RuntimeError(f"code location failed to load: {errors}")
+    return not errors
 
 
 def _sibling(name: str) -> ModuleType:
