@@ -24,7 +24,8 @@ import bz2
 import lzma
 import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -49,12 +50,34 @@ __all__ = ["AvroStream", "encode_records"]
 _BIN = pa.large_binary()
 _EMPTY = pa.scalar(b"", _BIN)
 _MAGIC = b"Obj\x01"
-#: Avro's default sync interval (``DataFileConstants.DEFAULT_SYNC_INTERVAL``)
-_SYNC_INTERVAL = 64000
+#: rows encoded at a time (bounds the padded matrices), and the uncompressed size of a block
+_CHUNK_ROWS = 16384
+_BLOCK_BYTES = 1 << 20
 
 
 # ---------------------------------------------------------------------------------------------
-# building blocks: encoded values as binary arrays
+# pieces: a row's encoding is a sequence of pieces, each either bytes of bounded width (it
+# fills its columns of a uint8 matrix of one row per value, and of a mask of the bytes
+# written) or a binary array (one element per value: long strings, arrays and maps)
+
+
+@dataclass(slots=True)
+class _Fixed:
+    width: int
+    fill: Callable[[np.ndarray, np.ndarray], None]  # (bytes, written) views (n, width)
+
+
+def _matrix(mat: np.ndarray, live: np.ndarray | None) -> _Fixed:
+    """All bytes of ``mat`` (n, width) in the rows ``live``."""
+    def fill(m: np.ndarray, k: np.ndarray) -> None:
+        m[...] = mat
+        k[...] = True if live is None else live[:, None]
+    return _Fixed(mat.shape[1], fill)
+
+
+Piece = _Fixed | pa.Array
+#: strings up to this many bytes are padded into the matrix, longer ones are a binary piece
+_PAD_LIMIT = 48
 
 
 def _from_parts(data: np.ndarray, lengths: np.ndarray) -> pa.Array:
@@ -65,49 +88,113 @@ def _from_parts(data: np.ndarray, lengths: np.ndarray) -> pa.Array:
                                  [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def _fixed(values: np.ndarray, width: int) -> pa.Array:
-    """Each value's ``width`` little-endian bytes."""
-    data = np.ascontiguousarray(values).view(np.uint8)
-    return _from_parts(data, np.full(len(values), width, dtype=np.int64))
+_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 
 
-def _varints(values: np.ndarray) -> pa.Array:
-    """Avro's zig-zag varint of each (64-bit) value."""
+def _varint_piece(values: np.ndarray, live: np.ndarray | None) -> _Fixed:
+    """Avro's zig-zag varint of each (64-bit) value; nothing for rows not ``live``."""
     v = values.astype(np.int64, copy=False)
     zz = ((v << 1) ^ (v >> 63)).view(np.uint64)
-    width = 1
-    lengths = np.ones(len(zz), dtype=np.int64)
-    for k in range(1, 10):
-        more = zz >= np.uint64(1 << (7 * k))
-        if not more.any():
-            break
-        lengths += more
-        width = k + 1
-    if width == 1:
-        return _fixed(zz.astype(np.uint8), 1)
-    shifts = np.arange(0, 7 * width, 7, dtype=np.uint64)
-    groups = ((zz[:, None] >> shifts) & np.uint64(0x7F)).astype(np.uint8)
-    col = np.arange(width)
-    groups[col < (lengths[:, None] - 1)] |= 0x80
-    return _from_parts(groups[col < lengths[:, None]], lengths)
+    lengths = np.searchsorted(_VARINT_LIMITS, zz, side="right") + 1
+    width = int(lengths.max()) if len(zz) else 1
+
+    def fill(m: np.ndarray, k: np.ndarray) -> None:
+        # the 7-bit groups spread to bytes in two little-endian words (groups 0-7, 8-9),
+        # then the continuation bits of each length
+        words = np.empty((len(zz), 2), dtype=np.uint64)
+        lo, hi = words[:, 0], words[:, 1]
+        np.bitwise_and(zz, np.uint64(0x7F), out=lo)
+        for i in range(1, min(width, 8)):
+            lo |= (zz << np.uint64(i)) & np.uint64(0x7F << (8 * i))
+        lo |= _CONT[0][lengths]
+        if width > 8:
+            top = zz >> np.uint64(56)
+            np.bitwise_and(top, np.uint64(0x7F), out=hi)
+            hi |= (top << np.uint64(1)) & np.uint64(0x7F00)
+            hi |= _CONT[1][lengths]
+        m[...] = words.view(np.uint8)[:, :width]
+        written = lengths if live is None else np.where(live, lengths, 0)
+        np.less(_COLS[:width], written[:, None], out=k)
+    return _Fixed(width, fill)
 
 
-def _with_validity(encoded: pa.Array, valid: np.ndarray | None) -> pa.Array:
-    """``encoded`` with nulls where ``valid`` is False."""
-    if valid is None or valid.all():
-        return encoded
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    buffers = encoded.buffers()
-    return pa.Array.from_buffers(_BIN, len(encoded), [bitmap, *buffers[1:]],
-                                 offset=encoded.offset)
+def _cont_bits() -> tuple[np.ndarray, np.ndarray]:
+    """By varint length: the continuation bits (0x80 in every byte but the last) of the
+    two words of :func:`_varint_piece`."""
+    lo = np.zeros(11, dtype=np.uint64)
+    hi = np.zeros(11, dtype=np.uint64)
+    for length in range(1, 11):
+        for byte in range(length - 1):
+            if byte < 8:
+                lo[length] |= np.uint64(0x80 << (8 * byte))
+            else:
+                hi[length] |= np.uint64(0x80 << (8 * (byte - 8)))
+    return lo, hi
 
 
-def _join(parts: Sequence[pa.Array]) -> pa.Array:
-    """Row-wise concatenation (a null part contributes nothing)."""
-    if len(parts) == 1:
-        return parts[0] if parts[0].null_count == 0 else pc.if_else(
-            parts[0].is_valid(), parts[0], _EMPTY)
-    out = pc.binary_join_element_wise(*parts, _EMPTY, null_handling="skip")
+_CONT = _cont_bits()
+_COLS = np.arange(64)
+
+
+def _bytes_piece(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
+    """Avro ``string``/``bytes``: the length as a varint, then the bytes."""
+    data = arr.cast(_BIN)
+    if data.null_count:
+        data = data.fill_null(b"")
+    n = len(data)
+    offsets = np.frombuffer(data.buffers()[1], dtype=np.int64,
+                            count=data.offset + n + 1)[data.offset:]
+    lengths = np.diff(offsets)
+    if live is not None:
+        lengths = np.where(live, lengths, 0)
+    head = _varint_piece(lengths, live)
+    longest = int(lengths.max()) if n else 0
+    if longest > _PAD_LIMIT:
+        body = data if live is None or live.all() else pc.if_else(pa.array(live), data, _EMPTY)
+        return [head, body]
+    raw = np.frombuffer(data.buffers()[2], dtype=np.uint8) if longest else _NO_BYTES
+    padded = np.concatenate([raw, np.zeros(longest, dtype=np.uint8)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, max(longest, 1))[:, :longest]
+
+    def fill(m: np.ndarray, k: np.ndarray) -> None:
+        m[...] = windows[offsets[:-1]]
+        np.less(np.arange(longest), lengths[:, None], out=k)
+    return [head, _Fixed(longest, fill)]
+
+
+_NO_BYTES = np.zeros(0, dtype=np.uint8)
+
+
+def _compact(fixed: Sequence[_Fixed], n: int) -> pa.Array:
+    width = sum(f.width for f in fixed)
+    mat = np.empty((n, width), dtype=np.uint8)
+    mask = np.empty((n, width), dtype=bool)
+    at = 0
+    for f in fixed:
+        f.fill(mat[:, at:at + f.width], mask[:, at:at + f.width])
+        at += f.width
+    return _from_parts(mat[mask], np.count_nonzero(mask, axis=1))
+
+
+def _binary(pieces: Sequence[Piece], n: int) -> pa.Array:
+    """The pieces of ``n`` values joined into one binary array (one element per value)."""
+    groups: list[pa.Array] = []
+    run: list[_Fixed] = []
+    for p in pieces:
+        if isinstance(p, _Fixed):
+            run.append(p)
+            continue
+        if run:
+            groups.append(_compact(run, n))
+            run = []
+        groups.append(p)
+    if run:
+        groups.append(_compact(run, n))
+    if not groups:
+        return _from_parts(np.zeros(0, dtype=np.uint8), np.zeros(n, dtype=np.int64))
+    if len(groups) == 1:
+        return groups[0]
+    out = pc.binary_join_element_wise(*groups, _EMPTY)
     assert isinstance(out, pa.Array)
     return out
 
@@ -116,9 +203,8 @@ def _regroup(elements: pa.Array, offsets: np.ndarray) -> pa.Array:
     """Concatenations of ``elements[offsets[i]:offsets[i + 1]]`` (elements without nulls)."""
     elem_offsets = np.frombuffer(elements.buffers()[1], dtype=np.int64,
                                  count=elements.offset + len(elements) + 1)[elements.offset:]
-    grouped = elem_offsets[offsets]
-    return pa.Array.from_buffers(_BIN, len(offsets) - 1,
-                                 [None, pa.py_buffer(grouped), elements.buffers()[2]])
+    return pa.Array.from_buffers(_BIN, len(offsets) - 1, [
+        None, pa.py_buffer(np.ascontiguousarray(elem_offsets[offsets])), elements.buffers()[2]])
 
 
 def _valid(arr: pa.Array) -> np.ndarray | None:
@@ -127,100 +213,93 @@ def _valid(arr: pa.Array) -> np.ndarray | None:
     return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _and(live: np.ndarray | None, valid: np.ndarray | None) -> np.ndarray | None:
+    if live is None:
+        return valid
+    return live if valid is None else live & valid
+
+
 # ---------------------------------------------------------------------------------------------
-# encoders by type
+# pieces by type
 
 
-def _encode(arr: pa.Array, t: DataType, column: str) -> pa.Array:
-    """Encodings of ``arr``'s values as type ``t`` (a nullable ``t`` as its union)."""
+def _pieces(arr: pa.Array, t: DataType, live: np.ndarray | None, column: str) -> list[Piece]:
+    """The pieces of ``arr``'s values as type ``t`` (a nullable ``t`` as its union) in the
+    rows ``live`` (None: all); other rows get no bytes."""
     valid = _valid(arr)
     if not t.nullable:
-        if valid is not None:
+        if valid is not None and (live is None or (live & ~valid).any()):
             raise SchemaError(f"column {column!r} is NOT NULL but holds a null")
-        return _encode_value(arr, t, column)
-    value = _with_validity(_encode_value(arr, t, column), valid)
-    branch = _fixed(np.full(len(arr), 2, dtype=np.uint8) if valid is None
-                    else (valid.astype(np.uint8) << 1), 1)
-    return _join([branch, value])
+        return _value_pieces(arr, t, live, column)
+    branch = (np.full(len(arr), 2, dtype=np.uint8) if valid is None
+              else valid.astype(np.uint8) << 1)
+    return [_matrix(branch[:, None], live),
+            *_value_pieces(arr, t, _and(live, valid), column)]
 
 
-def _encode_value(arr: pa.Array, t: DataType, column: str) -> pa.Array:
+def _value_pieces(arr: pa.Array, t: DataType, live: np.ndarray | None,
+                  column: str) -> list[Piece]:
     if isinstance(t, RowType):
         assert isinstance(arr, pa.StructArray)
-        return _encode_row(arr, t, column)
+        out: list[Piece] = []
+        # the slice applied, parent nulls merged into the children (outside ``live``)
+        for f, child in zip(t.fields, arr.flatten()):
+            out.extend(_pieces(child, f.type, live, f"{column}.{f.name}"))
+        return out
     if isinstance(t, ArrayType):
         assert isinstance(arr, (pa.ListArray, pa.LargeListArray))
-        items = _encode(arr.values, t.element, column)
-        return _blocks(items, arr.offsets.to_numpy())
-    if isinstance(t, (MapType, MultisetType)):
+        items = arr.values
+        body = _blocks(items, t.element, None, arr.offsets.to_numpy(), column)
+    elif isinstance(t, (MapType, MultisetType)):
         assert isinstance(arr, pa.MapArray)
         key = t.key if isinstance(t, MapType) else t.element
         value = t.value if isinstance(t, MapType) else int_type(True)
         key_type = key.with_nullable(False) if not is_array_map(t) else key
-        entries = _join([_encode(arr.keys, key_type, column),
-                         _encode(arr.items, value, column)])
-        return _blocks(entries, arr.offsets.to_numpy())
-    assert isinstance(t, AtomicType)
-    return _encode_atomic(arr, t)
+        body = _blocks(arr.keys, key_type, (arr.items, value), arr.offsets.to_numpy(), column)
+    else:
+        assert isinstance(t, AtomicType)
+        return _atomic_pieces(arr, t, live)
+    if live is not None and not live.all():
+        body = pc.if_else(pa.array(live), body, _EMPTY)
+    return [body]
 
 
-def _encode_row(arr: pa.StructArray, t: RowType, column: str) -> pa.Array:
-    children = arr.flatten()  # the slice applied, parent nulls merged into the children
-    parent = _valid(arr)
-    parts = []
-    for f, child in zip(t.fields, children):
-        name = f"{column}.{f.name}"
-        if not f.type.nullable and child.null_count:
-            nulls = ~np.asarray(child.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-            if parent is None or (nulls & parent).any():
-                raise SchemaError(f"field {name!r} is NOT NULL but holds a null")
-            child = child.fill_null(_zero(child.type))
-        parts.append(_encode(child, f.type, name))
-    return _join(parts)
-
-
-def _zero(t: pa.DataType) -> pa.Scalar:
-    """A placeholder value of ``t`` (under a null parent: never read)."""
-    if pa.types.is_nested(t):
-        return pa.scalar([] if not pa.types.is_struct(t) else {}, t)
-    if pa.types.is_binary(t) or pa.types.is_string(t):
-        return pa.scalar(b"" if pa.types.is_binary(t) else "", t)
-    return pa.scalar(0, pa.int64()).cast(t) if not pa.types.is_boolean(t) else pa.scalar(False)
-
-
-def _blocks(items: pa.Array, offsets: np.ndarray) -> pa.Array:
-    """Avro arrays/maps of ``items`` grouped by ``offsets``: the count, the items, and the
-    end marker 0 (just 0 when empty, as Java's ``BinaryEncoder``)."""
+def _blocks(items: pa.Array, t: DataType, values: tuple[pa.Array, DataType] | None,
+            offsets: np.ndarray, column: str) -> pa.Array:
+    """Avro arrays/maps of ``items`` (and map ``values``) grouped by ``offsets``: the count,
+    the items, and the end marker 0 (just 0 when empty, as Java's ``BinaryEncoder``)."""
+    first, last = int(offsets[0]), int(offsets[-1])
+    items = items.slice(first, last - first)
+    pieces = _pieces(items, t, None, column)
+    if values is not None:
+        pieces += _pieces(values[0].slice(first, last - first), values[1], None, column)
+    encoded = _binary(pieces, last - first)
     counts = np.diff(offsets)
-    end = _from_parts(np.zeros(int(np.count_nonzero(counts)), dtype=np.uint8),
-                      (counts > 0).astype(np.int64))
-    base = offsets - offsets[0] if offsets[0] else offsets
-    if offsets[0]:
-        items = items.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-    return _join([_varints(counts), _regroup(items, base), end])
+    end = _matrix(np.zeros((len(counts), 1), dtype=np.uint8), counts > 0)
+    return _binary([_varint_piece(counts, None), _regroup(encoded, offsets - first), end],
+                   len(counts))
 
 
-def _encode_atomic(arr: pa.Array, t: AtomicType) -> pa.Array:
+def _atomic_pieces(arr: pa.Array, t: AtomicType, live: np.ndarray | None) -> list[Piece]:
     r = t.root
+    n = len(arr)
     if r in (TypeRoot.CHAR, TypeRoot.VARCHAR, TypeRoot.BINARY, TypeRoot.VARBINARY):
-        data = arr.cast(_BIN)
-        lengths = pc.binary_length(data).fill_null(0).to_numpy()
-        return _join([_varints(lengths), data])
+        return _bytes_piece(arr, live)
     if r is TypeRoot.BOOLEAN:
-        return _fixed(_numbers(arr.cast(pa.uint8())).astype(np.uint8), 1)
-    if r is TypeRoot.FLOAT:
-        return _fixed(_numbers(arr).astype("<f4"), 4)
-    if r is TypeRoot.DOUBLE:
-        return _fixed(_numbers(arr).astype("<f8"), 8)
+        return [_matrix(_numbers(arr.cast(pa.uint8())).astype(np.uint8)[:, None], live)]
+    if r in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
+        width = 4 if r is TypeRoot.FLOAT else 8
+        values = _numbers(arr).astype("<f4" if width == 4 else "<f8")
+        return [_matrix(values.view(np.uint8).reshape(n, width), live)]
     if r is TypeRoot.DECIMAL:
-        return _decimals(arr)
+        return _decimal_pieces(arr, live)
     if r is TypeRoot.DATE:
-        return _varints(_numbers(arr.cast(pa.int32())))
+        return [_varint_piece(_numbers(arr.cast(pa.int32())), live)]
     if r is TypeRoot.TIME:
-        return _varints(_numbers(arr.cast(pa.time32("ms")).cast(pa.int32())))
+        return [_varint_piece(_numbers(arr.cast(pa.time32("ms")).cast(pa.int32())), live)]
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
-        return _varints(_epoch(arr, "ms" if (t.precision or 0) <= 3 else "us"))
-    return _varints(_numbers(arr))
+        return [_varint_piece(_epoch(arr, "ms" if (t.precision or 0) <= 3 else "us"), live)]
+    return [_varint_piece(_numbers(arr), live)]
 
 
 def _numbers(arr: pa.Array) -> np.ndarray:
@@ -245,31 +324,35 @@ def _epoch(arr: pa.Array, unit: str) -> np.ndarray:
     return raw
 
 
-def _decimals(arr: pa.Array) -> pa.Array:
+def _decimal_pieces(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
     """Each unscaled value's minimal big-endian two's complement (``BigInteger
     .toByteArray``), as bytes (a varint length and the bytes)."""
-    # null slots hold some 16 bytes: encoded, then masked by the caller
+    # null slots hold some 16 bytes: encoded, then masked by ``live``
     if not pa.types.is_decimal128(arr.type):
         arr = arr.cast(pa.decimal128(38, arr.type.scale))
     n = len(arr)
     le = np.frombuffer(arr.buffers()[1], dtype=np.uint8, count=(arr.offset + n) * 16)
-    be = le[arr.offset * 16:].reshape(n, 16)[:, ::-1]
+    be = np.ascontiguousarray(le[arr.offset * 16:].reshape(n, 16)[:, ::-1])
     sign = np.where(be[:, 0] & 0x80, 0xFF, 0).astype(np.uint8)
     same = np.logical_and.accumulate(be[:, :15] == sign[:, None], axis=1)
     next_sign = (be[:, 1:] & 0x80) == (sign[:, None] & 0x80)
     drop = np.count_nonzero(same & next_sign, axis=1)
-    lengths = 16 - drop
-    data = be[np.arange(16) >= drop[:, None]]
-    return _join([_varints(lengths), _from_parts(data, lengths)])
+
+    def fill(m: np.ndarray, k: np.ndarray) -> None:
+        m[...] = be
+        np.greater_equal(np.arange(16), drop[:, None], out=k)
+        if live is not None:
+            k &= live[:, None]
+    return [_varint_piece(16 - drop, live), _Fixed(16, fill)]
 
 
 def encode_records(table: pa.Table, types: Sequence[DataType]) -> pa.Array:
     """The encoded top-level record of each row of ``table`` (columns of ``types``)."""
-    parts = []
+    pieces: list[Piece] = []
     for name, col, t in zip(table.column_names, table.columns, types):
         arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        parts.append(_encode(arr, t, name))
-    return _join(parts)
+        pieces.extend(_pieces(arr, t, None, name))
+    return _binary(pieces, table.num_rows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,18 +424,21 @@ class AvroStream:
         """Append the rows of ``table`` (the layout's physical columns)."""
         if not table.num_rows:
             return
-        records = encode_records(table, self._layout.types)
+        for first in range(0, table.num_rows, _CHUNK_ROWS):
+            chunk = table.slice(first, _CHUNK_ROWS)
+            self._blocks(encode_records(chunk, self._layout.types))
+
+    def _blocks(self, records: pa.Array) -> None:
         offsets = np.frombuffer(records.buffers()[1], dtype=np.int64,
                                 count=records.offset + len(records) + 1)[records.offset:]
         data = memoryview(records.buffers()[2])  # type: ignore[arg-type]
         n = len(records)
         start = 0
         while start < n:
-            # rows up to the sync interval (at least one row) form a block
-            end = int(np.searchsorted(offsets, offsets[start] + _SYNC_INTERVAL, "right")) - 1
+            # rows up to the block size (at least one row) form a block
+            end = int(np.searchsorted(offsets, offsets[start] + _BLOCK_BYTES, "right")) - 1
             end = min(max(end, start + 1), n)
-            raw = bytes(data[int(offsets[start]):int(offsets[end])])
-            body = self._compress(raw)
+            body = self._compress(bytes(data[int(offsets[start]):int(offsets[end])]))
             self._out.write(_long(end - start) + _long(len(body)))
             self._out.write(body)
             self._out.write(self._sync)
