@@ -153,7 +153,7 @@ def _bytes_piece(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
         body = data if live is None or live.all() else pc.if_else(pa.array(live), data, _EMPTY)
         return [head, body]
     raw = np.frombuffer(data.buffers()[2], dtype=np.uint8) if longest else _NO_BYTES
-    padded = np.concatenate([raw, np.zeros(longest, dtype=np.uint8)])
+    padded = np.concatenate([raw, np.zeros(max(longest, 1), dtype=np.uint8)])
     windows = np.lib.stride_tricks.sliding_window_view(padded, max(longest, 1))[:, :longest]
 
     def fill(m: np.ndarray, k: np.ndarray) -> None:

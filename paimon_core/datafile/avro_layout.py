@@ -135,10 +135,11 @@ def _non_null_schema(t: DataType, row_name: str, mapping: dict[str, str], column
         _check_name(row_name, f"column {column!r}: record name")
         fields = []
         for f in t.fields:
-            _check_name(f.name, f"column {column!r}: field name")
+            path = f"{column}.{f.name}" if column else f.name
+            _check_name(f.name, f"column {path!r}: name")
             entry: dict[str, Any] = {
                 "name": f.name,
-                "type": avro_schema(f.type, f"{row_name}_{f.name}", mapping, column)}
+                "type": avro_schema(f.type, f"{row_name}_{f.name}", mapping, path)}
             if f.type.nullable:
                 entry["default"] = None
             fields.append(entry)
