@@ -26,7 +26,7 @@ import os
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -75,7 +75,7 @@ def _matrix(mat: np.ndarray, live: np.ndarray | None) -> _Fixed:
     return _Fixed(mat.shape[1], fill)
 
 
-Piece = _Fixed | pa.Array
+Piece: TypeAlias = _Fixed | pa.Array
 #: strings up to this many bytes are padded into the matrix, longer ones are a binary piece
 _PAD_LIMIT = 48
 
@@ -431,7 +431,7 @@ class AvroStream:
     def _blocks(self, records: pa.Array) -> None:
         offsets = np.frombuffer(records.buffers()[1], dtype=np.int64,
                                 count=records.offset + len(records) + 1)[records.offset:]
-        data = memoryview(records.buffers()[2])  # type: ignore[arg-type]
+        data = memoryview(records.buffers()[2])
         n = len(records)
         start = 0
         while start < n:
