@@ -2,26 +2,30 @@
 bytes Java 0.9's ``AvroRowDatumWriter`` writes for the same rows; schema and codec in
 :mod:`~paimon_core.datafile.avro_layout`).
 
-Avro's binary encoding is row-major (each record is its fields' encodings one after the
-other), but every field encoding is a function of one value. So each column is encoded
-whole into an Arrow binary array of one element per value (zig-zag varints built with
-numpy, floats as their little-endian bytes, strings and bytes as a varint length and the
-value, decimals as the minimal big-endian two's complement), nested types from their
-children's encodings by regrouping offsets, and a record's elements are the row-wise
-concatenation of its fields' (``binary_join_element_wise``); a null in a ``["null", T]``
-union is the branch byte alone (the join skips the null). The top record's array is then
-cut into blocks of about Avro's sync interval (64000 bytes, as Java's ``DataFileWriter``),
-each compressed and framed (count, size, bytes, sync marker).
+Avro's binary encoding is row-major (a record is its fields' encodings one after the other),
+but each field's encoding is a function of one value, so it is computed a column at a time.
+Rows are encoded in chunks of ``_CHUNK_ROWS``. Every field of bounded width (a union's branch
+byte, zig-zag varints packed from 64-bit words with numpy, floats as their little-endian
+bytes, booleans, decimals as the minimal big-endian two's complement, strings and bytes of at
+most ``_PAD_LIMIT`` bytes) fills its columns of one padded uint8 matrix of a row per record,
+with a mask of the bytes it writes (a null, or a row under a null parent, writes none); one
+boolean selection (``matrix[mask]``) then yields the records in row order. Longer strings,
+arrays and maps are Arrow binary arrays (an array's items encoded the same way and regrouped
+by its offsets) concatenated with the matrix parts by ``binary_join_element_wise``. The
+records are cut into blocks of about ``_BLOCK_BYTES``, each compressed and framed (count,
+size, bytes, sync marker); Java's writer cuts 64000-byte blocks, any size reads alike.
 
-Why this path (measured, see the report of issue 31): fastavro's writer takes one Python
-dict per row; building them (``Table.to_pylist``) and encoding them cost about 10x our Parquet
-write CPU on the bench rows, this path about 1-1.5x.
+Why this path (measured on the bench's W1 rows, 2M rows of 8 columns, see the report of issue
+31): fastavro's writer takes a Python dict per row: building them (``Table.to_pylist``) and
+writing them costs about 10x this path's CPU. A first column-wise version joining per-column
+binary arrays (``binary_join_element_wise`` per field) cost 2.4x our Parquet write; this one
+about 1.5x-2x of the Parquet encoder, most of it numpy passes over the padded matrix and the
+zstandard compression of the (row-major, larger) Avro bytes.
 """
 
 from __future__ import annotations
 
 import bz2
-import lzma
 import os
 import zlib
 from collections.abc import Callable, Sequence
@@ -386,14 +390,9 @@ def _compressor(options: AvroOptions) -> Any:
             c = zlib.compressobj(level, zlib.DEFLATED, -15)
             return c.compress(b) + c.flush()
         return deflate
-    if codec == "snappy":
-        snappy = pa.Codec("snappy")
-        return lambda b: (snappy.compress(b, asbytes=True)
-                          + (zlib.crc32(b) & 0xFFFFFFFF).to_bytes(4, "big"))
     if codec == "bzip2":
         return bz2.compress
-    if codec == "xz":
-        return lambda b: lzma.compress(b, format=lzma.FORMAT_XZ, preset=level)
+    assert codec == "zstandard", codec  # snappy and xz are refused (avro_layout)
     zstd = pa.Codec("zstd", compression_level=level)
     return lambda b: zstd.compress(b, asbytes=True)
 
