@@ -69,6 +69,7 @@ _BLOCK_BYTES = 1 << 20
 class _Fixed:
     width: int
     fill: Callable[[np.ndarray, np.ndarray], None]  # (bytes, written) views (n, width)
+    written: np.ndarray | int  # bytes written per row
 
 
 def _matrix(mat: np.ndarray, live: np.ndarray | None) -> _Fixed:
@@ -76,7 +77,8 @@ def _matrix(mat: np.ndarray, live: np.ndarray | None) -> _Fixed:
     def fill(m: np.ndarray, k: np.ndarray) -> None:
         m[...] = mat
         k[...] = True if live is None else live[:, None]
-    return _Fixed(mat.shape[1], fill)
+    width = mat.shape[1]
+    return _Fixed(width, fill, width if live is None else live * width)
 
 
 Piece: TypeAlias = _Fixed | pa.Array
@@ -101,6 +103,7 @@ def _varint_piece(values: np.ndarray, live: np.ndarray | None) -> _Fixed:
     zz = ((v << 1) ^ (v >> 63)).view(np.uint64)
     lengths = np.searchsorted(_VARINT_LIMITS, zz, side="right") + 1
     width = int(lengths.max()) if len(zz) else 1
+    written = lengths if live is None else np.where(live, lengths, 0)
 
     def fill(m: np.ndarray, k: np.ndarray) -> None:
         # the 7-bit groups spread to bytes in two little-endian words (groups 0-7, 8-9),
@@ -117,9 +120,8 @@ def _varint_piece(values: np.ndarray, live: np.ndarray | None) -> _Fixed:
             hi |= (top << np.uint64(1)) & np.uint64(0x7F00)
             hi |= _CONT[1][lengths]
         m[...] = words.view(np.uint8)[:, :width]
-        written = lengths if live is None else np.where(live, lengths, 0)
         k[...] = _WRITTEN[written].view(np.bool_)[:, :width]
-    return _Fixed(width, fill)
+    return _Fixed(width, fill, written)
 
 
 def _cont_bits() -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +166,7 @@ def _bytes_piece(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
     def fill(m: np.ndarray, k: np.ndarray) -> None:
         m[...] = windows[offsets[:-1]]
         np.less(np.arange(longest), lengths[:, None], out=k)
-    return [head, _Fixed(longest, fill)]
+    return [head, _Fixed(longest, fill, lengths)]
 
 
 _NO_BYTES = np.zeros(0, dtype=np.uint8)
@@ -178,7 +180,10 @@ def _compact(fixed: Sequence[_Fixed], n: int) -> pa.Array:
     for f in fixed:
         f.fill(mat[:, at:at + f.width], mask[:, at:at + f.width])
         at += f.width
-    return _from_parts(mat[mask], np.count_nonzero(mask, axis=1))
+    lengths = np.zeros(n, dtype=np.int64)
+    for f in fixed:
+        lengths += f.written
+    return _from_parts(mat[mask], lengths)
 
 
 def _binary(pieces: Sequence[Piece], n: int) -> pa.Array:
@@ -348,7 +353,8 @@ def _decimal_pieces(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
         np.greater_equal(np.arange(16), drop[:, None], out=k)
         if live is not None:
             k &= live[:, None]
-    return [_varint_piece(16 - drop, live), _Fixed(16, fill)]
+    size = 16 - drop
+    return [_varint_piece(size, live), _Fixed(16, fill, size if live is None else size * live)]
 
 
 def encode_records(table: pa.Table, types: Sequence[DataType]) -> pa.Array:
