@@ -205,6 +205,10 @@ def test_filters_on_a_changed_column_keep_old_rows(
 @pytest.mark.parametrize("value, new_type, message, java_error", [
     ("abc", "INT", r"value 'abc' of type STRING cannot be read as INT: not an integer", "abc"),
     ("99999999.995", "DECIMAL(10, 2)", r"value '99999999\.995' .* more than 10 digits", "is null"),
+    # DateTimeUtils' formatter has a space between date and time, no "T"
+    ("2024-01-02T03:04:05", "TIMESTAMP(3)", r"value '2024-01-02T03:04:05' .* not a timestamp",
+     "2024-01-02T03:04:05"),
+    ("12:00 UTC", "TIME", r"value '12:00 UTC' .* not a time of day", "12:00 UTC"),
 ])
 def test_an_old_value_java_cannot_read_fails_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, new_type: str,
