@@ -278,12 +278,6 @@ def ours(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ours]:
     yield Ours(root, records, wh, wh_before, wh_after)
 
 
-def _ok(o: Ours, *keys: str) -> None:
-    for key in keys:
-        rec = o.records[key]
-        assert rec.get("status") == "ok", f"oracle command {key}: {rec.get('error')}"
-
-
 def _ours_read(wh: str, table: str, *args: str) -> list[str]:
     return cli_ok(["read", "--warehouse", wh, "--table", table, *args])
 
@@ -305,7 +299,7 @@ def test_java_filters_our_avro_table_by_its_stats(ours: Ours, i: int) -> None:
 
 
 def test_java_avro_table_written_compacted_expired_by_us(ours: Ours) -> None:
-    _ok(ours, "pk-create", "pk-write-1")
+    toc._ok(ours, "pk-create", "pk-write-1")
     assert toc._data_files(ours.wh_before_expire, "pk") == {".avro"}
     for sid, want in toc.PK_SNAPSHOTS.items():
         assert _ours_read(ours.wh_before_expire, "db.pk", "--snapshot", str(sid)) == want, sid
@@ -324,14 +318,14 @@ def test_java_avro_table_written_compacted_expired_by_us(ours: Ours) -> None:
 
 
 def test_java_appends_to_and_compacts_our_avro_table(ours: Ours) -> None:
-    _ok(ours, "after-append", "after-compact")
+    toc._ok(ours, "after-append", "after-compact")
     assert ours.out("after-java") == toc.PK_AFTER_JAVA
     assert ours.out("after-pypaimon") == toc.PK_AFTER_JAVA
     assert _ours_read(ours.wh_after_java, "db.pk") == toc.PK_AFTER_JAVA
 
 
 def test_parquet_orc_avro_table_written_by_both(ours: Ours) -> None:
-    _ok(ours, "mixed-orc", "mixed-avro")
+    toc._ok(ours, "mixed-orc", "mixed-avro")
     assert toc._formats(ours.wh, "db.mixed", "4") == {"parquet", "orc", "avro"}
     assert _ours_read(ours.wh, "db.mixed", "--snapshot", "4") == MIXED_OURS
     assert ours.out("java-mixed") == MIXED_OURS

@@ -18,15 +18,12 @@ import pytest
 
 from paimon_core.datafile.avro_encode import encode_records
 from paimon_core.datafile.avro_layout import AvroLayout, AvroOptions
-from paimon_core.datafile.writer import DataFileWriter
 from paimon_core.errors import SchemaError, UnsupportedError
-from paimon_core.io.file_io import FileIO
-from paimon_core.layout import DataFilePathFactory
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import parse_sql_type, to_arrow_type
-from paimon_core.write.input import conform_input
 from tests.interop.test_write_interop import cli_ok
+from tests.write.test_orc_writer import write_data_file
 
 
 def avro_schema(cols: list[tuple[str, str]], pk: list[str] | None = None,
@@ -34,20 +31,6 @@ def avro_schema(cols: list[tuple[str, str]], pk: list[str] | None = None,
     return Schema.of(cols, primary_keys=pk or [],
                      options={"file.format": "avro", "bucket": "1" if pk else "-1",
                               **options}).to_table_schema()
-
-
-def write(tmp: Path, schema: TableSchema, data: pa.Table) -> Path:
-    w = DataFileWriter(FileIO(str(tmp)), schema, DataFilePathFactory(schema.file_format))
-    table, _ = conform_input(data, schema)
-    if schema.primary_keys:
-        n = table.num_rows
-        table = table.append_column("_SEQUENCE_NUMBER", pa.array(range(n), pa.int64()))
-        table = table.append_column("_VALUE_KIND", pa.array([0] * n, pa.int8()))
-        meta = w.write_kv_file(str(tmp), table)
-    else:
-        meta = w.write_append_file(str(tmp), table, 0)
-    assert meta.file_name.endswith(".avro")
-    return tmp / meta.file_name
 
 
 def read(path: Path) -> tuple[Any, str, list[dict[str, Any]]]:
@@ -65,7 +48,7 @@ def test_kv_file_schema_is_javas(tmp_path: Path) -> None:
                      ("ltz", "TIMESTAMP(6) WITH LOCAL TIME ZONE"), ("ts", "TIMESTAMP(3)"),
                      ("r", "ROW<a TIME, b ARRAY<TINYINT>>"), ("dec", "DECIMAL(20, 3)")],
                     pk=["k"])
-    path = write(tmp_path, s, pa.table({
+    path = write_data_file(tmp_path, s, pa.table({
         "k": pa.array([1], pa.int32()), "t": pa.array([dt.time(1, 2, 3)]),
         "ms": pa.array([[("a", 2)]], pa.map_(pa.string(), pa.int32())),
         "mi": pa.array([[(7, None)]], pa.map_(pa.int32(), pa.string())),
@@ -182,7 +165,7 @@ def test_codec_as_java_names_it(tmp_path: Path, options: dict[str, str], codec: 
     data = pa.table({"a": pa.array(range(n), pa.int32()),
                      "s": [f"v{i % 7}-{i * 7919 % 100_003}" if i % 5 else None
                            for i in range(n)]})
-    _, got, rows = read(write(tmp_path, avro_schema([("a", "INT"), ("s", "STRING")],
+    _, got, rows = read(write_data_file(tmp_path, avro_schema([("a", "INT"), ("s", "STRING")],
                                                     **options), data))
     assert got == codec
     assert rows == data.to_pylist()
@@ -208,7 +191,7 @@ def test_refused_with_their_name(tmp_path: Path, options: dict[str, str],
     data = pa.table({n: pa.array([None], to_arrow_type(parse_sql_type(t)))
                      for n, t in (cols or [("a", "INT")])})
     with pytest.raises(error, match=names.replace("(", r"\(").replace(".", r"\.")):
-        write(tmp_path, s, data)
+        write_data_file(tmp_path, s, data)
 
 
 def test_row_name_mapping_renames_records(tmp_path: Path) -> None:
@@ -216,7 +199,7 @@ def test_row_name_mapping_renames_records(tmp_path: Path) -> None:
     # Java maps a name, then derives the nested ones from the mapped name (top_r)
     s = avro_schema([("r", "ROW<a INT>")],
                     **{"avro.row-name-mapping": f"{rec}:top,{rec}_r:unused,top_r:inner"})
-    schema, _, rows = read(write(tmp_path, s, pa.table({"r": [{"a": 1}]})))
+    schema, _, rows = read(write_data_file(tmp_path, s, pa.table({"r": [{"a": 1}]})))
     assert schema["name"] == "top"
     assert schema["fields"][0]["type"][1]["name"] == "inner"
     assert rows == [{"r": {"a": 1}}]
