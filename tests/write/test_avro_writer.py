@@ -22,7 +22,7 @@ from paimon_core.errors import SchemaError, UnsupportedError
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import parse_sql_type, to_arrow_type
-from tests.interop.test_write_interop import cli_ok
+from tests.interop.test_write_interop import cli, cli_ok
 from tests.write.test_orc_writer import write_data_file
 
 
@@ -187,11 +187,11 @@ def test_codec_as_java_names_it(tmp_path: Path, options: dict[str, str], codec: 
 def test_refused_with_their_name(tmp_path: Path, options: dict[str, str],
                                  cols: list[tuple[str, str]] | None, error: type[Exception],
                                  names: str) -> None:
-    s = avro_schema(cols or [("a", "INT")], **options)
     data = pa.table({n: pa.array([None], to_arrow_type(parse_sql_type(t)))
                      for n, t in (cols or [("a", "INT")])})
     with pytest.raises(error, match=names.replace("(", r"\(").replace(".", r"\.")):
-        write_data_file(tmp_path, s, data)
+        # types Avro cannot hold are refused with the schema, the rest by the writer
+        write_data_file(tmp_path, avro_schema(cols or [("a", "INT")], **options), data)
 
 
 def test_row_name_mapping_renames_records(tmp_path: Path) -> None:
@@ -230,3 +230,19 @@ def test_alter_to_avro_writes_avro_beside_parquet_and_orc(tmp_path: Path) -> Non
     files = sorted(p.suffix for p in Path(wh, "db.db", "t", "bucket-0").iterdir())
     assert ".avro" in files
     assert cli_ok(["read", *table]) == want
+
+
+def test_create_and_alter_refuse_types_avro_cannot_hold(tmp_path: Path) -> None:
+    """Java's SchemaValidation calls ``AvroFileFormat.validateDataFields`` on create and
+    ALTER: a TIMESTAMP(9) column and file.format=avro do not go together."""
+    wh = str(tmp_path / "wh")
+    fields = [{"name": "k", "type": "INT"}, {"name": "ts", "type": "TIMESTAMP(9)"}]
+    for name, options in (("a", {"file.format": "avro"}), ("p", {})):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"fields": fields, "options": {"bucket": "-1", **options}}))
+        rc, _, err = cli(["create", "--warehouse", wh, "--table", f"db.{name}",
+                          "--schema", str(path)])
+        assert (rc == 0) == (name == "p"), err
+    rc, _, err = cli(["alter", "--warehouse", wh, "--table", "db.p",
+                      "--set-option", "file.format=avro"])
+    assert rc != 0 and "column 'ts': TIMESTAMP(9) has no Avro type" in err
