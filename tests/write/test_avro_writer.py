@@ -97,6 +97,9 @@ ENCODED: list[tuple[str, list[Any]]] = [
     ("BOOLEAN", [True, False, None]),
     ("STRING", ["", "héllo", None, "x" * 47, "y" * 48]),
     ("STRING", ["z" * 49, None, "", "long " * 40]),
+    ("STRING", ["", None, ""]),  # nothing but empty strings
+    ("ARRAY<ROW<d DECIMAL(38, 10), t TIME, m MULTISET<INT NOT NULL>>>",
+     [[{"d": Decimal("-1.5"), "t": dt.time(0, 0, 1), "m": [(2, 3)]}, None], None, []]),
     ("BYTES", [b"", b"\x00\xff", None]),
     ("DATE", [dt.date(1900, 1, 1), dt.date(2024, 2, 29), None]),
     ("TIMESTAMP(6)", [dt.datetime(1969, 12, 31, 23, 59, 59, 999999), None]),
@@ -109,11 +112,16 @@ ENCODED: list[tuple[str, list[Any]]] = [
 
 
 def _python(value: Any, t: pa.DataType) -> Any:
-    """A pyarrow value as fastavro's writer takes it (maps as dicts, timestamps aware)."""
+    """A pyarrow value as fastavro's writer takes it (string-keyed maps as dicts, timestamps
+    aware)."""
     if value is None:
         return None
     if pa.types.is_map(t):
-        return {k: _python(v, t.item_type) for k, v in value}
+        if pa.types.is_string(t.key_type):
+            return {k: _python(v, t.item_type) for k, v in value}
+        # a non-string key: Java's array of {key, value} records
+        return [{"key": _python(k, t.key_type), "value": _python(v, t.item_type)}
+                for k, v in value]
     if pa.types.is_list(t):
         return [_python(v, t.value_type) for v in value]
     if pa.types.is_struct(t):
