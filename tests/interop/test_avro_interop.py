@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
@@ -171,6 +172,10 @@ MIXED_OURS = toc._pk_expected(toc.MIXED_1, toc.MIXED_2, MIXED_3, MIXED_4)
 CODECS = ("null", "deflate", "bzip2", "zstandard")
 
 
+BLOCK_ROWS = [{"id": i, "s": f"row {i} " + "x" * (i % 61), "bi": i * 7919,
+               "dt": None if i % 3 else "2024-02-29"} for i in range(40_000)]
+
+
 def _codec_row(codec: str) -> Row:
     row = toc._all_row(CODECS.index(codec), s=codec * 40, dec="-12.34", bi=2**40)
     return {n: row[n] for n, _ in AVRO_FIELDS}
@@ -238,6 +243,10 @@ def ours(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ours]:
                                     "input": write_rows(d / "mixed-4.jsonl",
                                                         toc._kinds(MIXED_4))})
     records.update(plan.run("3"))
+    # a file of several blocks and encoding chunks (avro_encode._BLOCK_BYTES, _CHUNK_ROWS)
+    cli_ok(["create", "--warehouse", wh, "--table", "db.blocks", "--schema", schemas["all"]])
+    cli_ok(["write", "--warehouse", wh, "--table", "db.blocks", "--input",
+            write_rows(d / "blocks.jsonl", BLOCK_ROWS)])
     # a table per codec (``avro.codec``), and one of every codec (altered between writes)
     codecs = ["--warehouse", wh, "--table", "db.codecs"]
     cli_ok(["create", *codecs, "--schema", schemas["all"]])
@@ -250,7 +259,8 @@ def ours(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ours]:
                                                            [_codec_row(codec)])])
     for engine in ("java", "pypaimon"):
         on = {"engine": engine, "warehouse": wh}
-        for table in ("all", "pk", "mixed", "codecs", *(f"codec_{c}" for c in CODECS)):
+        for table in ("all", "pk", "mixed", "codecs", "blocks",
+                      *(f"codec_{c}" for c in CODECS)):
             plan.add(engine, f"{engine}-{table}", {"cmd": "read", **on, "table": f"db.{table}"})
     for i, f in enumerate(AVRO_FILTERS):
         plan.add("java", f"java-all-f{i}", {"cmd": "read", **java, "table": "db.all",
@@ -343,3 +353,14 @@ def test_java_and_pypaimon_read_our_avro_files_of_every_codec(ours: Ours) -> Non
     assert ours.out("java-codecs") == want
     assert ours.out("pypaimon-codecs") == want
 
+
+
+def test_java_and_pypaimon_read_our_avro_file_of_many_blocks(ours: Ours) -> None:
+    files = list(Path(ours.wh, "db.db", "blocks").glob("bucket-*/data-*.avro"))
+    assert len(files) == 1
+    with files[0].open("rb") as fh:  # blocks of about 1 MiB before compression
+        assert len(list(fastavro.block_reader(fh))) > 1
+    want = toc.lines([{n: r.get(n) for n, _ in AVRO_FIELDS} for r in BLOCK_ROWS])
+    assert _ours_read(ours.wh, "db.blocks") == want
+    assert ours.out("java-blocks") == want
+    assert ours.out("pypaimon-blocks") == want
