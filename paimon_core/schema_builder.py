@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from paimon_core.datafile.avro_layout import TOP_RECORD, avro_schema
 from paimon_core.errors import SchemaError
 from paimon_core.option_validation import validate_options
 from paimon_core.options import CoreOptions
@@ -192,3 +193,6 @@ def validate_table_schema(s: TableSchema) -> None:
     fmt = s.options.get(CoreOptions.FILE_FORMAT, "parquet").lower()
     if fmt not in ("parquet", "orc", "avro"):
         raise SchemaError(f"option file.format={fmt!r} is not a Paimon file format")
+    if s.file_format == "avro":  # AvroFileFormat.validateDataFields: types Avro cannot hold
+        for f in s.fields:
+            avro_schema(f.type, TOP_RECORD, {}, f.name)

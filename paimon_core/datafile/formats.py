@@ -3,9 +3,11 @@ encoder of one writer's files.
 
 A table's ``file.format`` may change by ALTER; files of each format stay readable (the
 reader dispatches on each file's extension) and new files take the format in force when
-their writer was made. Parquet and ORC are written; ``avro`` (and anything else) is refused
-with its name. Each format's layout and options live beside it
-(:mod:`~paimon_core.datafile.parquet_layout`, :mod:`~paimon_core.datafile.orc_layout`).
+their writer was made. Parquet, ORC and Avro are written; anything else is refused with its
+name. Each format's layout and options live beside it
+(:mod:`~paimon_core.datafile.parquet_layout`, :mod:`~paimon_core.datafile.orc_layout`,
+:mod:`~paimon_core.datafile.avro_layout` and its encoder
+:mod:`~paimon_core.datafile.avro_encode`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import pyarrow as pa
 import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
+from paimon_core.datafile.avro_encode import AvroStream
+from paimon_core.datafile.avro_layout import AvroLayout, AvroOptions
 from paimon_core.datafile.orc_layout import OrcLayout, OrcOptions
 from paimon_core.datafile.parquet_layout import (
     FileLayout,
@@ -31,8 +35,8 @@ from paimon_core.types import DataType
 
 __all__ = ["FileEncoder", "FormatOptions", "StreamWriter", "format_options"]
 
-FormatOptions = ParquetOptions | OrcOptions
-WRITTEN_FORMATS = ("parquet", "orc")
+FormatOptions = ParquetOptions | OrcOptions | AvroOptions
+WRITTEN_FORMATS = ("parquet", "orc", "avro")
 # Java 0.9's per-level overrides (CoreOptions.FILE_FORMAT_PER_LEVEL / FILE_COMPRESSION_PER_LEVEL)
 _PER_LEVEL = ("file.format.per.level", "file.compression.per.level")
 
@@ -55,8 +59,10 @@ def format_options(schema: TableSchema, opts: CoreOptions | None = None) -> Form
         return ParquetOptions.of(schema, opts)
     if fmt == "orc":
         return OrcOptions.of(opts)
+    if fmt == "avro":
+        return AvroOptions.of(opts)
     raise UnsupportedError(
-        f"file.format={fmt!r}: this writer writes {' and '.join(WRITTEN_FORMATS)} data files")
+        f"file.format={fmt!r}: this writer writes {', '.join(WRITTEN_FORMATS)} data files")
 
 
 class StreamWriter(Protocol):
@@ -89,10 +95,14 @@ class FileEncoder:
     def __init__(self, columns: Sequence[tuple[str, DataType, bool]],
                  options: FormatOptions) -> None:
         self.options = options
-        self.extension = "orc" if isinstance(options, OrcOptions) else "parquet"
-        self.layout: FileLayout | OrcLayout = (
-            OrcLayout.of(columns) if isinstance(options, OrcOptions)
-            else FileLayout.of(columns, options.int96_timestamps))
+        self.layout: FileLayout | OrcLayout | AvroLayout
+        if isinstance(options, OrcOptions):
+            self.extension, self.layout = "orc", OrcLayout.of(columns)
+        elif isinstance(options, AvroOptions):
+            self.extension, self.layout = "avro", AvroLayout.of(columns, options)
+        else:
+            self.extension = "parquet"
+            self.layout = FileLayout.of(columns, options.int96_timestamps)
         self.schema = self.layout.schema
         self._dictionary: Sequence[str] | None = None
         self._orc_kwargs = (options.writer_kwargs(self.schema.names)
@@ -110,6 +120,10 @@ class FileEncoder:
         """Encode a whole file of ``table`` (physical columns) to ``where``."""
         if self._orc_kwargs is not None:
             paorc.write_table(table, where, **self._orc_kwargs)
+        elif isinstance(self.layout, AvroLayout):
+            stream = self.open(where, table)
+            stream.write(table)
+            stream.close()
         else:
             pq.write_table(table, where, **self._parquet_kwargs(table))
 
@@ -118,6 +132,9 @@ class FileEncoder:
         if self._orc_kwargs is not None:
             writer: StreamWriter = paorc.ORCWriter(where, **self._orc_kwargs)
             return writer
+        if isinstance(self.layout, AvroLayout):
+            assert isinstance(self.options, AvroOptions)
+            return AvroStream(where, self.layout, self.options)
         return _ParquetStream(pq.ParquetWriter(where, first.schema,
                                                **self._parquet_kwargs(first)))
 

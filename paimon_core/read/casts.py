@@ -40,8 +40,10 @@ import pyarrow.compute as pc
 from paimon_core.errors import UnsupportedError
 from paimon_core.read import casts_time
 from paimon_core.read.casts_values import (
+    HEX_FLOAT,
     check_values,
     from_numpy,
+    hex_floats,
     java_double_strings,
     to_numpy,
 )
@@ -311,12 +313,20 @@ def _string_to_integer(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
 
 
 def _string_to_float(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
-    # Double.parseDouble trims blanks and accepts a d/D/f/F suffix, NaN and Infinity
+    # Double.parseDouble trims blanks and accepts a d/D/f/F suffix, NaN, Infinity and
+    # hexadecimal floating-point literals (0x1.8p1)
     text = pc.utf8_trim_whitespace(arr)
     text = pc.replace_substring_regex(text, "(?i)([0-9.])[df]$", r"\1")
-    check_values(arr, pc.match_substring_regex(text, _FLOAT_RE), s, t, "not a number")
-    text = pc.replace_substring(pc.replace_substring(text, "Infinity", "inf"), "NaN", "nan")
-    return pc.cast(text, to_arrow_type(t))
+    hexa = pc.fill_null(pc.match_substring_regex(text, HEX_FLOAT), False)
+    check_values(arr, pc.or_(pc.match_substring_regex(text, _FLOAT_RE), hexa), s, t,
+                 "not a number")
+    decimal_text = pc.if_else(hexa, "0", text)
+    decimal_text = pc.replace_substring(pc.replace_substring(decimal_text, "Infinity", "inf"),
+                                        "NaN", "nan")
+    out = pc.cast(decimal_text, to_arrow_type(t))
+    if pc.any(hexa).as_py():
+        out = pc.if_else(hexa, hex_floats(text).cast(to_arrow_type(t), safe=False), out)
+    return out
 
 
 def _string_to_boolean(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:

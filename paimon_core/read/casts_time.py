@@ -196,37 +196,68 @@ def _string_to_date(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     return pc.cast(days, pa.date32())
 
 
+# DateTimeUtils.DEFAULT_TIMESTAMP_FORMATTER: yyyy-[MM][M]-[dd][d][ [HH][H]:[mm][m]:[ss][s][.f]]
+_TS_TEXT = (r"^(?P<y>[0-9]{4,})-(?P<mo>[0-9]{1,2})-(?P<d>[0-9]{1,2})"
+            r"(?: (?P<h>[0-9]{1,2}):(?P<mi>[0-9]{1,2}):(?P<s>[0-9]{1,2})"
+            r"(?:\.(?P<f>[0-9]{0,9}))?)?$")
+
+
 def _string_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
-    """``DateTimeUtils.parseTimestampData``: ``yyyy-MM-dd[( |T)HH:mm[:ss[.f...]]]``."""
-    text = pc.utf8_trim_whitespace(arr)
-    ok = pc.match_substring_regex(
-        text, r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([ T][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?)?$")
-    check_values(arr, ok, s, t, "not a timestamp")
-    ns = pc.cast(pc.cast(text, pa.timestamp("ns")), pa.int64())
-    values, valid = to_numpy(ns, 0)
-    parsed = pc.cast(from_numpy(values, valid, pa.int64()), pa.timestamp("ns"))
+    """``DateTimeUtils.parseTimestampData``: ``yyyy-M-d[ H:m:s[.f...]]`` (one or two digits
+    for each of month to second, up to nine fraction digits, no ``T``, nothing trimmed),
+    floored to the target precision."""
+    check_values(arr, pc.match_substring_regex(arr, _TS_TEXT), s, t,
+                 "not a timestamp (yyyy-M-d[ H:m:s[.fffffffff]])")
+    parts = pc.extract_regex(pc.fill_null(arr, "1970-1-1"), _TS_TEXT)
+
+    def field(key: str, width: int, default: str) -> pa.Array:
+        value = parts.field(key)
+        value = pc.if_else(pc.equal(pc.fill_null(value, ""), ""), default, value)
+        return pc.utf8_lpad(value, width, "0")
+
+    frac = pc.utf8_rpad(pc.fill_null(parts.field("f"), ""), 9, "0")
+    iso = pc.binary_join_element_wise(
+        pc.binary_join_element_wise(field("y", 4, "1970"), field("mo", 2, "1"),
+                                    field("d", 2, "1"), "-"),
+        pc.binary_join_element_wise(field("h", 2, "0"), field("mi", 2, "0"),
+                                    field("s", 2, "0"), ":"), " ")
+    iso = pc.binary_join_element_wise(iso, frac, ".")
+    ns = pc.cast(pc.cast(iso, pa.timestamp("ns")), pa.int64())
+    values, _ = to_numpy(ns, 0)
+    parsed = pc.cast(from_numpy(values, np.asarray(pc.is_valid(arr)), pa.int64()),
+                     pa.timestamp("ns"))
     return _ts_to_ts(parsed, replace(t, precision=9), t)  # parsed to the nanosecond
+
+
+# DateTimeUtils.parseTime: H[:m[:s[.f]]] and an optional [+|-]h[:m] offset, each number of
+# any width, blanks around each part
+_TIME_TEXT = (r"^\s*(?P<h>[0-9]+)\s*(?::\s*(?P<m>[0-9]+)\s*(?::\s*(?P<s>[0-9]+)\s*"
+              r"(?:\.\s*(?P<f>[0-9]*)\s*)?)?)?"
+              r"(?:(?P<op>[+-])\s*(?P<th>[0-9]+)\s*(?::\s*(?P<tm>[0-9]+)\s*)?)?$")
 
 
 def _string_to_time(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     """``BinaryStringUtils.toTime``: digits are milliseconds of the day, else
-    ``H:m[:s[.fff]]`` (Java also reads a trailing zone offset; such a value fails here)."""
+    ``DateTimeUtils.parseTime``: ``H[:m[:s[.fff]]]`` where a fourth fraction digit of 5 or
+    more rounds the millisecond up, and a ``+h[:m]`` / ``-h[:m]`` offset is added to
+    (subtracted from) the hours and minutes, as Java does (not a conversion to UTC)."""
     numeric = pc.match_substring_regex(arr, r"^[0-9]+$")
-    form = r"^(?P<h>[0-9]{1,2}):(?P<m>[0-9]{1,2})(?::(?P<s>[0-9]{1,2})(?:\.(?P<f>[0-9]{1,9}))?)?$"
-    text = pc.utf8_trim_whitespace(arr)
-    check_values(arr, pc.or_(numeric, pc.match_substring_regex(text, form)), s, t,
-                 "not a time of day (H:m[:s[.fff]]; a zone offset is not read)")
-    parts = pc.extract_regex(pc.fill_null(pc.if_else(pc.fill_null(numeric, False), "0:0",
-                                                     text), "0:0"), form)
+    check_values(arr, pc.or_(numeric, pc.match_substring_regex(arr, _TIME_TEXT)), s, t,
+                 "not a time of day (H[:m[:s[.fff]]][+|-h[:m]])")
+    parts = pc.extract_regex(pc.fill_null(pc.if_else(pc.fill_null(numeric, False), "0",
+                                                     arr), "0"), _TIME_TEXT)
 
-    def num(key: str, width: int = 0) -> np.ndarray:
+    def num(key: str) -> np.ndarray:
         field = parts.field(key)
-        if width:
-            field = pc.utf8_slice_codeunits(pc.utf8_rpad(field, width, "0"), 0, width)
         field = pc.if_else(pc.equal(pc.fill_null(field, ""), ""), "0", field)
         return np.asarray(pc.cast(field, pa.int64()))
 
-    ms = num("h") * 3_600_000 + num("m") * 60_000 + num("s") * 1000 + num("f", 3)
+    frac = pc.utf8_rpad(pc.fill_null(parts.field("f"), ""), 4, "0")
+    milli = (np.asarray(pc.cast(pc.utf8_slice_codeunits(frac, 0, 3), pa.int64()))
+             + (np.asarray(pc.cast(pc.utf8_slice_codeunits(frac, 3, 4), pa.int64())) >= 5))
+    sign = np.where(np.asarray(pc.equal(pc.fill_null(parts.field("op"), "+"), "-")), -1, 1)
+    ms = ((num("h") + sign * num("th")) * 3_600_000 + (num("m") + sign * num("tm")) * 60_000
+          + num("s") * 1000 + milli)
     digits = pc.cast(pc.if_else(pc.fill_null(numeric, False), arr, "0"), pa.int64())
     ms = np.where(np.asarray(pc.fill_null(numeric, False)), np.asarray(digits), ms)
     valid = np.asarray(pc.is_valid(arr))

@@ -82,3 +82,38 @@ def java_double_strings(arr: pa.Array, *, float32: bool = False) -> pa.Array:
     inf = pc.fill_null(pc.is_inf(arr), False)
     out = pc.if_else(inf, pc.if_else(pc.greater(arr, 0), "Infinity", "-Infinity"), out)
     return pc.if_else(pc.is_valid(arr), out, pa.scalar(None, pa.string()))
+
+
+#: Java's hexadecimal floating-point literal (``Double.parseDouble``): the binary exponent is
+#: required
+HEX_FLOAT = (r"^(?P<sign>[+-]?)0[xX](?P<int>[0-9a-fA-F]*)\.?(?P<frac>[0-9a-fA-F]*)"
+             r"[pP](?P<exp>[+-]?[0-9]+)$")
+_HEX_DIGITS = 16
+
+
+def hex_floats(text: pa.Array) -> pa.Array:
+    """The doubles of hexadecimal literals (:data:`HEX_FLOAT`; other values give 0): the
+    first 16 significant hex digits as an exact 64-bit integer, rounded once to a double and
+    scaled by the binary exponent (digits past the 16th are dropped, which can differ from
+    Java's rounding in the last place; Java prints such literals nowhere)."""
+    parts = pc.extract_regex(pc.fill_null(text, "0x0p0"), HEX_FLOAT)
+    parts = pc.if_else(pc.is_valid(parts), parts, pc.extract_regex(
+        pa.array(["0x0p0"] * len(text)), HEX_FLOAT))
+    frac = parts.field("frac")
+    digits = pc.utf8_ltrim(pc.binary_join_element_wise(parts.field("int"), frac, ""),
+                           characters="0")
+    length = np.asarray(pc.utf8_length(digits), dtype=np.int64)
+    dropped = np.maximum(length - _HEX_DIGITS, 0)
+    head = pc.utf8_lpad(pc.utf8_slice_codeunits(digits, 0, _HEX_DIGITS), _HEX_DIGITS, "0")
+    chars = np.frombuffer(pc.cast(head, pa.binary()).buffers()[2], dtype=np.uint8,
+                          count=len(text) * _HEX_DIGITS).reshape(len(text), _HEX_DIGITS)
+    nibbles = np.where(chars <= ord("9"), chars - ord("0"), (chars | 0x20) - ord("a") + 10)
+    weights = np.uint64(1) << (np.uint64(4) * np.arange(_HEX_DIGITS - 1, -1, -1,
+                                                          dtype=np.uint64))
+    mantissa = (nibbles.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
+    exp = (np.asarray(pc.cast(parts.field("exp"), pa.int64()))
+           - 4 * np.asarray(pc.utf8_length(frac), dtype=np.int64) + 4 * dropped)
+    exp = np.clip(exp, -2000, 2000)  # beyond these every double is 0 or infinite
+    value = np.ldexp(mantissa.astype(np.float64), exp.astype(np.int32))
+    negative = np.asarray(pc.equal(parts.field("sign"), "-"))
+    return pa.array(np.where(negative, -value, value), pa.float64())

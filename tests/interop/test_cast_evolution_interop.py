@@ -59,6 +59,10 @@ CHANGES = [
     ("str_ts", "STRING", "TIMESTAMP(3)"),
     ("str_time", "STRING", "TIME(3)"),
     ("ts_time", "TIMESTAMP(3)", "TIME(0)"),
+    ("str_time_tz", "STRING", "TIME(3)"),
+    ("str_ts_short", "STRING", "TIMESTAMP(6)"),
+    ("str_dbl_hex", "STRING", "DOUBLE"),
+    ("str_flt_hex", "STRING", "FLOAT"),
 ]
 B64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
 
@@ -71,7 +75,8 @@ OLD_ROWS: list[dict[str, Any]] = [
      "ts_ts3": "2024-01-02 03:04:05.678901", "ts_str": "2024-01-02 03:04:05.100",
      "ts_big": "2024-01-02 03:04:05.999", "date_ts": "2024-02-29", "date_str": "2024-02-29",
      "str_date": "2024-3-5", "str_ts": "2024-01-02 03:04:05.123456", "str_time": "01:02:03.5",
-     "ts_time": "2024-01-02 03:04:05.678"},
+     "ts_time": "2024-01-02 03:04:05.678", "str_time_tz": "10:00:00+02:00",
+     "str_ts_short": "2024-3-5 1:2:3.5", "str_dbl_hex": "0x1.8p1", "str_flt_hex": "0x1p-3f"},
     {"id": 2, "dec_int": "-7.99", "dbl_int": -1.9, "str_dec": "-2.345", "big_int": -(2**31) - 1,
      "dbl_big": -1e30, "flt_dec": -1.5, "dec_dec": "-99.9950", "dec_dbl": "-2.675",
      "int_dec": -9999, "str_int": "-3.9", "str_dbl": "-2e3", "str_bool": "F", "int_str": -1,
@@ -80,7 +85,9 @@ OLD_ROWS: list[dict[str, Any]] = [
      "ts_date": "1969-12-31 23:00:00.500000", "ts_ts3": "1969-12-31 23:59:59.999999",
      "ts_str": "1999-12-31 23:59:59.000", "ts_big": "1969-12-31 23:59:59.500",
      "date_ts": "1969-12-31", "date_str": "0001-01-01", "str_date": "19000",
-     "str_ts": "2024-01-02", "str_time": "3723004", "ts_time": "2000-01-01 23:59:59.999"},
+     "str_ts": "2024-01-02", "str_time": "3723004", "ts_time": "2000-01-01 23:59:59.999",
+     "str_time_tz": "5:2:3.1235-01:30", "str_ts_short": "2024-12-1 9:08:07.123456789",
+     "str_dbl_hex": " -0X.8P-2d ", "str_flt_hex": "0x1.8p1"},
     {"id": 3, **{c: None for c, _, _ in CHANGES}},
 ]
 
@@ -88,10 +95,18 @@ OLD_ROWS: list[dict[str, Any]] = [
 EXPECTED = {
     1: {"dec_int": 12, "dbl_int": 1, "str_dec": "2.35", "big_int": 5, "dbl_big": 2**63 - 1,
         "int_dec": "1234.0", "str_int": 42, "int_bool": False, "str_char": "ab  ", "str_vc": "abc",
-        "dbl_str": "1.0E10", "ts_date": "2024-01-02", "dec_dec": "1.24"},
+        "dbl_str": "1.0E10", "ts_date": "2024-01-02", "dec_dec": "1.24",
+        # parseTime adds a "+02:00" offset to the hours (no conversion to UTC)
+        "str_time_tz": "12:00:00.000", "str_ts_short": "2024-03-05 01:02:03.500000",
+        # Double.parseDouble / Float.parseFloat read hexadecimal literals
+        "str_dbl_hex": 3.0, "str_flt_hex": 0.125},
     2: {"dec_int": -7, "dbl_int": -1, "str_dec": "-2.35", "big_int": 2**31 - 1, "dbl_big": -(2**63),
         "str_int": -3, "int_bool": True, "str_char": "abcd", "ts_date": "1970-01-01",
-        "dec_dec": "-100.00", "dbl_str": "1.0E-4", "int_dec": "-9999.0"},
+        "dec_dec": "-100.00", "dbl_str": "1.0E-4", "int_dec": "-9999.0",
+        # 5-1 h, 2-30 min, 3 s, 123 ms + 1 (the fourth fraction digit rounds up); nanoseconds
+        # floored to the precision
+        "str_time_tz": "03:32:03.124", "str_ts_short": "2024-12-01 09:08:07.123456",
+        "str_dbl_hex": -0.125, "str_flt_hex": 3.0},
     3: {"str_dec": None, "dec_int": None},
 }
 
@@ -196,6 +211,10 @@ def test_filters_on_a_changed_column_keep_old_rows(
 @pytest.mark.parametrize("value, new_type, message, java_error", [
     ("abc", "INT", r"value 'abc' of type STRING cannot be read as INT: not an integer", "abc"),
     ("99999999.995", "DECIMAL(10, 2)", r"value '99999999\.995' .* more than 10 digits", "is null"),
+    # DateTimeUtils' formatter has a space between date and time, no "T"
+    ("2024-01-02T03:04:05", "TIMESTAMP(3)", r"value '2024-01-02T03:04:05' .* not a timestamp",
+     "2024-01-02T03:04:05"),
+    ("12:00 UTC", "TIME", r"value '12:00 UTC' .* not a time of day", "12:00 UTC"),
 ])
 def test_an_old_value_java_cannot_read_fails_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, new_type: str,

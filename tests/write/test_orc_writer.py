@@ -4,7 +4,6 @@ them, and what is refused. Java and pypaimon reading them: tests/interop/test_or
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,7 +17,6 @@ from paimon_core.layout import DataFilePathFactory
 from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
 from paimon_core.write.input import conform_input
-from tests.interop.test_write_interop import cli, cli_ok
 
 
 def orc_schema(cols: list[tuple[str, str]], pk: list[str] | None = None,
@@ -28,7 +26,9 @@ def orc_schema(cols: list[tuple[str, str]], pk: list[str] | None = None,
                               **options}).to_table_schema()
 
 
-def write(tmp: Path, schema: TableSchema, data: pa.Table) -> paorc.ORCFile:
+def write_data_file(tmp: Path, schema: TableSchema, data: pa.Table) -> Path:
+    """One data file of ``data`` in ``schema``'s file format (a primary-key table's file with
+    sequence numbers 0.. and +I rows); its path."""
     w = DataFileWriter(FileIO(str(tmp)), schema, DataFilePathFactory(schema.file_format))
     table, _ = conform_input(data, schema)
     if schema.primary_keys:
@@ -38,8 +38,12 @@ def write(tmp: Path, schema: TableSchema, data: pa.Table) -> paorc.ORCFile:
         meta = w.write_kv_file(str(tmp), table)
     else:
         meta = w.write_append_file(str(tmp), table, 0)
-    assert meta.file_name.endswith(".orc")
-    return paorc.ORCFile(str(tmp / meta.file_name))
+    assert meta.file_name.endswith("." + schema.file_format)
+    return tmp / meta.file_name
+
+
+def write(tmp: Path, schema: TableSchema, data: pa.Table) -> paorc.ORCFile:
+    return paorc.ORCFile(str(write_data_file(tmp, schema, data)))
 
 
 def test_kv_file_layout_and_types(tmp_path: Path) -> None:
@@ -128,24 +132,4 @@ def test_timestamps_java_cannot_read_are_refused(tmp_path: Path) -> None:
         write(tmp_path / "nested", s, nested)
 
 
-def test_alter_file_format_keeps_old_files_readable(tmp_path: Path) -> None:
-    wh = str(tmp_path / "wh")
-    schema = tmp_path / "s.json"
-    schema.write_text(json.dumps({"fields": [{"name": "k", "type": "INT NOT NULL"},
-                                             {"name": "v", "type": "STRING"}],
-                                  "primary_keys": ["k"], "options": {"bucket": "1"}}))
-    rows = tmp_path / "r.jsonl"
-    table = ["--warehouse", wh, "--table", "db.t"]
-    cli_ok(["create", *table, "--schema", str(schema)])
-    rows.write_text('{"k": 1, "v": "parquet"}\n{"k": 2, "v": "parquet"}\n')
-    cli_ok(["write", *table, "--input", str(rows)])
-    cli_ok(["alter", *table, "--set-option", "file.format=orc"])
-    rows.write_text('{"k": 2, "v": "orc"}\n{"k": 3, "v": "orc"}\n')
-    cli_ok(["write", *table, "--input", str(rows)])
-    files = sorted(p.suffix for p in Path(wh, "db.db", "t", "bucket-0").iterdir())
-    assert files == [".orc", ".parquet"]
-    assert cli_ok(["read", *table]) == [
-        '{"k":1,"v":"parquet"}', '{"k":2,"v":"orc"}', '{"k":3,"v":"orc"}']
-    cli_ok(["alter", *table, "--set-option", "file.format=avro"])
-    rc, _, err = cli(["write", *table, "--input", str(rows)])
-    assert rc != 0 and "file.format='avro'" in err
+# ALTER file.format parquet -> orc -> avro in one table: tests/write/test_avro_writer.py
