@@ -101,22 +101,16 @@ SPARK_LOOPBACK_CONF = {
 WORKSPACE = ("{ workspaceOrError { ... on Workspace { locationEntries {"
              " name loadStatus locationOrLoadError { __typename"
              " ... on PythonError { className message stack } } } } } }")
-
-#: a location error the webserver clears by itself: its code server was unreachable for a
-#: while (restarting, or still loading), and its watch thread refreshes the location once the
-#: server answers again (``dagster._grpc.server_watcher``: on a new server id, and every 10 s
-#: for this error class)
+#: a location error the webserver clears by itself (``dagster._grpc.server_watcher``)
 TRANSIENT_LOAD_ERROR = "DagsterUserCodeUnreachableError"
 
 
 def workspace_loaded(data: Mapping[str, Any]) -> bool:
     """Whether every code location of a :data:`WORKSPACE` answer has loaded.
 
-    A location whose code server was unreachable (:data:`TRANSIENT_LOAD_ERROR`, e.g. while it
-    restarts) has not loaded yet: the webserver refreshes it by itself.
-
-    Raises:
-        RuntimeError: a location finished loading with any other error.
+    A location whose code server was unreachable a while (:data:`TRANSIENT_LOAD_ERROR`: it
+    restarted) is still loading: the webserver's watch thread refreshes it once it answers.
+    Any other load error raises RuntimeError (with its message).
     """
     entries = data["workspaceOrError"]["locationEntries"]
     if not entries or any(e["loadStatus"] != "LOADED" for e in entries):
@@ -460,14 +454,13 @@ class Topology:
                 and k not in ("PYTHONPATH", "PYTHONHOME")}
         gen = {name: secrets.token_hex(16) for name in SECRETS}
         gen["AWS_ACCESS_KEY_ID"] = "AK" + secrets.token_hex(9).upper()
-        env = {**keep, **compose_env(), **gen, **self.overrides(),
+        return {**keep, **compose_env(), **gen, **self.overrides(),
                "DAGSTER_HOME": str(self.dagster_home),
                "PYTHONPATH": str(self.site),
                "SPARK_LOCAL_IP": "127.0.0.1",
                "SPARK_HOME": str(self._spark_home()),
                "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
                "PYTHONUNBUFFERED": "1"}
-        return env
 
     @staticmethod
     def _spark_home() -> Path:
@@ -728,17 +721,15 @@ class Topology:
         return sorted(names)
 
     def create_buckets(self) -> None:
-        client = self.s3_client()
         for name in self.buckets():
-            client.create_bucket(Bucket=name)
+            self.s3_client().create_bucket(Bucket=name)
 
     def s3_bytes(self, url: str) -> tuple[int, int]:
         """(objects, bytes) under ``s3://bucket/prefix``."""
-        m = re.match(r"s3a?://([^/]+)/?(.*)", url)
-        assert m, url
+        bucket, prefix = bucket_of(url), url.split("://", 1)[1].partition("/")[2]
         client, count, size = self.s3_client(), 0, 0
         for page in client.get_paginator("list_objects_v2").paginate(
-                Bucket=m.group(1), Prefix=m.group(2).rstrip("/") + "/"):
+                Bucket=bucket, Prefix=prefix.rstrip("/") + "/"):
             for obj in page.get("Contents", ()):
                 count, size = count + 1, size + int(obj["Size"])
         return count, size
@@ -761,9 +752,8 @@ class Topology:
         self.wait_spark_workers(timeout=timeout)
 
     def restart_code_server(self, timeout: float = 180) -> None:
-        """Stop and start the code server (same port; its runs in flight die with it, as
-        in a container restart), then wait until the webserver serves the new one (its
-        watch thread notices the new server id and refreshes the location by itself)."""
+        """Stop and start the code server (same port; its runs in flight die with it, as in a
+        container restart), then wait until the webserver serves it (it refreshes by itself)."""
         svc = self.services["code-server"]
         svc.stop()
         svc.start()
