@@ -17,16 +17,56 @@ from dataclasses import replace
 
 from paimon_core.commit_message import CommitMessage
 from paimon_core.errors import CommitConflictError
-from paimon_core.spec.index_manifest import HASH_INDEX, IndexManifestEntry
+from paimon_core.spec.index_manifest import (
+    DELETION_VECTORS_INDEX,
+    HASH_INDEX,
+    IndexManifestEntry,
+)
 from paimon_core.spec.manifest import FileKind
 
-__all__ = ["check_index_bases", "index_adds", "index_deletes"]
+__all__ = ["check_dv_bases", "check_index_bases", "dv_index_changes", "index_adds",
+           "index_deletes"]
 
 
 def index_adds(messages: Sequence[CommitMessage]) -> list[IndexManifestEntry]:
     """ADD entries of the messages' new index files."""
     return [ix.entry(FileKind.ADD, m.partition, m.bucket) for m in messages
             for ix in m.index_files]
+
+
+def dv_index_changes(messages: Sequence[CommitMessage]) -> list[IndexManifestEntry]:
+    """DELETE entries of the DV index files the messages' compactions replaced, then ADD
+    entries of their new ones (``FileStoreCommitImpl.collectChanges``: both go with the
+    COMPACT snapshot)."""
+    return ([ix.entry(FileKind.DELETE, m.partition, m.bucket) for m in messages
+             for ix in m.dv_index_deleted]
+            + [ix.entry(FileKind.ADD, m.partition, m.bucket) for m in messages
+               for ix in m.dv_index_added])
+
+
+def check_dv_bases(messages: Sequence[CommitMessage],
+                   current: Iterable[IndexManifestEntry]) -> None:
+    """Refuse messages whose bucket's DV index files are no longer the ones their compaction
+    started from (``dv_index_deleted``; none: the bucket had none): another commit changed the
+    bucket's deletion vectors meanwhile, and replacing its file would drop its deletions.
+
+    Raises:
+        CommitConflictError: naming the bucket.
+    """
+    now: dict[tuple[bytes, int], set[str]] = {}
+    for e in current:
+        if e.index_type == DELETION_VECTORS_INDEX and e.kind is FileKind.ADD:
+            now.setdefault((e.partition, e.bucket), set()).add(e.file_name)
+    for m in messages:
+        if not (m.dv_index_added or m.dv_index_deleted):
+            continue
+        base = {ix.file_name for ix in m.dv_index_deleted}
+        have = now.get((m.partition, m.bucket), set())
+        if have != base:
+            raise CommitConflictError(
+                f"the deletion vectors of bucket {m.bucket} (partition {m.partition.hex()}) "
+                f"were changed by another commit since this compaction read them (index files "
+                f"{sorted(have)}, expected {sorted(base)}); compact again")
 
 
 def index_deletes(entries: Iterable[IndexManifestEntry],

@@ -164,7 +164,8 @@ class TableWrite:
 
     Raises:
         UnsupportedError: a table this writer cannot produce correct files for (postpone
-            bucket primary-key tables, deletion vectors, aggregate functions not
+            bucket primary-key tables, deletion vectors with first-row or a
+            full-compaction changelog, aggregate functions not
             implemented, non-parquet formats, non-legacy partition names, mixed timestamp
             precisions).
         SchemaError: invalid write options.
@@ -341,6 +342,8 @@ class TableWrite:
                         compact_before=tuple(c.before) if c else (),
                         compact_after=tuple(c.after) if c else (),
                         compact_changelog=tuple(c.changelog) if c else (),
+                        dv_index_added=tuple(c.index_added) if c else (),
+                        dv_index_deleted=tuple(c.index_deleted) if c else (),
                         table_path=self.table_path,
                         schema_id=self.schema.id,
                         index_files=() if ix is None else (ix,),

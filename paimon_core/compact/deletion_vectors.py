@@ -1,0 +1,169 @@
+"""The deletion vectors of one primary-key bucket while it is compacted
+(``org.apache.paimon.deletionvectors.DeletionVectorsMaintainer`` and ``CompactDeletionFile`` of
+Paimon 0.9).
+
+A ``deletion-vectors.enabled=true`` table keeps at most one live record per key on the levels
+>= 1, which readers scan raw minus each file's deletion vector. Compaction keeps it so:
+
+* a level-0 record merged into a level >= 1 supersedes the key's record found by the lookup
+  in the levels above the output: that record's row position is added to its file's vector
+  (:meth:`BucketDeletionVectors.notify`, Java's ``notifyNewDeletion``);
+* a file that is rewritten loses its vector (``removeDeletionVectorOf``): its superseded rows
+  were left out of the rewrite;
+* once per commit the bucket's vectors are written to ONE new index file
+  (``index-<uuid>-<n>``, :func:`~paimon_core.spec.deletion_vector.encode_deletion_vectors`),
+  which replaces the bucket's previous DV index file(s) in the index manifest (ADD of the new
+  one, DELETE of the old ones: ``CompactDeletionFile.generateFiles``), with the COMPACT
+  snapshot. A bucket left without any vector gets no new file, only the DELETEs.
+
+The vectors are loaded from the index manifest of the snapshot the compaction starts from
+(:func:`load_bucket_vectors`); the commit refuses the change when another commit replaced the
+bucket's DV index meanwhile (:mod:`paimon_core.commit.index_changes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from paimon_core.errors import UnsupportedError
+from paimon_core.io.file_io import FileIO
+from paimon_core.layout import DataFilePathFactory, TableLayout
+from paimon_core.manifest_io import ManifestIO
+from paimon_core.options import CoreOptions
+from paimon_core.spec.deletion_vector import decode_deletion_vectors, encode_deletion_vectors
+from paimon_core.spec.index_manifest import (
+    DELETION_VECTORS_INDEX,
+    IndexFileMeta,
+    IndexManifestEntry,
+)
+from paimon_core.spec.manifest import FileKind
+from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
+from paimon_core.spec.snapshot import Snapshot
+
+__all__ = [
+    "BucketDeletionVectors",
+    "DvIndexChange",
+    "check_deletion_vectors",
+    "dv_index_entries",
+    "load_bucket_vectors",
+]
+
+BucketKey = tuple[bytes, int]
+
+
+def check_deletion_vectors(core: CoreOptions) -> None:
+    """Refuse what Paimon 0.9 refuses with ``deletion-vectors.enabled=true`` on a primary-key
+    table (``SchemaValidation.validateForDeletionVectors``), naming the option.
+
+    Raises:
+        UnsupportedError: ``merge-engine=first-row`` or ``changelog-producer=full-compaction``.
+    """
+    if core.merge_engine is MergeEngine.FIRST_ROW:
+        raise UnsupportedError(
+            "deletion-vectors.enabled=true with merge-engine=first-row: first row merge engine "
+            "does not need deletion vectors because there is no deletion of old data in this "
+            "merge engine (Paimon 0.9 refuses it too)")
+    producer = core.changelog_producer
+    if producer not in (ChangelogProducer.NONE, ChangelogProducer.INPUT,
+                        ChangelogProducer.LOOKUP):
+        raise UnsupportedError(
+            f"deletion-vectors.enabled=true with changelog-producer={producer.value}: deletion "
+            "vectors mode is only supported for none/input/lookup changelog producer "
+            "(Paimon 0.9 refuses it too)")
+
+
+@dataclass(frozen=True)
+class DvIndexChange:
+    """The DV index files a compaction adds and the ones it replaces (``IndexIncrement``)."""
+
+    added: tuple[IndexFileMeta, ...] = ()
+    deleted: tuple[IndexFileMeta, ...] = ()
+
+
+@dataclass
+class BucketDeletionVectors:
+    """Deleted row positions per data file of one bucket (sorted unique ``int64`` arrays) and
+    the index files they were loaded from."""
+
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    loaded_from: tuple[IndexFileMeta, ...] = ()
+    modified: bool = False
+
+    def of(self, file_name: str) -> np.ndarray | None:
+        return self.vectors.get(file_name)
+
+    def deleted_rows(self) -> dict[str, np.ndarray]:
+        return dict(self.vectors)
+
+    def notify(self, file_name: str, positions: np.ndarray) -> None:
+        """Add deleted positions of ``file_name`` (``notifyNewDeletion``)."""
+        if not len(positions):
+            return
+        old = self.vectors.get(file_name)
+        new = np.asarray(positions, dtype=np.int64)
+        merged = np.unique(new if old is None else np.concatenate([old, new]))
+        if old is None or len(merged) != len(old):
+            self.vectors[file_name] = merged
+            self.modified = True
+
+    def remove(self, file_names: Iterable[str]) -> None:
+        """Forget the vectors of rewritten files (``removeDeletionVectorOf``)."""
+        for name in file_names:
+            if self.vectors.pop(name, None) is not None:
+                self.modified = True
+
+    def write(self, file_io: FileIO, layout: TableLayout, names: DataFilePathFactory,
+              live: Collection[str], written: list[str]) -> DvIndexChange:
+        """The index change of this round (nothing when nothing changed): a new index file
+        holding every vector of a live file (``live``: the bucket's data files after the
+        compaction), replacing the files the vectors were loaded from. The new file's path
+        is appended to ``written`` before it is written (an abort deletes it)."""
+        stale = [n for n in self.vectors if n not in live]
+        if stale:
+            self.remove(stale)
+        if not self.modified:
+            return DvIndexChange()
+        self.modified = False
+        added: tuple[IndexFileMeta, ...] = ()
+        if self.vectors:
+            data, metas = encode_deletion_vectors(self.vectors)
+            name = names.new_index_file_name()
+            path = layout.index_file(name)
+            written.append(path)
+            file_io.write_bytes(path, data)
+            added = (IndexFileMeta(DELETION_VECTORS_INDEX, name, len(data), len(metas),
+                                   tuple(metas)),)
+        change = DvIndexChange(added, self.loaded_from)
+        self.loaded_from = added
+        return change
+
+
+def dv_index_entries(manifests: ManifestIO, snapshot: Snapshot | None
+                     ) -> dict[BucketKey, list[IndexManifestEntry]]:
+    """The DV index entries of a snapshot per (partition, bucket)."""
+    out: dict[BucketKey, list[IndexManifestEntry]] = {}
+    if snapshot is None or not snapshot.index_manifest:
+        return out
+    for e in manifests.index_manifest(snapshot.index_manifest):
+        if e.index_type == DELETION_VECTORS_INDEX and e.kind is FileKind.ADD:
+            out.setdefault((e.partition, e.bucket), []).append(e)
+    return out
+
+
+def load_bucket_vectors(file_io: FileIO, layout: TableLayout,
+                        entries: Sequence[IndexManifestEntry]) -> BucketDeletionVectors:
+    """The vectors of one bucket from its DV index entries (every range decoded and checked)."""
+    vectors: dict[str, np.ndarray] = {}
+    metas = []
+    for e in entries:
+        path = layout.index_file(e.file_name)
+        ranges = e.dv_ranges or ()
+        if ranges:
+            vectors.update(decode_deletion_vectors(file_io.read_bytes(path), ranges, path))
+        metas.append(IndexFileMeta(e.index_type, e.file_name, e.file_size, e.row_count,
+                                   e.dv_ranges))
+    return BucketDeletionVectors({k: np.unique(v) for k, v in vectors.items() if len(v)},
+                                 tuple(metas))
