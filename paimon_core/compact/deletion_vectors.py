@@ -23,35 +23,44 @@ bucket's DV index meanwhile (:mod:`paimon_core.commit.index_changes`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from paimon_core.compact.task import CompactResult
+from paimon_core.datafile.writer import DataFileWriter
 from paimon_core.errors import UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import DataFilePathFactory, TableLayout
 from paimon_core.manifest_io import ManifestIO
 from paimon_core.options import CoreOptions
+from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.deletion_vector import decode_deletion_vectors, encode_deletion_vectors
 from paimon_core.spec.index_manifest import (
     DELETION_VECTORS_INDEX,
     IndexFileMeta,
     IndexManifestEntry,
 )
-from paimon_core.spec.manifest import FileKind
+from paimon_core.spec.manifest import DataFileMeta, FileKind
 from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
 from paimon_core.spec.snapshot import Snapshot
 
 __all__ = [
     "BucketDeletionVectors",
     "DvIndexChange",
+    "DvSource",
     "check_deletion_vectors",
     "dv_index_entries",
+    "latest_dv_source",
     "load_bucket_vectors",
+    "snapshot_dv_source",
+    "write_vectors",
 ]
 
 BucketKey = tuple[bytes, int]
+#: the DV index entries of a (partition, bucket)
+DvSource = Callable[[bytes, int], Sequence[IndexManifestEntry]]
 
 
 def check_deletion_vectors(core: CoreOptions) -> None:
@@ -167,3 +176,29 @@ def load_bucket_vectors(file_io: FileIO, layout: TableLayout,
                                    e.dv_ranges))
     return BucketDeletionVectors({k: np.unique(v) for k, v in vectors.items() if len(v)},
                                  tuple(metas))
+
+
+def snapshot_dv_source(manifests: ManifestIO, snapshot: Snapshot | None) -> DvSource:
+    """The DV index entries of ``snapshot``, per bucket (one index manifest read)."""
+    entries = dv_index_entries(manifests, snapshot)
+    return lambda p, b: entries.get((p, b), [])
+
+
+def latest_dv_source(file_io: FileIO, table_path: str) -> DvSource:
+    """:func:`snapshot_dv_source` of the table's latest snapshot (read now)."""
+    latest = SnapshotManager(file_io, table_path).latest_snapshot()
+    return snapshot_dv_source(ManifestIO(file_io, table_path), latest)
+
+
+def write_vectors(dvs: BucketDeletionVectors, file_io: FileIO, layout: TableLayout,
+                  writer: DataFileWriter, files: Iterable[DataFileMeta],
+                  result: CompactResult) -> None:
+    """Write a bucket's vectors when they changed (one new DV index file replacing the old
+    ones, :meth:`BucketDeletionVectors.write`, named and recorded by ``writer``); the change
+    joins ``result``. ``files``: the bucket's live files before ``result``."""
+    gone = {f.file_name for f in result.before}
+    live = {f.file_name for f in files if f.file_name not in gone}
+    live.update(f.file_name for f in result.after)
+    change = dvs.write(file_io, layout, writer.path_factory, live, writer.written_paths)
+    result.index_added += change.added
+    result.index_deleted += change.deleted

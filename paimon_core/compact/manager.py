@@ -41,11 +41,16 @@ from paimon_core.compact.append import plan_append, rewrite_append
 from paimon_core.compact.changelog import KeyedRecords
 from paimon_core.compact.deletion_vectors import (
     BucketDeletionVectors,
+    DvSource,
     check_deletion_vectors,
     dv_index_entries,
+    latest_dv_source,
     load_bucket_vectors,
+    snapshot_dv_source,
+    write_vectors,
 )
 from paimon_core.compact.levels import Levels
+from paimon_core.compact.listing import BucketFilesMap, live_bucket_files
 from paimon_core.compact.options import (
     DEFAULT_COMPACT_STRATEGY,
     CompactOptions,
@@ -68,11 +73,9 @@ from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableContext
 from paimon_core.manifest_io import ManifestIO
 from paimon_core.read.data_file import DataFileReader
-from paimon_core.scan.manifest_filter import EntryFilter, read_entries
+from paimon_core.scan.manifest_filter import EntryFilter
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
-from paimon_core.spec.file_entries import live_files
-from paimon_core.spec.index_manifest import IndexManifestEntry
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
@@ -101,12 +104,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ATTEMPTS = 5
-#: (partition, bucket) -> (total buckets of its files, live files)
-BucketFilesMap = dict[tuple[bytes, int], tuple[int, list[DataFileMeta]]]
 #: one compaction task: (partition, bucket, total buckets, live files of the bucket)
 BucketWork = tuple[bytes, int, int, list[DataFileMeta]]
-#: the DV index entries of a (partition, bucket)
-DvSource = Callable[[bytes, int], Sequence[IndexManifestEntry]]
 
 
 @dataclass
@@ -186,14 +185,8 @@ class BucketCompactor:
 
     def load_vectors(self, partition: bytes, bucket: int) -> BucketDeletionVectors:
         """The deletion vectors of a bucket (:attr:`dv_source`'s index entries)."""
-        source = self.dv_source or self._latest_dv_source()
+        source = self.dv_source or latest_dv_source(self.file_io, self.table_path)
         return load_bucket_vectors(self.file_io, self.layout, source(partition, bucket))
-
-    def _latest_dv_source(self) -> DvSource:
-        manifests = ManifestIO(self.file_io, self.table_path)
-        latest = SnapshotManager(self.file_io, self.table_path).latest_snapshot()
-        entries = dv_index_entries(manifests, latest)
-        return lambda p, b: entries.get((p, b), [])
 
     # ---- compaction
     def compact(self, partition: bytes, bucket: int, files: Sequence[DataFileMeta], *,
@@ -250,16 +243,8 @@ class BucketCompactor:
 
     def write_vectors(self, dvs: BucketDeletionVectors, files: Iterable[DataFileMeta],
                       result: CompactResult, writer: DataFileWriter) -> None:
-        """Write the bucket's vectors when they changed (one new DV index file replacing the
-        old ones, :meth:`BucketDeletionVectors.write`); the change joins ``result``.
-        ``files``: the bucket's live files before ``result``."""
-        gone = {f.file_name for f in result.before}
-        live = {f.file_name for f in files if f.file_name not in gone}
-        live.update(f.file_name for f in result.after)
-        change = dvs.write(self.file_io, self.layout, writer.path_factory, live,
-                           writer.written_paths)
-        result.index_added += change.added
-        result.index_deleted += change.deleted
+        """:func:`~paimon_core.compact.deletion_vectors.write_vectors` of this table."""
+        write_vectors(dvs, self.file_io, self.layout, writer, files, result)
 
     def message(self, partition: bytes, bucket: int, total_buckets: int,
                 result: CompactResult) -> CommitMessage | None:
@@ -278,29 +263,6 @@ def _delete_quietly(file_io: FileIO, path: str) -> None:
         file_io.delete(path)
     except Exception as e:  # best effort: an orphan is reclaimable
         log.warning("could not delete %s: %s", path, e)
-
-
-def live_bucket_files(
-    manifests: ManifestIO, snapshot: Snapshot | None,
-    accept: Callable[[bytes, int], bool] | None = None,
-    entries: EntryFilter | None = None,
-) -> BucketFilesMap:
-    """Live files of a snapshot per (partition, bucket) (metadata only); ``entries``: which
-    manifests and rows to read (:mod:`paimon_core.scan.manifest_filter`; default all)."""
-    out: BucketFilesMap = {}
-    if snapshot is None:
-        return out
-    read = read_entries(manifests, manifests.data_manifests(snapshot), entries or EntryFilter())
-    for e in live_files(read, source=manifests.path(snapshot.base_manifest_list)):
-        key = (e.partition, e.bucket)
-        if accept is not None and not accept(*key):
-            continue
-        slot = out.get(key)
-        if slot is None:
-            out[key] = (e.total_buckets, [e.file])
-        else:
-            slot[1].append(e.file)
-    return out
 
 
 def bucket_filter(
@@ -354,10 +316,9 @@ class CompactSource(Protocol):
 def new_compactor(source: CompactSource, snapshot: Snapshot | None = None) -> BucketCompactor:
     """The compactor of ``source``'s current schema (deletion vectors: those of ``snapshot``,
     default the latest at each compaction)."""
-    dv_source: DvSource | None = None
+    dv_source = None
     if snapshot is not None and source.context.options.deletion_vectors_enabled:
-        entries = dv_index_entries(source.manifest_io, snapshot)
-        dv_source = lambda p, b: entries.get((p, b), [])  # noqa: E731
+        dv_source = snapshot_dv_source(source.manifest_io, snapshot)
     return BucketCompactor(source.file_io, source.context, source.schema_manager,
                            dv_source=dv_source)
 
