@@ -184,8 +184,9 @@ class TableCommit:
             build = _changes_of(group, pick)
             if kind is CommitKind.APPEND:
                 build = self._check_index_base(build, group)
-            else:
-                build = self._check_dv_base(build, group)
+            # deletion vectors: checked before the APPEND too, so that a conflict leaves
+            # nothing committed
+            build = self._check_dv_base(build, group)
             sid = self._try_commit(kind, build, commit_identifier, opts,
                                    touched=_touched(group), start=start,
                                    schema_read=schema_read)
