@@ -69,8 +69,8 @@ def inline_compaction_enabled(context: TableContext) -> bool:
 
 def refuse_shared_bucket_lookup(context: TableContext, writers: str) -> None:
     """Refuse a table whose level-0 files must be compacted at every commit (first-row,
-    lookup changelog, ``force-lookup``) when it is written by several tasks that may share a
-    bucket (``writers`` names them): such tasks do not compact.
+    lookup changelog, ``force-lookup``, deletion vectors) when it is written by several tasks
+    that may share a bucket (``writers`` names them): such tasks do not compact.
 
     Raises:
         UnsupportedError: naming the options.
@@ -78,8 +78,9 @@ def refuse_shared_bucket_lookup(context: TableContext, writers: str) -> None:
     if CompactOptions.of(context.schema, context.options).lookup:
         raise UnsupportedError(
             f"a {writers} cannot have its level-0 files compacted at every commit, which "
-            "merge-engine=first-row, changelog-producer=lookup and force-lookup need: write "
-            "it from one task, or give the table a fixed 'bucket' count")
+            "merge-engine=first-row, changelog-producer=lookup, force-lookup and "
+            "deletion-vectors.enabled need: write it from one task, or give the table a fixed "
+            "'bucket' count")
 
 
 class InlineCompaction:
