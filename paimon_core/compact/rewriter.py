@@ -146,6 +146,7 @@ class MergeTreeRewriter:
         self._ignore_delete = core.ignore_delete()
         self._lookup_cache: dict[str, tuple[DataFileMeta, pa.Table]] = {}
         self.dvs = dvs
+        self._lookup_names: list[str] = []  # files of the lookup's _DV_FILE indices
 
     # ---- CompactRewriter
     def rewrite(self, output_level: int, drop_delete: bool, sections: Sequence[Section]
@@ -252,7 +253,7 @@ class MergeTreeRewriter:
                      if self.decode_key(f.max_key) < lo]:
             del self._lookup_cache[name]
         parts, levels = [], []
-        self._lookup_names: list[str] = []
+        self._lookup_names = []
         for level, run in self.levels.files_above(output_level):
             for f in run:
                 if self.decode_key(f.max_key) < lo or self.decode_key(f.min_key) > hi:
