@@ -40,11 +40,10 @@ from typing import Any
 from paimon_core.commit.committed import CommittedLookup
 from paimon_core.commit.conflicts import check_conflicts, check_new_files, needs_live_files
 from paimon_core.commit.index_changes import (
-    check_dv_bases,
-    check_index_bases,
     dv_index_changes,
     index_adds,
     index_deletes,
+    with_index_checks,
 )
 from paimon_core.commit.manifest_merge import merge_manifests, merge_settings
 from paimon_core.commit.manifest_writer import ManifestWriter
@@ -181,12 +180,8 @@ class TableCommit:
                          and (m.dv_index_added or m.dv_index_deleted))]
             if not group:
                 continue
-            build = _changes_of(group, pick)
-            if kind is CommitKind.APPEND:
-                build = self._check_index_base(build, group)
-            # deletion vectors: checked before the APPEND too, so that a conflict leaves
-            # nothing committed
-            build = self._check_dv_base(build, group)
+            build = with_index_checks(_changes_of(group, pick), group, self._index_entries,
+                                      hash_bases=kind is CommitKind.APPEND)
             sid = self._try_commit(kind, build, commit_identifier, opts,
                                    touched=_touched(group), start=start,
                                    schema_read=schema_read)
@@ -417,32 +412,6 @@ class TableCommit:
                 raise CommitConflictError(f"files written for bucket={m.total_buckets}, but the "
                                           f"table now has bucket={n} (a writer with a stale "
                                           "bucket count)")
-
-    def _check_index_base(self, build: ChangeBuilder,
-                          messages: Sequence[CommitMessage]) -> ChangeBuilder:
-        """``build``, after :func:`check_index_bases` against the snapshot followed (on every
-        attempt)."""
-        if not any(m.index_files and m.replaces_index is not None for m in messages):
-            return build
-
-        def checked(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
-            check_index_bases(messages, self._index_entries(latest))
-            return build(latest, live)
-
-        return checked
-
-    def _check_dv_base(self, build: ChangeBuilder,
-                       messages: Sequence[CommitMessage]) -> ChangeBuilder:
-        """``build``, after :func:`check_dv_bases` against the snapshot followed (on every
-        attempt)."""
-        if not any(m.dv_index_added or m.dv_index_deleted for m in messages):
-            return build
-
-        def checked(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
-            check_dv_bases(messages, self._index_entries(latest))
-            return build(latest, live)
-
-        return checked
 
     def _index_entries(self, snapshot: Snapshot | None) -> list[IndexManifestEntry]:
         """The index manifest entries of ``snapshot`` (none without one)."""
