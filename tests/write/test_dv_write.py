@@ -216,3 +216,22 @@ def test_expire_orphans_inspect(tmp_path: Path) -> None:
                  "table_indexes"])
     assert sorted(json.loads(x)["file_name"] for x in lines) == sorted(live)
     assert fsck(table).ok
+
+
+@pytest.mark.parametrize("producer", ["input", "lookup"])
+def test_changelog_producers_java_allows(tmp_path: Path, producer: str) -> None:
+    """Java 0.9 allows deletion vectors with the none/input/lookup producers: the lookup one's
+    changelog comes with the COMPACT snapshot of every commit, input's with the APPEND."""
+    table = dv_table(tmp_path, **{"changelog-producer": producer})
+    rng = random.Random(1)
+    model: dict[int, tuple[str | None, int]] = {}
+    for k in range(4):
+        rows = [(i, f"a{i}", i, "+I") for i in range(100)] if k == 0 else batch(rng, 30, f"b{k}")
+        write(table, rows, k)
+        apply(model, rows)
+        assert read(table) == model, k
+    assert raw_levels(table)[0] == 0 and dv_count(table) > 0
+    with_log = {s.commit_kind.name for s in table.snapshot_manager.snapshots()
+                if s.changelog_record_count}
+    assert with_log == {"COMPACT" if producer == "lookup" else "APPEND"}
+    assert fsck(table).ok
