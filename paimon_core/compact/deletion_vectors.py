@@ -30,11 +30,9 @@ import numpy as np
 
 from paimon_core.compact.task import CompactResult
 from paimon_core.datafile.writer import DataFileWriter
-from paimon_core.errors import UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import DataFilePathFactory, TableLayout
 from paimon_core.manifest_io import ManifestIO
-from paimon_core.options import CoreOptions
 from paimon_core.snapshot_manager import SnapshotManager
 from paimon_core.spec.deletion_vector import decode_deletion_vectors, encode_deletion_vectors
 from paimon_core.spec.index_manifest import (
@@ -43,14 +41,12 @@ from paimon_core.spec.index_manifest import (
     IndexManifestEntry,
 )
 from paimon_core.spec.manifest import DataFileMeta, FileKind
-from paimon_core.spec.option_enums import ChangelogProducer, MergeEngine
 from paimon_core.spec.snapshot import Snapshot
 
 __all__ = [
     "BucketDeletionVectors",
     "DvIndexChange",
     "DvSource",
-    "check_deletion_vectors",
     "dv_index_entries",
     "latest_dv_source",
     "load_bucket_vectors",
@@ -61,27 +57,6 @@ __all__ = [
 BucketKey = tuple[bytes, int]
 #: the DV index entries of a (partition, bucket)
 DvSource = Callable[[bytes, int], Sequence[IndexManifestEntry]]
-
-
-def check_deletion_vectors(core: CoreOptions) -> None:
-    """Refuse what Paimon 0.9 refuses with ``deletion-vectors.enabled=true`` on a primary-key
-    table (``SchemaValidation.validateForDeletionVectors``), naming the option.
-
-    Raises:
-        UnsupportedError: ``merge-engine=first-row`` or ``changelog-producer=full-compaction``.
-    """
-    if core.merge_engine is MergeEngine.FIRST_ROW:
-        raise UnsupportedError(
-            "deletion-vectors.enabled=true with merge-engine=first-row: first row merge engine "
-            "does not need deletion vectors because there is no deletion of old data in this "
-            "merge engine (Paimon 0.9 refuses it too)")
-    producer = core.changelog_producer
-    if producer not in (ChangelogProducer.NONE, ChangelogProducer.INPUT,
-                        ChangelogProducer.LOOKUP):
-        raise UnsupportedError(
-            f"deletion-vectors.enabled=true with changelog-producer={producer.value}: deletion "
-            "vectors mode is only supported for none/input/lookup changelog producer "
-            "(Paimon 0.9 refuses it too)")
 
 
 @dataclass(frozen=True)

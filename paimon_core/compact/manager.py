@@ -42,7 +42,6 @@ from paimon_core.compact.changelog import KeyedRecords
 from paimon_core.compact.deletion_vectors import (
     BucketDeletionVectors,
     DvSource,
-    check_deletion_vectors,
     dv_index_entries,
     latest_dv_source,
     load_bucket_vectors,
@@ -72,6 +71,7 @@ from paimon_core.errors import CommitConflictError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableContext
 from paimon_core.manifest_io import ManifestIO
+from paimon_core.option_validation import check_deletion_vectors
 from paimon_core.read.data_file import DataFileReader
 from paimon_core.scan.manifest_filter import EntryFilter
 from paimon_core.schema_manager import SchemaManager

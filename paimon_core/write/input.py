@@ -27,9 +27,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_core.compact.deletion_vectors import check_deletion_vectors
 from paimon_core.errors import SchemaError, UnsupportedError
 from paimon_core.layout import TableContext
+from paimon_core.option_validation import check_deletion_vectors
 from paimon_core.read import engines
 from paimon_core.spec.option_enums import BucketMode
 from paimon_core.spec.row_kind import SHORT_STRINGS, short_string_codes

@@ -21,11 +21,12 @@ import pytest
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.compact.deletion_vectors import dv_index_entries, load_bucket_vectors
 from paimon_core.compact.manager import live_bucket_files
-from paimon_core.errors import CommitConflictError, UnsupportedError
+from paimon_core.errors import CommitConflictError, SchemaError, UnsupportedError
 from paimon_core.fsck import fsck
 from paimon_core.orphans import remove_orphan_files
 from paimon_core.read.data_file import DataFileReader
 from paimon_core.schema_builder import Schema
+from paimon_core.schema_change import SetOption
 from paimon_core.table import FileStoreTable
 from tests.interop.ours import cli
 
@@ -142,11 +143,22 @@ def test_merge_engines(tmp_path: Path, engine: str) -> None:
     ({"changelog-producer": "full-compaction"}, "changelog-producer=full-compaction"),
 ])
 def test_refused_as_java_refuses(tmp_path: Path, options: dict[str, str], named: str) -> None:
-    table = dv_table(tmp_path, **options)
+    """At CREATE and ALTER (``SchemaValidation.validateForDeletionVectors``); a table stored so
+    anyway (another tool) is refused by its writer and its compaction."""
+    with pytest.raises(SchemaError, match=named):
+        dv_table(tmp_path, **options)
+    plain = dv_table(tmp_path, name="p", **{"deletion-vectors.enabled": "false", **options})
+    with pytest.raises(SchemaError, match=named):
+        plain.alter([SetOption("deletion-vectors.enabled", "true")])
+    schema_file = Path(plain.path) / "schema" / "schema-0"  # as another tool could store it
+    doc = json.loads(schema_file.read_text())
+    doc["options"]["deletion-vectors.enabled"] = "true"
+    schema_file.write_text(json.dumps(doc))
+    stored = FileSystemCatalog(str(tmp_path / "wh")).get_table("db.p")
     with pytest.raises(UnsupportedError, match=named):
-        table.new_write("u")
+        stored.new_write("u")
     with pytest.raises(UnsupportedError, match=named):
-        table.compact()
+        stored.compact()
 
 
 def test_compaction_job_minor_keeps_full_clears(tmp_path: Path) -> None:

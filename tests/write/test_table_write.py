@@ -324,9 +324,6 @@ def test_rowkind_field_option(catalog: FileSystemCatalog) -> None:
 
 
 @pytest.mark.parametrize("schema, match", [
-    (Schema.of([("id", "INT")], primary_keys=["id"],
-               options={"bucket": "1", "deletion-vectors.enabled": "true",
-                        "merge-engine": "first-row"}), "deletion-vectors.enabled=true with merge"),
     (Schema.of([("a", "INT")], options={"file.format": "avro"}), "avro"),
     (Schema.of([("a", "INT")], options={"partition.legacy-name": "false"}), "legacy"),
 ])
