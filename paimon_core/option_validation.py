@@ -74,7 +74,8 @@ _ENUM_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def check_deletion_vectors(core: CoreOptions, primary_key: bool = True,
+def check_deletion_vectors(changelog_producer: str, merge_engine: str, *,
+                           primary_key: bool = True,
                            error: type[PaimonError] = UnsupportedError) -> None:
     """Refuse what Paimon 0.9 refuses with ``deletion-vectors.enabled=true``
     (``SchemaValidation.validateForDeletionVectors``), naming the option: a changelog producer
@@ -84,14 +85,14 @@ def check_deletion_vectors(core: CoreOptions, primary_key: bool = True,
         ``error``: at CREATE / ALTER a :class:`SchemaError`; a writer or a compaction of a
             table stored so raises :class:`UnsupportedError`.
     """
-    producer = core.changelog_producer
-    if producer not in (ChangelogProducer.NONE, ChangelogProducer.INPUT,
-                        ChangelogProducer.LOOKUP):
+    producer = changelog_producer.strip().lower()
+    if producer not in (ChangelogProducer.NONE.value, ChangelogProducer.INPUT.value,
+                        ChangelogProducer.LOOKUP.value):
         raise error(
-            f"deletion-vectors.enabled=true with changelog-producer={producer.value}: deletion "
+            f"deletion-vectors.enabled=true with changelog-producer={producer}: deletion "
             "vectors mode is only supported for none/input/lookup changelog producer "
             "(Paimon 0.9 refuses it too)")
-    if primary_key and core.merge_engine is MergeEngine.FIRST_ROW:
+    if primary_key and merge_engine.strip().lower() == MergeEngine.FIRST_ROW.value:
         raise error(
             "deletion-vectors.enabled=true with merge-engine=first-row: first row merge engine "
             "does not need deletion vectors because there is no deletion of old data in this "
@@ -151,7 +152,8 @@ def validate_options(schema: TableSchema) -> None:
                 f"changelog-producer={producer}: it would read duplicated changes"
             )
     if (opts.get(_O.DELETION_VECTORS_ENABLED) or "").strip().lower() == "true":
-        check_deletion_vectors(CoreOptions(opts), bool(schema.primary_keys), SchemaError)
+        check_deletion_vectors(producer, opts.get(_O.MERGE_ENGINE, MergeEngine.DEDUPLICATE.value),
+                               primary_key=bool(schema.primary_keys), error=SchemaError)
     names = set(schema.field_names)
     for key in (_O.SEQUENCE_FIELD, _O.ROWKIND_FIELD):
         raw = opts.get(key)

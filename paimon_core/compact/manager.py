@@ -136,7 +136,7 @@ class BucketCompactor:
         self.is_pk = bool(s.primary_keys)
         self.dv = self.is_pk and self.core.deletion_vectors_enabled
         if self.dv:
-            check_deletion_vectors(self.core)
+            check_deletion_vectors(self.core.changelog_producer.value, self.core.merge_engine.value)
         self.layout = self.context.layout
         self.constant = tuple(s.field_names.index(k) for k in s.partition_keys)
         self.decode_key = key_decoder(s, cached=True)

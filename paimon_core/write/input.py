@@ -131,7 +131,7 @@ def check_writable(context: TableContext) -> None:
     if context.is_primary_key_table:
         engines.validate(context.schema, o)  # the merge engine and its options
         if o.deletion_vectors_enabled:
-            check_deletion_vectors(o)
+            check_deletion_vectors(o.changelog_producer.value, o.merge_engine.value)
     if context.bucket_mode is BucketMode.POSTPONE:
         raise UnsupportedError(f"bucket={context.num_buckets} (postpone) is not supported by "
                                "this writer")
