@@ -23,7 +23,7 @@ bucket's DV index meanwhile (:mod:`paimon_core.commit.index_changes`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,7 +40,7 @@ from paimon_core.spec.index_manifest import (
     IndexFileMeta,
     IndexManifestEntry,
 )
-from paimon_core.spec.manifest import DataFileMeta, FileKind
+from paimon_core.spec.manifest import FileKind
 from paimon_core.spec.snapshot import Snapshot
 
 __all__ = [
@@ -100,14 +100,14 @@ class BucketDeletionVectors:
                 self.modified = True
 
     def write(self, file_io: FileIO, layout: TableLayout, names: DataFilePathFactory,
-              live: Collection[str], written: list[str]) -> DvIndexChange:
+              written: list[str]) -> DvIndexChange:
         """The index change of this round (nothing when nothing changed): a new index file
-        holding every vector of a live file (``live``: the bucket's data files after the
-        compaction), replacing the files the vectors were loaded from. The new file's path
-        is appended to ``written`` before it is written (an abort deletes it)."""
-        stale = [n for n in self.vectors if n not in live]
-        if stale:
-            self.remove(stale)
+        holding every vector, replacing the files the vectors were loaded from. The new
+        file's path is appended to ``written`` before it is written (an abort deletes it).
+
+        Vectors of files outside the compaction's view are kept as loaded (a file added after
+        the compaction was planned keeps its rows deleted); the commit checks that the
+        bucket's index is still the one they were loaded from."""
         if not self.modified:
             return DvIndexChange()
         self.modified = False
@@ -166,14 +166,10 @@ def latest_dv_source(file_io: FileIO, table_path: str) -> DvSource:
 
 
 def write_vectors(dvs: BucketDeletionVectors, file_io: FileIO, layout: TableLayout,
-                  writer: DataFileWriter, files: Iterable[DataFileMeta],
-                  result: CompactResult) -> None:
+                  writer: DataFileWriter, result: CompactResult) -> None:
     """Write a bucket's vectors when they changed (one new DV index file replacing the old
     ones, :meth:`BucketDeletionVectors.write`, named and recorded by ``writer``); the change
-    joins ``result``. ``files``: the bucket's live files before ``result``."""
-    gone = {f.file_name for f in result.before}
-    live = {f.file_name for f in files if f.file_name not in gone}
-    live.update(f.file_name for f in result.after)
-    change = dvs.write(file_io, layout, writer.path_factory, live, writer.written_paths)
+    joins ``result``."""
+    change = dvs.write(file_io, layout, writer.path_factory, writer.written_paths)
     result.index_added += change.added
     result.index_deleted += change.deleted

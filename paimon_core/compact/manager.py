@@ -28,7 +28,7 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -205,7 +205,7 @@ class BucketCompactor:
                 vectors = dvs if dvs is not None else self.load_vectors(partition, bucket)
                 result = self._compact_pk(io, files, full, vectors)
                 if dvs is None:
-                    self.write_vectors(vectors, files, result, writer)
+                    write_vectors(vectors, self.file_io, self.layout, writer, result)
                 return result
             if self.is_pk:
                 return self._compact_pk(io, files, full)
@@ -240,11 +240,6 @@ class BucketCompactor:
             kept = {f.file_name for f in result.after}
             dvs.remove(f.file_name for f in result.before if f.file_name not in kept)
         return result
-
-    def write_vectors(self, dvs: BucketDeletionVectors, files: Iterable[DataFileMeta],
-                      result: CompactResult, writer: DataFileWriter) -> None:
-        """:func:`~paimon_core.compact.deletion_vectors.write_vectors` of this table."""
-        write_vectors(dvs, self.file_io, self.layout, writer, files, result)
 
     def message(self, partition: bytes, bucket: int, total_buckets: int,
                 result: CompactResult) -> CommitMessage | None:

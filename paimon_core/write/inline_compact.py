@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from paimon_core.compact.deletion_vectors import BucketDeletionVectors
+from paimon_core.compact.deletion_vectors import BucketDeletionVectors, write_vectors
 from paimon_core.compact.manager import BucketCompactor
 from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult
@@ -171,8 +171,7 @@ class InlineCompaction:
             st = buckets.get(key)
             if st is None or not dvs.modified:
                 continue
-            self.compactor.write_vectors(dvs, list(self.files.get(key, {}).values()),
-                                         st.compacted, self.writer)
+            write_vectors(dvs, self.file_io, self.compactor.layout, self.writer, st.compacted)
 
     def _note_new(self, key: BucketKey, st: BucketState) -> None:
         self.add_new(key, st.new_files[st.noted:])
