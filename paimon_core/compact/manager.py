@@ -67,7 +67,7 @@ from paimon_core.compact.rewriter import BucketFiles, MergeTreeRewriter
 from paimon_core.compact.task import CompactResult, run_compact_task
 from paimon_core.datafile.formats import format_options
 from paimon_core.datafile.writer import DataFileWriter
-from paimon_core.errors import CommitConflictError
+from paimon_core.errors import CommitConflictError, UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableContext
 from paimon_core.manifest_io import ManifestIO
@@ -134,7 +134,10 @@ class BucketCompactor:
         self.core = self.context.options
         self.options = CompactOptions.of(s, self.core)
         self.is_pk = bool(s.primary_keys)
-        self.dv = self.is_pk and self.core.deletion_vectors_enabled
+        self.dv = self.core.deletion_vectors_enabled
+        if self.dv and not self.is_pk:
+            raise UnsupportedError("compacting an append table with deletion-vectors.enabled=true "
+                                   "(its files' deletion vectors would have to be applied)")
         if self.dv:
             check_deletion_vectors(self.core.changelog_producer.value, self.core.merge_engine.value)
         self.layout = self.context.layout

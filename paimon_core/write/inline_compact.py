@@ -62,8 +62,8 @@ FileId = tuple[str, int]  # (file name, level): what a DELETE entry names
 def inline_compaction_enabled(context: TableContext) -> bool:
     """Whether writers of this table compact (not ``write-only``, not unaware-bucket)."""
     core = context.options
-    if core.write_only:
-        return False
+    if core.write_only or (core.deletion_vectors_enabled and not context.is_primary_key_table):
+        return False  # an append table's deletion vectors are not applied by its compaction
     return context.bucket_mode is not BucketMode.BUCKET_UNAWARE
 
 

@@ -247,3 +247,19 @@ def test_changelog_producers_java_allows(tmp_path: Path, producer: str) -> None:
                 if s.changelog_record_count}
     assert with_log == {"COMPACT" if producer == "lookup" else "APPEND"}
     assert fsck(table).ok
+
+
+def test_append_table_with_deletion_vectors(tmp_path: Path) -> None:
+    """An append table's vectors (Java's row-level DELETE writes them) are not applied by our
+    compaction: it is refused by name; writes still append (they add no vector)."""
+    cat = FileSystemCatalog(str(tmp_path / "wh"))
+    table = cat.create_table("db.a", Schema.of(
+        [("id", "INT"), ("v", "STRING")],
+        options={"bucket": "1", "bucket-key": "id", "deletion-vectors.enabled": "true"}))
+    for k in range(3):
+        w = table.new_write("u")
+        w.write_arrow(pa.table({"id": pa.array([k], pa.int32()), "v": [f"v{k}"]}))
+        table.new_commit("u").commit(w.prepare_commit(), k)
+    assert sorted(r["id"] for r in table.to_arrow().to_pylist()) == [0, 1, 2]
+    with pytest.raises(UnsupportedError, match=r"append table with deletion-vectors\.enabled"):
+        table.compact()
