@@ -83,6 +83,7 @@ ui: install
 bench: install oracle
 	$(PY) -m compileall -q paimon_core pipelines
 	$(PY) bench/run.py
+	$(PY) bench/dv.py
 	$(PY) bench/scale.py
 	$(PY) bench/cdc.py
 	$(PY) bench/cdc_database.py --single-tables orders,payments,audit_log

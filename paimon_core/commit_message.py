@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from paimon_core.errors import PaimonError
 from paimon_core.spec.binary_row import binary_row_arity
-from paimon_core.spec.index_manifest import HASH_INDEX, IndexFileMeta
+from paimon_core.spec.index_manifest import DELETION_VECTORS_INDEX, HASH_INDEX, IndexFileMeta
 from paimon_core.spec.manifest import DataFileMeta
 
 
@@ -44,6 +44,9 @@ class CommitMessage:
             the commit refuses the message when the bucket's entry is no longer that file
             (another writer changed the bucket's keys meanwhile). None: not checked
             (overwrites replace everything).
+        dv_index_added / dv_index_deleted: the bucket's new DELETION_VECTORS index file of a
+            compaction and the ones it replaces (they go with the COMPACT snapshot; the commit
+            refuses them when the bucket's DV index is no longer ``dv_index_deleted``).
     """
 
     partition: bytes
@@ -59,12 +62,14 @@ class CommitMessage:
     schema_id: int = 0
     index_files: tuple[IndexFileMeta, ...] = ()
     replaces_index: str | None = None
+    dv_index_added: tuple[IndexFileMeta, ...] = ()
+    dv_index_deleted: tuple[IndexFileMeta, ...] = ()
 
     def is_empty(self) -> bool:
         return not (
             self.new_files or self.deleted_files or self.changelog_files
             or self.compact_before or self.compact_after or self.compact_changelog
-            or self.index_files
+            or self.index_files or self.dv_index_added or self.dv_index_deleted
         )
 
     def all_files(self) -> tuple[DataFileMeta, ...]:
@@ -146,3 +151,9 @@ def validate_messages(
                 raise InvalidCommitMessageError(
                     f"hash index file {ix.file_name} for a table with bucket={num_buckets} "
                     "(only dynamic bucket tables, bucket=-1, have one)")
+        for ix in m.dv_index_added + m.dv_index_deleted:
+            _check_name(ix.file_name, "index file")
+            if ix.index_type != DELETION_VECTORS_INDEX:
+                raise InvalidCommitMessageError(
+                    f"index file {ix.file_name} of type {ix.index_type!r} given as a deletion "
+                    f"vector index ({DELETION_VECTORS_INDEX})")

@@ -71,11 +71,11 @@ __all__ = [
 
 SystemTableName = Literal[
     "snapshots", "schemas", "options", "files", "manifests", "partitions", "buckets", "tags",
-    "consumers", "audit_log", "ro",
+    "consumers", "audit_log", "ro", "table_indexes",
 ]
 SYSTEM_TABLES: tuple[str, ...] = (
     "snapshots", "schemas", "options", "files", "manifests", "partitions", "buckets", "tags",
-    "consumers", "audit_log", "ro",
+    "consumers", "audit_log", "ro", "table_indexes",
 )
 SYSTEM_TABLE_SPLITTER = "$"
 ROWKIND_COLUMN = "rowkind"
@@ -175,6 +175,19 @@ TAGS_SCHEMA = pa.schema([
     _f("record_count", pa.int64()),
     _f("create_time", _MS),
     _f("time_retained", pa.string()),
+])
+# Paimon 1.x's $table_indexes (0.9 has none), its first seven columns; dv_ranges: f0 data file,
+# f1 offset, f2 length, _CARDINALITY deleted rows (null when Java 0.9 wrote the vector)
+DV_RANGE_TYPE = pa.struct([_f("f0", pa.string(), False), _f("f1", pa.int32(), False),
+                           _f("f2", pa.int32(), False), _f("_CARDINALITY", pa.int64())])
+TABLE_INDEXES_SCHEMA = pa.schema([
+    _f("partition", pa.string()),
+    _f("bucket", pa.int32(), False),
+    _f("index_type", pa.string(), False),
+    _f("file_name", pa.string(), False),
+    _f("file_size", pa.int64(), False),
+    _f("row_count", pa.int64(), False),
+    _f("dv_ranges", pa.list_(DV_RANGE_TYPE)),
 ])
 CONSUMERS_SCHEMA = pa.schema([
     _f("consumer_id", pa.string(), False), _f("next_snapshot_id", pa.int64(), False)
@@ -332,6 +345,23 @@ class InspectTable:
             for m in metas
         ]
         return pa.Table.from_pylist(rows, schema=MANIFESTS_SCHEMA)
+
+    def table_indexes(self, *, snapshot_id: int | None = None, tag: str | None = None
+                      ) -> pa.Table:
+        """The index files of a snapshot, as its index manifest lists them, with the range
+        and size of every deletion vector (Paimon 1.x's ``$table_indexes``)."""
+        snap = self._snapshot(snapshot_id, tag)
+        if snap is None or not snap.index_manifest:
+            return TABLE_INDEXES_SCHEMA.empty_table()
+        part = PartitionFormatter(self.table.schema)
+        rows = [{"partition": part(e.partition), "bucket": e.bucket,
+                 "index_type": e.index_type, "file_name": e.file_name,
+                 "file_size": e.file_size, "row_count": e.row_count,
+                 "dv_ranges": None if e.dv_ranges is None else [
+                     {"f0": d.data_file_name, "f1": d.offset, "f2": d.length,
+                      "_CARDINALITY": d.cardinality} for d in e.dv_ranges]}
+                for e in self.table.manifest_io.index_manifest(snap.index_manifest)]
+        return pa.Table.from_pylist(rows, schema=TABLE_INDEXES_SCHEMA)
 
     # ---------------------------------------------------------------- live files
     def files(
@@ -523,9 +553,11 @@ _SCHEMAS = {
     "snapshots": SNAPSHOTS_SCHEMA, "schemas": SCHEMAS_SCHEMA, "options": OPTIONS_SCHEMA,
     "files": FILES_SCHEMA, "manifests": MANIFESTS_SCHEMA, "partitions": PARTITIONS_SCHEMA,
     "buckets": BUCKETS_SCHEMA, "tags": TAGS_SCHEMA, "consumers": CONSUMERS_SCHEMA,
+    "table_indexes": TABLE_INDEXES_SCHEMA,
 }
 _PAIMON_TYPES = {pa.int64(): "BIGINT", pa.int32(): "INT", pa.string(): "STRING", _MS:
-                 "TIMESTAMP(3)"}
+                 "TIMESTAMP(3)", pa.list_(DV_RANGE_TYPE): "ARRAY<ROW<f0 STRING NOT NULL, "
+                 "f1 INT NOT NULL, f2 INT NOT NULL, _CARDINALITY BIGINT>>"}
 
 
 def _paimon_type(field: pa.Field) -> DataType:
@@ -533,7 +565,8 @@ def _paimon_type(field: pa.Field) -> DataType:
     return parse_sql_type(sql if field.nullable else f"{sql} NOT NULL")
 
 
-_TIME_TRAVEL = frozenset({"manifests", "files", "partitions", "buckets", "audit_log", "ro"})
+_TIME_TRAVEL = frozenset({"manifests", "files", "partitions", "buckets", "audit_log", "ro",
+                          "table_indexes"})
 
 
 # -------------------------------------------------------------------- row helpers

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from paimon_core.errors import ImmutableOptionError, SchemaError
+from paimon_core.errors import ImmutableOptionError, PaimonError, SchemaError, UnsupportedError
 from paimon_core.options import CoreOptions, parse_duration_millis, parse_memory_size
 from paimon_core.spec.option_enums import (
     DYNAMIC_BUCKET,
@@ -23,6 +23,7 @@ __all__ = [
     "FIELD_OPTION_SUFFIXES",
     "IMMUTABLE_OPTIONS",
     "check_alter_option",
+    "check_deletion_vectors",
     "checked_overlay",
     "overlaid",
     "validate_options",
@@ -71,6 +72,31 @@ _ENUM_OPTIONS: dict[str, tuple[str, ...]] = {
     _O.CHANGELOG_PRODUCER: tuple(e.value for e in ChangelogProducer),
     _O.MANIFEST_FORMAT: ("avro", "orc", "parquet"),
 }
+
+
+def check_deletion_vectors(changelog_producer: str, merge_engine: str, *,
+                           primary_key: bool = True,
+                           error: type[PaimonError] = UnsupportedError) -> None:
+    """Refuse what Paimon 0.9 refuses with ``deletion-vectors.enabled=true``
+    (``SchemaValidation.validateForDeletionVectors``), naming the option: a changelog producer
+    other than none/input/lookup, and ``merge-engine=first-row`` on a primary-key table.
+
+    Raises:
+        ``error``: at CREATE / ALTER a :class:`SchemaError`; a writer or a compaction of a
+            table stored so raises :class:`UnsupportedError`.
+    """
+    producer = changelog_producer.strip().lower()
+    if producer not in (ChangelogProducer.NONE.value, ChangelogProducer.INPUT.value,
+                        ChangelogProducer.LOOKUP.value):
+        raise error(
+            f"deletion-vectors.enabled=true with changelog-producer={producer}: deletion "
+            "vectors mode is only supported for none/input/lookup changelog producer "
+            "(Paimon 0.9 refuses it too)")
+    if primary_key and merge_engine.strip().lower() == MergeEngine.FIRST_ROW.value:
+        raise error(
+            "deletion-vectors.enabled=true with merge-engine=first-row: first row merge engine "
+            "does not need deletion vectors because there is no deletion of old data in this "
+            "merge engine (Paimon 0.9 refuses it too)")
 
 
 def validate_options(schema: TableSchema) -> None:
@@ -125,6 +151,9 @@ def validate_options(schema: TableSchema) -> None:
                 f"option streaming-read-overwrite=true cannot be used with "
                 f"changelog-producer={producer}: it would read duplicated changes"
             )
+    if (opts.get(_O.DELETION_VECTORS_ENABLED) or "").strip().lower() == "true":
+        check_deletion_vectors(producer, opts.get(_O.MERGE_ENGINE, MergeEngine.DEDUPLICATE.value),
+                               primary_key=bool(schema.primary_keys), error=SchemaError)
     names = set(schema.field_names)
     for key in (_O.SEQUENCE_FIELD, _O.ROWKIND_FIELD):
         raw = opts.get(key)

@@ -39,7 +39,12 @@ from typing import Any
 
 from paimon_core.commit.committed import CommittedLookup
 from paimon_core.commit.conflicts import check_conflicts, check_new_files, needs_live_files
-from paimon_core.commit.index_changes import check_index_bases, index_adds, index_deletes
+from paimon_core.commit.index_changes import (
+    dv_index_changes,
+    index_adds,
+    index_deletes,
+    with_index_checks,
+)
 from paimon_core.commit.manifest_merge import merge_manifests, merge_settings
 from paimon_core.commit.manifest_writer import ManifestWriter
 from paimon_core.commit.options import CommitOptions
@@ -170,12 +175,13 @@ class TableCommit:
             (CommitKind.COMPACT, _compact_files),
         ):
             group = [m for m in messages
-                     if any(pick(m)) or (kind is CommitKind.APPEND and m.index_files)]
+                     if any(pick(m)) or (kind is CommitKind.APPEND and m.index_files)
+                     or (kind is CommitKind.COMPACT
+                         and (m.dv_index_added or m.dv_index_deleted))]
             if not group:
                 continue
-            build = _changes_of(group, pick)
-            if kind is CommitKind.APPEND:
-                build = self._check_index_base(build, group)
+            build = with_index_checks(_changes_of(group, pick), group, self._index_entries,
+                                      hash_bases=kind is CommitKind.APPEND)
             sid = self._try_commit(kind, build, commit_identifier, opts,
                                    touched=_touched(group), start=start,
                                    schema_read=schema_read)
@@ -377,7 +383,7 @@ class TableCommit:
                 self.file_io.delete(join(bucket_dir, f.file_name))
                 for extra in f.extra_files:
                     self.file_io.delete(join(bucket_dir, extra))
-            for ix in m.index_files:
+            for ix in m.index_files + m.dv_index_added:
                 self.file_io.delete(layout.index_file(ix.file_name))
 
     # ------------------------------------------------------------------ internals
@@ -406,19 +412,6 @@ class TableCommit:
                 raise CommitConflictError(f"files written for bucket={m.total_buckets}, but the "
                                           f"table now has bucket={n} (a writer with a stale "
                                           "bucket count)")
-
-    def _check_index_base(self, build: ChangeBuilder,
-                          messages: Sequence[CommitMessage]) -> ChangeBuilder:
-        """``build``, after :func:`check_index_bases` against the snapshot followed (on every
-        attempt)."""
-        if not any(m.index_files and m.replaces_index is not None for m in messages):
-            return build
-
-        def checked(latest: Snapshot | None, live: list[ManifestEntry]) -> _Changes:
-            check_index_bases(messages, self._index_entries(latest))
-            return build(latest, live)
-
-        return checked
 
     def _index_entries(self, snapshot: Snapshot | None) -> list[IndexManifestEntry]:
         """The index manifest entries of ``snapshot`` (none without one)."""
@@ -625,8 +618,9 @@ def _changes_of(
             data += [_entry(FileKind.DELETE, m, f) for f in deleted]
             data += [_entry(FileKind.ADD, m, f) for f in added]
             log_ += [_entry(FileKind.ADD, m, f) for f in changelog]
-        # hash index files go with the APPEND snapshot (FileStoreCommitImpl.commit)
-        index = index_adds(messages) if pick is _append_files else []
+        # hash index files go with the APPEND snapshot, deletion-vector index files with the
+        # COMPACT one (FileStoreCommitImpl.collectChanges)
+        index = index_adds(messages) if pick is _append_files else dv_index_changes(messages)
         return _Changes(data, log_, index)
 
     return build

@@ -39,7 +39,17 @@ from paimon_core.commit.users import new_commit_user
 from paimon_core.commit_message import CommitMessage
 from paimon_core.compact.append import plan_append, rewrite_append
 from paimon_core.compact.changelog import KeyedRecords
+from paimon_core.compact.deletion_vectors import (
+    BucketDeletionVectors,
+    DvSource,
+    dv_index_entries,
+    latest_dv_source,
+    load_bucket_vectors,
+    snapshot_dv_source,
+    write_vectors,
+)
 from paimon_core.compact.levels import Levels
+from paimon_core.compact.listing import BucketFilesMap, live_bucket_files
 from paimon_core.compact.options import (
     DEFAULT_COMPACT_STRATEGY,
     CompactOptions,
@@ -61,11 +71,11 @@ from paimon_core.errors import CommitConflictError, UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableContext
 from paimon_core.manifest_io import ManifestIO
+from paimon_core.option_validation import check_deletion_vectors
 from paimon_core.read.data_file import DataFileReader
-from paimon_core.scan.manifest_filter import EntryFilter, read_entries
+from paimon_core.scan.manifest_filter import EntryFilter
 from paimon_core.schema_manager import SchemaManager
 from paimon_core.snapshot_manager import SnapshotManager
-from paimon_core.spec.file_entries import live_files
 from paimon_core.spec.keys import key_decoder
 from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.schema import TableSchema
@@ -94,8 +104,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ATTEMPTS = 5
-#: (partition, bucket) -> (total buckets of its files, live files)
-BucketFilesMap = dict[tuple[bytes, int], tuple[int, list[DataFileMeta]]]
 #: one compaction task: (partition, bucket, total buckets, live files of the bucket)
 BucketWork = tuple[bytes, int, int, list[DataFileMeta]]
 
@@ -110,12 +118,15 @@ class BucketCompactor:
         schemas: the table's schemas (old files are read with their own).
         writer: the data-file writer to use (default: a fresh one per call; the writer's
             ``written_paths`` then lists what a failed call leaves behind).
+        dv_source: ``deletion-vectors.enabled`` tables: the DV index entries of the snapshot
+            compacted, per (partition, bucket) (default: those of the latest snapshot).
     """
 
     file_io: FileIO
     context: TableContext
     schemas: SchemaManager
     writer: DataFileWriter | None = None
+    dv_source: DvSource | None = None
 
     def __post_init__(self) -> None:
         s = self.schema = self.context.schema
@@ -123,9 +134,12 @@ class BucketCompactor:
         self.core = self.context.options
         self.options = CompactOptions.of(s, self.core)
         self.is_pk = bool(s.primary_keys)
-        if self.core.deletion_vectors_enabled:
-            raise UnsupportedError("compacting tables with deletion-vectors.enabled=true "
-                                   "(the deletion vectors would have to be rewritten)")
+        self.dv = self.core.deletion_vectors_enabled
+        if self.dv and not self.is_pk:
+            raise UnsupportedError("compacting an append table with deletion-vectors.enabled=true "
+                                   "(its files' deletion vectors would have to be applied)")
+        if self.dv:
+            check_deletion_vectors(self.core.changelog_producer.value, self.core.merge_engine.value)
         self.layout = self.context.layout
         self.constant = tuple(s.field_names.index(k) for k in s.partition_keys)
         self.decode_key = key_decoder(s, cached=True)
@@ -155,28 +169,47 @@ class BucketCompactor:
     def levels(self, files: Sequence[DataFileMeta]) -> Levels:
         return Levels(files, self.options.num_levels, self.decode_key)
 
-    def pick(self, levels: Levels, *, full: bool) -> CompactUnit | None:
-        """The unit a (full) compaction of these levels would rewrite, if any."""
+    def pick(self, levels: Levels, *, full: bool, dv_files: Collection[str] = ()
+             ) -> CompactUnit | None:
+        """The unit a (full) compaction of these levels would rewrite, if any (a full one
+        also rewrites max-level files with a deletion vector, ``dv_files``)."""
         runs = levels.level_sorted_runs()
         if full:
-            return pick_full_compaction(levels.num_levels, runs)
+            return pick_full_compaction(levels.num_levels, runs, dv_files)
         return useful_unit(self.strategy.pick(levels.num_levels, runs))
 
-    def needs_compaction(self, files: Sequence[DataFileMeta], *, full: bool = False) -> bool:
-        """Whether :meth:`compact` would do anything (no IO)."""
+    def needs_compaction(self, files: Sequence[DataFileMeta], *, full: bool = False,
+                         dv_files: Collection[str] = ()) -> bool:
+        """Whether :meth:`compact` would do anything (no IO; ``dv_files``: the files with a
+        deletion vector)."""
         if self.is_pk:
-            return self.pick(self.levels(files), full=full) is not None
+            return self.pick(self.levels(files), full=full, dv_files=dv_files) is not None
         return bool(plan_append(files, self.options, full=full))
+
+    def load_vectors(self, partition: bytes, bucket: int) -> BucketDeletionVectors:
+        """The deletion vectors of a bucket (:attr:`dv_source`'s index entries)."""
+        source = self.dv_source or latest_dv_source(self.file_io, self.table_path)
+        return load_bucket_vectors(self.file_io, self.layout, source(partition, bucket))
 
     # ---- compaction
     def compact(self, partition: bytes, bucket: int, files: Sequence[DataFileMeta], *,
-                full: bool = False) -> CompactResult:
-        """Compact one bucket given its live files (an empty result: nothing to do)."""
+                full: bool = False, dvs: BucketDeletionVectors | None = None) -> CompactResult:
+        """Compact one bucket given its live files (an empty result: nothing to do).
+
+        Deletion-vector tables: ``dvs`` are the bucket's vectors, maintained and left to the
+        caller to write (the writer writes them once per commit); without them they are
+        loaded (:meth:`load_vectors`) and the result carries the bucket's new index file."""
         own = self.writer is None
         writer = self.writer or self.new_writer()
         io = BucketFiles(self.bucket_dir(partition, bucket), self.reader, writer,
                          self.constant, self.options.target_file_size)
         try:
+            if self.dv:
+                vectors = dvs if dvs is not None else self.load_vectors(partition, bucket)
+                result = self._compact_pk(io, files, full, vectors)
+                if dvs is None:
+                    write_vectors(vectors, self.file_io, self.layout, writer, result)
+                return result
             if self.is_pk:
                 return self._compact_pk(io, files, full)
             result = CompactResult()
@@ -189,21 +222,27 @@ class BucketCompactor:
                     _delete_quietly(self.file_io, p)
             raise
 
-    def _compact_pk(self, io: BucketFiles, files: Sequence[DataFileMeta], full: bool
-                    ) -> CompactResult:
+    def _compact_pk(self, io: BucketFiles, files: Sequence[DataFileMeta], full: bool,
+                    dvs: BucketDeletionVectors | None = None) -> CompactResult:
         levels = self.levels(files)
-        unit = self.pick(levels, full=full)
+        dv_files = frozenset(dvs.vectors) if dvs is not None else frozenset()
+        unit = self.pick(levels, full=full, dv_files=dv_files)
         if unit is None:
             return CompactResult()
-        # no older data left below the output: retractions can go (MergeTreeCompactManager)
+        # no older data left below the output: retractions can go (MergeTreeCompactManager);
+        # with deletion vectors always above level 0 (the older records are marked deleted)
         drop_delete = unit.output_level != 0 and (
-            unit.output_level >= levels.non_empty_highest_level())
+            unit.output_level >= levels.non_empty_highest_level() or dvs is not None)
         rewriter = MergeTreeRewriter(io, self.options, self.core, self.records, levels,
-                                     self.decode_key)
-        return run_compact_task(
+                                     self.decode_key, dvs)
+        result = run_compact_task(
             unit, drop_delete=drop_delete, max_level=levels.max_level,
             compaction_file_size=self.options.compaction_file_size, rewriter=rewriter,
-            decode_key=self.decode_key)
+            decode_key=self.decode_key, dv_files=dv_files)
+        if dvs is not None:  # rewritten files left their deleted rows behind
+            kept = {f.file_name for f in result.after}
+            dvs.remove(f.file_name for f in result.before if f.file_name not in kept)
+        return result
 
     def message(self, partition: bytes, bucket: int, total_buckets: int,
                 result: CompactResult) -> CommitMessage | None:
@@ -213,7 +252,8 @@ class BucketCompactor:
             partition=partition, bucket=bucket, total_buckets=total_buckets,
             compact_before=tuple(result.before), compact_after=tuple(result.after),
             compact_changelog=tuple(result.changelog), table_path=self.table_path,
-            schema_id=self.schema.id)
+            schema_id=self.schema.id, dv_index_added=tuple(result.index_added),
+            dv_index_deleted=tuple(result.index_deleted))
 
 
 def _delete_quietly(file_io: FileIO, path: str) -> None:
@@ -221,29 +261,6 @@ def _delete_quietly(file_io: FileIO, path: str) -> None:
         file_io.delete(path)
     except Exception as e:  # best effort: an orphan is reclaimable
         log.warning("could not delete %s: %s", path, e)
-
-
-def live_bucket_files(
-    manifests: ManifestIO, snapshot: Snapshot | None,
-    accept: Callable[[bytes, int], bool] | None = None,
-    entries: EntryFilter | None = None,
-) -> BucketFilesMap:
-    """Live files of a snapshot per (partition, bucket) (metadata only); ``entries``: which
-    manifests and rows to read (:mod:`paimon_core.scan.manifest_filter`; default all)."""
-    out: BucketFilesMap = {}
-    if snapshot is None:
-        return out
-    read = read_entries(manifests, manifests.data_manifests(snapshot), entries or EntryFilter())
-    for e in live_files(read, source=manifests.path(snapshot.base_manifest_list)):
-        key = (e.partition, e.bucket)
-        if accept is not None and not accept(*key):
-            continue
-        slot = out.get(key)
-        if slot is None:
-            out[key] = (e.total_buckets, [e.file])
-        else:
-            slot[1].append(e.file)
-    return out
 
 
 def bucket_filter(
@@ -294,9 +311,14 @@ class CompactSource(Protocol):
                    options: CommitOptions | None = None) -> TableCommit: ...
 
 
-def new_compactor(source: CompactSource) -> BucketCompactor:
-    """The compactor of ``source``'s current schema."""
-    return BucketCompactor(source.file_io, source.context, source.schema_manager)
+def new_compactor(source: CompactSource, snapshot: Snapshot | None = None) -> BucketCompactor:
+    """The compactor of ``source``'s current schema (deletion vectors: those of ``snapshot``,
+    default the latest at each compaction)."""
+    dv_source = None
+    if snapshot is not None and source.context.options.deletion_vectors_enabled:
+        dv_source = snapshot_dv_source(source.manifest_io, snapshot)
+    return BucketCompactor(source.file_io, source.context, source.schema_manager,
+                           dv_source=dv_source)
 
 
 def _resolve(source: CompactSource, snapshot: Snapshot | int | None) -> Snapshot | None:
@@ -335,7 +357,7 @@ def compact_bucket(
     slot = groups.get((partition, bucket))
     if slot is None:
         return None
-    compactor = new_compactor(source)
+    compactor = new_compactor(source, snap)
     result = compactor.compact(partition, bucket, slot[1], full=full)
     return compactor.message(partition, bucket, slot[0], result)
 
@@ -360,8 +382,14 @@ def pick_buckets(source: CompactSource, groups: BucketFilesMap, *,
     """The buckets of ``groups`` (:func:`list_buckets`) that need compaction, in
     (partition, bucket) order."""
     compactor = new_compactor(source)
+    dvs = (dv_index_entries(source.manifest_io, source.snapshot_manager.latest_snapshot())
+           if compactor.dv and full else {})
+
+    def dv_files(key: tuple[bytes, int]) -> set[str]:
+        return {r.data_file_name for e in dvs.get(key, []) for r in e.dv_ranges or ()}
+
     return [(p, b, total, files) for (p, b), (total, files) in sorted(groups.items())
-            if compactor.needs_compaction(files, full=full)]
+            if compactor.needs_compaction(files, full=full, dv_files=dv_files((p, b)))]
 
 
 def plan_compaction(

@@ -90,6 +90,7 @@ class CompactOptions:
     full_compaction_delta_commits: int | None = None
     first_row: bool = False
     force_lookup: bool = False
+    deletion_vectors: bool = False
 
     @classmethod
     def from_schema(cls, schema: TableSchema) -> CompactOptions:
@@ -128,6 +129,7 @@ class CompactOptions:
             full_compaction_delta_commits=o.full_compaction_delta_commits,
             first_row=pk and o.merge_engine is MergeEngine.FIRST_ROW,
             force_lookup=o.force_lookup,
+            deletion_vectors=o.deletion_vectors_enabled,
         )
 
     @property
@@ -144,7 +146,8 @@ class CompactOptions:
     def lookup(self) -> bool:
         """Compaction pushes every level-0 file up and merges it with the keys' records on the
         levels above (``CoreOptions.needLookup``: the lookup producer, the first-row engine or
-        ``force-lookup``; deletion vectors are not written here)."""
+        ``force-lookup`` or deletion vectors)."""
         return self.primary_key and (self.changelog_producer is ChangelogProducer.LOOKUP
                                      or self.first_row
-                                     or self.force_lookup)
+                                     or self.force_lookup
+                                     or self.deletion_vectors)

@@ -23,7 +23,7 @@ and including the first run of a level > 0, whose level becomes the output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from paimon_core.compact.levels import LevelSortedRun
@@ -152,12 +152,17 @@ class ForceUpLevel0Compaction:
         return self.universal.force_pick_l0(num_levels, runs)
 
 
-def pick_full_compaction(num_levels: int, runs: Sequence[LevelSortedRun]) -> CompactUnit | None:
+def pick_full_compaction(num_levels: int, runs: Sequence[LevelSortedRun],
+                         dv_files: Collection[str] = ()) -> CompactUnit | None:
     """Every file to the max level, unless there is nothing or only one run on the max level
-    already (``CompactStrategy.pickFullCompaction``)."""
+    already (``CompactStrategy.pickFullCompaction``); then, as Paimon 1.x, the files of that
+    run with a deletion vector (``dv_files``), to be rewritten without their deleted rows."""
     max_level = num_levels - 1
-    if not runs or (len(runs) == 1 and runs[0].level == max_level):
+    if not runs:
         return None
+    if len(runs) == 1 and runs[0].level == max_level:
+        with_dv = tuple(f for f in runs[0].files if f.file_name in dv_files)
+        return CompactUnit(max_level, with_dv) if with_dv else None
     return CompactUnit.from_level_runs(max_level, runs)
 
 

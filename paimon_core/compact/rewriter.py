@@ -47,6 +47,7 @@ from paimon_core.compact.changelog import (
     full_changelog,
     lookup_changelog,
 )
+from paimon_core.compact.deletion_vectors import BucketDeletionVectors
 from paimon_core.compact.levels import Levels
 from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult, Section
@@ -62,6 +63,11 @@ from paimon_core.spec.row_kind import retract_mask
 from paimon_core.spec.system_fields import VALUE_KIND
 
 __all__ = ["BucketFiles", "MergeTreeRewriter", "upgrade_file"]
+
+# lookup records of a deletion-vector table: which file (index into the chunk's lookup file
+# names) and which row of it
+_DV_FILE = "__dv_file"
+_DV_POS = "__dv_pos"
 
 
 @dataclass(frozen=True)
@@ -118,10 +124,14 @@ class MergeTreeRewriter:
         records: key / sequence / value columns of the table.
         levels: the bucket's levels (the lookup producer looks keys up above the output).
         decode_key: decodes file min/max keys (lookup file pruning).
+        dvs: the bucket's deletion vectors (``deletion-vectors.enabled``): files are read
+            without their deleted rows, and a record looked up above the output level that a
+            level-0 record supersedes is added to its file's vector.
     """
 
     def __init__(self, io: BucketFiles, options: CompactOptions, core: CoreOptions,
-                 records: KeyedRecords, levels: Levels, decode_key: KeyDecoder) -> None:
+                 records: KeyedRecords, levels: Levels, decode_key: KeyDecoder,
+                 dvs: BucketDeletionVectors | None = None) -> None:
         self.io = io
         self.options = options
         self.core = core
@@ -135,6 +145,8 @@ class MergeTreeRewriter:
         self.max_level = levels.max_level
         self._ignore_delete = core.ignore_delete()
         self._lookup_cache: dict[str, tuple[DataFileMeta, pa.Table]] = {}
+        self.dvs = dvs
+        self._lookup_names: list[str] = []  # files of the lookup's _DV_FILE indices
 
     # ---- CompactRewriter
     def rewrite(self, output_level: int, drop_delete: bool, sections: Sequence[Section]
@@ -146,8 +158,10 @@ class MergeTreeRewriter:
     def upgrade(self, output_level: int, file: DataFileMeta) -> CompactResult:
         strategy = self._upgrade_strategy(output_level, file)
         changelog, rewrite = strategy.value
-        if changelog:
-            return self._rewrite_with_changelog(output_level, False, [[file]], rewrite)
+        if changelog:  # deletion vectors: retractions go (ChangelogMergeTreeRewriter's
+            # forceDropDelete), the older records they retract are marked deleted
+            return self._rewrite_with_changelog(output_level, self.dvs is not None, [[file]],
+                                                rewrite)
         return CompactResult([file], [upgrade_file(file, output_level)])
 
     # ---- decisions (per changelog producer)
@@ -165,6 +179,9 @@ class MergeTreeRewriter:
         if self.lookup:
             if f.level != 0:
                 return _Upgrade.NO_CHANGELOG
+            if self.dvs is not None and (f.delete_row_count is None or f.delete_row_count > 0):
+                # retractions cannot stay on a level >= 1 of a deletion-vector table
+                return _Upgrade.CHANGELOG_WITH_REWRITE
             if output_level == self.max_level or (
                     self.core.merge_engine is MergeEngine.DEDUPLICATE
                     and not self.core.sequence_fields):
@@ -181,7 +198,7 @@ class MergeTreeRewriter:
         (:func:`~paimon_core.read.merge_stream.section_chunks`), so a chunk holds a bounded
         number of records whatever the section's size."""
         reads = [FileRead(self.io.bucket_dir, f, tuple(self.io.reader.schema.field_names),
-                          system=True) for f in section]
+                          system=True, deleted_rows=self._deleted(f)) for f in section]
         for chunk in section_chunks(self.io.reader, reads, self.records.key_columns,
                                     self.decode_key, buffer_rows=self.core.merge_buffer_rows):
             t, levels = chunk.records, chunk.levels
@@ -202,7 +219,26 @@ class MergeTreeRewriter:
             decode_key=self.decode_key, columns=self.io.reader.schema.field_names,
             key_columns=list(self.records.key_columns),
             sequence_columns=list(self.records.sequence_columns),
-            primary_keys=self.records.primary_keys, ignore_delete=self._ignore_delete)
+            primary_keys=self.records.primary_keys, ignore_delete=self._ignore_delete,
+            deleted_rows=None if self.dvs is None else self.dvs.deleted_rows())
+
+    def _deleted(self, f: DataFileMeta) -> np.ndarray | None:
+        return None if self.dvs is None else self.dvs.of(f.file_name)
+
+    def _read_lookup(self, f: DataFileMeta) -> pa.Table:
+        """A file of the levels above, for lookups; with deletion vectors without its deleted
+        rows, each row with its position in the file (:data:`_DV_POS`)."""
+        t = self.io.read(f)
+        if self.dvs is None:
+            return t
+        pos = np.arange(t.num_rows, dtype=np.int64)
+        t = t.append_column(_DV_POS, pa.array(pos))
+        deleted = self.dvs.of(f.file_name)
+        if deleted is not None and len(deleted):
+            keep = np.ones(t.num_rows, dtype=bool)
+            keep[deleted[deleted < t.num_rows]] = False
+            t = t.filter(pa.array(keep))
+        return t
 
     def _lookup_records(self, output_level: int, chunk: pa.Table
                         ) -> tuple[pa.Table | None, np.ndarray | None]:
@@ -217,18 +253,23 @@ class MergeTreeRewriter:
                      if self.decode_key(f.max_key) < lo]:
             del self._lookup_cache[name]
         parts, levels = [], []
+        self._lookup_names = []
         for level, run in self.levels.files_above(output_level):
             for f in run:
                 if self.decode_key(f.max_key) < lo or self.decode_key(f.min_key) > hi:
                     continue
                 cached = self._lookup_cache.get(f.file_name)
                 if cached is None:
-                    cached = (f, self.io.read(f))
+                    cached = (f, self._read_lookup(f))
                     self._lookup_cache[f.file_name] = cached
                 t = cached[1]
                 if self.decode_key(f.min_key) < lo or self.decode_key(f.max_key) > hi:
                     t = t.filter(_key_range_mask(t, self.records.key_columns, bounds))
                 if t.num_rows:
+                    if self.dvs is not None:
+                        t = t.append_column(_DV_FILE, pa.array(
+                            np.full(t.num_rows, len(self._lookup_names), dtype=np.int32)))
+                        self._lookup_names.append(f.file_name)
                     parts.append(t)
                     levels.append(np.full(t.num_rows, level, dtype=np.int32))
         if not parts:
@@ -289,7 +330,25 @@ class MergeTreeRewriter:
             merged, log = full_changelog(table, levels, self.max_level, self.records)
             return drop_retracts(merged, VALUE_KIND), log  # the max level keeps no deletes
         lookup, lookup_levels = self._lookup_records(output_level, table)
+        if self.dvs is not None and lookup is not None:
+            lookup = self._supersede(table, lookup)
         return lookup_changelog(table, levels, lookup, lookup_levels, self.records)
+
+    def _supersede(self, chunk: pa.Table, lookup: pa.Table) -> pa.Table:
+        """Add the positions of the looked-up records whose key the chunk holds to their
+        files' deletion vectors (``LookupChangelogMergeFunctionWrapper``: the merged record
+        written on the output level replaces them); ``lookup`` without the position columns."""
+        assert self.dvs is not None
+        keys = list(self.records.key_columns)
+        hit = lookup.select([*keys, _DV_FILE, _DV_POS]).join(
+            chunk.select(keys).group_by(keys).aggregate([]), keys, join_type="left semi")
+        if hit.num_rows:
+            files = hit.column(_DV_FILE).to_numpy()
+            pos = hit.column(_DV_POS).to_numpy()
+            for i in np.unique(files):
+                self.dvs.notify(self._lookup_names[int(i)], pos[files == i])
+        self._lookup_names.clear()
+        return lookup.drop_columns([_DV_FILE, _DV_POS])
 
 
 def _key_bounds(chunk: pa.Table, key_columns: Sequence[str]) -> pa.Table:

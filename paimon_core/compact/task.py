@@ -11,12 +11,13 @@ retractions can be dropped). The rewriting itself is the :class:`Rewriter`'s job
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from paimon_core.compact.picker import CompactUnit
 from paimon_core.read.merge import sections as interval_partition
+from paimon_core.spec.index_manifest import IndexFileMeta
 from paimon_core.spec.keys import KeyDecoder
 from paimon_core.spec.manifest import DataFileMeta
 
@@ -32,14 +33,20 @@ class CompactResult:
     before: list[DataFileMeta] = field(default_factory=list)
     after: list[DataFileMeta] = field(default_factory=list)
     changelog: list[DataFileMeta] = field(default_factory=list)
+    #: the bucket's new deletion-vector index file and the ones it replaces
+    index_added: list[IndexFileMeta] = field(default_factory=list)
+    index_deleted: list[IndexFileMeta] = field(default_factory=list)
 
     def merge(self, other: CompactResult) -> None:
         self.before += other.before
         self.after += other.after
         self.changelog += other.changelog
+        self.index_added += other.index_added
+        self.index_deleted += other.index_deleted
 
     def is_empty(self) -> bool:
-        return not (self.before or self.after or self.changelog)
+        return not (self.before or self.after or self.changelog or self.index_added
+                    or self.index_deleted)
 
 
 class Rewriter(Protocol):
@@ -59,14 +66,19 @@ def run_compact_task(
     compaction_file_size: int,
     rewriter: Rewriter,
     decode_key: KeyDecoder,
+    dv_files: Collection[str] = (),
 ) -> CompactResult:
-    """Compact ``unit`` (``MergeTreeCompactTask.doCompact``)."""
+    """Compact ``unit`` (``MergeTreeCompactTask.doCompact``). A file already on the output
+    level that has a deletion vector (``dv_files``) is rewritten without its deleted rows
+    (Paimon 1.x), the others stay."""
     out_level = unit.output_level
     result = CompactResult()
     candidate: list[Section] = []
 
     def upgrade(f: DataFileMeta) -> None:
         if f.level == out_level:
+            if f.file_name in dv_files:
+                result.merge(rewriter.rewrite(out_level, drop_delete, [[f]]))
             return
         if out_level != max_level or f.delete_row_count == 0:
             result.merge(rewriter.upgrade(out_level, f))

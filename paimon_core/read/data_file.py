@@ -196,28 +196,22 @@ class DataFileReader:
             )
         table = _conform(table, mapping, path, const)
         if deleted_rows is not None and len(deleted_rows):
-            keep = np.ones(table.num_rows, dtype=bool)
-            keep[deleted_rows[deleted_rows < table.num_rows]] = False
-            table = table.filter(pa.array(keep))
+            table = table.filter(pa.array(_kept(deleted_rows, table.num_rows)))
         return table
 
     def read_many(self, reads: Sequence[FileRead]) -> list[pa.Table]:
         """Read many files at once; the same result as :meth:`read` on each, in order.
 
-        Parquet files without deletion vectors that need the same physical columns are
-        decoded in one Arrow dataset scan (its C++ thread pool overlaps the small files that
-        primary-key tables are made of, instead of one Python call per file); anything the
-        scan cannot vouch for (row counts, missing columns, type clashes) is re-read file by
-        file, which raises the precise error.
+        Parquet files that need the same physical columns are decoded in one Arrow dataset
+        scan (its C++ thread pool overlaps the small files that primary-key tables are made
+        of, instead of one Python call per file), each file's deletion vector applied to its
+        slice of the scan; anything the scan cannot vouch for (row counts, missing columns,
+        type clashes) is re-read file by file, which raises the precise error.
         """
         out: list[pa.Table | None] = [None] * len(reads)
         bulk: dict[tuple[Any, ...], list[int]] = {}
         for i, r in enumerate(reads):
-            if (
-                (r.deleted_rows is None or not len(r.deleted_rows))
-                and file_format(r.file.file_name) == "parquet"
-                and not r.file.external_path
-            ):
+            if file_format(r.file.file_name) == "parquet" and not r.file.external_path:
                 m = self._mapping_of(r)
                 const = r.constants or {}
                 wanted = tuple(
@@ -293,8 +287,10 @@ class DataFileReader:
         for i, path in zip(idxs, paths):
             r = reads[i]
             n = r.file.row_count
-            m = self._mapping_of(r)
-            result[i] = _conform(table.slice(offset, n), m, path, r.constants)
+            part = table.slice(offset, n)
+            if r.deleted_rows is not None and len(r.deleted_rows):
+                part = part.filter(pa.array(_kept(r.deleted_rows, n)))
+            result[i] = _conform(part, self._mapping_of(r), path, r.constants)
             offset += n
         return result
 
@@ -484,6 +480,13 @@ def _orc_chars(table: pa.Table, mapping: ColumnMapping) -> pa.Table:
             i = table.column_names.index(src)
             table = table.set_column(i, src, pc.utf8_rtrim(table.column(i), characters=" "))
     return table
+
+
+def _kept(deleted: np.ndarray, n: int) -> np.ndarray:
+    """The rows of an ``n``-row file that a deletion vector (positions, any order) keeps."""
+    keep = np.ones(n, dtype=bool)
+    keep[deleted[deleted < n]] = False
+    return keep
 
 
 def _keep(deleted: np.ndarray, offset: int, n: int) -> np.ndarray:

@@ -76,17 +76,19 @@ class IndexManifestEntry:
 
 @dataclass(frozen=True, slots=True)
 class IndexFileMeta:
-    """A new index file a writer produced (``org.apache.paimon.index.IndexFileMeta``, as in a
-    commit message's ``IndexIncrement``); HASH files only here (no deletion-vector ranges)."""
+    """An index file a writer produced or replaced (``org.apache.paimon.index.IndexFileMeta``,
+    as in a commit message's ``IndexIncrement``): HASH files, or DELETION_VECTORS files with
+    the range of every data file's vector (``dv_ranges``)."""
 
     index_type: str
     file_name: str
     file_size: int
     row_count: int
+    dv_ranges: tuple[DeletionVectorMeta, ...] | None = None
 
     def entry(self, kind: FileKind, partition: bytes, bucket: int) -> IndexManifestEntry:
         return IndexManifestEntry(kind, partition, bucket, self.index_type, self.file_name,
-                                  self.file_size, self.row_count, None)
+                                  self.file_size, self.row_count, self.dv_ranges)
 
 
 def combine_index_entries(

@@ -20,8 +20,16 @@ a bucket right after the spill (:meth:`InlineCompaction.relieve`); the results o
 are folded as Java's ``updateCompactResult`` does (a file written and compacted away within the
 round is deleted at once and appears in neither list) and travel in the round's message.
 
-``write-only=true`` tables, unaware-bucket append tables and tables with deletion vectors never
-compact here (use ``FileStoreTable.compact`` / a dedicated compaction job).
+``deletion-vectors.enabled=true`` primary-key tables compact every level-0 file at every commit
+with a lookup (``KeyValueFileStoreWrite``: a DV table needs the lookup, so ``prepareCommit``
+waits for the compaction), which adds the positions of the records it supersedes on the
+levels above to their files' deletion vectors (:mod:`paimon_core.compact.deletion_vectors`);
+each bucket's vectors are kept for the writer's life (reloaded from the latest snapshot when
+another commit user changed the bucket) and written once per commit, as one new DV index file
+replacing the previous one, in the round's message.
+
+``write-only=true`` tables and unaware-bucket append tables never compact here (use
+``FileStoreTable.compact`` / a dedicated compaction job).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from paimon_core.compact.deletion_vectors import BucketDeletionVectors, write_vectors
 from paimon_core.compact.manager import BucketCompactor
 from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult
@@ -53,15 +62,15 @@ FileId = tuple[str, int]  # (file name, level): what a DELETE entry names
 def inline_compaction_enabled(context: TableContext) -> bool:
     """Whether writers of this table compact (not ``write-only``, not unaware-bucket)."""
     core = context.options
-    if core.write_only or core.deletion_vectors_enabled:
-        return False
+    if core.write_only or (core.deletion_vectors_enabled and not context.is_primary_key_table):
+        return False  # an append table's deletion vectors are not applied by its compaction
     return context.bucket_mode is not BucketMode.BUCKET_UNAWARE
 
 
 def refuse_shared_bucket_lookup(context: TableContext, writers: str) -> None:
     """Refuse a table whose level-0 files must be compacted at every commit (first-row,
-    lookup changelog, ``force-lookup``) when it is written by several tasks that may share a
-    bucket (``writers`` names them): such tasks do not compact.
+    lookup changelog, ``force-lookup``, deletion vectors) when it is written by several tasks
+    that may share a bucket (``writers`` names them): such tasks do not compact.
 
     Raises:
         UnsupportedError: naming the options.
@@ -69,8 +78,9 @@ def refuse_shared_bucket_lookup(context: TableContext, writers: str) -> None:
     if CompactOptions.of(context.schema, context.options).lookup:
         raise UnsupportedError(
             f"a {writers} cannot have its level-0 files compacted at every commit, which "
-            "merge-engine=first-row, changelog-producer=lookup and force-lookup need: write "
-            "it from one task, or give the table a fixed 'bucket' count")
+            "merge-engine=first-row, changelog-producer=lookup, force-lookup and "
+            "deletion-vectors.enabled need: write it from one task, or give the table a fixed "
+            "'bucket' count")
 
 
 class InlineCompaction:
@@ -92,14 +102,17 @@ class InlineCompaction:
         self.files: dict[BucketKey, dict[FileId, DataFileMeta]] = {}
         self.commits = 0
         self.since_full: set[BucketKey] = set()
+        self.vectors: dict[BucketKey, BucketDeletionVectors] = {}
 
     # ---- tracking
     def reset(self) -> None:
         self.files.clear()
+        self.vectors.clear()
 
     def note(self, entries: Iterable[ManifestEntry]) -> None:
         """Apply manifest entries (ADD / DELETE) of a snapshot, in order."""
         for e in entries:
+            self.vectors.pop((e.partition, e.bucket), None)  # reloaded when compacted
             bucket = self.files.setdefault((e.partition, e.bucket), {})
             fid = (e.file.file_name, e.file.level)
             if e.kind is FileKind.ADD:
@@ -138,9 +151,27 @@ class InlineCompaction:
     def compact(self, key: BucketKey, *, full: bool) -> CompactResult:
         """Compact one bucket from its tracked files and track the result."""
         files = list(self.files.get(key, {}).values())
-        result = self.compactor.compact(key[0], key[1], files, full=full)
+        result = self.compactor.compact(key[0], key[1], files, full=full,
+                                        dvs=self._vectors(key))
         self._apply(key, result)
         return result
+
+    def _vectors(self, key: BucketKey) -> BucketDeletionVectors | None:
+        if not self.compactor.dv:
+            return None
+        dvs = self.vectors.get(key)
+        if dvs is None:
+            dvs = self.vectors[key] = self.compactor.load_vectors(*key)
+        return dvs
+
+    def write_vectors(self, buckets: Mapping[BucketKey, BucketState]) -> None:
+        """Write the changed deletion vectors of the round's buckets (one index file each);
+        the change joins the bucket's round result."""
+        for key, dvs in self.vectors.items():
+            st = buckets.get(key)
+            if st is None or not dvs.modified:
+                continue
+            write_vectors(dvs, self.file_io, self.compactor.layout, self.writer, st.compacted)
 
     def _note_new(self, key: BucketKey, st: BucketState) -> None:
         self.add_new(key, st.new_files[st.noted:])
@@ -212,4 +243,5 @@ class InlineCompaction:
 
         if due:
             run([buckets[k] for k, _ in due], one)
+        self.write_vectors(buckets)
         return {key: b.compacted for key, b in buckets.items() if not b.compacted.is_empty()}

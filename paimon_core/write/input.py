@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from paimon_core.errors import SchemaError, UnsupportedError
 from paimon_core.layout import TableContext
+from paimon_core.option_validation import check_deletion_vectors
 from paimon_core.read import engines
 from paimon_core.spec.option_enums import BucketMode
 from paimon_core.spec.row_kind import SHORT_STRINGS, short_string_codes
@@ -120,7 +121,8 @@ def check_writable(context: TableContext) -> None:
     """Refuse a table this writer cannot produce correct files for.
 
     Raises:
-        UnsupportedError: postpone buckets, deletion vectors on a primary-key table,
+        UnsupportedError: postpone buckets, deletion vectors with first-row or a
+            full-compaction changelog,
             ``partition.legacy-name=false``, a ``bucket-function.type`` other than
             ``default``, or a merge engine / aggregate function not implemented.
         SchemaError: invalid merge engine options.
@@ -129,8 +131,7 @@ def check_writable(context: TableContext) -> None:
     if context.is_primary_key_table:
         engines.validate(context.schema, o)  # the merge engine and its options
         if o.deletion_vectors_enabled:
-            raise UnsupportedError("deletion-vectors.enabled=true: readers skip level-0 "
-                                   "files, and this writer does not compact")
+            check_deletion_vectors(o.changelog_producer.value, o.merge_engine.value)
     if context.bucket_mode is BucketMode.POSTPONE:
         raise UnsupportedError(f"bucket={context.num_buckets} (postpone) is not supported by "
                                "this writer")

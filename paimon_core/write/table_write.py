@@ -60,6 +60,7 @@ import pyarrow.compute as pc
 
 from paimon_core.bucket import bucket_ids, hash_codes
 from paimon_core.commit_message import CommitMessage
+from paimon_core.compact.task import CompactResult
 from paimon_core.datafile.formats import format_options
 from paimon_core.datafile.writer import (
     DataFileWriter,
@@ -164,7 +165,7 @@ class TableWrite:
 
     Raises:
         UnsupportedError: a table this writer cannot produce correct files for (postpone
-            bucket primary-key tables, deletion vectors, aggregate functions not
+            bucket primary-key tables, deletion vectors with first-row, aggregate functions not
             implemented, non-parquet formats, non-legacy partition names, mixed timestamp
             precisions).
         SchemaError: invalid write options.
@@ -328,9 +329,9 @@ class TableWrite:
         index_files = self._write_hash_indexes()
         out = []
         for key, b in self._buckets.items():
-            c = compacted.get(key)
+            c = compacted.get(key) or CompactResult()
             ix, replaces = index_files.get(key, (None, None))
-            if b.new_files or b.changelog_files or c is not None or ix is not None:
+            if b.new_files or b.changelog_files or not c.is_empty() or ix is not None:
                 out.append(
                     CommitMessage(
                         partition=b.partition,
@@ -338,11 +339,10 @@ class TableWrite:
                         total_buckets=self.num_buckets,
                         new_files=tuple(b.new_files),
                         changelog_files=tuple(b.changelog_files),
-                        compact_before=tuple(c.before) if c else (),
-                        compact_after=tuple(c.after) if c else (),
-                        compact_changelog=tuple(c.changelog) if c else (),
-                        table_path=self.table_path,
-                        schema_id=self.schema.id,
+                        compact_before=tuple(c.before), compact_after=tuple(c.after),
+                        compact_changelog=tuple(c.changelog), dv_index_added=tuple(c.index_added),
+                        dv_index_deleted=tuple(c.index_deleted),
+                        table_path=self.table_path, schema_id=self.schema.id,
                         index_files=() if ix is None else (ix,),
                         replaces_index=None if ix is None or self._overwrite
                         else replaces or "",

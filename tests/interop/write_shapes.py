@@ -9,7 +9,11 @@ are 1..n for the n write steps.
 Shapes our writer refuses by design keep a :class:`WriteShape` with ``refused`` set (the test
 asserts a typed :class:`~paimon_core.errors.UnsupportedError`, before anything is written):
 
-* ``j_pk_dv``: ``deletion-vectors.enabled`` (readers skip level-0 files; we do not compact).
+(none at the moment: deletion-vector tables, the last ones, are written since issue 31).
+
+``j_pk_dv`` is not replayed here: each of our writes to a deletion-vector table commits an
+APPEND and a COMPACT snapshot (as Java's do), so the one-snapshot-per-write numbering of this
+suite does not hold; ``test_dv_write_interop.py`` proves those writes against both engines.
 
 ``p_types*`` (every type, TIMESTAMP(7..9) beside TIMESTAMP(0..6) in one file) rows were
 generated without ``java_safe`` (pypaimon wrote and read them in the read suite). Java 0.9
@@ -230,9 +234,8 @@ def write_shapes() -> list[WriteShape]:
         writes, skipped = _replay(base)
         every = tuple(range(len(base.filters)))
         if base.name == "j_pk_dv":
-            out.append(WriteShape(base.name, base, base.schema, writes, every, skipped,
-                                  refused="deletion-vectors"))
-        elif base.name in ("p_types", "p_types_pk"):
+            continue  # see the module docs
+        if base.name in ("p_types", "p_types_pk"):
             out.append(_all_types(base))
         elif base.name == "j_append_pt":
             # p_append_pt has the same rows, steps and filters (_append_shape): its engine

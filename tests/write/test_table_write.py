@@ -324,8 +324,6 @@ def test_rowkind_field_option(catalog: FileSystemCatalog) -> None:
 
 
 @pytest.mark.parametrize("schema, match", [
-    (Schema.of([("id", "INT")], primary_keys=["id"],
-               options={"bucket": "1", "deletion-vectors.enabled": "true"}), "deletion"),
     (Schema.of([("a", "INT")], options={"partition.legacy-name": "false"}), "legacy"),
 ])
 def test_unsupported_tables(catalog: FileSystemCatalog, schema: Schema, match: str) -> None:
