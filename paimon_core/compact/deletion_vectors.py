@@ -47,8 +47,8 @@ __all__ = [
     "BucketDeletionVectors",
     "DvIndexChange",
     "DvSource",
+    "LatestDvSource",
     "dv_index_entries",
-    "latest_dv_source",
     "load_bucket_vectors",
     "snapshot_dv_source",
     "write_vectors",
@@ -159,10 +159,24 @@ def snapshot_dv_source(manifests: ManifestIO, snapshot: Snapshot | None) -> DvSo
     return lambda p, b: entries.get((p, b), [])
 
 
-def latest_dv_source(file_io: FileIO, table_path: str) -> DvSource:
-    """:func:`snapshot_dv_source` of the table's latest snapshot (read now)."""
-    latest = SnapshotManager(file_io, table_path).latest_snapshot()
-    return snapshot_dv_source(ManifestIO(file_io, table_path), latest)
+@dataclass
+class LatestDvSource:
+    """:func:`snapshot_dv_source` of the table's latest snapshot, read at each call; its index
+    manifest is decoded once per index manifest (the buckets of one compaction or one writer
+    share it, instead of one read of every bucket's entries per bucket)."""
+
+    file_io: FileIO
+    table_path: str
+    _cached: tuple[str | None, DvSource] | None = None
+
+    def __call__(self) -> DvSource:
+        latest = SnapshotManager(self.file_io, self.table_path).latest_snapshot()
+        name = latest.index_manifest if latest is not None else None
+        cached = self._cached
+        if cached is None or cached[0] != name:
+            manifests = ManifestIO(self.file_io, self.table_path)
+            cached = self._cached = (name, snapshot_dv_source(manifests, latest))
+        return cached[1]
 
 
 def write_vectors(dvs: BucketDeletionVectors, file_io: FileIO, layout: TableLayout,

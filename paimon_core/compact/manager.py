@@ -42,8 +42,8 @@ from paimon_core.compact.changelog import KeyedRecords
 from paimon_core.compact.deletion_vectors import (
     BucketDeletionVectors,
     DvSource,
+    LatestDvSource,
     dv_index_entries,
-    latest_dv_source,
     load_bucket_vectors,
     snapshot_dv_source,
     write_vectors,
@@ -140,6 +140,7 @@ class BucketCompactor:
                                    "(its files' deletion vectors would have to be applied)")
         if self.dv:
             check_deletion_vectors(self.core.changelog_producer.value, self.core.merge_engine.value)
+        self._latest_dvs = LatestDvSource(self.file_io, self.table_path)
         self.layout = self.context.layout
         self.constant = tuple(s.field_names.index(k) for k in s.partition_keys)
         self.decode_key = key_decoder(s, cached=True)
@@ -188,7 +189,7 @@ class BucketCompactor:
 
     def load_vectors(self, partition: bytes, bucket: int) -> BucketDeletionVectors:
         """The deletion vectors of a bucket (:attr:`dv_source`'s index entries)."""
-        source = self.dv_source or latest_dv_source(self.file_io, self.table_path)
+        source = self.dv_source or self._latest_dvs()
         return load_bucket_vectors(self.file_io, self.layout, source(partition, bucket))
 
     # ---- compaction
