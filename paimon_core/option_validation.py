@@ -26,6 +26,7 @@ __all__ = [
     "check_deletion_vectors",
     "checked_overlay",
     "overlaid",
+    "refuse_unapplied_format_options",
     "validate_options",
 ]
 
@@ -72,6 +73,21 @@ _ENUM_OPTIONS: dict[str, tuple[str, ...]] = {
     _O.CHANGELOG_PRODUCER: tuple(e.value for e in ChangelogProducer),
     _O.MANIFEST_FORMAT: ("avro", "orc", "parquet"),
 }
+
+
+def refuse_unapplied_format_options(opts: CoreOptions, prefix: str, known: frozenset[str],
+                                    writer: str) -> None:
+    """Refuse a ``prefix`` option (a file format's own, e.g. ``orc.``) that the ``writer``
+    does not apply (``known``: those it applies).
+
+    Raises:
+        UnsupportedError: naming the first such option and its value.
+    """
+    unknown = sorted(k for k in opts.raw if k.startswith(prefix) and k not in known)
+    if unknown:
+        raise UnsupportedError(
+            f"option {unknown[0]}={opts.raw[unknown[0]]!r} is not applied by this {writer} "
+            f"writer (it applies {', '.join(sorted(known))})")
 
 
 def check_deletion_vectors(changelog_producer: str, merge_engine: str, *,

@@ -53,7 +53,7 @@ from paimon_core.compact.options import CompactOptions
 from paimon_core.compact.task import CompactResult, Section
 from paimon_core.datafile.writer import DataFileWriter, RollingKvWriter
 from paimon_core.options import CoreOptions
-from paimon_core.read.data_file import DataFileReader, FileRead
+from paimon_core.read.data_file import DataFileReader, FileRead, kept_rows
 from paimon_core.read.merge import drop_retracts
 from paimon_core.read.merge_stream import merge_section_batches, section_chunks
 from paimon_core.spec.keys import KeyDecoder
@@ -235,9 +235,7 @@ class MergeTreeRewriter:
         t = t.append_column(_DV_POS, pa.array(pos))
         deleted = self.dvs.of(f.file_name)
         if deleted is not None and len(deleted):
-            keep = np.ones(t.num_rows, dtype=bool)
-            keep[deleted[deleted < t.num_rows]] = False
-            t = t.filter(pa.array(keep))
+            t = t.filter(pa.array(kept_rows(deleted, t.num_rows)))
         return t
 
     def _lookup_records(self, output_level: int, chunk: pa.Table

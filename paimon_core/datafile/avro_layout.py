@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from paimon_core.errors import SchemaError, UnsupportedError
+from paimon_core.option_validation import refuse_unapplied_format_options
 from paimon_core.options import CoreOptions
 from paimon_core.types import (
     ArrayType,
@@ -76,11 +77,7 @@ class AvroOptions:
             UnsupportedError: an ``avro.*`` option this writer does not apply.
             SchemaError: an unknown codec or a malformed row name mapping.
         """
-        unknown = sorted(k for k in opts.raw if k.startswith("avro.") and k not in KNOWN_OPTIONS)
-        if unknown:
-            raise UnsupportedError(
-                f"option {unknown[0]}={opts.raw[unknown[0]]!r} is not applied by this Avro "
-                f"writer (it applies {', '.join(sorted(KNOWN_OPTIONS))})")
+        refuse_unapplied_format_options(opts, "avro.", KNOWN_OPTIONS, "Avro")
         mapping = _mapping(opts.raw.get(_ROW_NAME_MAPPING) or "")
         if _CODEC in opts.raw:
             codec = (opts.raw[_CODEC] or "").strip().lower()

@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_core.errors import SchemaError, UnsupportedError
+from paimon_core.option_validation import refuse_unapplied_format_options
 from paimon_core.options import CoreOptions
 from paimon_core.types import (
     ArrayType,
@@ -103,11 +104,7 @@ class OrcOptions:
                 this writer does not apply.
             SchemaError: a malformed value.
         """
-        unknown = sorted(k for k in opts.raw if k.startswith(_PREFIX) and k not in KNOWN_OPTIONS)
-        if unknown:
-            raise UnsupportedError(
-                f"option {unknown[0]}={opts.raw[unknown[0]]!r} is not applied by this ORC "
-                f"writer (it applies {', '.join(sorted(KNOWN_OPTIONS))})")
+        refuse_unapplied_format_options(opts, _PREFIX, KNOWN_OPTIONS, "ORC")
         key = _COMPRESS if _COMPRESS in opts.raw else CoreOptions.FILE_COMPRESSION
         raw = (opts.raw.get(key) or "zstd").strip().lower()
         codec = _CODECS.get(raw)

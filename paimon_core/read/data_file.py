@@ -196,7 +196,7 @@ class DataFileReader:
             )
         table = _conform(table, mapping, path, const)
         if deleted_rows is not None and len(deleted_rows):
-            table = table.filter(pa.array(_kept(deleted_rows, table.num_rows)))
+            table = table.filter(pa.array(kept_rows(deleted_rows, table.num_rows)))
         return table
 
     def read_many(self, reads: Sequence[FileRead]) -> list[pa.Table]:
@@ -289,7 +289,7 @@ class DataFileReader:
             n = r.file.row_count
             part = table.slice(offset, n)
             if r.deleted_rows is not None and len(r.deleted_rows):
-                part = part.filter(pa.array(_kept(r.deleted_rows, n)))
+                part = part.filter(pa.array(kept_rows(r.deleted_rows, n)))
             result[i] = _conform(part, self._mapping_of(r), path, r.constants)
             offset += n
         return result
@@ -482,7 +482,7 @@ def _orc_chars(table: pa.Table, mapping: ColumnMapping) -> pa.Table:
     return table
 
 
-def _kept(deleted: np.ndarray, n: int) -> np.ndarray:
+def kept_rows(deleted: np.ndarray, n: int) -> np.ndarray:
     """The rows of an ``n``-row file that a deletion vector (positions, any order) keeps."""
     keep = np.ones(n, dtype=bool)
     keep[deleted[deleted < n]] = False
