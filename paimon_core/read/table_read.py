@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from paimon_core.errors import FileNotFoundInTableError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableContext
 from paimon_core.options import CoreOptions
@@ -40,7 +39,6 @@ from paimon_core.schema_manager import SchemaManager
 from paimon_core.spec.deletion_vector import decode_deletion_vectors
 from paimon_core.spec.index_manifest import DeletionVectorMeta
 from paimon_core.spec.keys import key_decoder
-from paimon_core.spec.manifest import DataFileMeta
 from paimon_core.spec.option_enums import MergeEngine
 from paimon_core.spec.row_kind import retract_mask, to_short_strings
 from paimon_core.spec.schema import TableSchema
@@ -183,12 +181,13 @@ class TableRead:
         if self.is_pk:
             return self._plan_pk(split)
         const = self._constants(split)
+        vectors = self._vectors(split)
         reads = [
             FileRead(
                 split.bucket_path,
                 f,
                 tuple(self.read_columns),
-                deleted_rows=self._deleted(split, f),
+                deleted_rows=vectors.get(f.file_name),
                 constants=const,
             )
             for f in split.files
@@ -203,14 +202,15 @@ class TableRead:
 
     # ---- internals
     def _iter_append(self, split: DataSplit, batch_size: int) -> Iterator[pa.Table]:
+        vectors = self._vectors(split)
         for f in split.files:
-            if split.deletion_file(f.file_name) is not None:
+            if f.file_name in vectors:
                 yield self._finish(
                     self.reader.read(
                         split.bucket_path,
                         f,
                         self.read_columns,
-                        deleted_rows=self._deleted(split, f),
+                        deleted_rows=vectors[f.file_name],
                     )
                 )
                 continue
@@ -246,18 +246,18 @@ class TableRead:
                     return {}
         return out
 
-    def _deleted(self, split: DataSplit, f: DataFileMeta) -> np.ndarray | None:
-        df = split.deletion_file(f.file_name)
-        if df is None:
-            return None
-        try:
-            data = self.file_io.read_bytes(df.path)
-        except FileNotFoundInTableError:
-            raise
-        dvs = decode_deletion_vectors(
-            data, [DeletionVectorMeta(f.file_name, df.offset, df.length, None)], df.path
-        )
-        return dvs.get(f.file_name)
+    def _vectors(self, split: DataSplit) -> dict[str, np.ndarray]:
+        """The deletion vectors of the split's files (data file name -> deleted positions):
+        each DV index file read once, the vectors it holds for these files decoded together
+        (one read per bucket's index file, not one per data file)."""
+        by_path: dict[str, list[DeletionVectorMeta]] = {}
+        for name, df in split.deletion_files:
+            by_path.setdefault(df.path, []).append(
+                DeletionVectorMeta(name, df.offset, df.length, None))
+        out: dict[str, np.ndarray] = {}
+        for path, ranges in by_path.items():
+            out.update(decode_deletion_vectors(self.file_io.read_bytes(path), ranges, path))
+        return out
 
     def _plan_pk(self, split: DataSplit) -> _SplitPlan:
         keys = list(self.schema.trimmed_primary_keys)
@@ -270,6 +270,7 @@ class TableRead:
         ignore_delete = (self.options.ignore_delete()
                          and self.options.merge_engine is not MergeEngine.AGGREGATE)
         const = self._constants(split)
+        vectors = self._vectors(split)
         reads: list[FileRead] = []
         # LookupMergeFunction (lookup changelog, deletion vectors) needs each record's level
         lookup = engines.lookup_wrapped(self.options)
@@ -291,7 +292,7 @@ class TableRead:
                         split.bucket_path,
                         f,
                         tuple(self.read_columns),
-                        deleted_rows=self._deleted(split, f),
+                        deleted_rows=vectors.get(f.file_name),
                         constants=const,
                     )
                 )
@@ -315,7 +316,7 @@ class TableRead:
                     system=True,
                     keys=False,
                     sequence=with_seq,
-                    deleted_rows=self._deleted(split, f),
+                    deleted_rows=vectors.get(f.file_name),
                 )
                 for f in group
             )
@@ -366,15 +367,16 @@ class TableRead:
         const = self._constants(split)
         columns = tuple(c for c in self.read_columns if c not in const)
         buffer_rows = self.options.merge_buffer_rows
+        vectors = self._vectors(split)
         for group in groups:
             if len(group) == 1 and group[0].delete_row_count == 0:  # as is (see _plan_pk)
                 f = group[0]
                 read = FileRead(split.bucket_path, f, tuple(self.read_columns),
-                                deleted_rows=self._deleted(split, f), constants=const)
+                                deleted_rows=vectors.get(f.file_name), constants=const)
                 merged: Iterator[pa.Table] = self.reader.iter_read(read, buffer_rows)
             else:
-                deleted = {f.file_name: d for f in group
-                           if (d := self._deleted(split, f)) is not None}
+                deleted = {f.file_name: vectors[f.file_name] for f in group
+                           if f.file_name in vectors}
                 merged = merge_section_batches(
                     self.reader, split.bucket_path, group, options=self.options,
                     decode_key=decode, columns=columns,

@@ -160,3 +160,40 @@ def test_dv_table_projection_and_filter(tmp_path: Path, batch: int) -> None:
     assert sorted(got.to_pylist(), key=lambda r: r["k"]) \
         == sorted(expected.to_pylist(), key=lambda r: r["k"])
     assert got.num_rows
+
+
+def test_each_index_file_is_read_once_per_read(tmp_path: Path) -> None:
+    """A bucket's DV index file holds the vectors of several of its data files: a read fetches
+    it once, not once per data file."""
+    from paimon_core.io.file_io import FileIO
+
+    t = make_table(tmp_path / "wh", COLUMNS, partition_keys=["pt"], primary_keys=["pt", "k"],
+                   options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    # 400 keys, then 200 of them, then 10 of those: three levels, the two lower ones with
+    # rows marked deleted (vectors of two data files in the bucket's one index file)
+    for i, ks in enumerate([range(400), range(100, 300), range(150, 160)], 1):
+        write_rows(t, pa.table({"pt": ["p"] * len(ks), "k": pa.array(ks, pa.int32()),
+                                "v": pa.array([i] * len(ks), pa.int64()),
+                                "s": [f"s{i}"] * len(ks)}), i)
+    splits = t.new_read_builder().new_scan().plan().splits
+    index_paths = {df.path for s in splits for _, df in s.deletion_files}
+    with_vectors = max(len(s.deletion_files) for s in splits)
+    assert with_vectors >= 2, "the bucket should hold several vectors"
+    calls: list[str] = []
+    real = FileIO.read_bytes
+
+    def spy(self: FileIO, path: str) -> bytes:
+        calls.append(path)
+        return real(self, path)
+
+    with mock.patch.object(FileIO, "read_bytes", spy):
+        got = t.to_arrow()
+        streamed = pa.Table.from_batches(
+            list(t.new_read_builder().new_read().to_batches(
+                t.new_read_builder().new_scan().plan().splits)))
+    assert sorted(p for p in calls if p in index_paths) == sorted(index_paths) * 2
+    ks = sorted(got.column("k").to_pylist())
+    assert ks == list(range(400))
+    assert sorted(got.filter(pc.equal(got.column("v"), 3)).column("k").to_pylist()) \
+        == list(range(150, 160))
+    assert sorted(streamed.column("k").to_pylist()) == ks
