@@ -17,8 +17,13 @@ copy-on-write). Then, each in a fresh process, interleaved for ``--rounds`` roun
 Each process reads ``--reps`` times; the fastest read after the first is its *warm* read (CPU
 seconds reported). Medians over rounds; the load average is printed with every figure.
 
+``--compression CODEC`` writes our table with ``file.compression=CODEC`` instead of Paimon's
+default (zstd) into its own cache (``cache/dv-CODEC``): a finding about the codec, never the
+target's figure (the target is measured at Paimon's defaults).
+
 Usage:
   .venv/bin/python bench/dv.py [--rounds 3] [--reps 3] [--fresh] [--sides ours_dv,arrow_scan,delta]
+                               [--compression snappy]
 """
 
 from __future__ import annotations
@@ -50,7 +55,8 @@ def loadavg() -> list[float]:
 
 
 # --------------------------------------------------------------------------- preparation
-def prepare(cache: Path, gen_path: Path, fresh: bool) -> dict[str, Any]:
+def prepare(cache: Path, gen_path: Path, fresh: bool,
+            compression: str | None = None) -> dict[str, Any]:
     """Write both tables once (``prep.json`` is the completion stamp)."""
     stamp = cache / "prep.json"
     if stamp.exists() and not fresh:
@@ -67,8 +73,9 @@ def prepare(cache: Path, gen_path: Path, fresh: bool) -> dict[str, Any]:
     cat = FileSystemCatalog(str(cache / "wh"))
     cat.create_table(TABLE, Schema.from_arrow(
         gen.SCHEMA, partition_keys=["dt"], primary_keys=["id", "dt"],
-        options={"bucket": "4", "deletion-vectors.enabled": "true"}))
-    prep: dict[str, Any] = {"load_avg_before": loadavg()}
+        options={"bucket": "4", "deletion-vectors.enabled": "true",
+                 **({"file.compression": compression} if compression else {})}))
+    prep: dict[str, Any] = {"load_avg_before": loadavg(), "file.compression": compression}
     c0 = cpu_s()
     for i, (_, batch) in enumerate(batches):
         t = cat.get_table(TABLE)
@@ -171,7 +178,9 @@ def measure(args: argparse.Namespace, cache: Path, gen_path: Path) -> dict[str, 
 
 
 def report(res: dict[str, Any], prep: dict[str, Any], dv_rows: int, files: int) -> list[str]:
-    lines = [f"W2 on a deletion-vector table written by us ({files} live files, {dv_rows} rows "
+    codec = prep.get("file.compression") or "zstd, Paimon's default"
+    lines = [f"W2 on a deletion-vector table written by us (file.compression {codec}; "
+             f"{files} live files, {dv_rows} rows "
              f"removed by deletion vectors); write CPU ours {prep['ours_write_cpu_s']:.2f} s, "
              f"delta-rs {prep['delta_write_cpu_s']:.2f} s (load {prep['load_avg_after']})"]
     for side, r in res.items():
@@ -197,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true", help="rewrite the cached tables")
     ap.add_argument("--sides", default=",".join(SIDES))
     ap.add_argument("--gen", default=str(DEFAULT_GEN))
+    ap.add_argument("--compression", help="file.compression of our table (default: Paimon's)")
     ap.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     ap.add_argument("--check", action="store_true", help=argparse.SUPPRESS)
@@ -207,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown side(s) {unknown} (known: {', '.join(SIDES)})")
     gen_path = Path(args.gen)
-    cache = RESULTS / "cache" / "dv"
-    prep = prepare(cache, gen_path, args.fresh)
+    cache = RESULTS / "cache" / ("dv" if not args.compression else f"dv-{args.compression}")
+    prep = prepare(cache, gen_path, args.fresh, args.compression)
     paths, dv_rows = live_files(cache)
     t0 = time.perf_counter()
     res = measure(args, cache, gen_path)
