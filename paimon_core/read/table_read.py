@@ -262,15 +262,12 @@ class TableRead:
     def _plan_pk(self, split: DataSplit) -> _SplitPlan:
         keys = list(self.schema.trimmed_primary_keys)
         seq = [c for c in self.options.sequence_fields] + [SEQUENCE_NUMBER]
-        if split.raw_convertible:
-            groups = [[f] for f in split.files]
-        else:
-            groups = sections(split.files, key_decoder(self.schema))
+        groups = ([[f] for f in split.files] if split.raw_convertible
+                  else sections(split.files, key_decoder(self.schema)))
         # Java's AggregateMergeFunction applies retractions even with ignore-delete
         ignore_delete = (self.options.ignore_delete()
                          and self.options.merge_engine is not MergeEngine.AGGREGATE)
-        const = self._constants(split)
-        vectors = self._vectors(split)
+        const, vectors = self._constants(split), self._vectors(split)
         reads: list[FileRead] = []
         # LookupMergeFunction (lookup changelog, deletion vectors) needs each record's level
         lookup = engines.lookup_wrapped(self.options)
@@ -286,16 +283,9 @@ class TableRead:
             # a lone file without retract rows needs no merge: its value columns as they are
             # (delete_row_count is None, i.e. unknown, in files of old writers)
             if len(group) == 1 and group[0].delete_row_count == 0:
-                f = group[0]
-                reads.append(
-                    FileRead(
-                        split.bucket_path,
-                        f,
-                        tuple(self.read_columns),
-                        deleted_rows=vectors.get(f.file_name),
-                        constants=const,
-                    )
-                )
+                reads.append(FileRead(split.bucket_path, group[0], tuple(self.read_columns),
+                                      deleted_rows=vectors.get(group[0].file_name),
+                                      constants=const))
                 recipe.append((1, True, True, True, ()))
                 continue
             group = sorted(group, key=lambda f: (f.min_sequence_number, f.max_sequence_number))
