@@ -535,7 +535,9 @@ def _scan_parts(scanner: Any, reads: Sequence[FileRead]) -> list[pa.Table] | Non
                 keeps[k] = kept_rows(r.deleted_rows, r.file.row_count)
             keep = keeps[k]
             assert keep is not None
-            batch = batch.filter(pa.array(keep[seen[k]:seen[k] + n]))
+            part = keep[seen[k]:seen[k] + n]
+            if not part.all():  # a batch the vector does not touch is kept as decoded
+                batch = batch.filter(pa.array(part))
         seen[k] += n
         parts[k].append(batch)
     if any(s != r.file.row_count for s, r in zip(seen, reads)):
