@@ -69,17 +69,26 @@ _BLOCK_BYTES = 1 << 20
 @dataclass(slots=True)
 class _Fixed:
     width: int
-    fill: Callable[[np.ndarray, np.ndarray], None]  # (bytes, written) views (n, width)
-    written: np.ndarray | int  # bytes written per row
+    fill: Callable[[np.ndarray], None]  # fills a (n, width) uint8 view
+    written: np.ndarray | int  # bytes written per row: always a prefix of the width
 
 
 def _matrix(mat: np.ndarray, live: np.ndarray | None) -> _Fixed:
     """All bytes of ``mat`` (n, width) in the rows ``live``."""
-    def fill(m: np.ndarray, k: np.ndarray) -> None:
-        m[...] = mat
-        k[...] = True if live is None else live[:, None]
+    def fill(m: np.ndarray) -> None:
+        if width == 1:  # a strided 1-d copy (numpy loops slowly over rows of one byte)
+            m[:, 0] = mat[:, 0]
+        else:
+            m[...] = mat
     width = mat.shape[1]
-    return _Fixed(width, fill, width if live is None else live * width)
+    return _Fixed(width, fill, width if live is None else live * np.uint8(width))
+
+
+def _constant(byte: int, live: np.ndarray | None) -> _Fixed:
+    """The one byte ``byte`` in the rows ``live`` (a union branch without nulls)."""
+    def fill(m: np.ndarray) -> None:
+        m[...] = byte
+    return _Fixed(1, fill, 1 if live is None else live.view(np.uint8))
 
 
 Piece: TypeAlias = _Fixed | pa.Array
@@ -87,42 +96,80 @@ Piece: TypeAlias = _Fixed | pa.Array
 _PAD_LIMIT = 48
 
 
-def _from_parts(data: np.ndarray, lengths: np.ndarray) -> pa.Array:
+def _from_parts(data: np.ndarray | pa.Buffer, lengths: np.ndarray) -> pa.Array:
     """A binary array whose i-th element is the next ``lengths[i]`` bytes of ``data``."""
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return pa.Array.from_buffers(_BIN, len(lengths),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    if not isinstance(data, pa.Buffer):
+        data = pa.py_buffer(data)
+    return pa.Array.from_buffers(_BIN, len(lengths), [None, pa.py_buffer(offsets), data])
 
 
-_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
+_U64 = np.uint64
+#: zig-zag values from which a varint takes k + 2 bytes (k = 0..8)
+_VARINT_LIMITS = [_U64(1 << (7 * k)) for k in range(1, 10)]
 
 
 def _varint_piece(values: np.ndarray, live: np.ndarray | None) -> _Fixed:
     """Avro's zig-zag varint of each (64-bit) value; nothing for rows not ``live``."""
     v = values.astype(np.int64, copy=False)
     zz = ((v << 1) ^ (v >> 63)).view(np.uint64)
-    lengths = np.searchsorted(_VARINT_LIMITS, zz, side="right") + 1
-    width = int(lengths.max()) if len(zz) else 1
-    written = lengths if live is None else np.where(live, lengths, 0)
+    top = int(zz.max()) if len(zz) else 0
+    width = max(1, (top.bit_length() + 6) // 7)
+    # the length of each: one byte, plus one per 7-bit group above the first
+    lengths = np.ones(len(zz), dtype=np.uint8)
+    for limit in _VARINT_LIMITS[:width - 1]:
+        np.add(lengths, zz >= limit, out=lengths, casting="unsafe")
+    written = lengths if live is None else np.where(live, lengths, np.uint8(0))
 
-    def fill(m: np.ndarray, k: np.ndarray) -> None:
-        # the 7-bit groups spread to bytes in two little-endian words (groups 0-7, 8-9),
-        # then the continuation bits of each length
-        words = np.empty((len(zz), 2), dtype=np.uint64)
-        lo, hi = words[:, 0], words[:, 1]
-        np.bitwise_and(zz, np.uint64(0x7F), out=lo)
-        for i in range(1, min(width, 8)):
-            lo |= (zz << np.uint64(i)) & np.uint64(0x7F << (8 * i))
-        lo |= _CONT[0][lengths]
-        if width > 8:
-            top = zz >> np.uint64(56)
-            np.bitwise_and(top, np.uint64(0x7F), out=hi)
-            hi |= (top << np.uint64(1)) & np.uint64(0x7F00)
-            hi |= _CONT[1][lengths]
-        m[...] = words.view(np.uint8)[:, :width]
-        k[...] = _WRITTEN[written].view(np.bool_)[:, :width]
+    def fill(m: np.ndarray) -> None:
+        if width == 1:
+            m[:, 0] = zz
+            return
+        if width <= 4:
+            m[...] = _spread32(zz, lengths, width).view(np.uint8).reshape(-1, 4)[:, :width]
+            return
+        low = _spread64(zz, lengths)
+        if width <= 8:
+            m[...] = low.view(np.uint8).reshape(-1, 8)[:, :width]
+            return
+        # bytes 8 and 9 hold bits 56-62 and 63, with their continuation bits
+        top8 = zz >> _U64(56)
+        high = (top8 & _U64(0x7F)) | ((top8 & _U64(0x80)) << _U64(1)) | _CONT[1][lengths]
+        m[:, :8] = low.view(np.uint8).reshape(-1, 8)
+        m[:, 8:] = high.view(np.uint8).reshape(-1, 8)[:, :width - 8]
     return _Fixed(width, fill, written)
+
+
+def _spread32(zz: np.ndarray, lengths: np.ndarray, width: int) -> np.ndarray:
+    """Varints of 2 to 4 bytes as little-endian uint32 words: the 7-bit groups of ``zz``
+    spread to bytes (28 bits -> two 14-bit halves -> four 7-bit groups) and each byte but
+    the last of the varint with its continuation bit."""
+    x = zz.astype(np.uint32)
+    if width > 2:
+        _split(x, np.uint32(0x3FFF), np.uint32(0xFFFC000), 2)
+    _split(x, np.uint32(0x007F007F), np.uint32(0x3F803F80), 1)
+    x |= _CONT32[lengths]
+    return x
+
+
+def _spread64(zz: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The first 8 bytes of each varint as little-endian uint64 words (bits 0-55 of ``zz``
+    in 7-bit groups: 56 -> 2 x 28 -> 4 x 14 -> 8 x 7 bits, continuation bits set)."""
+    x = zz & _U64(0x00FFFFFFFFFFFFFF)
+    _split(x, _U64(0xFFFFFFF), _U64(0xFFFFFFF0000000), 4)
+    _split(x, _U64(0x00003FFF00003FFF), _U64(0x0FFFC0000FFFC000), 2)
+    _split(x, _U64(0x007F007F007F007F), _U64(0x3F803F803F803F80), 1)
+    x |= _CONT[0][lengths]
+    return x
+
+
+def _split(x: np.ndarray, keep: np.integer, move: np.integer, shift: int) -> None:
+    """In place: ``x = (x & keep) | ((x & move) << shift)``."""
+    moved = x & move
+    moved <<= x.dtype.type(shift)
+    x &= keep
+    x |= moved
 
 
 def _cont_bits() -> tuple[np.ndarray, np.ndarray]:
@@ -140,17 +187,18 @@ def _cont_bits() -> tuple[np.ndarray, np.ndarray]:
 
 
 _CONT = _cont_bits()
-# by varint length: its bytes as bools (a table gather is cheaper than a compare per byte)
-_WRITTEN = (np.arange(16) < np.arange(11)[:, None]).astype(np.uint8)
+_CONT32 = _CONT[0][:5].astype(np.uint32)
+_OFFSET_TYPES = {pa.string(): np.int32, pa.binary(): np.int32,
+                 pa.large_string(): np.int64, pa.large_binary(): np.int64}
 
 
 def _bytes_piece(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
-    """Avro ``string``/``bytes``: the length as a varint, then the bytes."""
-    data = arr.cast(_BIN)
-    if data.null_count:
-        data = data.fill_null(b"")
+    """Avro ``string``/``bytes``: the length as a varint, then the bytes (null slots, which
+    are never ``live``, get none)."""
+    offset_type = _OFFSET_TYPES.get(arr.type)
+    data = arr if offset_type is not None else arr.cast(_BIN)
     n = len(data)
-    offsets = np.frombuffer(data.buffers()[1], dtype=np.int64,
+    offsets = np.frombuffer(data.buffers()[1], dtype=offset_type or np.int64,
                             count=data.offset + n + 1)[data.offset:]
     lengths = np.diff(offsets)
     if live is not None:
@@ -158,33 +206,54 @@ def _bytes_piece(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
     head = _varint_piece(lengths, live)
     longest = int(lengths.max()) if n else 0
     if longest > _PAD_LIMIT:
-        body = data if live is None or live.all() else pc.if_else(pa.array(live), data, _EMPTY)
+        body = data.cast(_BIN)
+        if live is not None and not live.all():
+            body = pc.if_else(pa.array(live), body, _EMPTY)
         return [head, body]
-    raw = np.frombuffer(data.buffers()[2], dtype=np.uint8) if longest else _NO_BYTES
-    padded = np.concatenate([raw, np.zeros(max(longest, 1), dtype=np.uint8)])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, max(longest, 1))[:, :longest]
+    if not longest:
+        return [head]
+    first, last = int(offsets[0]), int(offsets[-1])
+    # the bytes of these rows, and room for the last window
+    raw = np.zeros(last - first + longest, dtype=np.uint8)
+    raw[:last - first] = np.frombuffer(data.buffers()[2], dtype=np.uint8,
+                                       count=last - first, offset=first)
+    windows = np.lib.stride_tricks.sliding_window_view(raw, longest)
+    starts = offsets[:-1] - first
 
-    def fill(m: np.ndarray, k: np.ndarray) -> None:
-        m[...] = windows[offsets[:-1]]
-        np.less(np.arange(longest), lengths[:, None], out=k)
+    def fill(m: np.ndarray) -> None:
+        m[...] = windows[starts]
     return [head, _Fixed(longest, fill, lengths)]
 
 
-_NO_BYTES = np.zeros(0, dtype=np.uint8)
-
-
 def _compact(fixed: Sequence[_Fixed], n: int) -> pa.Array:
+    """The bytes written by ``fixed`` of each row, one binary element per row: the pieces
+    fill a padded matrix, the bytes beyond each piece's written prefix are masked out and
+    the rest taken in row order."""
     width = sum(f.width for f in fixed)
     mat = np.empty((n, width), dtype=np.uint8)
-    mask = np.empty((n, width), dtype=bool)
+    mask = np.ones((n, width), dtype=bool)
+    lengths = np.zeros(n, dtype=np.int64)
     at = 0
     for f in fixed:
-        f.fill(mat[:, at:at + f.width], mask[:, at:at + f.width])
+        f.fill(mat[:, at:at + f.width])
+        written = f.written
+        lengths += written
+        if isinstance(written, np.ndarray) and n:
+            # only the columns some row does not reach need a mask
+            for j in range(int(written.min()), f.width):
+                np.greater(written, j, out=mask[:, at + j])
         at += f.width
-    lengths = np.zeros(n, dtype=np.int64)
-    for f in fixed:
-        lengths += f.written
-    return _from_parts(mat[mask], lengths)
+    return _from_parts(_select(mat.reshape(-1), mask.reshape(-1)), lengths)
+
+
+def _select(data: np.ndarray, keep: np.ndarray) -> pa.Buffer:
+    """The bytes of ``data`` where ``keep`` (Arrow's filter: about 3x numpy's boolean
+    selection on these masks, whose true bytes come in runs)."""
+    bits = np.packbits(keep, bitorder="little")
+    mask = pa.BooleanArray.from_buffers(pa.bool_(), len(keep), [None, pa.py_buffer(bits)])
+    values = pa.Array.from_buffers(pa.uint8(), len(data), [None, pa.py_buffer(data)])
+    kept = pc.filter(values, mask)
+    return kept.buffers()[1]
 
 
 def _binary(pieces: Sequence[Piece], n: int) -> pa.Array:
@@ -242,9 +311,10 @@ def _pieces(arr: pa.Array, t: DataType, live: np.ndarray | None, column: str) ->
         if valid is not None and (live is None or (live & ~valid).any()):
             raise SchemaError(f"column {column!r} is NOT NULL but holds a null")
         return _value_pieces(arr, t, live, column)
-    branch = (np.full(len(arr), 2, dtype=np.uint8) if valid is None
-              else valid.astype(np.uint8) << 1)
-    return [_matrix(branch[:, None], live),
+    # the union's branch: 0 null, 1 the value (zig-zag varints 0 and 2)
+    branch = (_constant(2, live) if valid is None
+              else _matrix((valid.view(np.uint8) << 1)[:, None], live))
+    return [branch,
             *_value_pieces(arr, t, _and(live, valid), column)]
 
 
@@ -286,7 +356,7 @@ def _blocks(items: pa.Array, t: DataType, values: tuple[pa.Array, DataType] | No
         pieces += _pieces(values[0].slice(first, last - first), values[1], None, column)
     encoded = _binary(pieces, last - first)
     counts = np.diff(offsets)
-    end = _matrix(np.zeros((len(counts), 1), dtype=np.uint8), counts > 0)
+    end = _constant(0, counts > 0)
     return _binary([_varint_piece(counts, None), _regroup(encoded, offsets - first), end],
                    len(counts))
 
@@ -348,12 +418,11 @@ def _decimal_pieces(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
     same = np.logical_and.accumulate(be[:, :15] == sign[:, None], axis=1)
     next_sign = (be[:, 1:] & 0x80) == (sign[:, None] & 0x80)
     drop = np.count_nonzero(same & next_sign, axis=1)
+    # the bytes kept moved to the front (a piece writes a prefix of its columns)
+    kept = np.take_along_axis(be, np.minimum(np.arange(16) + drop[:, None], 15), axis=1)
 
-    def fill(m: np.ndarray, k: np.ndarray) -> None:
-        m[...] = be
-        np.greater_equal(np.arange(16), drop[:, None], out=k)
-        if live is not None:
-            k &= live[:, None]
+    def fill(m: np.ndarray) -> None:
+        m[...] = kept
     size = 16 - drop
     return [_varint_piece(size, live), _Fixed(16, fill, size if live is None else size * live)]
 
@@ -388,20 +457,21 @@ def _avro_bytes(b: bytes) -> bytes:
     return _long(len(b)) + b
 
 
-def _compressor(options: AvroOptions) -> Any:
+def _compressor(options: AvroOptions) -> Callable[[pa.Buffer], Any]:
+    """The block compression of ``options``' codec: a buffer in, a bytes-like out."""
     codec, level = options.codec, options.level
     if codec == "null":
         return lambda b: b
     if codec == "deflate":
-        def deflate(b: bytes) -> bytes:
+        def deflate(b: pa.Buffer) -> bytes:
             c = zlib.compressobj(level, zlib.DEFLATED, -15)
-            return c.compress(b) + c.flush()
+            return c.compress(memoryview(b)) + c.flush()
         return deflate
     if codec == "bzip2":
-        return bz2.compress
+        return lambda b: bz2.compress(memoryview(b))
     assert codec == "zstandard", codec  # snappy and xz are refused (avro_layout)
     zstd = pa.Codec("zstd", compression_level=level)
-    return lambda b: zstd.compress(b, asbytes=True)
+    return lambda b: zstd.compress(b)
 
 
 class AvroStream:
@@ -438,14 +508,15 @@ class AvroStream:
     def _blocks(self, records: pa.Array) -> None:
         offsets = np.frombuffer(records.buffers()[1], dtype=np.int64,
                                 count=records.offset + len(records) + 1)[records.offset:]
-        data = memoryview(records.buffers()[2])
+        data = records.buffers()[2]
         n = len(records)
         start = 0
         while start < n:
             # rows up to the block size (at least one row) form a block
             end = int(np.searchsorted(offsets, offsets[start] + _BLOCK_BYTES, "right")) - 1
             end = min(max(end, start + 1), n)
-            body = self._compress(bytes(data[int(offsets[start]):int(offsets[end])]))
+            first = int(offsets[start])
+            body = self._compress(data.slice(first, int(offsets[end]) - first))
             self._out.write(_long(end - start) + _long(len(body)))
             self._out.write(body)
             self._out.write(self._sync)
