@@ -61,34 +61,36 @@ _BLOCK_BYTES = 1 << 20
 
 
 # ---------------------------------------------------------------------------------------------
-# pieces: a row's encoding is a sequence of pieces, each either bytes of bounded width (it
-# fills its columns of a uint8 matrix of one row per value, and of a mask of the bytes
-# written) or a binary array (one element per value: long strings, arrays and maps)
+# pieces: a row's encoding is a sequence of pieces, each either bytes of bounded width (placed
+# at their byte offset in a matrix of little-endian uint64 words, one row per value, with a
+# bit mask of the bytes written) or a binary array (one element per value: long strings,
+# arrays and maps)
 
 
 @dataclass(slots=True)
 class _Fixed:
+    """Bytes of bounded ``width`` per row. ``words``: their little-endian uint64 words, one
+    array per 8 bytes (bytes past ``width`` in the last word must be zero unless ``tail``
+    says they may be anything), or ``constant``: the same bytes in every row. ``written``:
+    how many of the bytes each row writes, always a prefix."""
+
     width: int
-    fill: Callable[[np.ndarray], None]  # fills a (n, width) uint8 view
-    written: np.ndarray | int  # bytes written per row: always a prefix of the width
+    written: np.ndarray | int
+    words: Callable[[], list[np.ndarray]] | None = None
+    constant: int = 0
+    tail: bool = False
 
 
-def _matrix(mat: np.ndarray, live: np.ndarray | None) -> _Fixed:
-    """All bytes of ``mat`` (n, width) in the rows ``live``."""
-    def fill(m: np.ndarray) -> None:
-        if width == 1:  # a strided 1-d copy (numpy loops slowly over rows of one byte)
-            m[:, 0] = mat[:, 0]
-        else:
-            m[...] = mat
-    width = mat.shape[1]
-    return _Fixed(width, fill, width if live is None else live * np.uint8(width))
+def _word(values: np.ndarray, width: int, live: np.ndarray | None) -> _Fixed:
+    """The ``width`` (<= 8) low bytes of each of ``values`` (uint64, zero above them) in
+    the rows ``live``."""
+    return _Fixed(width, width if live is None else live * np.uint8(width),
+                  lambda: [values])
 
 
 def _constant(byte: int, live: np.ndarray | None) -> _Fixed:
     """The one byte ``byte`` in the rows ``live`` (a union branch without nulls)."""
-    def fill(m: np.ndarray) -> None:
-        m[...] = byte
-    return _Fixed(1, fill, 1 if live is None else live.view(np.uint8))
+    return _Fixed(1, 1 if live is None else live.view(np.uint8), constant=byte)
 
 
 Piece: TypeAlias = _Fixed | pa.Array
@@ -122,23 +124,19 @@ def _varint_piece(values: np.ndarray, live: np.ndarray | None) -> _Fixed:
         np.add(lengths, zz >= limit, out=lengths, casting="unsafe")
     written = lengths if live is None else np.where(live, lengths, np.uint8(0))
 
-    def fill(m: np.ndarray) -> None:
+    def words() -> list[np.ndarray]:
         if width == 1:
-            m[:, 0] = zz
-            return
+            return [zz]
         if width <= 4:
-            m[...] = _spread32(zz, lengths, width).view(np.uint8).reshape(-1, 4)[:, :width]
-            return
+            return [_spread32(zz, lengths, width).astype(np.uint64)]
         low = _spread64(zz, lengths)
         if width <= 8:
-            m[...] = low.view(np.uint8).reshape(-1, 8)[:, :width]
-            return
+            return [low]
         # bytes 8 and 9 hold bits 56-62 and 63, with their continuation bits
         top8 = zz >> _U64(56)
-        high = (top8 & _U64(0x7F)) | ((top8 & _U64(0x80)) << _U64(1)) | _CONT[1][lengths]
-        m[:, :8] = low.view(np.uint8).reshape(-1, 8)
-        m[:, 8:] = high.view(np.uint8).reshape(-1, 8)[:, :width - 8]
-    return _Fixed(width, fill, written)
+        return [low, (top8 & _U64(0x7F)) | ((top8 & _U64(0x80)) << _U64(1))
+                | _CONT[1][lengths]]
+    return _Fixed(width, written, words)
 
 
 def _spread32(zz: np.ndarray, lengths: np.ndarray, width: int) -> np.ndarray:
@@ -213,44 +211,83 @@ def _bytes_piece(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
     if not longest:
         return [head]
     first, last = int(offsets[0]), int(offsets[-1])
-    # the bytes of these rows, and room for the last window
-    raw = np.zeros(last - first + longest, dtype=np.uint8)
+    # the bytes of these rows, and room for the last row's words
+    raw = np.zeros(last - first + longest + 8, dtype=np.uint8)
     raw[:last - first] = np.frombuffer(data.buffers()[2], dtype=np.uint8,
                                        count=last - first, offset=first)
-    windows = np.lib.stride_tricks.sliding_window_view(raw, longest)
-    starts = offsets[:-1] - first
+    # the 8 bytes from every position, as one (unaligned) uint64
+    at_byte = np.ndarray(shape=(len(raw) - 7,), dtype=np.uint64, buffer=raw, strides=(1,))
+    starts = (offsets[:-1] - first).astype(np.intp)
 
-    def fill(m: np.ndarray) -> None:
-        m[...] = windows[starts]
-    return [head, _Fixed(longest, fill, lengths)]
+    def words() -> list[np.ndarray]:
+        return [at_byte[starts + 8 * j] for j in range((longest + 7) // 8)]
+    return [head, _Fixed(longest, lengths, words, tail=True)]
 
 
 def _compact(fixed: Sequence[_Fixed], n: int) -> pa.Array:
     """The bytes written by ``fixed`` of each row, one binary element per row: the pieces
-    fill a padded matrix, the bytes beyond each piece's written prefix are masked out and
-    the rest taken in row order."""
+    are placed at their byte offsets in a matrix of uint64 words (a row of ``words``
+    words), a bit mask marks the bytes each row writes (a prefix of each piece), and
+    Arrow's filter takes the marked bytes in row order."""
     width = sum(f.width for f in fixed)
-    mat = np.empty((n, width), dtype=np.uint8)
-    mask = np.ones((n, width), dtype=bool)
+    words = (width + 7) // 8
+    # column-major while the pieces are placed (each placement a contiguous pass), made
+    # row-major once at the end
+    mat = np.zeros((words, n), dtype=np.uint64)
+    mask = np.zeros(((words + 7) // 8, n), dtype=np.uint64)  # a bit per byte of a row
+    constant = 0  # the bytes (and mask bits) the same in every row, as one integer
+    constant_mask = 0
     lengths = np.zeros(n, dtype=np.int64)
     at = 0
     for f in fixed:
-        f.fill(mat[:, at:at + f.width])
+        if f.words is None:
+            constant |= f.constant << (8 * at)
+        else:
+            for j, w in enumerate(f.words()):
+                size = min(8, f.width - 8 * j)
+                if f.tail and size < 8:
+                    w = w & _U64((1 << (8 * size)) - 1)
+                _place(mat, w, 8 * (at + 8 * j), 8 * size)
         written = f.written
         lengths += written
-        if isinstance(written, np.ndarray) and n:
-            # only the columns some row does not reach need a mask
-            for j in range(int(written.min()), f.width):
-                np.greater(written, j, out=mask[:, at + j])
+        if isinstance(written, int):
+            constant_mask |= ((1 << written) - 1) << at
+        else:
+            _place(mask, (_U64(1) << written.astype(np.uint64)) - _U64(1), at, f.width)
         at += f.width
-    return _from_parts(_select(mat.reshape(-1), mask.reshape(-1)), lengths)
+    for k in range(words):
+        if (c := (constant >> (64 * k)) & _ALL) != 0:
+            mat[k] |= _U64(c)
+    for k in range(mask.shape[0]):
+        if (c := (constant_mask >> (64 * k)) & _ALL) != 0:
+            mask[k] |= _U64(c)
+    rows = np.ascontiguousarray(mat.T).view(np.uint8).reshape(-1)
+    bits = np.ascontiguousarray(mask.T).view(np.uint8)
+    if bits.shape[1] != words:  # a row's bits: one byte per word of the row
+        bits = np.ascontiguousarray(bits[:, :words])
+    return _from_parts(_select(rows, bits.reshape(-1)), lengths)
 
 
-def _select(data: np.ndarray, keep: np.ndarray) -> pa.Buffer:
-    """The bytes of ``data`` where ``keep`` (Arrow's filter: about 3x numpy's boolean
-    selection on these masks, whose true bytes come in runs)."""
-    bits = np.packbits(keep, bitorder="little")
-    mask = pa.BooleanArray.from_buffers(pa.bool_(), len(keep), [None, pa.py_buffer(bits)])
+_ALL = (1 << 64) - 1
+
+
+def _place(mat: np.ndarray, values: np.ndarray, at: int, size: int) -> None:
+    """OR the ``size`` low bits of ``values`` (uint64, zero above them) into the rows of
+    ``mat`` (uint64 words, one row per column) from bit ``at`` of each row, across two
+    words when they straddle one."""
+    k, shift = divmod(at, 64)
+    if shift == 0:
+        mat[k] |= values
+        return
+    mat[k] |= values << _U64(shift)
+    if shift + size > 64:
+        mat[k + 1] |= values >> _U64(64 - shift)
+
+
+def _select(data: np.ndarray, bits: np.ndarray) -> pa.Buffer:
+    """The bytes of ``data`` whose bit is set in ``bits`` (a bitmap, least significant bit
+    first: Arrow's filter, about 3x numpy's boolean selection on these masks)."""
+    mask = pa.BooleanArray.from_buffers(pa.bool_(), len(data), [None, pa.py_buffer(bits)])
     values = pa.Array.from_buffers(pa.uint8(), len(data), [None, pa.py_buffer(data)])
     kept = pc.filter(values, mask)
     return kept.buffers()[1]
@@ -313,7 +350,7 @@ def _pieces(arr: pa.Array, t: DataType, live: np.ndarray | None, column: str) ->
         return _value_pieces(arr, t, live, column)
     # the union's branch: 0 null, 1 the value (zig-zag varints 0 and 2)
     branch = (_constant(2, live) if valid is None
-              else _matrix((valid.view(np.uint8) << 1)[:, None], live))
+              else _word((valid.view(np.uint8) << 1).astype(np.uint64), 1, live))
     return [branch,
             *_value_pieces(arr, t, _and(live, valid), column)]
 
@@ -363,15 +400,15 @@ def _blocks(items: pa.Array, t: DataType, values: tuple[pa.Array, DataType] | No
 
 def _atomic_pieces(arr: pa.Array, t: AtomicType, live: np.ndarray | None) -> list[Piece]:
     r = t.root
-    n = len(arr)
     if r in (TypeRoot.CHAR, TypeRoot.VARCHAR, TypeRoot.BINARY, TypeRoot.VARBINARY):
         return _bytes_piece(arr, live)
     if r is TypeRoot.BOOLEAN:
-        return [_matrix(_numbers(arr.cast(pa.uint8())).astype(np.uint8)[:, None], live)]
+        return [_word(_numbers(arr.cast(pa.uint8())).astype(np.uint64), 1, live)]
     if r in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
         width = 4 if r is TypeRoot.FLOAT else 8
         values = _numbers(arr).astype("<f4" if width == 4 else "<f8")
-        return [_matrix(values.view(np.uint8).reshape(n, width), live)]
+        bits = values.view(np.uint64) if width == 8 else values.view(np.uint32).astype(np.uint64)
+        return [_word(bits, width, live)]
     if r is TypeRoot.DECIMAL:
         return _decimal_pieces(arr, live)
     if r is TypeRoot.DATE:
@@ -421,10 +458,11 @@ def _decimal_pieces(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
     # the bytes kept moved to the front (a piece writes a prefix of its columns)
     kept = np.take_along_axis(be, np.minimum(np.arange(16) + drop[:, None], 15), axis=1)
 
-    def fill(m: np.ndarray) -> None:
-        m[...] = kept
+    halves = kept.view(np.uint64)
     size = 16 - drop
-    return [_varint_piece(size, live), _Fixed(16, fill, size if live is None else size * live)]
+    return [_varint_piece(size, live),
+            _Fixed(16, size if live is None else size * live,
+                   lambda: [halves[:, 0], halves[:, 1]])]
 
 
 def encode_records(table: pa.Table, types: Sequence[DataType]) -> pa.Array:
