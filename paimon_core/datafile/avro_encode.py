@@ -3,25 +3,23 @@ bytes Java 0.9's ``AvroRowDatumWriter`` writes for the same rows; schema and cod
 :mod:`~paimon_core.datafile.avro_layout`).
 
 Avro's binary encoding is row-major (a record is its fields' encodings one after the other),
-but each field's encoding is a function of one value, so it is computed a column at a time.
-Rows are encoded in chunks of ``_CHUNK_ROWS``. Every field of bounded width (a union's branch
-byte, zig-zag varints packed from 64-bit words with numpy, floats as their little-endian
-bytes, booleans, decimals as the minimal big-endian two's complement, strings and bytes of at
-most ``_PAD_LIMIT`` bytes) fills its columns of one padded uint8 matrix of a row per record,
-with a mask of the bytes it writes (a null, or a row under a null parent, writes none); one
-boolean selection (``matrix[mask]``) then yields the records in row order. Longer strings,
-arrays and maps are Arrow binary arrays (an array's items encoded the same way and regrouped
-by its offsets) concatenated with the matrix parts by ``binary_join_element_wise``. The
-records are cut into blocks of about ``_BLOCK_BYTES``, each compressed and framed (count,
+but each field's encoding is a function of one value, so it is computed a column at a time,
+``_CHUNK_ROWS`` rows at a time. Every field of bounded width (a union's branch byte, zig-zag
+varints spread to bytes with numpy, floats, booleans, decimals as the minimal big-endian two's
+complement, strings and bytes of at most ``_PAD_LIMIT`` bytes) is placed, as little-endian
+uint64 words, at its byte offset in a matrix of a row per record, with a bit mask of the bytes
+it writes (a prefix of its width; a null, or a row under a null parent, writes none); a column
+of one value is constant bytes. Arrow's filter then takes the masked bytes in row order.
+Longer strings, arrays and maps are Arrow binary arrays (an array's items encoded the same
+way and regrouped by its offsets) joined to the matrix parts by ``binary_join_element_wise``.
+The records are cut into blocks of about ``_BLOCK_BYTES``, each compressed and framed (count,
 size, bytes, sync marker); Java's writer cuts 64000-byte blocks, any size reads alike.
 
-Why this path (measured on the bench's W1 rows, 2M rows of 8 columns, see the report of issue
-31): fastavro's writer takes a Python dict per row: building them (``Table.to_pylist``) and
-writing them costs about 10x this path's CPU. A first column-wise version joining per-column
-binary arrays (``binary_join_element_wise`` per field) cost 2.4x our Parquet write; this one
-1.5x (W2) to 2.2-2.8x (W1) of our Parquet write's CPU: in one thread, W1 costs 2.0 s against
-0.8 s, of which about 1.1 s are numpy passes over the padded matrix (varints 0.4 s, strings
-0.2 s, the compaction 0.2 s) and 0.4 s zstandard over the row-major Avro bytes (150 MB).
+Why this path (the bench's W1 rows, 2M rows of 8 columns; issue 31): fastavro's writer takes a
+Python dict per row, about 10x this path's CPU. Joining per-column binary arrays cost 2.4x our
+Parquet write; a padded byte matrix with a byte mask 1.5x (W2) to 2.2-2.8x (W1). This layout:
+W1 in one thread about 0.5 s of encoding (the filter the largest part) and 0.4-0.5 s of
+zstandard level 1 over the 135 MB of row-major Avro bytes (Java's codec and level: a floor).
 """
 
 from __future__ import annotations
