@@ -3,25 +3,23 @@ bytes Java 0.9's ``AvroRowDatumWriter`` writes for the same rows; schema and cod
 :mod:`~paimon_core.datafile.avro_layout`).
 
 Avro's binary encoding is row-major (a record is its fields' encodings one after the other),
-but each field's encoding is a function of one value, so it is computed a column at a time.
-Rows are encoded in chunks of ``_CHUNK_ROWS``. Every field of bounded width (a union's branch
-byte, zig-zag varints packed from 64-bit words with numpy, floats as their little-endian
-bytes, booleans, decimals as the minimal big-endian two's complement, strings and bytes of at
-most ``_PAD_LIMIT`` bytes) fills its columns of one padded uint8 matrix of a row per record,
-with a mask of the bytes it writes (a null, or a row under a null parent, writes none); one
-boolean selection (``matrix[mask]``) then yields the records in row order. Longer strings,
-arrays and maps are Arrow binary arrays (an array's items encoded the same way and regrouped
-by its offsets) concatenated with the matrix parts by ``binary_join_element_wise``. The
-records are cut into blocks of about ``_BLOCK_BYTES``, each compressed and framed (count,
+but each field's encoding is a function of one value, so it is computed a column at a time,
+``_CHUNK_ROWS`` rows at a time. Every field of bounded width (a union's branch byte, zig-zag
+varints spread to bytes with numpy, floats, booleans, decimals as the minimal big-endian two's
+complement, strings and bytes of at most ``_PAD_LIMIT`` bytes) is placed, as little-endian
+uint64 words, at its byte offset in a matrix of a row per record, with a bit mask of the bytes
+it writes (a prefix of its width; a null, or a row under a null parent, writes none); a column
+of one value is constant bytes. Arrow's filter then takes the masked bytes in row order.
+Longer strings, arrays and maps are Arrow binary arrays (an array's items encoded the same
+way and regrouped by its offsets) joined to the matrix parts by ``binary_join_element_wise``.
+The records are cut into blocks of about ``_BLOCK_BYTES``, each compressed and framed (count,
 size, bytes, sync marker); Java's writer cuts 64000-byte blocks, any size reads alike.
 
-Why this path (measured on the bench's W1 rows, 2M rows of 8 columns, see the report of issue
-31): fastavro's writer takes a Python dict per row: building them (``Table.to_pylist``) and
-writing them costs about 10x this path's CPU. A first column-wise version joining per-column
-binary arrays (``binary_join_element_wise`` per field) cost 2.4x our Parquet write; this one
-1.5x (W2) to 2.2-2.8x (W1) of our Parquet write's CPU: in one thread, W1 costs 2.0 s against
-0.8 s, of which about 1.1 s are numpy passes over the padded matrix (varints 0.4 s, strings
-0.2 s, the compaction 0.2 s) and 0.4 s zstandard over the row-major Avro bytes (150 MB).
+Why this path (the bench's W1 rows, 2M rows of 8 columns; issue 31): fastavro's writer takes a
+Python dict per row, about 10x this path's CPU. Joining per-column binary arrays cost 2.4x our
+Parquet write; a padded byte matrix with a byte mask 1.5x (W2) to 2.2-2.8x (W1). This layout:
+W1 in one thread about 0.5 s of encoding (the filter the largest part) and 0.4-0.5 s of
+zstandard level 1 over the 135 MB of row-major Avro bytes (Java's codec and level: a floor).
 """
 
 from __future__ import annotations
@@ -61,25 +59,36 @@ _BLOCK_BYTES = 1 << 20
 
 
 # ---------------------------------------------------------------------------------------------
-# pieces: a row's encoding is a sequence of pieces, each either bytes of bounded width (it
-# fills its columns of a uint8 matrix of one row per value, and of a mask of the bytes
-# written) or a binary array (one element per value: long strings, arrays and maps)
+# pieces: a row's encoding is a sequence of pieces, each either bytes of bounded width (placed
+# at their byte offset in a matrix of little-endian uint64 words, one row per value, with a
+# bit mask of the bytes written) or a binary array (one element per value: long strings,
+# arrays and maps)
 
 
 @dataclass(slots=True)
 class _Fixed:
+    """Bytes of bounded ``width`` per row. ``words``: their little-endian uint64 words, one
+    array per 8 bytes (bytes past ``width`` in the last word must be zero unless ``tail``
+    says they may be anything), or ``constant``: the same bytes in every row. ``written``:
+    how many of the bytes each row writes, always a prefix."""
+
     width: int
-    fill: Callable[[np.ndarray, np.ndarray], None]  # (bytes, written) views (n, width)
-    written: np.ndarray | int  # bytes written per row
+    written: np.ndarray | int
+    words: Callable[[], list[np.ndarray]] | None = None
+    constant: int = 0
+    tail: bool = False
 
 
-def _matrix(mat: np.ndarray, live: np.ndarray | None) -> _Fixed:
-    """All bytes of ``mat`` (n, width) in the rows ``live``."""
-    def fill(m: np.ndarray, k: np.ndarray) -> None:
-        m[...] = mat
-        k[...] = True if live is None else live[:, None]
-    width = mat.shape[1]
-    return _Fixed(width, fill, width if live is None else live * width)
+def _word(values: np.ndarray, width: int, live: np.ndarray | None) -> _Fixed:
+    """The ``width`` (<= 8) low bytes of each of ``values`` (uint64, zero above them) in
+    the rows ``live``."""
+    return _Fixed(width, width if live is None else live * np.uint8(width),
+                  lambda: [values])
+
+
+def _constant(byte: int, live: np.ndarray | None) -> _Fixed:
+    """The one byte ``byte`` in the rows ``live`` (a union branch without nulls)."""
+    return _Fixed(1, 1 if live is None else live.view(np.uint8), constant=byte)
 
 
 Piece: TypeAlias = _Fixed | pa.Array
@@ -87,42 +96,80 @@ Piece: TypeAlias = _Fixed | pa.Array
 _PAD_LIMIT = 48
 
 
-def _from_parts(data: np.ndarray, lengths: np.ndarray) -> pa.Array:
+def _from_parts(data: np.ndarray | pa.Buffer, lengths: np.ndarray) -> pa.Array:
     """A binary array whose i-th element is the next ``lengths[i]`` bytes of ``data``."""
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return pa.Array.from_buffers(_BIN, len(lengths),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    if not isinstance(data, pa.Buffer):
+        data = pa.py_buffer(data)
+    return pa.Array.from_buffers(_BIN, len(lengths), [None, pa.py_buffer(offsets), data])
 
 
-_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
+_U64 = np.uint64
+#: zig-zag values from which a varint takes k + 2 bytes (k = 0..8)
+_VARINT_LIMITS = [_U64(1 << (7 * k)) for k in range(1, 10)]
 
 
 def _varint_piece(values: np.ndarray, live: np.ndarray | None) -> _Fixed:
     """Avro's zig-zag varint of each (64-bit) value; nothing for rows not ``live``."""
     v = values.astype(np.int64, copy=False)
     zz = ((v << 1) ^ (v >> 63)).view(np.uint64)
-    lengths = np.searchsorted(_VARINT_LIMITS, zz, side="right") + 1
-    width = int(lengths.max()) if len(zz) else 1
-    written = lengths if live is None else np.where(live, lengths, 0)
+    top = int(zz.max()) if len(zz) else 0
+    if len(zz) and int(zz.min()) == top:  # one value (a partition column, a row kind)
+        one = _long_zz(top)
+        return _Fixed(len(one), len(one) if live is None else live * np.uint8(len(one)),
+                      constant=int.from_bytes(one, "little"))
+    width = max(1, (top.bit_length() + 6) // 7)
+    # the length of each: one byte, plus one per 7-bit group above the first
+    lengths = np.ones(len(zz), dtype=np.uint8)
+    for limit in _VARINT_LIMITS[:width - 1]:
+        np.add(lengths, zz >= limit, out=lengths, casting="unsafe")
+    written = lengths if live is None else np.where(live, lengths, np.uint8(0))
 
-    def fill(m: np.ndarray, k: np.ndarray) -> None:
-        # the 7-bit groups spread to bytes in two little-endian words (groups 0-7, 8-9),
-        # then the continuation bits of each length
-        words = np.empty((len(zz), 2), dtype=np.uint64)
-        lo, hi = words[:, 0], words[:, 1]
-        np.bitwise_and(zz, np.uint64(0x7F), out=lo)
-        for i in range(1, min(width, 8)):
-            lo |= (zz << np.uint64(i)) & np.uint64(0x7F << (8 * i))
-        lo |= _CONT[0][lengths]
-        if width > 8:
-            top = zz >> np.uint64(56)
-            np.bitwise_and(top, np.uint64(0x7F), out=hi)
-            hi |= (top << np.uint64(1)) & np.uint64(0x7F00)
-            hi |= _CONT[1][lengths]
-        m[...] = words.view(np.uint8)[:, :width]
-        k[...] = _WRITTEN[written].view(np.bool_)[:, :width]
-    return _Fixed(width, fill, written)
+    def words() -> list[np.ndarray]:
+        if width == 1:
+            return [zz]
+        if width <= 4:
+            return [_spread32(zz, lengths, width).astype(np.uint64)]
+        low = _spread64(zz, lengths)
+        if width <= 8:
+            return [low]
+        # bytes 8 and 9 hold bits 56-62 and 63, with their continuation bits
+        top8 = zz >> _U64(56)
+        return [low, (top8 & _U64(0x7F)) | ((top8 & _U64(0x80)) << _U64(1))
+                | _CONT[1][lengths]]
+    return _Fixed(width, written, words)
+
+
+def _spread32(zz: np.ndarray, lengths: np.ndarray, width: int) -> np.ndarray:
+    """Varints of 2 to 4 bytes as little-endian uint32 words: the 7-bit groups of ``zz``
+    spread to bytes (28 bits -> two 14-bit halves -> four 7-bit groups) and each byte but
+    the last of the varint with its continuation bit."""
+    x = zz.astype(np.uint32)
+    if width > 2:
+        _split(x, np.uint32(0x3FFF), np.uint32(0xFFFC000), 2)
+    _split(x, np.uint32(0x007F007F), np.uint32(0x3F803F80), 1)
+    x |= _CONT32[lengths]
+    return x
+
+
+def _spread64(zz: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The first 8 bytes of each varint as little-endian uint64 words (bits 0-55 of ``zz``
+    in 7-bit groups: 56 -> 2 x 28 -> 4 x 14 -> 8 x 7 bits, continuation bits set)."""
+    x = zz & _U64(0x00FFFFFFFFFFFFFF)
+    _split(x, _U64(0xFFFFFFF), _U64(0xFFFFFFF0000000), 4)
+    _split(x, _U64(0x00003FFF00003FFF), _U64(0x0FFFC0000FFFC000), 2)
+    _split(x, _U64(0x007F007F007F007F), _U64(0x3F803F803F803F80), 1)
+    x |= _CONT[0][lengths]
+    return x
+
+
+def _split(x: np.ndarray, keep: np.integer, move: np.integer, shift: int) -> None:
+    """In place: ``x = (x & keep) | ((x & move) << shift)``."""
+    moved = x & move
+    moved <<= x.dtype.type(shift)
+    x &= keep
+    x |= moved
 
 
 def _cont_bits() -> tuple[np.ndarray, np.ndarray]:
@@ -140,17 +187,18 @@ def _cont_bits() -> tuple[np.ndarray, np.ndarray]:
 
 
 _CONT = _cont_bits()
-# by varint length: its bytes as bools (a table gather is cheaper than a compare per byte)
-_WRITTEN = (np.arange(16) < np.arange(11)[:, None]).astype(np.uint8)
+_CONT32 = _CONT[0][:5].astype(np.uint32)
+_OFFSET_TYPES = {pa.string(): np.int32, pa.binary(): np.int32,
+                 pa.large_string(): np.int64, pa.large_binary(): np.int64}
 
 
 def _bytes_piece(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
-    """Avro ``string``/``bytes``: the length as a varint, then the bytes."""
-    data = arr.cast(_BIN)
-    if data.null_count:
-        data = data.fill_null(b"")
+    """Avro ``string``/``bytes``: the length as a varint, then the bytes (null slots, which
+    are never ``live``, get none)."""
+    offset_type = _OFFSET_TYPES.get(arr.type)
+    data = arr if offset_type is not None else arr.cast(_BIN)
     n = len(data)
-    offsets = np.frombuffer(data.buffers()[1], dtype=np.int64,
+    offsets = np.frombuffer(data.buffers()[1], dtype=offset_type or np.int64,
                             count=data.offset + n + 1)[data.offset:]
     lengths = np.diff(offsets)
     if live is not None:
@@ -158,33 +206,115 @@ def _bytes_piece(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
     head = _varint_piece(lengths, live)
     longest = int(lengths.max()) if n else 0
     if longest > _PAD_LIMIT:
-        body = data if live is None or live.all() else pc.if_else(pa.array(live), data, _EMPTY)
+        body = data.cast(_BIN)
+        if live is not None and not live.all():
+            body = pc.if_else(pa.array(live), body, _EMPTY)
         return [head, body]
-    raw = np.frombuffer(data.buffers()[2], dtype=np.uint8) if longest else _NO_BYTES
-    padded = np.concatenate([raw, np.zeros(max(longest, 1), dtype=np.uint8)])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, max(longest, 1))[:, :longest]
+    if not longest:
+        return [head]
+    first, last = int(offsets[0]), int(offsets[-1])
+    if last - first == n * longest and (live is None or live.all()):
+        # strings of one length: one string in every row (a partition column)?
+        rows = np.frombuffer(data.buffers()[2], dtype=np.uint8, count=last - first,
+                             offset=first).reshape(n, longest)
+        if (rows == rows[0]).all():
+            return [head, _Fixed(longest, longest,
+                                 constant=int.from_bytes(rows[0].tobytes(), "little"))]
+    # the bytes of these rows in aligned words, with room for the last row's words
+    nwords = (longest + 7) // 8
+    raw = np.zeros((last - first + 7) // 8 + nwords + 1, dtype=np.uint64)
+    raw.view(np.uint8)[:last - first] = np.frombuffer(
+        data.buffers()[2], dtype=np.uint8, count=last - first, offset=first)
+    starts = offsets[:-1] - first
+    index = (starts >> 3).astype(np.intp)
+    shift = ((starts & 7) << 3).astype(np.uint64)  # the string's first bit in its word
+    back = _U64(63) - shift
 
-    def fill(m: np.ndarray, k: np.ndarray) -> None:
-        m[...] = windows[offsets[:-1]]
-        np.less(np.arange(longest), lengths[:, None], out=k)
-    return [head, _Fixed(longest, fill, lengths)]
-
-
-_NO_BYTES = np.zeros(0, dtype=np.uint8)
+    def words() -> list[np.ndarray]:
+        # each word of a string from the two aligned words it straddles (a gather of
+        # aligned words costs a fifth of one of unaligned ones): low >> shift | high <<
+        # (64 - shift), the second shift split in two so that it is never 64
+        out: list[np.ndarray] = []
+        low = raw[index]
+        for j in range(nwords):
+            high = raw[index + (j + 1)]
+            w = low >> shift
+            high_part = high << _U64(1)
+            high_part <<= back
+            w |= high_part
+            out.append(w)
+            low = high
+        return out
+    return [head, _Fixed(longest, lengths, words, tail=True)]
 
 
 def _compact(fixed: Sequence[_Fixed], n: int) -> pa.Array:
+    """The bytes written by ``fixed`` of each row, one binary element per row: the pieces
+    are placed at their byte offsets in a matrix of uint64 words (a row of ``words``
+    words), a bit mask marks the bytes each row writes (a prefix of each piece), and
+    Arrow's filter takes the marked bytes in row order."""
     width = sum(f.width for f in fixed)
-    mat = np.empty((n, width), dtype=np.uint8)
-    mask = np.empty((n, width), dtype=bool)
+    words = (width + 7) // 8
+    # column-major while the pieces are placed (each placement a contiguous pass), made
+    # row-major once at the end
+    mat = np.zeros((words, n), dtype=np.uint64)
+    mask = np.zeros(((words + 7) // 8, n), dtype=np.uint64)  # a bit per byte of a row
+    constant = 0  # the bytes (and mask bits) the same in every row, as one integer
+    constant_mask = 0
+    lengths = np.zeros(n, dtype=np.int64)
     at = 0
     for f in fixed:
-        f.fill(mat[:, at:at + f.width], mask[:, at:at + f.width])
+        if f.words is None:
+            constant |= f.constant << (8 * at)
+        else:
+            for j, w in enumerate(f.words()):
+                size = min(8, f.width - 8 * j)
+                if f.tail and size < 8:
+                    w = w & _U64((1 << (8 * size)) - 1)
+                _place(mat, w, 8 * (at + 8 * j), 8 * size)
+        written = f.written
+        lengths += written
+        if isinstance(written, int):
+            constant_mask |= ((1 << written) - 1) << at
+        else:
+            _place(mask, (_U64(1) << written.astype(np.uint64)) - _U64(1), at, f.width)
         at += f.width
-    lengths = np.zeros(n, dtype=np.int64)
-    for f in fixed:
-        lengths += f.written
-    return _from_parts(mat[mask], lengths)
+    for k in range(words):
+        if (c := (constant >> (64 * k)) & _ALL) != 0:
+            mat[k] |= _U64(c)
+    for k in range(mask.shape[0]):
+        if (c := (constant_mask >> (64 * k)) & _ALL) != 0:
+            mask[k] |= _U64(c)
+    rows = np.ascontiguousarray(mat.T).view(np.uint8).reshape(-1)
+    bits = np.ascontiguousarray(mask.T).view(np.uint8)
+    if bits.shape[1] != words:  # a row's bits: one byte per word of the row
+        bits = np.ascontiguousarray(bits[:, :words])
+    return _from_parts(_select(rows, bits.reshape(-1)), lengths)
+
+
+_ALL = (1 << 64) - 1
+
+
+def _place(mat: np.ndarray, values: np.ndarray, at: int, size: int) -> None:
+    """OR the ``size`` low bits of ``values`` (uint64, zero above them) into the rows of
+    ``mat`` (uint64 words, one row per column) from bit ``at`` of each row, across two
+    words when they straddle one."""
+    k, shift = divmod(at, 64)
+    if shift == 0:
+        mat[k] |= values
+        return
+    mat[k] |= values << _U64(shift)
+    if shift + size > 64:
+        mat[k + 1] |= values >> _U64(64 - shift)
+
+
+def _select(data: np.ndarray, bits: np.ndarray) -> pa.Buffer:
+    """The bytes of ``data`` whose bit is set in ``bits`` (a bitmap, least significant bit
+    first: Arrow's filter, about 3x numpy's boolean selection on these masks)."""
+    mask = pa.BooleanArray.from_buffers(pa.bool_(), len(data), [None, pa.py_buffer(bits)])
+    values = pa.Array.from_buffers(pa.uint8(), len(data), [None, pa.py_buffer(data)])
+    kept = pc.filter(values, mask)
+    return kept.buffers()[1]
 
 
 def _binary(pieces: Sequence[Piece], n: int) -> pa.Array:
@@ -242,9 +372,10 @@ def _pieces(arr: pa.Array, t: DataType, live: np.ndarray | None, column: str) ->
         if valid is not None and (live is None or (live & ~valid).any()):
             raise SchemaError(f"column {column!r} is NOT NULL but holds a null")
         return _value_pieces(arr, t, live, column)
-    branch = (np.full(len(arr), 2, dtype=np.uint8) if valid is None
-              else valid.astype(np.uint8) << 1)
-    return [_matrix(branch[:, None], live),
+    # the union's branch: 0 null, 1 the value (zig-zag varints 0 and 2)
+    branch = (_constant(2, live) if valid is None
+              else _word((valid.view(np.uint8) << 1).astype(np.uint64), 1, live))
+    return [branch,
             *_value_pieces(arr, t, _and(live, valid), column)]
 
 
@@ -286,22 +417,22 @@ def _blocks(items: pa.Array, t: DataType, values: tuple[pa.Array, DataType] | No
         pieces += _pieces(values[0].slice(first, last - first), values[1], None, column)
     encoded = _binary(pieces, last - first)
     counts = np.diff(offsets)
-    end = _matrix(np.zeros((len(counts), 1), dtype=np.uint8), counts > 0)
+    end = _constant(0, counts > 0)
     return _binary([_varint_piece(counts, None), _regroup(encoded, offsets - first), end],
                    len(counts))
 
 
 def _atomic_pieces(arr: pa.Array, t: AtomicType, live: np.ndarray | None) -> list[Piece]:
     r = t.root
-    n = len(arr)
     if r in (TypeRoot.CHAR, TypeRoot.VARCHAR, TypeRoot.BINARY, TypeRoot.VARBINARY):
         return _bytes_piece(arr, live)
     if r is TypeRoot.BOOLEAN:
-        return [_matrix(_numbers(arr.cast(pa.uint8())).astype(np.uint8)[:, None], live)]
+        return [_word(_numbers(arr.cast(pa.uint8())).astype(np.uint64), 1, live)]
     if r in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
         width = 4 if r is TypeRoot.FLOAT else 8
         values = _numbers(arr).astype("<f4" if width == 4 else "<f8")
-        return [_matrix(values.view(np.uint8).reshape(n, width), live)]
+        bits = values.view(np.uint64) if width == 8 else values.view(np.uint32).astype(np.uint64)
+        return [_word(bits, width, live)]
     if r is TypeRoot.DECIMAL:
         return _decimal_pieces(arr, live)
     if r is TypeRoot.DATE:
@@ -348,14 +479,14 @@ def _decimal_pieces(arr: pa.Array, live: np.ndarray | None) -> list[Piece]:
     same = np.logical_and.accumulate(be[:, :15] == sign[:, None], axis=1)
     next_sign = (be[:, 1:] & 0x80) == (sign[:, None] & 0x80)
     drop = np.count_nonzero(same & next_sign, axis=1)
+    # the bytes kept moved to the front (a piece writes a prefix of its columns)
+    kept = np.take_along_axis(be, np.minimum(np.arange(16) + drop[:, None], 15), axis=1)
 
-    def fill(m: np.ndarray, k: np.ndarray) -> None:
-        m[...] = be
-        np.greater_equal(np.arange(16), drop[:, None], out=k)
-        if live is not None:
-            k &= live[:, None]
+    halves = kept.view(np.uint64)
     size = 16 - drop
-    return [_varint_piece(size, live), _Fixed(16, fill, size if live is None else size * live)]
+    return [_varint_piece(size, live),
+            _Fixed(16, size if live is None else size * live,
+                   lambda: [halves[:, 0], halves[:, 1]])]
 
 
 def encode_records(table: pa.Table, types: Sequence[DataType]) -> pa.Array:
@@ -372,7 +503,11 @@ def encode_records(table: pa.Table, types: Sequence[DataType]) -> pa.Array:
 
 
 def _long(v: int) -> bytes:
-    zz = (v << 1) ^ (v >> 63)
+    return _long_zz((v << 1) ^ (v >> 63))
+
+
+def _long_zz(zz: int) -> bytes:
+    """The varint of a zig-zag encoded value."""
     out = bytearray()
     while True:
         b = zz & 0x7F
@@ -388,20 +523,21 @@ def _avro_bytes(b: bytes) -> bytes:
     return _long(len(b)) + b
 
 
-def _compressor(options: AvroOptions) -> Any:
+def _compressor(options: AvroOptions) -> Callable[[pa.Buffer], Any]:
+    """The block compression of ``options``' codec: a buffer in, a bytes-like out."""
     codec, level = options.codec, options.level
     if codec == "null":
         return lambda b: b
     if codec == "deflate":
-        def deflate(b: bytes) -> bytes:
+        def deflate(b: pa.Buffer) -> bytes:
             c = zlib.compressobj(level, zlib.DEFLATED, -15)
-            return c.compress(b) + c.flush()
+            return c.compress(memoryview(b)) + c.flush()
         return deflate
     if codec == "bzip2":
-        return bz2.compress
+        return lambda b: bz2.compress(memoryview(b))
     assert codec == "zstandard", codec  # snappy and xz are refused (avro_layout)
     zstd = pa.Codec("zstd", compression_level=level)
-    return lambda b: zstd.compress(b, asbytes=True)
+    return lambda b: zstd.compress(b)
 
 
 class AvroStream:
@@ -438,14 +574,15 @@ class AvroStream:
     def _blocks(self, records: pa.Array) -> None:
         offsets = np.frombuffer(records.buffers()[1], dtype=np.int64,
                                 count=records.offset + len(records) + 1)[records.offset:]
-        data = memoryview(records.buffers()[2])
+        data = records.buffers()[2]
         n = len(records)
         start = 0
         while start < n:
             # rows up to the block size (at least one row) form a block
             end = int(np.searchsorted(offsets, offsets[start] + _BLOCK_BYTES, "right")) - 1
             end = min(max(end, start + 1), n)
-            body = self._compress(bytes(data[int(offsets[start]):int(offsets[end])]))
+            first = int(offsets[start])
+            body = self._compress(data.slice(first, int(offsets[end]) - first))
             self._out.write(_long(end - start) + _long(len(body)))
             self._out.write(body)
             self._out.write(self._sync)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.orc as paorc
 import pytest
 
 from paimon_core.catalog import FileSystemCatalog
@@ -138,6 +139,8 @@ JAVA_WROTE: dict[int, Row] = {
 }
 ALL_SCHEMA = {"fields": [{"name": n, "type": t} for n, t in ALL_FIELDS],
               "options": {"bucket": "-1", "file.format": "orc"}}
+# the same table in ORC's file version 0.11 (orc.write.format: integer run-length encoding v1)
+ALL11_SCHEMA = {**ALL_SCHEMA, "options": {**ALL_SCHEMA["options"], "orc.write.format": "0.11"}}
 
 # ---------------------------------------------------------------------------------------------
 # pk: created and first written by Java; ours afterwards
@@ -243,8 +246,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     d.mkdir()
     wh_ours, wh_java, wh_before, wh_after = (
         str(root / n) for n in ("wh-ours", "wh-java", "wh-before-expire", "wh-after-java"))
-    schemas = {t: str(d / f"{t}.schema.json") for t in ("all", "pk", "mixed")}
-    for t, s in (("all", ALL_SCHEMA), ("pk", PK_SCHEMA), ("mixed", MIXED_SCHEMA)):
+    schemas = {t: str(d / f"{t}.schema.json") for t in ("all", "all11", "pk", "mixed")}
+    for t, s in (("all", ALL_SCHEMA), ("all11", ALL11_SCHEMA), ("pk", PK_SCHEMA),
+                 ("mixed", MIXED_SCHEMA)):
         Path(schemas[t]).write_text(json.dumps(s), "utf-8")
     all_inputs = [write_rows(d / "all-1.jsonl", [r for r, _ in ALL_COMMIT_1]),
                   write_rows(d / "all-2.jsonl", [r for r, _ in ALL_COMMIT_2])]
@@ -260,9 +264,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
         plan.add("java", f"all-write-{i}", {"cmd": "write", **java_all, "input": path})
     records = plan.run("1")
     # ours: `all`; the pk table's next snapshots; `mixed`
-    cli_ok(["create", "--warehouse", wh_ours, "--table", "db.all", "--schema", schemas["all"]])
-    for path in all_inputs:
-        _ours_write(wh_ours, "db.all", path)
+    for t in ("all", "all11"):
+        cli_ok(["create", "--warehouse", wh_ours, "--table", f"db.{t}", "--schema", schemas[t]])
+        for path in all_inputs:
+            _ours_write(wh_ours, f"db.{t}", path)
     if records["pk-write-1"].get("status") == "ok":
         _ours_write(wh_ours, "db.pk", write_rows(d / "pk-2.jsonl", _kinds(PK_OURS_2)), kind=True)
         cli_ok(["compact", "--warehouse", wh_ours, "--table", "db.pk"])
@@ -280,6 +285,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     for engine in ("java", "pypaimon"):
         on = {"engine": engine, "warehouse": wh_ours}
         plan.add(engine, f"{engine}-all", {"cmd": "read", **on, "table": "db.all"})
+        plan.add(engine, f"{engine}-all11", {"cmd": "read", **on, "table": "db.all11"})
         plan.add(engine, f"{engine}-pk", {"cmd": "read", **on, "table": "db.pk"})
         plan.add(engine, f"{engine}-mixed-2", {"cmd": "read", **on, "table": "db.mixed"})
     plan.add("java", "java-all-own", {"cmd": "read", "engine": "java", "warehouse": wh_java,
@@ -333,6 +339,16 @@ def test_java_and_pypaimon_read_our_orc_table_of_every_type(built: Built) -> Non
     assert _ours(built.wh_ours, "db.all") == want
     assert built.out("java-all") == want
     assert built.out("pypaimon-all") == want
+
+
+def test_java_and_pypaimon_read_our_orc_0_11_files(built: Built) -> None:
+    """orc.write.format=0.11 (run-length encoding v1, cheaper to write) reads alike."""
+    want = lines(ALL_EXPECTED)
+    files = list(Path(built.wh_ours, "db.db", "all11").glob("bucket-*/data-*.orc"))
+    assert files and {paorc.ORCFile(str(f)).file_version for f in files} == {"0.11"}
+    assert _ours(built.wh_ours, "db.all11") == want
+    assert built.out("java-all11") == want
+    assert built.out("pypaimon-all11") == want
 
 
 @pytest.mark.parametrize("i", range(len(ALL_FILTERS)))

@@ -15,6 +15,8 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from paimon_core.datafile.avro_encode import encode_records
 from paimon_core.datafile.avro_layout import AvroLayout, AvroOptions
@@ -23,6 +25,7 @@ from paimon_core.schema_builder import Schema
 from paimon_core.spec.schema import TableSchema
 from paimon_core.types import parse_sql_type, to_arrow_type
 from tests.interop.test_write_interop import cli, cli_ok
+from tests.profiles import examples
 from tests.write.test_orc_writer import write_data_file
 
 
@@ -254,3 +257,38 @@ def test_create_and_alter_refuse_types_avro_cannot_hold(tmp_path: Path) -> None:
     rc, _, err = cli(["alter", "--warehouse", wh, "--table", "db.p",
                       "--set-option", "file.format=avro"])
     assert rc != 0 and "column 'ts': TIMESTAMP(9) has no Avro type" in err
+
+
+# several columns in one record, so that each piece starts at every byte offset of the
+# encoder's 8-byte words and straddles them: ints of every varint length (1-10 bytes),
+# strings of 0-48 bytes (multi-byte UTF-8 too), floats, booleans, nulls anywhere
+_RECORD_COLUMNS = [("i", "BIGINT"), ("b", "BOOLEAN"), ("s", "STRING"), ("n", "INT NOT NULL"),
+                   ("d", "DOUBLE"), ("f", "FLOAT"), ("t", "STRING NOT NULL"),
+                   ("l", "BIGINT NOT NULL")]
+_varint_ints = st.one_of(*(st.integers(-(2 ** (7 * k)), 2 ** (7 * k)) for k in range(1, 10)),
+                         st.integers(-(2**63), 2**63 - 1))
+_texts = st.text(alphabet=st.sampled_from("aé€😀"), max_size=12).filter(
+    lambda x: len(x.encode()) <= 48)
+_row = st.fixed_dictionaries({
+    "i": st.none() | _varint_ints, "b": st.none() | st.booleans(), "s": st.none() | _texts,
+    "n": st.integers(-(2**31), 2**31 - 1), "d": st.none() | st.floats(allow_nan=False),
+    "f": st.none() | st.floats(width=32, allow_nan=False), "t": _texts, "l": _varint_ints})
+
+
+@settings(max_examples=examples(50))
+@given(rows=st.lists(_row, min_size=1, max_size=40), start=st.integers(0, 3),
+       same=st.booleans())
+def test_records_equal_fastavros_encoding(rows: list[dict[str, Any]], start: int,
+                                          same: bool) -> None:
+    if same:  # columns of one value (as a partition column in its files)
+        rows = [{**r, "s": rows[0]["s"], "t": rows[0]["t"], "l": rows[0]["l"]} for r in rows]
+    types = [parse_sql_type(t) for _, t in _RECORD_COLUMNS]
+    layout = AvroLayout.of([(n, t, t.nullable) for (n, _), t in zip(_RECORD_COLUMNS, types)],
+                           AvroOptions())
+    table = pa.Table.from_pylist(rows, schema=layout.schema).slice(min(start, len(rows) - 1))
+    parsed = fastavro.parse_schema(layout.avro)
+    records = encode_records(table, layout.types).to_pylist()
+    for got, row in zip(records, table.to_pylist(), strict=True):
+        want = io.BytesIO()
+        fastavro.schemaless_writer(want, parsed, row)
+        assert got == want.getvalue(), row

@@ -80,6 +80,11 @@ def test_options_as_java_names_them(tmp_path: Path) -> None:
     f = write(tmp_path / "d", orc_schema(cols), data)
     assert (f.compression, f.compression_size, f.row_index_stride) == ("ZSTD", 64 << 10, 10000)
     assert f.nstripes == 1
+    assert f.file_version == "0.12"  # ORC's default orc.write.format, as Java writes
+    # orc.write.format=0.11 (integer RLE v1): the same values
+    v11 = write(tmp_path / "v11", orc_schema(cols, **{"orc.write.format": "0.11"}), data)
+    assert v11.file_version == "0.11"
+    assert v11.read().equals(f.read())
     f = write(tmp_path / "s", orc_schema(cols, **{"file.compression": "snappy"}), data)
     assert f.compression == "SNAPPY"
     f = write(tmp_path / "o", orc_schema(cols, **{"file.compression": "snappy",
@@ -105,6 +110,7 @@ def test_options_as_java_names_them(tmp_path: Path) -> None:
     ({"orc.compress": "brotli"}, UnsupportedError, "orc.compress='brotli'"),
     ({"orc.use.zerocopy": "true"}, UnsupportedError, "orc.use.zerocopy"),
     ({"orc.stripe.size": "64mb"}, SchemaError, "orc.stripe.size"),
+    ({"orc.write.format": "0.13"}, SchemaError, "orc.write.format='0.13'"),
     ({"orc.bloom.filter.columns": "nope"}, SchemaError, "'nope'"),
     ({"orc.dictionary.key.threshold": "2"}, SchemaError, "orc.dictionary.key.threshold"),
     ({"file.format.per.level": "0:avro"}, UnsupportedError, "file.format.per.level"),
