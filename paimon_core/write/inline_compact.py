@@ -103,11 +103,13 @@ class InlineCompaction:
         self.commits = 0
         self.since_full: set[BucketKey] = set()
         self.vectors: dict[BucketKey, BucketDeletionVectors] = {}
+        self.pending: list[tuple[BucketKey, bool]] = []  # due, not run yet (wait=False)
 
     # ---- tracking
     def reset(self) -> None:
         self.files.clear()
         self.vectors.clear()
+        self.pending = []
 
     def note(self, entries: Iterable[ManifestEntry]) -> None:
         """Apply manifest entries (ADD / DELETE) of a snapshot, in order."""
@@ -216,13 +218,18 @@ class InlineCompaction:
         acc.after.extend(result.after)
         acc.changelog.extend(result.changelog)
 
-    def after_flush(self, buckets: Mapping[BucketKey, BucketState], run: RunAll
-                    ) -> dict[BucketKey, CompactResult] | None:
+    def after_flush(self, buckets: Mapping[BucketKey, BucketState], run: RunAll, *,
+                    wait: bool = True) -> dict[BucketKey, CompactResult] | None:
         """Track the buckets' new files, then compact those that need it (``run`` executes
         one function per bucket state, possibly in parallel). Returns the round's non-empty
-        results (those of :meth:`relieve` included), or None when the tracked files turned
-        out inconsistent (e.g. a commit of ours that did not land): tracking is reset and
-        the caller must re-read the live files."""
+        results (those of :meth:`relieve` and those held from the previous round included),
+        or None when the tracked files turned out inconsistent (e.g. a commit of ours that did
+        not land): tracking is reset and the caller must re-read the live files.
+
+        ``wait=False`` (Java's ``prepareCommit(waitCompaction=false)``): a due bucket is only
+        compacted now when it has more sorted runs than ``num-sorted-run.stop-trigger`` + 1
+        (``shouldWaitForPreparingCheckpoint``); the others are kept in :attr:`pending` for
+        :meth:`run_pending`, whose results go out with the next round."""
         written = []
         for key, b in buckets.items():
             if b.new_files:
@@ -235,6 +242,26 @@ class InlineCompaction:
                         "re-reading it, no compaction this time", e)
             self.reset()
             return None
+        if not wait:
+            self.pending = [d for d in due if not self._must_wait(d[0])]
+            due = [d for d in due if d not in self.pending]
+        self._run_due(buckets, due, run)
+        return {key: b.compacted for key, b in buckets.items() if not b.compacted.is_empty()}
+
+    def run_pending(self, buckets: Mapping[BucketKey, BucketState], run: RunAll) -> None:
+        """Run the compactions :meth:`after_flush` left pending (after the round's messages
+        were made): their results wait in the buckets' ``compacted`` for the next round, as
+        a finished asynchronous compaction waits in Java's ``MergeTreeWriter``."""
+        due, self.pending = self.pending, []
+        self._run_due(buckets, due, run)
+
+    def _must_wait(self, key: BucketKey) -> bool:
+        files = list(self.files.get(key, {}).values())
+        return (self.compactor.is_pk and
+                self.compactor.levels(files).number_of_sorted_runs() > self.stop_trigger + 1)
+
+    def _run_due(self, buckets: Mapping[BucketKey, BucketState],
+                 due: Sequence[tuple[BucketKey, bool]], run: RunAll) -> None:
         full = dict(due)
 
         def one(st: BucketState) -> None:
@@ -244,4 +271,3 @@ class InlineCompaction:
         if due:
             run([buckets[k] for k, _ in due], one)
         self.write_vectors(buckets)
-        return {key: b.compacted for key, b in buckets.items() if not b.compacted.is_empty()}
