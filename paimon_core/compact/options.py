@@ -155,6 +155,18 @@ class CompactOptions:
         return self.lookup and self.lookup_wait
 
     @property
+    def lookup_settings(self) -> list[str]:
+        """The options that make a primary-key table need a :attr:`lookup`, as
+        ``key=value`` (for the messages of refusals)."""
+        if not self.primary_key:
+            return []
+        return [s for s, on in (("merge-engine=first-row", self.first_row),
+                                ("changelog-producer=lookup",
+                                 self.changelog_producer is ChangelogProducer.LOOKUP),
+                                ("force-lookup=true", self.force_lookup),
+                                ("deletion-vectors.enabled=true", self.deletion_vectors)) if on]
+
+    @property
     def lookup(self) -> bool:
         """Compaction pushes every level-0 file up and merges it with the keys' records on the
         levels above (``CoreOptions.needLookup``: the lookup producer, the first-row engine or

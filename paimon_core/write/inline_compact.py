@@ -75,12 +75,12 @@ def refuse_shared_bucket_lookup(context: TableContext, writers: str) -> None:
     Raises:
         UnsupportedError: naming the options.
     """
-    if CompactOptions.of(context.schema, context.options).lookup:
+    settings = CompactOptions.of(context.schema, context.options).lookup_settings
+    if settings:
         raise UnsupportedError(
             f"a {writers} cannot have its level-0 files compacted at every commit, which "
-            "merge-engine=first-row, changelog-producer=lookup, force-lookup and "
-            "deletion-vectors.enabled need: write it from one task, or give the table a fixed "
-            "'bucket' count")
+            f"{' and '.join(settings)} needs: write it from one task, or give the table a "
+            "fixed 'bucket' count")
 
 
 class InlineCompaction:
