@@ -13,7 +13,6 @@ readers give LTZ values in.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -204,8 +203,11 @@ _TS_TEXT = (r"^(?P<y>[0-9]{4,})-(?P<mo>[0-9]{1,2})-(?P<d>[0-9]{1,2})"
 
 def _string_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     """``DateTimeUtils.parseTimestampData``: ``yyyy-M-d[ H:m:s[.f...]]`` (one or two digits
-    for each of month to second, up to nine fraction digits, no ``T``, nothing trimmed),
-    floored to the target precision."""
+    for each of month to second, up to nine fraction digits, no ``T``, nothing trimmed), the
+    nano of second floored to the target precision (before 1970 too: '1600-02-29
+    12:34:56.789' is 12:34:56 at precision 0). Years 1-9999 are read (seconds and nanoseconds
+    apart); TIMESTAMP(7..9) holds years 1678-2261 only (int64 nanoseconds): a value outside
+    is refused, naming it."""
     check_values(arr, pc.match_substring_regex(arr, _TS_TEXT), s, t,
                  "not a timestamp (yyyy-M-d[ H:m:s[.fffffffff]])")
     parts = pc.extract_regex(pc.fill_null(arr, "1970-1-1"), _TS_TEXT)
@@ -221,12 +223,18 @@ def _string_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
                                     field("d", 2, "1"), "-"),
         pc.binary_join_element_wise(field("h", 2, "0"), field("mi", 2, "0"),
                                     field("s", 2, "0"), ":"), " ")
-    iso = pc.binary_join_element_wise(iso, frac, ".")
-    ns = pc.cast(pc.cast(iso, pa.timestamp("ns")), pa.int64())
-    values, _ = to_numpy(ns, 0)
-    parsed = pc.cast(from_numpy(values, np.asarray(pc.is_valid(arr)), pa.int64()),
-                     pa.timestamp("ns"))
-    return _ts_to_ts(parsed, replace(t, precision=9), t)  # parsed to the nanosecond
+    # seconds and nanoseconds apart: years 1-9999 do not fit in int64 nanoseconds
+    secs, _ = to_numpy(pc.cast(pc.cast(iso, pa.timestamp("s")), pa.int64()), 0)
+    nanos, _ = to_numpy(pc.cast(frac, pa.int64()), 0)
+    valid = np.asarray(pc.is_valid(arr))
+    tp = t.precision if t.precision is not None else 6
+    step = 10 ** (9 - tp)  # fromTemporalAccessor floors the nano of second to the precision
+    per = _PER_SECOND[timestamp_unit(tp)]
+    limit = np.iinfo(np.int64).max // per - 1
+    check_values(arr, pa.array((np.abs(secs) <= limit) | ~valid), s, t,
+                 f"outside the range of TIMESTAMP({tp}) (years 1678-2261 at nanoseconds)")
+    ticks = secs * per + nanos // step * step // (1_000_000_000 // per)
+    return _ts_array(ticks, valid, per, t)
 
 
 # DateTimeUtils.parseTime: H[:m[:s[.f]]] and an optional [+|-]h[:m] offset, each number of

@@ -1,0 +1,109 @@
+"""STRING -> TIMESTAMP casts of values outside the years 1678-2261 (which int64 nanoseconds
+cannot hold), read as Paimon Java 0.9 reads them after its ALTER.
+
+Java 0.9 creates a table of STRING columns, writes the values, ALTERs each column to a
+TIMESTAMP of another precision (``Catalog.alterTable`` through SchemaTagOracle); Java and we
+read the table; the values are also checked by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paimon_core.types import parse_sql_type
+from tests.interop import schema_tag_java as J
+from tests.interop.oracle import command_output, ensure_ready, run_batches
+from tests.interop.ours import CliError, cli, jsonl
+
+pytestmark = pytest.mark.oracle
+
+TARGETS = {"t0": "TIMESTAMP(0)", "t3": "TIMESTAMP(3)", "t6": "TIMESTAMP(6)",
+           "t6b": "TIMESTAMP(6)", "ltz6": "TIMESTAMP(6) WITH LOCAL TIME ZONE"}
+VALUES = ["9999-12-31 23:59:59.999999", "0001-01-01 00:00:00", "1600-02-29 12:34:56.789",
+          "2300-1-1 0:0:0.123456789", "1677-09-21 00:12:43.145224191", None]
+# what Java 0.9 reads (DateTimeUtils.parseTimestampData, then the precision's truncation)
+EXPECTED = {
+    "t0": ["9999-12-31 23:59:59", "0001-01-01 00:00:00", "1600-02-29 12:34:56",
+           "2300-01-01 00:00:00", "1677-09-21 00:12:43", None],
+    "t3": ["9999-12-31 23:59:59.999", "0001-01-01 00:00:00.000", "1600-02-29 12:34:56.789",
+           "2300-01-01 00:00:00.123", "1677-09-21 00:12:43.145", None],
+    "t6": ["9999-12-31 23:59:59.999999", "0001-01-01 00:00:00.000000",
+           "1600-02-29 12:34:56.789000", "2300-01-01 00:00:00.123456",
+           "1677-09-21 00:12:43.145224", None],
+}
+
+
+@pytest.fixture(scope="module")
+def reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    ensure_ready()
+    work = tmp_path_factory.mktemp("far-ts")
+    (work / "out").mkdir()
+    wh = str(work / "wh")
+    (work / "schema.json").write_text(json.dumps({
+        "fields": [{"name": "id", "type": "INT"},
+                   *({"name": c, "type": "STRING"} for c in TARGETS)],
+        "partition_keys": [], "primary_keys": [], "options": {"bucket": "-1"}}))
+    rows = jsonl(work / "rows.jsonl", [{"id": i, **{c: v for c in TARGETS}}
+                                       for i, v in enumerate(VALUES)])
+    first = run_batches({"create": [
+        {"cmd": "create", "warehouse": wh, "table": "db.t", "schema": str(work / "schema.json")},
+        {"cmd": "write", "warehouse": wh, "table": "db.t", "input": rows}]}, work)["create"]
+    assert not first.failures(), first.failures()
+    answer = J.SchemaTagJava(work / "java").alter(
+        Path(wh), "db.t", *(J.retype(c, parse_sql_type(t)) for c, t in TARGETS.items()))
+    assert answer.ok, answer.text
+    read = run_batches({"read": [{"cmd": "read", "engine": "java", "warehouse": wh,
+                                  "table": "db.t", "output": str(work / "out" / "java.jsonl")}]},
+                       work)["read"]
+    java = command_output(work, {"java": read.records[0]}, "java")
+    ours = cli(["read", "--warehouse", wh, "--table", "db.t"])
+    return {k: sorted(map(json.loads, v), key=lambda r: r["id"])
+            for k, v in (("java", java), ("ours", ours))}
+
+
+def test_we_read_as_java(reads: dict[str, list[dict[str, Any]]]) -> None:
+    assert reads["ours"] == reads["java"]
+
+
+def test_values_by_hand(reads: dict[str, list[dict[str, Any]]]) -> None:
+    got = {c: [r[c] for r in reads["ours"]] for c in EXPECTED}
+    assert got == EXPECTED
+    assert [r["t6b"] for r in reads["ours"]] == EXPECTED["t6"]
+
+
+def test_timestamp9_outside_int64_nanoseconds_is_refused_naming_the_value(
+    tmp_path: Path
+) -> None:
+    """TIMESTAMP(7..9) values are int64 nanoseconds here (years 1678-2261): Java reads
+    '9999-12-31 23:59:59.999999999' as TIMESTAMP(9), we refuse it by name (never a wrong
+    value; the whole read fails, as a read Java cannot do fails there)."""
+    ensure_ready()
+    wh = str(tmp_path / "wh")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "schema.json").write_text(json.dumps({
+        "fields": [{"name": "id", "type": "INT"}, {"name": "n", "type": "STRING"}],
+        "partition_keys": [], "primary_keys": [], "options": {"bucket": "-1"}}))
+    rows = jsonl(tmp_path / "rows.jsonl", [{"id": 1, "n": "2261-12-31 23:59:59.123456789"},
+                                           {"id": 2, "n": "9999-12-31 23:59:59.999999999"}])
+    done = run_batches({"c": [
+        {"cmd": "create", "warehouse": wh, "table": "db.n",
+         "schema": str(tmp_path / "schema.json")},
+        {"cmd": "write", "warehouse": wh, "table": "db.n", "input": rows}]}, tmp_path)["c"]
+    assert not done.failures(), done.failures()
+    assert J.SchemaTagJava(tmp_path / "java").alter(
+        Path(wh), "db.n", J.retype("n", parse_sql_type("TIMESTAMP(9)"))).ok
+    read = run_batches({"r": [{"cmd": "read", "engine": "java", "warehouse": wh,
+                               "table": "db.n", "output": str(tmp_path / "out" / "j.jsonl")}]},
+                       tmp_path)["r"]
+    java = [json.loads(x) for x in command_output(tmp_path, {"j": read.records[0]}, "j")]
+    # Java reads both rows (the oracle prints a TIMESTAMP(9) through int64 epoch nanoseconds,
+    # so its line for year 9999 wraps: 1816-03-30 05:56:08.066277375)
+    assert [r["id"] for r in sorted(java, key=lambda r: r["id"])] == [1, 2]
+    assert sorted(java, key=lambda r: r["id"])[0]["n"] == "2261-12-31 23:59:59.123456789"
+    with pytest.raises(CliError, match=r"'9999-12-31 23:59:59\.999999999' .*TIMESTAMP\(9\).*"
+                                       r"outside the range"):
+        cli(["read", "--warehouse", wh, "--table", "db.n"])
