@@ -5,9 +5,17 @@
 
 Java's quirks are kept: a TIMESTAMP becomes a DATE by ``millis / 86400000`` truncated toward
 zero (so 1969-12-31 23:00 reads as 1970-01-01) and a TIME by ``millis % 86400000``; lowering a
-timestamp's precision to 3 or less truncates its epoch milliseconds toward zero. The local
-time zone Java uses for TIMESTAMP_LTZ (``TimeZone.getDefault()``) is UTC here, the zone our
-readers give LTZ values in.
+timestamp's precision to 3 or less truncates its epoch milliseconds toward zero.
+
+TIMESTAMP_LTZ: Java 0.9's rules take the JVM's default zone (``TimeZone.getDefault()`` /
+``ZoneId.systemDefault()``: ``-Duser.timezone`` or ``TZ``), never an engine's session zone
+(Flink's ``table.local-time-zone``, Spark's ``spark.sql.session.timeZone`` do not reach
+``CastExecutors``). We read as a JVM in UTC does (the zone our readers give LTZ values in;
+the oracle's JVM runs with ``-Duser.timezone=UTC``). Under another JVM zone Z, Java reads
+differently: TIMESTAMP <-> LTZ (the wall time taken in Z), DATE / TIME / STRING / INT / BIGINT
+-> LTZ (midnight, the time of 1970-01-01, the parsed wall time, the epoch seconds' wall time,
+each in Z), LTZ -> DATE / TIME / STRING (the instant's wall time in Z). LTZ -> INT / BIGINT
+(``Timestamp.toLocalDateTime``, zone-free epoch seconds) and LTZ -> LTZ do not depend on Z.
 """
 
 from __future__ import annotations
