@@ -226,10 +226,12 @@ class InlineCompaction:
         or None when the tracked files turned out inconsistent (e.g. a commit of ours that did
         not land): tracking is reset and the caller must re-read the live files.
 
-        ``wait=False`` (Java's ``prepareCommit(waitCompaction=false)``): a due bucket is only
-        compacted now when it has more sorted runs than ``num-sorted-run.stop-trigger`` + 1
-        (``shouldWaitForPreparingCheckpoint``); the others are kept in :attr:`pending` for
-        :meth:`run_pending`, whose results go out with the next round."""
+        ``wait=False`` (Java's ``prepareCommit(waitCompaction=false)``): the due buckets are
+        kept in :attr:`pending` for :meth:`run_pending`, whose results go out with the next
+        round. Java also waits for a bucket past ``num-sorted-run.stop-trigger`` + 1 sorted
+        runs (``shouldWaitForPreparingCheckpoint``, for a background compaction that fell
+        behind); ours never falls behind (it ends before the next round, and :meth:`relieve`
+        bounds the runs at every spill), so no bucket gets there."""
         written = []
         for key, b in buckets.items():
             if b.new_files:
@@ -243,8 +245,7 @@ class InlineCompaction:
             self.reset()
             return None
         if not wait:
-            self.pending = [d for d in due if not self._must_wait(d[0])]
-            due = [d for d in due if d not in self.pending]
+            self.pending, due = due, []
         self._run_due(buckets, due, run)
         return {key: b.compacted for key, b in buckets.items() if not b.compacted.is_empty()}
 
@@ -254,11 +255,6 @@ class InlineCompaction:
         a finished asynchronous compaction waits in Java's ``MergeTreeWriter``."""
         due, self.pending = self.pending, []
         self._run_due(buckets, due, run)
-
-    def _must_wait(self, key: BucketKey) -> bool:
-        files = list(self.files.get(key, {}).values())
-        return (self.compactor.is_pk and
-                self.compactor.levels(files).number_of_sorted_runs() > self.stop_trigger + 1)
 
     def _run_due(self, buckets: Mapping[BucketKey, BucketState],
                  due: Sequence[tuple[BucketKey, bool]], run: RunAll) -> None:
