@@ -204,36 +204,59 @@ def _string_to_date(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
 
 
 # DateTimeUtils.DEFAULT_TIMESTAMP_FORMATTER: yyyy-[MM][M]-[dd][d][ [HH][H]:[mm][m]:[ss][s][.f]]
-_TS_TEXT = (r"^(?P<y>[0-9]{4,})-(?P<mo>[0-9]{1,2})-(?P<d>[0-9]{1,2})"
+_TS_TEXT = (r"^(?P<y>[0-9]{4})-(?P<mo>[0-9]{1,2})-(?P<d>[0-9]{1,2})"
             r"(?: (?P<h>[0-9]{1,2}):(?P<mi>[0-9]{1,2}):(?P<s>[0-9]{1,2})"
             r"(?:\.(?P<f>[0-9]{0,9}))?)?$")
+_MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], np.int64)
 
 
-def _string_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
-    """``DateTimeUtils.parseTimestampData``: ``yyyy-M-d[ H:m:s[.f...]]`` (one or two digits
-    for each of month to second, up to nine fraction digits, no ``T``, nothing trimmed), the
-    nano of second floored to the target precision (before 1970 too: '1600-02-29
-    12:34:56.789' is 12:34:56 at precision 0). Years 1-9999 are read (seconds and nanoseconds
-    apart); TIMESTAMP(7..9) holds years 1678-2261 only (int64 nanoseconds): a value outside
-    is refused, naming it."""
+def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of proleptic Gregorian dates (years >= 1)."""
+    y = y - (m <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * np.where(m > 2, m - 3, m + 9) + 2) // 5 + d - 1
+    return np.asarray(era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468)
+
+
+def _parsed_seconds(arr: pa.Array, s: AtomicType, t: AtomicType
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Epoch seconds and nano of second of ``yyyy-M-d[ H:m:s[.f]]`` strings as Java's
+    formatter resolves them (``ResolverStyle.SMART``): fields out of range fail, a day past
+    the month's end (up to 31) is its last day ('2024-02-30' is 2024-02-29), and 24:00:00
+    is the next day's midnight."""
     check_values(arr, pc.match_substring_regex(arr, _TS_TEXT), s, t,
                  "not a timestamp (yyyy-M-d[ H:m:s[.fffffffff]])")
     parts = pc.extract_regex(pc.fill_null(arr, "1970-1-1"), _TS_TEXT)
 
-    def field(key: str, width: int, default: str) -> pa.Array:
-        value = parts.field(key)
-        value = pc.if_else(pc.equal(pc.fill_null(value, ""), ""), default, value)
-        return pc.utf8_lpad(value, width, "0")
+    def num(key: str, default: str) -> np.ndarray:
+        value = pc.if_else(pc.equal(pc.fill_null(parts.field(key), ""), ""), default,
+                           parts.field(key))
+        return np.asarray(to_numpy(pc.cast(value, pa.int64()), 0)[0], dtype=np.int64)
 
-    frac = pc.utf8_rpad(pc.fill_null(parts.field("f"), ""), 9, "0")
-    iso = pc.binary_join_element_wise(
-        pc.binary_join_element_wise(field("y", 4, "1970"), field("mo", 2, "1"),
-                                    field("d", 2, "1"), "-"),
-        pc.binary_join_element_wise(field("h", 2, "0"), field("mi", 2, "0"),
-                                    field("s", 2, "0"), ":"), " ")
-    # seconds and nanoseconds apart: years 1-9999 do not fit in int64 nanoseconds
-    secs, _ = to_numpy(pc.cast(pc.cast(iso, pa.timestamp("s")), pa.int64()), 0)
-    nanos, _ = to_numpy(pc.cast(frac, pa.int64()), 0)
+    y, mo, d, h, mi, sec = (num(k, v) for k, v in (("y", "1970"), ("mo", "1"), ("d", "1"),
+                                                  ("h", "0"), ("mi", "0"), ("s", "0")))
+    nanos = num("f", "0") * 10 ** (9 - pc.utf8_length(pc.fill_null(parts.field("f"), ""))
+                                   .to_numpy(zero_copy_only=False).astype(np.int64))
+    midnight = (h == 24) & (mi == 0) & (sec == 0) & (nanos == 0)
+    ok = ((y >= 1) & (mo >= 1) & (mo <= 12) & (d >= 1) & (d <= 31) & ((h <= 23) | midnight)
+          & (mi <= 59) & (sec <= 59))
+    check_values(arr, pa.array(ok), s, t, "not a timestamp (a field out of its range)")
+    mo = np.clip(mo, 1, 12)
+    leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
+    d = np.minimum(d, _MONTH_DAYS[mo] + (leap & (mo == 2)))
+    days = _days_from_civil(y, mo, d) + midnight
+    return days * 86400 + np.where(midnight, 0, h) * 3600 + mi * 60 + sec, nanos
+
+
+def _string_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    """``DateTimeUtils.parseTimestampData``: ``yyyy-M-d[ H:m:s[.f...]]`` (four year digits, one
+    or two for each of month to second, up to nine fraction digits, no ``T``, nothing
+    trimmed; :func:`_parsed_seconds`), the nano of second floored to the target precision
+    (before 1970 too: '1600-02-29 12:34:56.789' is 12:34:56 at precision 0). Years 1-9999
+    are read; TIMESTAMP(7..9) holds years 1678-2261 only (int64 nanoseconds): a value
+    outside is refused, naming it."""
+    secs, nanos = _parsed_seconds(arr, s, t)
     valid = np.asarray(pc.is_valid(arr))
     tp = t.precision if t.precision is not None else 6
     step = 10 ** (9 - tp)  # fromTemporalAccessor floors the nano of second to the precision

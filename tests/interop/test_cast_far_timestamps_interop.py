@@ -9,6 +9,7 @@ read the table; the values are also checked by hand.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +25,24 @@ pytestmark = pytest.mark.oracle
 TARGETS = {"t0": "TIMESTAMP(0)", "t3": "TIMESTAMP(3)", "t6": "TIMESTAMP(6)",
            "t6b": "TIMESTAMP(6)", "ltz6": "TIMESTAMP(6) WITH LOCAL TIME ZONE"}
 VALUES = ["9999-12-31 23:59:59.999999", "0001-01-01 00:00:00", "1600-02-29 12:34:56.789",
-          "2300-1-1 0:0:0.123456789", "1677-09-21 00:12:43.145224191", None]
+          "2300-1-1 0:0:0.123456789", "1677-09-21 00:12:43.145224191", None,
+          # Java's formatter resolves SMART: a day past the month's end is its last day,
+          # 24:00:00 the next midnight
+          "2024-02-30", "2023-02-29 01:00:00.5", "2024-04-31 10:00:00", "2024-01-01 24:00:00"]
 # what Java 0.9 reads (DateTimeUtils.parseTimestampData, then the precision's truncation)
 EXPECTED = {
     "t0": ["9999-12-31 23:59:59", "0001-01-01 00:00:00", "1600-02-29 12:34:56",
-           "2300-01-01 00:00:00", "1677-09-21 00:12:43", None],
+           "2300-01-01 00:00:00", "1677-09-21 00:12:43", None, "2024-02-29 00:00:00",
+           "2023-02-28 01:00:00", "2024-04-30 10:00:00", "2024-01-02 00:00:00"],
     "t3": ["9999-12-31 23:59:59.999", "0001-01-01 00:00:00.000", "1600-02-29 12:34:56.789",
-           "2300-01-01 00:00:00.123", "1677-09-21 00:12:43.145", None],
+           "2300-01-01 00:00:00.123", "1677-09-21 00:12:43.145", None,
+           "2024-02-29 00:00:00.000", "2023-02-28 01:00:00.500", "2024-04-30 10:00:00.000",
+           "2024-01-02 00:00:00.000"],
     "t6": ["9999-12-31 23:59:59.999999", "0001-01-01 00:00:00.000000",
            "1600-02-29 12:34:56.789000", "2300-01-01 00:00:00.123456",
-           "1677-09-21 00:12:43.145224", None],
+           "1677-09-21 00:12:43.145224", None, "2024-02-29 00:00:00.000000",
+           "2023-02-28 01:00:00.500000", "2024-04-30 10:00:00.000000",
+           "2024-01-02 00:00:00.000000"],
 }
 
 
@@ -106,4 +115,31 @@ def test_timestamp9_outside_int64_nanoseconds_is_refused_naming_the_value(
     assert sorted(java, key=lambda r: r["id"])[0]["n"] == "2261-12-31 23:59:59.123456789"
     with pytest.raises(CliError, match=r"'9999-12-31 23:59:59\.999999999' .*TIMESTAMP\(9\).*"
                                        r"outside the range"):
+        cli(["read", "--warehouse", wh, "--table", "db.n"])
+
+
+@pytest.mark.parametrize("value, java_error", [
+    ("2024-01-01 24:00:01", "HourOfDay"), ("10000-01-01 00:00:00", "could not be parsed at"),
+    ("2024-02-32", "DayOfMonth"), ("0000-01-01", "YearOfEra"), ("2024-13-01", "MonthOfYear"),
+])
+def test_a_string_java_cannot_parse_fails_naming_it(
+    tmp_path: Path, value: str, java_error: str
+) -> None:
+    ensure_ready()
+    wh = str(tmp_path / "wh")
+    (tmp_path / "schema.json").write_text(json.dumps({
+        "fields": [{"name": "n", "type": "STRING"}], "partition_keys": [], "primary_keys": [],
+        "options": {"bucket": "-1"}}))
+    done = run_batches({"c": [
+        {"cmd": "create", "warehouse": wh, "table": "db.n",
+         "schema": str(tmp_path / "schema.json")},
+        {"cmd": "write", "warehouse": wh, "table": "db.n",
+         "input": jsonl(tmp_path / "rows.jsonl", [{"n": value}])}]}, tmp_path)["c"]
+    assert not done.failures(), done.failures()
+    assert J.SchemaTagJava(tmp_path / "java").alter(
+        Path(wh), "db.n", J.retype("n", parse_sql_type("TIMESTAMP(6)"))).ok
+    read = run_batches({"r": [{"cmd": "read", "engine": "java", "warehouse": wh,
+                               "table": "db.n"}]}, tmp_path)["r"]
+    assert read.failures() and java_error in str(read.failures()[0].get("error"))
+    with pytest.raises(CliError, match=f"CastError: .*'{re.escape(value)}' .*not a timestamp"):
         cli(["read", "--warehouse", wh, "--table", "db.n"])
