@@ -464,13 +464,10 @@ def _read_as(
 def _cast_from(old: DataField | None, current: DataType) -> DataType | None:
     """The file's type of a column when reading it needs Java's value cast, else None (a
     widening, or a nested type: Java 0.9 evolves atomic types only; Arrow's cast adjusts a
-    nested one's representation as before). A CHAR file column whose type changed keeps its
-    type even when widened: an ORC file's padding is trimmed by it (:func:`_orc_chars`)."""
+    nested one's representation as before). A CHAR column changed to VARCHAR is no widening:
+    an ORC file's padding is trimmed by its CHAR type (:func:`_orc_chars`)."""
     if old is None or not isinstance(old.type, AtomicType) or not isinstance(current, AtomicType):
         return None
-    if old.type.root is TypeRoot.CHAR and old.type.with_nullable(True) != current.with_nullable(
-            True):
-        return old.type
     return None if is_widening(old.type, current) else old.type
 
 
