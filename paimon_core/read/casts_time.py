@@ -187,19 +187,38 @@ def _time_to_string(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     return pc.binary_join_element_wise(whole, digits, ".")
 
 
+# DateTimeUtils.parseDate on the text before its first space (unless it starts with one):
+# y[-m[-d]], each part an unsigned integer with blanks around it
+_DATE_TEXT = r"^\s*(?P<y>[0-9]+)\s*(?:-\s*(?P<m>[0-9]+)\s*(?:-\s*(?P<d>[0-9]+)\s*)?)?$"
+
+
 def _string_to_date(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
-    """``BinaryStringUtils.toDate``: digits are a day number, else ``yyyy-M-d``."""
-    text = pc.utf8_trim_whitespace(arr)
+    """``BinaryStringUtils.toDate``: digits only are a day number, else
+    ``DateTimeUtils.parseDate``: ``y[-m[-d]]`` (month and day default to 1; a time after a
+    space is ignored: '2017-12-12 09:30:00' is 2017-12-12), the date checked as its
+    ``isIllegalDate`` does (years 0-9999, a day that exists in its month; '2024-02-30' fails)."""
     numeric = pc.match_substring_regex(arr, r"^[0-9]+$")
-    ok = pc.or_(numeric, pc.match_substring_regex(text, r"^[0-9]{1,4}-[0-9]{1,2}-[0-9]{1,2}$"))
-    check_values(arr, ok, s, t, "not a date")
-    dated = pc.fill_null(pc.if_else(pc.fill_null(numeric, False), "1970-1-1", text), "1970-1-1")
-    parts = pc.extract_regex(dated, r"^(?P<y>[0-9]+)-(?P<m>[0-9]+)-(?P<d>[0-9]+)$")
-    iso = pc.binary_join_element_wise(*(pc.utf8_lpad(parts.field(k), w, "0")
-                                        for k, w in (("y", 4), ("m", 2), ("d", 2))), "-")
-    parsed = pc.cast(pc.strptime(iso, "%Y-%m-%d", "s"), pa.date32())
+    dated = pc.replace_substring_regex(pc.fill_null(arr, "1970"), r"^([^ ].*?) .*$", r"\1")
+    parts = pc.extract_regex(dated, _DATE_TEXT)
+
+    def num(key: str) -> np.ndarray:
+        """The part's value; past 9 digits (leading zeros aside) 10**9, out of any range."""
+        given = pc.fill_null(parts.field(key), "")
+        digits = pc.utf8_ltrim(given, characters="0")
+        value = pc.if_else(pc.greater(pc.utf8_length(digits), 9), "1000000000",
+                           pc.if_else(pc.equal(given, ""), "1", pc.if_else(
+                               pc.equal(digits, ""), "0", digits)))
+        return np.asarray(to_numpy(pc.cast(value, pa.int64()), 0)[0], dtype=np.int64)
+
+    y, m, d = (num(k) for k in ("y", "m", "d"))
+    leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
+    mc = np.clip(m, 1, 12)
+    ok = ((y <= 9999) & (m >= 1) & (m <= 12) & (d >= 1)
+          & (d <= _MONTH_DAYS[mc] + (leap & (mc == 2))))
+    ok = pc.and_(pc.is_valid(parts), pa.array(ok))
+    check_values(arr, pc.or_(pc.fill_null(numeric, False), ok), s, t, "not a date")
     days = pc.if_else(numeric, pc.cast(pc.if_else(numeric, arr, "0"), pa.int32()),
-                      pc.cast(parsed, pa.int32()))
+                      pa.array(_days_from_civil(y, mc, d).astype(np.int32)))
     return pc.cast(days, pa.date32())
 
 

@@ -1,5 +1,6 @@
 """STRING -> TIMESTAMP casts of values outside the years 1678-2261 (which int64 nanoseconds
-cannot hold), read as Paimon Java 0.9 reads them after its ALTER.
+cannot hold), and STRING -> TIMESTAMP / DATE of strings Java's parsers resolve or refuse in
+their own ways, read as Paimon Java 0.9 reads them after its ALTER.
 
 Java 0.9 creates a table of STRING columns, writes the values, ALTERs each column to a
 TIMESTAMP of another precision (``Catalog.alterTable`` through SchemaTagOracle); Java and we
@@ -125,6 +126,11 @@ def test_timestamp9_outside_int64_nanoseconds_is_refused_naming_the_value(
 def test_a_string_java_cannot_parse_fails_naming_it(
     tmp_path: Path, value: str, java_error: str
 ) -> None:
+    _java_fails_and_so_do_we(tmp_path, value, "TIMESTAMP(6)", java_error, "not a timestamp")
+
+
+def _java_fails_and_so_do_we(tmp_path: Path, value: str, target: str, java_error: str,
+                             ours: str) -> None:
     ensure_ready()
     wh = str(tmp_path / "wh")
     (tmp_path / "schema.json").write_text(json.dumps({
@@ -137,9 +143,51 @@ def test_a_string_java_cannot_parse_fails_naming_it(
          "input": jsonl(tmp_path / "rows.jsonl", [{"n": value}])}]}, tmp_path)["c"]
     assert not done.failures(), done.failures()
     assert J.SchemaTagJava(tmp_path / "java").alter(
-        Path(wh), "db.n", J.retype("n", parse_sql_type("TIMESTAMP(6)"))).ok
+        Path(wh), "db.n", J.retype("n", parse_sql_type(target))).ok
     read = run_batches({"r": [{"cmd": "read", "engine": "java", "warehouse": wh,
                                "table": "db.n"}]}, tmp_path)["r"]
     assert read.failures() and java_error in str(read.failures()[0].get("error"))
-    with pytest.raises(CliError, match=f"CastError: .*'{re.escape(value)}' .*not a timestamp"):
+    with pytest.raises(CliError, match=f"CastError: .*'{re.escape(value)}' .*{ours}"):
         cli(["read", "--warehouse", wh, "--table", "db.n"])
+
+
+# BinaryStringUtils.toDate: digits are a day number, else DateTimeUtils.parseDate
+DATES = {"2024-3-5": "2024-03-05", "19000": "2022-01-08", "2024-3": "2024-03-01",
+         "2017-12-12 09:30:00.0": "2017-12-12", " 2024": "2024-01-01",
+         "1600-02-29": "1600-02-29", "0001-01-01": "0001-01-01", "2024-02-29": "2024-02-29",
+         "00000000002024-1-01": "2024-01-01", "9999-12-31": "9999-12-31"}
+
+
+def test_strings_read_as_dates_as_java_reads_them(tmp_path: Path) -> None:
+    ensure_ready()
+    wh = str(tmp_path / "wh")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "schema.json").write_text(json.dumps({
+        "fields": [{"name": "id", "type": "INT"}, {"name": "n", "type": "STRING"}],
+        "partition_keys": [], "primary_keys": [], "options": {"bucket": "-1"}}))
+    done = run_batches({"c": [
+        {"cmd": "create", "warehouse": wh, "table": "db.d",
+         "schema": str(tmp_path / "schema.json")},
+        {"cmd": "write", "warehouse": wh, "table": "db.d",
+         "input": jsonl(tmp_path / "rows.jsonl",
+                        [{"id": i, "n": v} for i, v in enumerate(DATES)])}]}, tmp_path)["c"]
+    assert not done.failures(), done.failures()
+    assert J.SchemaTagJava(tmp_path / "java").alter(
+        Path(wh), "db.d", J.retype("n", parse_sql_type("DATE"))).ok
+    read = run_batches({"r": [{"cmd": "read", "engine": "java", "warehouse": wh,
+                               "table": "db.d", "output": str(tmp_path / "out" / "j.jsonl")}]},
+                       tmp_path)["r"]
+    java = sorted(map(json.loads, command_output(tmp_path, {"j": read.records[0]}, "j")),
+                  key=lambda r: r["id"])
+    ours = sorted(map(json.loads, cli(["read", "--warehouse", wh, "--table", "db.d"])),
+                  key=lambda r: r["id"])
+    assert ours == java
+    assert [r["n"] for r in ours] == list(DATES.values())
+
+
+@pytest.mark.parametrize("value", ["2024-02-30", "2023-02-29", "2024-06-31", "2024-13-01",
+                                   "10000-01-01", "2024-1-1000000000005", " 2024-01-02 03:04"])
+def test_a_string_java_cannot_read_as_a_date_fails_naming_it(tmp_path: Path, value: str) -> None:
+    """Java's parseDate checks the date (``isIllegalDate``): no rolling over into the next
+    month, as Arrow's strptime did ('2024-02-30' read as 2024-03-01)."""
+    _java_fails_and_so_do_we(tmp_path, value, "DATE", "For input string", "not a date")

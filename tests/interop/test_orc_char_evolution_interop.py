@@ -2,11 +2,13 @@
 
 Java stores ORC ``char(n)`` padded to its length and reads it through ORC's char reader,
 which trims the padding; the file's type decides, so after a CHAR -> VARCHAR change the old
-values still read trimmed (and the padded statistics of the old files must not prune). Two tables, both ALTERed by Java (``Catalog.alterTable`` through
-SchemaTagOracle) after their first write, then written again under the new types:
+values still read trimmed (and the padded statistics of the old files must not prune).
+Tables ALTERed by Java (``Catalog.alterTable`` through SchemaTagOracle) after their first
+write, then written again under the new types:
 
 * ``db.j``: Java creates and writes it;
-* ``db.o``: we create and write it (our ORC writer stores CHAR as an ORC ``string``).
+* ``db.o``: we create and write it (our ORC writer stores CHAR as an ORC ``string``);
+* ``db.s``: Java writes one row (its file's statistics are that row's padded values).
 
 Java, pypaimon and we read both tables' latest snapshot; ours must equal Java's, value for
 value (padding included), and the values are checked by hand; filters on the changed columns
