@@ -154,6 +154,7 @@ class CoreOptions:
     CHANGELOG_PRODUCER_ROW_DEDUPLICATE: ClassVar[str] = "changelog-producer.row-deduplicate"
     DELETION_VECTORS_ENABLED: ClassVar[str] = "deletion-vectors.enabled"
     FORCE_LOOKUP: ClassVar[str] = "force-lookup"
+    LOOKUP_WAIT: ClassVar[str] = "lookup-wait"  # fallback: changelog-producer.lookup-wait
     # write and compaction
     WRITE_ONLY: ClassVar[str] = "write-only"
     TARGET_FILE_SIZE: ClassVar[str] = "target-file-size"
@@ -316,6 +317,11 @@ class CoreOptions:
         return self.get_bool(self.FORCE_LOOKUP, False)
 
     @property
+    def lookup_wait(self) -> bool:
+        """``lookup-wait``: see :attr:`CompactOptions.prepare_commit_wait_compaction`."""
+        return self.get_bool(self.LOOKUP_WAIT, True, "changelog-producer.lookup-wait")
+
+    @property
     def sequence_fields(self) -> tuple[str, ...]:
         raw = self.raw.get(self.SEQUENCE_FIELD)
         return tuple(s.strip() for s in raw.split(",") if s.strip()) if raw else ()
@@ -325,13 +331,8 @@ class CoreOptions:
         return self.raw.get(self.ROWKIND_FIELD)
 
     def ignore_delete(self) -> bool:
-        return self.get_bool(
-            self.IGNORE_DELETE,
-            False,
-            self.FIRST_ROW_IGNORE_DELETE,
-            self.DEDUPLICATE_IGNORE_DELETE,
-            self.PARTIAL_UPDATE_IGNORE_DELETE,
-        )
+        return self.get_bool(self.IGNORE_DELETE, False, self.FIRST_ROW_IGNORE_DELETE,
+                             self.DEDUPLICATE_IGNORE_DELETE, self.PARTIAL_UPDATE_IGNORE_DELETE)
 
     # ---- merge-engine options (``CoreOptions.fieldAggFunc`` & co. and the sequence groups of
     # ``PartialUpdateMergeFunction``): values are taken verbatim, as Java does

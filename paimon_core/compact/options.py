@@ -73,6 +73,7 @@ class CompactOptions:
         full_compaction_delta_commits: ``full-compaction.delta-commits`` (None = unset).
         first_row: ``merge-engine=first-row`` (primary-key tables).
         force_lookup: ``force-lookup``.
+        lookup_wait: ``lookup-wait``.
     """
 
     primary_key: bool
@@ -91,6 +92,7 @@ class CompactOptions:
     first_row: bool = False
     force_lookup: bool = False
     deletion_vectors: bool = False
+    lookup_wait: bool = True
 
     @classmethod
     def from_schema(cls, schema: TableSchema) -> CompactOptions:
@@ -130,6 +132,7 @@ class CompactOptions:
             first_row=pk and o.merge_engine is MergeEngine.FIRST_ROW,
             force_lookup=o.force_lookup,
             deletion_vectors=o.deletion_vectors_enabled,
+            lookup_wait=o.lookup_wait,
         )
 
     @property
@@ -141,6 +144,27 @@ class CompactOptions:
     @property
     def max_level(self) -> int:
         return self.num_levels - 1
+
+    @property
+    def prepare_commit_wait_compaction(self) -> bool:
+        """Java's ``CoreOptions.prepareCommitWaitCompaction()``: ``lookup-wait`` (default
+        true) when the table needs a :attr:`lookup`, else false. Only a streaming driver asks
+        it: Flink's sink passes it to ``prepareCommit(waitCompaction, id)`` at checkpoints;
+        batch writes (``TableWriteImpl.prepareCommit()``, Spark's writes, Flink's end of
+        input) always wait, as :meth:`TableWrite.prepare_commit` does by default."""
+        return self.lookup and self.lookup_wait
+
+    @property
+    def lookup_settings(self) -> list[str]:
+        """The options that make a primary-key table need a :attr:`lookup`, as
+        ``key=value`` (for the messages of refusals)."""
+        if not self.primary_key:
+            return []
+        return [s for s, on in (("merge-engine=first-row", self.first_row),
+                                ("changelog-producer=lookup",
+                                 self.changelog_producer is ChangelogProducer.LOOKUP),
+                                ("force-lookup=true", self.force_lookup),
+                                ("deletion-vectors.enabled=true", self.deletion_vectors)) if on]
 
     @property
     def lookup(self) -> bool:

@@ -86,7 +86,9 @@ def is_widening(old: DataType, new: DataType) -> bool:
         return INT_RANGES[o.root][1] <= INT_RANGES[n.root][1]
     if n.root is TypeRoot.DOUBLE:  # exact in a double
         return o.root in (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.FLOAT)
-    if (o.root, n.root) in ((TypeRoot.CHAR, TypeRoot.VARCHAR), (TypeRoot.VARCHAR, TypeRoot.VARCHAR),
+    # not CHAR -> VARCHAR: an ORC file's CHAR values read trimmed (Java's ORC char reader)
+    # while its statistics hold them padded, so those stats must not prune
+    if (o.root, n.root) in ((TypeRoot.VARCHAR, TypeRoot.VARCHAR),
                             (TypeRoot.BINARY, TypeRoot.VARBINARY),
                             (TypeRoot.VARBINARY, TypeRoot.VARBINARY)):
         return (n.length or 0) >= (o.length or 0)

@@ -5,15 +5,22 @@
 
 Java's quirks are kept: a TIMESTAMP becomes a DATE by ``millis / 86400000`` truncated toward
 zero (so 1969-12-31 23:00 reads as 1970-01-01) and a TIME by ``millis % 86400000``; lowering a
-timestamp's precision to 3 or less truncates its epoch milliseconds toward zero. The local
-time zone Java uses for TIMESTAMP_LTZ (``TimeZone.getDefault()``) is UTC here, the zone our
-readers give LTZ values in.
+timestamp's precision to 3 or less truncates its epoch milliseconds toward zero.
+
+TIMESTAMP_LTZ: Java 0.9's rules take the JVM's default zone (``TimeZone.getDefault()`` /
+``ZoneId.systemDefault()``: ``-Duser.timezone`` or ``TZ``), never an engine's session zone
+(Flink's ``table.local-time-zone``, Spark's ``spark.sql.session.timeZone`` do not reach
+``CastExecutors``). We read as a JVM in UTC does (the zone our readers give LTZ values in;
+the oracle's JVM runs with ``-Duser.timezone=UTC``). Under another JVM zone Z, Java reads
+differently: TIMESTAMP <-> LTZ (the wall time taken in Z), DATE / TIME / STRING / INT / BIGINT
+-> LTZ (midnight, the time of 1970-01-01, the parsed wall time, the epoch seconds' wall time,
+each in Z), LTZ -> DATE / TIME / STRING (the instant's wall time in Z). LTZ -> INT / BIGINT
+(``Timestamp.toLocalDateTime``, zone-free epoch seconds) and LTZ -> LTZ do not depend on Z.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -180,53 +187,104 @@ def _time_to_string(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
     return pc.binary_join_element_wise(whole, digits, ".")
 
 
+# DateTimeUtils.parseDate on the text before its first space (unless it starts with one):
+# y[-m[-d]], each part an unsigned integer with blanks around it
+_DATE_TEXT = r"^\s*(?P<y>[0-9]+)\s*(?:-\s*(?P<m>[0-9]+)\s*(?:-\s*(?P<d>[0-9]+)\s*)?)?$"
+
+
 def _string_to_date(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
-    """``BinaryStringUtils.toDate``: digits are a day number, else ``yyyy-M-d``."""
-    text = pc.utf8_trim_whitespace(arr)
+    """``BinaryStringUtils.toDate``: digits only are a day number, else
+    ``DateTimeUtils.parseDate``: ``y[-m[-d]]`` (month and day default to 1; a time after a
+    space is ignored: '2017-12-12 09:30:00' is 2017-12-12), the date checked as its
+    ``isIllegalDate`` does (years 0-9999, a day that exists in its month; '2024-02-30' fails)."""
     numeric = pc.match_substring_regex(arr, r"^[0-9]+$")
-    ok = pc.or_(numeric, pc.match_substring_regex(text, r"^[0-9]{1,4}-[0-9]{1,2}-[0-9]{1,2}$"))
-    check_values(arr, ok, s, t, "not a date")
-    dated = pc.fill_null(pc.if_else(pc.fill_null(numeric, False), "1970-1-1", text), "1970-1-1")
-    parts = pc.extract_regex(dated, r"^(?P<y>[0-9]+)-(?P<m>[0-9]+)-(?P<d>[0-9]+)$")
-    iso = pc.binary_join_element_wise(*(pc.utf8_lpad(parts.field(k), w, "0")
-                                        for k, w in (("y", 4), ("m", 2), ("d", 2))), "-")
-    parsed = pc.cast(pc.strptime(iso, "%Y-%m-%d", "s"), pa.date32())
+    dated = pc.replace_substring_regex(pc.fill_null(arr, "1970"), r"^([^ ].*?) .*$", r"\1")
+    parts = pc.extract_regex(dated, _DATE_TEXT)
+
+    def num(key: str) -> np.ndarray:
+        """The part's value; past 9 digits (leading zeros aside) 10**9, out of any range."""
+        given = pc.fill_null(parts.field(key), "")
+        digits = pc.utf8_ltrim(given, characters="0")
+        value = pc.if_else(pc.greater(pc.utf8_length(digits), 9), "1000000000",
+                           pc.if_else(pc.equal(given, ""), "1", pc.if_else(
+                               pc.equal(digits, ""), "0", digits)))
+        return np.asarray(to_numpy(pc.cast(value, pa.int64()), 0)[0], dtype=np.int64)
+
+    y, m, d = (num(k) for k in ("y", "m", "d"))
+    leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
+    mc = np.clip(m, 1, 12)
+    ok = ((y <= 9999) & (m >= 1) & (m <= 12) & (d >= 1)
+          & (d <= _MONTH_DAYS[mc] + (leap & (mc == 2))))
+    ok = pc.and_(pc.is_valid(parts), pa.array(ok))
+    check_values(arr, pc.or_(pc.fill_null(numeric, False), ok), s, t, "not a date")
     days = pc.if_else(numeric, pc.cast(pc.if_else(numeric, arr, "0"), pa.int32()),
-                      pc.cast(parsed, pa.int32()))
+                      pa.array(_days_from_civil(y, mc, d).astype(np.int32)))
     return pc.cast(days, pa.date32())
 
 
 # DateTimeUtils.DEFAULT_TIMESTAMP_FORMATTER: yyyy-[MM][M]-[dd][d][ [HH][H]:[mm][m]:[ss][s][.f]]
-_TS_TEXT = (r"^(?P<y>[0-9]{4,})-(?P<mo>[0-9]{1,2})-(?P<d>[0-9]{1,2})"
+_TS_TEXT = (r"^(?P<y>[0-9]{4})-(?P<mo>[0-9]{1,2})-(?P<d>[0-9]{1,2})"
             r"(?: (?P<h>[0-9]{1,2}):(?P<mi>[0-9]{1,2}):(?P<s>[0-9]{1,2})"
             r"(?:\.(?P<f>[0-9]{0,9}))?)?$")
+_MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], np.int64)
 
 
-def _string_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
-    """``DateTimeUtils.parseTimestampData``: ``yyyy-M-d[ H:m:s[.f...]]`` (one or two digits
-    for each of month to second, up to nine fraction digits, no ``T``, nothing trimmed),
-    floored to the target precision."""
+def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of proleptic Gregorian dates (years >= 1)."""
+    y = y - (m <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * np.where(m > 2, m - 3, m + 9) + 2) // 5 + d - 1
+    return np.asarray(era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468)
+
+
+def _parsed_seconds(arr: pa.Array, s: AtomicType, t: AtomicType
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Epoch seconds and nano of second of ``yyyy-M-d[ H:m:s[.f]]`` strings as Java's
+    formatter resolves them (``ResolverStyle.SMART``): fields out of range fail, a day past
+    the month's end (up to 31) is its last day ('2024-02-30' is 2024-02-29), and 24:00:00
+    is the next day's midnight."""
     check_values(arr, pc.match_substring_regex(arr, _TS_TEXT), s, t,
                  "not a timestamp (yyyy-M-d[ H:m:s[.fffffffff]])")
     parts = pc.extract_regex(pc.fill_null(arr, "1970-1-1"), _TS_TEXT)
 
-    def field(key: str, width: int, default: str) -> pa.Array:
-        value = parts.field(key)
-        value = pc.if_else(pc.equal(pc.fill_null(value, ""), ""), default, value)
-        return pc.utf8_lpad(value, width, "0")
+    def num(key: str, default: str) -> np.ndarray:
+        value = pc.if_else(pc.equal(pc.fill_null(parts.field(key), ""), ""), default,
+                           parts.field(key))
+        return np.asarray(to_numpy(pc.cast(value, pa.int64()), 0)[0], dtype=np.int64)
 
-    frac = pc.utf8_rpad(pc.fill_null(parts.field("f"), ""), 9, "0")
-    iso = pc.binary_join_element_wise(
-        pc.binary_join_element_wise(field("y", 4, "1970"), field("mo", 2, "1"),
-                                    field("d", 2, "1"), "-"),
-        pc.binary_join_element_wise(field("h", 2, "0"), field("mi", 2, "0"),
-                                    field("s", 2, "0"), ":"), " ")
-    iso = pc.binary_join_element_wise(iso, frac, ".")
-    ns = pc.cast(pc.cast(iso, pa.timestamp("ns")), pa.int64())
-    values, _ = to_numpy(ns, 0)
-    parsed = pc.cast(from_numpy(values, np.asarray(pc.is_valid(arr)), pa.int64()),
-                     pa.timestamp("ns"))
-    return _ts_to_ts(parsed, replace(t, precision=9), t)  # parsed to the nanosecond
+    y, mo, d, h, mi, sec = (num(k, v) for k, v in (("y", "1970"), ("mo", "1"), ("d", "1"),
+                                                  ("h", "0"), ("mi", "0"), ("s", "0")))
+    nanos = num("f", "0") * 10 ** (9 - pc.utf8_length(pc.fill_null(parts.field("f"), ""))
+                                   .to_numpy(zero_copy_only=False).astype(np.int64))
+    midnight = (h == 24) & (mi == 0) & (sec == 0) & (nanos == 0)
+    ok = ((y >= 1) & (mo >= 1) & (mo <= 12) & (d >= 1) & (d <= 31) & ((h <= 23) | midnight)
+          & (mi <= 59) & (sec <= 59))
+    check_values(arr, pa.array(ok), s, t, "not a timestamp (a field out of its range)")
+    mo = np.clip(mo, 1, 12)
+    leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
+    d = np.minimum(d, _MONTH_DAYS[mo] + (leap & (mo == 2)))
+    days = _days_from_civil(y, mo, d) + midnight
+    return days * 86400 + np.where(midnight, 0, h) * 3600 + mi * 60 + sec, nanos
+
+
+def _string_to_ts(arr: pa.Array, s: AtomicType, t: AtomicType) -> pa.Array:
+    """``DateTimeUtils.parseTimestampData``: ``yyyy-M-d[ H:m:s[.f...]]`` (four year digits, one
+    or two for each of month to second, up to nine fraction digits, no ``T``, nothing
+    trimmed; :func:`_parsed_seconds`), the nano of second floored to the target precision
+    (before 1970 too: '1600-02-29 12:34:56.789' is 12:34:56 at precision 0). Years 1-9999
+    are read; TIMESTAMP(7..9) holds years 1678-2261 only (int64 nanoseconds): a value
+    outside is refused, naming it."""
+    secs, nanos = _parsed_seconds(arr, s, t)
+    valid = np.asarray(pc.is_valid(arr))
+    tp = t.precision if t.precision is not None else 6
+    step = 10 ** (9 - tp)  # fromTemporalAccessor floors the nano of second to the precision
+    per = _PER_SECOND[timestamp_unit(tp)]
+    limit = np.iinfo(np.int64).max // per - 1
+    check_values(arr, pa.array((np.abs(secs) <= limit) | ~valid), s, t,
+                 f"outside the range of TIMESTAMP({tp}) (years 1678-2261 at nanoseconds)")
+    ticks = secs * per + nanos // step * step // (1_000_000_000 // per)
+    return _ts_array(ticks, valid, per, t)
 
 
 # DateTimeUtils.parseTime: H[:m[:s[.f]]] and an optional [+|-]h[:m] offset, each number of

@@ -477,7 +477,8 @@ def _read_as(
 def _cast_from(old: DataField | None, current: DataType) -> DataType | None:
     """The file's type of a column when reading it needs Java's value cast, else None (a
     widening, or a nested type: Java 0.9 evolves atomic types only; Arrow's cast adjusts a
-    nested one's representation as before)."""
+    nested one's representation as before). A CHAR column changed to VARCHAR is no widening:
+    an ORC file's padding is trimmed by its CHAR type (:func:`_orc_chars`)."""
     if old is None or not isinstance(old.type, AtomicType) or not isinstance(current, AtomicType):
         return None
     return None if is_widening(old.type, current) else old.type

@@ -75,12 +75,12 @@ def refuse_shared_bucket_lookup(context: TableContext, writers: str) -> None:
     Raises:
         UnsupportedError: naming the options.
     """
-    if CompactOptions.of(context.schema, context.options).lookup:
+    settings = CompactOptions.of(context.schema, context.options).lookup_settings
+    if settings:
         raise UnsupportedError(
             f"a {writers} cannot have its level-0 files compacted at every commit, which "
-            "merge-engine=first-row, changelog-producer=lookup, force-lookup and "
-            "deletion-vectors.enabled need: write it from one task, or give the table a fixed "
-            "'bucket' count")
+            f"{' and '.join(settings)} needs: write it from one task, or give the table a "
+            "fixed 'bucket' count")
 
 
 class InlineCompaction:
@@ -103,11 +103,13 @@ class InlineCompaction:
         self.commits = 0
         self.since_full: set[BucketKey] = set()
         self.vectors: dict[BucketKey, BucketDeletionVectors] = {}
+        self.pending: list[tuple[BucketKey, bool]] = []  # due, not run yet (wait=False)
 
     # ---- tracking
     def reset(self) -> None:
         self.files.clear()
         self.vectors.clear()
+        self.pending = []
 
     def note(self, entries: Iterable[ManifestEntry]) -> None:
         """Apply manifest entries (ADD / DELETE) of a snapshot, in order."""
@@ -216,13 +218,20 @@ class InlineCompaction:
         acc.after.extend(result.after)
         acc.changelog.extend(result.changelog)
 
-    def after_flush(self, buckets: Mapping[BucketKey, BucketState], run: RunAll
-                    ) -> dict[BucketKey, CompactResult] | None:
+    def after_flush(self, buckets: Mapping[BucketKey, BucketState], run: RunAll, *,
+                    wait: bool = True) -> dict[BucketKey, CompactResult] | None:
         """Track the buckets' new files, then compact those that need it (``run`` executes
         one function per bucket state, possibly in parallel). Returns the round's non-empty
-        results (those of :meth:`relieve` included), or None when the tracked files turned
-        out inconsistent (e.g. a commit of ours that did not land): tracking is reset and
-        the caller must re-read the live files."""
+        results (those of :meth:`relieve` and those held from the previous round included),
+        or None when the tracked files turned out inconsistent (e.g. a commit of ours that did
+        not land): tracking is reset and the caller must re-read the live files.
+
+        ``wait=False`` (Java's ``prepareCommit(waitCompaction=false)``): the due buckets are
+        kept in :attr:`pending` for :meth:`run_pending`, whose results go out with the next
+        round. Java also waits for a bucket past ``num-sorted-run.stop-trigger`` + 1 sorted
+        runs (``shouldWaitForPreparingCheckpoint``, for a background compaction that fell
+        behind); ours never falls behind (it ends before the next round, and :meth:`relieve`
+        bounds the runs at every spill), so no bucket gets there."""
         written = []
         for key, b in buckets.items():
             if b.new_files:
@@ -235,6 +244,20 @@ class InlineCompaction:
                         "re-reading it, no compaction this time", e)
             self.reset()
             return None
+        if not wait:
+            self.pending, due = due, []
+        self._run_due(buckets, due, run)
+        return {key: b.compacted for key, b in buckets.items() if not b.compacted.is_empty()}
+
+    def run_pending(self, buckets: Mapping[BucketKey, BucketState], run: RunAll) -> None:
+        """Run the compactions :meth:`after_flush` left pending (after the round's messages
+        were made): their results wait in the buckets' ``compacted`` for the next round, as
+        a finished asynchronous compaction waits in Java's ``MergeTreeWriter``."""
+        due, self.pending = self.pending, []
+        self._run_due(buckets, due, run)
+
+    def _run_due(self, buckets: Mapping[BucketKey, BucketState],
+                 due: Sequence[tuple[BucketKey, bool]], run: RunAll) -> None:
         full = dict(due)
 
         def one(st: BucketState) -> None:
@@ -244,4 +267,3 @@ class InlineCompaction:
         if due:
             run([buckets[k] for k, _ in due], one)
         self.write_vectors(buckets)
-        return {key: b.compacted for key, b in buckets.items() if not b.compacted.is_empty()}

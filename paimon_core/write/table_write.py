@@ -62,16 +62,8 @@ from paimon_core.bucket import bucket_ids, hash_codes
 from paimon_core.commit_message import CommitMessage
 from paimon_core.compact.task import CompactResult
 from paimon_core.datafile.formats import format_options
-from paimon_core.datafile.writer import (
-    DataFileWriter,
-    epoch_nanos_value,
-    split_by_size,
-)
-from paimon_core.errors import (
-    PaimonError,
-    SchemaError,
-    UnsupportedError,
-)
+from paimon_core.datafile.writer import DataFileWriter, epoch_nanos_value, split_by_size
+from paimon_core.errors import PaimonError, SchemaError, UnsupportedError
 from paimon_core.io.file_io import FileIO
 from paimon_core.layout import TableContext
 from paimon_core.read.merge import deduplicate, merge_records
@@ -315,13 +307,15 @@ class TableWrite:
         table, _ = conform_input(data, self.schema)
         self._write(table, np.full(table.num_rows, 3, dtype=np.int8))
 
-    def prepare_commit(self) -> list[CommitMessage]:
+    def prepare_commit(self, *, wait_compaction: bool = True) -> list[CommitMessage]:
         """Flush everything and hand over the files written since the last call: one
-        message per (partition, bucket) with new files. The writer is then ready for the
-        next commit (sequence numbers keep increasing)."""
+        message per (partition, bucket) with new files; the writer is then ready for the next
+        commit. ``wait_compaction=False``: see :mod:`paimon_core.write.inline_compact`."""
         self._check_open()
         self._flush_buffers([b for b in self._buckets.values() if b.buffer])
-        compacted = self._inline.after_flush(self._buckets, self._run) if self._inline else {}
+        inline = self._inline
+        compacted = inline.after_flush(self._buckets, self._run, wait=wait_compaction) \
+            if inline else {}
         if compacted is None:  # our view of the live files is inconsistent: re-read it
             self._restore.invalidate()
             compacted = {key: b.compacted for key, b in self._buckets.items()
@@ -353,6 +347,8 @@ class TableWrite:
         self.writer.written_paths.clear()
         self._touched.clear()
         self._round_refreshed = False
+        if inline is not None and inline.pending:  # its files are the next round's to abort
+            inline.run_pending(self._buckets, self._run)
         return out
 
     def _write_hash_indexes(self) -> dict[tuple[bytes, int],
@@ -385,7 +381,7 @@ class TableWrite:
         for b in self._buckets.values():
             b.buffer = []
             b.buffered_bytes = 0
-            compacted = compacted or b.noted > 0
+            compacted = compacted or b.noted > 0 or not b.compacted.is_empty()
             b.end_round()
         if compacted:  # the tracked live files include aborted ones: read them again
             self._restore.invalidate()

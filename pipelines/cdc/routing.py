@@ -93,7 +93,8 @@ def routing(schema: TableSchema, parallelism: int) -> Routing:
 
     Raises:
         UnsupportedError: a bucket mode the job cannot write, or a dynamic bucket table that
-            needs lookup compaction (the message names the option ``bucket``).
+            needs lookup compaction (the message names the option that needs it, e.g.
+            ``deletion-vectors.enabled``, and ``bucket``).
         SchemaError: invalid ``dynamic-bucket.*`` options.
     """
     n = schema.num_buckets
@@ -102,12 +103,13 @@ def routing(schema: TableSchema, parallelism: int) -> Routing:
     if n != -1:
         raise UnsupportedError(f"CDC cannot write a table with bucket={n}: set the table "
                                "option 'bucket' to a fixed count (> 0) or to -1 (dynamic)")
-    if CompactOptions.from_schema(schema).lookup:
+    settings = CompactOptions.from_schema(schema).lookup_settings
+    if settings:
         raise UnsupportedError(
-            "a dynamic bucket table (bucket=-1) written from several assigner tasks, whose "
-            "buckets may be shared, cannot have every level-0 file compacted at each commit as "
-            "merge-engine=first-row, changelog-producer=lookup and force-lookup need: set the "
-            "table option 'bucket' to a fixed count (> 0) for such a table")
+            f"CDC cannot write a dynamic bucket table (bucket=-1) with {' and '.join(settings)}"
+            ": its assigner tasks may share a bucket, and that option needs every level-0 file "
+            "compacted at each commit by the bucket's one writer; set the table option "
+            "'bucket' to a fixed count (> 0)")
     options = CoreOptions(schema.options)
     tasks = options.dynamic_bucket_assigner_parallelism or max(1, parallelism)
     initial = options.dynamic_bucket_initial_buckets

@@ -57,9 +57,7 @@ import pytest
 
 from paimon_core.catalog import FileSystemCatalog
 from paimon_core.cli.main import main as paimon_main
-from paimon_core.errors import UnsupportedError
 from paimon_core.fsck import fsck
-from paimon_core.schema_builder import Schema
 from tests.interop import oracle as orc
 from tests.interop.conftest import _BUILD_INFO, Interop
 from tests.interop.shapes import KIND
@@ -71,7 +69,6 @@ from tests.interop.write_shapes import (
     JAVA_NESTED_BATCH,
     PRE_1970_NANOS,
     PYPAIMON_APPEND,
-    REFUSED,
     WRITTEN,
     WriteShape,
     java_append,
@@ -357,27 +354,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     _BUILD_INFO.append(f"write-interop fixture: {len(WRITTEN)} tables written by paimon_core, "
                  f"{len(records)} oracle commands, built in {total} s ({seconds}) under {root}")
     yield Built(root, ours, errors, records, total, seconds, reused=False)
-
-
-# ---------------------------------------------------------------------------------------------
-# refusals
-
-
-@pytest.mark.parametrize("ws", REFUSED, ids=[s.name for s in REFUSED])
-def test_refused(ws: WriteShape, tmp_path: Path) -> None:
-    """Tables our writer cannot write correctly: a typed UnsupportedError before any file."""
-    cat = FileSystemCatalog(str(tmp_path / "wh"))
-    table = cat.create_table(ws.table, Schema.from_json(ws.schema))
-    with pytest.raises(UnsupportedError, match=re.escape(ws.refused or "")):
-        table.new_write("u")
-    rows = _jsonl(tmp_path / "rows.jsonl", ws.input_rows(ws.writes[0])[:50])
-    argv = ["write", "--warehouse", str(tmp_path / "wh"), "--table", ws.table,
-            "--input", str(rows)] + (["--kind", KIND] if ws.writes[0].kind else [])
-    rc, out, err = cli(argv)
-    assert rc == 1 and not out, (rc, out)
-    assert "UnsupportedError" in err and (ws.refused or "") in err, err
-    assert cat.get_table(ws.table).latest_snapshot() is None
-    assert not list((tmp_path / "wh").rglob("*.parquet"))
 
 
 # ---------------------------------------------------------------------------------------------

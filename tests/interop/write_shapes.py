@@ -6,10 +6,8 @@ our writer does not do are left out and named in ``skipped``: Java full compacti
 snapshot expiry (issue 4, compaction/expiry, is not in the writer yet), so our snapshot ids
 are 1..n for the n write steps.
 
-Shapes our writer refuses by design keep a :class:`WriteShape` with ``refused`` set (the test
-asserts a typed :class:`~paimon_core.errors.UnsupportedError`, before anything is written):
-
-(none at the moment: deletion-vector tables, the last ones, are written since issue 31).
+Every shape is written (deletion-vector tables, the last ones refused, are written since issue
+31; the refusals that remain are tested by the writer's own tests, e.g. ``test_dv_write.py``).
 
 ``j_pk_dv`` is not replayed here: each of our writes to a deletion-vector table commits an
 APPEND and a COMPACT snapshot (as Java's do), so the one-snapshot-per-write numbering of this
@@ -64,7 +62,6 @@ class WriteShape:
     writes: tuple[OurWrite, ...]
     filters: tuple[int, ...]  # indices into base.filters
     skipped: tuple[str, ...] = ()  # base steps not replayed, and why
-    refused: str | None = None  # our writer must refuse: a substring of the UnsupportedError
     fix: Callable[[Row], Row] | None = None  # applied to input rows and reference lines
     # holds TIMESTAMP(7..9) values before 1970 (see PRE_1970_NANOS)
     pre_1970_nanos: bool = False
@@ -379,5 +376,4 @@ def _has_string(ws: WriteShape) -> bool:
 
 WRITE_SHAPES: list[WriteShape] = write_shapes()
 assert len({s.name for s in WRITE_SHAPES}) == len(WRITE_SHAPES)
-WRITTEN: list[WriteShape] = [s for s in WRITE_SHAPES if s.refused is None]
-REFUSED: list[WriteShape] = [s for s in WRITE_SHAPES if s.refused is not None]
+WRITTEN: list[WriteShape] = list(WRITE_SHAPES)

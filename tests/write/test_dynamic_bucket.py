@@ -10,6 +10,7 @@ writer itself is compared in ``tests/interop/test_dynamic_bucket.py``.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,9 @@ import pytest
 
 from paimon_core.bucket import hash_codes
 from paimon_core.catalog import FileSystemCatalog
-from paimon_core.errors import CorruptMetadataError
+from paimon_core.errors import CorruptMetadataError, UnsupportedError
 from paimon_core.fsck import fsck, orphan_files
+from paimon_core.integration import AssignerChannel
 from paimon_core.spec.hash_index import decode_hash_index, encode_hash_index
 from paimon_core.spec.index_manifest import (
     HASH_INDEX,
@@ -360,3 +362,24 @@ def test_two_writers_of_one_partition_conflict(catalog: FileSystemCatalog) -> No
     assert fsck(t, deep=True).ok
     for w in (w1, w2, w3):
         w.close()
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled=true"),
+    ({"merge-engine": "first-row"}, "merge-engine=first-row"),
+    ({"changelog-producer": "lookup"}, "changelog-producer=lookup"),
+    ({"force-lookup": "true"}, "force-lookup=true"),
+])
+def test_a_channel_writer_refuses_lookup_tables_naming_the_option(
+    catalog: FileSystemCatalog, options: dict[str, str], named: str
+) -> None:
+    """A writer of one assigner channel may share a bucket with another task: a table whose
+    level-0 files must be compacted at every commit is refused, naming the option set."""
+    t = dyn_table(catalog, **{"write-only": "false", **options})
+    with pytest.raises(UnsupportedError, match=f"{re.escape(named)} needs: .*'bucket'") as e:
+        t.new_write("u", assigner_channel=AssignerChannel(0, 2, 2))
+    assert "\n" not in str(e.value)
+    assert [n for n in ("first-row", "changelog-producer", "force-lookup", "deletion-vectors")
+            if n in str(e.value)] == [n for n in ("first-row", "changelog-producer",
+                                                  "force-lookup", "deletion-vectors")
+                                      if n in named]
