@@ -2,15 +2,18 @@
 cannot hold), and STRING -> TIMESTAMP / DATE of strings Java's parsers resolve or refuse in
 their own ways, read as Paimon Java 0.9 reads them after its ALTER.
 
-Java 0.9 creates a table of STRING columns, writes the values, ALTERs each column to a
-TIMESTAMP of another precision (``Catalog.alterTable`` through SchemaTagOracle); Java and we
-read the table; the values are also checked by hand.
+Java 0.9 creates every table of the module (STRING columns) and writes its values, ALTERs each
+column to a TIMESTAMP or DATE (``Catalog.alterTable`` through SchemaTagOracle) and reads them:
+one JVM per step for the whole module (a value Java cannot read fails its table's read, so each
+such value has a table of its own). We read the same tables; the values are also checked by
+hand.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,149 +48,118 @@ EXPECTED = {
            "2023-02-28 01:00:00.500000", "2024-04-30 10:00:00.000000",
            "2024-01-02 00:00:00.000000"],
 }
-
-
-@pytest.fixture(scope="module")
-def reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
-    ensure_ready()
-    work = tmp_path_factory.mktemp("far-ts")
-    (work / "out").mkdir()
-    wh = str(work / "wh")
-    (work / "schema.json").write_text(json.dumps({
-        "fields": [{"name": "id", "type": "INT"},
-                   *({"name": c, "type": "STRING"} for c in TARGETS)],
-        "partition_keys": [], "primary_keys": [], "options": {"bucket": "-1"}}))
-    rows = jsonl(work / "rows.jsonl", [{"id": i, **{c: v for c in TARGETS}}
-                                       for i, v in enumerate(VALUES)])
-    first = run_batches({"create": [
-        {"cmd": "create", "warehouse": wh, "table": "db.t", "schema": str(work / "schema.json")},
-        {"cmd": "write", "warehouse": wh, "table": "db.t", "input": rows}]}, work)["create"]
-    assert not first.failures(), first.failures()
-    answer = J.SchemaTagJava(work / "java").alter(
-        Path(wh), "db.t", *(J.retype(c, parse_sql_type(t)) for c, t in TARGETS.items()))
-    assert answer.ok, answer.text
-    read = run_batches({"read": [{"cmd": "read", "engine": "java", "warehouse": wh,
-                                  "table": "db.t", "output": str(work / "out" / "java.jsonl")}]},
-                       work)["read"]
-    java = command_output(work, {"java": read.records[0]}, "java")
-    ours = cli(["read", "--warehouse", wh, "--table", "db.t"])
-    return {k: sorted(map(json.loads, v), key=lambda r: r["id"])
-            for k, v in (("java", java), ("ours", ours))}
-
-
-def test_we_read_as_java(reads: dict[str, list[dict[str, Any]]]) -> None:
-    assert reads["ours"] == reads["java"]
-
-
-def test_values_by_hand(reads: dict[str, list[dict[str, Any]]]) -> None:
-    got = {c: [r[c] for r in reads["ours"]] for c in EXPECTED}
-    assert got == EXPECTED
-    assert [r["t6b"] for r in reads["ours"]] == EXPECTED["t6"]
-
-
-def test_timestamp9_outside_int64_nanoseconds_is_refused_naming_the_value(
-    tmp_path: Path
-) -> None:
-    """TIMESTAMP(7..9) values are int64 nanoseconds here (years 1678-2261): Java reads
-    '9999-12-31 23:59:59.999999999' as TIMESTAMP(9), we refuse it by name (never a wrong
-    value; the whole read fails, as a read Java cannot do fails there)."""
-    ensure_ready()
-    wh = str(tmp_path / "wh")
-    (tmp_path / "out").mkdir()
-    (tmp_path / "schema.json").write_text(json.dumps({
-        "fields": [{"name": "id", "type": "INT"}, {"name": "n", "type": "STRING"}],
-        "partition_keys": [], "primary_keys": [], "options": {"bucket": "-1"}}))
-    rows = jsonl(tmp_path / "rows.jsonl", [{"id": 1, "n": "2261-12-31 23:59:59.123456789"},
-                                           {"id": 2, "n": "9999-12-31 23:59:59.999999999"}])
-    done = run_batches({"c": [
-        {"cmd": "create", "warehouse": wh, "table": "db.n",
-         "schema": str(tmp_path / "schema.json")},
-        {"cmd": "write", "warehouse": wh, "table": "db.n", "input": rows}]}, tmp_path)["c"]
-    assert not done.failures(), done.failures()
-    assert J.SchemaTagJava(tmp_path / "java").alter(
-        Path(wh), "db.n", J.retype("n", parse_sql_type("TIMESTAMP(9)"))).ok
-    read = run_batches({"r": [{"cmd": "read", "engine": "java", "warehouse": wh,
-                               "table": "db.n", "output": str(tmp_path / "out" / "j.jsonl")}]},
-                       tmp_path)["r"]
-    java = [json.loads(x) for x in command_output(tmp_path, {"j": read.records[0]}, "j")]
-    # Java reads both rows (the oracle prints a TIMESTAMP(9) through int64 epoch nanoseconds,
-    # so its line for year 9999 wraps: 1816-03-30 05:56:08.066277375)
-    assert [r["id"] for r in sorted(java, key=lambda r: r["id"])] == [1, 2]
-    assert sorted(java, key=lambda r: r["id"])[0]["n"] == "2261-12-31 23:59:59.123456789"
-    with pytest.raises(CliError, match=r"'9999-12-31 23:59:59\.999999999' .*TIMESTAMP\(9\).*"
-                                       r"outside the range"):
-        cli(["read", "--warehouse", wh, "--table", "db.n"])
-
-
-@pytest.mark.parametrize("value, java_error", [
-    ("2024-01-01 24:00:01", "HourOfDay"), ("10000-01-01 00:00:00", "could not be parsed at"),
-    ("2024-02-32", "DayOfMonth"), ("0000-01-01", "YearOfEra"), ("2024-13-01", "MonthOfYear"),
-])
-def test_a_string_java_cannot_parse_fails_naming_it(
-    tmp_path: Path, value: str, java_error: str
-) -> None:
-    _java_fails_and_so_do_we(tmp_path, value, "TIMESTAMP(6)", java_error, "not a timestamp")
-
-
-def _java_fails_and_so_do_we(tmp_path: Path, value: str, target: str, java_error: str,
-                             ours: str) -> None:
-    ensure_ready()
-    wh = str(tmp_path / "wh")
-    (tmp_path / "schema.json").write_text(json.dumps({
-        "fields": [{"name": "n", "type": "STRING"}], "partition_keys": [], "primary_keys": [],
-        "options": {"bucket": "-1"}}))
-    done = run_batches({"c": [
-        {"cmd": "create", "warehouse": wh, "table": "db.n",
-         "schema": str(tmp_path / "schema.json")},
-        {"cmd": "write", "warehouse": wh, "table": "db.n",
-         "input": jsonl(tmp_path / "rows.jsonl", [{"n": value}])}]}, tmp_path)["c"]
-    assert not done.failures(), done.failures()
-    assert J.SchemaTagJava(tmp_path / "java").alter(
-        Path(wh), "db.n", J.retype("n", parse_sql_type(target))).ok
-    read = run_batches({"r": [{"cmd": "read", "engine": "java", "warehouse": wh,
-                               "table": "db.n"}]}, tmp_path)["r"]
-    assert read.failures() and java_error in str(read.failures()[0].get("error"))
-    with pytest.raises(CliError, match=f"CastError: .*'{re.escape(value)}' .*{ours}"):
-        cli(["read", "--warehouse", wh, "--table", "db.n"])
-
-
+# TIMESTAMP(7..9) values are int64 nanoseconds here (years 1678-2261)
+NANOS = ["2261-12-31 23:59:59.123456789", "9999-12-31 23:59:59.999999999"]
 # BinaryStringUtils.toDate: digits are a day number, else DateTimeUtils.parseDate
 DATES = {"2024-3-5": "2024-03-05", "19000": "2022-01-08", "2024-3": "2024-03-01",
          "2017-12-12 09:30:00.0": "2017-12-12", " 2024": "2024-01-01",
          "1600-02-29": "1600-02-29", "0001-01-01": "0001-01-01", "2024-02-29": "2024-02-29",
          "00000000002024-1-01": "2024-01-01", "9999-12-31": "9999-12-31"}
+# strings Java's read fails on: (value, target type, Java's error, our CastError's words)
+UNREADABLE = [
+    *((v, "TIMESTAMP(6)", e, "not a timestamp") for v, e in [
+        ("2024-01-01 24:00:01", "HourOfDay"), ("10000-01-01 00:00:00", "could not be parsed at"),
+        ("2024-02-32", "DayOfMonth"), ("0000-01-01", "YearOfEra"),
+        ("2024-13-01", "MonthOfYear")]),
+    # Java's parseDate checks the date (``isIllegalDate``): no rolling over into the next
+    # month, as Arrow's strptime did ('2024-02-30' read as 2024-03-01)
+    *((v, "DATE", "For input string", "not a date") for v in [
+        "2024-02-30", "2023-02-29", "2024-06-31", "2024-13-01", "10000-01-01",
+        "2024-1-1000000000005", " 2024-01-02 03:04"]),
+]
 
 
-def test_strings_read_as_dates_as_java_reads_them(tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Tables:
+    """The module's warehouse after Java's ALTERs; Java's read records and outputs."""
+
+    root: Path
+    warehouse: str
+    java: dict[str, dict[str, Any]]  # table -> the read command's status record
+
+    def java_rows(self, table: str) -> list[dict[str, Any]]:
+        lines = command_output(self.root, self.java, table)
+        return sorted(map(json.loads, lines), key=lambda r: r["id"])
+
+    def our_rows(self, table: str) -> list[dict[str, Any]]:
+        lines = cli(["read", "--warehouse", self.warehouse, "--table", f"db.{table}"])
+        return sorted(map(json.loads, lines), key=lambda r: r["id"])
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> Tables:
     ensure_ready()
-    wh = str(tmp_path / "wh")
-    (tmp_path / "out").mkdir()
-    (tmp_path / "schema.json").write_text(json.dumps({
-        "fields": [{"name": "id", "type": "INT"}, {"name": "n", "type": "STRING"}],
-        "partition_keys": [], "primary_keys": [], "options": {"bucket": "-1"}}))
-    done = run_batches({"c": [
-        {"cmd": "create", "warehouse": wh, "table": "db.d",
-         "schema": str(tmp_path / "schema.json")},
-        {"cmd": "write", "warehouse": wh, "table": "db.d",
-         "input": jsonl(tmp_path / "rows.jsonl",
-                        [{"id": i, "n": v} for i, v in enumerate(DATES)])}]}, tmp_path)["c"]
-    assert not done.failures(), done.failures()
-    assert J.SchemaTagJava(tmp_path / "java").alter(
-        Path(wh), "db.d", J.retype("n", parse_sql_type("DATE"))).ok
-    read = run_batches({"r": [{"cmd": "read", "engine": "java", "warehouse": wh,
-                               "table": "db.d", "output": str(tmp_path / "out" / "j.jsonl")}]},
-                       tmp_path)["r"]
-    java = sorted(map(json.loads, command_output(tmp_path, {"j": read.records[0]}, "j")),
-                  key=lambda r: r["id"])
-    ours = sorted(map(json.loads, cli(["read", "--warehouse", wh, "--table", "db.d"])),
-                  key=lambda r: r["id"])
-    assert ours == java
+    root = tmp_path_factory.mktemp("far-ts")
+    (root / "out").mkdir()
+    wh = str(root / "wh")
+    # table -> (its STRING columns' values by row, the ALTERs to run)
+    specs: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {
+        "t": ([{c: v for c in TARGETS} for v in VALUES], TARGETS),
+        "n9": ([{"n": v} for v in NANOS], {"n": "TIMESTAMP(9)"}),
+        "d": ([{"n": v} for v in DATES], {"n": "DATE"}),
+        **{f"u{i}": ([{"n": v}], {"n": target})
+           for i, (v, target, _, _) in enumerate(UNREADABLE)},
+    }
+    cmds: list[dict[str, Any]] = []
+    for name, (rows, alters) in specs.items():
+        schema = root / f"{name}.schema.json"
+        schema.write_text(json.dumps({
+            "fields": [{"name": "id", "type": "INT"},
+                       *({"name": c, "type": "STRING"} for c in alters)],
+            "partition_keys": [], "primary_keys": [], "options": {"bucket": "-1"}}))
+        cmds += [{"cmd": "create", "warehouse": wh, "table": f"db.{name}", "schema": str(schema)},
+                 {"cmd": "write", "warehouse": wh, "table": f"db.{name}",
+                  "input": jsonl(root / f"{name}.rows.jsonl",
+                                 [{"id": i, **r} for i, r in enumerate(rows)])}]
+    created = run_batches({"create": cmds}, root)["create"]
+    assert not created.failures(), created.failures()
+    answers = J.SchemaTagJava(root / "java").run([
+        ["ALTER", wh, f"db.{name}", *(J.retype(c, parse_sql_type(t)) for c, t in alters.items())]
+        for name, (_, alters) in specs.items()])
+    assert all(a.ok for a in answers), [a.text for a in answers if not a.ok]
+    read = run_batches({"read": [
+        {"cmd": "read", "engine": "java", "warehouse": wh, "table": f"db.{name}",
+         "output": str(root / "out" / f"{name}.jsonl")} for name in specs]}, root)["read"]
+    return Tables(root, wh, dict(zip(specs, read.records)))
+
+
+def test_we_read_as_java(tables: Tables) -> None:
+    assert tables.our_rows("t") == tables.java_rows("t")
+
+
+def test_values_by_hand(tables: Tables) -> None:
+    ours = tables.our_rows("t")
+    got = {c: [r[c] for r in ours] for c in EXPECTED}
+    assert got == EXPECTED
+    assert [r["t6b"] for r in ours] == EXPECTED["t6"]
+
+
+def test_timestamp9_outside_int64_nanoseconds_is_refused_naming_the_value(
+    tables: Tables
+) -> None:
+    """Java reads '9999-12-31 23:59:59.999999999' as TIMESTAMP(9), we refuse it by name
+    (never a wrong value; the whole read fails, as a read Java cannot do fails there)."""
+    java = tables.java_rows("n9")
+    # Java reads both rows (the oracle prints a TIMESTAMP(9) through int64 epoch nanoseconds,
+    # so its line for year 9999 wraps: 1816-03-30 05:56:08.066277375)
+    assert [r["id"] for r in java] == [0, 1]
+    assert java[0]["n"] == NANOS[0]
+    with pytest.raises(CliError, match=r"'9999-12-31 23:59:59\.999999999' .*TIMESTAMP\(9\).*"
+                                       r"outside the range"):
+        tables.our_rows("n9")
+
+
+def test_strings_read_as_dates_as_java_reads_them(tables: Tables) -> None:
+    ours = tables.our_rows("d")
+    assert ours == tables.java_rows("d")
     assert [r["n"] for r in ours] == list(DATES.values())
 
 
-@pytest.mark.parametrize("value", ["2024-02-30", "2023-02-29", "2024-06-31", "2024-13-01",
-                                   "10000-01-01", "2024-1-1000000000005", " 2024-01-02 03:04"])
-def test_a_string_java_cannot_read_as_a_date_fails_naming_it(tmp_path: Path, value: str) -> None:
-    """Java's parseDate checks the date (``isIllegalDate``): no rolling over into the next
-    month, as Arrow's strptime did ('2024-02-30' read as 2024-03-01)."""
-    _java_fails_and_so_do_we(tmp_path, value, "DATE", "For input string", "not a date")
+@pytest.mark.parametrize("case", range(len(UNREADABLE)),
+                         ids=[f"{t}:{v!r}" for v, t, _, _ in UNREADABLE])
+def test_a_string_java_cannot_read_fails_naming_it(tables: Tables, case: int) -> None:
+    value, _, java_error, ours = UNREADABLE[case]
+    record = tables.java[f"u{case}"]
+    assert record.get("status") != "ok" and java_error in str(record.get("error"))
+    with pytest.raises(CliError, match=f"CastError: .*'{re.escape(value)}' .*{ours}"):
+        tables.our_rows(f"u{case}")
