@@ -170,8 +170,5 @@ class CompactOptions:
     def lookup(self) -> bool:
         """Compaction pushes every level-0 file up and merges it with the keys' records on the
         levels above (``CoreOptions.needLookup``: the lookup producer, the first-row engine or
-        ``force-lookup`` or deletion vectors)."""
-        return self.primary_key and (self.changelog_producer is ChangelogProducer.LOOKUP
-                                     or self.first_row
-                                     or self.force_lookup
-                                     or self.deletion_vectors)
+        ``force-lookup`` or deletion vectors: :attr:`lookup_settings`)."""
+        return bool(self.lookup_settings)
